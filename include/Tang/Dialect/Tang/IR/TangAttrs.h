@@ -1,0 +1,30 @@
+//===- TangAttrs.h - tang attributes ----------------------------*- C++ -*-===//
+//
+// Builtin monoid kinds, schedule mappings and the #tang.schedule attribute.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TANG_DIALECT_TANG_IR_TANGATTRS_H
+#define TANG_DIALECT_TANG_IR_TANGATTRS_H
+
+#include "mlir/IR/Attributes.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectImplementation.h"
+
+#include "Tang/Dialect/Tang/IR/TangEnums.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "Tang/Dialect/Tang/IR/TangAttrs.h.inc"
+
+namespace mlir::tang {
+
+/// Number of scalars a body yields for a builtin monoid.
+unsigned getNumMonoidYields(MonoidKind kind);
+/// Number of results a comprehension reducing under a builtin monoid has.
+unsigned getNumMonoidResults(MonoidKind kind);
+/// True for builtin monoids that only take floating-point values.
+bool isFloatOnly(MonoidKind kind);
+
+} // namespace mlir::tang
+
+#endif // TANG_DIALECT_TANG_IR_TANGATTRS_H

@@ -1,0 +1,130 @@
+//===- TangAttrs.td - tang attributes ----------------------*- tablegen -*-===//
+//
+// Monoid kinds and the #tang.schedule attribute.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TANG_DIALECT_TANG_IR_TANGATTRS_TD
+#define TANG_DIALECT_TANG_IR_TANGATTRS_TD
+
+include "Tang/Dialect/Tang/IR/TangDialect.td"
+include "mlir/IR/EnumAttr.td"
+
+//===----------------------------------------------------------------------===//
+// Builtin monoids
+//===----------------------------------------------------------------------===//
+
+def Tang_MonoidKind : I32EnumAttr<"MonoidKind", "builtin monoid", [
+    I32EnumAttrCase<"Add", 0, "add">,
+    I32EnumAttrCase<"Mul", 1, "mul">,
+    I32EnumAttrCase<"Max", 2, "max">,
+    I32EnumAttrCase<"Min", 3, "min">,
+    I32EnumAttrCase<"And", 4, "and">,
+    I32EnumAttrCase<"Or", 5, "or">,
+    I32EnumAttrCase<"ArgMax", 6, "argmax">,
+    I32EnumAttrCase<"ArgMin", 7, "argmin">,
+    I32EnumAttrCase<"SoftmaxNorm", 8, "softmax_norm">,
+    I32EnumAttrCase<"OnlineSoftmax", 9, "online_softmax">
+  ]> {
+  let cppNamespace = "::mlir::tang";
+  let genSpecializedAttr = 0;
+}
+
+def Tang_MonoidAttr : EnumAttr<Tang_Dialect, Tang_MonoidKind, "monoid"> {
+  let summary = "a builtin monoid";
+  let description = [{
+    The builtin monoids a comprehension can reduce under. Each states its
+    algebra (associative, with an identity, and
+    commutative: every builtin is) and how the values a body yields are lifted into the
+    monoid's carrier and what the comprehension's results are:
+
+    | monoid | body yields | carrier, identity | results |
+    |---|---|---|---|
+    | `add` | `x` | `x`, 0 | sum |
+    | `mul` | `x` | `x`, 1 | product |
+    | `max` / `min` | `x` | `x`, -inf / +inf (int: min / max value) | extremum |
+    | `and` / `or` | `x : i1` or integer | bitwise, all-ones / 0 | conjunction / disjunction |
+    | `argmax` / `argmin` | `x, idx` | `(x, idx)`, `(-inf, 0)` / `(+inf, 0)`; ties keep the smaller idx | value, index |
+    | `softmax_norm` | `x` | `(m, l)`, `(-inf, 0)`; `(x) -> (x, 1)` | `m = max x`, `l = sum exp(x - m)` |
+    | `online_softmax` | `s, v` | `(m, l, acc)`, `(-inf, 0, 0)`; `(s, v) -> (s, 1, v)` | `acc / l` |
+
+    The `softmax_norm` and `online_softmax` combines are
+    `m = max(m1, m2)`, `l = l1 exp(m1 - m) + l2 exp(m2 - m)`,
+    `acc = acc1 exp(m1 - m) + acc2 exp(m2 - m)`.
+
+    Example: `#tang.monoid<add>`; in a comprehension: `monoid(add)`.
+  }];
+  let assemblyFormat = "`<` $value `>`";
+}
+
+//===----------------------------------------------------------------------===//
+// Schedules
+//===----------------------------------------------------------------------===//
+
+def Tang_Mapping : I32EnumAttr<"Mapping", "processor an iteration index maps to", [
+    I32EnumAttrCase<"BlockX", 0, "block_x">,
+    I32EnumAttrCase<"BlockY", 1, "block_y">,
+    I32EnumAttrCase<"BlockZ", 2, "block_z">,
+    I32EnumAttrCase<"Warp", 3, "warp">,
+    I32EnumAttrCase<"ThreadX", 4, "thread_x">,
+    I32EnumAttrCase<"ThreadY", 5, "thread_y">,
+    I32EnumAttrCase<"ThreadZ", 6, "thread_z">,
+    I32EnumAttrCase<"Serial", 7, "serial">,
+    I32EnumAttrCase<"Vector", 8, "vector">
+  ]> {
+  let cppNamespace = "::mlir::tang";
+  let genSpecializedAttr = 0;
+}
+
+def Tang_MemoryLevel : I32EnumAttr<"MemoryLevel", "memory level of a pipeline stage", [
+    I32EnumAttrCase<"Global", 0, "global">,
+    I32EnumAttrCase<"Shared", 1, "shared">,
+    I32EnumAttrCase<"Register", 2, "register">
+  ]> {
+  let cppNamespace = "::mlir::tang";
+  let genSpecializedAttr = 0;
+}
+
+def Tang_ScheduleAttr : Tang_Attr<"Schedule", "schedule"> {
+  let summary = "how a comprehension is tiled, mapped and staged";
+  let description = [{
+    A schedule changes rounding, never the math: the reference interpreter
+    ignores it and gives the same answer for every schedule.
+
+    Fields, all but `tile` optional (defaults in brackets):
+
+    * `tile = [t0, ..., tn]`: tile size per iteration index, parallel indices
+      first, then reduced ones (one entry per index of the comprehension);
+    * `mapping = [m0, ..., mn]`: the processor each index's tiles map to:
+      `block_x|y|z`, `warp`, `thread_x|y|z`, `serial`, `vector`
+      [all `serial`];
+    * `vector = v`: elements per vector load/store, 1, 2, 4, 8 or 16 [1];
+    * `stages = s`: software-pipeline depth, >= 1 [1];
+    * `storage = T`: element type tensors are stored in [the tensor's];
+    * `accumulate = T`: type reductions accumulate in, at least as wide as
+      `storage` [f32];
+    * `memory = [l0, ..., ls-1]`: memory level of each pipeline stage:
+      `global`, `shared`, `register` [all `global`]; one per stage.
+
+    Example:
+
+    ```mlir
+    #tang.schedule<tile = [128, 128, 32], mapping = [block_y, block_x, serial],
+                   vector = 8, stages = 3, storage = bf16, accumulate = f32,
+                   memory = [global, shared, register]>
+    ```
+  }];
+  let parameters = (ins
+    ArrayRefParameter<"int64_t", "tile size per index">:$tile,
+    ArrayRefParameter<"::mlir::tang::Mapping", "processor per index">:$mapping,
+    "int64_t":$vector,
+    "int64_t":$stages,
+    OptionalParameter<"::mlir::Type", "storage precision">:$storage,
+    "::mlir::Type":$accumulate,
+    ArrayRefParameter<"::mlir::tang::MemoryLevel", "memory level per stage">:$memory
+  );
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+}
+
+#endif // TANG_DIALECT_TANG_IR_TANGATTRS_TD

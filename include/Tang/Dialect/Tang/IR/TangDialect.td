@@ -1,0 +1,64 @@
+//===- TangDialect.td - tang dialect definition ------------*- tablegen -*-===//
+//
+// The tang dialect: a tensor IR of views and comprehensions.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TANG_DIALECT_TANG_IR_TANGDIALECT_TD
+#define TANG_DIALECT_TANG_IR_TANGDIALECT_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+
+def Tang_Dialect : Dialect {
+  let name = "tang";
+  let cppNamespace = "::mlir::tang";
+  let summary = "Views and comprehensions: a tensor IR from which kernels are derived";
+  let description = [{
+    A tang program is written with two constructs:
+
+    * **views** (`tang.view`, and the index expressions of `tang.read`):
+      affine maps from an iteration space to tensor coordinates (transpose,
+      broadcast, slice, stride, diagonal, sliding window);
+    * **comprehensions** (`tang.comprehension`): a reduction under a monoid
+      whose body is a scalar expression graph in `arith`/`math` ops plus
+      `tang.read`, `tang.index` and nested comprehensions.
+
+    Function-level values are builtin ranked tensors with static shapes.
+    Everything else (fusion, flash attention, gradients, code generation)
+    is a rewrite or a schedule over this IR. `tang-run` evaluates the IR
+    directly in float64 and is the oracle for every rewrite and backend.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::math::MathDialect"
+  ];
+  let useDefaultAttributePrinterParser = 1;
+  let extraClassDeclaration = [{
+    /// Registers the attributes of TangAttrs.td (defined in TangAttrs.cpp).
+    void registerAttributes();
+  }];
+}
+
+class Tang_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Tang_Dialect, mnemonic, traits>;
+
+class Tang_Attr<string name, string attrMnemonic, list<Trait> traits = []>
+    : AttrDef<Tang_Dialect, name, traits> {
+  let mnemonic = attrMnemonic;
+}
+
+//===----------------------------------------------------------------------===//
+// Type constraints
+//===----------------------------------------------------------------------===//
+
+/// Element types a tang tensor may hold.
+def Tang_ElementType : AnyTypeOf<[F64, F32, F16, BF16, I32, I8, I1],
+    "tang element type (f64, f32, f16, bf16, i32, i8 or i1)">;
+
+/// Function-level values: ranked tensors of tang element types. Extents are
+/// static for now; symbolic extents will come through one accessor
+/// (ComprehensionOp::getExtent) rather than by changing this constraint.
+def Tang_Tensor : RankedTensorOf<[F64, F32, F16, BF16, I32, I8, I1]>;
+
+#endif // TANG_DIALECT_TANG_IR_TANGDIALECT_TD

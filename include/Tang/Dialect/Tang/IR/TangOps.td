@@ -1,0 +1,242 @@
+//===- TangOps.td - tang operations ------------------------*- tablegen -*-===//
+//
+// tang.comprehension, tang.read, tang.view, tang.index, tang.yield and
+// tang.monoid.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TANG_DIALECT_TANG_IR_TANGOPS_TD
+#define TANG_DIALECT_TANG_IR_TANGOPS_TD
+
+include "Tang/Dialect/Tang/IR/TangDialect.td"
+include "Tang/Dialect/Tang/IR/TangAttrs.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/IR/OpAsmInterface.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// ComprehensionOp
+//===----------------------------------------------------------------------===//
+
+def Tang_ComprehensionOp : Tang_Op<"comprehension", [
+    RecursiveMemoryEffects, RecursivelySpeculatable,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmBlockArgumentNames"]>]> {
+  let summary = "a reduction under a monoid over an iteration domain";
+  let description = [{
+    A comprehension has an iteration domain of **parallel** indices, which
+    index its result, and **reduced** indices, whose values are combined under
+    a monoid. The body's block arguments are the indices (parallel first);
+    its operations compute one element of the domain as a scalar expression
+    graph and `tang.yield` it. Extents are listed after the index names,
+    parallel indices first.
+
+    ```mlir
+    // C[i, j] = sum_k A[i, k] * B[k, j]
+    %C = tang.comprehension (%i, %j) reduce (%k) [64, 32, 128] monoid(add)
+           : tensor<64x32xf32> {
+      %a = tang.read %A[%i, %k] : tensor<64x128xf32>
+      %b = tang.read %B[%k, %j] : tensor<128x32xf32>
+      %p = arith.mulf %a, %b : f32
+      tang.yield %p : f32
+    }
+    ```
+
+    * Without reduced indices a comprehension is a map and takes no monoid.
+    * A comprehension without parallel indices nested in another
+      comprehension's body yields scalars, e.g. the mean square in RMSNorm:
+      `%ss = tang.comprehension reduce (%k) [64] monoid(add) : f32 {...}`.
+      Nested comprehensions may use the indices of every enclosing one.
+    * The monoid is a builtin (`monoid(add)`, see `#tang.monoid`) or a
+      user-defined `tang.monoid` symbol (`monoid(@welford)`). Monoids with a
+      tuple carrier (argmax, the softmax normaliser, user-defined tuples)
+      give several results.
+    * An optional `schedule` attribute (`#tang.schedule`) says how to tile
+      and map the domain; it never changes the result beyond rounding.
+  }];
+
+  let arguments = (ins
+    DenseI64ArrayAttr:$parallel_extents,
+    DenseI64ArrayAttr:$reduced_extents,
+    OptionalAttr<AnyAttrOf<[Tang_MonoidAttr, FlatSymbolRefAttr]>>:$monoid,
+    OptionalAttr<Tang_ScheduleAttr>:$schedule
+  );
+  let results = (outs Variadic<AnyType>:$results);
+  let regions = (region SizedRegion<1>:$body);
+
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+
+  let extraClassDeclaration = [{
+    /// Number of parallel / reduced / all iteration indices.
+    unsigned getNumParallel() { return getParallelExtents().size(); }
+    unsigned getNumReduced() { return getReducedExtents().size(); }
+    unsigned getNumIndices() { return getNumParallel() + getNumReduced(); }
+
+    /// The extent of iteration index `pos` (parallel indices first). This is
+    /// the one accessor for extents: symbolic extents will be answered here.
+    int64_t getExtent(unsigned pos);
+
+    /// The block argument of iteration index `pos`.
+    ::mlir::BlockArgument getIndex(unsigned pos) {
+      return getBody().front().getArgument(pos);
+    }
+    ::mlir::Block &getBodyBlock() { return getBody().front(); }
+
+    /// True if index `pos` is a reduced index.
+    bool isReducedIndex(unsigned pos) { return pos >= getNumParallel(); }
+
+    /// The terminator of the body.
+    YieldOp getYield();
+
+    /// The builtin monoid, if the monoid is one.
+    std::optional<MonoidKind> getBuiltinMonoid();
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// ReadOp
+//===----------------------------------------------------------------------===//
+
+def Tang_ReadOp : Tang_Op<"read", [Pure]> {
+  let summary = "read a tensor element at affine expressions of indices";
+  let description = [{
+    Reads one element of a function-level tensor. The coordinates are affine
+    expressions of the iteration indices of enclosing comprehensions (written
+    like `affine.load`'s), so every access function is visible to analysis.
+    The number of expressions equals the tensor's rank, and every expression
+    must stay in bounds over the whole iteration domain.
+
+    ```mlir
+    %x = tang.read %X[%i, %k * 2 + 1] : tensor<16x33xf32>
+    ```
+  }];
+  let arguments = (ins Tang_Tensor:$tensor, Variadic<Index>:$indices,
+                       AffineMapAttr:$map);
+  let results = (outs Tang_ElementType:$result);
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+  let hasFolder = 1;
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$tensor, "::mlir::AffineMap":$map,
+                   "::mlir::ValueRange":$indices)>
+  ];
+}
+
+//===----------------------------------------------------------------------===//
+// ViewOp
+//===----------------------------------------------------------------------===//
+
+def Tang_ViewOp : Tang_Op<"view", [Pure]> {
+  let summary = "affine re-indexing of a tensor";
+  let description = [{
+    `%V = tang.view %T by map` is the tensor with `V[x] = T[map(x)]`: the
+    map goes from the view's coordinates to the source's. It computes
+    nothing: canonicalisation folds it into the reads that use it. Views
+    express transpose, broadcast, slices, strides, diagonals and sliding
+    windows; every view coordinate must map in bounds.
+
+    ```mlir
+    // Transpose.
+    %T = tang.view %A by affine_map<(d0, d1) -> (d1, d0)>
+           : tensor<4x8xf32> to tensor<8x4xf32>
+    // 3x3 sliding windows of an image.
+    %W = tang.view %I by affine_map<(h, w, r, s) -> (h + r, w + s)>
+           : tensor<10x10xf32> to tensor<8x8x3x3xf32>
+    ```
+  }];
+  let arguments = (ins Tang_Tensor:$source, AffineMapAttr:$map);
+  let results = (outs Tang_Tensor:$result);
+  let assemblyFormat = [{
+    $source `by` $map attr-dict `:` type($source) `to` type($result)
+  }];
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// IndexOp
+//===----------------------------------------------------------------------===//
+
+def Tang_IndexOp : Tang_Op<"index", [Pure]> {
+  let summary = "the value of an iteration index as a scalar";
+  let description = [{
+    Converts an iteration index of an enclosing comprehension to an integer
+    or floating-point scalar, for iotas and masks.
+
+    ```mlir
+    // Causal mask: keep j <= i.
+    %vi = tang.index %i : i32
+    %vj = tang.index %j : i32
+    %keep = arith.cmpi sle, %vj, %vi : i32
+    ```
+  }];
+  let arguments = (ins Index:$index);
+  let results = (outs AnyTypeOf<[AnySignlessInteger, AnyFloat]>:$result);
+  let assemblyFormat = "$index attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// YieldOp
+//===----------------------------------------------------------------------===//
+
+def Tang_YieldOp : Tang_Op<"yield", [Pure, Terminator, ReturnLike,
+    ParentOneOf<["ComprehensionOp", "MonoidOp"]>]> {
+  let summary = "yield scalars from a comprehension body or a combine region";
+  let description = [{
+    Terminates a comprehension's body with the element the monoid lifts (or
+    the mapped values of a comprehension without reduced indices), or a
+    monoid's `combine` region with the combined carrier.
+
+    ```mlir
+    tang.yield %p : f32
+    ```
+  }];
+  let arguments = (ins Variadic<AnyType>:$values);
+  let assemblyFormat = "($values^ `:` type($values))? attr-dict";
+  let builders = [OpBuilder<(ins), [{ /* nothing to yield */ }]>];
+}
+
+//===----------------------------------------------------------------------===//
+// MonoidOp
+//===----------------------------------------------------------------------===//
+
+def Tang_MonoidOp : Tang_Op<"monoid", [Symbol, IsolatedFromAbove]> {
+  let summary = "a user-defined monoid";
+  let description = [{
+    Declares a monoid with a tuple carrier: its types, its identity (one
+    typed attribute per carrier component) and a `combine` region taking two
+    carrier values (the first's components, then the second's) and yielding
+    their combination. A monoid is associative by definition; `commutative`
+    declares that combine order does not matter. Passes may rely only on the
+    laws a monoid declares.
+
+    ```mlir
+    // Welford's running (count, mean, M2) for a variance.
+    tang.monoid @welford : [f64, f64, f64]
+        identity [0.0 : f64, 0.0 : f64, 0.0 : f64] commutative {
+    ^bb0(%n1: f64, %m1: f64, %s1: f64, %n2: f64, %m2: f64, %s2: f64):
+      %n = arith.addf %n1, %n2 : f64
+      ...
+      tang.yield %n, %m, %s : f64, f64, f64
+    }
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, TypeArrayAttr:$carrier,
+                       ArrayAttr:$identity, UnitAttr:$commutative);
+  let regions = (region SizedRegion<1>:$combine);
+  let assemblyFormat = [{
+    $sym_name `:` $carrier `identity` $identity (`commutative` $commutative^)?
+    attr-dict-with-keyword $combine
+  }];
+  let hasRegionVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The carrier's component types.
+    ::llvm::SmallVector<::mlir::Type> getCarrierTypes();
+  }];
+}
+
+#endif // TANG_DIALECT_TANG_IR_TANGOPS_TD

@@ -1,0 +1,215 @@
+//===- TangAttrs.cpp - tang attributes --------------------------*- C++ -*-===//
+//
+// Builtin monoid facts and the #tang.schedule attribute's syntax and
+// verifier.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Tang/Dialect/Tang/IR/TangAttrs.h"
+#include "Tang/Dialect/Tang/IR/TangDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::tang;
+
+#include "Tang/Dialect/Tang/IR/TangEnums.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "Tang/Dialect/Tang/IR/TangAttrs.cpp.inc"
+
+void TangDialect::registerAttributes() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "Tang/Dialect/Tang/IR/TangAttrs.cpp.inc"
+      >();
+}
+
+//===----------------------------------------------------------------------===//
+// Builtin monoids
+//===----------------------------------------------------------------------===//
+
+unsigned mlir::tang::getNumMonoidYields(MonoidKind kind) {
+  switch (kind) {
+  case MonoidKind::ArgMax:
+  case MonoidKind::ArgMin:
+  case MonoidKind::OnlineSoftmax:
+    return 2;
+  default:
+    return 1;
+  }
+}
+
+unsigned mlir::tang::getNumMonoidResults(MonoidKind kind) {
+  switch (kind) {
+  case MonoidKind::ArgMax:
+  case MonoidKind::ArgMin:
+  case MonoidKind::SoftmaxNorm:
+    return 2;
+  default:
+    return 1;
+  }
+}
+
+bool mlir::tang::isFloatOnly(MonoidKind kind) {
+  return kind == MonoidKind::SoftmaxNorm || kind == MonoidKind::OnlineSoftmax;
+}
+
+//===----------------------------------------------------------------------===//
+// ScheduleAttr
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Parses `[kw, kw, ...]` where each keyword names a case of an enum.
+template <typename EnumT>
+ParseResult
+parseEnumList(AsmParser &p, SmallVectorImpl<EnumT> &out, StringRef what,
+              llvm::function_ref<std::optional<EnumT>(StringRef)> symbolize) {
+  return p.parseCommaSeparatedList(AsmParser::Delimiter::Square,
+                                   [&]() -> ParseResult {
+    SMLoc loc = p.getCurrentLocation();
+    StringRef kw;
+    if (p.parseKeyword(&kw))
+      return failure();
+    std::optional<EnumT> v = symbolize(kw);
+    if (!v)
+      return p.emitError(loc, "unknown ") << what << " '" << kw << "'";
+    out.push_back(*v);
+    return success();
+  });
+}
+
+bool isStorageType(Type t) {
+  return t.isF64() || t.isF32() || t.isF16() || t.isBF16() ||
+         t.isSignlessInteger(32) || t.isSignlessInteger(8) ||
+         t.isSignlessInteger(1);
+}
+} // namespace
+
+Attribute ScheduleAttr::parse(AsmParser &p, Type) {
+  SMLoc loc = p.getCurrentLocation();
+  SmallVector<int64_t> tile;
+  SmallVector<Mapping> mapping;
+  SmallVector<MemoryLevel> memory;
+  int64_t vector = 1, stages = 1;
+  Type storage, accumulate;
+  llvm::StringSet<> seen;
+
+  auto parseField = [&]() -> ParseResult {
+    SMLoc keyLoc = p.getCurrentLocation();
+    StringRef key;
+    if (p.parseKeyword(&key) || p.parseEqual())
+      return failure();
+    if (!seen.insert(key).second)
+      return p.emitError(keyLoc, "duplicate schedule field '") << key << "'";
+    if (key == "tile")
+      return p.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&] {
+        return p.parseInteger(tile.emplace_back());
+      });
+    if (key == "mapping")
+      return parseEnumList<Mapping>(
+          p, mapping, "mapping", [](StringRef s) { return symbolizeMapping(s); });
+    if (key == "memory")
+      return parseEnumList<MemoryLevel>(
+          p, memory, "memory level",
+          [](StringRef s) { return symbolizeMemoryLevel(s); });
+    if (key == "vector")
+      return p.parseInteger(vector);
+    if (key == "stages")
+      return p.parseInteger(stages);
+    if (key == "storage")
+      return p.parseType(storage);
+    if (key == "accumulate")
+      return p.parseType(accumulate);
+    return p.emitError(keyLoc, "unknown schedule field '")
+           << key
+           << "'; expected tile, mapping, vector, stages, storage, "
+              "accumulate or memory";
+  };
+  if (p.parseLess() || p.parseCommaSeparatedList(parseField) ||
+      p.parseGreater())
+    return {};
+  if (!seen.contains("tile")) {
+    p.emitError(loc, "schedule needs a 'tile' field");
+    return {};
+  }
+  // Defaults for the optional fields.
+  if (!seen.contains("mapping"))
+    mapping.assign(tile.size(), Mapping::Serial);
+  if (!seen.contains("memory") && stages > 0)
+    memory.assign(stages, MemoryLevel::Global);
+  if (!accumulate)
+    accumulate = Float32Type::get(p.getContext());
+  return getChecked([&] { return p.emitError(loc); }, p.getContext(), tile,
+                    mapping, vector, stages, storage, accumulate, memory);
+}
+
+void ScheduleAttr::print(AsmPrinter &p) const {
+  p << "<tile = [";
+  llvm::interleaveComma(getTile(), p);
+  p << "], mapping = [";
+  llvm::interleaveComma(getMapping(), p,
+                        [&](Mapping m) { p << stringifyMapping(m); });
+  p << "], vector = " << getVector() << ", stages = " << getStages();
+  if (getStorage())
+    p << ", storage = " << getStorage();
+  p << ", accumulate = " << getAccumulate() << ", memory = [";
+  llvm::interleaveComma(getMemory(), p,
+                        [&](MemoryLevel m) { p << stringifyMemoryLevel(m); });
+  p << "]>";
+}
+
+LogicalResult
+ScheduleAttr::verify(llvm::function_ref<InFlightDiagnostic()> emitError,
+                     ArrayRef<int64_t> tile, ArrayRef<Mapping> mapping,
+                     int64_t vector, int64_t stages, Type storage,
+                     Type accumulate, ArrayRef<MemoryLevel> memory) {
+  if (tile.empty())
+    return emitError() << "schedule tile must have one size per index";
+  for (int64_t t : tile)
+    if (t <= 0)
+      return emitError() << "schedule tile sizes must be positive, got " << t;
+  if (mapping.size() != tile.size())
+    return emitError() << "schedule mapping has " << mapping.size()
+                       << " entries but tile has " << tile.size();
+  // Each hardware dimension can carry at most one index.
+  for (auto [i, m] : llvm::enumerate(mapping)) {
+    if (m == Mapping::Serial)
+      continue;
+    if (llvm::count(mapping.take_front(i), m))
+      return emitError() << "schedule maps two indices to '"
+                         << stringifyMapping(m) << "'";
+  }
+  if (!llvm::is_contained({1, 2, 4, 8, 16}, vector))
+    return emitError() << "schedule vector width must be 1, 2, 4, 8 or 16, got "
+                       << vector;
+  if (stages < 1)
+    return emitError() << "schedule needs at least one stage, got " << stages;
+  if (storage && !isStorageType(storage))
+    return emitError() << "schedule storage type must be a tang element type, "
+                          "got "
+                       << storage;
+  if (!accumulate || !isStorageType(accumulate) || accumulate.isInteger(1) ||
+      accumulate.isInteger(8))
+    return emitError() << "schedule accumulate type must be f64, f32, f16, "
+                          "bf16 or i32, got "
+                       << accumulate;
+  if (storage && storage.isIntOrFloat() &&
+      isa<FloatType>(storage) != isa<FloatType>(accumulate))
+    return emitError() << "schedule accumulates " << storage << " in "
+                       << accumulate
+                       << ": storage and accumulate must both be "
+                          "floating-point or both integer";
+  if (storage && isa<FloatType>(storage) &&
+      cast<FloatType>(accumulate).getFPMantissaWidth() <
+          cast<FloatType>(storage).getFPMantissaWidth())
+    return emitError() << "schedule accumulates " << storage << " in "
+                       << accumulate << ", which is less precise";
+  if (static_cast<int64_t>(memory.size()) != stages)
+    return emitError() << "schedule has " << stages << " stages but "
+                       << memory.size() << " memory levels";
+  return success();
+}

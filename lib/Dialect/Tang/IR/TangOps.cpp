@@ -1,0 +1,586 @@
+//===- TangOps.cpp - tang operations ----------------------------*- C++ -*-===//
+//
+// Syntax, verifiers and folds of the tang operations.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Tang/Dialect/Tang/IR/TangOps.h"
+
+#include "mlir/IR/AffineExpr.h"
+#include "mlir/IR/AffineMap.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace mlir::tang;
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+ComprehensionOp mlir::tang::getOwningComprehension(Value index) {
+  auto arg = dyn_cast<BlockArgument>(index);
+  if (!arg || !arg.getOwner())
+    return {};
+  return dyn_cast_or_null<ComprehensionOp>(arg.getOwner()->getParentOp());
+}
+
+static int64_t floorDivide(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+static int64_t ceilDivide(int64_t a, int64_t b) {
+  return -floorDivide(-a, b);
+}
+
+IndexRange mlir::tang::getRange(AffineExpr expr,
+                                ArrayRef<IndexRange> dimRanges) {
+  constexpr int64_t kBig = int64_t(1) << 60;
+  if (auto c = dyn_cast<AffineConstantExpr>(expr))
+    return {c.getValue(), c.getValue()};
+  if (auto d = dyn_cast<AffineDimExpr>(expr))
+    return dimRanges[d.getPosition()];
+  auto bin = dyn_cast<AffineBinaryOpExpr>(expr);
+  if (!bin)
+    return {-kBig, kBig}; // Symbols: unknown.
+  IndexRange l = getRange(bin.getLHS(), dimRanges);
+  IndexRange r = getRange(bin.getRHS(), dimRanges);
+  switch (expr.getKind()) {
+  case AffineExprKind::Add:
+    return {l.lo + r.lo, l.hi + r.hi};
+  case AffineExprKind::Mul: {
+    int64_t p[] = {l.lo * r.lo, l.lo * r.hi, l.hi * r.lo, l.hi * r.hi};
+    return {*llvm::min_element(p), *llvm::max_element(p)};
+  }
+  case AffineExprKind::FloorDiv:
+  case AffineExprKind::CeilDiv: {
+    if (r.lo != r.hi || r.lo == 0)
+      return {-kBig, kBig};
+    auto div = expr.getKind() == AffineExprKind::FloorDiv ? floorDivide
+                                                           : ceilDivide;
+    int64_t a = div(l.lo, r.lo), b = div(l.hi, r.lo);
+    return {std::min(a, b), std::max(a, b)};
+  }
+  case AffineExprKind::Mod: {
+    if (r.lo != r.hi || r.lo <= 0)
+      return {-kBig, kBig};
+    int64_t m = r.lo;
+    if (floorDivide(l.lo, m) == floorDivide(l.hi, m))
+      return {l.lo - floorDivide(l.lo, m) * m, l.hi - floorDivide(l.lo, m) * m};
+    return {0, m - 1};
+  }
+  default:
+    return {-kBig, kBig};
+  }
+}
+
+static std::string toString(AffineExpr e) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  e.print(os);
+  return s;
+}
+
+/// Checks that every result of `map` stays within `shape` when dimension d
+/// ranges over `dimRanges[d]`. `what` names the expressions in diagnostics.
+static LogicalResult verifyInBounds(Operation *op, AffineMap map,
+                                    ArrayRef<IndexRange> dimRanges,
+                                    ArrayRef<int64_t> shape, StringRef what) {
+  for (auto [pos, expr] : llvm::enumerate(map.getResults())) {
+    if (ShapedType::isDynamic(shape[pos]))
+      continue;
+    IndexRange r = getRange(expr, dimRanges);
+    if (r.lo < 0 || r.hi >= shape[pos])
+      return op->emitOpError()
+             << what << " #" << pos << " (" << toString(expr) << ") ranges over ["
+             << r.lo << ", " << r.hi << "], out of bounds for dimension "
+             << pos << " of size " << shape[pos];
+  }
+  return success();
+}
+
+/// Checks that `index` is an iteration index of a comprehension enclosing
+/// `user`.
+static LogicalResult verifyInScopeIndex(Operation *user, Value index,
+                                        unsigned operandNo) {
+  ComprehensionOp owner = getOwningComprehension(index);
+  if (!owner || !owner->isProperAncestor(user))
+    return user->emitOpError()
+           << "index operand #" << operandNo
+           << " is not an iteration index of an enclosing comprehension "
+              "(index expressions must be affine in in-scope indices)";
+  return success();
+}
+
+/// The range of the iteration index `index` (in scope, see above).
+static IndexRange getIndexRange(Value index) {
+  auto arg = cast<BlockArgument>(index);
+  return {0, getOwningComprehension(index).getExtent(arg.getArgNumber()) - 1};
+}
+
+static bool isScalar(Type t) { return t.isIntOrFloat(); }
+
+/// The scalar type of a comprehension result (its element type if a tensor).
+static Type getScalarType(Type t) {
+  if (auto tt = dyn_cast<RankedTensorType>(t))
+    return tt.getElementType();
+  return t;
+}
+
+//===----------------------------------------------------------------------===//
+// ComprehensionOp
+//===----------------------------------------------------------------------===//
+
+int64_t ComprehensionOp::getExtent(unsigned pos) {
+  if (pos < getNumParallel())
+    return getParallelExtents()[pos];
+  return getReducedExtents()[pos - getNumParallel()];
+}
+
+YieldOp ComprehensionOp::getYield() {
+  Block &b = getBodyBlock();
+  if (b.empty())
+    return {};
+  return dyn_cast<YieldOp>(b.back());
+}
+
+std::optional<MonoidKind> ComprehensionOp::getBuiltinMonoid() {
+  if (auto m = dyn_cast_or_null<MonoidKindAttr>(getMonoidAttr()))
+    return m.getValue();
+  return std::nullopt;
+}
+
+void ComprehensionOp::getAsmBlockArgumentNames(Region &region,
+                                               OpAsmSetValueNameFn setName) {
+  // Parallel indices print as %p0, %p1, ...; reduced ones as %r0, %r1, ...
+  for (BlockArgument a : region.getArguments()) {
+    unsigned n = a.getArgNumber();
+    bool reduced = isReducedIndex(n);
+    setName(a, (Twine(reduced ? "r" : "p") +
+                Twine(reduced ? n - getNumParallel() : n))
+                   .str());
+  }
+}
+
+ParseResult ComprehensionOp::parse(OpAsmParser &p, OperationState &st) {
+  MLIRContext *ctx = p.getContext();
+  SmallVector<OpAsmParser::Argument> parallel, reduced;
+  if (p.parseArgumentList(parallel, OpAsmParser::Delimiter::OptionalParen))
+    return failure();
+  if (succeeded(p.parseOptionalKeyword("reduce")) &&
+      p.parseArgumentList(reduced, OpAsmParser::Delimiter::Paren))
+    return failure();
+
+  SMLoc extentsLoc = p.getCurrentLocation();
+  SmallVector<int64_t> extents;
+  if (p.parseCommaSeparatedList(OpAsmParser::Delimiter::Square, [&] {
+        return p.parseInteger(extents.emplace_back());
+      }))
+    return failure();
+  size_t numIndices = parallel.size() + reduced.size();
+  if (extents.size() != numIndices)
+    return p.emitError(extentsLoc, "expected ")
+           << numIndices << " extents (one per index), found "
+           << extents.size();
+  ArrayRef<int64_t> ext(extents);
+  st.addAttribute("parallel_extents",
+                  DenseI64ArrayAttr::get(ctx, ext.take_front(parallel.size())));
+  st.addAttribute("reduced_extents",
+                  DenseI64ArrayAttr::get(ctx, ext.drop_front(parallel.size())));
+
+  if (succeeded(p.parseOptionalKeyword("monoid"))) {
+    if (p.parseLParen())
+      return failure();
+    StringAttr sym;
+    if (succeeded(p.parseOptionalSymbolName(sym))) {
+      st.addAttribute("monoid", FlatSymbolRefAttr::get(sym));
+    } else {
+      SMLoc loc = p.getCurrentLocation();
+      StringRef kw;
+      if (p.parseKeyword(&kw))
+        return failure();
+      std::optional<MonoidKind> kind = symbolizeMonoidKind(kw);
+      if (!kind)
+        return p.emitError(loc, "unknown monoid '")
+               << kw
+               << "'; expected a builtin (add, mul, max, min, and, or, argmax, "
+                  "argmin, softmax_norm, online_softmax) or @symbol";
+      st.addAttribute("monoid", MonoidKindAttr::get(ctx, *kind));
+    }
+    if (p.parseRParen())
+      return failure();
+  }
+  if (p.parseOptionalAttrDictWithKeyword(st.attributes) ||
+      p.parseColonTypeList(st.types))
+    return failure();
+
+  SmallVector<OpAsmParser::Argument> args(parallel);
+  args.append(reduced);
+  for (OpAsmParser::Argument &a : args)
+    a.type = p.getBuilder().getIndexType();
+  return p.parseRegion(*st.addRegion(), args);
+}
+
+void ComprehensionOp::print(OpAsmPrinter &p) {
+  auto args = getBodyBlock().getArguments();
+  auto printArgs = [&](auto range) {
+    p << "(";
+    llvm::interleaveComma(range, p, [&](BlockArgument a) { p << a; });
+    p << ")";
+  };
+  if (getNumParallel()) {
+    p << " ";
+    printArgs(args.take_front(getNumParallel()));
+  }
+  if (getNumReduced()) {
+    p << " reduce ";
+    printArgs(args.drop_front(getNumParallel()));
+  }
+  p << " [";
+  llvm::interleaveComma(llvm::concat<const int64_t>(getParallelExtents(),
+                                                    getReducedExtents()),
+                        p);
+  p << "]";
+  if (Attribute m = getMonoidAttr()) {
+    p << " monoid(";
+    if (auto sym = dyn_cast<FlatSymbolRefAttr>(m))
+      p.printSymbolName(sym.getValue());
+    else
+      p << stringifyMonoidKind(cast<MonoidKindAttr>(m).getValue());
+    p << ")";
+  }
+  p.printOptionalAttrDictWithKeyword(
+      (*this)->getAttrs(), {"parallel_extents", "reduced_extents", "monoid"});
+  p << " : ";
+  llvm::interleaveComma(getResultTypes(), p);
+  p << " ";
+  p.printRegion(getBody(), /*printEntryBlockArgs=*/false);
+}
+
+LogicalResult ComprehensionOp::verify() {
+  for (unsigned i = 0, e = getNumIndices(); i < e; ++i)
+    if (getExtent(i) <= 0)
+      return emitOpError() << "extent of index #" << i
+                           << " must be positive, got " << getExtent(i);
+
+  Block &body = getBodyBlock();
+  if (body.getNumArguments() != getNumIndices())
+    return emitOpError() << "body has " << body.getNumArguments()
+                         << " arguments but the comprehension has "
+                         << getNumIndices() << " indices";
+  for (BlockArgument a : body.getArguments())
+    if (!a.getType().isIndex())
+      return emitOpError() << "body arguments (the indices) must be 'index', "
+                              "got "
+                           << a.getType();
+
+  if (getNumReduced() && !getMonoidAttr())
+    return emitOpError() << "reduces over " << getNumReduced()
+                         << " indices but names no monoid";
+  if (!getNumReduced() && getMonoidAttr())
+    return emitOpError() << "has a monoid but no reduced indices";
+
+  if (ScheduleAttr s = getScheduleAttr())
+    if (s.getTile().size() != getNumIndices())
+      return emitOpError() << "schedule tiles " << s.getTile().size()
+                           << " indices but the comprehension has "
+                           << getNumIndices();
+
+  if (getNumResults() == 0)
+    return emitOpError() << "must have at least one result";
+
+  // Nested comprehensions compute scalars; function-level ones tensors whose
+  // shape is the parallel domain.
+  bool nested = isa_and_nonnull<ComprehensionOp>((*this)->getParentOp());
+  if (nested && getNumParallel())
+    return emitOpError() << "nested in a comprehension body must have no "
+                            "parallel indices (it computes a scalar)";
+  for (auto [i, t] : llvm::enumerate(getResultTypes())) {
+    if (nested) {
+      if (!isScalar(t))
+        return emitOpError() << "nested in a comprehension body must produce "
+                                "scalars, result #"
+                             << i << " is " << t;
+      continue;
+    }
+    auto tt = dyn_cast<RankedTensorType>(t);
+    if (!tt)
+      return emitOpError() << "result #" << i
+                           << " must be a ranked tensor, got " << t;
+    if (tt.getShape() != getParallelExtents())
+      return emitOpError() << "result #" << i << " has shape [" << tt.getShape()
+                           << "] but the parallel extents are ["
+                           << getParallelExtents() << "]";
+  }
+  return success();
+}
+
+LogicalResult ComprehensionOp::verifyRegions() {
+  YieldOp yield = getYield();
+  if (!yield)
+    return emitOpError() << "body must end with 'tang.yield'";
+  SmallVector<Type> results = llvm::map_to_vector(getResultTypes(), getScalarType);
+  TypeRange yields = yield.getValues().getTypes();
+
+  auto mismatch = [&](StringRef what) {
+    InFlightDiagnostic d = emitOpError() << what << ": body yields (";
+    llvm::interleaveComma(yields, d);
+    d << ") and results are (";
+    llvm::interleaveComma(results, d);
+    d << ")";
+    return d;
+  };
+
+  std::optional<MonoidKind> kind = getBuiltinMonoid();
+  if (!getMonoidAttr()) {
+    if (TypeRange(results) != yields)
+      return mismatch("yield types do not match result element types");
+    return success();
+  }
+  if (!kind)
+    return success(); // User-defined monoids: checked in verifySymbolUses.
+
+  StringRef name = stringifyMonoidKind(*kind);
+  if (yields.size() != getNumMonoidYields(*kind))
+    return mismatch(("monoid '" + name + "' takes " +
+                     Twine(getNumMonoidYields(*kind)) + " yielded value(s)")
+                        .str());
+  if (results.size() != getNumMonoidResults(*kind))
+    return mismatch(("monoid '" + name + "' gives " +
+                     Twine(getNumMonoidResults(*kind)) + " result(s)")
+                        .str());
+  for (Type t : yields)
+    if (!isScalar(t))
+      return mismatch("yields must be integer or floating-point scalars");
+  switch (*kind) {
+  case MonoidKind::Add:
+  case MonoidKind::Mul:
+  case MonoidKind::Max:
+  case MonoidKind::Min:
+    if (yields[0] != results[0])
+      return mismatch("yield type does not match result element type");
+    break;
+  case MonoidKind::And:
+  case MonoidKind::Or:
+    if (!yields[0].isSignlessInteger() || yields[0] != results[0])
+      return mismatch(("monoid '" + name + "' needs matching integer types")
+                          .str());
+    break;
+  case MonoidKind::ArgMax:
+  case MonoidKind::ArgMin:
+    if (yields[0] != results[0] || yields[1] != results[1] ||
+        !yields[1].isSignlessInteger())
+      return mismatch(("monoid '" + name +
+                       "' needs (value, integer index) yields matching results")
+                          .str());
+    break;
+  case MonoidKind::SoftmaxNorm:
+    if (!isa<FloatType>(yields[0]) || results[0] != yields[0] ||
+        results[1] != yields[0])
+      return mismatch("monoid 'softmax_norm' needs a float yield and (max, "
+                      "sum of exp) results of its type");
+    break;
+  case MonoidKind::OnlineSoftmax:
+    if (!isa<FloatType>(yields[0]) || !isa<FloatType>(yields[1]) ||
+        results[0] != yields[1])
+      return mismatch("monoid 'online_softmax' needs float (score, value) "
+                      "yields and a result of the value's type");
+    break;
+  }
+  return success();
+}
+
+LogicalResult
+ComprehensionOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  auto sym = dyn_cast_or_null<FlatSymbolRefAttr>(getMonoidAttr());
+  if (!sym)
+    return success();
+  auto monoid = symbolTable.lookupNearestSymbolFrom<MonoidOp>(*this, sym);
+  if (!monoid)
+    return emitOpError() << "monoid " << sym << " does not name a tang.monoid";
+  SmallVector<Type> carrier = monoid.getCarrierTypes();
+  YieldOp yield = getYield();
+  if (TypeRange(yield.getValues().getTypes()) != TypeRange(carrier))
+    return emitOpError() << "yield types do not match the carrier of monoid "
+                         << sym;
+  SmallVector<Type> results = llvm::map_to_vector(getResultTypes(), getScalarType);
+  if (TypeRange(results) != TypeRange(carrier))
+    return emitOpError() << "result element types do not match the carrier "
+                            "of monoid "
+                         << sym;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ReadOp
+//===----------------------------------------------------------------------===//
+
+void ReadOp::build(OpBuilder &b, OperationState &st, Value tensor,
+                   AffineMap map, ValueRange indices) {
+  build(b, st, cast<RankedTensorType>(tensor.getType()).getElementType(),
+        tensor, indices, map);
+}
+
+ParseResult ReadOp::parse(OpAsmParser &p, OperationState &st) {
+  OpAsmParser::UnresolvedOperand tensor;
+  SmallVector<OpAsmParser::UnresolvedOperand> indices;
+  Attribute map;
+  RankedTensorType type;
+  if (p.parseOperand(tensor) ||
+      p.parseAffineMapOfSSAIds(indices, map, "map", st.attributes) ||
+      p.parseOptionalAttrDict(st.attributes) || p.parseColonType(type) ||
+      p.resolveOperand(tensor, type, st.operands) ||
+      p.resolveOperands(indices, p.getBuilder().getIndexType(), st.operands))
+    return failure();
+  st.addTypes(type.getElementType());
+  return success();
+}
+
+void ReadOp::print(OpAsmPrinter &p) {
+  p << " " << getTensor() << "[";
+  p.printAffineMapOfSSAIds(getMapAttr(), getIndices());
+  p << "]";
+  p.printOptionalAttrDict((*this)->getAttrs(), {"map"});
+  p << " : " << getTensor().getType();
+}
+
+LogicalResult ReadOp::verify() {
+  auto type = cast<RankedTensorType>(getTensor().getType());
+  AffineMap map = getMap();
+  if (map.getNumResults() != type.getRank())
+    return emitOpError() << "reads a rank-" << type.getRank() << " tensor with "
+                         << map.getNumResults() << " index expressions";
+  if (map.getNumSymbols() != 0)
+    return emitOpError() << "index expressions may not use symbols";
+  if (map.getNumDims() != getIndices().size())
+    return emitOpError() << "map has " << map.getNumDims()
+                         << " dimensions but " << getIndices().size()
+                         << " index operands";
+  if (getResult().getType() != type.getElementType())
+    return emitOpError() << "result type " << getResult().getType()
+                         << " is not the element type of " << type;
+  SmallVector<IndexRange> ranges;
+  for (auto [i, v] : llvm::enumerate(getIndices())) {
+    if (failed(verifyInScopeIndex(*this, v, i)))
+      return failure();
+    ranges.push_back(getIndexRange(v));
+  }
+  return verifyInBounds(*this, map, ranges, type.getShape(),
+                        "index expression");
+}
+
+// Pattern: read(view(T, m), e) -> read(T, m o e)
+OpFoldResult ReadOp::fold(FoldAdaptor) {
+  auto view = getTensor().getDefiningOp<ViewOp>();
+  if (!view)
+    return {};
+  setMap(simplifyAffineMap(view.getMap().compose(getMap())));
+  getTensorMutable().assign(view.getSource());
+  return getResult();
+}
+
+//===----------------------------------------------------------------------===//
+// ViewOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ViewOp::verify() {
+  auto src = cast<RankedTensorType>(getSource().getType());
+  auto dst = cast<RankedTensorType>(getResult().getType());
+  AffineMap map = getMap();
+  if (src.getElementType() != dst.getElementType())
+    return emitOpError() << "changes the element type from "
+                         << src.getElementType() << " to "
+                         << dst.getElementType();
+  if (map.getNumSymbols() != 0)
+    return emitOpError() << "map may not use symbols";
+  if (map.getNumDims() != dst.getRank())
+    return emitOpError() << "map takes " << map.getNumDims()
+                         << " coordinates but the view has rank "
+                         << dst.getRank();
+  if (map.getNumResults() != src.getRank())
+    return emitOpError() << "map gives " << map.getNumResults()
+                         << " coordinates but the source has rank "
+                         << src.getRank();
+  if (!dst.hasStaticShape() || !src.hasStaticShape())
+    return emitOpError() << "needs static shapes (symbolic extents are not "
+                            "supported yet)";
+  if (dst.getNumElements() == 0)
+    return success();
+  SmallVector<IndexRange> ranges = llvm::map_to_vector(
+      dst.getShape(), [](int64_t n) { return IndexRange{0, n - 1}; });
+  return verifyInBounds(*this, map, ranges, src.getShape(), "view coordinate");
+}
+
+// Pattern: view(T, identity) -> T
+// Pattern: view(view(T, m1), m2) -> view(T, m1 o m2)
+OpFoldResult ViewOp::fold(FoldAdaptor) {
+  if (getMap().isIdentity() && getSource().getType() == getType())
+    return getSource();
+  auto inner = getSource().getDefiningOp<ViewOp>();
+  if (!inner)
+    return {};
+  setMap(simplifyAffineMap(inner.getMap().compose(getMap())));
+  getSourceMutable().assign(inner.getSource());
+  return getResult();
+}
+
+//===----------------------------------------------------------------------===//
+// IndexOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult IndexOp::verify() {
+  return verifyInScopeIndex(*this, getIndex(), 0);
+}
+
+//===----------------------------------------------------------------------===//
+// MonoidOp
+//===----------------------------------------------------------------------===//
+
+SmallVector<Type> MonoidOp::getCarrierTypes() {
+  return llvm::map_to_vector(getCarrier(), [](Attribute a) {
+    return cast<TypeAttr>(a).getValue();
+  });
+}
+
+LogicalResult MonoidOp::verifyRegions() {
+  SmallVector<Type> carrier = getCarrierTypes();
+  if (carrier.empty())
+    return emitOpError() << "carrier must have at least one component";
+  for (Type t : carrier)
+    if (!isScalar(t))
+      return emitOpError() << "carrier components must be integer or "
+                              "floating-point scalars, got "
+                           << t;
+  if (getIdentity().size() != carrier.size())
+    return emitOpError() << "identity has " << getIdentity().size()
+                         << " components but the carrier has "
+                         << carrier.size();
+  for (auto [i, a] : llvm::enumerate(getIdentity())) {
+    auto typed = dyn_cast<TypedAttr>(a);
+    if (!typed || !isa<IntegerAttr, FloatAttr>(a))
+      return emitOpError() << "identity component #" << i
+                           << " must be an integer or float constant";
+    if (typed.getType() != carrier[i])
+      return emitOpError() << "identity component #" << i << " has type "
+                           << typed.getType() << " but the carrier's is "
+                           << carrier[i];
+  }
+  Block &b = getCombine().front();
+  SmallVector<Type> expected(carrier);
+  expected.append(carrier);
+  if (TypeRange(b.getArgumentTypes()) != TypeRange(expected))
+    return emitOpError() << "combine must take two carrier values ("
+                         << 2 * carrier.size() << " arguments of the carrier "
+                         << "types), got " << b.getNumArguments()
+                         << " arguments";
+  auto yield = b.empty() ? YieldOp() : dyn_cast<YieldOp>(b.back());
+  if (!yield)
+    return emitOpError() << "combine must end with 'tang.yield'";
+  if (TypeRange(yield.getValues().getTypes()) != TypeRange(carrier))
+    return emitOpError() << "combine must yield the carrier types";
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "Tang/Dialect/Tang/IR/TangOps.cpp.inc"
