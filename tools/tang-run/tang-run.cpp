@@ -1,1 +1,268 @@
-// placeholder
+//===- tang-run.cpp - the reference interpreter driver ----------*- C++ -*-===//
+//
+// Parses and verifies a tang program, evaluates one function in float64 on
+// inputs read from .npy files or seeded random values, and prints a summary
+// of the outputs and/or writes them as .npy files.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Tang/Dialect/Tang/IR/TangDialect.h"
+#include "Tang/Interpreter/Interpreter.h"
+#include "Tang/Interpreter/Npy.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::tang;
+namespace cl = llvm::cl;
+
+static cl::OptionCategory category("tang-run options");
+
+static cl::opt<std::string> inputFilename(cl::Positional,
+                                          cl::desc("<tang program .mlir>"),
+                                          cl::init("-"), cl::cat(category));
+static cl::opt<std::string>
+    entry("entry",
+          cl::desc("Function to run (default: @main, or the only function)"),
+          cl::value_desc("name"), cl::cat(category));
+static cl::list<std::string>
+    inputs("input",
+           cl::desc("A .npy file per function argument, in order (without "
+                    "any, inputs are seeded random values)"),
+           cl::value_desc("file.npy"), cl::cat(category));
+static cl::opt<uint64_t>
+    seed("seed", cl::desc("Seed of the random inputs (default 0)"),
+         cl::init(0), cl::cat(category));
+static cl::opt<std::string>
+    outputDir("output-dir",
+              cl::desc("Write output #i to DIR/output_<i>.npy (float types as "
+                       "float64)"),
+              cl::value_desc("DIR"), cl::cat(category));
+static cl::opt<std::string>
+    dumpInputs("dump-inputs",
+               cl::desc("Write the inputs used to DIR/input_<i>.npy"),
+               cl::value_desc("DIR"), cl::cat(category));
+static cl::opt<bool> printValues("print-values",
+                                 cl::desc("Print every output element"),
+                                 cl::init(false), cl::cat(category));
+
+namespace {
+
+/// Whether a .npy dtype can feed a tensor of element type `t` exactly.
+bool isCompatible(StringRef dtype, Type t) {
+  if (isa<FloatType>(t))
+    return dtype == "f2" || dtype == "f4" || dtype == "f8";
+  if (t.isInteger(1))
+    return dtype == "b1";
+  return dtype == "i1" || dtype == "i2" || dtype == "i4" || dtype == "i8" ||
+         dtype == "u1";
+}
+
+std::string shapeString(ArrayRef<int64_t> shape) {
+  std::string s = "(";
+  for (auto [i, d] : llvm::enumerate(shape))
+    s += (i ? ", " : "") + std::to_string(d);
+  return s + (shape.size() == 1 ? ",)" : ")");
+}
+
+/// Loads input #i for `arg` from `path`, checking shape and dtype.
+FailureOr<Tensor> loadInput(BlockArgument arg, StringRef path) {
+  auto type = cast<RankedTensorType>(arg.getType());
+  llvm::Expected<NpyArray> arr = readNpy(path);
+  if (!arr)
+    return emitError(arg.getLoc())
+           << "input #" << arg.getArgNumber() << ": "
+           << llvm::toString(arr.takeError());
+  if (ArrayRef<int64_t>(arr->shape) != type.getShape())
+    return emitError(arg.getLoc())
+           << "input #" << arg.getArgNumber() << ": " << path
+           << " has shape " << shapeString(arr->shape) << " but the argument is "
+           << type;
+  if (!isCompatible(arr->dtype, type.getElementType()))
+    return emitError(arg.getLoc())
+           << "input #" << arg.getArgNumber() << ": " << path << " has dtype '"
+           << arr->dtype << "', which cannot feed " << type;
+  if (auto it = dyn_cast<IntegerType>(type.getElementType())) {
+    unsigned w = it.getWidth();
+    double lo = w == 1 ? 0 : -std::ldexp(1.0, w - 1);
+    double hi = w == 1 ? 1 : std::ldexp(1.0, w - 1) - 1;
+    for (double v : arr->data)
+      if (v < lo || v > hi)
+        return emitError(arg.getLoc())
+               << "input #" << arg.getArgNumber() << ": " << path
+               << " holds " << static_cast<int64_t>(v)
+               << ", which does not fit " << type.getElementType();
+  }
+  Tensor t;
+  t.shape = arr->shape;
+  t.elementType = type.getElementType();
+  t.data = std::move(arr->data);
+  return t;
+}
+
+void printSummary(llvm::raw_ostream &os, StringRef label, const Tensor &t,
+                  RankedTensorType type) {
+  double mn = INFINITY, mx = -INFINITY, sum = 0, sq = 0;
+  int64_t nans = 0;
+  for (double v : t.data) {
+    if (std::isnan(v)) {
+      ++nans;
+      continue;
+    }
+    mn = std::min(mn, v);
+    mx = std::max(mx, v);
+    sum += v;
+    sq += v * v;
+  }
+  int64_t n = static_cast<int64_t>(t.data.size());
+  os << "  " << label << "  " << type << "\n";
+  os << llvm::format("    min %.6g  max %.6g  mean %.6g  rms %.6g", mn, mx,
+                     n ? sum / n : 0.0, n ? std::sqrt(sq / n) : 0.0);
+  if (nans)
+    os << "  NaN " << nans;
+  os << "\n    [";
+  int64_t shown = printValues ? n : std::min<int64_t>(n, 6);
+  for (int64_t i = 0; i < shown; ++i)
+    os << (i ? ", " : "") << llvm::format("%.6g", t.data[i]);
+  os << (shown < n ? ", ...]" : "]") << "\n";
+}
+
+LogicalResult writeAll(StringRef dir, StringRef stem, ArrayRef<Tensor> ts,
+                       Location loc) {
+  if (std::error_code ec = llvm::sys::fs::create_directories(dir))
+    return emitError(loc) << "cannot create '" << dir << "': " << ec.message();
+  for (auto [i, t] : llvm::enumerate(ts)) {
+    SmallString<128> path(dir);
+    llvm::sys::path::append(path, (stem + "_" + Twine(i) + ".npy").str());
+    if (llvm::Error e = writeNpy(path, t))
+      return emitError(loc) << llvm::toString(std::move(e));
+  }
+  return success();
+}
+
+FailureOr<func::FuncOp> findEntry(ModuleOp module) {
+  SmallVector<func::FuncOp> funcs(module.getOps<func::FuncOp>());
+  auto names = [&] {
+    std::string s;
+    for (func::FuncOp f : funcs)
+      s += " @" + f.getSymName().str();
+    return s;
+  };
+  if (!entry.empty()) {
+    for (func::FuncOp f : funcs)
+      if (f.getSymName() == entry)
+        return f;
+    return emitError(module.getLoc())
+           << "no function @" << entry << " (functions:" << names() << ")";
+  }
+  for (func::FuncOp f : funcs)
+    if (f.getSymName() == "main")
+      return f;
+  if (funcs.size() == 1)
+    return funcs.front();
+  if (funcs.empty())
+    return emitError(module.getLoc()) << "the program has no function to run";
+  return emitError(module.getLoc())
+         << "several functions and none is @main; pick one with --entry "
+            "(functions:"
+         << names() << ")";
+}
+
+LogicalResult run(ModuleOp module, llvm::raw_ostream &os) {
+  FailureOr<func::FuncOp> funcOr = findEntry(module);
+  if (failed(funcOr))
+    return failure();
+  func::FuncOp func = *funcOr;
+
+  if (!inputs.empty() && inputs.size() != func.getNumArguments())
+    return emitError(func.getLoc())
+           << "@" << func.getSymName() << " takes " << func.getNumArguments()
+           << " arguments but " << inputs.size() << " --input files were given";
+
+  SmallVector<Tensor> args;
+  for (BlockArgument arg : func.getArguments()) {
+    auto type = dyn_cast<RankedTensorType>(arg.getType());
+    if (!type || !type.hasStaticShape())
+      return emitError(arg.getLoc())
+             << "argument #" << arg.getArgNumber()
+             << " must be a statically shaped tensor, got " << arg.getType();
+    if (inputs.empty()) {
+      args.push_back(makeRandomTensor(type, seed, arg.getArgNumber()));
+      continue;
+    }
+    FailureOr<Tensor> t = loadInput(arg, inputs[arg.getArgNumber()]);
+    if (failed(t))
+      return failure();
+    args.push_back(std::move(*t));
+  }
+  if (!dumpInputs.empty() &&
+      failed(writeAll(dumpInputs, "input", args, func.getLoc())))
+    return failure();
+
+  FailureOr<SmallVector<Tensor>> outs = interpret(func, args);
+  if (failed(outs))
+    return failure();
+
+  os << "tang-run: @" << func.getSymName() << ", " << args.size()
+     << " input(s) "
+     << (inputs.empty() ? "random (seed " + std::to_string(seed) + ")"
+                        : std::string("from .npy files"))
+     << ", " << outs->size() << " output(s), float64\n";
+  TypeRange resultTypes = func.getFunctionType().getResults();
+  for (auto [i, t] : llvm::enumerate(*outs))
+    printSummary(os, ("output #" + Twine(i)).str(), t,
+                 cast<RankedTensorType>(resultTypes[i]));
+  if (!outputDir.empty()) {
+    if (failed(writeAll(outputDir, "output", *outs, func.getLoc())))
+      return failure();
+    os << "  wrote " << outs->size() << " output(s) to " << outputDir << "\n";
+  }
+  return success();
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "tang-run: the float64 reference interpreter for tang programs\n\n"
+      "  tang-run prog.mlir                       random inputs, seed 0\n"
+      "  tang-run prog.mlir --input a.npy --input b.npy --output-dir out\n");
+
+  DialectRegistry registry;
+  registry.insert<TangDialect, arith::ArithDialect, math::MathDialect,
+                  func::FuncDialect>();
+  MLIRContext context(registry);
+
+  std::string error;
+  std::unique_ptr<llvm::MemoryBuffer> file =
+      openInputFile(inputFilename, &error);
+  if (!file) {
+    llvm::errs() << "tang-run: " << error << "\n";
+    return 1;
+  }
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(file), SMLoc());
+  SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  if (!module)
+    return 1;
+  return failed(run(*module, llvm::outs())) ? 1 : 0;
+}

@@ -1,0 +1,1159 @@
+// RUN: tang-opt %s -split-input-file -verify-diagnostics
+
+//===----------------------------------------------------------------------===//
+// tang.comprehension: parser
+//===----------------------------------------------------------------------===//
+
+// Unknown builtin monoid name.
+func.func @unknown_monoid(%X: tensor<4xf32>) -> tensor<f32> {
+  // expected-error @+1 {{unknown monoid 'sum'; expected a builtin (add, mul, max, min, and, or, argmax, argmin, softmax_norm, online_softmax) or @symbol}}
+  %r = tang.comprehension reduce (%k) [4] monoid(sum) : tensor<f32> {
+    %x = tang.read %X[%k] : tensor<4xf32>
+    tang.yield %x : f32
+  }
+  return %r : tensor<f32>
+}
+
+// -----
+
+// The extent list must have one entry per index.
+func.func @wrong_extent_count(%X: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{expected 2 extents (one per index), found 3}}
+  %r = tang.comprehension (%i, %j) [4, 8, 2] : tensor<4x8xf32> {
+    %x = tang.read %X[%i, %j] : tensor<4x8xf32>
+    tang.yield %x : f32
+  }
+  return %r : tensor<4x8xf32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// tang.comprehension: verify()
+//===----------------------------------------------------------------------===//
+
+// Extents must be positive.
+func.func @zero_extent(%X: tensor<4xf32>) -> tensor<f32> {
+  // expected-error @+1 {{'tang.comprehension' op extent of index #0 must be positive, got 0}}
+  %r = tang.comprehension reduce (%k) [0] monoid(add) : tensor<f32> {
+    %x = arith.constant 1.0 : f32
+    tang.yield %x : f32
+  }
+  return %r : tensor<f32>
+}
+
+// -----
+
+// The body must take one block argument per index (generic form).
+func.func @body_arg_count() -> tensor<4xf32> {
+  // expected-error @+1 {{'tang.comprehension' op body has 2 arguments but the comprehension has 1 indices}}
+  %r = "tang.comprehension"() <{parallel_extents = array<i64: 4>, reduced_extents = array<i64>}> ({
+  ^bb0(%i: index, %j: index):
+    %x = arith.constant 1.0 : f32
+    "tang.yield"(%x) : (f32) -> ()
+  }) : () -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// The body's block arguments must be of type index (generic form).
+func.func @body_arg_type() -> tensor<4xf32> {
+  // expected-error @+1 {{'tang.comprehension' op body arguments (the indices) must be 'index', got 'i32'}}
+  %r = "tang.comprehension"() <{parallel_extents = array<i64: 4>, reduced_extents = array<i64>}> ({
+  ^bb0(%i: i32):
+    %x = arith.constant 1.0 : f32
+    "tang.yield"(%x) : (f32) -> ()
+  }) : () -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// Reduced indices need a monoid.
+func.func @reduce_without_monoid(%X: tensor<4xf32>) -> tensor<f32> {
+  // expected-error @+1 {{'tang.comprehension' op reduces over 1 indices but names no monoid}}
+  %r = tang.comprehension reduce (%k) [4] : tensor<f32> {
+    %x = tang.read %X[%k] : tensor<4xf32>
+    tang.yield %x : f32
+  }
+  return %r : tensor<f32>
+}
+
+// -----
+
+// A monoid without reduced indices is meaningless.
+func.func @monoid_without_reduce(%X: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tang.comprehension' op has a monoid but no reduced indices}}
+  %r = tang.comprehension (%i) [4] monoid(add) : tensor<4xf32> {
+    %x = tang.read %X[%i] : tensor<4xf32>
+    tang.yield %x : f32
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// The schedule must tile every index.
+func.func @schedule_tile_rank(%X: tensor<4x8xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tang.comprehension' op schedule tiles 1 indices but the comprehension has 2}}
+  %r = tang.comprehension (%i) reduce (%k) [4, 8] monoid(add) attributes {schedule = #tang.schedule<tile = [2]>} : tensor<4xf32> {
+    %x = tang.read %X[%i, %k] : tensor<4x8xf32>
+    tang.yield %x : f32
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// A comprehension must have a result (generic form: the custom syntax needs a type).
+func.func @no_results() {
+  // expected-error @+1 {{'tang.comprehension' op must have at least one result}}
+  "tang.comprehension"() <{parallel_extents = array<i64: 4>, reduced_extents = array<i64>}> ({
+  ^bb0(%i: index):
+    %x = arith.constant 1.0 : f32
+    "tang.yield"(%x) : (f32) -> ()
+  }) : () -> ()
+  return
+}
+
+// -----
+
+// A nested comprehension may not have parallel indices.
+func.func @nested_parallel(%X: tensor<4x8xf32>) -> tensor<4xf32> {
+  %r = tang.comprehension (%i) [4] : tensor<4xf32> {
+    // expected-error @+1 {{'tang.comprehension' op nested in a comprehension body must have no parallel indices (it computes a scalar)}}
+    %s = tang.comprehension (%j) [8] : tensor<8xf32> {
+      %x = tang.read %X[%i, %j] : tensor<4x8xf32>
+      tang.yield %x : f32
+    }
+    %c = arith.constant 1.0 : f32
+    tang.yield %c : f32
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// A nested comprehension must produce scalars, not tensors.
+func.func @nested_tensor_result(%X: tensor<4x8xf32>) -> tensor<4xf32> {
+  %r = tang.comprehension (%i) [4] : tensor<4xf32> {
+    // expected-error @+1 {{'tang.comprehension' op nested in a comprehension body must produce scalars, result #0 is 'tensor<f32>'}}
+    %s = tang.comprehension reduce (%k) [8] monoid(add) : tensor<f32> {
+      %x = tang.read %X[%i, %k] : tensor<4x8xf32>
+      tang.yield %x : f32
+    }
+    %c = arith.constant 1.0 : f32
+    tang.yield %c : f32
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// A function-level comprehension produces ranked tensors, not scalars.
+func.func @toplevel_scalar_result(%X: tensor<4xf32>) -> f32 {
+  // expected-error @+1 {{'tang.comprehension' op result #0 must be a ranked tensor, got 'f32'}}
+  %r = tang.comprehension reduce (%k) [4] monoid(add) : f32 {
+    %x = tang.read %X[%k] : tensor<4xf32>
+    tang.yield %x : f32
+  }
+  return %r : f32
+}
+
+// -----
+
+// Result shapes must equal the parallel extents.
+func.func @result_shape(%X: tensor<4x8xf32>) -> tensor<8x4xf32> {
+  // expected-error @+1 {{'tang.comprehension' op result #0 has shape [8, 4] but the parallel extents are [4, 8]}}
+  %r = tang.comprehension (%i, %j) [4, 8] : tensor<8x4xf32> {
+    %x = tang.read %X[%i, %j] : tensor<4x8xf32>
+    tang.yield %x : f32
+  }
+  return %r : tensor<8x4xf32>
+}
+
+// -----
+
+// Reduced extents are not part of the result shape.
+func.func @result_shape_includes_reduced(%X: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'tang.comprehension' op result #0 has shape [4, 8] but the parallel extents are [4]}}
+  %r = tang.comprehension (%i) reduce (%k) [4, 8] monoid(add) : tensor<4x8xf32> {
+    %x = tang.read %X[%i, %k] : tensor<4x8xf32>
+    tang.yield %x : f32
+  }
+  return %r : tensor<4x8xf32>
+}
+
+// -----
+
+// Every result's shape is checked, not just the first.
+func.func @second_result_shape(%X: tensor<4x8xf32>) -> (tensor<4xf32>, tensor<8xi32>) {
+  // expected-error @+1 {{'tang.comprehension' op result #1 has shape [8] but the parallel extents are [4]}}
+  %v, %i = tang.comprehension (%i) reduce (%k) [4, 8] monoid(argmax) : tensor<4xf32>, tensor<8xi32> {
+    %x = tang.read %X[%i, %k] : tensor<4x8xf32>
+    %ki = tang.index %k : i32
+    tang.yield %x, %ki : f32, i32
+  }
+  return %v, %i : tensor<4xf32>, tensor<8xi32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// tang.comprehension: verifyRegions() (yields against the monoid)
+//===----------------------------------------------------------------------===//
+
+// The body must end with tang.yield (gpu.yield is a terminator with no parent
+// constraint).
+func.func @body_not_yield() -> tensor<4xf32> {
+  // expected-error @+1 {{'tang.comprehension' op body must end with 'tang.yield'}}
+  %r = tang.comprehension (%i) [4] : tensor<4xf32> {
+    %x = arith.constant 1.0 : f32
+    gpu.yield %x : f32
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// A map's yields must match its result element types.
+func.func @map_yield_type(%X: tensor<4xf32>) -> tensor<4xf16> {
+  // expected-error @+1 {{'tang.comprehension' op yield types do not match result element types: body yields ('f32') and results are ('f16')}}
+  %r = tang.comprehension (%i) [4] : tensor<4xf16> {
+    %x = tang.read %X[%i] : tensor<4xf32>
+    tang.yield %x : f32
+  }
+  return %r : tensor<4xf16>
+}
+
+// -----
+
+// A map yields one value per result.
+func.func @map_yield_count(%X: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tang.comprehension' op yield types do not match result element types: body yields ('f32', 'f32') and results are ('f32')}}
+  %r = tang.comprehension (%i) [4] : tensor<4xf32> {
+    %x = tang.read %X[%i] : tensor<4xf32>
+    tang.yield %x, %x : f32, f32
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// add: yield type must match the result element type.
+func.func @add_yield_type(%X: tensor<4xf32>) -> tensor<f64> {
+  // expected-error @+1 {{'tang.comprehension' op yield type does not match result element type: body yields ('f32') and results are ('f64')}}
+  %r = tang.comprehension reduce (%k) [4] monoid(add) : tensor<f64> {
+    %x = tang.read %X[%k] : tensor<4xf32>
+    tang.yield %x : f32
+  }
+  return %r : tensor<f64>
+}
+
+// -----
+
+// max: yield type must match the result element type.
+func.func @max_yield_type(%X: tensor<4xi32>) -> tensor<f32> {
+  // expected-error @+1 {{'tang.comprehension' op yield type does not match result element type: body yields ('i32') and results are ('f32')}}
+  %r = tang.comprehension reduce (%k) [4] monoid(max) : tensor<f32> {
+    %x = tang.read %X[%k] : tensor<4xi32>
+    tang.yield %x : i32
+  }
+  return %r : tensor<f32>
+}
+
+// -----
+
+// add takes exactly one yielded value.
+func.func @add_two_yields(%X: tensor<4xf32>) -> tensor<f32> {
+  // expected-error @+1 {{'tang.comprehension' op monoid 'add' takes 1 yielded value(s): body yields ('f32', 'f32') and results are ('f32')}}
+  %r = tang.comprehension reduce (%k) [4] monoid(add) : tensor<f32> {
+    %x = tang.read %X[%k] : tensor<4xf32>
+    tang.yield %x, %x : f32, f32
+  }
+  return %r : tensor<f32>
+}
+
+// -----
+
+// mul gives exactly one result.
+func.func @mul_two_results(%X: tensor<4xf32>) -> (tensor<f32>, tensor<f32>) {
+  // expected-error @+1 {{'tang.comprehension' op monoid 'mul' gives 1 result(s): body yields ('f32') and results are ('f32', 'f32')}}
+  %a, %b = tang.comprehension reduce (%k) [4] monoid(mul) : tensor<f32>, tensor<f32> {
+    %x = tang.read %X[%k] : tensor<4xf32>
+    tang.yield %x : f32
+  }
+  return %a, %b : tensor<f32>, tensor<f32>
+}
+
+// -----
+
+// Builtin monoids combine integer or float scalars, not indices.
+func.func @min_index_yield() -> tensor<index> {
+  // expected-error @+1 {{'tang.comprehension' op yields must be integer or floating-point scalars: body yields ('index') and results are ('index')}}
+  %r = tang.comprehension reduce (%k) [4] monoid(min) : tensor<index> {
+    tang.yield %k : index
+  }
+  return %r : tensor<index>
+}
+
+// -----
+
+// and: needs integers.
+func.func @and_float(%X: tensor<4xf32>) -> tensor<f32> {
+  // expected-error @+1 {{'tang.comprehension' op monoid 'and' needs matching integer types: body yields ('f32') and results are ('f32')}}
+  %r = tang.comprehension reduce (%k) [4] monoid(and) : tensor<f32> {
+    %x = tang.read %X[%k] : tensor<4xf32>
+    tang.yield %x : f32
+  }
+  return %r : tensor<f32>
+}
+
+// -----
+
+// or: integer yield and result widths must match.
+func.func @or_width(%X: tensor<4xi1>) -> tensor<i8> {
+  // expected-error @+1 {{'tang.comprehension' op monoid 'or' needs matching integer types: body yields ('i1') and results are ('i8')}}
+  %r = tang.comprehension reduce (%k) [4] monoid(or) : tensor<i8> {
+    %x = tang.read %X[%k] : tensor<4xi1>
+    tang.yield %x : i1
+  }
+  return %r : tensor<i8>
+}
+
+// -----
+
+// argmax takes (value, index): one yield is too few.
+func.func @argmax_one_yield(%X: tensor<4xf32>) -> (tensor<f32>, tensor<i32>) {
+  // expected-error @+1 {{'tang.comprehension' op monoid 'argmax' takes 2 yielded value(s): body yields ('f32') and results are ('f32', 'i32')}}
+  %v, %i = tang.comprehension reduce (%k) [4] monoid(argmax) : tensor<f32>, tensor<i32> {
+    %x = tang.read %X[%k] : tensor<4xf32>
+    tang.yield %x : f32
+  }
+  return %v, %i : tensor<f32>, tensor<i32>
+}
+
+// -----
+
+// argmax gives (value, index): one result is too few.
+func.func @argmax_one_result(%X: tensor<4xf32>) -> tensor<f32> {
+  // expected-error @+1 {{'tang.comprehension' op monoid 'argmax' gives 2 result(s): body yields ('f32', 'i32') and results are ('f32')}}
+  %v = tang.comprehension reduce (%k) [4] monoid(argmax) : tensor<f32> {
+    %x = tang.read %X[%k] : tensor<4xf32>
+    %ki = tang.index %k : i32
+    tang.yield %x, %ki : f32, i32
+  }
+  return %v : tensor<f32>
+}
+
+// -----
+
+// argmin: the index component must be an integer.
+func.func @argmin_float_index(%X: tensor<4xf32>) -> (tensor<f32>, tensor<f32>) {
+  // expected-error @+1 {{'tang.comprehension' op monoid 'argmin' needs (value, integer index) yields matching results: body yields ('f32', 'f32') and results are ('f32', 'f32')}}
+  %v, %i = tang.comprehension reduce (%k) [4] monoid(argmin) : tensor<f32>, tensor<f32> {
+    %x = tang.read %X[%k] : tensor<4xf32>
+    %ki = tang.index %k : f32
+    tang.yield %x, %ki : f32, f32
+  }
+  return %v, %i : tensor<f32>, tensor<f32>
+}
+
+// -----
+
+// argmax: the index result type must match the yielded index type.
+func.func @argmax_index_type(%X: tensor<4xf32>) -> (tensor<f32>, tensor<i8>) {
+  // expected-error @+1 {{'tang.comprehension' op monoid 'argmax' needs (value, integer index) yields matching results: body yields ('f32', 'i32') and results are ('f32', 'i8')}}
+  %v, %i = tang.comprehension reduce (%k) [4] monoid(argmax) : tensor<f32>, tensor<i8> {
+    %x = tang.read %X[%k] : tensor<4xf32>
+    %ki = tang.index %k : i32
+    tang.yield %x, %ki : f32, i32
+  }
+  return %v, %i : tensor<f32>, tensor<i8>
+}
+
+// -----
+
+// softmax_norm gives (max, sum of exp): one result is too few.
+func.func @softmax_norm_one_result(%X: tensor<4xf32>) -> tensor<f32> {
+  // expected-error @+1 {{'tang.comprehension' op monoid 'softmax_norm' gives 2 result(s): body yields ('f32') and results are ('f32')}}
+  %m = tang.comprehension reduce (%k) [4] monoid(softmax_norm) : tensor<f32> {
+    %x = tang.read %X[%k] : tensor<4xf32>
+    tang.yield %x : f32
+  }
+  return %m : tensor<f32>
+}
+
+// -----
+
+// softmax_norm needs a float yield.
+func.func @softmax_norm_int(%X: tensor<4xi32>) -> (tensor<i32>, tensor<i32>) {
+  // expected-error @+1 {{'tang.comprehension' op monoid 'softmax_norm' needs a float yield and (max, sum of exp) results of its type: body yields ('i32') and results are ('i32', 'i32')}}
+  %m, %l = tang.comprehension reduce (%k) [4] monoid(softmax_norm) : tensor<i32>, tensor<i32> {
+    %x = tang.read %X[%k] : tensor<4xi32>
+    tang.yield %x : i32
+  }
+  return %m, %l : tensor<i32>, tensor<i32>
+}
+
+// -----
+
+// softmax_norm: both results have the yield's type.
+func.func @softmax_norm_result_type(%X: tensor<4xf32>) -> (tensor<f32>, tensor<f64>) {
+  // expected-error @+1 {{'tang.comprehension' op monoid 'softmax_norm' needs a float yield and (max, sum of exp) results of its type: body yields ('f32') and results are ('f32', 'f64')}}
+  %m, %l = tang.comprehension reduce (%k) [4] monoid(softmax_norm) : tensor<f32>, tensor<f64> {
+    %x = tang.read %X[%k] : tensor<4xf32>
+    tang.yield %x : f32
+  }
+  return %m, %l : tensor<f32>, tensor<f64>
+}
+
+// -----
+
+// online_softmax takes (score, value): one yield is too few.
+func.func @online_softmax_one_yield(%X: tensor<4xf32>) -> tensor<f32> {
+  // expected-error @+1 {{'tang.comprehension' op monoid 'online_softmax' takes 2 yielded value(s): body yields ('f32') and results are ('f32')}}
+  %o = tang.comprehension reduce (%k) [4] monoid(online_softmax) : tensor<f32> {
+    %x = tang.read %X[%k] : tensor<4xf32>
+    tang.yield %x : f32
+  }
+  return %o : tensor<f32>
+}
+
+// -----
+
+// online_softmax: the result has the value's type, not the score's.
+func.func @online_softmax_result_type(%S: tensor<4xf32>, %V: tensor<4xf64>) -> tensor<f32> {
+  // expected-error @+1 {{'tang.comprehension' op monoid 'online_softmax' needs float (score, value) yields and a result of the value's type: body yields ('f32', 'f64') and results are ('f32')}}
+  %o = tang.comprehension reduce (%k) [4] monoid(online_softmax) : tensor<f32> {
+    %s = tang.read %S[%k] : tensor<4xf32>
+    %v = tang.read %V[%k] : tensor<4xf64>
+    tang.yield %s, %v : f32, f64
+  }
+  return %o : tensor<f32>
+}
+
+// -----
+
+// online_softmax: the score must be a float.
+func.func @online_softmax_int_score(%S: tensor<4xi32>, %V: tensor<4xf32>) -> tensor<f32> {
+  // expected-error @+1 {{'tang.comprehension' op monoid 'online_softmax' needs float (score, value) yields and a result of the value's type: body yields ('i32', 'f32') and results are ('f32')}}
+  %o = tang.comprehension reduce (%k) [4] monoid(online_softmax) : tensor<f32> {
+    %s = tang.read %S[%k] : tensor<4xi32>
+    %v = tang.read %V[%k] : tensor<4xf32>
+    tang.yield %s, %v : i32, f32
+  }
+  return %o : tensor<f32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// tang.comprehension: verifySymbolUses() (user monoids)
+//===----------------------------------------------------------------------===//
+
+// The monoid symbol must exist.
+func.func @monoid_symbol_missing(%X: tensor<4xf32>) -> tensor<f32> {
+  // expected-error @+1 {{'tang.comprehension' op monoid @nope does not name a tang.monoid}}
+  %r = tang.comprehension reduce (%k) [4] monoid(@nope) : tensor<f32> {
+    %x = tang.read %X[%k] : tensor<4xf32>
+    tang.yield %x : f32
+  }
+  return %r : tensor<f32>
+}
+
+// -----
+
+// The monoid symbol must name a tang.monoid, not some other symbol.
+func.func private @not_a_monoid()
+func.func @monoid_symbol_func(%X: tensor<4xf32>) -> tensor<f32> {
+  // expected-error @+1 {{'tang.comprehension' op monoid @not_a_monoid does not name a tang.monoid}}
+  %r = tang.comprehension reduce (%k) [4] monoid(@not_a_monoid) : tensor<f32> {
+    %x = tang.read %X[%k] : tensor<4xf32>
+    tang.yield %x : f32
+  }
+  return %r : tensor<f32>
+}
+
+// -----
+
+// Yields must match a user monoid's carrier.
+tang.monoid @pair : [f32, i32] identity [0.0 : f32, 0 : i32] commutative {
+^bb0(%a0: f32, %a1: i32, %b0: f32, %b1: i32):
+  tang.yield %a0, %a1 : f32, i32
+}
+func.func @monoid_symbol_yield(%X: tensor<4xf32>) -> (tensor<f32>, tensor<i32>) {
+  // expected-error @+1 {{'tang.comprehension' op yield types do not match the carrier of monoid @pair}}
+  %a, %b = tang.comprehension reduce (%k) [4] monoid(@pair) : tensor<f32>, tensor<i32> {
+    %x = tang.read %X[%k] : tensor<4xf32>
+    tang.yield %x : f32
+  }
+  return %a, %b : tensor<f32>, tensor<i32>
+}
+
+// -----
+
+// Results must match a user monoid's carrier.
+tang.monoid @pair : [f32, i32] identity [0.0 : f32, 0 : i32] commutative {
+^bb0(%a0: f32, %a1: i32, %b0: f32, %b1: i32):
+  tang.yield %a0, %a1 : f32, i32
+}
+func.func @monoid_symbol_result(%X: tensor<4xf32>) -> (tensor<f32>, tensor<f32>) {
+  // expected-error @+1 {{'tang.comprehension' op result element types do not match the carrier of monoid @pair}}
+  %a, %b = tang.comprehension reduce (%k) [4] monoid(@pair) : tensor<f32>, tensor<f32> {
+    %x = tang.read %X[%k] : tensor<4xf32>
+    %ki = tang.index %k : i32
+    tang.yield %x, %ki : f32, i32
+  }
+  return %a, %b : tensor<f32>, tensor<f32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// tang.read
+//===----------------------------------------------------------------------===//
+
+// One index expression per tensor dimension: too few.
+func.func @read_too_few(%X: tensor<4x8xf32>) -> tensor<4xf32> {
+  %r = tang.comprehension (%i) [4] : tensor<4xf32> {
+    // expected-error @+1 {{'tang.read' op reads a rank-2 tensor with 1 index expressions}}
+    %x = tang.read %X[%i] : tensor<4x8xf32>
+    tang.yield %x : f32
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// One index expression per tensor dimension: a rank-0 tensor takes none.
+func.func @read_rank0_with_index(%Z: tensor<f32>) -> tensor<4xf32> {
+  %r = tang.comprehension (%i) [4] : tensor<4xf32> {
+    // expected-error @+1 {{'tang.read' op reads a rank-0 tensor with 1 index expressions}}
+    %x = tang.read %Z[%i] : tensor<f32>
+    tang.yield %x : f32
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// Index expressions may not use affine symbols.
+func.func @read_symbol(%X: tensor<4xf32>) -> tensor<4xf32> {
+  %r = tang.comprehension (%i) [4] : tensor<4xf32> {
+    // expected-error @+1 {{'tang.read' op index expressions may not use symbols}}
+    %x = tang.read %X[symbol(%i)] : tensor<4xf32>
+    tang.yield %x : f32
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// The map's dimension count must equal the number of index operands (generic form).
+func.func @read_map_dims(%X: tensor<4xf32>) -> tensor<4xf32> {
+  %r = tang.comprehension (%i) [4] : tensor<4xf32> {
+    // expected-error @+1 {{'tang.read' op map has 2 dimensions but 1 index operands}}
+    %x = "tang.read"(%X, %i) <{map = affine_map<(d0, d1) -> (d0)>}> : (tensor<4xf32>, index) -> f32
+    tang.yield %x : f32
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// The result is the tensor's element type (generic form).
+func.func @read_result_type(%X: tensor<4xf32>) -> tensor<4xf16> {
+  %r = tang.comprehension (%i) [4] : tensor<4xf16> {
+    // expected-error @+1 {{'tang.read' op result type 'f16' is not the element type of 'tensor<4xf32>'}}
+    %x = "tang.read"(%X, %i) <{map = affine_map<(d0) -> (d0)>}> : (tensor<4xf32>, index) -> f16
+    tang.yield %x : f16
+  }
+  return %r : tensor<4xf16>
+}
+
+// -----
+
+// Index operands must be iteration indices: not the result of arith.addi.
+func.func @read_arith_index(%X: tensor<8xf32>) -> tensor<4xf32> {
+  %r = tang.comprehension (%i) [4] : tensor<4xf32> {
+    %c1 = arith.constant 1 : index
+    %j = arith.addi %i, %c1 : index
+    // expected-error @+1 {{'tang.read' op index operand #0 is not an iteration index of an enclosing comprehension (index expressions must be affine in in-scope indices)}}
+    %x = tang.read %X[%j] : tensor<8xf32>
+    tang.yield %x : f32
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// Index operands must be iteration indices: not a function argument.
+func.func @read_func_arg_index(%X: tensor<4xf32>, %n: index) -> tensor<4xf32> {
+  %r = tang.comprehension (%i) [4] : tensor<4xf32> {
+    // expected-error @+1 {{'tang.read' op index operand #1 is not an iteration index of an enclosing comprehension}}
+    %x = tang.read %X[%i + %n] : tensor<4xf32>
+    tang.yield %x : f32
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// Index operands must be iteration indices: not an scf.for induction variable.
+func.func @read_scf_iv(%X: tensor<4xf32>) -> tensor<4xf32> {
+  %r = tang.comprehension (%i) [4] : tensor<4xf32> {
+    %c0 = arith.constant 0 : index
+    %c4 = arith.constant 4 : index
+    %c1 = arith.constant 1 : index
+    %z = arith.constant 0.0 : f32
+    %s = scf.for %iv = %c0 to %c4 step %c1 iter_args(%acc = %z) -> f32 {
+      // expected-error @+1 {{'tang.read' op index operand #0 is not an iteration index of an enclosing comprehension}}
+      %x = tang.read %X[%iv] : tensor<4xf32>
+      %a = arith.addf %acc, %x : f32
+      scf.yield %a : f32
+    }
+    tang.yield %s : f32
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// Index operands must be iteration indices: a read outside any comprehension.
+func.func @read_outside(%X: tensor<4xf32>, %n: index) -> f32 {
+  // expected-error @+1 {{'tang.read' op index operand #0 is not an iteration index of an enclosing comprehension}}
+  %x = tang.read %X[%n] : tensor<4xf32>
+  return %x : f32
+}
+
+// -----
+
+// The index of a sibling comprehension is not in scope (caught by the parser).
+func.func @read_sibling_index(%X: tensor<4x8xf32>) -> tensor<4xf32> {
+  %r = tang.comprehension (%i) [4] : tensor<4xf32> {
+    %a = tang.comprehension reduce (%k) [8] monoid(add) : f32 {
+      %x = tang.read %X[%i, %k] : tensor<4x8xf32>
+      tang.yield %x : f32
+    }
+    %b = tang.comprehension reduce (%l) [8] monoid(max) : f32 {
+      // expected-error @+1 {{use of undeclared SSA value name}}
+      %x = tang.read %X[%i, %k] : tensor<4x8xf32>
+      tang.yield %x : f32
+    }
+    %s = arith.addf %a, %b : f32
+    tang.yield %s : f32
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// Reads must stay in bounds over the whole domain: %i + 1 reaches 4.
+func.func @read_oob_high(%X: tensor<4xf32>) -> tensor<4xf32> {
+  %r = tang.comprehension (%i) [4] : tensor<4xf32> {
+    // expected-error @+1 {{'tang.read' op index expression #0 (d0 + 1) ranges over [1, 4], out of bounds for dimension 0 of size 4}}
+    %x = tang.read %X[%i + 1] : tensor<4xf32>
+    tang.yield %x : f32
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// Reads must stay in bounds over the whole domain: %i - 1 reaches -1.
+func.func @read_oob_negative(%X: tensor<4xf32>) -> tensor<4xf32> {
+  %r = tang.comprehension (%i) [4] : tensor<4xf32> {
+    // expected-error @+1 {{'tang.read' op index expression #0 (d0 - 1) ranges over [-1, 2], out of bounds for dimension 0 of size 4}}
+    %x = tang.read %X[%i - 1] : tensor<4xf32>
+    tang.yield %x : f32
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// Bounds use the extents of enclosing comprehensions' indices too: %i + %k reaches 10.
+func.func @read_oob_nested(%X: tensor<8xf32>) -> tensor<4xf32> {
+  %r = tang.comprehension (%i) [4] : tensor<4xf32> {
+    %s = tang.comprehension reduce (%k) [8] monoid(add) : f32 {
+      // expected-error @+1 {{'tang.read' op index expression #0 (d0 + d1) ranges over [0, 10], out of bounds for dimension 0 of size 8}}
+      %x = tang.read %X[%i + %k] : tensor<8xf32>
+      tang.yield %x : f32
+    }
+    tang.yield %s : f32
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// A strided read: %i * 2 + 1 reaches 7 in a dimension of size 7.
+func.func @read_oob_strided(%X: tensor<4x7xf32>) -> tensor<4xf32> {
+  %r = tang.comprehension (%i) [4] : tensor<4xf32> {
+    // expected-error @+1 {{'tang.read' op index expression #1 (d0 * 2 + 1) ranges over [1, 7], out of bounds for dimension 1 of size 7}}
+    %x = tang.read %X[%i, %i * 2 + 1] : tensor<4x7xf32>
+    tang.yield %x : f32
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// A constant index out of bounds.
+func.func @read_oob_constant(%X: tensor<4x3xf32>) -> tensor<4xf32> {
+  %r = tang.comprehension (%i) [4] : tensor<4xf32> {
+    // expected-error @+1 {{'tang.read' op index expression #1 (3) ranges over [3, 3], out of bounds for dimension 1 of size 3}}
+    %x = tang.read %X[%i, 3] : tensor<4x3xf32>
+    tang.yield %x : f32
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// ODS: tensors of i64 are not tang tensors.
+func.func @read_i64(%X: tensor<4xi64>) -> tensor<4xi64> {
+  %r = tang.comprehension (%i) [4] : tensor<4xi64> {
+    // expected-error @+1 {{'tang.read' op operand #0 must be ranked tensor of 64-bit float or 32-bit float or 16-bit float or bfloat16 type or 32-bit signless integer or 8-bit signless integer or 1-bit signless integer values, but got 'tensor<4xi64>'}}
+    %x = tang.read %X[%i] : tensor<4xi64>
+    tang.yield %x : i64
+  }
+  return %r : tensor<4xi64>
+}
+
+// -----
+
+// ODS: tensors of f8 are not tang tensors.
+func.func @read_f8(%X: tensor<4xf8E4M3FN>) -> tensor<4xf8E4M3FN> {
+  %r = tang.comprehension (%i) [4] : tensor<4xf8E4M3FN> {
+    // expected-error @+1 {{'tang.read' op operand #0 must be ranked tensor of}}
+    %x = tang.read %X[%i] : tensor<4xf8E4M3FN>
+    tang.yield %x : f8E4M3FN
+  }
+  return %r : tensor<4xf8E4M3FN>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// tang.view
+//===----------------------------------------------------------------------===//
+
+// A view keeps the element type.
+func.func @view_element_type(%A: tensor<4xf32>) -> tensor<4xf16> {
+  // expected-error @+1 {{'tang.view' op changes the element type from 'f32' to 'f16'}}
+  %V = tang.view %A by affine_map<(d0) -> (d0)> : tensor<4xf32> to tensor<4xf16>
+  return %V : tensor<4xf16>
+}
+
+// -----
+
+// View maps may not use symbols.
+func.func @view_symbol(%A: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tang.view' op map may not use symbols}}
+  %V = tang.view %A by affine_map<(d0)[s0] -> (d0 + s0)> : tensor<4xf32> to tensor<4xf32>
+  return %V : tensor<4xf32>
+}
+
+// -----
+
+// The map takes one coordinate per view dimension.
+func.func @view_dims(%A: tensor<4x8xf32>) -> tensor<8x4xf32> {
+  // expected-error @+1 {{'tang.view' op map takes 3 coordinates but the view has rank 2}}
+  %V = tang.view %A by affine_map<(d0, d1, d2) -> (d1, d0)> : tensor<4x8xf32> to tensor<8x4xf32>
+  return %V : tensor<8x4xf32>
+}
+
+// -----
+
+// The map gives one coordinate per source dimension.
+func.func @view_results(%A: tensor<4x8xf32>) -> tensor<8x4xf32> {
+  // expected-error @+1 {{'tang.view' op map gives 1 coordinates but the source has rank 2}}
+  %V = tang.view %A by affine_map<(d0, d1) -> (d1)> : tensor<4x8xf32> to tensor<8x4xf32>
+  return %V : tensor<8x4xf32>
+}
+
+// -----
+
+// Views need static shapes.
+func.func @view_dynamic(%A: tensor<?xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tang.view' op needs static shapes (symbolic extents are not supported yet)}}
+  %V = tang.view %A by affine_map<(d0) -> (d0)> : tensor<?xf32> to tensor<4xf32>
+  return %V : tensor<4xf32>
+}
+
+// -----
+
+// A transpose view with the wrong result shape is out of bounds.
+func.func @view_oob_transpose(%A: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'tang.view' op view coordinate #0 (d1) ranges over [0, 7], out of bounds for dimension 0 of size 4}}
+  %V = tang.view %A by affine_map<(d0, d1) -> (d1, d0)> : tensor<4x8xf32> to tensor<4x8xf32>
+  return %V : tensor<4x8xf32>
+}
+
+// -----
+
+// A sliding window too large for its source is out of bounds.
+func.func @view_oob_window(%I: tensor<10x10xf32>) -> tensor<9x8x3x3xf32> {
+  // expected-error @+1 {{'tang.view' op view coordinate #0 (d0 + d2) ranges over [0, 10], out of bounds for dimension 0 of size 10}}
+  %W = tang.view %I by affine_map<(h, w, r, s) -> (h + r, w + s)> : tensor<10x10xf32> to tensor<9x8x3x3xf32>
+  return %W : tensor<9x8x3x3xf32>
+}
+
+// -----
+
+// A reversed view that goes negative is out of bounds.
+func.func @view_oob_negative(%A: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tang.view' op view coordinate #0 (-d0 + 2) ranges over [-1, 2], out of bounds for dimension 0 of size 4}}
+  %V = tang.view %A by affine_map<(d0) -> (2 - d0)> : tensor<4xf32> to tensor<4xf32>
+  return %V : tensor<4xf32>
+}
+
+// -----
+
+// ODS: views of unsupported element types are rejected.
+func.func @view_i64(%A: tensor<4xi64>) -> tensor<4xi64> {
+  // expected-error @+1 {{'tang.view' op operand #0 must be ranked tensor of}}
+  %V = tang.view %A by affine_map<(d0) -> (d0)> : tensor<4xi64> to tensor<4xi64>
+  return %V : tensor<4xi64>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// tang.index
+//===----------------------------------------------------------------------===//
+
+// tang.index takes an iteration index of an enclosing comprehension.
+func.func @index_func_arg(%n: index) -> tensor<4xi32> {
+  %r = tang.comprehension (%i) [4] : tensor<4xi32> {
+    // expected-error @+1 {{'tang.index' op index operand #0 is not an iteration index of an enclosing comprehension}}
+    %v = tang.index %n : i32
+    tang.yield %v : i32
+  }
+  return %r : tensor<4xi32>
+}
+
+// -----
+
+// ODS: tang.index produces a scalar, not a vector.
+func.func @index_vector() -> tensor<4xvector<4xi32>> {
+  %r = tang.comprehension (%i) [4] : tensor<4xvector<4xi32>> {
+    // expected-error @+1 {{'tang.index' op result #0 must be signless integer or floating-point, but got 'vector<4xi32>'}}
+    %v = tang.index %i : vector<4xi32>
+    tang.yield %v : vector<4xi32>
+  }
+  return %r : tensor<4xvector<4xi32>>
+}
+
+// -----
+
+// ODS: tang.index produces an integer or float, not an index.
+func.func @index_index() -> tensor<4xindex> {
+  %r = tang.comprehension (%i) [4] : tensor<4xindex> {
+    // expected-error @+1 {{'tang.index' op result #0 must be signless integer or floating-point, but got 'index'}}
+    %v = tang.index %i : index
+    tang.yield %v : index
+  }
+  return %r : tensor<4xindex>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// tang.yield
+//===----------------------------------------------------------------------===//
+
+// tang.yield only terminates comprehension bodies and monoid combines.
+func.func @yield_in_func(%x: f32) {
+  // expected-error @+1 {{'tang.yield' op expects parent op to be one of 'tang.comprehension, tang.monoid'}}
+  tang.yield %x : f32
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// tang.monoid
+//===----------------------------------------------------------------------===//
+
+// The carrier must not be empty.
+// expected-error @+1 {{'tang.monoid' op carrier must have at least one component}}
+tang.monoid @empty : [] identity [] {
+^bb0:
+  tang.yield
+}
+
+// -----
+
+// Carrier components are integer or float scalars.
+// expected-error @+1 {{'tang.monoid' op carrier components must be integer or floating-point scalars, got 'index'}}
+tang.monoid @idx : [index] identity [0 : index] {
+^bb0(%a: index, %b: index):
+  tang.yield %a : index
+}
+
+// -----
+
+// One identity component per carrier component.
+// expected-error @+1 {{'tang.monoid' op identity has 1 components but the carrier has 2}}
+tang.monoid @short_identity : [f32, f32] identity [0.0 : f32] {
+^bb0(%a0: f32, %a1: f32, %b0: f32, %b1: f32):
+  tang.yield %a0, %a1 : f32, f32
+}
+
+// -----
+
+// Identity components are integer or float constants.
+// expected-error @+1 {{'tang.monoid' op identity component #0 must be an integer or float constant}}
+tang.monoid @string_identity : [f32] identity ["zero"] {
+^bb0(%a: f32, %b: f32):
+  tang.yield %a : f32
+}
+
+// -----
+
+// Identity components have the carrier's types.
+// expected-error @+1 {{'tang.monoid' op identity component #1 has type 'f32' but the carrier's is 'f64'}}
+tang.monoid @identity_type : [f32, f64] identity [0.0 : f32, 0.0 : f32] {
+^bb0(%a0: f32, %a1: f64, %b0: f32, %b1: f64):
+  tang.yield %a0, %a1 : f32, f64
+}
+
+// -----
+
+// combine takes two carrier values: wrong argument count.
+// expected-error @+1 {{'tang.monoid' op combine must take two carrier values (2 arguments of the carrier types), got 1 arguments}}
+tang.monoid @combine_arity : [f32] identity [0.0 : f32] {
+^bb0(%a: f32):
+  tang.yield %a : f32
+}
+
+// -----
+
+// combine takes two carrier values: wrong argument types.
+// expected-error @+1 {{'tang.monoid' op combine must take two carrier values (4 arguments of the carrier types), got 4 arguments}}
+tang.monoid @combine_types : [f32, i32] identity [0.0 : f32, 0 : i32] {
+^bb0(%a0: f32, %a1: i32, %b0: i32, %b1: f32):
+  tang.yield %a0, %a1 : f32, i32
+}
+
+// -----
+
+// combine must end with tang.yield (gpu.yield is a terminator with no parent
+// constraint).
+// expected-error @+1 {{'tang.monoid' op combine must end with 'tang.yield'}}
+tang.monoid @combine_terminator : [f32] identity [0.0 : f32] {
+^bb0(%a: f32, %b: f32):
+  gpu.yield %a : f32
+}
+
+// -----
+
+// combine must yield the carrier types.
+// expected-error @+1 {{'tang.monoid' op combine must yield the carrier types}}
+tang.monoid @combine_yield : [f32, i32] identity [0.0 : f32, 0 : i32] {
+^bb0(%a0: f32, %a1: i32, %b0: f32, %b1: i32):
+  tang.yield %a0 : f32
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// #tang.schedule: parser
+//===----------------------------------------------------------------------===//
+
+// Unknown field names are rejected.
+func.func @f(%X: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{unknown schedule field 'tiles'; expected tile, mapping, vector, stages, storage, accumulate or memory}}
+  %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tiles = [4]>} : tensor<4xf32> {
+    %x = tang.read %X[%i] : tensor<4xf32>
+    tang.yield %x : f32
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// A field may appear once.
+func.func @f(%X: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{duplicate schedule field 'vector'}}
+  %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tile = [4], vector = 2, vector = 4>} : tensor<4xf32> {
+    %x = tang.read %X[%i] : tensor<4xf32>
+    tang.yield %x : f32
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// tile is required.
+func.func @f(%X: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{schedule needs a 'tile' field}}
+  %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<vector = 4>} : tensor<4xf32> {
+    %x = tang.read %X[%i] : tensor<4xf32>
+    tang.yield %x : f32
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// Mappings are processor names.
+func.func @f(%X: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{unknown mapping 'block_w'}}
+  %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tile = [4], mapping = [block_w]>} : tensor<4xf32> {
+    %x = tang.read %X[%i] : tensor<4xf32>
+    tang.yield %x : f32
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// Memory levels are global, shared or register.
+func.func @f(%X: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{unknown memory level 'texture'}}
+  %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tile = [4], memory = [texture]>} : tensor<4xf32> {
+    %x = tang.read %X[%i] : tensor<4xf32>
+    tang.yield %x : f32
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// #tang.schedule: ScheduleAttr::verify
+//===----------------------------------------------------------------------===//
+
+// tile must not be empty.
+func.func @f(%X: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{schedule tile must have one size per index}}
+  %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tile = []>} : tensor<4xf32> {
+    %x = tang.read %X[%i] : tensor<4xf32>
+    tang.yield %x : f32
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// Tile sizes are positive.
+func.func @f(%X: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{schedule tile sizes must be positive, got 0}}
+  %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tile = [4, 0]>} : tensor<4xf32> {
+    %x = tang.read %X[%i] : tensor<4xf32>
+    tang.yield %x : f32
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// One mapping per tiled index.
+func.func @f(%X: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{schedule mapping has 1 entries but tile has 2}}
+  %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tile = [4, 4], mapping = [block_x]>} : tensor<4xf32> {
+    %x = tang.read %X[%i] : tensor<4xf32>
+    tang.yield %x : f32
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// A hardware dimension carries at most one index.
+func.func @f(%X: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{schedule maps two indices to 'thread_x'}}
+  %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tile = [4, 4, 4], mapping = [thread_x, serial, thread_x]>} : tensor<4xf32> {
+    %x = tang.read %X[%i] : tensor<4xf32>
+    tang.yield %x : f32
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// Vector widths are powers of two up to 16.
+func.func @f(%X: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{schedule vector width must be 1, 2, 4, 8 or 16, got 3}}
+  %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tile = [4], vector = 3>} : tensor<4xf32> {
+    %x = tang.read %X[%i] : tensor<4xf32>
+    tang.yield %x : f32
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// At least one pipeline stage.
+func.func @f(%X: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{schedule needs at least one stage, got 0}}
+  %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tile = [4], stages = 0>} : tensor<4xf32> {
+    %x = tang.read %X[%i] : tensor<4xf32>
+    tang.yield %x : f32
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// Storage is a tang element type.
+func.func @f(%X: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{schedule storage type must be a tang element type, got 'i64'}}
+  %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tile = [4], storage = i64>} : tensor<4xf32> {
+    %x = tang.read %X[%i] : tensor<4xf32>
+    tang.yield %x : f32
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// Accumulation needs a wide enough type: not i8.
+func.func @f(%X: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{schedule accumulate type must be f64, f32, f16, bf16 or i32, got 'i8'}}
+  %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tile = [4], accumulate = i8>} : tensor<4xf32> {
+    %x = tang.read %X[%i] : tensor<4xf32>
+    tang.yield %x : f32
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// Storage and accumulation agree on float vs integer.
+func.func @f(%X: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{schedule accumulates 'f16' in 'i32': storage and accumulate must both be floating-point or both integer}}
+  %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tile = [4], storage = f16, accumulate = i32>} : tensor<4xf32> {
+    %x = tang.read %X[%i] : tensor<4xf32>
+    tang.yield %x : f32
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// Accumulation is at least as precise as storage.
+func.func @f(%X: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{schedule accumulates 'f32' in 'bf16', which is less precise}}
+  %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tile = [4], storage = f32, accumulate = bf16>} : tensor<4xf32> {
+    %x = tang.read %X[%i] : tensor<4xf32>
+    tang.yield %x : f32
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// One memory level per stage.
+func.func @f(%X: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{schedule has 2 stages but 1 memory levels}}
+  %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tile = [4], stages = 2, memory = [global]>} : tensor<4xf32> {
+    %x = tang.read %X[%i] : tensor<4xf32>
+    tang.yield %x : f32
+  }
+  return %r : tensor<4xf32>
+}
