@@ -737,6 +737,41 @@ func.func @read_f8(%X: tensor<4xf8E4M3FN>) -> tensor<4xf8E4M3FN> {
 
 // -----
 
+// ODS: the comprehension body is a single-block region (generic form).
+func.func @empty_body() -> tensor<4xf32> {
+  // expected-error @+1 {{'tang.comprehension' op region #0 ('body') failed to verify constraint: region with 1 blocks}}
+  %r = "tang.comprehension"() <{parallel_extents = array<i64: 4>, reduced_extents = array<i64>}> ({
+  }) : () -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// ODS: the monoid attribute is a builtin monoid or a flat symbol (generic form).
+func.func @nested_symbol_monoid(%X: tensor<4xf32>) -> tensor<f32> {
+  // expected-error @+1 {{'tang.comprehension' op attribute 'monoid' failed to satisfy constraint: a builtin monoid or flat symbol reference attribute}}
+  %r = "tang.comprehension"() <{monoid = @a::@b, parallel_extents = array<i64>, reduced_extents = array<i64: 4>}> ({
+  ^bb0(%k: index):
+    %x = tang.read %X[%k] : tensor<4xf32>
+    "tang.yield"(%x) : (f32) -> ()
+  }) : () -> tensor<f32>
+  return %r : tensor<f32>
+}
+
+// -----
+
+// Parser: tang.read needs a ranked tensor type.
+func.func @read_unranked(%X: tensor<*xf32>) -> tensor<4xf32> {
+  %r = tang.comprehension (%i) [4] : tensor<4xf32> {
+    // expected-error @+1 {{invalid kind of type specified}}
+    %x = tang.read %X[%i] : tensor<*xf32>
+    tang.yield %x : f32
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
 //===----------------------------------------------------------------------===//
 // tang.view
 //===----------------------------------------------------------------------===//
@@ -960,12 +995,21 @@ tang.monoid @combine_yield : [f32, i32] identity [0.0 : f32, 0 : i32] {
 
 // -----
 
+// ODS: the carrier is an array of types (generic form).
+// expected-error @+1 {{'tang.monoid' op attribute 'carrier' failed to satisfy constraint: type array attribute}}
+"tang.monoid"() <{carrier = [0 : i32], identity = [0 : i32], sym_name = "not_types"}> ({
+^bb0(%a: i32, %b: i32):
+  tang.yield %a : i32
+}) : () -> ()
+
+// -----
+
 //===----------------------------------------------------------------------===//
 // #tang.schedule: parser
 //===----------------------------------------------------------------------===//
 
 // Unknown field names are rejected.
-func.func @f(%X: tensor<4xf32>) -> tensor<4xf32> {
+func.func @schedule_unknown_field(%X: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{unknown schedule field 'tiles'; expected tile, mapping, vector, stages, storage, accumulate or memory}}
   %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tiles = [4]>} : tensor<4xf32> {
     %x = tang.read %X[%i] : tensor<4xf32>
@@ -977,7 +1021,7 @@ func.func @f(%X: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 // A field may appear once.
-func.func @f(%X: tensor<4xf32>) -> tensor<4xf32> {
+func.func @schedule_duplicate_field(%X: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{duplicate schedule field 'vector'}}
   %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tile = [4], vector = 2, vector = 4>} : tensor<4xf32> {
     %x = tang.read %X[%i] : tensor<4xf32>
@@ -989,7 +1033,7 @@ func.func @f(%X: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 // tile is required.
-func.func @f(%X: tensor<4xf32>) -> tensor<4xf32> {
+func.func @schedule_missing_tile(%X: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{schedule needs a 'tile' field}}
   %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<vector = 4>} : tensor<4xf32> {
     %x = tang.read %X[%i] : tensor<4xf32>
@@ -1001,7 +1045,7 @@ func.func @f(%X: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 // Mappings are processor names.
-func.func @f(%X: tensor<4xf32>) -> tensor<4xf32> {
+func.func @schedule_unknown_mapping(%X: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{unknown mapping 'block_w'}}
   %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tile = [4], mapping = [block_w]>} : tensor<4xf32> {
     %x = tang.read %X[%i] : tensor<4xf32>
@@ -1013,7 +1057,7 @@ func.func @f(%X: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 // Memory levels are global, shared or register.
-func.func @f(%X: tensor<4xf32>) -> tensor<4xf32> {
+func.func @schedule_unknown_memory(%X: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{unknown memory level 'texture'}}
   %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tile = [4], memory = [texture]>} : tensor<4xf32> {
     %x = tang.read %X[%i] : tensor<4xf32>
@@ -1029,7 +1073,7 @@ func.func @f(%X: tensor<4xf32>) -> tensor<4xf32> {
 //===----------------------------------------------------------------------===//
 
 // tile must not be empty.
-func.func @f(%X: tensor<4xf32>) -> tensor<4xf32> {
+func.func @schedule_empty_tile(%X: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{schedule tile must have one size per index}}
   %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tile = []>} : tensor<4xf32> {
     %x = tang.read %X[%i] : tensor<4xf32>
@@ -1041,7 +1085,7 @@ func.func @f(%X: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 // Tile sizes are positive.
-func.func @f(%X: tensor<4xf32>) -> tensor<4xf32> {
+func.func @schedule_zero_tile(%X: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{schedule tile sizes must be positive, got 0}}
   %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tile = [4, 0]>} : tensor<4xf32> {
     %x = tang.read %X[%i] : tensor<4xf32>
@@ -1053,7 +1097,7 @@ func.func @f(%X: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 // One mapping per tiled index.
-func.func @f(%X: tensor<4xf32>) -> tensor<4xf32> {
+func.func @schedule_mapping_count(%X: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{schedule mapping has 1 entries but tile has 2}}
   %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tile = [4, 4], mapping = [block_x]>} : tensor<4xf32> {
     %x = tang.read %X[%i] : tensor<4xf32>
@@ -1065,7 +1109,7 @@ func.func @f(%X: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 // A hardware dimension carries at most one index.
-func.func @f(%X: tensor<4xf32>) -> tensor<4xf32> {
+func.func @schedule_mapping_twice(%X: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{schedule maps two indices to 'thread_x'}}
   %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tile = [4, 4, 4], mapping = [thread_x, serial, thread_x]>} : tensor<4xf32> {
     %x = tang.read %X[%i] : tensor<4xf32>
@@ -1077,7 +1121,7 @@ func.func @f(%X: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 // Vector widths are powers of two up to 16.
-func.func @f(%X: tensor<4xf32>) -> tensor<4xf32> {
+func.func @schedule_vector_width(%X: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{schedule vector width must be 1, 2, 4, 8 or 16, got 3}}
   %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tile = [4], vector = 3>} : tensor<4xf32> {
     %x = tang.read %X[%i] : tensor<4xf32>
@@ -1089,7 +1133,7 @@ func.func @f(%X: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 // At least one pipeline stage.
-func.func @f(%X: tensor<4xf32>) -> tensor<4xf32> {
+func.func @schedule_zero_stages(%X: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{schedule needs at least one stage, got 0}}
   %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tile = [4], stages = 0>} : tensor<4xf32> {
     %x = tang.read %X[%i] : tensor<4xf32>
@@ -1101,7 +1145,7 @@ func.func @f(%X: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 // Storage is a tang element type.
-func.func @f(%X: tensor<4xf32>) -> tensor<4xf32> {
+func.func @schedule_storage_type(%X: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{schedule storage type must be a tang element type, got 'i64'}}
   %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tile = [4], storage = i64>} : tensor<4xf32> {
     %x = tang.read %X[%i] : tensor<4xf32>
@@ -1113,7 +1157,7 @@ func.func @f(%X: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 // Accumulation needs a wide enough type: not i8.
-func.func @f(%X: tensor<4xf32>) -> tensor<4xf32> {
+func.func @schedule_accumulate_type(%X: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{schedule accumulate type must be f64, f32, f16, bf16 or i32, got 'i8'}}
   %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tile = [4], accumulate = i8>} : tensor<4xf32> {
     %x = tang.read %X[%i] : tensor<4xf32>
@@ -1125,7 +1169,7 @@ func.func @f(%X: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 // Storage and accumulation agree on float vs integer.
-func.func @f(%X: tensor<4xf32>) -> tensor<4xf32> {
+func.func @schedule_float_int_mix(%X: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{schedule accumulates 'f16' in 'i32': storage and accumulate must both be floating-point or both integer}}
   %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tile = [4], storage = f16, accumulate = i32>} : tensor<4xf32> {
     %x = tang.read %X[%i] : tensor<4xf32>
@@ -1137,7 +1181,7 @@ func.func @f(%X: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 // Accumulation is at least as precise as storage.
-func.func @f(%X: tensor<4xf32>) -> tensor<4xf32> {
+func.func @schedule_less_precise(%X: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{schedule accumulates 'f32' in 'bf16', which is less precise}}
   %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tile = [4], storage = f32, accumulate = bf16>} : tensor<4xf32> {
     %x = tang.read %X[%i] : tensor<4xf32>
@@ -1149,7 +1193,7 @@ func.func @f(%X: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 // One memory level per stage.
-func.func @f(%X: tensor<4xf32>) -> tensor<4xf32> {
+func.func @schedule_memory_count(%X: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{schedule has 2 stages but 1 memory levels}}
   %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tile = [4], stages = 2, memory = [global]>} : tensor<4xf32> {
     %x = tang.read %X[%i] : tensor<4xf32>

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs every Debian package tang needs (apt only; PyPI is not used).
+# Idempotent: installs nothing when everything is already there.
+set -euo pipefail
+
+PACKAGES=(
+  llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools   # MLIR/LLVM 22
+  clang-22 lld-22 ninja-build cmake                         # toolchain
+  python3-numpy python3-pytest                              # NumPy tests
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "[tang] dependencies: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+echo "[tang] dependencies: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+echo "[tang] dependencies: done"

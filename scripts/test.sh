@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The README's second command: installs what is missing, builds tang, and
+# runs the whole test suite (lit tests, then the NumPy tests).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/install-deps.sh
+bash scripts/build.sh
+
+BUILD_DIR="${TANG_BUILD_DIR:-build}"
+echo "[tang] running check-tang"
+ninja -C "$BUILD_DIR" check-tang
