@@ -14,6 +14,7 @@ config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%tang_src", config.tang_src_root))
+config.substitutions.append(("%tang_obj", config.tang_obj_root))
 config.substitutions.append(("%python", config.python_executable))
 
 llvm_config.use_default_substitutions()

@@ -1,0 +1,4 @@
+// The dialect docs checked into docs/Dialects must match what the ODS
+// definitions generate. On failure run `ninja -C build tang-doc` and commit.
+// RUN: diff -u %tang_src/docs/Dialects/TangDialect.md %tang_obj/docs/Tang/TangDialect.md
+// RUN: diff -u %tang_src/docs/Dialects/TangAttributes.md %tang_obj/docs/Tang/TangAttributes.md
