@@ -290,12 +290,26 @@ func.func @mul_two_results(%X: tensor<4xf32>) -> (tensor<f32>, tensor<f32>) {
 // -----
 
 // Builtin monoids combine integer or float scalars, not indices.
-func.func @min_index_yield() -> tensor<index> {
-  // expected-error @+1 {{'tang.comprehension' op yields must be integer or floating-point scalars: body yields ('index') and results are ('index')}}
-  %r = tang.comprehension reduce (%k) [4] monoid(min) : tensor<index> {
-    tang.yield %k : index
+func.func @min_index_yield() -> tensor<f32> {
+  %r = tang.comprehension reduce (%k) [4] monoid(min) : tensor<f32> {
+    // expected-error @+1 {{'tang.comprehension' op yields must be integer or floating-point scalars: body yields ('index') and results are ('f32')}}
+    %m = tang.comprehension reduce (%l) [4] monoid(min) : f32 {
+      tang.yield %l : index
+    }
+    tang.yield %m : f32
   }
-  return %r : tensor<index>
+  return %r : tensor<f32>
+}
+
+// -----
+
+// Function-level results hold tang element types only.
+func.func @result_index() -> tensor<4xindex> {
+  // expected-error @+1 {{'tang.comprehension' op result #0 has element type 'index', not a tang element type (f64, f32, f16, bf16, i32, i8 or i1)}}
+  %r = tang.comprehension (%i) [4] : tensor<4xindex> {
+    tang.yield %i : index
+  }
+  return %r : tensor<4xindex>
 }
 
 // -----
@@ -714,23 +728,37 @@ func.func @read_oob_constant(%X: tensor<4x3xf32>) -> tensor<4xf32> {
 // -----
 
 // ODS: tensors of i64 are not tang tensors.
-func.func @read_i64(%X: tensor<4xi64>) -> tensor<4xi64> {
-  %r = tang.comprehension (%i) [4] : tensor<4xi64> {
+func.func @read_i64(%X: tensor<4xi64>) -> tensor<4xf32> {
+  %r = tang.comprehension (%i) [4] : tensor<4xf32> {
     // expected-error @+1 {{'tang.read' op operand #0 must be ranked tensor of 64-bit float or 32-bit float or 16-bit float or bfloat16 type or 32-bit signless integer or 8-bit signless integer or 1-bit signless integer values, but got 'tensor<4xi64>'}}
     %x = tang.read %X[%i] : tensor<4xi64>
-    tang.yield %x : i64
+    %f = arith.sitofp %x : i64 to f32
+    tang.yield %f : f32
   }
-  return %r : tensor<4xi64>
+  return %r : tensor<4xf32>
 }
 
 // -----
 
 // ODS: tensors of f8 are not tang tensors.
-func.func @read_f8(%X: tensor<4xf8E4M3FN>) -> tensor<4xf8E4M3FN> {
-  %r = tang.comprehension (%i) [4] : tensor<4xf8E4M3FN> {
+func.func @read_f8(%X: tensor<4xf8E4M3FN>) -> tensor<4xf32> {
+  %r = tang.comprehension (%i) [4] : tensor<4xf32> {
     // expected-error @+1 {{'tang.read' op operand #0 must be ranked tensor of}}
     %x = tang.read %X[%i] : tensor<4xf8E4M3FN>
-    tang.yield %x : f8E4M3FN
+    %f = arith.extf %x : f8E4M3FN to f32
+    tang.yield %f : f32
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// Function-level results hold tang element types only: not f8.
+func.func @result_f8() -> tensor<4xf8E4M3FN> {
+  // expected-error @+1 {{'tang.comprehension' op result #0 has element type 'f8E4M3FN'}}
+  %r = tang.comprehension (%i) [4] : tensor<4xf8E4M3FN> {
+    %c = arith.constant 1.0 : f8E4M3FN
+    tang.yield %c : f8E4M3FN
   }
   return %r : tensor<4xf8E4M3FN>
 }
@@ -874,25 +902,27 @@ func.func @index_func_arg(%n: index) -> tensor<4xi32> {
 // -----
 
 // ODS: tang.index produces a scalar, not a vector.
-func.func @index_vector() -> tensor<4xvector<4xi32>> {
-  %r = tang.comprehension (%i) [4] : tensor<4xvector<4xi32>> {
+func.func @index_vector() -> tensor<4xi32> {
+  %r = tang.comprehension (%i) [4] : tensor<4xi32> {
     // expected-error @+1 {{'tang.index' op result #0 must be signless integer or floating-point, but got 'vector<4xi32>'}}
     %v = tang.index %i : vector<4xi32>
-    tang.yield %v : vector<4xi32>
+    %c = arith.constant 1 : i32
+    tang.yield %c : i32
   }
-  return %r : tensor<4xvector<4xi32>>
+  return %r : tensor<4xi32>
 }
 
 // -----
 
 // ODS: tang.index produces an integer or float, not an index.
-func.func @index_index() -> tensor<4xindex> {
-  %r = tang.comprehension (%i) [4] : tensor<4xindex> {
+func.func @index_index() -> tensor<4xi32> {
+  %r = tang.comprehension (%i) [4] : tensor<4xi32> {
     // expected-error @+1 {{'tang.index' op result #0 must be signless integer or floating-point, but got 'index'}}
     %v = tang.index %i : index
-    tang.yield %v : index
+    %c = arith.constant 1 : i32
+    tang.yield %c : i32
   }
-  return %r : tensor<4xindex>
+  return %r : tensor<4xi32>
 }
 
 // -----
@@ -1134,7 +1164,7 @@ func.func @schedule_vector_width(%X: tensor<4xf32>) -> tensor<4xf32> {
 
 // At least one pipeline stage.
 func.func @schedule_zero_stages(%X: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{schedule needs at least one stage, got 0}}
+  // expected-error @+1 {{schedule needs 1 to 16 stages, got 0}}
   %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tile = [4], stages = 0>} : tensor<4xf32> {
     %x = tang.read %X[%i] : tensor<4xf32>
     tang.yield %x : f32
@@ -1197,6 +1227,51 @@ func.func @schedule_memory_count(%X: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{schedule has 2 stages but 1 memory levels}}
   %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tile = [4], stages = 2, memory = [global]>} : tensor<4xf32> {
     %x = tang.read %X[%i] : tensor<4xf32>
+    tang.yield %x : f32
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// Deeper pipelines than 16 stages are rejected before anything is allocated.
+func.func @schedule_huge_stages(%X: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{schedule needs 1 to 16 stages, got 4611686018427387904}}
+  %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tile = [4], stages = 4611686018427387904>} : tensor<4xf32> {
+    %x = tang.read %X[%i] : tensor<4xf32>
+    tang.yield %x : f32
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// An index expression whose range overflows int64 is out of bounds, not wrapped.
+func.func @read_overflow(%X: tensor<1xf32>) -> tensor<1xf32> {
+  %r = tang.comprehension (%i) reduce (%k) [1, 5] monoid(add) : tensor<1xf32> {
+    // expected-error @+1 {{'tang.read' op index expression #0 (d0 * 4611686018427387904) ranges over}}
+    %x = tang.read %X[%k * 4611686018427387904] : tensor<1xf32>
+    tang.yield %x : f32
+  }
+  return %r : tensor<1xf32>
+}
+
+// -----
+
+// A view coordinate whose range overflows int64 is out of bounds, not wrapped.
+func.func @view_overflow(%X: tensor<1xf32>) -> tensor<5xf32> {
+  // expected-error @+1 {{'tang.view' op view coordinate #0 (d0 * 4611686018427387904) ranges over}}
+  %V = tang.view %X by affine_map<(d0) -> (d0 * 4611686018427387904)> : tensor<1xf32> to tensor<5xf32>
+  return %V : tensor<5xf32>
+}
+
+// -----
+
+// Reads need static shapes until symbolic extents land.
+func.func @read_dynamic(%X: tensor<?xf32>) -> tensor<4xf32> {
+  %r = tang.comprehension (%i) [4] : tensor<4xf32> {
+    // expected-error @+1 {{'tang.read' op needs a statically shaped tensor (symbolic extents are not supported yet), got 'tensor<?xf32>'}}
+    %x = tang.read %X[%i + 100] : tensor<?xf32>
     tang.yield %x : f32
   }
   return %r : tensor<4xf32>

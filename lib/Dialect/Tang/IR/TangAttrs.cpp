@@ -54,9 +54,12 @@ unsigned mlir::tang::getNumMonoidResults(MonoidKind kind) {
   }
 }
 
-bool mlir::tang::isFloatOnly(MonoidKind kind) {
-  return kind == MonoidKind::SoftmaxNorm || kind == MonoidKind::OnlineSoftmax;
+bool mlir::tang::isTangElementType(Type t) {
+  return t.isF64() || t.isF32() || t.isF16() || t.isBF16() ||
+         t.isSignlessInteger(32) || t.isSignlessInteger(8) ||
+         t.isSignlessInteger(1);
 }
+
 
 //===----------------------------------------------------------------------===//
 // ScheduleAttr
@@ -82,11 +85,9 @@ parseEnumList(AsmParser &p, SmallVectorImpl<EnumT> &out, StringRef what,
   });
 }
 
-bool isStorageType(Type t) {
-  return t.isF64() || t.isF32() || t.isF16() || t.isBF16() ||
-         t.isSignlessInteger(32) || t.isSignlessInteger(8) ||
-         t.isSignlessInteger(1);
-}
+/// Deeper software pipelines than this do not fit any GPU's shared memory.
+constexpr int64_t kMaxStages = 16;
+
 } // namespace
 
 Attribute ScheduleAttr::parse(AsmParser &p, Type) {
@@ -139,7 +140,7 @@ Attribute ScheduleAttr::parse(AsmParser &p, Type) {
   // Defaults for the optional fields.
   if (!seen.contains("mapping"))
     mapping.assign(tile.size(), Mapping::Serial);
-  if (!seen.contains("memory") && stages > 0)
+  if (!seen.contains("memory") && stages > 0 && stages <= kMaxStages)
     memory.assign(stages, MemoryLevel::Global);
   if (!accumulate)
     accumulate = Float32Type::get(p.getContext());
@@ -186,13 +187,14 @@ ScheduleAttr::verify(llvm::function_ref<InFlightDiagnostic()> emitError,
   if (!llvm::is_contained({1, 2, 4, 8, 16}, vector))
     return emitError() << "schedule vector width must be 1, 2, 4, 8 or 16, got "
                        << vector;
-  if (stages < 1)
-    return emitError() << "schedule needs at least one stage, got " << stages;
-  if (storage && !isStorageType(storage))
+  if (stages < 1 || stages > kMaxStages)
+    return emitError() << "schedule needs 1 to " << kMaxStages
+                       << " stages, got " << stages;
+  if (storage && !isTangElementType(storage))
     return emitError() << "schedule storage type must be a tang element type, "
                           "got "
                        << storage;
-  if (!accumulate || !isStorageType(accumulate) || accumulate.isInteger(1) ||
+  if (!accumulate || !isTangElementType(accumulate) || accumulate.isInteger(1) ||
       accumulate.isInteger(8))
     return emitError() << "schedule accumulate type must be f64, f32, f16, "
                           "bf16 or i32, got "

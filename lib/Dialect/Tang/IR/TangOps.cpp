@@ -47,10 +47,21 @@ IndexRange mlir::tang::getRange(AffineExpr expr,
   IndexRange l = getRange(bin.getLHS(), dimRanges);
   IndexRange r = getRange(bin.getRHS(), dimRanges);
   switch (expr.getKind()) {
-  case AffineExprKind::Add:
-    return {l.lo + r.lo, l.hi + r.hi};
+  case AffineExprKind::Add: {
+    // Saturate on overflow: an unknown range fails every bounds check.
+    IndexRange sum;
+    if (__builtin_add_overflow(l.lo, r.lo, &sum.lo) ||
+        __builtin_add_overflow(l.hi, r.hi, &sum.hi))
+      return {-kBig, kBig};
+    return sum;
+  }
   case AffineExprKind::Mul: {
-    int64_t p[] = {l.lo * r.lo, l.lo * r.hi, l.hi * r.lo, l.hi * r.hi};
+    int64_t p[4];
+    if (__builtin_mul_overflow(l.lo, r.lo, &p[0]) ||
+        __builtin_mul_overflow(l.lo, r.hi, &p[1]) ||
+        __builtin_mul_overflow(l.hi, r.lo, &p[2]) ||
+        __builtin_mul_overflow(l.hi, r.hi, &p[3]))
+      return {-kBig, kBig};
     return {*llvm::min_element(p), *llvm::max_element(p)};
   }
   case AffineExprKind::FloorDiv:
@@ -120,6 +131,7 @@ static IndexRange getIndexRange(Value index) {
 }
 
 static bool isScalar(Type t) { return t.isIntOrFloat(); }
+
 
 /// The scalar type of a comprehension result (its element type if a tensor).
 static Type getScalarType(Type t) {
@@ -292,7 +304,7 @@ LogicalResult ComprehensionOp::verify() {
 
   // Nested comprehensions compute scalars; function-level ones tensors whose
   // shape is the parallel domain.
-  bool nested = isa_and_nonnull<ComprehensionOp>((*this)->getParentOp());
+  bool nested = (*this)->getParentOfType<ComprehensionOp>() != nullptr;
   if (nested && getNumParallel())
     return emitOpError() << "nested in a comprehension body must have no "
                             "parallel indices (it computes a scalar)";
@@ -308,6 +320,11 @@ LogicalResult ComprehensionOp::verify() {
     if (!tt)
       return emitOpError() << "result #" << i
                            << " must be a ranked tensor, got " << t;
+    if (!isTangElementType(tt.getElementType()))
+      return emitOpError() << "result #" << i << " has element type "
+                           << tt.getElementType()
+                           << ", not a tang element type (f64, f32, f16, "
+                              "bf16, i32, i8 or i1)";
     if (tt.getShape() != getParallelExtents())
       return emitOpError() << "result #" << i << " has shape [" << tt.getShape()
                            << "] but the parallel extents are ["
@@ -457,6 +474,10 @@ LogicalResult ReadOp::verify() {
     return emitOpError() << "map has " << map.getNumDims()
                          << " dimensions but " << getIndices().size()
                          << " index operands";
+  if (!type.hasStaticShape())
+    return emitOpError() << "needs a statically shaped tensor (symbolic "
+                            "extents are not supported yet), got "
+                         << type;
   if (getResult().getType() != type.getElementType())
     return emitOpError() << "result type " << getResult().getType()
                          << " is not the element type of " << type;

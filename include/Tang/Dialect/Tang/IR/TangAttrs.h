@@ -22,8 +22,10 @@ namespace mlir::tang {
 unsigned getNumMonoidYields(MonoidKind kind);
 /// Number of results a comprehension reducing under a builtin monoid has.
 unsigned getNumMonoidResults(MonoidKind kind);
-/// True for builtin monoids that only take floating-point values.
-bool isFloatOnly(MonoidKind kind);
+/// True for the element types tang tensors may hold: f64, f32, f16, bf16,
+/// i32, i8, i1.
+bool isTangElementType(Type t);
+
 
 } // namespace mlir::tang
 
