@@ -299,6 +299,18 @@ int64_t evalAffine(AffineExpr e, ArrayRef<int64_t> dims) {
 
 using TensorMap = llvm::DenseMap<Value, std::shared_ptr<Tensor>>;
 
+/// The held value of a scalar `arith.constant`.
+std::optional<double> getScalarConstant(Value v) {
+  auto c = v.getDefiningOp<arith::ConstantOp>();
+  if (!c)
+    return std::nullopt;
+  if (auto fa = dyn_cast<FloatAttr>(c.getValue()))
+    return fa.getValueAsDouble();
+  if (auto ia = dyn_cast<IntegerAttr>(c.getValue()))
+    return fromBits(ia.getValue().getZExtValue(), getBitWidth(ia.getType()));
+  return std::nullopt;
+}
+
 /// Compiles comprehension bodies (and user monoids' combine regions) into
 /// closures over a frame.
 class Compiler {
@@ -445,6 +457,9 @@ FailureOr<MonoidEval> Compiler::compileMonoid(ComprehensionOp op) {
     };
     m.accumulate = [](double *a, const double *y) {
       double mx = std::max(a[0], y[0]);
+      // Only -inf so far (e.g. masked scores): nothing to add yet.
+      if (mx == -std::numeric_limits<double>::infinity())
+        return;
       a[1] = (a[1] == 0 ? 0 : a[1] * std::exp(a[0] - mx)) + std::exp(y[0] - mx);
       a[0] = mx;
     };
@@ -590,6 +605,19 @@ LogicalResult Compiler::compileRead(ReadOp op, std::vector<Instr> &out) {
 
 LogicalResult Compiler::compileOp(Operation *op, std::vector<Instr> &out) {
   ErrorState *e = &err;
+  // Every scalar operand is computed earlier in the compiled bodies, or is a
+  // scalar constant captured from the function level.
+  for (OpOperand &use : op->getOpOperands()) {
+    Value v = use.get();
+    if (slots.count(v) || isa<RankedTensorType>(v.getType()))
+      continue;
+    std::optional<double> c = getScalarConstant(v);
+    if (!c)
+      return op->emitError() << "tang-run: operand #" << use.getOperandNumber()
+                             << " is not computed in this comprehension body";
+    Slot d = slotOf(v);
+    out.push_back([d, c](double *f) { f[d] = *c; });
+  }
   auto unary = [&](Value in, Value res, double (*fn)(double)) {
     Slot a = slotOf(in), d = slotOf(res);
     out.push_back([a, d, fn](double *f) { f[d] = fn(f[a]); });
@@ -656,17 +684,12 @@ LogicalResult Compiler::compileOp(Operation *op, std::vector<Instr> &out) {
       })
       // arith: constants and casts
       .Case<arith::ConstantOp>([&](arith::ConstantOp c) -> LogicalResult {
-        double v;
-        if (auto fa = dyn_cast<FloatAttr>(c.getValue()))
-          v = fa.getValueAsDouble();
-        else if (auto ia = dyn_cast<IntegerAttr>(c.getValue()))
-          v = fromBits(ia.getValue().getZExtValue(),
-                       getBitWidth(ia.getType()));
-        else
+        std::optional<double> v = getScalarConstant(c.getResult());
+        if (!v)
           return c.emitError() << "tang-run: unsupported constant in a "
                                   "comprehension body (expected a scalar)";
         Slot d = slotOf(c.getResult());
-        out.push_back([d, v](double *f) { f[d] = v; });
+        out.push_back([d, v](double *f) { f[d] = *v; });
         return success();
       })
       .Case<arith::ExtFOp, arith::TruncFOp>([&](Operation *o) {
@@ -1023,6 +1046,10 @@ LogicalResult Compiler::compileOp(Operation *op, std::vector<Instr> &out) {
 // Function-level evaluation
 //===----------------------------------------------------------------------===//
 
+/// The interpreter materialises every tensor in float64; refuse anything
+/// larger than this many elements (2 GiB) instead of exhausting memory.
+static constexpr int64_t kMaxElements = int64_t(1) << 28;
+
 static FailureOr<SmallVector<std::shared_ptr<Tensor>>>
 evalComprehension(ComprehensionOp op, const TensorMap &tensors) {
   ErrorState err;
@@ -1036,6 +1063,11 @@ evalComprehension(ComprehensionOp op, const TensorMap &tensors) {
   int64_t numPoints = 1;
   for (unsigned i = 0; i < plan.numParallel; ++i)
     numPoints *= plan.extents[i];
+  if (numPoints > kMaxElements)
+    return op.emitError() << "tang-run: the result has " << numPoints
+                          << " elements, more than the reference "
+                             "interpreter's limit of "
+                          << kMaxElements;
   for (Type t : op.getResultTypes()) {
     auto tt = cast<RankedTensorType>(t);
     auto r = std::make_shared<Tensor>();
@@ -1147,10 +1179,16 @@ FailureOr<SmallVector<Tensor>> mlir::tang::interpret(func::FuncOp func,
       continue;
     }
     if (auto v = dyn_cast<ViewOp>(op)) {
+      if (v.getType().getNumElements() > kMaxElements)
+        return v.emitError() << "tang-run: the view has more elements than "
+                                "the reference interpreter's limit of "
+                             << kMaxElements;
       tensors[v.getResult()] = evalView(v, *tensors.lookup(v.getSource()));
       continue;
     }
     if (auto c = dyn_cast<arith::ConstantOp>(op)) {
+      if (getScalarConstant(c.getResult()))
+        continue; // Captured by the bodies that use it.
       auto t = evalConstant(c);
       if (failed(t))
         return failure();

@@ -200,6 +200,10 @@ LogicalResult run(ModuleOp module, llvm::raw_ostream &os) {
       return emitError(arg.getLoc())
              << "argument #" << arg.getArgNumber()
              << " must be a statically shaped tensor, got " << arg.getType();
+    if (type.getNumElements() > (int64_t(1) << 28))
+      return emitError(arg.getLoc())
+             << "argument #" << arg.getArgNumber() << " (" << type
+             << ") is too large for the reference interpreter";
     if (inputs.empty()) {
       args.push_back(makeRandomTensor(type, seed, arg.getArgNumber()));
       continue;

@@ -337,6 +337,27 @@ LogicalResult ComprehensionOp::verifyRegions() {
   YieldOp yield = getYield();
   if (!yield)
     return emitOpError() << "body must end with 'tang.yield'";
+
+  // The body is a scalar expression graph: tensors enter only through the
+  // tensor operand of tang.read.
+  for (Operation &op : getBodyBlock().without_terminator()) {
+    auto read = dyn_cast<ReadOp>(op);
+    for (OpOperand &use : op.getOpOperands()) {
+      if (use.get().getType().isIntOrIndexOrFloat() ||
+          (read && use.getOperandNumber() == 0))
+        continue;
+      return op.emitOpError()
+             << "in a comprehension body computes scalars, but operand #"
+             << use.getOperandNumber() << " has type " << use.get().getType()
+             << " (tensors enter a body only through tang.read)";
+    }
+    for (OpResult r : op.getResults())
+      if (!r.getType().isIntOrIndexOrFloat())
+        return op.emitOpError()
+               << "in a comprehension body computes scalars, but result #"
+               << r.getResultNumber() << " has type " << r.getType();
+  }
+
   SmallVector<Type> results = llvm::map_to_vector(getResultTypes(), getScalarType);
   TypeRange yields = yield.getValues().getTypes();
 
@@ -418,6 +439,8 @@ ComprehensionOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
     return emitOpError() << "monoid " << sym << " does not name a tang.monoid";
   SmallVector<Type> carrier = monoid.getCarrierTypes();
   YieldOp yield = getYield();
+  if (!yield)
+    return emitOpError() << "body must end with 'tang.yield'";
   if (TypeRange(yield.getValues().getTypes()) != TypeRange(carrier))
     return emitOpError() << "yield types do not match the carrier of monoid "
                          << sym;

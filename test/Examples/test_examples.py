@@ -1,0 +1,334 @@
+"""Every program in examples/ against an independent NumPy implementation.
+
+Each example's inputs (shapes, dtypes) and its NumPy reference live in the
+CASES table below. The test draws seeded, non-zero random inputs in float64,
+runs `tang-run --input ... --output-dir ...`, and checks each output's shape
+and its relative error ||out - ref|| / ||ref|| <= 1e-10 (integer outputs must
+match exactly).
+
+Run:  TANG_BIN=<build>/bin /usr/bin/python3 -m pytest -q test/Examples
+(TANG_BIN defaults to <repo>/build/bin.)
+"""
+
+import os
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, List, Sequence, Tuple
+
+import numpy as np
+import pytest
+
+#===----------------------------------------------------------------------===#
+# Helpers
+#===----------------------------------------------------------------------===#
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "examples"
+BIN = Path(os.environ.get("TANG_BIN", REPO / "build" / "bin"))
+TANG_RUN = BIN / "tang-run"
+TANG_OPT = BIN / "tang-opt"
+
+RTOL = 1e-10
+
+
+def f32c(x: float) -> float:
+    """A constant as the program holds it: `arith.constant x : f32` is x
+    rounded to f32 (the interpreter then computes in float64)."""
+    return float(np.float32(x))
+
+
+@dataclass
+class Input:
+    shape: Tuple[int, ...]
+    dtype: str = "f8"  # "f8" or "i4" / "i1" (i8) / "b1"
+    lo: float = -1.0
+    hi: float = 1.0
+
+
+@dataclass
+class Case:
+    inputs: List[Input]
+    reference: Callable[..., Sequence[np.ndarray]]
+    output_shapes: List[Tuple[int, ...]]
+    output_dtypes: List[str] = field(default_factory=list)  # default: all float
+
+
+def make_inputs(case: Case, seed: int) -> List[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    arrays = []
+    for spec in case.inputs:
+        if spec.dtype == "f8":
+            a = rng.uniform(spec.lo, spec.hi, size=spec.shape)
+            # Non-zero: nudge any (improbable) exact zero.
+            a[a == 0] = 0.5
+        elif spec.dtype == "b1":
+            a = rng.integers(0, 2, size=spec.shape).astype(np.bool_)
+        else:
+            a = rng.integers(int(spec.lo), int(spec.hi) + 1,
+                             size=spec.shape).astype(np.dtype(spec.dtype))
+            a[a == 0] = 1
+        arrays.append(a)
+    return arrays
+
+
+def run_tang(example: str, args: Sequence[str], tmp_path: Path,
+             tag: str = "out") -> List[np.ndarray]:
+    """Runs tang-run on examples/<example>.mlir with extra `args`; returns the
+    outputs it wrote (in order)."""
+    out_dir = tmp_path / tag
+    cmd = [str(TANG_RUN), str(EXAMPLES / f"{example}.mlir"), *args,
+           "--output-dir", str(out_dir)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, (
+        f"tang-run failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    outs = []
+    i = 0
+    while (out_dir / f"output_{i}.npy").exists():
+        outs.append(np.load(out_dir / f"output_{i}.npy"))
+        i += 1
+    assert outs, f"tang-run wrote no outputs:\n{proc.stdout}"
+    return outs
+
+
+def run_with_inputs(example: str, inputs: Sequence[np.ndarray],
+                    tmp_path: Path) -> List[np.ndarray]:
+    args = []
+    for i, a in enumerate(inputs):
+        p = tmp_path / f"input_{i}.npy"
+        np.save(p, a)
+        args += ["--input", str(p)]
+    return run_tang(example, args, tmp_path)
+
+
+def check_outputs(case: Case, outs: Sequence[np.ndarray],
+                  refs: Sequence[np.ndarray]) -> None:
+    assert len(outs) == len(case.output_shapes) == len(refs)
+    dtypes = case.output_dtypes or ["f"] * len(outs)
+    for k, (out, ref, shape, dt) in enumerate(
+            zip(outs, refs, case.output_shapes, dtypes)):
+        ref = np.asarray(ref)
+        assert out.shape == tuple(shape), f"output #{k}: shape {out.shape}"
+        assert ref.shape == tuple(shape), f"reference #{k}: shape {ref.shape}"
+        assert np.any(ref != 0), f"reference #{k} is all zeros"
+        if dt == "f":
+            assert out.dtype == np.float64
+            assert not np.any(np.isnan(out)), f"output #{k} has NaN"
+            assert np.all(np.isfinite(ref)), f"reference #{k} not finite"
+            err = np.linalg.norm(out - ref) / np.linalg.norm(ref)
+            assert err <= RTOL, f"output #{k}: relative error {err:.3e}"
+        else:
+            assert np.issubdtype(out.dtype, np.integer), out.dtype
+            np.testing.assert_array_equal(out, ref.astype(out.dtype),
+                                          err_msg=f"output #{k}")
+
+
+#===----------------------------------------------------------------------===#
+# NumPy references (float64)
+#===----------------------------------------------------------------------===#
+
+def softmax_last(s):
+    m = np.max(s, axis=-1, keepdims=True)
+    e = np.exp(s - m)
+    return e / np.sum(e, axis=-1, keepdims=True)
+
+
+def rmsnorm(x, w, eps):
+    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w
+
+
+def silu(a):
+    return a / (1.0 + np.exp(-a))
+
+
+def attention(q, k, v, causal=False):
+    s = np.einsum("bhid,bhjd->bhij", q, k) / np.sqrt(q.shape[-1])
+    if causal:
+        n = s.shape[-1]
+        mask = np.tril(np.ones((n, n), dtype=bool))
+        s = np.where(mask, s, -np.inf)
+    return np.einsum("bhij,bhjd->bhid", softmax_last(s), v)
+
+
+def ref_matmul(A, B):
+    return [A @ B]
+
+
+def ref_gemv(A, x):
+    return [A @ x]
+
+
+def ref_matmul_bias_gelu(X, W, b):
+    y = X @ W + b
+    c = f32c(0.7978845608028654)  # sqrt(2 / pi), as an f32 constant
+    return [0.5 * y * (1.0 + np.tanh(c * (y + f32c(0.044715) * y**3)))]
+
+
+def ref_softmax(X):
+    return [softmax_last(X)]
+
+
+def ref_rmsnorm(X, w):
+    return [rmsnorm(X, w, f32c(1e-6))]
+
+
+def ref_layernorm(X, gamma, beta):
+    mu = X.mean(axis=-1, keepdims=True)
+    var = ((X - mu) ** 2).mean(axis=-1, keepdims=True)
+    return [(X - mu) / np.sqrt(var + f32c(1e-5)) * gamma + beta]
+
+
+def ref_attention(Q, K, V):
+    return [attention(Q, K, V)]
+
+
+def ref_causal_attention(Q, K, V):
+    return [attention(Q, K, V, causal=True)]
+
+
+def ref_gqa_attention(Q, K, V):
+    group = Q.shape[1] // K.shape[1]
+    return [attention(Q, np.repeat(K, group, axis=1),
+                      np.repeat(V, group, axis=1))]
+
+
+def ref_swiglu_mlp(x, W1, W3, W2):
+    return [(silu(x @ W1) * (x @ W3)) @ W2]
+
+
+def ref_transformer_block(x, wn1, Wq, Wk, Wv, Wo, wn2, W1, W3, W2):
+    B, L, D = x.shape
+    H, Dh = 4, 8
+    eps = f32c(1e-6)
+
+    def heads(t):  # [B, L, H*Dh] -> [B, H, L, Dh]
+        return t.reshape(B, L, H, Dh).transpose(0, 2, 1, 3)
+
+    xn = rmsnorm(x, wn1, eps)
+    o = attention(heads(xn @ Wq), heads(xn @ Wk), heads(xn @ Wv), causal=True)
+    o = o.transpose(0, 2, 1, 3).reshape(B, L, D)
+    h = x + o @ Wo
+    hn = rmsnorm(h, wn2, eps)
+    return [h + (silu(hn @ W1) * (hn @ W3)) @ W2]
+
+
+def ref_conv2d(X, F):
+    R, S = F.shape[2:]
+    win = np.lib.stride_tricks.sliding_window_view(X, (R, S), axis=(2, 3))
+    return [np.einsum("nchwrs,kcrs->nkhw", win, F)]
+
+
+def ref_prefix_sum(x):
+    return [np.cumsum(x)]
+
+
+def ref_argmax(X):
+    return [X.max(axis=1), X.argmax(axis=1).astype(np.int32)]
+
+
+def ref_logsumexp(X):
+    m = X.max(axis=1)
+    return [m + np.log(np.exp(X - m[:, None]).sum(axis=1))]
+
+
+#===----------------------------------------------------------------------===#
+# The table: one entry per examples/<name>.mlir
+#===----------------------------------------------------------------------===#
+
+ATT = (2, 4, 16, 8)  # batch, heads, length, head dim
+
+CASES = {
+    "matmul": Case([Input((16, 32)), Input((32, 24))], ref_matmul,
+                   [(16, 24)]),
+    "gemv": Case([Input((32, 48)), Input((48,))], ref_gemv, [(32,)]),
+    "matmul_bias_gelu": Case(
+        [Input((16, 32)), Input((32, 24)), Input((24,))],
+        ref_matmul_bias_gelu, [(16, 24)]),
+    "softmax": Case([Input((8, 32), lo=-4, hi=4)], ref_softmax, [(8, 32)]),
+    "rmsnorm": Case([Input((8, 32)), Input((32,))], ref_rmsnorm, [(8, 32)]),
+    "layernorm": Case([Input((8, 32)), Input((32,)), Input((32,))],
+                      ref_layernorm, [(8, 32)]),
+    "attention": Case([Input(ATT, lo=-2, hi=2), Input(ATT, lo=-2, hi=2),
+                       Input(ATT)], ref_attention, [ATT]),
+    "causal_attention": Case(
+        [Input(ATT, lo=-2, hi=2), Input(ATT, lo=-2, hi=2), Input(ATT)],
+        ref_causal_attention, [ATT]),
+    "gqa_attention": Case(
+        [Input(ATT, lo=-2, hi=2), Input((2, 2, 16, 8), lo=-2, hi=2),
+         Input((2, 2, 16, 8))],
+        ref_gqa_attention, [ATT]),
+    "swiglu_mlp": Case(
+        [Input((16, 32)), Input((32, 64)), Input((32, 64)), Input((64, 32))],
+        ref_swiglu_mlp, [(16, 32)]),
+    "transformer_block": Case(
+        [Input((2, 16, 32)), Input((32,)),
+         Input((32, 32)), Input((32, 32)), Input((32, 32)), Input((32, 32)),
+         Input((32,)), Input((32, 64)), Input((32, 64)), Input((64, 32))],
+        ref_transformer_block, [(2, 16, 32)]),
+    "conv2d": Case([Input((2, 3, 10, 10)), Input((4, 3, 3, 3))], ref_conv2d,
+                   [(2, 4, 8, 8)]),
+    "prefix_sum": Case([Input((64,))], ref_prefix_sum, [(64,)]),
+    "argmax": Case([Input((8, 32))], ref_argmax, [(8,), (8,)],
+                   output_dtypes=["f", "i"]),
+    "logsumexp": Case([Input((8, 32), lo=-4, hi=4)], ref_logsumexp, [(8,)]),
+}
+
+NAMES = sorted(CASES)
+
+
+#===----------------------------------------------------------------------===#
+# Tests
+#===----------------------------------------------------------------------===#
+
+def test_tools_exist():
+    assert TANG_RUN.exists(), f"{TANG_RUN} not found (set TANG_BIN)"
+    assert TANG_OPT.exists(), f"{TANG_OPT} not found (set TANG_BIN)"
+
+
+def test_every_example_has_a_test():
+    on_disk = {p.stem for p in EXAMPLES.glob("*.mlir")}
+    assert on_disk, f"no examples in {EXAMPLES}"
+    missing = on_disk - set(CASES)
+    assert not missing, f"examples without a NumPy test: {sorted(missing)}"
+    stale = set(CASES) - on_disk
+    assert not stale, f"tests for examples that do not exist: {sorted(stale)}"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_parses_and_verifies(name):
+    proc = subprocess.run([str(TANG_OPT), str(EXAMPLES / f"{name}.mlir")],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_matches_numpy(name, tmp_path):
+    case = CASES[name]
+    inputs = make_inputs(case, seed=sum(map(ord, name)))
+    for a in inputs:
+        assert np.all(a != 0)
+    outs = run_with_inputs(name, inputs, tmp_path)
+    check_outputs(case, outs, case.reference(*inputs))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_random_inputs_match_numpy(name, tmp_path):
+    """Without --input: the inputs tang-run draws (dumped with --dump-inputs)
+    give the same outputs as NumPy on those inputs."""
+    dump = tmp_path / "inputs"
+    outs = run_tang(name, ["--seed", "3", "--dump-inputs", str(dump)],
+                    tmp_path)
+    case = CASES[name]
+    inputs = [np.load(dump / f"input_{i}.npy") for i in range(len(case.inputs))]
+    for a, spec in zip(inputs, case.inputs):
+        assert a.shape == spec.shape
+    check_outputs(case, outs, case.reference(*inputs))
+
+
+def test_seeded_random_inputs_are_deterministic(tmp_path):
+    a = run_tang("matmul", ["--seed", "7"], tmp_path, tag="a")
+    b = run_tang("matmul", ["--seed", "7"], tmp_path, tag="b")
+    c = run_tang("matmul", ["--seed", "8"], tmp_path, tag="c")
+    assert len(a) == len(b) == len(c) == 1
+    np.testing.assert_array_equal(a[0], b[0])
+    assert not np.array_equal(a[0], c[0])
