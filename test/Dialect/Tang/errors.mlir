@@ -1295,8 +1295,21 @@ func.func @body_tensor_operand(%X: tensor<4xf32>) -> tensor<4xf32> {
 // A view inside a body would produce a tensor there.
 func.func @body_view(%X: tensor<4xf32>) -> tensor<4xf32> {
   %r = tang.comprehension (%i) [4] : tensor<4xf32> {
-    // expected-error @+1 {{'tang.view' op in a comprehension body computes scalars, but result #0 has type 'tensor<4xf32>'}}
+    // expected-error @+1 {{'tang.view' op in a comprehension body computes scalars, but operand #0 has type 'tensor<4xf32>'}}
     %v = tang.view %X by affine_map<(d0) -> (3 - d0)> : tensor<4xf32> to tensor<4xf32>
+    %x = tang.read %X[%i] : tensor<4xf32>
+    tang.yield %x : f32
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// A body op may not produce a tensor either.
+func.func @body_tensor_result(%X: tensor<4xf32>) -> tensor<4xf32> {
+  %r = tang.comprehension (%i) [4] : tensor<4xf32> {
+    // expected-error @+1 {{'arith.constant' op in a comprehension body computes scalars, but result #0 has type 'tensor<4xf32>'}}
+    %t = arith.constant dense<1.0> : tensor<4xf32>
     %x = tang.read %X[%i] : tensor<4xf32>
     tang.yield %x : f32
   }
