@@ -5,7 +5,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Tang/Conversion/Passes.h"
 #include "Tang/Dialect/Tang/IR/TangDialect.h"
+#include "Tang/Transforms/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -22,6 +24,8 @@
 
 int main(int argc, char **argv) {
   mlir::registerTransformsPasses();
+  mlir::tang::registerTangPasses();
+  mlir::tang::registerTangConversionPasses();
 
   mlir::DialectRegistry registry;
   registry.insert<mlir::tang::TangDialect, mlir::arith::ArithDialect,

@@ -1,0 +1,22 @@
+//===- LinalgToTang.h - linalg on tensors to tang ---------------*- C++ -*-===//
+
+#ifndef TANG_CONVERSION_LINALGTOTANG_LINALGTOTANG_H
+#define TANG_CONVERSION_LINALGTOTANG_LINALGTOTANG_H
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir::tang {
+
+#define GEN_PASS_DECL_CONVERTLINALGTOTANG
+#include "Tang/Conversion/Passes.h.inc"
+
+/// Adds the patterns that rewrite linalg ops on tensors into tang
+/// comprehensions.
+void populateLinalgToTangPatterns(RewritePatternSet &patterns);
+
+} // namespace mlir::tang
+
+#endif // TANG_CONVERSION_LINALGTOTANG_LINALGTOTANG_H

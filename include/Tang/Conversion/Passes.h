@@ -1,0 +1,16 @@
+//===- Passes.h - conversions into and out of tang --------------*- C++ -*-===//
+
+#ifndef TANG_CONVERSION_PASSES_H
+#define TANG_CONVERSION_PASSES_H
+
+#include "Tang/Conversion/LinalgToTang/LinalgToTang.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir::tang {
+
+#define GEN_PASS_REGISTRATION
+#include "Tang/Conversion/Passes.h.inc"
+
+} // namespace mlir::tang
+
+#endif // TANG_CONVERSION_PASSES_H

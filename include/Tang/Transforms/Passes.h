@@ -1,0 +1,20 @@
+//===- Passes.h - tang rewrites ---------------------------------*- C++ -*-===//
+
+#ifndef TANG_TRANSFORMS_PASSES_H
+#define TANG_TRANSFORMS_PASSES_H
+
+#include "Tang/Dialect/Tang/IR/TangOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir::tang {
+
+#define GEN_PASS_DECL
+#include "Tang/Transforms/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "Tang/Transforms/Passes.h.inc"
+
+} // namespace mlir::tang
+
+#endif // TANG_TRANSFORMS_PASSES_H
