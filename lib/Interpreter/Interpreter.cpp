@@ -657,12 +657,21 @@ LogicalResult Compiler::compileOp(Operation *op, std::vector<Instr> &out) {
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       // tang
       .Case<ReadOp>([&](ReadOp r) { return compileRead(r, out); })
-      .Case<IndexOp>([&](IndexOp i) {
-        Slot a = slotOf(i.getIndex()), d = slotOf(i.getResult());
+      .Case<IndexOp>([&](IndexOp i) -> LogicalResult {
+        SmallVector<Slot> idx;
+        for (Value v : i.getIndices())
+          idx.push_back(slotOf(v));
+        AffineExpr expr = i.getMap().getResult(0);
+        Slot d = slotOf(i.getResult());
         Type t = i.getResult().getType();
         unsigned w = isa<FloatType>(t) ? 0 : getBitWidth(t);
-        out.push_back([a, d, w](double *f) {
-          f[d] = w ? fromBits(static_cast<uint64_t>(f[a]), w) : f[a];
+        out.push_back([idx, expr, d, w](double *f) {
+          SmallVector<int64_t, 4> dims;
+          for (Slot s : idx)
+            dims.push_back(static_cast<int64_t>(f[s]));
+          int64_t v = evalAffine(expr, dims);
+          f[d] = w ? fromBits(static_cast<uint64_t>(v), w)
+                   : static_cast<double>(v);
         });
         return success();
       })

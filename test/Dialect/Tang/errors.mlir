@@ -294,7 +294,8 @@ func.func @min_index_yield() -> tensor<f32> {
   %r = tang.comprehension reduce (%k) [4] monoid(min) : tensor<f32> {
     // expected-error @+1 {{'tang.comprehension' op yields must be integer or floating-point scalars: body yields ('index') and results are ('f32')}}
     %m = tang.comprehension reduce (%l) [4] monoid(min) : f32 {
-      tang.yield %l : index
+      %c = arith.constant 0 : index
+      tang.yield %c : index
     }
     tang.yield %m : f32
   }
@@ -307,7 +308,8 @@ func.func @min_index_yield() -> tensor<f32> {
 func.func @result_index() -> tensor<4xindex> {
   // expected-error @+1 {{'tang.comprehension' op result #0 has element type 'index', not a tang element type (f64, f32, f16, bf16, i32, i8 or i1)}}
   %r = tang.comprehension (%i) [4] : tensor<4xindex> {
-    tang.yield %i : index
+    %c = arith.constant 0 : index
+    tang.yield %c : index
   }
   return %r : tensor<4xindex>
 }
@@ -593,8 +595,8 @@ func.func @read_result_type(%X: tensor<4xf32>) -> tensor<4xf16> {
 func.func @read_arith_index(%X: tensor<8xf32>) -> tensor<4xf32> {
   %r = tang.comprehension (%i) [4] : tensor<4xf32> {
     %c1 = arith.constant 1 : index
+    // expected-error @+1 {{'arith.addi' op uses iteration index #0; indices are used only by tang.read and tang.index (use tang.index to compute with an index)}}
     %j = arith.addi %i, %c1 : index
-    // expected-error @+1 {{'tang.read' op index operand #0 is not an iteration index of an enclosing comprehension (index expressions must be affine in in-scope indices)}}
     %x = tang.read %X[%j] : tensor<8xf32>
     tang.yield %x : f32
   }
@@ -1314,4 +1316,39 @@ func.func @body_tensor_result(%X: tensor<4xf32>) -> tensor<4xf32> {
     tang.yield %x : f32
   }
   return %r : tensor<4xf32>
+}
+
+// -----
+
+// Yielding an index directly is a use of the index outside read/index.
+func.func @yield_index() -> tensor<4xi32> {
+  %r = tang.comprehension (%i) [4] : tensor<4xi32> {
+    // expected-error @+1 {{'tang.yield' op uses iteration index #0; indices are used only by tang.read and tang.index}}
+    tang.yield %i : index
+  }
+  return %r : tensor<4xi32>
+}
+
+// -----
+
+// tang.index takes exactly one expression.
+func.func @index_two_exprs() -> tensor<4xi32> {
+  %r = tang.comprehension (%i) [4] : tensor<4xi32> {
+    // expected-error @+1 {{'tang.index' op takes one index expression, got 2}}
+    %v = tang.index [%i, %i + 1] : i32
+    tang.yield %v : i32
+  }
+  return %r : tensor<4xi32>
+}
+
+// -----
+
+// tang.index expressions use in-scope indices only.
+func.func @index_not_in_scope(%n: index) -> tensor<4xi32> {
+  %r = tang.comprehension (%i) [4] : tensor<4xi32> {
+    // expected-error @+1 {{'tang.index' op index operand #1 is not an iteration index of an enclosing comprehension}}
+    %v = tang.index [%i + %n] : i32
+    tang.yield %v : i32
+  }
+  return %r : tensor<4xi32>
 }

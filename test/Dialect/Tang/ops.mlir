@@ -245,3 +245,19 @@ func.func @index() -> (tensor<4x4xf32>, tensor<4x4xi32>) {
   }
   return %F, %I : tensor<4x4xf32>, tensor<4x4xi32>
 }
+
+// tang.index of an affine expression of indices round-trips.
+// CHECK-LABEL: func.func @index_expr
+// CHECK: tang.comprehension (%[[I:.*]], %[[J:.*]]) [4, 8]
+// CHECK: tang.index [%[[I]] * 8 + %[[J]]] : i32
+// CHECK: tang.index %[[J]] : f32
+func.func @index_expr() -> tensor<4x8xf32> {
+  %r = tang.comprehension (%i, %j) [4, 8] : tensor<4x8xf32> {
+    %v = tang.index [%i * 8 + %j] : i32
+    %w = tang.index %j : f32
+    %f = arith.sitofp %v : i32 to f32
+    %s = arith.addf %f, %w : f32
+    tang.yield %s : f32
+  }
+  return %r : tensor<4x8xf32>
+}

@@ -287,6 +287,14 @@ LogicalResult ComprehensionOp::verify() {
                               "got "
                            << a.getType();
 
+  for (BlockArgument a : body.getArguments())
+    for (Operation *user : a.getUsers())
+      if (!isa<ReadOp, IndexOp>(user))
+        return user->emitOpError()
+               << "uses iteration index #" << a.getArgNumber()
+               << "; indices are used only by tang.read and tang.index (use "
+                  "tang.index to compute with an index)";
+
   if (getNumReduced() && !getMonoidAttr())
     return emitOpError() << "reduces over " << getNumReduced()
                          << " indices but names no monoid";
@@ -573,8 +581,63 @@ OpFoldResult ViewOp::fold(FoldAdaptor) {
 // IndexOp
 //===----------------------------------------------------------------------===//
 
+void IndexOp::build(OpBuilder &b, OperationState &st, Type type,
+                    Value index) {
+  build(b, st, type, index,
+        AffineMap::getMultiDimIdentityMap(1, b.getContext()));
+}
+
+ParseResult IndexOp::parse(OpAsmParser &p, OperationState &st) {
+  // `tang.index %i : T` or `tang.index [affine expr of indices] : T`.
+  OpAsmParser::UnresolvedOperand single;
+  SmallVector<OpAsmParser::UnresolvedOperand> indices;
+  OptionalParseResult hasSingle = p.parseOptionalOperand(single);
+  if (hasSingle.has_value()) {
+    if (failed(*hasSingle))
+      return failure();
+    indices.push_back(single);
+    st.addAttribute("map", AffineMapAttr::get(AffineMap::getMultiDimIdentityMap(
+                               1, p.getContext())));
+  } else {
+    Attribute map;
+    if (p.parseAffineMapOfSSAIds(indices, map, "map", st.attributes))
+      return failure();
+  }
+  Type type;
+  if (p.parseOptionalAttrDict(st.attributes) || p.parseColonType(type) ||
+      p.resolveOperands(indices, p.getBuilder().getIndexType(), st.operands))
+    return failure();
+  st.addTypes(type);
+  return success();
+}
+
+void IndexOp::print(OpAsmPrinter &p) {
+  if (getMap().isIdentity() && getIndices().size() == 1) {
+    p << " " << getIndices().front();
+  } else {
+    p << " [";
+    p.printAffineMapOfSSAIds(getMapAttr(), getIndices());
+    p << "]";
+  }
+  p.printOptionalAttrDict((*this)->getAttrs(), {"map"});
+  p << " : " << getResult().getType();
+}
+
 LogicalResult IndexOp::verify() {
-  return verifyInScopeIndex(*this, getIndex(), 0);
+  AffineMap map = getMap();
+  if (map.getNumResults() != 1)
+    return emitOpError() << "takes one index expression, got "
+                         << map.getNumResults();
+  if (map.getNumSymbols() != 0)
+    return emitOpError() << "index expressions may not use symbols";
+  if (map.getNumDims() != getIndices().size())
+    return emitOpError() << "map has " << map.getNumDims()
+                         << " dimensions but " << getIndices().size()
+                         << " index operands";
+  for (auto [i, v] : llvm::enumerate(getIndices()))
+    if (failed(verifyInScopeIndex(*this, v, i)))
+      return failure();
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

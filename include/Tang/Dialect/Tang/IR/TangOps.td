@@ -161,22 +161,30 @@ def Tang_ViewOp : Tang_Op<"view", [Pure]> {
 //===----------------------------------------------------------------------===//
 
 def Tang_IndexOp : Tang_Op<"index", [Pure]> {
-  let summary = "the value of an iteration index as a scalar";
+  let summary = "the value of an affine expression of indices as a scalar";
   let description = [{
-    Converts an iteration index of an enclosing comprehension to an integer
-    or floating-point scalar, for iotas and masks.
+    Converts an iteration index of an enclosing comprehension, or an affine
+    expression of such indices, to an integer or floating-point scalar, for
+    iotas and masks. Iteration indices are used only by `tang.read` and
+    `tang.index`, so every use of an index stays affine and visible to
+    analysis (and fusion can substitute an index by an expression).
 
     ```mlir
     // Causal mask: keep j <= i.
     %vi = tang.index %i : i32
     %vj = tang.index %j : i32
     %keep = arith.cmpi sle, %vj, %vi : i32
+    // An affine expression of indices.
+    %pos = tang.index [%i * 4 + %j] : i32
     ```
   }];
-  let arguments = (ins Index:$index);
+  let arguments = (ins Variadic<Index>:$indices, AffineMapAttr:$map);
   let results = (outs AnyTypeOf<[AnySignlessInteger, AnyFloat]>:$result);
-  let assemblyFormat = "$index attr-dict `:` type($result)";
+  let hasCustomAssemblyFormat = 1;
   let hasVerifier = 1;
+  let builders = [
+    OpBuilder<(ins "::mlir::Type":$type, "::mlir::Value":$index)>
+  ];
 }
 
 //===----------------------------------------------------------------------===//
