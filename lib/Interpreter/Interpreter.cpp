@@ -12,6 +12,10 @@
 // identity, because the reference computes exact math and rounding to a
 // storage type is a schedule's business.
 //
+// Every monoid is evaluated through its lift, its binary combine on two
+// carriers, its identity and its finalisation (MonoidEval), so that
+// checkMonoidLaws can test the laws on the very code that reduces.
+//
 //===----------------------------------------------------------------------===//
 
 #include "Tang/Interpreter/Interpreter.h"
@@ -20,12 +24,18 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
+#include <map>
 #include <limits>
 #include <memory>
 
@@ -113,9 +123,14 @@ uint64_t toUnsigned(double v, unsigned width) {
 double fromBits(uint64_t bits, unsigned width) {
   if (width == 1)
     return static_cast<double>(bits & 1);
-  return static_cast<double>(toSigned(static_cast<double>(
-                                          static_cast<int64_t>(bits)),
-                                      width));
+  // Wrap in the integers before converting: `bits` may be a full 64-bit
+  // product (of two i32 values, say), which a double would round.
+  if (width < 64) {
+    uint64_t sign = uint64_t(1) << (width - 1);
+    bits &= (sign << 1) - 1;
+    bits = (bits ^ sign) - sign;
+  }
+  return static_cast<double>(static_cast<int64_t>(bits));
 }
 
 double identityFor(MonoidKind kind, Type t) {
@@ -166,15 +181,33 @@ struct ErrorState {
   }
 };
 
-/// How a comprehension combines its body's yields: the carrier lives in
-/// `carrierSize` doubles.
+/// A monoid as the interpreter evaluates it. The carrier lives in
+/// `carrierSize` doubles; a comprehension reduces its body's yields as
+/// `acc := combine(acc, lift(yields))` from `identity`, then finalises `acc`.
+/// `combine` is the monoid's real binary operation on two carriers, so the
+/// laws can be checked on it directly (see checkMonoidLaws).
 struct MonoidEval {
   unsigned carrierSize = 0;
-  std::function<void(double *acc)> init;
-  /// acc := combine(acc, lift(yields))
-  std::function<void(double *acc, const double *yields)> accumulate;
+  /// The carrier's component types, for printing and for comparing (integer
+  /// components exactly). Builtins: the index of argmax/argmin is i32.
+  SmallVector<Type> carrierTypes;
+  SmallVector<double> identity;
+  /// carrier := lift(yields). Empty when lift is the identity map (every
+  /// builtin but softmax_norm and online_softmax, and user monoids).
+  std::function<void(const double *yields, double *carrier)> lift;
+  /// out := combine(a, b). `out` may alias `a` or `b`.
+  std::function<void(const double *a, const double *b, double *out)> combine;
   /// results := finalise(acc)
   std::function<void(const double *acc, double *results)> finalize;
+
+  void init(double *acc) const { llvm::copy(identity, acc); }
+  /// acc := combine(acc, lift(yields)); `scratch` has `carrierSize` doubles.
+  void accumulate(double *acc, const double *yields, double *scratch) const {
+    if (!lift)
+      return combine(acc, yields, acc);
+    lift(yields, scratch);
+    combine(acc, scratch, acc);
+  }
 };
 
 /// A compiled comprehension body.
@@ -197,7 +230,8 @@ struct Plan {
         results[k] = frame[s];
       return;
     }
-    SmallVector<double, 8> acc(monoid->carrierSize), yields(yieldSlots.size());
+    SmallVector<double, 8> acc(monoid->carrierSize),
+        scratch(monoid->carrierSize), yields(yieldSlots.size());
     monoid->init(acc.data());
     unsigned numReduced = extents.size() - numParallel;
     SmallVector<int64_t, 4> idx(numReduced, 0);
@@ -208,7 +242,7 @@ struct Plan {
         i(frame);
       for (auto [k, s] : llvm::enumerate(yieldSlots))
         yields[k] = frame[s];
-      monoid->accumulate(acc.data(), yields.data());
+      monoid->accumulate(acc.data(), yields.data(), scratch.data());
       // Next reduced point, row-major.
       int r = static_cast<int>(numReduced) - 1;
       for (; r >= 0; --r) {
@@ -333,6 +367,9 @@ private:
   LogicalResult compileBlock(Block &block, std::vector<Instr> &out);
   LogicalResult compileOp(Operation *op, std::vector<Instr> &out);
   LogicalResult compileRead(ReadOp op, std::vector<Instr> &out);
+  /// The slots of the enclosing indices a nested comprehension depends on,
+  /// or nothing if it also depends on other scalars of the enclosing body.
+  std::optional<SmallVector<Slot>> getMemoKey(ComprehensionOp c);
   FailureOr<MonoidEval> compileMonoid(ComprehensionOp op);
 
   const TensorMap &tensors;
@@ -342,6 +379,31 @@ private:
 };
 
 } // namespace
+
+/// Memo tables of nested comprehensions are bounded; past this many entries
+/// a table starts over.
+static constexpr size_t kMaxMemoEntries = size_t(1) << 20;
+
+std::optional<SmallVector<Slot>> Compiler::getMemoKey(ComprehensionOp c) {
+  llvm::SetVector<Value> indices;
+  bool pure = true;
+  c.getBodyBlock().walk([&](Operation *op) {
+    for (Value v : op->getOperands()) {
+      if (c->isAncestor(v.getParentRegion()->getParentOp()))
+        continue; // Defined inside c.
+      if (getOwningComprehension(v))
+        indices.insert(v);
+      else if (!isa<RankedTensorType>(v.getType()) && !getScalarConstant(v))
+        pure = false; // A scalar of the enclosing body.
+    }
+  });
+  if (!pure)
+    return std::nullopt;
+  SmallVector<Slot> slots;
+  for (Value v : indices)
+    slots.push_back(slotOf(v));
+  return slots;
+}
 
 LogicalResult Compiler::compileBlock(Block &block, std::vector<Instr> &out) {
   for (Operation &op : block.without_terminator())
@@ -372,96 +434,101 @@ Compiler::compileComprehension(ComprehensionOp op) {
   return plan;
 }
 
-FailureOr<MonoidEval> Compiler::compileMonoid(ComprehensionOp op) {
-  std::optional<MonoidKind> kind = op.getBuiltinMonoid();
-  if (!kind) {
-    auto sym = cast<FlatSymbolRefAttr>(op.getMonoidAttr());
-    auto monoid = SymbolTable::lookupNearestSymbolFrom<MonoidOp>(op, sym);
-    if (!monoid)
-      return op.emitError() << "tang-run: cannot find monoid " << sym;
-    return compileUserMonoid(monoid);
-  }
-  Type t = op.getYield().getValues().front().getType();
-  double id = identityFor(*kind, t);
+/// The builtin monoid `kind` on yields of type `t` (the value type for
+/// argmax/argmin; the score type for online_softmax).
+static MonoidEval makeBuiltinMonoid(MonoidKind kind, Type t) {
+  constexpr double inf = std::numeric_limits<double>::infinity();
   MonoidEval m;
   m.carrierSize = 1;
+  m.carrierTypes = {t};
+  m.identity = {identityFor(kind, t)};
   m.finalize = [](const double *acc, double *res) { res[0] = acc[0]; };
   unsigned w = isa<FloatType>(t) ? 0 : getBitWidth(t);
-  switch (*kind) {
+  switch (kind) {
   case MonoidKind::Add:
-    m.accumulate = [w](double *a, const double *y) {
-      a[0] = w ? fromBits(toBits(a[0], w) + toBits(y[0], w), w) : a[0] + y[0];
+    m.combine = [w](const double *a, const double *b, double *out) {
+      out[0] = w ? fromBits(toBits(a[0], w) + toBits(b[0], w), w) : a[0] + b[0];
     };
-    break;
+    return m;
   case MonoidKind::Mul:
-    m.accumulate = [w](double *a, const double *y) {
-      a[0] = w ? fromBits(toBits(a[0], w) * toBits(y[0], w), w) : a[0] * y[0];
+    m.combine = [w](const double *a, const double *b, double *out) {
+      out[0] = w ? fromBits(toBits(a[0], w) * toBits(b[0], w), w) : a[0] * b[0];
     };
-    break;
+    return m;
   case MonoidKind::Max:
-    m.accumulate = [](double *a, const double *y) {
-      a[0] = (std::isnan(a[0]) || std::isnan(y[0])) ? NAN : std::max(a[0], y[0]);
+    m.combine = [](const double *a, const double *b, double *out) {
+      out[0] =
+          (std::isnan(a[0]) || std::isnan(b[0])) ? NAN : std::max(a[0], b[0]);
     };
-    break;
+    return m;
   case MonoidKind::Min:
-    m.accumulate = [](double *a, const double *y) {
-      a[0] = (std::isnan(a[0]) || std::isnan(y[0])) ? NAN : std::min(a[0], y[0]);
+    m.combine = [](const double *a, const double *b, double *out) {
+      out[0] =
+          (std::isnan(a[0]) || std::isnan(b[0])) ? NAN : std::min(a[0], b[0]);
     };
-    break;
+    return m;
   case MonoidKind::And:
-    m.accumulate = [w](double *a, const double *y) {
-      a[0] = fromBits(toBits(a[0], w) & toBits(y[0], w), w);
+    m.combine = [w](const double *a, const double *b, double *out) {
+      out[0] = fromBits(toBits(a[0], w) & toBits(b[0], w), w);
     };
-    break;
+    return m;
   case MonoidKind::Or:
-    m.accumulate = [w](double *a, const double *y) {
-      a[0] = fromBits(toBits(a[0], w) | toBits(y[0], w), w);
+    m.combine = [w](const double *a, const double *b, double *out) {
+      out[0] = fromBits(toBits(a[0], w) | toBits(b[0], w), w);
     };
-    break;
+    return m;
   case MonoidKind::ArgMax:
   case MonoidKind::ArgMin: {
-    // Carrier (value, index); ties keep the smaller index, like numpy.
-    bool isMax = *kind == MonoidKind::ArgMax;
+    // Carrier (value, index), lifted as is. NaN beats every number, like
+    // numpy; ties (equal values, or two NaNs) keep the smaller index, which
+    // makes combine the maximum of a total order, hence associative and
+    // commutative. The identity's index is +inf, not 0: it must lose every
+    // tie, also against a (-inf, k) carrier.
+    bool isMax = kind == MonoidKind::ArgMax;
     m.carrierSize = 2;
-    m.accumulate = [isMax](double *a, const double *y) {
-      bool take;
-      if (std::isnan(a[0]) || std::isnan(y[0]))
-        take = std::isnan(y[0]) && !std::isnan(a[0]);
-      else if (y[0] == a[0])
-        take = y[1] < a[1];
+    m.carrierTypes.push_back(IntegerType::get(t.getContext(), 32));
+    m.identity.push_back(inf);
+    m.combine = [isMax](const double *a, const double *b, double *out) {
+      bool aNaN = std::isnan(a[0]), bNaN = std::isnan(b[0]);
+      bool takeB;
+      if (aNaN != bNaN)
+        takeB = bNaN;
+      else if (aNaN || a[0] == b[0])
+        takeB = b[1] < a[1];
       else
-        take = isMax ? y[0] > a[0] : y[0] < a[0];
-      if (take) {
-        a[0] = y[0];
-        a[1] = y[1];
-      }
+        takeB = isMax ? b[0] > a[0] : b[0] < a[0];
+      const double *r = takeB ? b : a;
+      out[0] = r[0];
+      out[1] = r[1];
     };
     m.finalize = [](const double *a, double *res) {
       res[0] = a[0];
       res[1] = a[1];
     };
-    m.init = [id](double *a) {
-      a[0] = id;
-      a[1] = std::numeric_limits<double>::infinity();
-    };
-    // An empty domain cannot happen (extents are positive), so the index is
-    // always replaced by a real one.
     return m;
   }
   case MonoidKind::SoftmaxNorm:
-    // Carrier (m, l); x lifts to (x, 1).
+    // Carrier (m, l), standing for the mass l * exp(m); x lifts to (x, 1).
     m.carrierSize = 2;
-    m.init = [](double *a) {
-      a[0] = -std::numeric_limits<double>::infinity();
-      a[1] = 0;
+    m.carrierTypes = {t, t};
+    m.identity = {-inf, 0};
+    m.lift = [](const double *y, double *c) {
+      c[0] = y[0];
+      c[1] = 1;
     };
-    m.accumulate = [](double *a, const double *y) {
-      double mx = std::max(a[0], y[0]);
-      // Only -inf so far (e.g. masked scores): nothing to add yet.
-      if (mx == -std::numeric_limits<double>::infinity())
+    m.combine = [](const double *a, const double *b, double *out) {
+      double mx = std::max(a[0], b[0]);
+      // Both masses are zero (identities, or masked scores lifted to
+      // (-inf, 1)): exp(-inf - -inf) would be NaN, so give the identity.
+      if (mx == -inf) {
+        out[0] = -inf;
+        out[1] = 0;
         return;
-      a[1] = (a[1] == 0 ? 0 : a[1] * std::exp(a[0] - mx)) + std::exp(y[0] - mx);
-      a[0] = mx;
+      }
+      double la = a[1] == 0 ? 0 : a[1] * std::exp(a[0] - mx);
+      double lb = b[1] == 0 ? 0 : b[1] * std::exp(b[0] - mx);
+      out[0] = mx;
+      out[1] = la + lb;
     };
     m.finalize = [](const double *a, double *res) {
       res[0] = a[0];
@@ -471,27 +538,47 @@ FailureOr<MonoidEval> Compiler::compileMonoid(ComprehensionOp op) {
   case MonoidKind::OnlineSoftmax:
     // Carrier (m, l, acc); (s, v) lifts to (s, 1, v); finalised to acc / l.
     m.carrierSize = 3;
-    m.init = [](double *a) {
-      a[0] = -std::numeric_limits<double>::infinity();
-      a[1] = 0;
-      a[2] = 0;
+    m.carrierTypes = {t, t, t};
+    m.identity = {-inf, 0, 0};
+    m.lift = [](const double *y, double *c) {
+      c[0] = y[0];
+      c[1] = 1;
+      c[2] = y[1];
     };
-    m.accumulate = [](double *a, const double *y) {
-      double mx = std::max(a[0], y[0]);
-      // A masked score of -inf against an empty carrier contributes nothing.
-      if (mx == -std::numeric_limits<double>::infinity())
+    m.combine = [](const double *a, const double *b, double *out) {
+      double mx = std::max(a[0], b[0]);
+      // Masked scores of -inf on both sides contribute nothing (and would
+      // give NaN scales).
+      if (mx == -inf) {
+        out[0] = -inf;
+        out[1] = 0;
+        out[2] = 0;
         return;
-      double oldScale = a[1] == 0 ? 0 : std::exp(a[0] - mx);
-      double newScale = std::exp(y[0] - mx);
-      a[1] = a[1] * oldScale + newScale;
-      a[2] = a[2] * oldScale + y[1] * newScale;
-      a[0] = mx;
+      }
+      double sa = a[1] == 0 ? 0 : std::exp(a[0] - mx);
+      double sb = b[1] == 0 ? 0 : std::exp(b[0] - mx);
+      double l = a[1] * sa + b[1] * sb;
+      double acc = a[2] * sa + b[2] * sb;
+      out[0] = mx;
+      out[1] = l;
+      out[2] = acc;
     };
     m.finalize = [](const double *a, double *res) { res[0] = a[2] / a[1]; };
     return m;
   }
-  m.init = [id](double *a) { a[0] = id; };
-  return m;
+  llvm_unreachable("unknown monoid");
+}
+
+FailureOr<MonoidEval> Compiler::compileMonoid(ComprehensionOp op) {
+  std::optional<MonoidKind> kind = op.getBuiltinMonoid();
+  if (!kind) {
+    auto sym = cast<FlatSymbolRefAttr>(op.getMonoidAttr());
+    auto monoid = SymbolTable::lookupNearestSymbolFrom<MonoidOp>(op, sym);
+    if (!monoid)
+      return op.emitError() << "tang-run: cannot find monoid " << sym;
+    return compileUserMonoid(monoid);
+  }
+  return makeBuiltinMonoid(*kind, op.getYield().getValues().front().getType());
 }
 
 FailureOr<MonoidEval> Compiler::compileUserMonoid(MonoidOp op) {
@@ -509,34 +596,34 @@ FailureOr<MonoidEval> Compiler::compileUserMonoid(MonoidOp op) {
     yieldSlots->push_back(sub->slotOf(v));
   auto frame = std::make_shared<std::vector<double>>(sub->getNumSlots());
 
-  SmallVector<double> identity;
+  MonoidEval m;
+  m.carrierTypes = op.getCarrierTypes();
   for (Attribute a : op.getIdentity()) {
     if (auto f = dyn_cast<FloatAttr>(a))
-      identity.push_back(f.getValueAsDouble());
+      m.identity.push_back(f.getValueAsDouble());
     else
-      identity.push_back(static_cast<double>(
+      m.identity.push_back(static_cast<double>(
           cast<IntegerAttr>(a).getType().isInteger(1)
               ? cast<IntegerAttr>(a).getValue().getZExtValue()
               : cast<IntegerAttr>(a).getValue().getSExtValue()));
   }
-  unsigned n = identity.size();
-  MonoidEval m;
+  unsigned n = m.identity.size();
   m.carrierSize = n;
-  m.init = [identity](double *a) { llvm::copy(identity, a); };
-  m.accumulate = [=](double *a, const double *y) {
+  // Lift is the identity map. Capturing `sub` keeps the compiler that owns
+  // the combine region's slots alive as long as the closure.
+  m.combine = [=](const double *x, const double *y, double *out) {
+    (void)sub;
     double *f = frame->data();
     for (unsigned i = 0; i < n; ++i) {
-      f[(*argSlots)[i]] = a[i];
+      f[(*argSlots)[i]] = x[i];
       f[(*argSlots)[n + i]] = y[i];
     }
     for (const Instr &i : *body)
       i(f);
     for (unsigned i = 0; i < n; ++i)
-      a[i] = f[(*yieldSlots)[i]];
+      out[i] = f[(*yieldSlots)[i]];
   };
   m.finalize = [n](const double *a, double *res) { std::copy(a, a + n, res); };
-  // Keep the sub-compiler alive for as long as the closures.
-  (void)sub;
   return m;
 }
 
@@ -683,11 +770,36 @@ LogicalResult Compiler::compileOp(Operation *op, std::vector<Instr> &out) {
         for (Value v : c.getResults())
           res.push_back(slotOf(v));
         std::shared_ptr<Plan> p = *plan;
-        out.push_back([p, res](double *f) {
-          SmallVector<double, 4> vals(res.size());
-          p->evalPoint(f, vals.data());
+        // A nested comprehension that depends only on enclosing indices (and
+        // on tensors and constants) is a pure function of those indices:
+        // evaluate it once per distinct index tuple, as a schedule would.
+        std::optional<SmallVector<Slot>> keySlots = getMemoKey(c);
+        if (!keySlots) {
+          out.push_back([p, res](double *f) {
+            SmallVector<double, 4> vals(res.size());
+            p->evalPoint(f, vals.data());
+            for (auto [k, s] : llvm::enumerate(res))
+              f[s] = vals[k];
+          });
+          return success();
+        }
+        auto memo = std::make_shared<
+            std::map<std::vector<int64_t>, SmallVector<double, 4>>>();
+        out.push_back([p, res, keys = *keySlots, memo](double *f) {
+          std::vector<int64_t> key;
+          key.reserve(keys.size());
+          for (Slot s : keys)
+            key.push_back(static_cast<int64_t>(f[s]));
+          auto it = memo->find(key);
+          if (it == memo->end()) {
+            SmallVector<double, 4> vals(res.size());
+            p->evalPoint(f, vals.data());
+            if (memo->size() >= kMaxMemoEntries)
+              memo->clear();
+            it = memo->emplace(std::move(key), std::move(vals)).first;
+          }
           for (auto [k, s] : llvm::enumerate(res))
-            f[s] = vals[k];
+            f[s] = it->second[k];
         });
         return success();
       })
@@ -1218,4 +1330,425 @@ FailureOr<SmallVector<Tensor>> mlir::tang::interpret(func::FuncOp func,
                           << op.getName() << "' at function level";
   }
   return func.emitError() << "tang-run: function has no return";
+}
+
+//===----------------------------------------------------------------------===//
+// Monoid laws
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Relative tolerance of the float comparisons in the law checks. Every
+/// combine here is a short sum or product of O(1) terms (add: a + b;
+/// softmax: l1 * exp(m1 - m) + l2 * exp(m2 - m), weights <= 1; Welford, 2x2
+/// matrix products), so the two sides of a law differ by rounding of at most
+/// a few units of 2^-53 ~ 1.1e-16 times the magnitude of the terms, which is
+/// bounded by the operands' components (sums, weighted sums) or by the result
+/// (products). 1e-12 (about 9000 units) leaves three orders of magnitude for
+/// that rounding, while a real violation on the O(1) samples (a - b vs b - a,
+/// a mean of means) is off by a sizeable fraction of the operands: ten orders
+/// of magnitude more. Integer components are compared exactly: wrapping
+/// arithmetic is exact.
+constexpr double kLawRtol = 1e-12;
+
+/// Deterministic random draws (SplitMix64) for one monoid: the stream is a
+/// hash of the monoid's label, so each monoid's samples do not depend on which
+/// other monoids are checked.
+class LawRng {
+public:
+  LawRng(uint64_t seed, StringRef stream) {
+    uint64_t h = 0xcbf29ce484222325ULL; // FNV-1a
+    for (char c : stream)
+      h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ULL;
+    state = seed * 0x2545f4914f6cdd1dULL + h;
+  }
+  uint64_t next() { return splitMix64(state); }
+  /// Uniform in [lo, hi).
+  double uniform(double lo, double hi) {
+    return lo + (hi - lo) * (static_cast<double>(next() >> 11) * 0x1.0p-53);
+  }
+  /// Uniform integer in [lo, hi].
+  int64_t integer(int64_t lo, int64_t hi) {
+    return lo +
+           static_cast<int64_t>(next() % static_cast<uint64_t>(hi - lo + 1));
+  }
+  /// True with probability 1/n.
+  bool oneIn(unsigned n) { return next() % n == 0; }
+
+private:
+  uint64_t state;
+};
+
+/// A value of integer type of width `w`, uniform over all its bit patterns
+/// (held as the signed value; i1 as 0 or 1).
+double anyInteger(LawRng &r, unsigned w) {
+  uint64_t bits = r.next();
+  if (w < 64)
+    bits &= (uint64_t(1) << w) - 1;
+  return fromBits(bits, w);
+}
+
+/// A value for the order-based monoids (max, min, argmax, argmin): often from
+/// a small set so that ties happen; floats are sometimes +-inf or NaN, whose
+/// handling the laws cover too.
+double orderedValue(LawRng &r, Type t) {
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  if (isa<FloatType>(t)) {
+    if (r.oneIn(16))
+      return r.oneIn(2) ? inf : -inf;
+    if (r.oneIn(16))
+      return NAN;
+    if (r.oneIn(2))
+      return static_cast<double>(r.integer(-2, 2));
+    return r.uniform(-4, 4);
+  }
+  unsigned w = getBitWidth(t);
+  if (w > 1 && r.oneIn(2))
+    return static_cast<double>(r.integer(-2, 2));
+  return anyInteger(r, w);
+}
+
+/// `name (carrier types)`.
+std::string getLabel(StringRef name, const MonoidEval &m) {
+  std::string label = (name + " (").str();
+  llvm::raw_string_ostream os(label);
+  llvm::interleaveComma(m.carrierTypes, os);
+  return label + ")";
+}
+
+/// A monoid whose laws are checked.
+struct LawSubject {
+  LawSubject(StringRef name, MonoidEval eval, bool commutative, Location loc)
+      : label(getLabel(name, eval)), name(name.str()), eval(std::move(eval)),
+        commutative(commutative), loc(loc) {}
+
+  /// `add (f64)` or `@welford (f64, f64, f64)`: the monoid and its carrier.
+  std::string label;
+  /// How diagnostics name it: `add (f64)` or `@welford`.
+  std::string name;
+  MonoidEval eval;
+  bool commutative;
+  Location loc;
+  /// Builtins: the identity is itself a valid carrier, so combine(e, e) == e
+  /// is checked too. User monoids: it need not be in the sampled domain
+  /// (Welford's combine divides by n1 + n2, so combine(e, e) is 0/0).
+  bool checkIdentityWithItself = false;
+  /// Draws a valid carrier.
+  std::function<void(LawRng &, double *)> sample;
+  /// Maps a carrier to the representative of its class, before comparing;
+  /// empty where every carrier is its own class.
+  std::function<void(double *)> canonicalize;
+};
+
+LawSubject makeBuiltinSubject(MonoidKind kind, Type t, Location loc) {
+  LawSubject s(stringifyMonoidKind(kind), makeBuiltinMonoid(kind, t),
+               /*commutative=*/true, loc);
+  s.name = s.label;
+  s.checkIdentityWithItself = true;
+  unsigned w = isa<FloatType>(t) ? 0 : getBitWidth(t);
+  switch (kind) {
+  case MonoidKind::Add:
+    s.sample = [w](LawRng &r, double *c) {
+      // Magnitudes 2^-8 .. 2^8 and both signs: rounding of unequal terms.
+      c[0] = w ? anyInteger(r, w)
+               : r.uniform(-1, 1) * std::ldexp(1.0, r.integer(-8, 8));
+    };
+    break;
+  case MonoidKind::Mul:
+    s.sample = [w](LawRng &r, double *c) {
+      c[0] = w ? anyInteger(r, w)
+               : (r.oneIn(2) ? -1 : 1) * r.uniform(0.5, 2) *
+                     std::ldexp(1.0, r.integer(-4, 4));
+    };
+    break;
+  case MonoidKind::And:
+  case MonoidKind::Or:
+    s.sample = [w](LawRng &r, double *c) { c[0] = anyInteger(r, w); };
+    break;
+  case MonoidKind::Max:
+  case MonoidKind::Min:
+    s.sample = [t](LawRng &r, double *c) { c[0] = orderedValue(r, t); };
+    break;
+  case MonoidKind::ArgMax:
+  case MonoidKind::ArgMin:
+    // Indices are non-negative integers from a small range, so that equal
+    // values with equal or different indices occur.
+    s.sample = [t](LawRng &r, double *c) {
+      c[0] = orderedValue(r, t);
+      c[1] = static_cast<double>(r.integer(0, 7));
+    };
+    break;
+  case MonoidKind::SoftmaxNorm:
+  case MonoidKind::OnlineSoftmax: {
+    bool online = kind == MonoidKind::OnlineSoftmax;
+    SmallVector<double> id = s.eval.identity;
+    s.sample = [online, id](LawRng &r, double *c) {
+      // The identity (-inf, 0[, 0]) and the lift of a masked score,
+      // (-inf, 1[, v]), now and then: the -inf guards.
+      if (r.oneIn(8))
+        return (void)llvm::copy(id, c);
+      if (r.oneIn(8)) {
+        c[0] = -std::numeric_limits<double>::infinity();
+        c[1] = 1;
+        if (online)
+          c[2] = r.uniform(-2, 2);
+        return;
+      }
+      // m sometimes equal between samples; l >= 1 because the maximum
+      // score of a real carrier contributes exp(0) = 1; |acc| <= l max |v|.
+      c[0] =
+          r.oneIn(4) ? static_cast<double>(r.integer(-2, 2)) : r.uniform(-4, 4);
+      c[1] = r.uniform(1, 8);
+      if (online)
+        c[2] = c[1] * r.uniform(-2, 2);
+    };
+    // (m, l[, acc]) stands for the mass l exp(m) (and acc exp(m)): with
+    // m = -inf, every finite l and acc is the zero mass, the identity's.
+    // NaNs stay, so that a combine that makes them is caught.
+    s.canonicalize = [n = s.eval.carrierSize](double *c) {
+      if (c[0] != -std::numeric_limits<double>::infinity())
+        return;
+      if (std::all_of(c + 1, c + n, [](double v) { return std::isfinite(v); }))
+        std::fill(c + 1, c + n, 0.0);
+    };
+    break;
+  }
+  }
+  return s;
+}
+
+/// Whether `x` and `y` are the same carrier of `s`'s monoid, after
+/// canonicalisation: integer components exactly, float components up to
+/// rounding (kLawRtol relative to the larger of them and of `scale`, the
+/// operands' largest finite magnitude), NaN equal to NaN.
+///
+/// For softmax_norm and online_softmax, whose (m, l) stands for the mass
+/// l exp(m), the coarser equivalence (m, l) ~ (m', l exp(m - m')) is not
+/// used, apart from the zero masses (m = -inf, see canonicalize): it would
+/// be wrong for softmax_norm, whose results expose m itself, and it is not
+/// needed, since every combine sets m to the maximum of its operands' m,
+/// which is exact, associative and commutative: both sides of a law agree on
+/// m exactly, and then on l (and acc) up to rounding.
+bool sameCarrier(const LawSubject &s, const double *x, const double *y,
+                 double scale) {
+  const MonoidEval &m = s.eval;
+  SmallVector<double, 8> cx(x, x + m.carrierSize), cy(y, y + m.carrierSize);
+  if (s.canonicalize) {
+    s.canonicalize(cx.data());
+    s.canonicalize(cy.data());
+  }
+  for (unsigned i = 0; i < m.carrierSize; ++i) {
+    if (cx[i] == cy[i] || (std::isnan(cx[i]) && std::isnan(cy[i])))
+      continue;
+    if (!isa<FloatType>(m.carrierTypes[i]) || !std::isfinite(cx[i]) ||
+        !std::isfinite(cy[i]))
+      return false;
+    double tol =
+        kLawRtol * std::max({std::fabs(cx[i]), std::fabs(cy[i]), scale});
+    if (!(std::fabs(cx[i] - cy[i]) <= tol))
+      return false;
+  }
+  return true;
+}
+
+/// The largest finite magnitude of the float components of `carriers`.
+double getScale(const MonoidEval &m, ArrayRef<const double *> carriers) {
+  double scale = 0;
+  for (const double *c : carriers)
+    for (unsigned i = 0; i < m.carrierSize; ++i)
+      if (isa<FloatType>(m.carrierTypes[i]) && std::isfinite(c[i]))
+        scale = std::max(scale, std::fabs(c[i]));
+  return scale;
+}
+
+/// The shortest decimal form of `v` that reads back as `v`.
+std::string formatNumber(double v) {
+  if (std::isnan(v))
+    return "nan";
+  if (std::isinf(v))
+    return v < 0 ? "-inf" : "inf";
+  char buf[32];
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof(buf), "%.*g", precision, v);
+    if (std::strtod(buf, nullptr) == v)
+      break;
+  }
+  return buf;
+}
+
+std::string formatCarrier(const MonoidEval &m, const double *c) {
+  std::string s = "(";
+  for (unsigned i = 0; i < m.carrierSize; ++i) {
+    s += i ? ", " : "";
+    // Integer components are exact; the argmax identity's index is +inf.
+    if (!isa<FloatType>(m.carrierTypes[i]) && std::isfinite(c[i]))
+      s += std::to_string(static_cast<int64_t>(c[i]));
+    else
+      s += formatNumber(c[i]);
+  }
+  return s + ")";
+}
+
+/// Checks `s` on `numSamples` draws; emits one diagnostic per violated law
+/// (its first counterexample) and prints the summary line to `os`.
+LogicalResult checkSubject(LawSubject &s, const ErrorState &err,
+                           unsigned numSamples, uint64_t seed,
+                           raw_ostream &os) {
+  const MonoidEval &m = s.eval;
+  unsigned n = m.carrierSize;
+  LawRng rng(seed, s.label);
+  SmallVector<double, 8> a(n), b(n), c(n), ab(n), bc(n), l(n), r(n);
+  const double *e = m.identity.data();
+  auto fmt = [&](const double *x) { return formatCarrier(m, x); };
+  bool associative = true, identity = true, commutative = true;
+
+  if (s.checkIdentityWithItself) {
+    m.combine(e, e, l.data());
+    if (!sameCarrier(s, l.data(), e, 0)) {
+      identity = false;
+      emitError(s.loc) << "monoid " << s.name << " has identity e = " << fmt(e)
+                       << " but combine(e, e) = " << fmt(l.data()) << " != e";
+    }
+  }
+  for (unsigned k = 0; k < numSamples && !err.op; ++k) {
+    s.sample(rng, a.data());
+    s.sample(rng, b.data());
+    s.sample(rng, c.data());
+    double scale = getScale(m, {a.data(), b.data(), c.data()});
+    if (associative) {
+      m.combine(a.data(), b.data(), ab.data());
+      m.combine(ab.data(), c.data(), l.data());
+      m.combine(b.data(), c.data(), bc.data());
+      m.combine(a.data(), bc.data(), r.data());
+      if (!err.op && !sameCarrier(s, l.data(), r.data(), scale)) {
+        associative = false;
+        emitError(s.loc) << "monoid " << s.name
+                         << " is not associative: combine(combine(a, b), c) "
+                            "!= combine(a, combine(b, c)) for a = "
+                         << fmt(a.data()) << ", b = " << fmt(b.data())
+                         << ", c = " << fmt(c.data()) << ": " << fmt(l.data())
+                         << " vs " << fmt(r.data());
+      }
+    }
+    if (identity) {
+      m.combine(e, a.data(), l.data());
+      m.combine(a.data(), e, r.data());
+      double idScale = getScale(m, {a.data(), e});
+      bool left = sameCarrier(s, l.data(), a.data(), idScale);
+      bool right = sameCarrier(s, r.data(), a.data(), idScale);
+      if (!err.op && (!left || !right)) {
+        identity = false;
+        emitError(s.loc) << "monoid " << s.name
+                         << " has identity e = " << fmt(e) << " but "
+                         << (left ? "combine(a, e)" : "combine(e, a)")
+                         << " != a for a = " << fmt(a.data()) << ": "
+                         << fmt(left ? r.data() : l.data());
+      }
+    }
+    if (s.commutative && commutative) {
+      m.combine(a.data(), b.data(), l.data());
+      m.combine(b.data(), a.data(), r.data());
+      if (!err.op && !sameCarrier(s, l.data(), r.data(),
+                                  getScale(m, {a.data(), b.data()}))) {
+        commutative = false;
+        emitError(s.loc) << "monoid " << s.name
+                         << " is declared commutative but combine(a, b) != "
+                            "combine(b, a) for a = "
+                         << fmt(a.data()) << ", b = " << fmt(b.data()) << ": "
+                         << fmt(l.data()) << " vs " << fmt(r.data());
+      }
+    }
+  }
+  if (err.op) {
+    err.op->emitError() << "tang-run: " << err.message
+                        << " while checking the laws of monoid " << s.name;
+    os << "monoid " << s.label << ": combine failed\n";
+    os.flush();
+    return failure();
+  }
+
+  os << "monoid " << s.label << ": ";
+  if (associative && identity && commutative) {
+    os << (s.commutative ? "associative, identity, commutative"
+                         : "associative, identity");
+    os << ": ok";
+  } else {
+    auto status = [](bool ok) { return ok ? "ok" : "violated"; };
+    os << "associative: " << status(associative)
+       << ", identity: " << status(identity);
+    if (s.commutative)
+      os << ", commutative: " << status(commutative);
+  }
+  os << " (" << numSamples << " samples)\n";
+  // Diagnostics go to stderr unbuffered: keep the two streams in order.
+  os.flush();
+  return success(associative && identity && commutative);
+}
+
+} // namespace
+
+LogicalResult mlir::tang::checkMonoidLaws(ModuleOp module, raw_ostream &os,
+                                          unsigned numSamples, uint64_t seed) {
+  MLIRContext *ctx = module.getContext();
+  Type f64 = Float64Type::get(ctx), i32 = IntegerType::get(ctx, 32),
+       i1 = IntegerType::get(ctx, 1);
+  bool ok = true;
+
+  using K = MonoidKind;
+  for (uint32_t k = 0; k <= getMaxEnumValForMonoidKind(); ++k) {
+    auto kind = static_cast<K>(k);
+    SmallVector<Type> types;
+    switch (kind) {
+    case K::And:
+    case K::Or:
+      types = {i32, i1};
+      break;
+    case K::SoftmaxNorm:
+    case K::OnlineSoftmax:
+      types = {f64};
+      break;
+    default:
+      types = {f64, i32, i1};
+      break;
+    }
+    for (Type t : types) {
+      ErrorState err;
+      LawSubject s = makeBuiltinSubject(kind, t, module.getLoc());
+      ok &= succeeded(checkSubject(s, err, numSamples, seed, os));
+    }
+  }
+
+  SmallVector<MonoidOp> monoids;
+  module.walk([&](MonoidOp op) { monoids.push_back(op); });
+  for (MonoidOp op : monoids) {
+    // The compiled combine reports runtime errors (integer division by zero)
+    // to `err`; both must outlive the check.
+    TensorMap noTensors;
+    ErrorState err;
+    Compiler compiler(noTensors, err);
+    FailureOr<MonoidEval> eval = compiler.compileUserMonoid(op);
+    if (failed(eval)) {
+      ok = false;
+      continue;
+    }
+    LawSubject s(("@" + op.getSymName()).str(), std::move(*eval),
+                 op.getCommutative(), op.getLoc());
+    // Each component uniform in [0.25, 2): user carriers are often
+    // constrained to be positive (counts, Welford's n and M2, scales), and
+    // a combine may divide by them; integer components in [1, 16], i1 in
+    // {0, 1}.
+    SmallVector<Type> carrierTypes = s.eval.carrierTypes;
+    s.sample = [carrierTypes](LawRng &r, double *c) {
+      for (auto [i, t] : llvm::enumerate(carrierTypes)) {
+        if (isa<FloatType>(t))
+          c[i] = r.uniform(0.25, 2);
+        else if (t.isInteger(1))
+          c[i] = static_cast<double>(r.integer(0, 1));
+        else
+          c[i] = static_cast<double>(r.integer(1, 16));
+      }
+    };
+    ok &= succeeded(checkSubject(s, err, numSamples, seed, os));
+  }
+  return success(ok);
 }

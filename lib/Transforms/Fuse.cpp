@@ -1,6 +1,28 @@
-//===- Fuse.cpp ---------------------------------------------------*- C++ -*-===//
+//===- Fuse.cpp - fusion as one substitution rule ---------------*- C++ -*-===//
+//
+// --tang-fuse applies one rule to a fixed point: a `tang.read` of a tensor
+// produced by a function-level comprehension is replaced by the producer's
+// body at the read's index expressions. The producer's parallel indices are
+// substituted by those (affine) expressions in every `tang.read` and
+// `tang.index` of the cloned body; its reduced indices become the indices of
+// a nested comprehension under the producer's monoid. Reads of views are
+// composed first (the ReadOp folder), so fusion sees through views.
+//
+// The rule (substituteProducer) is separate from the policy (FusionPolicy),
+// which decides from the recompute factor and the broadcast extent whether a
+// producer stays materialised.
+//
+//===----------------------------------------------------------------------===//
 
 #include "Tang/Transforms/Passes.h"
+
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "tang-fuse"
 
 namespace mlir::tang {
 #define GEN_PASS_DEF_TANGFUSE
@@ -11,8 +33,289 @@ using namespace mlir;
 using namespace mlir::tang;
 
 namespace {
+
+//===----------------------------------------------------------------------===//
+// The rule
+//===----------------------------------------------------------------------===//
+
+/// Rewrites the (indices, map) of a cloned tang.read or tang.index so that
+/// every use of a producer parallel index `p_i` becomes `subst.getResult(i)`
+/// over `substOperands`. Unused operands are dropped.
+template <typename OpT>
+void substituteIndices(OpT op, ArrayRef<BlockArgument> producerIndices,
+                       AffineMap subst, ValueRange substOperands) {
+  SmallVector<Value> operands;
+  auto positionOf = [&](Value v) {
+    auto it = llvm::find(operands, v);
+    if (it != operands.end())
+      return static_cast<unsigned>(it - operands.begin());
+    operands.push_back(v);
+    return static_cast<unsigned>(operands.size() - 1);
+  };
+  MLIRContext *ctx = op.getContext();
+  // Where the substitution's operands land in the new operand list.
+  SmallVector<AffineExpr> substDims;
+  for (Value v : substOperands)
+    substDims.push_back(getAffineDimExpr(positionOf(v), ctx));
+
+  SmallVector<AffineExpr> dimReplacements;
+  for (Value v : op.getIndices()) {
+    auto it = llvm::find(producerIndices, v);
+    if (it != producerIndices.end()) {
+      AffineExpr e = subst.getResult(it - producerIndices.begin());
+      dimReplacements.push_back(e.replaceDims(substDims));
+    } else {
+      dimReplacements.push_back(getAffineDimExpr(positionOf(v), ctx));
+    }
+  }
+  AffineMap map = op.getMap().replaceDimsAndSymbols(
+      dimReplacements, {}, operands.size(), 0);
+
+  // Drop operands the new map does not use.
+  SmallVector<Value> used;
+  SmallVector<AffineExpr> renumber;
+  for (auto [pos, v] : llvm::enumerate(operands)) {
+    if (map.isFunctionOfDim(pos)) {
+      renumber.push_back(getAffineDimExpr(used.size(), ctx));
+      used.push_back(v);
+    } else {
+      renumber.push_back(getAffineConstantExpr(0, ctx));
+    }
+  }
+  map = simplifyAffineMap(
+      map.replaceDimsAndSymbols(renumber, {}, used.size(), 0));
+  op.getIndicesMutable().assign(used);
+  op.setMap(map);
+}
+
+/// Replaces `read` (of result #n of `producer`) by the producer's body at
+/// the read's index expressions. Returns the scalar that replaces the read.
+Value substituteProducer(ReadOp read, ComprehensionOp producer,
+                         RewriterBase &rewriter) {
+  unsigned resultNo = cast<OpResult>(read.getTensor()).getResultNumber();
+  Block &body = producer.getBodyBlock();
+  auto producerIndices =
+      body.getArguments().take_front(producer.getNumParallel());
+  AffineMap subst = read.getMap();
+  SmallVector<Value> substOperands(read.getIndices());
+
+  IRMapping mapping;
+  auto cloneBody = [&](OpBuilder &b, bool withTerminator) {
+    for (Operation &op : body) {
+      if (!withTerminator && op.hasTrait<OpTrait::IsTerminator>())
+        break;
+      Operation *clone = b.clone(op, mapping);
+      clone->walk([&](Operation *nested) {
+        if (auto r = dyn_cast<ReadOp>(nested))
+          substituteIndices(r, producerIndices, subst, substOperands);
+        else if (auto i = dyn_cast<IndexOp>(nested))
+          substituteIndices(i, producerIndices, subst, substOperands);
+      });
+    }
+  };
+
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(read);
+  if (producer.getNumReduced() == 0) {
+    // A map: inline its body.
+    cloneBody(rewriter, /*withTerminator=*/false);
+    return mapping.lookup(producer.getYield().getValues()[resultNo]);
+  }
+
+  // A reduction: a nested comprehension over the producer's reduced indices.
+  SmallVector<Type> scalarTypes = llvm::map_to_vector(
+      producer.getResultTypes(),
+      [](Type t) { return cast<RankedTensorType>(t).getElementType(); });
+  auto nested = ComprehensionOp::create(
+      rewriter, producer.getLoc(), scalarTypes,
+      rewriter.getDenseI64ArrayAttr({}), producer.getReducedExtentsAttr(),
+      producer.getMonoidAttr(), /*schedule=*/ScheduleAttr());
+  Block *nestedBody = new Block();
+  nested.getBody().push_back(nestedBody);
+  for (BlockArgument a : body.getArguments().drop_front(
+           producer.getNumParallel()))
+    mapping.map(a, nestedBody->addArgument(a.getType(), a.getLoc()));
+  OpBuilder b = OpBuilder::atBlockBegin(nestedBody);
+  cloneBody(b, /*withTerminator=*/true);
+  return nested.getResult(resultNo);
+}
+
+//===----------------------------------------------------------------------===//
+// The policy
+//===----------------------------------------------------------------------===//
+
+/// Why a read of a producer is fused or kept.
+enum class Decision { Fuse, KeepRecompute, KeepBroadcast };
+
+/// The tensors read anywhere in `op`'s body (nested bodies included).
+llvm::SetVector<Value> getTensorsRead(Operation *op, ReadOp except = {}) {
+  llvm::SetVector<Value> tensors;
+  op->walk([&](ReadOp r) {
+    if (r != except)
+      tensors.insert(r.getTensor());
+  });
+  return tensors;
+}
+
+struct FusionPolicy {
+  double maxRecompute;
+  int64_t maxBroadcast;
+
+  /// The number of distinct evaluations of the substituted body: the product
+  /// of the extents of the indices the read's expressions use.
+  static double getEvaluations(ReadOp read) {
+    double evaluations = 1;
+    for (auto [pos, v] : llvm::enumerate(read.getIndices())) {
+      if (!read.getMap().isFunctionOfDim(pos))
+        continue;
+      auto arg = cast<BlockArgument>(v);
+      evaluations *= static_cast<double>(
+          getOwningComprehension(v).getExtent(arg.getArgNumber()));
+    }
+    return evaluations;
+  }
+
+  static double getRecomputeFactor(ReadOp read, ComprehensionOp producer) {
+    double elements = 1;
+    for (int64_t e : producer.getParallelExtents())
+      elements *= static_cast<double>(e);
+    return getEvaluations(read) / elements;
+  }
+
+  /// The number of points of the outermost consumer's parallel domain that
+  /// need the same value of the read (its parallel indices the read does not
+  /// use).
+  static int64_t getBroadcastExtent(ReadOp read, ComprehensionOp consumer) {
+    int64_t extent = 1;
+    for (unsigned i = 0, e = consumer.getNumParallel(); i < e; ++i) {
+      Value index = consumer.getIndex(i);
+      bool used = llvm::any_of(llvm::enumerate(read.getIndices()), [&](auto p) {
+        return p.value() == index && read.getMap().isFunctionOfDim(p.index());
+      });
+      if (!used)
+        extent *= consumer.getExtent(i);
+    }
+    return extent;
+  }
+
+  static bool hasReduction(ComprehensionOp producer) {
+    if (producer.getNumReduced())
+      return true;
+    bool nested = false;
+    producer.getBodyBlock().walk([&](ComprehensionOp) { nested = true; });
+    return nested;
+  }
+
+  Decision decide(ReadOp read, ComprehensionOp producer) const {
+    double factor = getRecomputeFactor(read, producer);
+    LLVM_DEBUG(llvm::dbgs() << "tang-fuse: " << read << ": recompute factor "
+                            << factor << "\n");
+    if (factor > maxRecompute)
+      return Decision::KeepRecompute;
+    if (!hasReduction(producer))
+      return Decision::Fuse;
+    // The outermost (function-level) comprehension around the read.
+    auto consumer = read->getParentOfType<ComprehensionOp>();
+    while (auto outer = consumer->getParentOfType<ComprehensionOp>())
+      consumer = outer;
+    int64_t broadcast = getBroadcastExtent(read, consumer);
+    LLVM_DEBUG(llvm::dbgs() << "tang-fuse:   broadcast extent " << broadcast
+                            << "\n");
+    if (broadcast <= maxBroadcast)
+      return Decision::Fuse;
+    // A reduction over data the consumer streams anyway (a row max shared
+    // across its row) is shared by the schedule: no extra traffic.
+    llvm::SetVector<Value> consumerReads = getTensorsRead(consumer, read);
+    for (Value t : getTensorsRead(producer))
+      if (!consumerReads.contains(t))
+        return Decision::KeepBroadcast;
+    return Decision::Fuse;
+  }
+};
+
+/// Pattern: read(comprehension(p) reduce(r) {body})[e]
+///            -> body[p := e]   (nested comprehension over r if any)
+struct ReadOfComprehension_Fuse : OpRewritePattern<ReadOp> {
+  ReadOfComprehension_Fuse(MLIRContext *ctx, FusionPolicy policy,
+                           int64_t &numFused)
+      : OpRewritePattern(ctx), policy(policy), numFused(numFused) {}
+
+  LogicalResult matchAndRewrite(ReadOp read,
+                                PatternRewriter &rewriter) const override {
+    auto producer = read.getTensor().getDefiningOp<ComprehensionOp>();
+    if (!producer)
+      return rewriter.notifyMatchFailure(
+          read, "the tensor read is not produced by a comprehension");
+    switch (policy.decide(read, producer)) {
+    case Decision::KeepRecompute:
+      return rewriter.notifyMatchFailure(
+          read, "fusing would recompute producer elements (recompute factor "
+                "above max-recompute)");
+    case Decision::KeepBroadcast:
+      return rewriter.notifyMatchFailure(
+          read, "the producer's reduction would be recomputed across more "
+                "than max-broadcast consumer points over inputs the consumer "
+                "does not read");
+    case Decision::Fuse:
+      break;
+    }
+    Value replacement = substituteProducer(read, producer, rewriter);
+    rewriter.replaceOp(read, replacement);
+    ++numFused;
+    return success();
+  }
+
+  FusionPolicy policy;
+  int64_t &numFused;
+};
+
 struct TangFusePass : tang::impl::TangFuseBase<TangFusePass> {
   using TangFuseBase::TangFuseBase;
-  void runOnOperation() override {}
+
+  void runOnOperation() override {
+    if (maxRecompute < 0 || maxBroadcast < 1) {
+      getOperation().emitError()
+          << "tang-fuse: max-recompute must be >= 0 and max-broadcast >= 1";
+      return signalPassFailure();
+    }
+    FusionPolicy policy{maxRecompute, maxBroadcast};
+    int64_t before = countComprehensions();
+    int64_t fused = 0;
+    RewritePatternSet patterns(&getContext());
+    patterns.add<ReadOfComprehension_Fuse>(&getContext(), policy, fused);
+    // The driver also folds views into reads (ReadOp::fold), so fusion sees
+    // through views, and erases producers left without readers.
+    GreedyRewriteConfig config;
+    config.setMaxIterations(GreedyRewriteConfig::kNoLimit);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns),
+                                     config))) {
+      getOperation().emitError() << "tang-fuse: did not reach a fixed point";
+      return signalPassFailure();
+    }
+    numFused += fused;
+    // Why the remaining reads of producers stay.
+    getOperation().walk([&](ReadOp read) {
+      auto producer = read.getTensor().getDefiningOp<ComprehensionOp>();
+      if (!producer)
+        return;
+      Decision d = policy.decide(read, producer);
+      if (d == Decision::KeepRecompute)
+        ++numKeptRecompute;
+      else if (d == Decision::KeepBroadcast)
+        ++numKeptBroadcast;
+    });
+    numErased += before - countComprehensions();
+  }
+
+  /// The number of function-level comprehensions.
+  int64_t countComprehensions() {
+    int64_t n = 0;
+    getOperation().walk([&](ComprehensionOp c) {
+      if (!c->getParentOfType<ComprehensionOp>())
+        ++n;
+    });
+    return n;
+  }
 };
+
 } // namespace

@@ -1,6 +1,28 @@
-//===- OnlineSoftmax.cpp ---------------------------------------------------*- C++ -*-===//
+//===- OnlineSoftmax.cpp - softmax as a single-pass monoid ------*- C++ -*-===//
+//
+// --tang-online-softmax recognises softmax-normalised reductions by the
+// algebra of the graph (max, exp of a difference, sum, divide, product) and
+// rewrites them into the single-pass monoids:
+//
+//  * a weighted sum  O = sum_j exp(s_j - max_k s_k) / (sum_k exp(s_k - max s)) * v_j
+//    becomes one comprehension under `online_softmax` yielding (s_j, v_j);
+//  * a remaining pair of a max-reduction and a sum of exp(s - max) over the
+//    same scores (softmax, logsumexp, cross-entropy) becomes one
+//    `softmax_norm` comprehension with the two results.
+//
+// "The same scores" is decided by structural equivalence of the scalar
+// graphs modulo renaming of the reduced index (after --tang-fuse the max and
+// the sum each carry their own copy of the score computation).
+//
+//===----------------------------------------------------------------------===//
 
 #include "Tang/Transforms/Passes.h"
+
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#define DEBUG_TYPE "tang-online-softmax"
 
 namespace mlir::tang {
 #define GEN_PASS_DEF_TANGONLINESOFTMAX
@@ -11,8 +33,283 @@ using namespace mlir;
 using namespace mlir::tang;
 
 namespace {
-struct TangOnlineSoftmaxPass : tang::impl::TangOnlineSoftmaxBase<TangOnlineSoftmaxPass> {
-  using TangOnlineSoftmaxBase::TangOnlineSoftmaxBase;
-  void runOnOperation() override {}
+
+//===----------------------------------------------------------------------===//
+// Structural equivalence
+//===----------------------------------------------------------------------===//
+
+/// Decides whether two scalar graphs compute the same function, given a
+/// correspondence between some of their values (initially: the reduced
+/// index of one comprehension and that of another).
+class Equivalence {
+public:
+  void map(Value a, Value b) { mapping[a] = b; }
+
+  bool equivalent(Value a, Value b) {
+    if (a == b)
+      return true;
+    if (auto it = mapping.find(a); it != mapping.end())
+      return it->second == b;
+    auto ra = dyn_cast<OpResult>(a), rb = dyn_cast<OpResult>(b);
+    if (!ra || !rb || ra.getResultNumber() != rb.getResultNumber())
+      return false;
+    if (!equivalentOps(ra.getOwner(), rb.getOwner()))
+      return false;
+    mapping[a] = b;
+    return true;
+  }
+
+private:
+  bool equivalentOps(Operation *a, Operation *b) {
+    if (a->getName() != b->getName() ||
+        a->getNumOperands() != b->getNumOperands() ||
+        a->getNumResults() != b->getNumResults() ||
+        a->getNumRegions() != b->getNumRegions() ||
+        a->getRawDictionaryAttrs() != b->getRawDictionaryAttrs() ||
+        a->getPropertiesAsAttribute() != b->getPropertiesAsAttribute() ||
+        a->getResultTypes() != b->getResultTypes())
+      return false;
+    for (auto [x, y] : llvm::zip(a->getOperands(), b->getOperands()))
+      if (!equivalent(x, y))
+        return false;
+    for (auto [ra, rb] : llvm::zip(a->getRegions(), b->getRegions())) {
+      if (!ra.hasOneBlock() || !rb.hasOneBlock())
+        return false;
+      Block &ba = ra.front(), &bb = rb.front();
+      if (ba.getNumArguments() != bb.getNumArguments())
+        return false;
+      for (auto [x, y] : llvm::zip(ba.getArguments(), bb.getArguments()))
+        map(x, y);
+      Operation *ta = ba.getTerminator(), *tb = bb.getTerminator();
+      if (ta->getNumOperands() != tb->getNumOperands())
+        return false;
+      for (auto [x, y] : llvm::zip(ta->getOperands(), tb->getOperands()))
+        if (!equivalent(x, y))
+          return false;
+    }
+    return true;
+  }
+
+  llvm::DenseMap<Value, Value> mapping;
 };
+
+/// A nested comprehension with one reduced index and one result under the
+/// builtin monoid `kind`, or null.
+ComprehensionOp getReduction(Value v, MonoidKind kind) {
+  auto c = v.getDefiningOp<ComprehensionOp>();
+  if (!c || c.getNumParallel() != 0 || c.getNumReduced() != 1 ||
+      c.getNumResults() != 1 || c.getBuiltinMonoid() != kind)
+    return {};
+  return c;
+}
+
+/// True if the body of `c` uses `index`.
+bool uses(ComprehensionOp c, Value index) {
+  bool found = false;
+  c.getBodyBlock().walk([&](Operation *op) {
+    if (llvm::is_contained(op->getOperands(), index))
+      found = true;
+  });
+  return found;
+}
+
+/// If `sum` is `sum_k exp(s'_k - max)` with `max` a max-reduction, returns
+/// that max-reduction; checks s' is the score `score` of `scoreIndex`.
+ComprehensionOp matchSumOfExp(ComprehensionOp sum, Value score,
+                              Value scoreIndex) {
+  Value yielded = sum.getYield().getValues()[0];
+  auto exp = yielded.getDefiningOp<math::ExpOp>();
+  if (!exp)
+    return {};
+  auto diff = exp.getOperand().getDefiningOp<arith::SubFOp>();
+  if (!diff)
+    return {};
+  ComprehensionOp max = getReduction(diff.getRhs(), MonoidKind::Max);
+  if (!max)
+    return {};
+  Equivalence eq;
+  eq.map(scoreIndex, sum.getIndex(0));
+  if (!eq.equivalent(score, diff.getLhs()))
+    return {};
+  return max;
+}
+
+/// True if `max` is `max_k s'_k` with s' the score `score` of `scoreIndex`.
+bool isMaxOfScore(ComprehensionOp max, Value score, Value scoreIndex) {
+  Equivalence eq;
+  eq.map(scoreIndex, max.getIndex(0));
+  return eq.equivalent(score, max.getYield().getValues()[0]);
+}
+
+//===----------------------------------------------------------------------===//
+// Patterns
+//===----------------------------------------------------------------------===//
+
+/// The probability exp(s - M) / L with M = max s and L = sum exp(s - M).
+struct Probability {
+  Value score;
+  ComprehensionOp max, sum;
+};
+
+/// Matches `p` = exp(s - M) / L (or exp(s - M) * (1 / L)) where M and L are
+/// nested reductions over the scores s of `index`, independent of `index`.
+std::optional<Probability> matchProbability(Value p, Value index) {
+  auto div = p.getDefiningOp<arith::DivFOp>();
+  if (!div)
+    return std::nullopt;
+  auto exp = div.getLhs().getDefiningOp<math::ExpOp>();
+  if (!exp)
+    return std::nullopt;
+  auto diff = exp.getOperand().getDefiningOp<arith::SubFOp>();
+  if (!diff)
+    return std::nullopt;
+  Probability prob{diff.getLhs(), getReduction(diff.getRhs(), MonoidKind::Max),
+                   getReduction(div.getRhs(), MonoidKind::Add)};
+  if (!prob.max || !prob.sum || uses(prob.max, index) ||
+      uses(prob.sum, index))
+    return std::nullopt;
+  if (!isMaxOfScore(prob.max, prob.score, index))
+    return std::nullopt;
+  ComprehensionOp innerMax = matchSumOfExp(prob.sum, prob.score, index);
+  if (!innerMax || !isMaxOfScore(innerMax, prob.score, index))
+    return std::nullopt;
+  return prob;
+}
+
+/// Pattern: sum_j (exp(s_j - max s) / sum exp(s - max s)) * v_j
+///            -> reduce_j online_softmax (s_j, v_j)
+struct WeightedSum_OnlineSoftmax : OpRewritePattern<ComprehensionOp> {
+  WeightedSum_OnlineSoftmax(MLIRContext *ctx, int64_t &count)
+      : OpRewritePattern(ctx), count(count) {}
+
+  LogicalResult matchAndRewrite(ComprehensionOp op,
+                                PatternRewriter &rewriter) const override {
+    if (op.getBuiltinMonoid() != MonoidKind::Add || op.getNumReduced() != 1 ||
+        op.getNumResults() != 1)
+      return rewriter.notifyMatchFailure(
+          op, "not a sum over one reduced index with one result");
+    Value index = op.getIndex(op.getNumParallel());
+    auto mul = op.getYield().getValues()[0].getDefiningOp<arith::MulFOp>();
+    if (!mul)
+      return rewriter.notifyMatchFailure(op, "the summand is not a product");
+    std::optional<Probability> prob;
+    Value value;
+    for (auto [p, v] : {std::pair(mul.getLhs(), mul.getRhs()),
+                        std::pair(mul.getRhs(), mul.getLhs())}) {
+      if ((prob = matchProbability(p, index))) {
+        value = v;
+        break;
+      }
+    }
+    if (!prob)
+      return rewriter.notifyMatchFailure(
+          op, "no factor is exp(s - max s) / sum exp(s - max s) over the "
+              "reduced index");
+
+    auto online = ComprehensionOp::create(
+        rewriter, op.getLoc(), op.getResultTypes(), op.getParallelExtentsAttr(),
+        op.getReducedExtentsAttr(),
+        MonoidKindAttr::get(getContext(), MonoidKind::OnlineSoftmax),
+        op.getScheduleAttr());
+    rewriter.inlineRegionBefore(op.getBody(), online.getBody(),
+                                online.getBody().end());
+    YieldOp yield = online.getYield();
+    rewriter.setInsertionPoint(yield);
+    rewriter.replaceOpWithNewOp<YieldOp>(yield,
+                                         ValueRange{prob->score, value});
+    rewriter.replaceOp(op, online.getResults());
+    ++count;
+    return success();
+  }
+
+  int64_t &count;
+};
+
+/// Pattern: (max_k s_k, sum_k exp(s_k - max s)) in one block
+///            -> one softmax_norm comprehension with both results
+struct MaxSumExp_SoftmaxNorm : OpRewritePattern<ComprehensionOp> {
+  MaxSumExp_SoftmaxNorm(MLIRContext *ctx, int64_t &count)
+      : OpRewritePattern(ctx), count(count) {}
+
+  LogicalResult matchAndRewrite(ComprehensionOp sum,
+                                PatternRewriter &rewriter) const override {
+    if (!getReduction(sum.getResult(0), MonoidKind::Add))
+      return rewriter.notifyMatchFailure(sum, "not a nested one-index sum");
+    Value sumIndex = sum.getIndex(0);
+    auto exp = sum.getYield().getValues()[0].getDefiningOp<math::ExpOp>();
+    auto diff = exp ? exp.getOperand().getDefiningOp<arith::SubFOp>()
+                    : arith::SubFOp();
+    if (!diff)
+      return rewriter.notifyMatchFailure(sum, "the summand is not exp(a - b)");
+    Value score = diff.getLhs();
+    ComprehensionOp innerMax = getReduction(diff.getRhs(), MonoidKind::Max);
+    if (!innerMax || !isMaxOfScore(innerMax, score, sumIndex))
+      return rewriter.notifyMatchFailure(
+          sum, "the subtrahend is not the max of the same scores");
+
+    // The max-reductions of the same scores beside the sum share its result.
+    SmallVector<ComprehensionOp> maxes;
+    for (Operation &op : *sum->getBlock()) {
+      auto c = dyn_cast<ComprehensionOp>(op);
+      if (c && getReduction(c.getResult(0), MonoidKind::Max) &&
+          isMaxOfScore(c, score, sumIndex))
+        maxes.push_back(c);
+    }
+    if (maxes.empty())
+      return rewriter.notifyMatchFailure(
+          sum, "no max-reduction of the same scores in the same block");
+
+    // Build the pair from the first max: it dominates every use of the sum
+    // once placed before both.
+    ComprehensionOp first = maxes.front();
+    Operation *insertion = first->isBeforeInBlock(sum) ? first : sum;
+    rewriter.setInsertionPoint(insertion);
+    Type t = first.getResult(0).getType();
+    auto pair = ComprehensionOp::create(
+        rewriter, first.getLoc(), TypeRange{t, t},
+        first.getParallelExtentsAttr(), first.getReducedExtentsAttr(),
+        MonoidKindAttr::get(getContext(), MonoidKind::SoftmaxNorm),
+        ScheduleAttr());
+    IRMapping mapping;
+    first.getBody().cloneInto(&pair.getBody(), mapping);
+    for (ComprehensionOp m : maxes)
+      rewriter.replaceOp(m, pair.getResult(0));
+    rewriter.replaceOp(sum, pair.getResult(1));
+    ++count;
+    return success();
+  }
+
+  int64_t &count;
+};
+
+struct TangOnlineSoftmaxPass
+    : tang::impl::TangOnlineSoftmaxBase<TangOnlineSoftmaxPass> {
+  using TangOnlineSoftmaxBase::TangOnlineSoftmaxBase;
+
+  void runOnOperation() override {
+    // The weighted sums first: they consume their max and sum whole.
+    int64_t online = 0, pairs = 0;
+    {
+      RewritePatternSet patterns(&getContext());
+      patterns.add<WeightedSum_OnlineSoftmax>(&getContext(), online);
+      if (failed(applyPatternsGreedily(getOperation(), std::move(patterns)))) {
+        getOperation().emitError()
+            << "tang-online-softmax: did not reach a fixed point";
+        return signalPassFailure();
+      }
+    }
+    {
+      RewritePatternSet patterns(&getContext());
+      patterns.add<MaxSumExp_SoftmaxNorm>(&getContext(), pairs);
+      if (failed(applyPatternsGreedily(getOperation(), std::move(patterns)))) {
+        getOperation().emitError()
+            << "tang-online-softmax: did not reach a fixed point";
+        return signalPassFailure();
+      }
+    }
+    numOnlineSoftmax += online;
+    numSoftmaxNorm += pairs;
+  }
+};
+
 } // namespace

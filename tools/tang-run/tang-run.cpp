@@ -2,7 +2,9 @@
 //
 // Parses and verifies a tang program, evaluates one function in float64 on
 // inputs read from .npy files or seeded random values, and prints a summary
-// of the outputs and/or writes them as .npy files.
+// of the outputs and/or writes them as .npy files. With --check-monoid-laws it
+// instead checks the laws of the builtin monoids and the program's
+// tang.monoid ops on random samples.
 //
 //===----------------------------------------------------------------------===//
 
@@ -56,6 +58,17 @@ static cl::opt<std::string>
     dumpInputs("dump-inputs",
                cl::desc("Write the inputs used to DIR/input_<i>.npy"),
                cl::value_desc("DIR"), cl::cat(category));
+static cl::opt<bool> checkLaws(
+    "check-monoid-laws",
+    cl::desc("Check the laws of every builtin monoid and of every "
+             "tang.monoid in the program on random samples (seeded by "
+             "--seed) instead of running a function"),
+    cl::init(false), cl::cat(category));
+static cl::opt<unsigned>
+    lawSamples("law-samples",
+               cl::desc("Random samples per monoid for --check-monoid-laws "
+                        "(default 1000)"),
+               cl::init(1000), cl::cat(category));
 static cl::opt<bool> printValues("print-values",
                                  cl::desc("Print every output element"),
                                  cl::init(false), cl::cat(category));
@@ -247,7 +260,9 @@ int main(int argc, char **argv) {
       argc, argv,
       "tang-run: the float64 reference interpreter for tang programs\n\n"
       "  tang-run prog.mlir                       random inputs, seed 0\n"
-      "  tang-run prog.mlir --input a.npy --input b.npy --output-dir out\n");
+      "  tang-run prog.mlir --input a.npy --input b.npy --output-dir out\n"
+      "  tang-run prog.mlir --check-monoid-laws    monoid laws, 1000 "
+      "samples\n");
 
   DialectRegistry registry;
   registry.insert<TangDialect, arith::ArithDialect, math::MathDialect,
@@ -268,5 +283,8 @@ int main(int argc, char **argv) {
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
   if (!module)
     return 1;
+  if (checkLaws)
+    return failed(checkMonoidLaws(*module, llvm::outs(), lawSamples, seed)) ? 1
+                                                                            : 0;
   return failed(run(*module, llvm::outs())) ? 1 : 0;
 }

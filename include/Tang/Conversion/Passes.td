@@ -8,12 +8,81 @@ include "mlir/Pass/PassBase.td"
 def ConvertLinalgToTang : Pass<"convert-linalg-to-tang", "::mlir::ModuleOp"> {
   let summary = "Import linalg on tensors into tang comprehensions";
   let description = [{
-    Imports `linalg.generic` (and the named linalg ops that generalise to it:
-    matmul, batch_matmul, reductions, elementwise ops, fills) on tensors into
-    `tang.comprehension`s, so tang can sit after any frontend that reaches
-    linalg. TODO(convert-linalg-to-tang): details.
+    Imports `linalg` on tensors into `tang.comprehension`s, so tang can sit
+    after any frontend that reaches linalg. Named ops (matmul, batch_matmul,
+    matvec, `linalg.reduce`, `linalg.map`, `linalg.elementwise`, `linalg.add`
+    and friends, `linalg.fill`, `linalg.transpose`, `linalg.broadcast`,
+    `linalg.copy`, convolutions, poolings, ...) are first generalised to
+    `linalg.generic` (`linalg.softmax` is first decomposed into generics);
+    each generic then becomes one comprehension:
+
+    * parallel loops become parallel indices, **in the order of the output
+      indexing map** (which must be a permutation of the parallel loops), so
+      the comprehension's result has the output's shape and no `tang.view` is
+      needed; reduction loops become reduced indices, in loop order. Extents
+      are the static loop ranges;
+    * each input the payload uses becomes a `tang.read` at its indexing map
+      (scalar inputs, e.g. a fill value, are used directly; scalar constants
+      are cloned into the body);
+    * `linalg.index` becomes `tang.index`: every use must be an
+      `arith.index_cast`/`index_castui` to an integer type, which is replaced
+      by `tang.index` of that type;
+    * a reduction's yielded value must be a recognised combiner applied to
+      the accumulator (the output block argument), in either operand order:
+      `addf`/`addi` -> `add`, `mulf`/`muli` -> `mul`,
+      `maximumf`/`maxnumf`/`maxsi` -> `max`, `minimumf`/`minnumf`/`minsi`
+      -> `min`, `andi` -> `and`, `ori` -> `or`; the body then yields the
+      combiner's other operand. When the init is a fill (or splat constant)
+      of the monoid's identity (+-0, 1, -inf / signed min, +inf / signed max,
+      all ones, 0; NaN for `maxnumf`/`minnumf`) the comprehension is the
+      result; otherwise a second, parallel comprehension combines the init
+      (a constant if it is a fill) and the reduction elementwise with the
+      same combiner. A float max over a fill of the lowest finite value is
+      not an identity: it keeps the combine. tang's `max`/`min` propagate
+      NaN, so `maxnumf`/`minnumf` reductions differ on NaN inputs only.
+    * in a parallel-only generic a used output block argument reads the init
+      at the output map. `tensor.empty`s used only as inits disappear.
+
+    ```mlir
+    // Before.
+    %e = tensor.empty() : tensor<16x24xf32>
+    %z = linalg.fill ins(%cst0 : f32) outs(%e : tensor<16x24xf32>) -> tensor<16x24xf32>
+    %C = linalg.matmul ins(%A, %B : tensor<16x32xf32>, tensor<32x24xf32>)
+                       outs(%z : tensor<16x24xf32>) -> tensor<16x24xf32>
+    // After.
+    %C = tang.comprehension (%p0, %p1) reduce (%r0) [16, 24, 32] monoid(add)
+           : tensor<16x24xf32> {
+      %a = tang.read %A[%p0, %r0] : tensor<16x32xf32>
+      %b = tang.read %B[%r0, %p1] : tensor<32x24xf32>
+      %m = arith.mulf %a, %b : f32
+      tang.yield %m : f32
+    }
+    ```
+
+    What is not importable is an error at the op, naming what is not
+    supported, and the pass fails (it never leaves linalg behind): linalg on
+    memrefs, dynamic shapes ("dynamic shapes are not supported yet"), element
+    types other than f64, f32, f16, bf16, i32, i8 and i1, output maps that
+    are not permutations of the parallel loops, reductions with several
+    outputs or several uses of the accumulator, unrecognised combiners,
+    reductions into (or reads of) a `tensor.empty`, `linalg.index` used other
+    than by an integer index cast, non-scalar payloads, zero-sized loops, and
+    function-level ops other than linalg ops on tensors, `tensor.empty`,
+    `arith.constant`, tang ops and `func.return`.
   }];
+  let statistics = [
+    Statistic<"numDecomposed", "decomposed-softmaxes",
+              "linalg.softmax ops decomposed into linalg.generic ops">,
+    Statistic<"numGeneralized", "generalized-named-ops",
+              "Named linalg ops generalised to linalg.generic">,
+    Statistic<"numImported", "imported-generics",
+              "linalg.generic ops imported as tang comprehensions">,
+    Statistic<"numInitCombines", "init-combines",
+              "Reductions whose init is not the monoid's identity (an extra "
+              "map comprehension combines it)">,
+  ];
   let dependentDialects = ["::mlir::tang::TangDialect",
+                           "::mlir::arith::ArithDialect",
                            "::mlir::linalg::LinalgDialect"];
 }
 

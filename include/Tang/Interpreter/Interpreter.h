@@ -11,6 +11,7 @@
 #define TANG_INTERPRETER_INTERPRETER_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/Support/LLVM.h"
 
@@ -43,6 +44,24 @@ FailureOr<SmallVector<Tensor>> interpret(func::FuncOp func,
 /// integers uniform in [-8, 8], i1 uniform in {0, 1}. The same `seed` and
 /// `stream` always give the same tensor.
 Tensor makeRandomTensor(RankedTensorType type, uint64_t seed, uint64_t stream);
+
+/// Checks the monoid laws on `numSamples` random carriers drawn from `seed`,
+/// for every builtin monoid (on an f64 carrier and, where the monoid takes
+/// integers, on i32 and i1 ones) and for every `tang.monoid` in `module`:
+/// associativity, the identity on both sides, and commutativity where the
+/// monoid declares it (every builtin does). Float components are compared up
+/// to rounding (relative 1e-12), integer ones exactly. Builtin carriers are
+/// drawn from their valid domain (l >= 1 for softmax, non-negative indices,
+/// ties, +-inf and NaN where the monoid handles them); user carriers have
+/// each float component uniform in [0.25, 2) and each integer one in [1, 16]
+/// (i1: {0, 1}), since user carriers such as counts are often positive.
+///
+/// Prints one line per monoid to `os`, e.g. `monoid add (f64): associative,
+/// identity, commutative: ok (1000 samples)`, and emits an error at the
+/// `tang.monoid` (at `module` for a builtin) for the first counterexample to
+/// each violated law. Fails if any law is violated.
+LogicalResult checkMonoidLaws(ModuleOp module, raw_ostream &os,
+                              unsigned numSamples, uint64_t seed);
 
 } // namespace mlir::tang
 

@@ -1,13 +1,37 @@
 //===- LinalgToTang.cpp - linalg on tensors to tang -------------*- C++ -*-===//
 //
-// TODO(convert-linalg-to-tang): the import itself.
+// Imports linalg on tensors into tang comprehensions. One linalg.generic
+// becomes one tang.comprehension (two for a reduction whose init is not the
+// monoid's identity); named linalg ops are generalised first.
+//
+// The pass runs in three steps, so that nothing is rewritten unless the
+// whole module can be imported:
+//
+//  1. check the function level (linalg on tensors, tensor.empty,
+//     arith.constant, tang ops, func.return), decompose linalg.softmax and
+//     generalise named linalg ops, remembering their names for diagnostics;
+//  2. plan every generic (planImport: loops -> indices, combiner -> monoid,
+//     init); whatever is not importable is an error at the op;
+//  3. rewrite with the patterns of populateLinalgToTangPatterns, greedily but
+//     without folding (which would hoist body constants out of the
+//     comprehensions), then erase what became dead (fills, tensor.empty).
 //
 //===----------------------------------------------------------------------===//
 
 #include "Tang/Conversion/LinalgToTang/LinalgToTang.h"
 #include "Tang/Dialect/Tang/IR/TangOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/AffineMap.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/SmallBitVector.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 namespace mlir::tang {
 #define GEN_PASS_DEF_CONVERTLINALGTOTANG
@@ -17,15 +41,658 @@ namespace mlir::tang {
 using namespace mlir;
 using namespace mlir::tang;
 
-void mlir::tang::populateLinalgToTangPatterns(RewritePatternSet &patterns) {}
+//===----------------------------------------------------------------------===//
+// Planning: can a linalg.generic be imported, and how
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// How a linalg.generic maps onto a tang.comprehension.
+struct ImportPlan {
+  /// The comprehension index of each loop: parallel loops first, in the
+  /// order of the output indexing map (so the comprehension's result has the
+  /// output's shape), then reduction loops in loop order.
+  SmallVector<unsigned> indexOfLoop;
+  SmallVector<int64_t> parallelExtents, reducedExtents;
+  /// Reductions only: the monoid, the combiner op in the payload and the
+  /// accumulator's operand number in it.
+  std::optional<MonoidKind> monoid;
+  Operation *combiner = nullptr;
+  unsigned accOperand = 0;
+  /// Reductions only: the init is a fill of the monoid's identity, so the
+  /// comprehension alone is the result.
+  bool initIsIdentity = false;
+};
+} // namespace
+
+/// The builtin monoid of a combiner `acc = op(acc, x)`, if there is one.
+static std::optional<MonoidKind> getCombinerMonoid(Operation *op) {
+  using Kind = std::optional<MonoidKind>;
+  return llvm::TypeSwitch<Operation *, Kind>(op)
+      .Case<arith::AddFOp, arith::AddIOp>([](auto) { return MonoidKind::Add; })
+      .Case<arith::MulFOp, arith::MulIOp>([](auto) { return MonoidKind::Mul; })
+      .Case<arith::MaximumFOp, arith::MaxNumFOp, arith::MaxSIOp>(
+          [](auto) { return MonoidKind::Max; })
+      .Case<arith::MinimumFOp, arith::MinNumFOp, arith::MinSIOp>(
+          [](auto) { return MonoidKind::Min; })
+      .Case<arith::AndIOp>([](auto) { return MonoidKind::And; })
+      .Case<arith::OrIOp>([](auto) { return MonoidKind::Or; })
+      .Default([](Operation *) { return std::nullopt; });
+}
+
+/// True if `value` is an identity of `combiner`, whose monoid is `kind`.
+/// Signed integer extrema, as the builtin monoids use; for floats +-0 counts
+/// as add's identity, and only -inf (+inf), not the lowest (highest) finite
+/// value, as max's (min's). NaN is the identity of maxnumf and minnumf (which
+/// linalg.softmax's decomposition starts its max from).
+static bool isMonoidIdentity(MonoidKind kind, Operation *combiner,
+                             Attribute value) {
+  if (auto f = dyn_cast<FloatAttr>(value)) {
+    APFloat v = f.getValue();
+    if (v.isNaN())
+      return isa<arith::MaxNumFOp, arith::MinNumFOp>(combiner);
+    switch (kind) {
+    case MonoidKind::Add:
+      return v.isZero();
+    case MonoidKind::Mul:
+      return v.isExactlyValue(1.0);
+    case MonoidKind::Max:
+      return v.isInfinity() && v.isNegative();
+    case MonoidKind::Min:
+      return v.isInfinity() && !v.isNegative();
+    default:
+      return false;
+    }
+  }
+  if (auto i = dyn_cast<IntegerAttr>(value)) {
+    APInt v = i.getValue();
+    switch (kind) {
+    case MonoidKind::Add:
+    case MonoidKind::Or:
+      return v.isZero();
+    case MonoidKind::Mul:
+      return v.isOne();
+    case MonoidKind::Max:
+      return v.isMinSignedValue();
+    case MonoidKind::Min:
+      return v.isMaxSignedValue();
+    case MonoidKind::And:
+      return v.isAllOnes();
+    default:
+      return false;
+    }
+  }
+  return false;
+}
+
+/// The constant every element of `tensor` holds, if it is a fill of a
+/// constant: linalg.fill, its generalisation, its import (a comprehension
+/// yielding a constant) or a splat arith.constant.
+static Attribute getSplatValue(Value tensor) {
+  Operation *def = tensor.getDefiningOp();
+  if (!def)
+    return {};
+  if (auto cst = dyn_cast<arith::ConstantOp>(def)) {
+    if (auto splat = dyn_cast<SplatElementsAttr>(cst.getValue()))
+      return splat.getSplatValue<Attribute>();
+    return {};
+  }
+  Value scalar;
+  if (auto fill = dyn_cast<linalg::FillOp>(def)) {
+    scalar = fill.getInputs()[0];
+  } else if (auto generic = dyn_cast<linalg::GenericOp>(def)) {
+    if (std::optional<Value> v = linalg::isaFillOpInterface(generic))
+      scalar = *v;
+  } else if (auto comp = dyn_cast<ComprehensionOp>(def)) {
+    YieldOp yield = comp.getYield();
+    if (comp.getNumReduced() == 0 && comp->getNumResults() == 1 && yield)
+      scalar = yield.getValues()[0];
+  }
+  Attribute value;
+  if (scalar && matchPattern(scalar, m_Constant(&value)))
+    return value;
+  return {};
+}
+
+/// Plans the import of `op`; on failure writes why to `why`.
+static LogicalResult planImport(linalg::GenericOp op, ImportPlan &plan,
+                                llvm::raw_ostream &why) {
+  if (!op.hasPureTensorSemantics()) {
+    why << "linalg on memrefs is not supported (only linalg on tensors)";
+    return failure();
+  }
+  if (op.hasDynamicShape()) {
+    why << "dynamic shapes are not supported yet";
+    return failure();
+  }
+  for (OpOperand &operand : op->getOpOperands()) {
+    Type type = operand.get().getType();
+    if (auto shaped = dyn_cast<ShapedType>(type)) {
+      if (isTangElementType(shaped.getElementType()))
+        continue;
+      why << "operand #" << operand.getOperandNumber() << " has element type '"
+          << shaped.getElementType()
+          << "', not a tang element type (f64, f32, f16, bf16, i32, i8 or i1)";
+      return failure();
+    }
+    if (!type.isIntOrFloat()) {
+      why << "operand #" << operand.getOperandNumber() << " has type '" << type
+          << "' (only tensors and integer or float scalars are supported)";
+      return failure();
+    }
+  }
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  for (auto [loop, range] : llvm::enumerate(ranges)) {
+    if (ShapedType::isDynamic(range)) {
+      why << "dynamic shapes are not supported yet";
+      return failure();
+    }
+    if (range == 0) {
+      why << "loop #" << loop
+          << " has extent 0 (tang extents must be positive)";
+      return failure();
+    }
+  }
+  if (op.getNumDpsInits() == 0) {
+    why << "it has no outputs";
+    return failure();
+  }
+
+  // Loops -> indices. The output map must be a permutation of the parallel
+  // loops: each element of the result is computed exactly once.
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  unsigned numLoops = iterators.size();
+  AffineMap outMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+  for (OpOperand &init : op.getDpsInitsMutable()) {
+    if (op.getMatchingIndexingMap(&init) == outMap)
+      continue;
+    why << "outputs with different indexing maps are not supported";
+    return failure();
+  }
+  unsigned numParallel = op.getNumParallelLoops();
+  llvm::SmallBitVector seen(numLoops);
+  bool isPermutation = outMap.getNumResults() == numParallel;
+  for (AffineExpr e : outMap.getResults()) {
+    auto dim = dyn_cast<AffineDimExpr>(e);
+    if (!dim || iterators[dim.getPosition()] != utils::IteratorType::parallel ||
+        seen.test(dim.getPosition())) {
+      isPermutation = false;
+      break;
+    }
+    seen.set(dim.getPosition());
+  }
+  if (!isPermutation) {
+    why << "the output indexing map " << outMap
+        << " is not a permutation of the parallel loops";
+    return failure();
+  }
+  plan.indexOfLoop.assign(numLoops, 0);
+  for (auto [pos, e] : llvm::enumerate(outMap.getResults())) {
+    unsigned loop = cast<AffineDimExpr>(e).getPosition();
+    plan.indexOfLoop[loop] = pos;
+    plan.parallelExtents.push_back(ranges[loop]);
+  }
+  for (unsigned loop = 0; loop < numLoops; ++loop) {
+    if (iterators[loop] != utils::IteratorType::reduction)
+      continue;
+    plan.indexOfLoop[loop] = numParallel + plan.reducedExtents.size();
+    plan.reducedExtents.push_back(ranges[loop]);
+  }
+
+  // The payload must compute scalars; linalg.index must feed integer casts
+  // (tang.index produces integers or floats, not 'index').
+  Block *body = op.getBody();
+  WalkResult walk = body->walk([&](Operation *inner) {
+    auto isScalar = [](Type t) { return t.isIntOrIndexOrFloat(); };
+    if (!llvm::all_of(inner->getOperandTypes(), isScalar) ||
+        !llvm::all_of(inner->getResultTypes(), isScalar)) {
+      why << "the payload op '" << inner->getName()
+          << "' computes on non-scalar values (tang bodies compute scalars)";
+      return WalkResult::interrupt();
+    }
+    if (!isa<linalg::IndexOp>(inner))
+      return WalkResult::advance();
+    for (Operation *user : inner->getUsers()) {
+      if (isa<arith::IndexCastOp, arith::IndexCastUIOp>(user) &&
+          isa<IntegerType>(user->getResult(0).getType()))
+        continue;
+      why << "linalg.index is used by '" << user->getName()
+          << "'; only arith.index_cast/index_castui to an integer type can "
+             "become tang.index (which produces an integer or float, not "
+             "'index')";
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  if (walk.wasInterrupted())
+    return failure();
+
+  // Inputs: read in bounds, never a tensor.empty.
+  SmallVector<IndexRange> loopRanges = llvm::map_to_vector(
+      ranges, [](int64_t n) { return IndexRange{0, n - 1}; });
+  for (OpOperand *in : op.getDpsInputOperands()) {
+    if (!op.payloadUsesValueFromOperand(in))
+      continue;
+    if (in->get().getDefiningOp<tensor::EmptyOp>()) {
+      why << "input #" << in->getOperandNumber()
+          << " is a tensor.empty, whose contents are undefined";
+      return failure();
+    }
+    auto type = dyn_cast<RankedTensorType>(in->get().getType());
+    if (!type)
+      continue;
+    AffineMap map = op.getMatchingIndexingMap(in);
+    for (auto [dim, e] : llvm::enumerate(map.getResults())) {
+      IndexRange r = getRange(e, loopRanges);
+      if (r.lo >= 0 && r.hi < type.getDimSize(dim))
+        continue;
+      why << "input #" << in->getOperandNumber() << " is read out of bounds ("
+          << map << ", dimension " << dim << ")";
+      return failure();
+    }
+  }
+
+  if (plan.reducedExtents.empty()) {
+    for (OpOperand &init : op.getDpsInitsMutable()) {
+      if (!op.payloadUsesValueFromOperand(&init) ||
+          !init.get().getDefiningOp<tensor::EmptyOp>())
+        continue;
+      why << "the payload reads output #"
+          << init.getOperandNumber() - op.getNumDpsInputs()
+          << ", a tensor.empty whose contents are undefined";
+      return failure();
+    }
+    return success();
+  }
+
+  // Reductions: one output whose accumulator is combined once, by a
+  // recognised combiner whose result is yielded.
+  if (op.getNumDpsInits() != 1) {
+    why << "reductions with " << op.getNumDpsInits()
+        << " outputs are not supported (one combiner per reduction)";
+    return failure();
+  }
+  OpOperand *init = op.getDpsInitOperand(0);
+  BlockArgument acc = op.getMatchingBlockArgument(init);
+  Operation *combiner = body->getTerminator()->getOperand(0).getDefiningOp();
+  if (!combiner || combiner->getBlock() != body) {
+    why << "the yielded value must be a combiner applied to the accumulator "
+           "(the output block argument)";
+    return failure();
+  }
+  std::optional<MonoidKind> kind = getCombinerMonoid(combiner);
+  if (!kind) {
+    why << "the combiner '" << combiner->getName()
+        << "' is not recognised (expected arith.addf/addi, mulf/muli, "
+           "maximumf/maxnumf/maxsi, minimumf/minnumf/minsi, andi or ori "
+           "applied to the accumulator)";
+    return failure();
+  }
+  if (!acc.hasOneUse() || acc.getUses().begin()->getOwner() != combiner) {
+    why << "the accumulator (the output block argument) must be used once, "
+           "by the yielded '"
+        << combiner->getName()
+        << "' (several combiners, or other uses of it, are not supported)";
+    return failure();
+  }
+  if (!combiner->getResult(0).hasOneUse()) {
+    why << "the combined value is used by other payload ops besides "
+           "linalg.yield";
+    return failure();
+  }
+  plan.monoid = kind;
+  plan.combiner = combiner;
+  plan.accOperand = combiner->getOperand(0) == acc ? 0 : 1;
+  Attribute initValue = getSplatValue(init->get());
+  plan.initIsIdentity =
+      initValue && isMonoidIdentity(*kind, combiner, initValue);
+  if (!plan.initIsIdentity && init->get().getDefiningOp<tensor::EmptyOp>()) {
+    why << "the reduction's init is a tensor.empty, whose contents are "
+           "undefined (fill it with the monoid's identity)";
+    return failure();
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Patterns
+//===----------------------------------------------------------------------===//
+
+/// Replaces the linalg.index ops in `comp`'s body, whose users are integer
+/// casts (checked by planImport), by tang.index ops of the cast types.
+static void replaceLinalgIndices(RewriterBase &rewriter, ComprehensionOp comp,
+                                 ArrayRef<Value> loopIndices) {
+  SmallVector<linalg::IndexOp> indexOps;
+  comp.walk([&](linalg::IndexOp op) { indexOps.push_back(op); });
+  for (linalg::IndexOp op : indexOps) {
+    Value index = loopIndices[op.getDim()];
+    for (Operation *cast : llvm::make_early_inc_range(op->getUsers())) {
+      rewriter.setInsertionPoint(cast);
+      rewriter.replaceOpWithNewOp<tang::IndexOp>(
+          cast, cast->getResult(0).getType(), index);
+    }
+    rewriter.eraseOp(op);
+  }
+}
+
+/// Clones the scalar constants `comp`'s body captures from above into the
+/// body, so the comprehension is self-contained.
+static void cloneCapturedConstants(RewriterBase &rewriter,
+                                   ComprehensionOp comp) {
+  llvm::SetVector<Value> captured;
+  getUsedValuesDefinedAbove(comp.getBody(), captured);
+  rewriter.setInsertionPointToStart(&comp.getBodyBlock());
+  for (Value v : captured) {
+    Operation *def = v.getDefiningOp();
+    if (!def || !v.getType().isIntOrIndexOrFloat() ||
+        !def->hasTrait<OpTrait::ConstantLike>() || def->getNumResults() != 1)
+      continue;
+    Value copy = rewriter.clone(*def)->getResult(0);
+    rewriter.replaceUsesWithIf(v, copy, [&](OpOperand &use) {
+      return comp->isProperAncestor(use.getOwner());
+    });
+  }
+}
+
+/// Creates a comprehension with `extents` (parallel, then reduced) and an
+/// empty body of index arguments; the insertion point moves into the body.
+static ComprehensionOp createComprehension(RewriterBase &rewriter, Location loc,
+                                           TypeRange results,
+                                           ArrayRef<int64_t> parallel,
+                                           ArrayRef<int64_t> reduced,
+                                           Attribute monoid) {
+  auto comp = ComprehensionOp::create(rewriter, loc, results, parallel, reduced,
+                                      monoid, ScheduleAttr());
+  unsigned n = parallel.size() + reduced.size();
+  rewriter.createBlock(&comp.getBody(), {},
+                       SmallVector<Type>(n, rewriter.getIndexType()),
+                       SmallVector<Location>(n, loc));
+  return comp;
+}
+
+namespace {
+// Pattern: linalg.generic(tensors) -> tang.comprehension
+//          [+ a map comprehension combining a non-identity init]
+struct GenericOp_ToComprehension : OpRewritePattern<linalg::GenericOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(linalg::GenericOp op,
+                                PatternRewriter &rewriter) const override {
+    ImportPlan plan;
+    std::string why;
+    llvm::raw_string_ostream os(why);
+    if (failed(planImport(op, plan, os)))
+      return rewriter.notifyMatchFailure(op, why);
+
+    Location loc = op.getLoc();
+    bool reduces = plan.monoid.has_value();
+    Attribute monoid;
+    if (reduces)
+      monoid = MonoidKindAttr::get(getContext(), *plan.monoid);
+    auto comp =
+        createComprehension(rewriter, loc, op->getResultTypes(),
+                            plan.parallelExtents, plan.reducedExtents, monoid);
+    Block &body = comp.getBodyBlock();
+    SmallVector<Value> loopIndices =
+        llvm::map_to_vector(plan.indexOfLoop, [&](unsigned i) -> Value {
+          return body.getArgument(i);
+        });
+
+    // Reads at an indexing map over the loops, keeping only the indices the
+    // map uses.
+    auto read = [&](Value tensor, AffineMap map) -> Value {
+      llvm::SmallBitVector unused = getUnusedDimsBitVector({map});
+      SmallVector<Value> indices;
+      for (unsigned d = 0; d < map.getNumDims(); ++d)
+        if (!unused.test(d))
+          indices.push_back(loopIndices[d]);
+      return ReadOp::create(rewriter, loc, tensor, compressDims(map, unused),
+                            indices);
+    };
+
+    // Block arguments: inputs are read (scalars are used as they are);
+    // outputs of a map are read from the init.
+    IRMapping mapping;
+    for (OpOperand *in : op.getDpsInputOperands()) {
+      BlockArgument arg = op.getMatchingBlockArgument(in);
+      if (arg.use_empty())
+        continue;
+      Value v = in->get();
+      mapping.map(arg, isa<ShapedType>(v.getType())
+                           ? read(v, op.getMatchingIndexingMap(in))
+                           : v);
+    }
+    if (!reduces) {
+      for (OpOperand &init : op.getDpsInitsMutable()) {
+        BlockArgument arg = op.getMatchingBlockArgument(&init);
+        if (!arg.use_empty())
+          mapping.map(arg, read(init.get(), op.getMatchingIndexingMap(&init)));
+      }
+    }
+
+    // The payload, less the combiner of a reduction: the body yields what
+    // the combiner folds into the accumulator.
+    Block *payload = op.getBody();
+    for (Operation &inner : payload->without_terminator())
+      if (&inner != plan.combiner)
+        rewriter.clone(inner, mapping);
+    SmallVector<Value> yielded;
+    if (reduces)
+      yielded.push_back(mapping.lookupOrDefault(
+          plan.combiner->getOperand(1 - plan.accOperand)));
+    else
+      for (Value v : payload->getTerminator()->getOperands())
+        yielded.push_back(mapping.lookupOrDefault(v));
+    YieldOp::create(rewriter, loc, yielded);
+    replaceLinalgIndices(rewriter, comp, loopIndices);
+    cloneCapturedConstants(rewriter, comp);
+
+    if (!reduces || plan.initIsIdentity) {
+      rewriter.replaceOp(op, comp->getResults());
+      return success();
+    }
+
+    // init (+) reduction, elementwise, with the combiner in its operand
+    // order. Both have the output's shape and dims order.
+    rewriter.setInsertionPointAfter(comp);
+    Value init = op.getDpsInitOperand(0)->get();
+    auto combine =
+        createComprehension(rewriter, loc, init.getType(), plan.parallelExtents,
+                            /*reduced=*/{}, /*monoid=*/{});
+    ValueRange indices = combine.getBodyBlock().getArguments();
+    AffineMap identity = rewriter.getMultiDimIdentityMap(indices.size());
+    // A constant init (a fill that is not the identity) is used directly, so
+    // the fill is not materialised.
+    Value initValue;
+    auto splat = dyn_cast_or_null<TypedAttr>(getSplatValue(init));
+    if (splat && splat.getType() == getElementTypeOrSelf(init.getType()))
+      initValue = arith::ConstantOp::create(rewriter, loc, splat);
+    else
+      initValue = ReadOp::create(rewriter, loc, init, identity, indices);
+    IRMapping operands;
+    operands.map(plan.combiner->getOperand(plan.accOperand), initValue);
+    operands.map(
+        plan.combiner->getOperand(1 - plan.accOperand),
+        ReadOp::create(rewriter, loc, comp->getResult(0), identity, indices));
+    Operation *combined = rewriter.clone(*plan.combiner, operands);
+    YieldOp::create(rewriter, loc, combined->getResults());
+    rewriter.replaceOp(op, combine->getResults());
+    return success();
+  }
+};
+} // namespace
+
+void mlir::tang::populateLinalgToTangPatterns(RewritePatternSet &patterns) {
+  linalg::populateLinalgNamedOpsGeneralizationPatterns(patterns);
+  patterns.add<GenericOp_ToComprehension>(patterns.getContext());
+}
+
+//===----------------------------------------------------------------------===//
+// Pass
+//===----------------------------------------------------------------------===//
+
+/// True for the function-level ops the import handles (or keeps).
+static bool isHandledAtFunctionLevel(Operation *op) {
+  return isa_and_nonnull<TangDialect>(op->getDialect()) ||
+         isa<func::ReturnOp, arith::ConstantOp, tensor::EmptyOp,
+             linalg::LinalgOp, linalg::SoftmaxOp>(op);
+}
+
+/// Checks that `op`, at function level, is something the import handles.
+static LogicalResult checkFunctionLevelOp(Operation *op) {
+  if (!isHandledAtFunctionLevel(op))
+    return op->emitError()
+           << "'" << op->getName()
+           << "' at function level is not supported by convert-linalg-to-tang "
+              "(expected linalg ops on tensors, tensor.empty, arith.constant, "
+              "tang ops or func.return)";
+  if (auto empty = dyn_cast<tensor::EmptyOp>(op)) {
+    // Users that are not handled are reported themselves.
+    for (Operation *user : empty->getUsers())
+      if (isHandledAtFunctionLevel(user) &&
+          !isa<linalg::LinalgOp, linalg::SoftmaxOp>(user))
+        return empty.emitError()
+               << "'tensor.empty' is used by '" << user->getName()
+               << "': its contents are undefined, so it can only be an "
+                  "operand that linalg ops do not read";
+    return success();
+  }
+  if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
+    if (linalgOp.hasPureTensorSemantics())
+      return success();
+    return op->emitError() << "cannot import '" << op->getName()
+                           << "': linalg on memrefs is not supported (only "
+                              "linalg on tensors)";
+  }
+  if (auto softmax = dyn_cast<linalg::SoftmaxOp>(op)) {
+    // Decomposed into linalg.generic ops; dynamic shapes would bring
+    // tensor.dim along.
+    auto type = dyn_cast<RankedTensorType>(softmax.getOutput().getType());
+    if (!type)
+      return op->emitError() << "cannot import 'linalg.softmax': linalg on "
+                                "memrefs is not supported (only linalg on "
+                                "tensors)";
+    if (!type.hasStaticShape())
+      return op->emitError()
+             << "cannot import 'linalg.softmax': dynamic shapes are not "
+                "supported yet";
+  }
+  return success();
+}
 
 namespace {
 struct ConvertLinalgToTangPass
     : tang::impl::ConvertLinalgToTangBase<ConvertLinalgToTangPass> {
+  using ConvertLinalgToTangBase::ConvertLinalgToTangBase;
+
   void runOnOperation() override {
+    // 1. Check the function level; decompose linalg.softmax and generalise
+    //    named ops.
+    bool ok = true;
+    SmallVector<func::FuncOp> funcs;
+    SmallVector<linalg::SoftmaxOp> softmaxes;
+    getOperation().walk([&](func::FuncOp func) {
+      bool hasLinalg = false;
+      for (Block &block : func.getBody()) {
+        for (Operation &op : block) {
+          if (failed(checkFunctionLevelOp(&op)))
+            ok = false;
+          else if (auto softmax = dyn_cast<linalg::SoftmaxOp>(op))
+            softmaxes.push_back(softmax);
+          hasLinalg |= isa<linalg::LinalgOp, linalg::SoftmaxOp>(op);
+        }
+      }
+      if (hasLinalg)
+        funcs.push_back(func);
+    });
+    if (!ok)
+      return signalPassFailure();
+
+    IRRewriter rewriter(&getContext());
+    for (linalg::SoftmaxOp op : softmaxes) {
+      rewriter.setInsertionPoint(op);
+      FailureOr<SmallVector<Value>> results = op.decomposeOperation(rewriter);
+      if (failed(results)) {
+        op.emitError() << "cannot import 'linalg.softmax': it does not "
+                          "decompose into linalg.generic ops";
+        ok = false;
+        continue;
+      }
+      rewriter.replaceOp(op, *results);
+      ++numDecomposed;
+    }
+    SmallVector<linalg::LinalgOp> linalgOps;
+    for (func::FuncOp func : funcs)
+      for (Block &block : func.getBody())
+        for (Operation &op : block)
+          if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
+            linalgOps.push_back(linalgOp);
+    DenseMap<Operation *, OperationName> namedOrigin;
+    SmallVector<linalg::GenericOp> generics;
+    for (linalg::LinalgOp op : linalgOps) {
+      if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation())) {
+        generics.push_back(generic);
+        continue;
+      }
+      OperationName name = op->getName();
+      rewriter.setInsertionPoint(op);
+      FailureOr<linalg::GenericOp> generic =
+          linalg::generalizeNamedOp(rewriter, op);
+      if (failed(generic)) {
+        op->emitError() << "cannot import '" << name
+                        << "': it does not generalise to linalg.generic";
+        ok = false;
+        continue;
+      }
+      ++numGeneralized;
+      namedOrigin.try_emplace(*generic, name);
+      generics.push_back(*generic);
+    }
+    auto nameOf = [&](Operation *op) {
+      auto it = namedOrigin.find(op);
+      return it == namedOrigin.end() ? op->getName() : it->second;
+    };
+
+    // 2. Plan every generic: errors before anything is imported.
+    for (linalg::GenericOp op : generics) {
+      ImportPlan plan;
+      std::string why;
+      llvm::raw_string_ostream os(why);
+      if (failed(planImport(op, plan, os))) {
+        op.emitError() << "cannot import '" << nameOf(op) << "': " << why;
+        ok = false;
+        continue;
+      }
+      ++numImported;
+      if (plan.monoid && !plan.initIsIdentity)
+        ++numInitCombines;
+    }
+    if (!ok)
+      return signalPassFailure();
+
+    // 3. Import, then erase what became dead (fills, tensor.empty, constants
+    //    now cloned into bodies). No folding: it would hoist body constants.
     RewritePatternSet patterns(&getContext());
     populateLinalgToTangPatterns(patterns);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+    FrozenRewritePatternSet frozen(std::move(patterns));
+    GreedyRewriteConfig config;
+    config.enableFolding(false).enableConstantCSE(false);
+    config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
+    for (func::FuncOp func : funcs) {
+      (void)applyPatternsGreedily(func, frozen, config);
+      for (Block &block : func.getBody())
+        for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block)))
+          if (isOpTriviallyDead(&op))
+            rewriter.eraseOp(&op);
+      // Everything was planned, so nothing is left; say so if it is.
+      func.walk([&](Operation *op) {
+        if (!isa<linalg::LinalgOp, tensor::EmptyOp>(op))
+          return;
+        op->emitError() << "cannot import '" << nameOf(op)
+                        << "': the import left it behind";
+        ok = false;
+      });
+    }
+    if (!ok)
       signalPassFailure();
   }
 };

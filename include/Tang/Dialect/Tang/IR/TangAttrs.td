@@ -44,7 +44,7 @@ def Tang_MonoidAttr : EnumAttr<Tang_Dialect, Tang_MonoidKind, "monoid"> {
     | `mul` | `x` | `x`, 1 | product |
     | `max` / `min` | `x` | `x`, -inf / +inf (int: min / max value) | extremum |
     | `and` / `or` | `x : i1` or integer | bitwise, all-ones / 0 | conjunction / disjunction |
-    | `argmax` / `argmin` | `x, idx` | `(x, idx)`, `(-inf, 0)` / `(+inf, 0)`; ties keep the smaller idx | value, index |
+    | `argmax` / `argmin` | `x, idx` | `(x, idx)`, `(-inf, +inf)` / `(+inf, +inf)` (the identity's index loses every tie); ties keep the smaller idx | value, index |
     | `softmax_norm` | `x` | `(m, l)`, `(-inf, 0)`; `(x) -> (x, 1)` | `m = max x`, `l = sum exp(x - m)` |
     | `online_softmax` | `s, v` | `(m, l, acc)`, `(-inf, 0, 0)`; `(s, v) -> (s, 1, v)` | `acc / l` |
 
