@@ -16,8 +16,10 @@
 
 #include "Tang/Transforms/Passes.h"
 
+#include "mlir/IR/Dominance.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/CSE.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/Support/Debug.h"
@@ -293,6 +295,11 @@ struct TangFusePass : tang::impl::TangFuseBase<TangFusePass> {
       return signalPassFailure();
     }
     numFused += fused;
+    // Reads of several results of one producer, or of one producer at the
+    // same indices, got a copy of its body each: share them.
+    IRRewriter rewriter(&getContext());
+    DominanceInfo dominance(getOperation());
+    eliminateCommonSubExpressions(rewriter, dominance, getOperation());
     // Why the remaining reads of producers stay.
     getOperation().walk([&](ReadOp read) {
       auto producer = read.getTensor().getDefiningOp<ComprehensionOp>();

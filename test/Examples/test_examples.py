@@ -226,6 +226,12 @@ def ref_argmax(X):
     return [X.max(axis=1), X.argmax(axis=1).astype(np.int32)]
 
 
+def ref_cross_entropy(X, T):
+    m = X.max(axis=1, keepdims=True)
+    lse = m + np.log(np.exp(X - m).sum(axis=1, keepdims=True))
+    return [(T * (lse - X)).sum(axis=1)]
+
+
 def ref_logsumexp(X):
     m = X.max(axis=1)
     return [m + np.log(np.exp(X - m[:, None]).sum(axis=1))]
@@ -271,6 +277,8 @@ CASES = {
     "argmax": Case([Input((8, 32))], ref_argmax, [(8,), (8,)],
                    output_dtypes=["f", "i"]),
     "logsumexp": Case([Input((8, 32), lo=-4, hi=4)], ref_logsumexp, [(8,)]),
+    "cross_entropy": Case([Input((8, 32), lo=-4, hi=4), Input((8, 32), lo=0.01, hi=1)],
+                          ref_cross_entropy, [(8,)]),
 }
 
 NAMES = sorted(CASES)
