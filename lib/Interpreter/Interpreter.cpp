@@ -35,8 +35,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
-#include <map>
 #include <limits>
+#include <map>
 #include <memory>
 
 using namespace mlir;
@@ -73,7 +73,8 @@ Tensor mlir::tang::makeRandomTensor(RankedTensorType type, uint64_t seed,
   t.shape.assign(type.getShape().begin(), type.getShape().end());
   t.elementType = type.getElementType();
   t.data.resize(t.getNumElements());
-  uint64_t state = seed * 0x2545f4914f6cdd1dULL + stream * 0x9e3779b97f4a7c15ULL;
+  uint64_t state =
+      seed * 0x2545f4914f6cdd1dULL + stream * 0x9e3779b97f4a7c15ULL;
   splitMix64(state);
   Type et = t.elementType;
   for (double &v : t.data) {
@@ -314,7 +315,8 @@ int64_t evalAffine(AffineExpr e, ArrayRef<int64_t> dims) {
   if (auto d = dyn_cast<AffineDimExpr>(e))
     return dims[d.getPosition()];
   auto bin = cast<AffineBinaryOpExpr>(e);
-  int64_t a = evalAffine(bin.getLHS(), dims), b = evalAffine(bin.getRHS(), dims);
+  int64_t a = evalAffine(bin.getLHS(), dims),
+          b = evalAffine(bin.getRHS(), dims);
   switch (e.getKind()) {
   case AffineExprKind::Add:
     return a + b;
@@ -725,9 +727,8 @@ LogicalResult Compiler::compileOp(Operation *op, std::vector<Instr> &out) {
          d = slotOf(o->getResult(0));
     unsigned w = getBitWidth(o->getResult(0).getType());
     out.push_back([a, b, d, w, fn, e, o](double *f) {
-      std::optional<uint64_t> r =
-          fn(toUnsigned(f[a], w), toUnsigned(f[b], w), toSigned(f[a], w),
-             toSigned(f[b], w), w);
+      std::optional<uint64_t> r = fn(toUnsigned(f[a], w), toUnsigned(f[b], w),
+                                     toSigned(f[a], w), toSigned(f[b], w), w);
       if (!r) {
         e->raise(o, "integer division by zero");
         f[d] = 0;
@@ -837,9 +838,8 @@ LogicalResult Compiler::compileOp(Operation *op, std::vector<Instr> &out) {
         Slot a = slotOf(o->getOperand(0)), d = slotOf(o->getResult(0));
         unsigned w = getBitWidth(o->getResult(0).getType());
         out.push_back([a, d, w](double *f) {
-          f[d] = fromBits(static_cast<uint64_t>(
-                              static_cast<int64_t>(std::trunc(f[a]))),
-                          w);
+          f[d] = fromBits(
+              static_cast<uint64_t>(static_cast<int64_t>(std::trunc(f[a]))), w);
         });
         return success();
       })
@@ -908,22 +908,54 @@ LogicalResult Compiler::compileOp(Operation *op, std::vector<Instr> &out) {
           bool r;
           using P = arith::CmpFPredicate;
           switch (p) {
-          case P::AlwaysFalse: r = false; break;
-          case P::AlwaysTrue: r = true; break;
-          case P::OEQ: r = !unordered && x == y; break;
-          case P::OGT: r = !unordered && x > y; break;
-          case P::OGE: r = !unordered && x >= y; break;
-          case P::OLT: r = !unordered && x < y; break;
-          case P::OLE: r = !unordered && x <= y; break;
-          case P::ONE: r = !unordered && x != y; break;
-          case P::ORD: r = !unordered; break;
-          case P::UEQ: r = unordered || x == y; break;
-          case P::UGT: r = unordered || x > y; break;
-          case P::UGE: r = unordered || x >= y; break;
-          case P::ULT: r = unordered || x < y; break;
-          case P::ULE: r = unordered || x <= y; break;
-          case P::UNE: r = unordered || x != y; break;
-          case P::UNO: r = unordered; break;
+          case P::AlwaysFalse:
+            r = false;
+            break;
+          case P::AlwaysTrue:
+            r = true;
+            break;
+          case P::OEQ:
+            r = !unordered && x == y;
+            break;
+          case P::OGT:
+            r = !unordered && x > y;
+            break;
+          case P::OGE:
+            r = !unordered && x >= y;
+            break;
+          case P::OLT:
+            r = !unordered && x < y;
+            break;
+          case P::OLE:
+            r = !unordered && x <= y;
+            break;
+          case P::ONE:
+            r = !unordered && x != y;
+            break;
+          case P::ORD:
+            r = !unordered;
+            break;
+          case P::UEQ:
+            r = unordered || x == y;
+            break;
+          case P::UGT:
+            r = unordered || x > y;
+            break;
+          case P::UGE:
+            r = unordered || x >= y;
+            break;
+          case P::ULT:
+            r = unordered || x < y;
+            break;
+          case P::ULE:
+            r = unordered || x <= y;
+            break;
+          case P::UNE:
+            r = unordered || x != y;
+            break;
+          case P::UNO:
+            r = unordered;
+            break;
           }
           f[d] = r;
         });
@@ -935,27 +967,34 @@ LogicalResult Compiler::compileOp(Operation *op, std::vector<Instr> &out) {
                                   "condition";
         Slot c = slotOf(o.getCondition()), a = slotOf(o.getTrueValue()),
              b = slotOf(o.getFalseValue()), d = slotOf(o.getResult());
-        out.push_back([c, a, b, d](double *f) { f[d] = f[c] != 0 ? f[a] : f[b]; });
+        out.push_back(
+            [c, a, b, d](double *f) { f[d] = f[c] != 0 ? f[a] : f[b]; });
         return success();
       })
       // arith: integer arithmetic
       .Case<arith::AddIOp>([&](Operation *o) {
-        return intBinary(o, [](U a, U b, S, S, unsigned) -> R { return a + b; });
+        return intBinary(o,
+                         [](U a, U b, S, S, unsigned) -> R { return a + b; });
       })
       .Case<arith::SubIOp>([&](Operation *o) {
-        return intBinary(o, [](U a, U b, S, S, unsigned) -> R { return a - b; });
+        return intBinary(o,
+                         [](U a, U b, S, S, unsigned) -> R { return a - b; });
       })
       .Case<arith::MulIOp>([&](Operation *o) {
-        return intBinary(o, [](U a, U b, S, S, unsigned) -> R { return a * b; });
+        return intBinary(o,
+                         [](U a, U b, S, S, unsigned) -> R { return a * b; });
       })
       .Case<arith::AndIOp>([&](Operation *o) {
-        return intBinary(o, [](U a, U b, S, S, unsigned) -> R { return a & b; });
+        return intBinary(o,
+                         [](U a, U b, S, S, unsigned) -> R { return a & b; });
       })
       .Case<arith::OrIOp>([&](Operation *o) {
-        return intBinary(o, [](U a, U b, S, S, unsigned) -> R { return a | b; });
+        return intBinary(o,
+                         [](U a, U b, S, S, unsigned) -> R { return a | b; });
       })
       .Case<arith::XOrIOp>([&](Operation *o) {
-        return intBinary(o, [](U a, U b, S, S, unsigned) -> R { return a ^ b; });
+        return intBinary(o,
+                         [](U a, U b, S, S, unsigned) -> R { return a ^ b; });
       })
       .Case<arith::DivSIOp>([&](Operation *o) {
         return intBinary(o, [](U, U, S a, S b, unsigned) -> R {
@@ -1010,14 +1049,12 @@ LogicalResult Compiler::compileOp(Operation *op, std::vector<Instr> &out) {
         });
       })
       .Case<arith::MaxUIOp>([&](Operation *o) {
-        return intBinary(o, [](U a, U b, S, S, unsigned) -> R {
-          return std::max(a, b);
-        });
+        return intBinary(
+            o, [](U a, U b, S, S, unsigned) -> R { return std::max(a, b); });
       })
       .Case<arith::MinUIOp>([&](Operation *o) {
-        return intBinary(o, [](U a, U b, S, S, unsigned) -> R {
-          return std::min(a, b);
-        });
+        return intBinary(
+            o, [](U a, U b, S, S, unsigned) -> R { return std::min(a, b); });
       })
       .Case<arith::ShLIOp>([&](Operation *o) {
         return intBinary(o, [](U a, U b, S, S, unsigned w) -> R {
@@ -1045,16 +1082,36 @@ LogicalResult Compiler::compileOp(Operation *op, std::vector<Instr> &out) {
           bool r;
           using P = arith::CmpIPredicate;
           switch (p) {
-          case P::eq: r = ua == ub; break;
-          case P::ne: r = ua != ub; break;
-          case P::slt: r = sa < sb; break;
-          case P::sle: r = sa <= sb; break;
-          case P::sgt: r = sa > sb; break;
-          case P::sge: r = sa >= sb; break;
-          case P::ult: r = ua < ub; break;
-          case P::ule: r = ua <= ub; break;
-          case P::ugt: r = ua > ub; break;
-          case P::uge: r = ua >= ub; break;
+          case P::eq:
+            r = ua == ub;
+            break;
+          case P::ne:
+            r = ua != ub;
+            break;
+          case P::slt:
+            r = sa < sb;
+            break;
+          case P::sle:
+            r = sa <= sb;
+            break;
+          case P::sgt:
+            r = sa > sb;
+            break;
+          case P::sge:
+            r = sa >= sb;
+            break;
+          case P::ult:
+            r = ua < ub;
+            break;
+          case P::ule:
+            r = ua <= ub;
+            break;
+          case P::ugt:
+            r = ua > ub;
+            break;
+          case P::uge:
+            r = ua >= ub;
+            break;
           }
           f[d] = r;
         });
@@ -1062,76 +1119,100 @@ LogicalResult Compiler::compileOp(Operation *op, std::vector<Instr> &out) {
       })
       // math
       .Case<math::ExpOp>([&](math::ExpOp o) {
-        return unary(o.getOperand(), o.getResult(), [](double x) { return std::exp(x); });
+        return unary(o.getOperand(), o.getResult(),
+                     [](double x) { return std::exp(x); });
       })
       .Case<math::Exp2Op>([&](math::Exp2Op o) {
-        return unary(o.getOperand(), o.getResult(), [](double x) { return std::exp2(x); });
+        return unary(o.getOperand(), o.getResult(),
+                     [](double x) { return std::exp2(x); });
       })
       .Case<math::ExpM1Op>([&](math::ExpM1Op o) {
-        return unary(o.getOperand(), o.getResult(), [](double x) { return std::expm1(x); });
+        return unary(o.getOperand(), o.getResult(),
+                     [](double x) { return std::expm1(x); });
       })
       .Case<math::LogOp>([&](math::LogOp o) {
-        return unary(o.getOperand(), o.getResult(), [](double x) { return std::log(x); });
+        return unary(o.getOperand(), o.getResult(),
+                     [](double x) { return std::log(x); });
       })
       .Case<math::Log2Op>([&](math::Log2Op o) {
-        return unary(o.getOperand(), o.getResult(), [](double x) { return std::log2(x); });
+        return unary(o.getOperand(), o.getResult(),
+                     [](double x) { return std::log2(x); });
       })
       .Case<math::Log10Op>([&](math::Log10Op o) {
-        return unary(o.getOperand(), o.getResult(), [](double x) { return std::log10(x); });
+        return unary(o.getOperand(), o.getResult(),
+                     [](double x) { return std::log10(x); });
       })
       .Case<math::Log1pOp>([&](math::Log1pOp o) {
-        return unary(o.getOperand(), o.getResult(), [](double x) { return std::log1p(x); });
+        return unary(o.getOperand(), o.getResult(),
+                     [](double x) { return std::log1p(x); });
       })
       .Case<math::SqrtOp>([&](math::SqrtOp o) {
-        return unary(o.getOperand(), o.getResult(), [](double x) { return std::sqrt(x); });
+        return unary(o.getOperand(), o.getResult(),
+                     [](double x) { return std::sqrt(x); });
       })
       .Case<math::RsqrtOp>([&](math::RsqrtOp o) {
-        return unary(o.getOperand(), o.getResult(), [](double x) { return 1.0 / std::sqrt(x); });
+        return unary(o.getOperand(), o.getResult(),
+                     [](double x) { return 1.0 / std::sqrt(x); });
       })
       .Case<math::TanhOp>([&](math::TanhOp o) {
-        return unary(o.getOperand(), o.getResult(), [](double x) { return std::tanh(x); });
+        return unary(o.getOperand(), o.getResult(),
+                     [](double x) { return std::tanh(x); });
       })
       .Case<math::SinhOp>([&](math::SinhOp o) {
-        return unary(o.getOperand(), o.getResult(), [](double x) { return std::sinh(x); });
+        return unary(o.getOperand(), o.getResult(),
+                     [](double x) { return std::sinh(x); });
       })
       .Case<math::CoshOp>([&](math::CoshOp o) {
-        return unary(o.getOperand(), o.getResult(), [](double x) { return std::cosh(x); });
+        return unary(o.getOperand(), o.getResult(),
+                     [](double x) { return std::cosh(x); });
       })
       .Case<math::ErfOp>([&](math::ErfOp o) {
-        return unary(o.getOperand(), o.getResult(), [](double x) { return std::erf(x); });
+        return unary(o.getOperand(), o.getResult(),
+                     [](double x) { return std::erf(x); });
       })
       .Case<math::ErfcOp>([&](math::ErfcOp o) {
-        return unary(o.getOperand(), o.getResult(), [](double x) { return std::erfc(x); });
+        return unary(o.getOperand(), o.getResult(),
+                     [](double x) { return std::erfc(x); });
       })
       .Case<math::AbsFOp>([&](math::AbsFOp o) {
-        return unary(o.getOperand(), o.getResult(), [](double x) { return std::fabs(x); });
+        return unary(o.getOperand(), o.getResult(),
+                     [](double x) { return std::fabs(x); });
       })
       .Case<math::SinOp>([&](math::SinOp o) {
-        return unary(o.getOperand(), o.getResult(), [](double x) { return std::sin(x); });
+        return unary(o.getOperand(), o.getResult(),
+                     [](double x) { return std::sin(x); });
       })
       .Case<math::CosOp>([&](math::CosOp o) {
-        return unary(o.getOperand(), o.getResult(), [](double x) { return std::cos(x); });
+        return unary(o.getOperand(), o.getResult(),
+                     [](double x) { return std::cos(x); });
       })
       .Case<math::TanOp>([&](math::TanOp o) {
-        return unary(o.getOperand(), o.getResult(), [](double x) { return std::tan(x); });
+        return unary(o.getOperand(), o.getResult(),
+                     [](double x) { return std::tan(x); });
       })
       .Case<math::AtanOp>([&](math::AtanOp o) {
-        return unary(o.getOperand(), o.getResult(), [](double x) { return std::atan(x); });
+        return unary(o.getOperand(), o.getResult(),
+                     [](double x) { return std::atan(x); });
       })
       .Case<math::FloorOp>([&](math::FloorOp o) {
-        return unary(o.getOperand(), o.getResult(), [](double x) { return std::floor(x); });
+        return unary(o.getOperand(), o.getResult(),
+                     [](double x) { return std::floor(x); });
       })
       .Case<math::CeilOp>([&](math::CeilOp o) {
-        return unary(o.getOperand(), o.getResult(), [](double x) { return std::ceil(x); });
+        return unary(o.getOperand(), o.getResult(),
+                     [](double x) { return std::ceil(x); });
       })
       .Case<math::RoundOp>([&](math::RoundOp o) {
-        return unary(o.getOperand(), o.getResult(), [](double x) { return std::round(x); });
+        return unary(o.getOperand(), o.getResult(),
+                     [](double x) { return std::round(x); });
       })
       .Case<math::RoundEvenOp>([&](math::RoundEvenOp o) {
-        return unary(o.getOperand(), o.getResult(), [](double x) { return std::nearbyint(x); });
+        return unary(o.getOperand(), o.getResult(),
+                     [](double x) { return std::nearbyint(x); });
       })
       .Case<math::TruncOp>([&](math::TruncOp o) {
-        return unary(o.getOperand(), o.getResult(), [](double x) { return std::trunc(x); });
+        return unary(o.getOperand(), o.getResult(),
+                     [](double x) { return std::trunc(x); });
       })
       .Case<math::AbsIOp>([&](math::AbsIOp o) {
         Slot a = slotOf(o.getOperand()), d = slotOf(o.getResult());
@@ -1149,12 +1230,14 @@ LogicalResult Compiler::compileOp(Operation *op, std::vector<Instr> &out) {
         return binary(o, [](double a, double b) { return std::atan2(a, b); });
       })
       .Case<math::CopySignOp>([&](Operation *o) {
-        return binary(o, [](double a, double b) { return std::copysign(a, b); });
+        return binary(o,
+                      [](double a, double b) { return std::copysign(a, b); });
       })
       .Case<math::FmaOp>([&](math::FmaOp o) {
         Slot a = slotOf(o.getA()), b = slotOf(o.getB()), c = slotOf(o.getC()),
              d = slotOf(o.getResult());
-        out.push_back([a, b, c, d](double *f) { f[d] = std::fma(f[a], f[b], f[c]); });
+        out.push_back(
+            [a, b, c, d](double *f) { f[d] = std::fma(f[a], f[b], f[c]); });
         return success();
       })
       .Default([&](Operation *o) {
@@ -1268,8 +1351,8 @@ static FailureOr<std::shared_ptr<Tensor>> evalConstant(arith::ConstantOp op) {
 FailureOr<SmallVector<Tensor>> mlir::tang::interpret(func::FuncOp func,
                                                      ArrayRef<Tensor> inputs) {
   if (func.isExternal())
-    return func.emitError() << "tang-run: @" << func.getSymName()
-                            << " has no body";
+    return func.emitError()
+           << "tang-run: @" << func.getSymName() << " has no body";
   if (func.getNumArguments() != inputs.size())
     return func.emitError() << "tang-run: @" << func.getSymName() << " takes "
                             << func.getNumArguments() << " arguments, got "
@@ -1278,9 +1361,9 @@ FailureOr<SmallVector<Tensor>> mlir::tang::interpret(func::FuncOp func,
   for (auto [arg, in] : llvm::zip(func.getArguments(), inputs)) {
     auto type = dyn_cast<RankedTensorType>(arg.getType());
     if (!type)
-      return func.emitError() << "tang-run: argument #" << arg.getArgNumber()
-                              << " must be a ranked tensor, got "
-                              << arg.getType();
+      return func.emitError()
+             << "tang-run: argument #" << arg.getArgNumber()
+             << " must be a ranked tensor, got " << arg.getType();
     if (ArrayRef<int64_t>(in.shape) != type.getShape() ||
         static_cast<int64_t>(in.data.size()) != type.getNumElements())
       return func.emitError() << "tang-run: input #" << arg.getArgNumber()
@@ -1326,8 +1409,8 @@ FailureOr<SmallVector<Tensor>> mlir::tang::interpret(func::FuncOp func,
       }
       return outs;
     }
-    return op.emitError() << "tang-run: unsupported operation '"
-                          << op.getName() << "' at function level";
+    return op.emitError() << "tang-run: unsupported operation '" << op.getName()
+                          << "' at function level";
   }
   return func.emitError() << "tang-run: function has no return";
 }

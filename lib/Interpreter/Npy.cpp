@@ -59,8 +59,8 @@ llvm::Expected<NpyArray> mlir::tang::parseNpy(StringRef bytes) {
   unsigned major = static_cast<uint8_t>(bytes[6]);
   size_t headerLen, offset;
   if (major == 1) {
-    headerLen = static_cast<uint8_t>(bytes[8]) |
-                (static_cast<uint8_t>(bytes[9]) << 8);
+    headerLen =
+        static_cast<uint8_t>(bytes[8]) | (static_cast<uint8_t>(bytes[9]) << 8);
     offset = 10;
   } else if (major == 2 || major == 3) {
     if (bytes.size() < 12)
@@ -79,7 +79,8 @@ llvm::Expected<NpyArray> mlir::tang::parseNpy(StringRef bytes) {
 
   // descr
   std::optional<StringRef> descr = findKey(header, "descr");
-  if (!descr || descr->empty() || (descr->front() != '\'' && descr->front() != '"'))
+  if (!descr || descr->empty() ||
+      (descr->front() != '\'' && descr->front() != '"'))
     return npyError("malformed .npy header: no 'descr'");
   char q = descr->front();
   StringRef d = descr->drop_front();
@@ -111,7 +112,8 @@ llvm::Expected<NpyArray> mlir::tang::parseNpy(StringRef bytes) {
   std::optional<StringRef> shape = findKey(header, "shape");
   if (!shape || !shape->starts_with("("))
     return npyError("malformed .npy header: no 'shape'");
-  StringRef dims = shape->drop_front().take_until([](char c) { return c == ')'; });
+  StringRef dims =
+      shape->drop_front().take_until([](char c) { return c == ')'; });
   if (dims.size() == shape->size() - 1)
     return npyError("malformed .npy header: unterminated 'shape'");
   SmallVector<StringRef> parts;
@@ -132,9 +134,8 @@ llvm::Expected<NpyArray> mlir::tang::parseNpy(StringRef bytes) {
 
   size_t width = arr.dtype[1] - '0';
   if (data.size() < count * width)
-    return npyError("truncated .npy data: shape needs " +
-                    Twine(count * width) + " bytes, file has " +
-                    Twine(data.size()));
+    return npyError("truncated .npy data: shape needs " + Twine(count * width) +
+                    " bytes, file has " + Twine(data.size()));
   if (data.size() > count * width)
     return npyError(".npy file has " + Twine(data.size() - count * width) +
                     " bytes after the data");

@@ -70,8 +70,8 @@ void substituteIndices(OpT op, ArrayRef<BlockArgument> producerIndices,
       dimReplacements.push_back(getAffineDimExpr(positionOf(v), ctx));
     }
   }
-  AffineMap map = op.getMap().replaceDimsAndSymbols(
-      dimReplacements, {}, operands.size(), 0);
+  AffineMap map = op.getMap().replaceDimsAndSymbols(dimReplacements, {},
+                                                    operands.size(), 0);
 
   // Drop operands the new map does not use.
   SmallVector<Value> used;
@@ -125,17 +125,18 @@ Value substituteProducer(ReadOp read, ComprehensionOp producer,
   }
 
   // A reduction: a nested comprehension over the producer's reduced indices.
-  SmallVector<Type> scalarTypes = llvm::map_to_vector(
-      producer.getResultTypes(),
-      [](Type t) { return cast<RankedTensorType>(t).getElementType(); });
+  SmallVector<Type> scalarTypes =
+      llvm::map_to_vector(producer.getResultTypes(), [](Type t) {
+        return cast<RankedTensorType>(t).getElementType();
+      });
   auto nested = ComprehensionOp::create(
       rewriter, producer.getLoc(), scalarTypes,
       rewriter.getDenseI64ArrayAttr({}), producer.getReducedExtentsAttr(),
       producer.getMonoidAttr(), /*schedule=*/ScheduleAttr());
   Block *nestedBody = new Block();
   nested.getBody().push_back(nestedBody);
-  for (BlockArgument a : body.getArguments().drop_front(
-           producer.getNumParallel()))
+  for (BlockArgument a :
+       body.getArguments().drop_front(producer.getNumParallel()))
     mapping.map(a, nestedBody->addArgument(a.getType(), a.getLoc()));
   OpBuilder b = OpBuilder::atBlockBegin(nestedBody);
   cloneBody(b, /*withTerminator=*/true);
@@ -221,8 +222,8 @@ struct FusionPolicy {
     while (auto outer = consumer->getParentOfType<ComprehensionOp>())
       consumer = outer;
     int64_t broadcast = getBroadcastExtent(read, consumer);
-    LLVM_DEBUG(llvm::dbgs() << "tang-fuse:   broadcast extent " << broadcast
-                            << "\n");
+    LLVM_DEBUG(llvm::dbgs()
+               << "tang-fuse:   broadcast extent " << broadcast << "\n");
     if (broadcast <= maxBroadcast)
       return Decision::Fuse;
     // A reduction over data the consumer streams anyway (a row max shared

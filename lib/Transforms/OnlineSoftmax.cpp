@@ -4,7 +4,8 @@
 // algebra of the graph (max, exp of a difference, sum, divide, product) and
 // rewrites them into the single-pass monoids:
 //
-//  * a weighted sum  O = sum_j exp(s_j - max_k s_k) / (sum_k exp(s_k - max s)) * v_j
+//  * a weighted sum  O = sum_j exp(s_j - max_k s_k) / (sum_k exp(s_k - max s))
+//  * v_j
 //    becomes one comprehension under `online_softmax` yielding (s_j, v_j);
 //  * a remaining pair of a max-reduction and a sum of exp(s - max) over the
 //    same scores (softmax, logsumexp, cross-entropy) becomes one
@@ -165,8 +166,7 @@ std::optional<Probability> matchProbability(Value p, Value index) {
     return std::nullopt;
   Probability prob{diff.getLhs(), getReduction(diff.getRhs(), MonoidKind::Max),
                    getReduction(div.getRhs(), MonoidKind::Add)};
-  if (!prob.max || !prob.sum || uses(prob.max, index) ||
-      uses(prob.sum, index))
+  if (!prob.max || !prob.sum || uses(prob.max, index) || uses(prob.sum, index))
     return std::nullopt;
   if (!isMaxOfScore(prob.max, prob.score, index))
     return std::nullopt;
@@ -215,8 +215,7 @@ struct WeightedSum_OnlineSoftmax : OpRewritePattern<ComprehensionOp> {
                                 online.getBody().end());
     YieldOp yield = online.getYield();
     rewriter.setInsertionPoint(yield);
-    rewriter.replaceOpWithNewOp<YieldOp>(yield,
-                                         ValueRange{prob->score, value});
+    rewriter.replaceOpWithNewOp<YieldOp>(yield, ValueRange{prob->score, value});
     rewriter.replaceOp(op, online.getResults());
     ++count;
     return success();
@@ -237,8 +236,8 @@ struct MaxSumExp_SoftmaxNorm : OpRewritePattern<ComprehensionOp> {
       return rewriter.notifyMatchFailure(sum, "not a nested one-index sum");
     Value sumIndex = sum.getIndex(0);
     auto exp = sum.getYield().getValues()[0].getDefiningOp<math::ExpOp>();
-    auto diff = exp ? exp.getOperand().getDefiningOp<arith::SubFOp>()
-                    : arith::SubFOp();
+    auto diff =
+        exp ? exp.getOperand().getDefiningOp<arith::SubFOp>() : arith::SubFOp();
     if (!diff)
       return rewriter.notifyMatchFailure(sum, "the summand is not exp(a - b)");
     Value score = diff.getLhs();

@@ -46,9 +46,9 @@ static cl::list<std::string>
            cl::desc("A .npy file per function argument, in order (without "
                     "any, inputs are seeded random values)"),
            cl::value_desc("file.npy"), cl::cat(category));
-static cl::opt<uint64_t>
-    seed("seed", cl::desc("Seed of the random inputs (default 0)"),
-         cl::init(0), cl::cat(category));
+static cl::opt<uint64_t> seed("seed",
+                              cl::desc("Seed of the random inputs (default 0)"),
+                              cl::init(0), cl::cat(category));
 static cl::opt<std::string>
     outputDir("output-dir",
               cl::desc("Write output #i to DIR/output_<i>.npy (float types as "
@@ -97,14 +97,12 @@ FailureOr<Tensor> loadInput(BlockArgument arg, StringRef path) {
   auto type = cast<RankedTensorType>(arg.getType());
   llvm::Expected<NpyArray> arr = readNpy(path);
   if (!arr)
-    return emitError(arg.getLoc())
-           << "input #" << arg.getArgNumber() << ": "
-           << llvm::toString(arr.takeError());
+    return emitError(arg.getLoc()) << "input #" << arg.getArgNumber() << ": "
+                                   << llvm::toString(arr.takeError());
   if (ArrayRef<int64_t>(arr->shape) != type.getShape())
     return emitError(arg.getLoc())
-           << "input #" << arg.getArgNumber() << ": " << path
-           << " has shape " << shapeString(arr->shape) << " but the argument is "
-           << type;
+           << "input #" << arg.getArgNumber() << ": " << path << " has shape "
+           << shapeString(arr->shape) << " but the argument is " << type;
   if (!isCompatible(arr->dtype, type.getElementType()))
     return emitError(arg.getLoc())
            << "input #" << arg.getArgNumber() << ": " << path << " has dtype '"
@@ -116,9 +114,9 @@ FailureOr<Tensor> loadInput(BlockArgument arg, StringRef path) {
     for (double v : arr->data)
       if (v < lo || v > hi)
         return emitError(arg.getLoc())
-               << "input #" << arg.getArgNumber() << ": " << path
-               << " holds " << static_cast<int64_t>(v)
-               << ", which does not fit " << type.getElementType();
+               << "input #" << arg.getArgNumber() << ": " << path << " holds "
+               << static_cast<int64_t>(v) << ", which does not fit "
+               << type.getElementType();
   }
   Tensor t;
   t.shape = arr->shape;

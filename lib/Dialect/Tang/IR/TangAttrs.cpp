@@ -60,7 +60,6 @@ bool mlir::tang::isTangElementType(Type t) {
          t.isSignlessInteger(1);
 }
 
-
 //===----------------------------------------------------------------------===//
 // ScheduleAttr
 //===----------------------------------------------------------------------===//
@@ -71,18 +70,18 @@ template <typename EnumT>
 ParseResult
 parseEnumList(AsmParser &p, SmallVectorImpl<EnumT> &out, StringRef what,
               llvm::function_ref<std::optional<EnumT>(StringRef)> symbolize) {
-  return p.parseCommaSeparatedList(AsmParser::Delimiter::Square,
-                                   [&]() -> ParseResult {
-    SMLoc loc = p.getCurrentLocation();
-    StringRef kw;
-    if (p.parseKeyword(&kw))
-      return failure();
-    std::optional<EnumT> v = symbolize(kw);
-    if (!v)
-      return p.emitError(loc, "unknown ") << what << " '" << kw << "'";
-    out.push_back(*v);
-    return success();
-  });
+  return p.parseCommaSeparatedList(
+      AsmParser::Delimiter::Square, [&]() -> ParseResult {
+        SMLoc loc = p.getCurrentLocation();
+        StringRef kw;
+        if (p.parseKeyword(&kw))
+          return failure();
+        std::optional<EnumT> v = symbolize(kw);
+        if (!v)
+          return p.emitError(loc, "unknown ") << what << " '" << kw << "'";
+        out.push_back(*v);
+        return success();
+      });
 }
 
 /// Deeper software pipelines than this do not fit any GPU's shared memory.
@@ -111,8 +110,9 @@ Attribute ScheduleAttr::parse(AsmParser &p, Type) {
         return p.parseInteger(tile.emplace_back());
       });
     if (key == "mapping")
-      return parseEnumList<Mapping>(
-          p, mapping, "mapping", [](StringRef s) { return symbolizeMapping(s); });
+      return parseEnumList<Mapping>(p, mapping, "mapping", [](StringRef s) {
+        return symbolizeMapping(s);
+      });
     if (key == "memory")
       return parseEnumList<MemoryLevel>(
           p, memory, "memory level",
@@ -194,8 +194,8 @@ ScheduleAttr::verify(llvm::function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "schedule storage type must be a tang element type, "
                           "got "
                        << storage;
-  if (!accumulate || !isTangElementType(accumulate) || accumulate.isInteger(1) ||
-      accumulate.isInteger(8))
+  if (!accumulate || !isTangElementType(accumulate) ||
+      accumulate.isInteger(1) || accumulate.isInteger(8))
     return emitError() << "schedule accumulate type must be f64, f32, f16, "
                           "bf16 or i32, got "
                        << accumulate;

@@ -30,9 +30,7 @@ static int64_t floorDivide(int64_t a, int64_t b) {
   int64_t q = a / b;
   return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
-static int64_t ceilDivide(int64_t a, int64_t b) {
-  return -floorDivide(-a, b);
-}
+static int64_t ceilDivide(int64_t a, int64_t b) { return -floorDivide(-a, b); }
 
 IndexRange mlir::tang::getRange(AffineExpr expr,
                                 ArrayRef<IndexRange> dimRanges) {
@@ -68,8 +66,8 @@ IndexRange mlir::tang::getRange(AffineExpr expr,
   case AffineExprKind::CeilDiv: {
     if (r.lo != r.hi || r.lo == 0)
       return {-kBig, kBig};
-    auto div = expr.getKind() == AffineExprKind::FloorDiv ? floorDivide
-                                                           : ceilDivide;
+    auto div =
+        expr.getKind() == AffineExprKind::FloorDiv ? floorDivide : ceilDivide;
     int64_t a = div(l.lo, r.lo), b = div(l.hi, r.lo);
     return {std::min(a, b), std::max(a, b)};
   }
@@ -103,10 +101,10 @@ static LogicalResult verifyInBounds(Operation *op, AffineMap map,
       continue;
     IndexRange r = getRange(expr, dimRanges);
     if (r.lo < 0 || r.hi >= shape[pos])
-      return op->emitOpError()
-             << what << " #" << pos << " (" << toString(expr) << ") ranges over ["
-             << r.lo << ", " << r.hi << "], out of bounds for dimension "
-             << pos << " of size " << shape[pos];
+      return op->emitOpError() << what << " #" << pos << " (" << toString(expr)
+                               << ") ranges over [" << r.lo << ", " << r.hi
+                               << "], out of bounds for dimension " << pos
+                               << " of size " << shape[pos];
   }
   return success();
 }
@@ -131,7 +129,6 @@ static IndexRange getIndexRange(Value index) {
 }
 
 static bool isScalar(Type t) { return t.isIntOrFloat(); }
-
 
 /// The scalar type of a comprehension result (its element type if a tensor).
 static Type getScalarType(Type t) {
@@ -250,9 +247,9 @@ void ComprehensionOp::print(OpAsmPrinter &p) {
     printArgs(args.drop_front(getNumParallel()));
   }
   p << " [";
-  llvm::interleaveComma(llvm::concat<const int64_t>(getParallelExtents(),
-                                                    getReducedExtents()),
-                        p);
+  llvm::interleaveComma(
+      llvm::concat<const int64_t>(getParallelExtents(), getReducedExtents()),
+      p);
   p << "]";
   if (Attribute m = getMonoidAttr()) {
     p << " monoid(";
@@ -366,7 +363,8 @@ LogicalResult ComprehensionOp::verifyRegions() {
                << r.getResultNumber() << " has type " << r.getType();
   }
 
-  SmallVector<Type> results = llvm::map_to_vector(getResultTypes(), getScalarType);
+  SmallVector<Type> results =
+      llvm::map_to_vector(getResultTypes(), getScalarType);
   TypeRange yields = yield.getValues().getTypes();
 
   auto mismatch = [&](StringRef what) {
@@ -410,8 +408,8 @@ LogicalResult ComprehensionOp::verifyRegions() {
   case MonoidKind::And:
   case MonoidKind::Or:
     if (!yields[0].isSignlessInteger() || yields[0] != results[0])
-      return mismatch(("monoid '" + name + "' needs matching integer types")
-                          .str());
+      return mismatch(
+          ("monoid '" + name + "' needs matching integer types").str());
     break;
   case MonoidKind::ArgMax:
   case MonoidKind::ArgMin:
@@ -452,7 +450,8 @@ ComprehensionOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   if (TypeRange(yield.getValues().getTypes()) != TypeRange(carrier))
     return emitOpError() << "yield types do not match the carrier of monoid "
                          << sym;
-  SmallVector<Type> results = llvm::map_to_vector(getResultTypes(), getScalarType);
+  SmallVector<Type> results =
+      llvm::map_to_vector(getResultTypes(), getScalarType);
   if (TypeRange(results) != TypeRange(carrier))
     return emitOpError() << "result element types do not match the carrier "
                             "of monoid "
@@ -502,9 +501,8 @@ LogicalResult ReadOp::verify() {
   if (map.getNumSymbols() != 0)
     return emitOpError() << "index expressions may not use symbols";
   if (map.getNumDims() != getIndices().size())
-    return emitOpError() << "map has " << map.getNumDims()
-                         << " dimensions but " << getIndices().size()
-                         << " index operands";
+    return emitOpError() << "map has " << map.getNumDims() << " dimensions but "
+                         << getIndices().size() << " index operands";
   if (!type.hasStaticShape())
     return emitOpError() << "needs a statically shaped tensor (symbolic "
                             "extents are not supported yet), got "
@@ -581,8 +579,7 @@ OpFoldResult ViewOp::fold(FoldAdaptor) {
 // IndexOp
 //===----------------------------------------------------------------------===//
 
-void IndexOp::build(OpBuilder &b, OperationState &st, Type type,
-                    Value index) {
+void IndexOp::build(OpBuilder &b, OperationState &st, Type type, Value index) {
   build(b, st, type, index,
         AffineMap::getMultiDimIdentityMap(1, b.getContext()));
 }
@@ -631,9 +628,8 @@ LogicalResult IndexOp::verify() {
   if (map.getNumSymbols() != 0)
     return emitOpError() << "index expressions may not use symbols";
   if (map.getNumDims() != getIndices().size())
-    return emitOpError() << "map has " << map.getNumDims()
-                         << " dimensions but " << getIndices().size()
-                         << " index operands";
+    return emitOpError() << "map has " << map.getNumDims() << " dimensions but "
+                         << getIndices().size() << " index operands";
   for (auto [i, v] : llvm::enumerate(getIndices()))
     if (failed(verifyInScopeIndex(*this, v, i)))
       return failure();
@@ -645,9 +641,8 @@ LogicalResult IndexOp::verify() {
 //===----------------------------------------------------------------------===//
 
 SmallVector<Type> MonoidOp::getCarrierTypes() {
-  return llvm::map_to_vector(getCarrier(), [](Attribute a) {
-    return cast<TypeAttr>(a).getValue();
-  });
+  return llvm::map_to_vector(
+      getCarrier(), [](Attribute a) { return cast<TypeAttr>(a).getValue(); });
 }
 
 LogicalResult MonoidOp::verifyRegions() {

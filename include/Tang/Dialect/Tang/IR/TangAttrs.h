@@ -26,7 +26,6 @@ unsigned getNumMonoidResults(MonoidKind kind);
 /// i32, i8, i1.
 bool isTangElementType(Type t);
 
-
 } // namespace mlir::tang
 
 #endif // TANG_DIALECT_TANG_IR_TANGATTRS_H
