@@ -25,6 +25,9 @@ PIPELINES = {
     "fuse+online-softmax": ["--tang-fuse", "--tang-online-softmax"],
     "fuse+online-softmax+canonicalize": ["--tang-fuse", "--tang-online-softmax",
                                          "--canonicalize", "--cse"],
+    # A schedule never changes the math.
+    "fuse+online-softmax+schedule": ["--tang-fuse", "--tang-online-softmax",
+                                     "--tang-schedule"],
 }
 
 # The interpreter evaluates in float64 and the rewrites preserve the math;

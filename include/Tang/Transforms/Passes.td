@@ -104,4 +104,42 @@ def TangOnlineSoftmax : Pass<"tang-online-softmax", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::tang::TangDialect"];
 }
 
+def TangSchedule : Pass<"tang-schedule", "::mlir::ModuleOp"> {
+  let summary = "Attach a #tang.schedule to every function-level comprehension";
+  let description = [{
+    Classifies every function-level comprehension that has no schedule by
+    the shape of its graph (pointwise, row reduction, column reduction,
+    narrow matrix-vector, matmul-like, online-softmax; see
+    `Tang/Analysis/ShapeClass.h`) and attaches a schedule from a heuristic
+    for that class, sized by the device facts given as options. The class
+    is recorded in the discardable attribute `tang.shape_class`. A
+    comprehension that already has a schedule keeps it.
+
+    ```mlir
+    // Before: a row softmax after --tang-fuse.
+    %y = tang.comprehension (%i, %j) [32768, 4096] : tensor<32768x4096xbf16> {...}
+    // After: one block per row, 512 threads striding the row 8 elements
+    // (16 bytes) at a time.
+    %y = tang.comprehension (%i, %j) [32768, 4096] attributes {
+        schedule = #tang.schedule<tile = [1, 4096], mapping = [block_x, serial],
+                                  threads = [1, 512], vector = 8, ...>,
+        tang.shape_class = "row_reduction"} : tensor<32768x4096xbf16> {...}
+    ```
+  }];
+  let options = [
+    Option<"smCount", "sm-count", "int64_t", "132",
+           "Streaming multiprocessors on the device">,
+    Option<"sharedMemory", "shared-memory", "int64_t", "232448",
+           "Shared memory a block may use, in bytes">,
+    Option<"warpSize", "warp-size", "int64_t", "32",
+           "Threads per warp (subgroup)">,
+    Option<"maxThreads", "max-threads", "int64_t", "1024",
+           "Threads a block may have">,
+  ];
+  let statistics = [
+    Statistic<"numScheduled", "scheduled", "Comprehensions given a schedule">,
+  ];
+  let dependentDialects = ["::mlir::tang::TangDialect"];
+}
+
 #endif // TANG_TRANSFORMS_PASSES_TD

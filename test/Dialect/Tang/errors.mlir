@@ -1042,7 +1042,7 @@ tang.monoid @combine_yield : [f32, i32] identity [0.0 : f32, 0 : i32] {
 
 // Unknown field names are rejected.
 func.func @schedule_unknown_field(%X: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{unknown schedule field 'tiles'; expected tile, mapping, vector, stages, storage, accumulate or memory}}
+  // expected-error @+1 {{unknown schedule field 'tiles'; expected tile, mapping, threads, vector, stages, storage, accumulate or memory}}
   %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tiles = [4]>} : tensor<4xf32> {
     %x = tang.read %X[%i] : tensor<4xf32>
     tang.yield %x : f32
@@ -1351,4 +1351,40 @@ func.func @index_not_in_scope(%n: index) -> tensor<4xi32> {
     tang.yield %v : i32
   }
   return %r : tensor<4xi32>
+}
+
+// -----
+
+// A schedule names a thread count per index.
+func.func @schedule_threads_count(%X: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{schedule threads has 2 entries but tile has 1}}
+  %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tile = [4], threads = [2, 2]>} : tensor<4xf32> {
+    %x = tang.read %X[%i] : tensor<4xf32>
+    tang.yield %x : f32
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// More threads than elements in the tile.
+func.func @schedule_threads_exceed_tile(%X: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{schedule shares a tile of 4 among 8 threads (expected 1 to 4)}}
+  %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tile = [4], threads = [8]>} : tensor<4xf32> {
+    %x = tang.read %X[%i] : tensor<4xf32>
+    tang.yield %x : f32
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// Blocks hold at most 1024 threads.
+func.func @schedule_block_too_large(%X: tensor<64x64xf32>) -> tensor<64x64xf32> {
+  // expected-error @+1 {{schedule needs more than 1024 threads per block}}
+  %r = tang.comprehension (%i, %j) [64, 64] attributes {schedule = #tang.schedule<tile = [64, 64], threads = [64, 32]>} : tensor<64x64xf32> {
+    %x = tang.read %X[%i, %j] : tensor<64x64xf32>
+    tang.yield %x : f32
+  }
+  return %r : tensor<64x64xf32>
 }

@@ -172,10 +172,10 @@ func.func @user_monoid(%X: tensor<4x8xf64>) -> tensor<4xf64> {
 // A schedule with every field round-trips unchanged.
 // CHECK-LABEL: func.func @schedule_full
 // CHECK:         tang.comprehension (%{{.*}}, %{{.*}}) reduce (%{{.*}}) [4, 3, 8] monoid(add)
-// CHECK-SAME:      attributes {schedule = #tang.schedule<tile = [2, 3, 4], mapping = [block_x, thread_x, serial], vector = 4, stages = 2, storage = bf16, accumulate = f32, memory = [shared, register]>}
+// CHECK-SAME:      attributes {schedule = #tang.schedule<tile = [2, 3, 4], mapping = [block_x, thread_x, serial], threads = [1, 1, 1], vector = 4, stages = 2, storage = bf16, accumulate = f32, memory = [shared, register]>}
 // CHECK-SAME:      : tensor<4x3xf32>
 func.func @schedule_full(%A: tensor<4x8xf32>, %B: tensor<8x3xf32>) -> tensor<4x3xf32> {
-  %C = tang.comprehension (%i, %j) reduce (%k) [4, 3, 8] monoid(add) attributes {schedule = #tang.schedule<tile = [2, 3, 4], mapping = [block_x, thread_x, serial], vector = 4, stages = 2, storage = bf16, accumulate = f32, memory = [shared, register]>} : tensor<4x3xf32> {
+  %C = tang.comprehension (%i, %j) reduce (%k) [4, 3, 8] monoid(add) attributes {schedule = #tang.schedule<tile = [2, 3, 4], mapping = [block_x, thread_x, serial], threads = [1, 1, 1], vector = 4, stages = 2, storage = bf16, accumulate = f32, memory = [shared, register]>} : tensor<4x3xf32> {
     %a = tang.read %A[%i, %k] : tensor<4x8xf32>
     %b = tang.read %B[%k, %j] : tensor<8x3xf32>
     %p = arith.mulf %a, %b : f32
@@ -188,7 +188,7 @@ func.func @schedule_full(%A: tensor<4x8xf32>, %B: tensor<8x3xf32>) -> tensor<4x3
 // one global stage, f32 accumulation, no storage).
 // CHECK-LABEL: func.func @schedule_tile_only
 // CHECK:         tang.comprehension (%{{.*}}, %{{.*}}) [4, 8]
-// CHECK-SAME:      attributes {schedule = #tang.schedule<tile = [2, 8], mapping = [serial, serial], vector = 1, stages = 1, accumulate = f32, memory = [global]>}
+// CHECK-SAME:      attributes {schedule = #tang.schedule<tile = [2, 8], mapping = [serial, serial], threads = [1, 1], vector = 1, stages = 1, accumulate = f32, memory = [global]>}
 func.func @schedule_tile_only(%X: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %Y = tang.comprehension (%i, %j) [4, 8] attributes {schedule = #tang.schedule<tile = [2, 8]>} : tensor<4x8xf32> {
     %x = tang.read %X[%i, %j] : tensor<4x8xf32>

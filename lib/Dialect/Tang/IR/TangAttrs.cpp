@@ -86,6 +86,8 @@ parseEnumList(AsmParser &p, SmallVectorImpl<EnumT> &out, StringRef what,
 
 /// Deeper software pipelines than this do not fit any GPU's shared memory.
 constexpr int64_t kMaxStages = 16;
+/// No GPU tang targets runs larger blocks.
+constexpr int64_t kMaxThreads = 1024;
 
 } // namespace
 
@@ -93,6 +95,7 @@ Attribute ScheduleAttr::parse(AsmParser &p, Type) {
   SMLoc loc = p.getCurrentLocation();
   SmallVector<int64_t> tile;
   SmallVector<Mapping> mapping;
+  SmallVector<int64_t> threads;
   SmallVector<MemoryLevel> memory;
   int64_t vector = 1, stages = 1;
   Type storage, accumulate;
@@ -108,6 +111,10 @@ Attribute ScheduleAttr::parse(AsmParser &p, Type) {
     if (key == "tile")
       return p.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&] {
         return p.parseInteger(tile.emplace_back());
+      });
+    if (key == "threads")
+      return p.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&] {
+        return p.parseInteger(threads.emplace_back());
       });
     if (key == "mapping")
       return parseEnumList<Mapping>(p, mapping, "mapping", [](StringRef s) {
@@ -127,7 +134,7 @@ Attribute ScheduleAttr::parse(AsmParser &p, Type) {
       return p.parseType(accumulate);
     return p.emitError(keyLoc, "unknown schedule field '")
            << key
-           << "'; expected tile, mapping, vector, stages, storage, "
+           << "'; expected tile, mapping, threads, vector, stages, storage, "
               "accumulate or memory";
   };
   if (p.parseLess() || p.parseCommaSeparatedList(parseField) ||
@@ -140,12 +147,15 @@ Attribute ScheduleAttr::parse(AsmParser &p, Type) {
   // Defaults for the optional fields.
   if (!seen.contains("mapping"))
     mapping.assign(tile.size(), Mapping::Serial);
+  if (!seen.contains("threads"))
+    threads.assign(tile.size(), 1);
   if (!seen.contains("memory") && stages > 0 && stages <= kMaxStages)
     memory.assign(stages, MemoryLevel::Global);
   if (!accumulate)
     accumulate = Float32Type::get(p.getContext());
   return getChecked([&] { return p.emitError(loc); }, p.getContext(), tile,
-                    mapping, vector, stages, storage, accumulate, memory);
+                    mapping, threads, vector, stages, storage, accumulate,
+                    memory);
 }
 
 void ScheduleAttr::print(AsmPrinter &p) const {
@@ -154,6 +164,8 @@ void ScheduleAttr::print(AsmPrinter &p) const {
   p << "], mapping = [";
   llvm::interleaveComma(getMapping(), p,
                         [&](Mapping m) { p << stringifyMapping(m); });
+  p << "], threads = [";
+  llvm::interleaveComma(getThreads(), p);
   p << "], vector = " << getVector() << ", stages = " << getStages();
   if (getStorage())
     p << ", storage = " << getStorage();
@@ -166,8 +178,9 @@ void ScheduleAttr::print(AsmPrinter &p) const {
 LogicalResult
 ScheduleAttr::verify(llvm::function_ref<InFlightDiagnostic()> emitError,
                      ArrayRef<int64_t> tile, ArrayRef<Mapping> mapping,
-                     int64_t vector, int64_t stages, Type storage,
-                     Type accumulate, ArrayRef<MemoryLevel> memory) {
+                     ArrayRef<int64_t> threads, int64_t vector, int64_t stages,
+                     Type storage, Type accumulate,
+                     ArrayRef<MemoryLevel> memory) {
   if (tile.empty())
     return emitError() << "schedule tile must have one size per index";
   for (int64_t t : tile)
@@ -176,6 +189,19 @@ ScheduleAttr::verify(llvm::function_ref<InFlightDiagnostic()> emitError,
   if (mapping.size() != tile.size())
     return emitError() << "schedule mapping has " << mapping.size()
                        << " entries but tile has " << tile.size();
+  if (threads.size() != tile.size())
+    return emitError() << "schedule threads has " << threads.size()
+                       << " entries but tile has " << tile.size();
+  int64_t blockSize = 1;
+  for (auto [t, n] : llvm::zip(tile, threads)) {
+    if (n < 1 || n > t)
+      return emitError() << "schedule shares a tile of " << t << " among " << n
+                         << " threads (expected 1 to " << t << ")";
+    blockSize *= n;
+    if (blockSize > kMaxThreads)
+      return emitError() << "schedule needs more than " << kMaxThreads
+                         << " threads per block";
+  }
   // Each hardware dimension can carry at most one index.
   for (auto [i, m] : llvm::enumerate(mapping)) {
     if (m == Mapping::Serial)

@@ -96,8 +96,12 @@ def Tang_ScheduleAttr : Tang_Attr<"Schedule", "schedule"> {
     * `tile = [t0, ..., tn]`: tile size per iteration index, parallel indices
       first, then reduced ones (one entry per index of the comprehension);
     * `mapping = [m0, ..., mn]`: the processor each index's tiles map to:
-      `block_x|y|z`, `warp`, `thread_x|y|z`, `serial`, `vector`
-      [all `serial`];
+      `block_x|y|z` (the index's tiles are spread over that grid
+      dimension), `warp`, `thread_x|y|z`, `serial` (one tile: the block
+      covers the whole extent), `vector` [all `serial`];
+    * `threads = [n0, ..., nn]`: how many threads of a block share each
+      index's tile (1: one thread loops over it) [all 1]; their product is
+      the block size, at most 1024;
     * `vector = v`: elements per vector load/store, 1, 2, 4, 8 or 16 [1];
     * `stages = s`: software-pipeline depth, >= 1 [1];
     * `storage = T`: element type tensors are stored in [the tensor's];
@@ -110,13 +114,15 @@ def Tang_ScheduleAttr : Tang_Attr<"Schedule", "schedule"> {
 
     ```mlir
     #tang.schedule<tile = [128, 128, 32], mapping = [block_y, block_x, serial],
-                   vector = 8, stages = 3, storage = bf16, accumulate = f32,
+                   threads = [16, 16, 1], vector = 8, stages = 3,
+                   storage = bf16, accumulate = f32,
                    memory = [global, shared, register]>
     ```
   }];
   let parameters = (ins
     ArrayRefParameter<"int64_t", "tile size per index">:$tile,
     ArrayRefParameter<"::mlir::tang::Mapping", "processor per index">:$mapping,
+    ArrayRefParameter<"int64_t", "threads per index's tile">:$threads,
     "int64_t":$vector,
     "int64_t":$stages,
     OptionalParameter<"::mlir::Type", "storage precision">:$storage,

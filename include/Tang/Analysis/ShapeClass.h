@@ -1,0 +1,41 @@
+//===- ShapeClass.h - the shape class of a comprehension --------*- C++ -*-===//
+//
+// Classifies a function-level comprehension by the shape of its graph (never
+// by names): the class keys the schedule heuristic and, later, the
+// shape-keyed emitters of the kernel form.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TANG_ANALYSIS_SHAPECLASS_H
+#define TANG_ANALYSIS_SHAPECLASS_H
+
+#include "Tang/Dialect/Tang/IR/TangOps.h"
+
+namespace mlir::tang {
+
+enum class ShapeClass {
+  /// No reduction anywhere: one independent element per point.
+  Pointwise,
+  /// Reductions along the innermost (contiguous) coordinate of the tensors
+  /// they read, shared by a row of the result (softmax, norms, row sums).
+  RowReduction,
+  /// Reductions along an outer coordinate while the innermost coordinate
+  /// stays parallel (sums over rows).
+  ColumnReduction,
+  /// A contraction with a narrow parallel side (GEMV, small batch).
+  NarrowMatVec,
+  /// A contraction of two reads with parallel indices on both sides.
+  MatmulLike,
+  /// A reduction under the online-softmax monoid (attention).
+  OnlineSoftmax,
+};
+
+/// The shape class of `op`, a function-level comprehension.
+ShapeClass classifyComprehension(ComprehensionOp op);
+
+/// The printable name of a shape class (`pointwise`, `row_reduction`, ...).
+StringRef stringifyShapeClass(ShapeClass c);
+
+} // namespace mlir::tang
+
+#endif // TANG_ANALYSIS_SHAPECLASS_H

@@ -1,0 +1,174 @@
+//===- ShapeClass.cpp - the shape class of a comprehension ------*- C++ -*-===//
+//
+// The class is read off the graph: which monoid reduces, whether the summand
+// of an add-reduction is a product of reads of two different tensors (a
+// contraction) and how the parallel indices split between its two sides,
+// and where the reduced indices sit in the coordinates of the reads.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Tang/Analysis/ShapeClass.h"
+
+#include "llvm/ADT/SetOperations.h"
+#include "llvm/ADT/SetVector.h"
+
+using namespace mlir;
+using namespace mlir::tang;
+
+StringRef mlir::tang::stringifyShapeClass(ShapeClass c) {
+  switch (c) {
+  case ShapeClass::Pointwise:
+    return "pointwise";
+  case ShapeClass::RowReduction:
+    return "row_reduction";
+  case ShapeClass::ColumnReduction:
+    return "column_reduction";
+  case ShapeClass::NarrowMatVec:
+    return "narrow_matvec";
+  case ShapeClass::MatmulLike:
+    return "matmul_like";
+  case ShapeClass::OnlineSoftmax:
+    return "online_softmax";
+  }
+  llvm_unreachable("unknown shape class");
+}
+
+/// The reads `v` is computed from, within the comprehension bodies (nested
+/// comprehensions contribute the reads of their bodies).
+static llvm::SetVector<ReadOp> getReadsFeeding(Value v) {
+  llvm::SetVector<ReadOp> reads;
+  SmallVector<Value> worklist{v};
+  llvm::DenseSet<Value> seen;
+  while (!worklist.empty()) {
+    Value cur = worklist.pop_back_val();
+    if (!seen.insert(cur).second)
+      continue;
+    Operation *def = cur.getDefiningOp();
+    if (!def)
+      continue;
+    if (auto read = dyn_cast<ReadOp>(def)) {
+      reads.insert(read);
+      continue;
+    }
+    if (auto nested = dyn_cast<ComprehensionOp>(def)) {
+      nested.getBodyBlock().walk([&](ReadOp r) { reads.insert(r); });
+      continue;
+    }
+    for (Value operand : def->getOperands())
+      worklist.push_back(operand);
+  }
+  return reads;
+}
+
+/// True if some read in `reads` uses `index` in a coordinate.
+static bool usesIndex(const llvm::SetVector<ReadOp> &reads, Value index) {
+  return llvm::any_of(reads, [&](ReadOp r) {
+    for (auto [pos, v] : llvm::enumerate(r.getIndices()))
+      if (v == index && r.getMap().isFunctionOfDim(pos))
+        return true;
+    return false;
+  });
+}
+
+/// Skips value-preserving casts.
+static Value stripCasts(Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    if (!isa<arith::ExtFOp, arith::TruncFOp, arith::SIToFPOp>(def))
+      break;
+    v = def->getOperand(0);
+  }
+  return v;
+}
+
+/// If `red` is an add-reduction of a product of reads of two different
+/// tensors that both use its reduced indices, classifies the contraction by
+/// how `op`'s parallel indices split between the two sides.
+static std::optional<ShapeClass> classifyContraction(ComprehensionOp op,
+                                                     ComprehensionOp red) {
+  if (red.getBuiltinMonoid() != MonoidKind::Add || red.getNumResults() != 1)
+    return std::nullopt;
+  auto mul =
+      stripCasts(red.getYield().getValues()[0]).getDefiningOp<arith::MulFOp>();
+  if (!mul)
+    return std::nullopt;
+  llvm::SetVector<ReadOp> lhs = getReadsFeeding(mul.getLhs());
+  llvm::SetVector<ReadOp> rhs = getReadsFeeding(mul.getRhs());
+  if (lhs.empty() || rhs.empty())
+    return std::nullopt;
+  auto tensors = [](const llvm::SetVector<ReadOp> &rs) {
+    llvm::SetVector<Value> ts;
+    for (ReadOp r : rs)
+      ts.insert(r.getTensor());
+    return ts;
+  };
+  if (llvm::set_is_subset(tensors(lhs), tensors(rhs)) &&
+      llvm::set_is_subset(tensors(rhs), tensors(lhs)))
+    return std::nullopt; // x * x: a norm, not a contraction.
+  unsigned numParallelRed = red.getNumParallel();
+  for (unsigned r = numParallelRed; r < red.getNumIndices(); ++r)
+    if (!usesIndex(lhs, red.getIndex(r)) || !usesIndex(rhs, red.getIndex(r)))
+      return std::nullopt;
+  // Parallel indices of `op` used by one side only.
+  int64_t lhsOnly = 1, rhsOnly = 1;
+  for (unsigned i = 0; i < op.getNumParallel(); ++i) {
+    bool l = usesIndex(lhs, op.getIndex(i)),
+         rr = usesIndex(rhs, op.getIndex(i));
+    if (l && !rr)
+      lhsOnly *= op.getExtent(i);
+    if (rr && !l)
+      rhsOnly *= op.getExtent(i);
+  }
+  // Both sides indexed only by shared parallel indices: an elementwise
+  // product reduced along a row (a dot per row, cross-entropy), not a
+  // contraction.
+  if (lhsOnly == 1 && rhsOnly == 1)
+    return std::nullopt;
+  // One side as narrow as a decode step's batch: matrix-vector.
+  constexpr int64_t kNarrow = 8;
+  if (lhsOnly <= kNarrow || rhsOnly <= kNarrow)
+    return ShapeClass::NarrowMatVec;
+  return ShapeClass::MatmulLike;
+}
+
+ShapeClass mlir::tang::classifyComprehension(ComprehensionOp op) {
+  if (op.getBuiltinMonoid() == MonoidKind::OnlineSoftmax)
+    return ShapeClass::OnlineSoftmax;
+
+  // The reductions that decide the class: the comprehension itself if it
+  // reduces, else the reductions at the top of its body.
+  SmallVector<ComprehensionOp> reductions;
+  if (op.getNumReduced())
+    reductions.push_back(op);
+  else
+    for (Operation &nested : op.getBodyBlock())
+      if (auto c = dyn_cast<ComprehensionOp>(nested))
+        reductions.push_back(c);
+  if (reductions.empty())
+    return ShapeClass::Pointwise;
+
+  for (ComprehensionOp red : reductions)
+    if (std::optional<ShapeClass> c = classifyContraction(op, red))
+      return *c;
+
+  // Where do reduced indices sit in the coordinates of the reads they
+  // drive: the innermost coordinate (a row) or an outer one (a column)?
+  bool inner = false, outer = false;
+  op.walk([&](ReadOp read) {
+    AffineMap map = read.getMap();
+    if (map.getNumResults() == 0)
+      return;
+    for (auto [pos, v] : llvm::enumerate(read.getIndices())) {
+      ComprehensionOp owner = getOwningComprehension(v);
+      if (!owner ||
+          !owner.isReducedIndex(cast<BlockArgument>(v).getArgNumber()))
+        continue;
+      if (map.getResults().back().isFunctionOfDim(pos))
+        inner = true;
+      else
+        outer = true;
+    }
+  });
+  if (outer && !inner)
+    return ShapeClass::ColumnReduction;
+  return ShapeClass::RowReduction;
+}

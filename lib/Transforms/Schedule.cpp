@@ -1,0 +1,250 @@
+//===- Schedule.cpp - heuristic schedules by shape class --------*- C++ -*-===//
+//
+// --tang-schedule gives every function-level comprehension without a
+// schedule one from a heuristic keyed on its shape class. The heuristics
+// follow what fast hand-written kernels do for each class:
+//
+//  * pointwise: 16-byte vectors along the innermost index, 256 threads per
+//    block, the other indices over the grid;
+//  * row reduction (and narrow matrix-vector): a block per row (a few rows
+//    for matrix-vector), its threads striding the row 16 bytes at a time,
+//    reductions combined across the block;
+//  * column reduction: a warp-wide strip of columns per block, threads
+//    striding the reduced rows;
+//  * matmul-like: 128x128 output tiles, 32-deep reduction steps staged
+//    through shared memory, 256 threads;
+//  * online softmax: a 64-query tile per block, 64-key steps staged through
+//    shared memory, the head dimension whole.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Tang/Analysis/ShapeClass.h"
+#include "Tang/Transforms/Passes.h"
+
+#include "llvm/Support/MathExtras.h"
+
+namespace mlir::tang {
+#define GEN_PASS_DEF_TANGSCHEDULE
+#include "Tang/Transforms/Passes.h.inc"
+} // namespace mlir::tang
+
+using namespace mlir;
+using namespace mlir::tang;
+
+namespace {
+
+/// The device facts the heuristics are sized by.
+struct DeviceFacts {
+  int64_t smCount, sharedMemory, warpSize, maxThreads;
+};
+
+/// The largest power of two <= n (n >= 1).
+int64_t floorPow2(int64_t n) { return int64_t(1) << llvm::Log2_64(n); }
+
+/// Builds a schedule index by index.
+class ScheduleBuilder {
+public:
+  ScheduleBuilder(ComprehensionOp op)
+      : op(op), tile(op.getNumIndices(), 1),
+        mapping(op.getNumIndices(), Mapping::Serial),
+        threads(op.getNumIndices(), 1) {
+    for (unsigned i = 0; i < op.getNumIndices(); ++i)
+      tile[i] = op.getExtent(i); // Serial over the whole extent by default.
+  }
+
+  /// Index `i`'s tiles go over grid dimension `m`.
+  void spread(unsigned i, int64_t t, Mapping m) {
+    tile[i] = std::min(t, op.getExtent(i));
+    mapping[i] = m;
+  }
+  /// The block covers index `i` whole, `n` threads striding it.
+  void share(unsigned i, int64_t n) {
+    tile[i] = op.getExtent(i);
+    threads[i] = std::max<int64_t>(1, std::min(n, tile[i]));
+  }
+  void setThreads(unsigned i, int64_t n) {
+    threads[i] = std::max<int64_t>(1, std::min(n, tile[i]));
+  }
+
+  /// Spreads the parallel indices in `indices` (innermost last) over the
+  /// grid one element per block: block_x, block_y, block_z from the inside
+  /// out; outer ones beyond three stay whole in the block.
+  void spreadOverGrid(ArrayRef<unsigned> indices,
+                      Mapping first = Mapping::BlockX) {
+    static constexpr Mapping kGrid[] = {Mapping::BlockX, Mapping::BlockY,
+                                        Mapping::BlockZ};
+    unsigned g = first == Mapping::BlockX   ? 0
+                 : first == Mapping::BlockY ? 1
+                                            : 2;
+    for (unsigned i : llvm::reverse(indices)) {
+      if (g == 3)
+        break;
+      spread(i, 1, kGrid[g++]);
+    }
+  }
+
+  ScheduleAttr build(int64_t vector, int64_t stages,
+                     ArrayRef<MemoryLevel> memory) {
+    Type storage = getStorage();
+    Type accumulate = getAccumulate(storage);
+    return ScheduleAttr::get(op.getContext(), tile, mapping, threads, vector,
+                             stages, storage, accumulate, memory);
+  }
+
+  Type getStorage() {
+    Type t = op.getResultTypes().front();
+    return cast<RankedTensorType>(t).getElementType();
+  }
+
+private:
+  static Type getAccumulate(Type storage) {
+    MLIRContext *ctx = storage.getContext();
+    if (storage.isF64())
+      return Float64Type::get(ctx);
+    if (isa<FloatType>(storage))
+      return Float32Type::get(ctx);
+    return IntegerType::get(ctx, 32);
+  }
+
+  ComprehensionOp op;
+  SmallVector<int64_t> tile;
+  SmallVector<Mapping> mapping;
+  SmallVector<int64_t> threads;
+};
+
+/// Elements per 16-byte access of `t`, reduced until it divides `extent`.
+int64_t getVectorWidth(Type t, int64_t extent) {
+  int64_t bytes = std::max<int64_t>(1, t.getIntOrFloatBitWidth() / 8);
+  int64_t v = 16 / bytes;
+  while (v > 1 && extent % v != 0)
+    v /= 2;
+  return v;
+}
+
+ScheduleAttr scheduleFor(ComprehensionOp op, ShapeClass cls,
+                         const DeviceFacts &dev) {
+  ScheduleBuilder b(op);
+  unsigned np = op.getNumParallel(), n = op.getNumIndices();
+  SmallVector<unsigned> parallel = llvm::to_vector(llvm::seq(0u, np));
+  Type storage = b.getStorage();
+  MLIRContext *ctx = op.getContext();
+  (void)ctx;
+  auto roundToWarps = [&](int64_t t) {
+    t = floorPow2(std::max<int64_t>(1, t));
+    return std::min(dev.maxThreads, std::max(t, dev.warpSize));
+  };
+
+  switch (cls) {
+  case ShapeClass::Pointwise: {
+    if (np == 0)
+      return b.build(1, 1, {MemoryLevel::Global});
+    unsigned inner = np - 1;
+    int64_t v = getVectorWidth(storage, op.getExtent(inner));
+    int64_t t = roundToWarps(std::min<int64_t>(256, op.getExtent(inner) / v));
+    b.spread(inner, t * v, Mapping::BlockX);
+    b.setThreads(inner, t);
+    b.spreadOverGrid(ArrayRef(parallel).drop_back(), Mapping::BlockY);
+    return b.build(v, 1, {MemoryLevel::Global});
+  }
+  case ShapeClass::RowReduction:
+  case ShapeClass::NarrowMatVec: {
+    // The row: the last index (reduced if the comprehension reduces).
+    unsigned row = n - 1;
+    int64_t v = getVectorWidth(storage, op.getExtent(row));
+    int64_t t = roundToWarps(std::min<int64_t>(
+        cls == ShapeClass::NarrowMatVec ? 64 : dev.maxThreads / 2,
+        op.getExtent(row) / v));
+    b.share(row, t);
+    SmallVector<unsigned> rows(parallel);
+    if (!rows.empty() && rows.back() == row)
+      rows.pop_back();
+    if (cls == ShapeClass::NarrowMatVec && !rows.empty()) {
+      // Several rows per block: a 64-thread group per row.
+      unsigned r = rows.pop_back_val();
+      int64_t perBlock = std::min<int64_t>(4, op.getExtent(r));
+      b.spread(r, perBlock, Mapping::BlockX);
+      b.setThreads(r, perBlock);
+      b.spreadOverGrid(rows, Mapping::BlockY);
+    } else {
+      b.spreadOverGrid(rows);
+    }
+    return b.build(v, 1, {MemoryLevel::Global});
+  }
+  case ShapeClass::ColumnReduction: {
+    unsigned inner = np ? np - 1 : 0;
+    int64_t v = np ? getVectorWidth(storage, op.getExtent(inner)) : 1;
+    if (np) {
+      b.spread(inner, dev.warpSize * v, Mapping::BlockX);
+      b.setThreads(inner, dev.warpSize);
+      b.spreadOverGrid(ArrayRef(parallel).drop_back(), Mapping::BlockY);
+    }
+    if (op.getNumReduced())
+      b.share(n - 1, dev.maxThreads / dev.warpSize);
+    return b.build(v, 1, {MemoryLevel::Global});
+  }
+  case ShapeClass::MatmulLike: {
+    if (np < 2)
+      return b.build(1, 1, {MemoryLevel::Global});
+    unsigned j = np - 1, i = np - 2;
+    int64_t tm = floorPow2(std::min<int64_t>(128, op.getExtent(i)));
+    int64_t tn = floorPow2(std::min<int64_t>(128, op.getExtent(j)));
+    b.spread(j, tn, Mapping::BlockX);
+    b.spread(i, tm, Mapping::BlockY);
+    b.setThreads(j, std::min<int64_t>(16, tn));
+    b.setThreads(i, std::min<int64_t>(16, tm));
+    b.spreadOverGrid(ArrayRef(parallel).drop_back(2), Mapping::BlockZ);
+    int64_t tk = 1;
+    if (op.getNumReduced()) {
+      tk = floorPow2(std::min<int64_t>(32, op.getExtent(n - 1)));
+      b.spread(n - 1, tk, Mapping::Serial);
+    }
+    // As many stages as shared memory holds, at most 3.
+    int64_t bytes = std::max<int64_t>(1, storage.getIntOrFloatBitWidth() / 8);
+    int64_t stageBytes = (tm + tn) * tk * bytes;
+    int64_t stages = std::clamp<int64_t>(dev.sharedMemory / stageBytes, 1, 3);
+    int64_t v = getVectorWidth(storage, tk);
+    return b.build(v, stages,
+                   SmallVector<MemoryLevel>(stages, MemoryLevel::Shared));
+  }
+  case ShapeClass::OnlineSoftmax: {
+    // (..., i, d) reduce (j): queries i tiled over blocks, d whole.
+    if (np >= 2) {
+      unsigned d = np - 1, i = np - 2;
+      b.share(d, 1);
+      b.spread(i, 64, Mapping::BlockX);
+      b.setThreads(i, std::min<int64_t>(64, op.getExtent(i)));
+      b.spreadOverGrid(ArrayRef(parallel).drop_back(2), Mapping::BlockY);
+    }
+    b.spread(n - 1, 64, Mapping::Serial);
+    int64_t v = np ? getVectorWidth(storage, op.getExtent(np - 1)) : 1;
+    return b.build(v, 2, {MemoryLevel::Shared, MemoryLevel::Shared});
+  }
+  }
+  llvm_unreachable("unknown shape class");
+}
+
+struct TangSchedulePass : tang::impl::TangScheduleBase<TangSchedulePass> {
+  using TangScheduleBase::TangScheduleBase;
+
+  void runOnOperation() override {
+    if (smCount < 1 || sharedMemory < 1 || warpSize < 1 || maxThreads < 1 ||
+        !llvm::isPowerOf2_64(warpSize) || maxThreads < warpSize) {
+      getOperation().emitError()
+          << "tang-schedule: device facts must be positive, the warp size a "
+             "power of two and max-threads at least the warp size";
+      return signalPassFailure();
+    }
+    DeviceFacts dev{smCount, sharedMemory, warpSize, maxThreads};
+    getOperation().walk([&](ComprehensionOp op) {
+      if (op->getParentOfType<ComprehensionOp>() || op.getScheduleAttr())
+        return;
+      ShapeClass cls = classifyComprehension(op);
+      op.setScheduleAttr(scheduleFor(op, cls, dev));
+      op->setAttr("tang.shape_class",
+                  StringAttr::get(op.getContext(), stringifyShapeClass(cls)));
+      ++numScheduled;
+    });
+  }
+};
+
+} // namespace

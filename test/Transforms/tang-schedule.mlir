@@ -1,0 +1,153 @@
+// RUN: tang-opt %s --tang-schedule --split-input-file | FileCheck %s
+// RUN: tang-opt %s --tang-schedule="max-threads=256" --split-input-file | FileCheck %s --check-prefix=SMALL
+// RUN: not tang-opt %s --tang-schedule="warp-size=24" --split-input-file 2>&1 | FileCheck %s --check-prefix=BAD
+
+// BAD: error: tang-schedule: device facts must be positive, the warp size a power of two and max-threads at least the warp size
+
+// Pointwise (bf16): 16-byte vectors of 8 along the row, 256 threads, rows
+// over block_y.
+// CHECK-LABEL: func.func @pointwise
+// CHECK: tang.schedule<tile = [1, 2048], mapping = [block_y, block_x], threads = [1, 256], vector = 8, stages = 1, storage = bf16, accumulate = f32, memory = [global]>
+// CHECK-SAME: tang.shape_class = "pointwise"
+func.func @pointwise(%X: tensor<4096x4096xbf16>) -> tensor<4096x4096xbf16> {
+  %y = tang.comprehension (%i, %j) [4096, 4096] : tensor<4096x4096xbf16> {
+    %x = tang.read %X[%i, %j] : tensor<4096x4096xbf16>
+    %e = math.exp %x : bf16
+    tang.yield %e : bf16
+  }
+  return %y : tensor<4096x4096xbf16>
+}
+
+// -----
+
+// Row reduction (softmax after fusion, bf16 32768x4096): a block per row,
+// 512 threads striding it 8 elements at a time.
+// CHECK-LABEL: func.func @softmax_rows
+// CHECK: tang.schedule<tile = [1, 4096], mapping = [block_x, serial], threads = [1, 512], vector = 8
+// CHECK-SAME: tang.shape_class = "row_reduction"
+// SMALL-LABEL: func.func @softmax_rows
+// SMALL: threads = [1, 128]
+func.func @softmax_rows(%X: tensor<32768x4096xbf16>) -> tensor<32768x4096xbf16> {
+  %y = tang.comprehension (%i, %j) [32768, 4096] : tensor<32768x4096xbf16> {
+    %m = tang.comprehension reduce (%k) [4096] monoid(max) : bf16 {
+      %x = tang.read %X[%i, %k] : tensor<32768x4096xbf16>
+      tang.yield %x : bf16
+    }
+    %x = tang.read %X[%i, %j] : tensor<32768x4096xbf16>
+    %d = arith.subf %x, %m : bf16
+    tang.yield %d : bf16
+  }
+  return %y : tensor<32768x4096xbf16>
+}
+
+// -----
+
+// Column reduction: a warp-wide strip of columns per block, threads striding
+// the rows.
+// CHECK-LABEL: func.func @column_sums
+// CHECK: tang.schedule<tile = [256, 1024], mapping = [block_x, serial], threads = [32, 32], vector = 8
+// CHECK-SAME: tang.shape_class = "column_reduction"
+func.func @column_sums(%X: tensor<1024x4096xbf16>) -> tensor<4096xbf16> {
+  %s = tang.comprehension (%j) reduce (%i) [4096, 1024] monoid(add) : tensor<4096xbf16> {
+    %x = tang.read %X[%i, %j] : tensor<1024x4096xbf16>
+    tang.yield %x : bf16
+  }
+  return %s : tensor<4096xbf16>
+}
+
+// -----
+
+// GEMV 4096 -> 12288: narrow matrix-vector, 4 rows per block, 64 threads per
+// row.
+// CHECK-LABEL: func.func @gemv
+// CHECK: tang.schedule<tile = [4, 4096], mapping = [block_x, serial], threads = [4, 64], vector = 8
+// CHECK-SAME: tang.shape_class = "narrow_matvec"
+func.func @gemv(%W: tensor<12288x4096xbf16>, %x: tensor<4096xbf16>) -> tensor<12288xbf16> {
+  %y = tang.comprehension (%i) reduce (%k) [12288, 4096] monoid(add) : tensor<12288xbf16> {
+    %w = tang.read %W[%i, %k] : tensor<12288x4096xbf16>
+    %v = tang.read %x[%k] : tensor<4096xbf16>
+    %p = arith.mulf %w, %v : bf16
+    tang.yield %p : bf16
+  }
+  return %y : tensor<12288xbf16>
+}
+
+// -----
+
+// Matmul (batched through the outer index): 128x128 tiles, 32-deep steps,
+// 3 stages in shared memory, f32 accumulation.
+// CHECK-LABEL: func.func @batched_matmul
+// CHECK: tang.schedule<tile = [1, 128, 128, 32], mapping = [block_z, block_y, block_x, serial], threads = [1, 16, 16, 1], vector = 8, stages = 3, storage = bf16, accumulate = f32, memory = [shared, shared, shared]>
+// CHECK-SAME: tang.shape_class = "matmul_like"
+func.func @batched_matmul(%A: tensor<8x1024x512xbf16>, %B: tensor<512x1024xbf16>) -> tensor<8x1024x1024xbf16> {
+  %C = tang.comprehension (%b, %i, %j) reduce (%k) [8, 1024, 1024, 512] monoid(add) : tensor<8x1024x1024xbf16> {
+    %a = tang.read %A[%b, %i, %k] : tensor<8x1024x512xbf16>
+    %w = tang.read %B[%k, %j] : tensor<512x1024xbf16>
+    %p = arith.mulf %a, %w : bf16
+    tang.yield %p : bf16
+  }
+  return %C : tensor<8x1024x1024xbf16>
+}
+
+// -----
+
+// A matmul with its epilogue (after fusion) is still matmul-like.
+// CHECK-LABEL: func.func @matmul_epilogue
+// CHECK: tang.shape_class = "matmul_like"
+func.func @matmul_epilogue(%A: tensor<256x64xf32>, %B: tensor<64x256xf32>) -> tensor<256x256xf32> {
+  %C = tang.comprehension (%i, %j) [256, 256] : tensor<256x256xf32> {
+    %c = tang.comprehension reduce (%k) [64] monoid(add) : f32 {
+      %a = tang.read %A[%i, %k] : tensor<256x64xf32>
+      %b = tang.read %B[%k, %j] : tensor<64x256xf32>
+      %p = arith.mulf %a, %b : f32
+      tang.yield %p : f32
+    }
+    %t = math.tanh %c : f32
+    tang.yield %t : f32
+  }
+  return %C : tensor<256x256xf32>
+}
+
+// -----
+
+// A norm (x * x of one tensor) is a row reduction, not a contraction.
+// CHECK-LABEL: func.func @sum_of_squares
+// CHECK: tang.shape_class = "row_reduction"
+func.func @sum_of_squares(%X: tensor<64x512xf32>) -> tensor<64xf32> {
+  %s = tang.comprehension (%i) reduce (%k) [64, 512] monoid(add) : tensor<64xf32> {
+    %x = tang.read %X[%i, %k] : tensor<64x512xf32>
+    %x2 = arith.mulf %x, %x : f32
+    tang.yield %x2 : f32
+  }
+  return %s : tensor<64xf32>
+}
+
+// -----
+
+// Online softmax (attention core): 64 queries per block, the head dimension
+// whole, 64-key steps double-buffered in shared memory.
+// CHECK-LABEL: func.func @attention
+// CHECK: tang.schedule<tile = [1, 1, 64, 128, 64], mapping = [block_z, block_y, block_x, serial, serial], threads = [1, 1, 64, 1, 1], vector = 8, stages = 2, storage = bf16, accumulate = f32, memory = [shared, shared]>
+// CHECK-SAME: tang.shape_class = "online_softmax"
+func.func @attention(%S: tensor<4x16x2048x2048xbf16>, %V: tensor<4x16x2048x128xbf16>) -> tensor<4x16x2048x128xbf16> {
+  %o = tang.comprehension (%b, %h, %i, %d) reduce (%j) [4, 16, 2048, 128, 2048] monoid(online_softmax) : tensor<4x16x2048x128xbf16> {
+    %s = tang.read %S[%b, %h, %i, %j] : tensor<4x16x2048x2048xbf16>
+    %v = tang.read %V[%b, %h, %j, %d] : tensor<4x16x2048x128xbf16>
+    tang.yield %s, %v : bf16, bf16
+  }
+  return %o : tensor<4x16x2048x128xbf16>
+}
+
+// -----
+
+// A comprehension that has a schedule keeps it.
+// CHECK-LABEL: func.func @kept
+// CHECK: tang.schedule<tile = [2], mapping = [serial], threads = [1], vector = 1
+// CHECK-NOT: tang.shape_class
+func.func @kept(%X: tensor<4xf32>) -> tensor<4xf32> {
+  %y = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tile = [2]>} : tensor<4xf32> {
+    %x = tang.read %X[%i] : tensor<4xf32>
+    tang.yield %x : f32
+  }
+  return %y : tensor<4xf32>
+}
