@@ -4,6 +4,12 @@
 #define TANG_CONVERSION_PASSES_H
 
 #include "Tang/Conversion/LinalgToTang/LinalgToTang.h"
+#include "Tang/Conversion/TangToGPU/TangToGPU.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Pass/Pass.h"
 
 namespace mlir::tang {

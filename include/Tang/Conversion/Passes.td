@@ -86,4 +86,36 @@ def ConvertLinalgToTang : Pass<"convert-linalg-to-tang", "::mlir::ModuleOp"> {
                            "::mlir::linalg::LinalgDialect"];
 }
 
+def ConvertTangToGPU : Pass<"convert-tang-to-gpu", "::mlir::ModuleOp"> {
+  let summary = "Lower comprehensions to the kernel form (gpu.func kernels and a host launch sequence)";
+  let description = [{
+    Turns every function of function-level comprehensions into the kernel
+    form that every backend starts from: one `gpu.func` kernel per
+    comprehension in `gpu.module @tang_kernels` (scf loops, memref loads
+    and stores, f16/bf16 computed in f32), and a host `func.func` of the
+    same name whose arguments are memrefs (the inputs, then one per result,
+    written in place) that allocates intermediates and launches the kernels
+    in order with `gpu.launch_func` (grid, block, shared memory and
+    argument order explicit). Views are folded into reads first.
+
+    ```mlir
+    // After: the host sequence and one kernel.
+    func.func @main(%X: memref<8x32xf32>, %Y: memref<8x32xf32>) attributes {tang.kernel_form} {
+      gpu.launch_func @tang_kernels::@main_k0 blocks in (%c1, %c1, %c1)
+          threads in (%c256, %c1, %c1) args(%X : memref<8x32xf32>, %Y : memref<8x32xf32>)
+      return
+    }
+    gpu.module @tang_kernels {
+      gpu.func @main_k0(%X: memref<8x32xf32>, %Y: memref<8x32xf32>) kernel { ... }
+    }
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect",
+    "::mlir::math::MathDialect", "::mlir::func::FuncDialect",
+    "::mlir::affine::AffineDialect"
+  ];
+}
+
 #endif // TANG_CONVERSION_PASSES_TD

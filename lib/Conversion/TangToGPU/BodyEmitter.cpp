@@ -1,0 +1,368 @@
+//===- BodyEmitter.cpp - scalar code for comprehension bodies ---*- C++ -*-===//
+
+#include "BodyEmitter.h"
+
+#include "mlir/Dialect/Affine/Utils.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::tang;
+
+Type mlir::tang::getComputeType(Type t) {
+  if (t.isF16() || t.isBF16())
+    return Float32Type::get(t.getContext());
+  return t;
+}
+
+//===----------------------------------------------------------------------===//
+// MonoidCodegen
+//===----------------------------------------------------------------------===//
+
+FailureOr<MonoidCodegen> MonoidCodegen::get(ComprehensionOp op) {
+  MonoidCodegen m;
+  SmallVector<Type> yields =
+      llvm::map_to_vector(op.getYield().getValues().getTypes(), getComputeType);
+  if (auto sym = dyn_cast_or_null<FlatSymbolRefAttr>(op.getMonoidAttr())) {
+    m.user = SymbolTable::lookupNearestSymbolFrom<MonoidOp>(op, sym);
+    if (!m.user)
+      return op.emitOpError() << "monoid " << sym << " not found";
+    m.carrierTypes =
+        llvm::map_to_vector(m.user.getCarrierTypes(), getComputeType);
+    return m;
+  }
+  m.kind = op.getBuiltinMonoid();
+  if (!m.kind)
+    return op.emitOpError() << "has no monoid";
+  switch (*m.kind) {
+  case MonoidKind::SoftmaxNorm:
+    m.carrierTypes = {yields[0], yields[0]};
+    break;
+  case MonoidKind::OnlineSoftmax:
+    if (yields[0] != yields[1])
+      return op.emitOpError()
+             << "the kernel form needs online_softmax scores and values of "
+                "one compute type, got "
+             << yields[0] << " and " << yields[1];
+    m.carrierTypes = {yields[0], yields[0], yields[1]};
+    break;
+  default:
+    m.carrierTypes.assign(yields.begin(), yields.end());
+  }
+  return m;
+}
+
+static Value constantLike(OpBuilder &b, Location loc, Type t, double f,
+                          int64_t i) {
+  if (auto ft = dyn_cast<FloatType>(t))
+    return arith::ConstantOp::create(b, loc, ft, b.getFloatAttr(ft, f));
+  return arith::ConstantOp::create(b, loc, t, b.getIntegerAttr(t, i));
+}
+
+SmallVector<Value> MonoidCodegen::identity(OpBuilder &b, Location loc) const {
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  if (user) {
+    SmallVector<Value> out;
+    for (auto [a, t] : llvm::zip(user.getIdentity(), carrierTypes)) {
+      if (auto f = dyn_cast<FloatAttr>(a))
+        out.push_back(constantLike(b, loc, t, f.getValueAsDouble(), 0));
+      else
+        out.push_back(constantLike(
+            b, loc, t, 0, cast<IntegerAttr>(a).getValue().getSExtValue()));
+    }
+    return out;
+  }
+  auto low = [&](Type t) {
+    if (isa<FloatType>(t))
+      return constantLike(b, loc, t, -inf, 0);
+    unsigned w = t.getIntOrFloatBitWidth();
+    return constantLike(
+        b, loc, t, 0,
+        w == 1 ? 0 : std::numeric_limits<int64_t>::min() >> (64 - w));
+  };
+  auto high = [&](Type t) {
+    if (isa<FloatType>(t))
+      return constantLike(b, loc, t, inf, 0);
+    unsigned w = t.getIntOrFloatBitWidth();
+    return constantLike(
+        b, loc, t, 0,
+        w == 1 ? 1 : std::numeric_limits<int64_t>::max() >> (64 - w));
+  };
+  Type t = carrierTypes[0];
+  switch (*kind) {
+  case MonoidKind::Add:
+  case MonoidKind::Or:
+    return {constantLike(b, loc, t, 0, 0)};
+  case MonoidKind::Mul:
+    return {constantLike(b, loc, t, 1, 1)};
+  case MonoidKind::And:
+    return {constantLike(b, loc, t, 0, -1)};
+  case MonoidKind::Max:
+    return {low(t)};
+  case MonoidKind::Min:
+    return {high(t)};
+  case MonoidKind::ArgMax:
+    return {low(t), high(carrierTypes[1])};
+  case MonoidKind::ArgMin:
+    return {high(t), high(carrierTypes[1])};
+  case MonoidKind::SoftmaxNorm:
+    return {low(t), constantLike(b, loc, t, 0, 0)};
+  case MonoidKind::OnlineSoftmax:
+    return {low(t), constantLike(b, loc, t, 0, 0),
+            constantLike(b, loc, carrierTypes[2], 0, 0)};
+  }
+  llvm_unreachable("unknown monoid");
+}
+
+SmallVector<Value> MonoidCodegen::lift(OpBuilder &b, Location loc,
+                                       ValueRange yields) const {
+  if (kind == MonoidKind::SoftmaxNorm)
+    return {yields[0], constantLike(b, loc, carrierTypes[1], 1, 1)};
+  if (kind == MonoidKind::OnlineSoftmax)
+    return {yields[0], constantLike(b, loc, carrierTypes[1], 1, 1), yields[1]};
+  return llvm::to_vector(yields);
+}
+
+/// exp(a - m) with m = -inf treated as 0 (so that an all -inf carrier
+/// combines to (-inf, 0) instead of NaN).
+static Value scaleFrom(OpBuilder &b, Location loc, Value a, Value m) {
+  Type t = m.getType();
+  Value negInf =
+      constantLike(b, loc, t, -std::numeric_limits<double>::infinity(), 0);
+  Value zero = constantLike(b, loc, t, 0, 0);
+  Value isEmpty =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, m, negInf);
+  Value safe = arith::SelectOp::create(b, loc, isEmpty, zero, m);
+  return math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, a, safe));
+}
+
+SmallVector<Value> MonoidCodegen::combine(OpBuilder &b, Location loc,
+                                          ValueRange x, ValueRange y) const {
+  if (user) {
+    Block &body = user.getCombine().front();
+    IRMapping mapping;
+    for (auto [arg, v] :
+         llvm::zip(body.getArguments(), llvm::concat<const Value>(x, y)))
+      mapping.map(arg, v);
+    for (Operation &op : body.without_terminator()) {
+      Operation *clone = b.clone(op, mapping);
+      for (OpResult r : clone->getResults())
+        r.setType(getComputeType(r.getType()));
+    }
+    return llvm::map_to_vector(body.getTerminator()->getOperands(),
+                               [&](Value v) { return mapping.lookup(v); });
+  }
+  Type t = carrierTypes[0];
+  bool isFloat = isa<FloatType>(t);
+  switch (*kind) {
+  case MonoidKind::Add:
+    return {isFloat ? Value(arith::AddFOp::create(b, loc, x[0], y[0]))
+                    : Value(arith::AddIOp::create(b, loc, x[0], y[0]))};
+  case MonoidKind::Mul:
+    return {isFloat ? Value(arith::MulFOp::create(b, loc, x[0], y[0]))
+                    : Value(arith::MulIOp::create(b, loc, x[0], y[0]))};
+  case MonoidKind::Max:
+    return {isFloat ? Value(arith::MaximumFOp::create(b, loc, x[0], y[0]))
+                    : Value(arith::MaxSIOp::create(b, loc, x[0], y[0]))};
+  case MonoidKind::Min:
+    return {isFloat ? Value(arith::MinimumFOp::create(b, loc, x[0], y[0]))
+                    : Value(arith::MinSIOp::create(b, loc, x[0], y[0]))};
+  case MonoidKind::And:
+    return {arith::AndIOp::create(b, loc, x[0], y[0])};
+  case MonoidKind::Or:
+    return {arith::OrIOp::create(b, loc, x[0], y[0])};
+  case MonoidKind::ArgMax:
+  case MonoidKind::ArgMin: {
+    // Take y when it is strictly better, or equal with a smaller index.
+    bool isMax = *kind == MonoidKind::ArgMax;
+    Value better, equal;
+    if (isFloat) {
+      better = arith::CmpFOp::create(
+          b, loc, isMax ? arith::CmpFPredicate::OGT : arith::CmpFPredicate::OLT,
+          y[0], x[0]);
+      equal =
+          arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, y[0], x[0]);
+    } else {
+      better = arith::CmpIOp::create(
+          b, loc, isMax ? arith::CmpIPredicate::sgt : arith::CmpIPredicate::slt,
+          y[0], x[0]);
+      equal =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, y[0], x[0]);
+    }
+    Value earlier =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, y[1], x[1]);
+    Value take = arith::OrIOp::create(
+        b, loc, better, arith::AndIOp::create(b, loc, equal, earlier));
+    return {arith::SelectOp::create(b, loc, take, y[0], x[0]),
+            arith::SelectOp::create(b, loc, take, y[1], x[1])};
+  }
+  case MonoidKind::SoftmaxNorm:
+  case MonoidKind::OnlineSoftmax: {
+    Value m = arith::MaximumFOp::create(b, loc, x[0], y[0]);
+    Value sx = scaleFrom(b, loc, x[0], m), sy = scaleFrom(b, loc, y[0], m);
+    Value l =
+        arith::AddFOp::create(b, loc, arith::MulFOp::create(b, loc, x[1], sx),
+                              arith::MulFOp::create(b, loc, y[1], sy));
+    if (*kind == MonoidKind::SoftmaxNorm)
+      return {m, l};
+    Value acc =
+        arith::AddFOp::create(b, loc, arith::MulFOp::create(b, loc, x[2], sx),
+                              arith::MulFOp::create(b, loc, y[2], sy));
+    return {m, l, acc};
+  }
+  }
+  llvm_unreachable("unknown monoid");
+}
+
+SmallVector<Value> MonoidCodegen::finalize(OpBuilder &b, Location loc,
+                                           ValueRange carrier) const {
+  if (kind == MonoidKind::OnlineSoftmax)
+    return {arith::DivFOp::create(b, loc, carrier[2], carrier[1])};
+  return llvm::to_vector(carrier);
+}
+
+//===----------------------------------------------------------------------===//
+// BodyEmitter
+//===----------------------------------------------------------------------===//
+
+Value BodyEmitter::emitRead(OpBuilder &b, Location loc, Value memref,
+                            AffineMap map, ValueRange indices) {
+  std::optional<SmallVector<Value, 8>> coords =
+      affine::expandAffineMap(b, loc, map, indices);
+  Value v = memref::LoadOp::create(b, loc, memref, *coords);
+  Type ct = getComputeType(v.getType());
+  if (ct != v.getType())
+    v = arith::ExtFOp::create(b, loc, ct, v);
+  return v;
+}
+
+FailureOr<SmallVector<Value>> BodyEmitter::emitBody(OpBuilder &b, Block &body,
+                                                    IRMapping &mapping) {
+  for (Operation &op : body.without_terminator())
+    if (failed(emitOp(b, &op, mapping)))
+      return failure();
+  return llvm::map_to_vector(body.getTerminator()->getOperands(),
+                             [&](Value v) { return mapping.lookup(v); });
+}
+
+FailureOr<SmallVector<Value>>
+BodyEmitter::emitSerialReduction(OpBuilder &b, ComprehensionOp op,
+                                 IRMapping &mapping) {
+  Location loc = op.getLoc();
+  if (op.getNumReduced() == 0)
+    return emitBody(b, op.getBodyBlock(), mapping);
+  FailureOr<MonoidCodegen> mc = MonoidCodegen::get(op);
+  if (failed(mc))
+    return failure();
+  SmallVector<Value> init = mc->identity(b, loc);
+
+  // One loop per reduced index, outermost first, carrying the carrier.
+  bool failedBody = false;
+  std::function<SmallVector<Value>(OpBuilder &, unsigned, ValueRange)> loops =
+      [&](OpBuilder &ob, unsigned r, ValueRange carrier) -> SmallVector<Value> {
+    if (r == op.getNumIndices()) {
+      FailureOr<SmallVector<Value>> yields =
+          emitBody(ob, op.getBodyBlock(), mapping);
+      if (failed(yields)) {
+        failedBody = true;
+        return llvm::to_vector(carrier);
+      }
+      return mc->combine(ob, loc, carrier, mc->lift(ob, loc, *yields));
+    }
+    Value lb = arith::ConstantIndexOp::create(ob, loc, 0);
+    Value ub = arith::ConstantIndexOp::create(ob, loc, op.getExtent(r));
+    Value step = arith::ConstantIndexOp::create(ob, loc, 1);
+    auto loop = scf::ForOp::create(
+        ob, loc, lb, ub, step, carrier,
+        [&](OpBuilder &lb2, Location, Value iv, ValueRange iter) {
+          mapping.map(op.getIndex(r), iv);
+          SmallVector<Value> next = loops(lb2, r + 1, iter);
+          scf::YieldOp::create(lb2, loc, next);
+        });
+    return SmallVector<Value>(loop.getResults());
+  };
+  SmallVector<Value> carrier = loops(b, op.getNumParallel(), init);
+  if (failedBody)
+    return failure();
+  return mc->finalize(b, loc, carrier);
+}
+
+LogicalResult BodyEmitter::emitOp(OpBuilder &b, Operation *op,
+                                  IRMapping &mapping) {
+  Location loc = op->getLoc();
+  // Scalar constants hoisted to the function level are rematerialised.
+  for (Value v : op->getOperands()) {
+    if (mapping.contains(v) || isa<ShapedType>(v.getType()))
+      continue;
+    auto c = v.getDefiningOp<arith::ConstantOp>();
+    if (!c)
+      return op->emitOpError()
+             << "uses a value the kernel form cannot bring into a kernel";
+    if (failed(emitOp(b, c, mapping)))
+      return failure();
+  }
+
+  if (auto read = dyn_cast<ReadOp>(op)) {
+    Value memref = tensors.lookupOrNull(read.getTensor());
+    if (!memref)
+      return read.emitOpError()
+             << "reads a tensor with no buffer in the kernel";
+    SmallVector<Value> indices = llvm::map_to_vector(
+        read.getIndices(), [&](Value v) { return mapping.lookup(v); });
+    mapping.map(read.getResult(),
+                emitRead(b, loc, memref, read.getMap(), indices));
+    return success();
+  }
+  if (auto index = dyn_cast<IndexOp>(op)) {
+    SmallVector<Value> operands = llvm::map_to_vector(
+        index.getIndices(), [&](Value v) { return mapping.lookup(v); });
+    Value v = affine::expandAffineExpr(b, loc, index.getMap().getResult(0),
+                                       operands, {});
+    Type t = getComputeType(index.getType());
+    if (isa<FloatType>(t)) {
+      v = arith::IndexCastOp::create(b, loc, b.getI64Type(), v);
+      v = arith::SIToFPOp::create(b, loc, t, v);
+    } else {
+      v = arith::IndexCastOp::create(b, loc, t, v);
+    }
+    mapping.map(index.getResult(), v);
+    return success();
+  }
+  if (auto nested = dyn_cast<ComprehensionOp>(op)) {
+    FailureOr<SmallVector<Value>> results =
+        emitSerialReduction(b, nested, mapping);
+    if (failed(results))
+      return failure();
+    for (auto [r, v] : llvm::zip(nested.getResults(), *results))
+      mapping.map(r, v);
+    return success();
+  }
+  if (auto c = dyn_cast<arith::ConstantOp>(op)) {
+    Type t = getComputeType(c.getType());
+    if (auto f = dyn_cast<FloatAttr>(c.getValue()); f && t != c.getType()) {
+      mapping.map(c.getResult(),
+                  arith::ConstantOp::create(
+                      b, loc, t, b.getFloatAttr(t, f.getValueAsDouble())));
+      return success();
+    }
+  }
+  if (isa<arith::ExtFOp, arith::TruncFOp>(op)) {
+    Value in = mapping.lookup(op->getOperand(0));
+    Type t = getComputeType(op->getResult(0).getType());
+    if (in.getType() == t) {
+      mapping.map(op->getResult(0), in);
+      return success();
+    }
+  }
+  if (op->getNumRegions() != 0)
+    return op->emitOpError() << "with regions is not supported by the kernel "
+                                "form";
+  Operation *clone = b.clone(*op, mapping);
+  for (OpResult r : clone->getResults())
+    r.setType(getComputeType(r.getType()));
+  return success();
+}

@@ -1,0 +1,77 @@
+//===- BodyEmitter.h - scalar code for comprehension bodies -----*- C++ -*-===//
+//
+// Emits the scalar code of a comprehension body inside a kernel: reads
+// become memref loads at the expanded affine index expressions, nested
+// comprehensions become loops carrying the monoid's carrier, f16/bf16
+// arithmetic is promoted to f32. Shared by every kernel shape.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TANG_LIB_CONVERSION_TANGTOGPU_BODYEMITTER_H
+#define TANG_LIB_CONVERSION_TANGTOGPU_BODYEMITTER_H
+
+#include "Tang/Dialect/Tang/IR/TangOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+
+namespace mlir::tang {
+
+/// The type a scalar of storage type `t` is computed in: f32 for f16 and
+/// bf16, itself otherwise.
+Type getComputeType(Type t);
+
+/// Code for one monoid: its carrier in compute types, identity, lift,
+/// combine and finalise.
+class MonoidCodegen {
+public:
+  /// For a comprehension's monoid (builtin or user-defined).
+  static FailureOr<MonoidCodegen> get(ComprehensionOp op);
+
+  ArrayRef<Type> getCarrierTypes() const { return carrierTypes; }
+  SmallVector<Value> identity(OpBuilder &b, Location loc) const;
+  SmallVector<Value> lift(OpBuilder &b, Location loc, ValueRange yields) const;
+  SmallVector<Value> combine(OpBuilder &b, Location loc, ValueRange x,
+                             ValueRange y) const;
+  SmallVector<Value> finalize(OpBuilder &b, Location loc,
+                              ValueRange carrier) const;
+
+private:
+  std::optional<MonoidKind> kind;
+  /// Op handles are value types whose accessors are not const.
+  mutable MonoidOp user;
+  SmallVector<Type> carrierTypes;
+};
+
+/// Emits comprehension bodies at a builder's insertion point.
+class BodyEmitter {
+public:
+  /// `tensors` maps every function-level tensor a body may read to the
+  /// memref that holds it inside the kernel.
+  explicit BodyEmitter(IRMapping &tensors) : tensors(tensors) {}
+
+  /// Emits `body` (a comprehension's block, its indices already mapped in
+  /// `mapping` to index values) and returns the yielded values in compute
+  /// types.
+  FailureOr<SmallVector<Value>> emitBody(OpBuilder &b, Block &body,
+                                         IRMapping &mapping);
+
+  /// Emits the reduction of `op` over its reduced indices, its parallel
+  /// indices already mapped, as loops carrying the carrier; returns the
+  /// finalised results in compute types.
+  FailureOr<SmallVector<Value>>
+  emitSerialReduction(OpBuilder &b, ComprehensionOp op, IRMapping &mapping);
+
+  /// Emits a load of `tensor` at `map(indices)` in compute type.
+  Value emitRead(OpBuilder &b, Location loc, Value memref, AffineMap map,
+                 ValueRange indices);
+
+private:
+  LogicalResult emitOp(OpBuilder &b, Operation *op, IRMapping &mapping);
+
+  IRMapping &tensors;
+};
+
+} // namespace mlir::tang
+
+#endif // TANG_LIB_CONVERSION_TANGTOGPU_BODYEMITTER_H

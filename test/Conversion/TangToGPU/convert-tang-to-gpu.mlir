@@ -1,0 +1,111 @@
+// RUN: tang-opt %s --convert-tang-to-gpu --split-input-file --verify-diagnostics | FileCheck %s
+
+// A fused softmax: the host launches one kernel over the 8x32 points; the
+// kernel decomposes its thread id into (i, j), runs the nested reductions as
+// loops carrying the carrier, and stores in place into the result argument.
+// CHECK-LABEL: func.func @softmax
+// CHECK-SAME: (%[[X:.*]]: memref<8x32xf32>, %[[Y:.*]]: memref<8x32xf32>)
+// CHECK-SAME: attributes {tang.kernel_form}
+// CHECK: gpu.launch_func @tang_kernels::@softmax_k0 blocks in (%{{.*}}, %{{.*}}, %{{.*}}) threads in (%{{.*}}, %{{.*}}, %{{.*}}) args(%[[X]] : memref<8x32xf32>, %[[Y]] : memref<8x32xf32>)
+// CHECK: gpu.module @tang_kernels
+// CHECK: gpu.func @softmax_k0(%[[KX:.*]]: memref<8x32xf32>, %[[KY:.*]]: memref<8x32xf32>) kernel
+// CHECK: gpu.block_id x
+// CHECK: gpu.thread_id x
+// CHECK: scf.if
+// CHECK: %[[M:.*]] = scf.for {{.*}} iter_args(%[[ACC:.*]] = %{{.*}}) -> (f32)
+// CHECK: arith.maximumf %[[ACC]]
+// CHECK: scf.for
+// CHECK: math.exp
+// CHECK: memref.store %{{.*}}, %[[KY]]
+func.func @softmax(%X: tensor<8x32xf32>) -> tensor<8x32xf32> {
+  %y = tang.comprehension (%i, %j) [8, 32] : tensor<8x32xf32> {
+    %m = tang.comprehension reduce (%k) [32] monoid(max) : f32 {
+      %x = tang.read %X[%i, %k] : tensor<8x32xf32>
+      tang.yield %x : f32
+    }
+    %l = tang.comprehension reduce (%k) [32] monoid(add) : f32 {
+      %x = tang.read %X[%i, %k] : tensor<8x32xf32>
+      %d = arith.subf %x, %m : f32
+      %e = math.exp %d : f32
+      tang.yield %e : f32
+    }
+    %x = tang.read %X[%i, %j] : tensor<8x32xf32>
+    %d = arith.subf %x, %m : f32
+    %e = math.exp %d : f32
+    %r = arith.divf %e, %l : f32
+    tang.yield %r : f32
+  }
+  return %y : tensor<8x32xf32>
+}
+
+// -----
+
+// bf16 storage: loads extend to f32, arithmetic runs in f32, the store
+// truncates; an intermediate is allocated, launched into and freed.
+// CHECK-LABEL: func.func @bf16_chain
+// CHECK: %[[T:.*]] = memref.alloc() : memref<64xbf16>
+// CHECK: gpu.launch_func @tang_kernels::@bf16_chain_k0 {{.*}} args(%{{.*}} : memref<64xbf16>, %[[T]] : memref<64xbf16>)
+// CHECK: gpu.launch_func @tang_kernels::@bf16_chain_k1 {{.*}} args(%[[T]] : memref<64xbf16>, %{{.*}} : memref<64xbf16>)
+// CHECK: memref.dealloc %[[T]]
+// CHECK: gpu.func @bf16_chain_k0
+// CHECK: %[[L:.*]] = memref.load
+// CHECK: %[[E:.*]] = arith.extf %[[L]] : bf16 to f32
+// CHECK: %[[X:.*]] = math.exp %[[E]] : f32
+// CHECK: %[[S:.*]] = arith.truncf %[[X]] : f32 to bf16
+// CHECK: memref.store %[[S]]
+func.func @bf16_chain(%X: tensor<64xbf16>) -> tensor<64xbf16> {
+  %a = tang.comprehension (%i) [64] : tensor<64xbf16> {
+    %x = tang.read %X[%i] : tensor<64xbf16>
+    %e = math.exp %x : bf16
+    tang.yield %e : bf16
+  }
+  %b = tang.comprehension (%i) [64] : tensor<64xbf16> {
+    %x = tang.read %a[63 - %i] : tensor<64xbf16>
+    %n = arith.negf %x : bf16
+    tang.yield %n : bf16
+  }
+  return %b : tensor<64xbf16>
+}
+
+// -----
+
+// The online-softmax carrier (m, l, acc) is carried by the loop and
+// finalised to acc / l.
+// CHECK-LABEL: gpu.func @attention_k0
+// CHECK: scf.for {{.*}} -> (f32, f32, f32)
+// CHECK: math.exp
+// CHECK: arith.divf
+func.func @attention(%S: tensor<4x16xf32>, %V: tensor<16x8xf32>) -> tensor<4x8xf32> {
+  %o = tang.comprehension (%i, %d) reduce (%j) [4, 8, 16] monoid(online_softmax) : tensor<4x8xf32> {
+    %s = tang.read %S[%i, %j] : tensor<4x16xf32>
+    %v = tang.read %V[%j, %d] : tensor<16x8xf32>
+    tang.yield %s, %v : f32, f32
+  }
+  return %o : tensor<4x8xf32>
+}
+
+// -----
+
+// A tensor returned twice cannot be written in place twice.
+func.func @returned_twice(%X: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %y = tang.comprehension (%i) [4] : tensor<4xf32> {
+    %x = tang.read %X[%i] : tensor<4xf32>
+    tang.yield %x : f32
+  }
+  // expected-error @+1 {{returns #1 an argument or a value already returned}}
+  return %y, %y : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// i1 tensors are refused with a diagnostic.
+// expected-error @+1 {{has an i1 tensor ('tensor<4xi1>'): the kernel form stores no i1 tensors yet}}
+func.func @bool_result(%X: tensor<4xf32>) -> tensor<4xi1> {
+  %y = tang.comprehension (%i) [4] : tensor<4xi1> {
+    %x = tang.read %X[%i] : tensor<4xf32>
+    %z = arith.constant 0.0 : f32
+    %p = arith.cmpf ogt, %x, %z : f32
+    tang.yield %p : i1
+  }
+  return %y : tensor<4xi1>
+}
