@@ -23,3 +23,12 @@ llvm_config.with_environment("PATH", config.tang_tools_dir, append_path=True)
 
 tools = ["tang-opt", "tang-run"]
 llvm_config.add_tool_substitutions(tools, [config.tang_tools_dir])
+
+# ptxas (CUDA toolkit) checks the PTX tang emits, where it is installed.
+import shutil
+ptxas = shutil.which("ptxas") or next(
+    (p for p in ("/usr/local/cuda/bin/ptxas", "/usr/local/cuda-13.0/bin/ptxas")
+     if os.path.exists(p)), None)
+if ptxas:
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", ptxas))

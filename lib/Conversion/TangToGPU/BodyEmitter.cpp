@@ -302,7 +302,8 @@ LogicalResult BodyEmitter::emitOp(OpBuilder &b, Operation *op,
     if (!c)
       return op->emitOpError()
              << "uses a value the kernel form cannot bring into a kernel";
-    if (failed(emitOp(b, c, mapping)))
+    OpBuilder atEntry = OpBuilder::atBlockBegin(entry);
+    if (failed(emitOp(atEntry, c, mapping)))
       return failure();
   }
 

@@ -48,7 +48,10 @@ class BodyEmitter {
 public:
   /// `tensors` maps every function-level tensor a body may read to the
   /// memref that holds it inside the kernel.
-  explicit BodyEmitter(IRMapping &tensors) : tensors(tensors) {}
+  /// Scalar constants hoisted out of the bodies (to the function level) are
+  /// rematerialised at the start of `entry`, where they dominate the kernel.
+  BodyEmitter(IRMapping &tensors, Block *entry)
+      : tensors(tensors), entry(entry) {}
 
   /// Emits `body` (a comprehension's block, its indices already mapped in
   /// `mapping` to index values) and returns the yielded values in compute
@@ -70,6 +73,7 @@ private:
   LogicalResult emitOp(OpBuilder &b, Operation *op, IRMapping &mapping);
 
   IRMapping &tensors;
+  Block *entry;
 };
 
 } // namespace mlir::tang

@@ -164,7 +164,7 @@ LogicalResult KernelFormBuilder::emitPointKernel(OpBuilder &b,
     rest = arith::DivUIOp::create(b, loc, rest, ext);
     mapping.map(op.getIndex(i), point[i]);
   }
-  BodyEmitter emitter(tensors);
+  BodyEmitter emitter(tensors, &k.func.getBody().front());
   FailureOr<SmallVector<Value>> results =
       emitter.emitSerialReduction(b, op, mapping);
   if (failed(results))
@@ -202,6 +202,8 @@ LogicalResult KernelFormBuilder::convertFunc(func::FuncOp func) {
   auto host = func::FuncOp::create(b, loc, func.getSymName(),
                                    b.getFunctionType(argTypes, {}));
   host->setAttr("tang.kernel_form", b.getUnitAttr());
+  // The arguments are the inputs, then one buffer per result.
+  host->setAttr("tang.num_inputs", b.getI64IntegerAttr(func.getNumArguments()));
   Block *entry = host.addEntryBlock();
   b.setInsertionPointToStart(entry);
 

@@ -5,7 +5,7 @@
 // loops carrying the carrier, and stores in place into the result argument.
 // CHECK-LABEL: func.func @softmax
 // CHECK-SAME: (%[[X:.*]]: memref<8x32xf32>, %[[Y:.*]]: memref<8x32xf32>)
-// CHECK-SAME: attributes {tang.kernel_form}
+// CHECK-SAME: attributes {tang.kernel_form, tang.num_inputs = 1 : i64}
 // CHECK: gpu.launch_func @tang_kernels::@softmax_k0 blocks in (%{{.*}}, %{{.*}}, %{{.*}}) threads in (%{{.*}}, %{{.*}}, %{{.*}}) args(%[[X]] : memref<8x32xf32>, %[[Y]] : memref<8x32xf32>)
 // CHECK: gpu.module @tang_kernels
 // CHECK: gpu.func @softmax_k0(%[[KX:.*]]: memref<8x32xf32>, %[[KY:.*]]: memref<8x32xf32>) kernel

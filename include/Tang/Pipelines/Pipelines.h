@@ -1,0 +1,51 @@
+//===- Pipelines.h - tang's pass pipelines ----------------------*- C++ -*-===//
+
+#ifndef TANG_PIPELINES_PIPELINES_H
+#define TANG_PIPELINES_PIPELINES_H
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
+
+namespace mlir::tang {
+
+/// Options of --tang-lower-cuda.
+struct TangLowerCudaOptions : public PassPipelineOptions<TangLowerCudaOptions> {
+  PassOptions::Option<bool> fuse{
+      *this, "fuse",
+      llvm::cl::desc("Run --tang-fuse and --tang-online-softmax first"),
+      llvm::cl::init(false)};
+  PassOptions::Option<std::string> chip{
+      *this, "chip", llvm::cl::desc("Target chip"), llvm::cl::init("sm_90a")};
+  PassOptions::Option<std::string> features{*this, "features",
+                                            llvm::cl::desc("PTX features"),
+                                            llvm::cl::init("+ptx80")};
+  PassOptions::Option<unsigned> optLevel{
+      *this, "opt-level", llvm::cl::desc("LLVM optimisation level (0-3)"),
+      llvm::cl::init(3)};
+  PassOptions::Option<std::string> format{
+      *this, "format",
+      llvm::cl::desc("Kernel image: isa (PTX, no CUDA needed), bin (cubin, "
+                     "runs ptxas) or fatbin"),
+      llvm::cl::init("isa")};
+  PassOptions::Option<std::string> toolkit{
+      *this, "toolkit",
+      llvm::cl::desc("CUDA toolkit path for ptxas (format=bin/fatbin)"),
+      llvm::cl::init("")};
+  PassOptions::Option<std::string> bundle{
+      *this, "bundle",
+      llvm::cl::desc("Also write the kernels and their launch sequence to "
+                     "this directory (see docs/CudaBundle.md)"),
+      llvm::cl::init("")};
+};
+
+/// tang IR -> (fusion) -> schedules -> the kernel form -> NVVM -> PTX/cubin
+/// in `gpu.binary`, host launch sequence left in the kernel form.
+void buildTangLowerCudaPipeline(OpPassManager &pm,
+                                const TangLowerCudaOptions &options);
+
+/// Registers tang's pipelines with the pass registry.
+void registerTangPipelines();
+
+} // namespace mlir::tang
+
+#endif // TANG_PIPELINES_PIPELINES_H

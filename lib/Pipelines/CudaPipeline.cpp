@@ -1,0 +1,113 @@
+//===- CudaPipeline.cpp - --tang-lower-cuda ---------------------*- C++ -*-===//
+
+#include "Tang/Conversion/Passes.h"
+#include "Tang/Pipelines/Pipelines.h"
+#include "Tang/Target/CUDA/ExportBundle.h"
+#include "Tang/Transforms/Passes.h"
+
+#include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/Support/FileSystem.h"
+
+#include <cstdlib>
+
+using namespace mlir;
+using namespace mlir::tang;
+
+/// The CUDA toolkit: the option, else $CUDA_HOME, $CUDA_PATH, or
+/// /usr/local/cuda. Kernels calling math functions need its libdevice; PTX
+/// without it keeps unresolved `__nv_*` calls (the bundle exporter refuses
+/// those with a diagnostic).
+static std::string findCudaToolkit(StringRef option) {
+  if (!option.empty())
+    return option.str();
+  for (const char *var : {"CUDA_HOME", "CUDA_PATH"})
+    if (const char *v = std::getenv(var); v && *v)
+      return v;
+  if (llvm::sys::fs::exists("/usr/local/cuda/nvvm/libdevice"))
+    return "/usr/local/cuda";
+  return "";
+}
+
+namespace {
+/// Fails the pipeline with a diagnostic naming a bad option (a pipeline
+/// builder cannot fail by itself).
+struct RejectOptionPass
+    : PassWrapper<RejectOptionPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(RejectOptionPass)
+  explicit RejectOptionPass(std::string message)
+      : message(std::move(message)) {}
+  StringRef getArgument() const override { return "tang-reject-option"; }
+  void runOnOperation() override {
+    getOperation().emitError() << "tang-lower-cuda: " << message;
+    signalPassFailure();
+  }
+  std::string message;
+};
+} // namespace
+
+void mlir::tang::buildTangLowerCudaPipeline(
+    OpPassManager &pm, const TangLowerCudaOptions &options) {
+  if (!llvm::is_contained({"isa", "bin", "fatbin"},
+                          options.format.getValue())) {
+    pm.addPass(std::make_unique<RejectOptionPass>(
+        "format must be isa (PTX), bin (cubin) or fatbin, got '" +
+        options.format.getValue() + "'"));
+    return;
+  }
+  if (options.optLevel > 3) {
+    pm.addPass(std::make_unique<RejectOptionPass>(
+        "opt-level must be 0 to 3, got " +
+        std::to_string(options.optLevel.getValue())));
+    return;
+  }
+  // tang -> tang: fusion and the online-softmax monoid, if asked.
+  if (options.fuse) {
+    pm.addPass(createTangFuse());
+    pm.addPass(createTangOnlineSoftmax());
+  }
+  pm.addPass(createCanonicalizerPass());
+  // tang -> tang with schedules.
+  pm.addPass(createTangSchedule());
+  // tang -> the kernel form (gpu, scf, memref, arith, math; host launches).
+  pm.addPass(createConvertTangToGPU());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  // The kernel form -> NVVM (kernels only: the host sequence stays in the
+  // kernel form, where the bundle exporter reads it).
+  GpuNVVMAttachTargetOptions target;
+  target.chip = options.chip;
+  target.features = options.features;
+  target.optLevel = options.optLevel;
+  pm.addPass(createGpuNVVMAttachTarget(target));
+  OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
+  kernels.addPass(createLowerAffinePass());
+  kernels.addPass(createSCFToControlFlowPass());
+  ConvertGpuOpsToNVVMOpsOptions nvvm;
+  nvvm.useBarePtrCallConv = true; // One pointer per buffer parameter.
+  kernels.addPass(createConvertGpuOpsToNVVMOps(nvvm));
+  kernels.addPass(createCanonicalizerPass());
+  kernels.addPass(createCSEPass());
+  kernels.addPass(createReconcileUnrealizedCastsPass());
+  // NVVM -> PTX (or cubin through ptxas).
+  GpuModuleToBinaryPassOptions binary;
+  binary.compilationTarget = options.format;
+  binary.toolkitPath = findCudaToolkit(options.toolkit);
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+  if (!options.bundle.empty())
+    pm.addPass(createExportCudaBundlePass(options.bundle));
+}
+
+void mlir::tang::registerTangPipelines() {
+  PassPipelineRegistration<TangLowerCudaOptions>(
+      "tang-lower-cuda",
+      "Lower tang to CUDA: (fusion,) schedules, the kernel form, NVVM, and "
+      "PTX or cubin in a gpu.binary; optionally write a CUDA bundle",
+      buildTangLowerCudaPipeline);
+}

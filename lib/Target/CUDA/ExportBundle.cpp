@@ -1,0 +1,233 @@
+//===- ExportBundle.cpp - write a CUDA bundle -------------------*- C++ -*-===//
+//
+// Reads the kernel form's host functions (memref arguments, memref.alloc
+// temporaries, gpu.launch_func with constant grid and block) and the
+// `gpu.binary` images, and writes manifest.json plus the image.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Tang/Target/CUDA/ExportBundle.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace mlir::tang;
+
+static FailureOr<std::string> getDtype(Operation *at, Type t) {
+  if (t.isF64())
+    return std::string("f64");
+  if (t.isF32())
+    return std::string("f32");
+  if (t.isF16())
+    return std::string("f16");
+  if (t.isBF16())
+    return std::string("bf16");
+  if (t.isSignlessInteger(32))
+    return std::string("i32");
+  if (t.isSignlessInteger(8))
+    return std::string("i8");
+  if (t.isSignlessInteger(1))
+    return std::string("i1");
+  return at->emitOpError() << "has a buffer of element type " << t
+                           << " that the CUDA bundle cannot describe";
+}
+
+static FailureOr<llvm::json::Object> describeBuffer(Operation *at, Type t) {
+  auto m = dyn_cast<MemRefType>(t);
+  if (!m || !m.hasStaticShape() || !m.getLayout().isIdentity())
+    return at->emitOpError()
+           << "has a buffer " << t << " that is not a static, dense memref";
+  FailureOr<std::string> dtype = getDtype(at, m.getElementType());
+  if (failed(dtype))
+    return failure();
+  llvm::json::Array shape;
+  for (int64_t d : m.getShape())
+    shape.push_back(d);
+  return llvm::json::Object{{"shape", std::move(shape)}, {"dtype", *dtype}};
+}
+
+static FailureOr<llvm::json::Array>
+getDim3(gpu::LaunchFuncOp launch, gpu::KernelDim3 dims, StringRef what) {
+  llvm::json::Array out;
+  for (Value v : {dims.x, dims.y, dims.z}) {
+    std::optional<int64_t> c = getConstantIntValue(v);
+    if (!c)
+      return launch.emitOpError()
+             << "has a non-constant " << what << " size: the CUDA bundle "
+             << "needs static launch configurations";
+    out.push_back(*c);
+  }
+  return out;
+}
+
+static FailureOr<llvm::json::Object> describeFunction(func::FuncOp func) {
+  auto numInputs = func->getAttrOfType<IntegerAttr>("tang.num_inputs");
+  if (!numInputs)
+    return func.emitOpError() << "is not a kernel-form host function";
+  llvm::json::Array args, temps, launches;
+  for (auto [i, t] : llvm::enumerate(func.getArgumentTypes())) {
+    FailureOr<llvm::json::Object> d = describeBuffer(func, t);
+    if (failed(d))
+      return failure();
+    (*d)["role"] =
+        static_cast<int64_t>(i) < numInputs.getInt() ? "input" : "output";
+    args.push_back(std::move(*d));
+  }
+  llvm::DenseMap<Value, int64_t> tempIndex;
+  for (Operation &op : func.getBody().front()) {
+    if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
+      FailureOr<llvm::json::Object> d = describeBuffer(alloc, alloc.getType());
+      if (failed(d))
+        return failure();
+      tempIndex[alloc.getResult()] = temps.size();
+      temps.push_back(std::move(*d));
+      continue;
+    }
+    auto launch = dyn_cast<gpu::LaunchFuncOp>(op);
+    if (!launch)
+      continue;
+    FailureOr<llvm::json::Array> grid =
+        getDim3(launch, launch.getGridSizeOperandValues(), "grid");
+    FailureOr<llvm::json::Array> block =
+        getDim3(launch, launch.getBlockSizeOperandValues(), "block");
+    if (failed(grid) || failed(block))
+      return failure();
+    int64_t shared = 0;
+    if (Value s = launch.getDynamicSharedMemorySize()) {
+      std::optional<int64_t> c = getConstantIntValue(s);
+      if (!c)
+        return launch.emitOpError() << "has a non-constant shared memory size";
+      shared = *c;
+    }
+    llvm::json::Array kargs;
+    for (Value v : launch.getKernelOperands()) {
+      if (auto arg = dyn_cast<BlockArgument>(v)) {
+        kargs.push_back(llvm::json::Object{{"arg", arg.getArgNumber()}});
+        continue;
+      }
+      auto it = tempIndex.find(v);
+      if (it == tempIndex.end())
+        return launch.emitOpError()
+               << "passes a kernel argument that is neither a function "
+                  "argument nor a temporary";
+      kargs.push_back(llvm::json::Object{{"temp", it->second}});
+    }
+    launches.push_back(
+        llvm::json::Object{{"kernel", launch.getKernelName().getValue().str()},
+                           {"grid", std::move(*grid)},
+                           {"block", std::move(*block)},
+                           {"shared_bytes", shared},
+                           {"args", std::move(kargs)}});
+  }
+  return llvm::json::Object{{"name", func.getSymName().str()},
+                            {"args", std::move(args)},
+                            {"temporaries", std::move(temps)},
+                            {"launches", std::move(launches)}};
+}
+
+LogicalResult mlir::tang::exportCudaBundle(ModuleOp module, StringRef dir) {
+  if (std::error_code ec = llvm::sys::fs::create_directories(dir))
+    return module.emitError() << "cannot create bundle directory '" << dir
+                              << "': " << ec.message();
+  SmallVector<gpu::BinaryOp> binaries(module.getOps<gpu::BinaryOp>());
+  if (binaries.size() != 1)
+    return module.emitError() << "a CUDA bundle needs exactly one gpu.binary "
+                                 "(run gpu-module-to-binary), found "
+                              << binaries.size();
+  gpu::BinaryOp binary = binaries.front();
+  auto object = dyn_cast<gpu::ObjectAttr>(binary.getObjects()[0]);
+  if (!object || binary.getObjects().size() != 1)
+    return binary.emitOpError() << "needs exactly one object";
+  StringRef format, ext;
+  switch (object.getFormat()) {
+  case gpu::CompilationTarget::Assembly:
+    format = "ptx", ext = ".ptx";
+    break;
+  case gpu::CompilationTarget::Binary:
+    format = "cubin", ext = ".cubin";
+    break;
+  case gpu::CompilationTarget::Fatbin:
+    format = "fatbin", ext = ".fatbin";
+    break;
+  default:
+    return binary.emitOpError() << "holds an object of a format the CUDA "
+                                   "runtime cannot load (use isa, bin or "
+                                   "fatbin)";
+  }
+  std::string chip;
+  if (auto target = dyn_cast<NVVM::NVVMTargetAttr>(object.getTarget()))
+    chip = target.getChip().str();
+
+  if (format == "ptx" &&
+      object.getObject().getValue().contains(".extern .func"))
+    return binary.emitOpError()
+           << "calls external device functions (libdevice math such as "
+              "__nv_expf) that were not linked: give the CUDA toolkit "
+              "(--tang-lower-cuda=\"toolkit=/usr/local/cuda\" or "
+              "$CUDA_HOME)";
+
+  std::string image = (binary.getSymName() + ext).str();
+  SmallString<256> imagePath(dir);
+  llvm::sys::path::append(imagePath, image);
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(imagePath, ec, llvm::sys::fs::OF_None);
+    if (ec)
+      return binary.emitOpError()
+             << "cannot write '" << imagePath << "': " << ec.message();
+    os << object.getObject().getValue();
+  }
+
+  llvm::json::Array functions;
+  for (auto func : module.getOps<func::FuncOp>()) {
+    if (!func->hasAttr("tang.kernel_form"))
+      continue;
+    FailureOr<llvm::json::Object> f = describeFunction(func);
+    if (failed(f))
+      return failure();
+    functions.push_back(std::move(*f));
+  }
+  llvm::json::Object manifest{{"version", 1},
+                              {"format", format.str()},
+                              {"image", image},
+                              {"chip", chip},
+                              {"functions", std::move(functions)}};
+  SmallString<256> manifestPath(dir);
+  llvm::sys::path::append(manifestPath, "manifest.json");
+  std::error_code ec;
+  llvm::raw_fd_ostream os(manifestPath, ec, llvm::sys::fs::OF_Text);
+  if (ec)
+    return module.emitError()
+           << "cannot write '" << manifestPath << "': " << ec.message();
+  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(manifest))) << "\n";
+  return success();
+}
+
+namespace {
+struct ExportCudaBundlePass
+    : PassWrapper<ExportCudaBundlePass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ExportCudaBundlePass)
+  explicit ExportCudaBundlePass(std::string dir) : dir(std::move(dir)) {}
+  StringRef getArgument() const override { return "tang-export-cuda-bundle"; }
+  StringRef getDescription() const override {
+    return "Write the CUDA bundle (kernels + manifest.json) to a directory";
+  }
+  void runOnOperation() override {
+    if (failed(exportCudaBundle(getOperation(), dir)))
+      signalPassFailure();
+  }
+  std::string dir;
+};
+} // namespace
+
+std::unique_ptr<Pass> mlir::tang::createExportCudaBundlePass(std::string dir) {
+  return std::make_unique<ExportCudaBundlePass>(std::move(dir));
+}
