@@ -10,6 +10,15 @@ bash scripts/build.sh
 
 bash scripts/check-format.sh
 
+# The CUDA runtime builds wherever the CUDA headers are (no GPU needed); its
+# tests then also drive the C++ CLI against a fake driver.
+if [ -f /usr/local/cuda/include/cuda.h ]; then
+  echo "[tang] building the CUDA runtime (runtime/cuda -> build-rt)"
+  [ -f build-rt/build.ninja ] || cmake -G Ninja -S runtime/cuda -B build-rt >/dev/null
+  ninja -C build-rt
+  export TANG_CUDA_RUN="$PWD/build-rt/tang-cuda-run"
+fi
+
 BUILD_DIR="${TANG_BUILD_DIR:-build}"
 echo "[tang] running check-tang"
 ninja -C "$BUILD_DIR" check-tang

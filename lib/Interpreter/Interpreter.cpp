@@ -7,10 +7,11 @@
 // the reduced points in row-major order, combined under the monoid from its
 // identity. Views are materialised; reads index the materialised tensors.
 //
-// Scalars are float64 throughout. Integer values are held exactly and wrapped
-// to their bit width (i1 as 0 or 1); `arith.truncf`/`arith.extf` are the
-// identity, because the reference computes exact math and rounding to a
-// storage type is a schedule's business.
+// Scalars are float64 throughout. Integer values are held exactly up to 2^53
+// (every i32, i8 and i1 value; i64 or index intermediates beyond 2^53 are
+// rounded) and wrapped to their bit width (i1 as 0 or 1);
+// `arith.truncf`/`arith.extf` are the identity, because the reference computes
+// exact math and rounding to a storage type is a schedule's business.
 //
 // Every monoid is evaluated through its lift, its binary combine on two
 // carriers, its identity and its finalisation (MonoidEval), so that
@@ -45,6 +46,15 @@ using namespace mlir::tang;
 //===----------------------------------------------------------------------===//
 // Tensor and random inputs
 //===----------------------------------------------------------------------===//
+
+std::optional<int64_t>
+mlir::tang::getNumElementsChecked(ArrayRef<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    if (d < 0 || __builtin_mul_overflow(n, d, &n))
+      return std::nullopt;
+  return n;
+}
 
 int64_t Tensor::getNumElements() const {
   int64_t n = 1;
@@ -372,6 +382,10 @@ private:
   /// The slots of the enclosing indices a nested comprehension depends on,
   /// or nothing if it also depends on other scalars of the enclosing body.
   std::optional<SmallVector<Slot>> getMemoKey(ComprehensionOp c);
+  /// Makes `v` (operand #operandNo of `user`) available in a slot: computed
+  /// earlier, or a function-level scalar constant loaded by a new instr.
+  LogicalResult ensureAvailable(Operation *user, Value v, unsigned operandNo,
+                                std::vector<Instr> &out);
   FailureOr<MonoidEval> compileMonoid(ComprehensionOp op);
 
   const TensorMap &tensors;
@@ -407,6 +421,20 @@ std::optional<SmallVector<Slot>> Compiler::getMemoKey(ComprehensionOp c) {
   return slots;
 }
 
+LogicalResult Compiler::ensureAvailable(Operation *user, Value v,
+                                        unsigned operandNo,
+                                        std::vector<Instr> &out) {
+  if (slots.count(v) || isa<RankedTensorType>(v.getType()))
+    return success();
+  std::optional<double> c = getScalarConstant(v);
+  if (!c)
+    return user->emitError() << "tang-run: operand #" << operandNo
+                             << " is not computed in this comprehension body";
+  Slot d = slotOf(v);
+  out.push_back([d, c](double *f) { f[d] = *c; });
+  return success();
+}
+
 LogicalResult Compiler::compileBlock(Block &block, std::vector<Instr> &out) {
   for (Operation &op : block.without_terminator())
     if (failed(compileOp(&op, out)))
@@ -424,8 +452,12 @@ Compiler::compileComprehension(ComprehensionOp op) {
   }
   if (failed(compileBlock(op.getBodyBlock(), plan->body)))
     return failure();
-  for (Value v : op.getYield().getValues())
+  for (auto [i, v] : llvm::enumerate(op.getYield().getValues())) {
+    // A yielded constant may have been hoisted out of the body.
+    if (failed(ensureAvailable(op.getYield(), v, i, plan->body)))
+      return failure();
     plan->yieldSlots.push_back(slotOf(v));
+  }
   plan->numResults = op.getNumResults();
   if (op.getMonoidAttr()) {
     FailureOr<MonoidEval> m = compileMonoid(op);
@@ -696,17 +728,9 @@ LogicalResult Compiler::compileOp(Operation *op, std::vector<Instr> &out) {
   ErrorState *e = &err;
   // Every scalar operand is computed earlier in the compiled bodies, or is a
   // scalar constant captured from the function level.
-  for (OpOperand &use : op->getOpOperands()) {
-    Value v = use.get();
-    if (slots.count(v) || isa<RankedTensorType>(v.getType()))
-      continue;
-    std::optional<double> c = getScalarConstant(v);
-    if (!c)
-      return op->emitError() << "tang-run: operand #" << use.getOperandNumber()
-                             << " is not computed in this comprehension body";
-    Slot d = slotOf(v);
-    out.push_back([d, c](double *f) { f[d] = *c; });
-  }
+  for (OpOperand &use : op->getOpOperands())
+    if (failed(ensureAvailable(op, use.get(), use.getOperandNumber(), out)))
+      return failure();
   auto unary = [&](Value in, Value res, double (*fn)(double)) {
     Slot a = slotOf(in), d = slotOf(res);
     out.push_back([a, d, fn](double *f) { f[d] = fn(f[a]); });
@@ -1000,6 +1024,8 @@ LogicalResult Compiler::compileOp(Operation *op, std::vector<Instr> &out) {
         return intBinary(o, [](U, U, S a, S b, unsigned) -> R {
           if (b == 0)
             return std::nullopt;
+          if (b == -1) // INT_MIN / -1 wraps instead of trapping.
+            return U(0) - static_cast<U>(a);
           return static_cast<U>(a / b);
         });
       })
@@ -1007,6 +1033,8 @@ LogicalResult Compiler::compileOp(Operation *op, std::vector<Instr> &out) {
         return intBinary(o, [](U, U, S a, S b, unsigned) -> R {
           if (b == 0)
             return std::nullopt;
+          if (b == -1)
+            return U(0);
           return static_cast<U>(a % b);
         });
       })
@@ -1028,6 +1056,8 @@ LogicalResult Compiler::compileOp(Operation *op, std::vector<Instr> &out) {
         return intBinary(o, [](U, U, S a, S b, unsigned) -> R {
           if (b == 0)
             return std::nullopt;
+          if (b == -1)
+            return U(0) - static_cast<U>(a);
           return static_cast<U>(floorDiv(a, b));
         });
       })
@@ -1035,6 +1065,8 @@ LogicalResult Compiler::compileOp(Operation *op, std::vector<Instr> &out) {
         return intBinary(o, [](U, U, S a, S b, unsigned) -> R {
           if (b == 0)
             return std::nullopt;
+          if (b == -1)
+            return U(0) - static_cast<U>(a);
           return static_cast<U>(-floorDiv(-a, b));
         });
       })
@@ -1264,9 +1296,9 @@ evalComprehension(ComprehensionOp op, const TensorMap &tensors) {
   const Plan &plan = **planOr;
 
   SmallVector<std::shared_ptr<Tensor>> results;
-  int64_t numPoints = 1;
-  for (unsigned i = 0; i < plan.numParallel; ++i)
-    numPoints *= plan.extents[i];
+  std::optional<int64_t> points = getNumElementsChecked(
+      ArrayRef(plan.extents).take_front(plan.numParallel));
+  int64_t numPoints = points.value_or(kMaxElements + 1);
   if (numPoints > kMaxElements)
     return op.emitError() << "tang-run: the result has " << numPoints
                           << " elements, more than the reference "
@@ -1383,7 +1415,8 @@ FailureOr<SmallVector<Tensor>> mlir::tang::interpret(func::FuncOp func,
       continue;
     }
     if (auto v = dyn_cast<ViewOp>(op)) {
-      if (v.getType().getNumElements() > kMaxElements)
+      if (getNumElementsChecked(v.getType().getShape())
+              .value_or(kMaxElements + 1) > kMaxElements)
         return v.emitError() << "tang-run: the view has more elements than "
                                 "the reference interpreter's limit of "
                              << kMaxElements;

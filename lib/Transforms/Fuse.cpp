@@ -84,8 +84,9 @@ void substituteIndices(OpT op, ArrayRef<BlockArgument> producerIndices,
       renumber.push_back(getAffineConstantExpr(0, ctx));
     }
   }
-  map = simplifyAffineMap(
-      map.replaceDimsAndSymbols(renumber, {}, used.size(), 0));
+  // No simplifyAffineMap: it rewrites `mod` into floordiv arithmetic that
+  // interval bounds checks cannot follow.
+  map = map.replaceDimsAndSymbols(renumber, {}, used.size(), 0);
   op.getIndicesMutable().assign(used);
   op.setMap(map);
 }
@@ -121,7 +122,8 @@ Value substituteProducer(ReadOp read, ComprehensionOp producer,
   if (producer.getNumReduced() == 0) {
     // A map: inline its body.
     cloneBody(rewriter, /*withTerminator=*/false);
-    return mapping.lookup(producer.getYield().getValues()[resultNo]);
+    // The yielded value may be a constant hoisted out of the body.
+    return mapping.lookupOrDefault(producer.getYield().getValues()[resultNo]);
   }
 
   // A reduction: a nested comprehension over the producer's reduced indices.
@@ -148,7 +150,7 @@ Value substituteProducer(ReadOp read, ComprehensionOp producer,
 //===----------------------------------------------------------------------===//
 
 /// Why a read of a producer is fused or kept.
-enum class Decision { Fuse, KeepRecompute, KeepBroadcast };
+enum class Decision { Fuse, KeepRecompute, KeepBroadcast, KeepSize };
 
 /// The tensors read anywhere in `op`'s body (nested bodies included).
 llvm::SetVector<Value> getTensorsRead(Operation *op, ReadOp except = {}) {
@@ -163,6 +165,7 @@ llvm::SetVector<Value> getTensorsRead(Operation *op, ReadOp except = {}) {
 struct FusionPolicy {
   double maxRecompute;
   int64_t maxBroadcast;
+  int64_t maxBodyOps;
 
   /// The number of distinct evaluations of the substituted body: the product
   /// of the extents of the indices the read's expressions use.
@@ -183,6 +186,30 @@ struct FusionPolicy {
     for (int64_t e : producer.getParallelExtents())
       elements *= static_cast<double>(e);
     return getEvaluations(read) / elements;
+  }
+
+  /// The number of operations in `op`'s body, nested bodies included.
+  static int64_t countOps(ComprehensionOp op) {
+    int64_t n = 0;
+    op.getBodyBlock().walk([&](Operation *) { ++n; });
+    return n;
+  }
+
+  /// The consumer's size once every distinct read of `producer` in it (same
+  /// map on the same indices counts once: CSE shares them) is substituted.
+  static int64_t getFusedSize(ComprehensionOp producer,
+                              ComprehensionOp consumer) {
+    SmallVector<std::pair<AffineMap, SmallVector<Value>>> reads;
+    consumer.walk([&](ReadOp r) {
+      if (r.getTensor().getDefiningOp() != producer.getOperation())
+        return;
+      std::pair<AffineMap, SmallVector<Value>> key{
+          r.getMap(), SmallVector<Value>(r.getIndices())};
+      if (!llvm::is_contained(reads, key))
+        reads.push_back(key);
+    });
+    return countOps(consumer) +
+           static_cast<int64_t>(reads.size()) * countOps(producer);
   }
 
   /// The number of points of the outermost consumer's parallel domain that
@@ -210,6 +237,14 @@ struct FusionPolicy {
   }
 
   Decision decide(ReadOp read, ComprehensionOp producer) const {
+    // The outermost (function-level) comprehension around the read.
+    auto consumer = read->getParentOfType<ComprehensionOp>();
+    while (auto outer = consumer->getParentOfType<ComprehensionOp>())
+      consumer = outer;
+    // A producer read at several points is copied once per point: along a
+    // chain of such producers the copies multiply. Bound the body's size.
+    if (getFusedSize(producer, consumer) > maxBodyOps)
+      return Decision::KeepSize;
     double factor = getRecomputeFactor(read, producer);
     LLVM_DEBUG(llvm::dbgs() << "tang-fuse: " << read << ": recompute factor "
                             << factor << "\n");
@@ -217,10 +252,6 @@ struct FusionPolicy {
       return Decision::KeepRecompute;
     if (!hasReduction(producer))
       return Decision::Fuse;
-    // The outermost (function-level) comprehension around the read.
-    auto consumer = read->getParentOfType<ComprehensionOp>();
-    while (auto outer = consumer->getParentOfType<ComprehensionOp>())
-      consumer = outer;
     int64_t broadcast = getBroadcastExtent(read, consumer);
     LLVM_DEBUG(llvm::dbgs()
                << "tang-fuse:   broadcast extent " << broadcast << "\n");
@@ -259,6 +290,9 @@ struct ReadOfComprehension_Fuse : OpRewritePattern<ReadOp> {
           read, "the producer's reduction would be recomputed across more "
                 "than max-broadcast consumer points over inputs the consumer "
                 "does not read");
+    case Decision::KeepSize:
+      return rewriter.notifyMatchFailure(
+          read, "the consumer's body would exceed max-body-ops");
     case Decision::Fuse:
       break;
     }
@@ -276,12 +310,13 @@ struct TangFusePass : tang::impl::TangFuseBase<TangFusePass> {
   using TangFuseBase::TangFuseBase;
 
   void runOnOperation() override {
-    if (maxRecompute < 0 || maxBroadcast < 1) {
+    if (maxRecompute < 0 || maxBroadcast < 1 || maxBodyOps < 1) {
       getOperation().emitError()
-          << "tang-fuse: max-recompute must be >= 0 and max-broadcast >= 1";
+          << "tang-fuse: max-recompute must be >= 0 and max-broadcast, "
+             "max-body-ops >= 1";
       return signalPassFailure();
     }
-    FusionPolicy policy{maxRecompute, maxBroadcast};
+    FusionPolicy policy{maxRecompute, maxBroadcast, maxBodyOps};
     int64_t before = countComprehensions();
     int64_t fused = 0;
     RewritePatternSet patterns(&getContext());
@@ -311,6 +346,8 @@ struct TangFusePass : tang::impl::TangFuseBase<TangFusePass> {
         ++numKeptRecompute;
       else if (d == Decision::KeepBroadcast)
         ++numKeptBroadcast;
+      else if (d == Decision::KeepSize)
+        ++numKeptSize;
     });
     numErased += before - countComprehensions();
   }

@@ -39,18 +39,58 @@ namespace {
 // Structural equivalence
 //===----------------------------------------------------------------------===//
 
-/// Decides whether two scalar graphs compute the same function, given a
-/// correspondence between some of their values (initially: the reduced
-/// index of one comprehension and that of another).
+/// Whether values depend on a given value (an iteration index), through
+/// operands and through the values nested regions use from outside.
+class Dependence {
+public:
+  explicit Dependence(Value on) : on(on) {}
+
+  bool dependsOn(Value v) {
+    if (v == on)
+      return true;
+    if (auto it = memo.find(v); it != memo.end())
+      return it->second;
+    bool result = false;
+    if (Operation *def = v.getDefiningOp())
+      result = opDependsOn(def);
+    memo[v] = result;
+    return result;
+  }
+
+private:
+  bool opDependsOn(Operation *op) {
+    for (Value operand : op->getOperands())
+      if (dependsOn(operand))
+        return true;
+    bool nested = false;
+    op->walk([&](Operation *inner) {
+      if (inner == op || nested)
+        return;
+      for (Value operand : inner->getOperands())
+        if (!op->isAncestor(operand.getParentRegion()->getParentOp()) &&
+            dependsOn(operand))
+          nested = true;
+    });
+    return nested;
+  }
+
+  Value on;
+  llvm::DenseMap<Value, bool> memo;
+};
+
+/// Decides whether two scalar graphs compute the same function, given that
+/// index `from` of one corresponds to index `to` of the other.
 class Equivalence {
 public:
-  void map(Value a, Value b) { mapping[a] = b; }
+  Equivalence(Value from, Value to) : fromDeps(from) { mapping[from] = to; }
 
   bool equivalent(Value a, Value b) {
-    if (a == b)
-      return true;
+    // A value with a correspondence must meet its counterpart...
     if (auto it = mapping.find(a); it != mapping.end())
       return it->second == b;
+    // ...and one shared by both graphs must not depend on the renamed index.
+    if (a == b)
+      return !fromDeps.dependsOn(a);
     auto ra = dyn_cast<OpResult>(a), rb = dyn_cast<OpResult>(b);
     if (!ra || !rb || ra.getResultNumber() != rb.getResultNumber())
       return false;
@@ -80,7 +120,7 @@ private:
       if (ba.getNumArguments() != bb.getNumArguments())
         return false;
       for (auto [x, y] : llvm::zip(ba.getArguments(), bb.getArguments()))
-        map(x, y);
+        mapping[x] = y;
       Operation *ta = ba.getTerminator(), *tb = bb.getTerminator();
       if (ta->getNumOperands() != tb->getNumOperands())
         return false;
@@ -91,8 +131,15 @@ private:
     return true;
   }
 
+  Dependence fromDeps;
   llvm::DenseMap<Value, Value> mapping;
 };
+
+/// The extent of iteration index `index`.
+int64_t getIndexExtent(Value index) {
+  return getOwningComprehension(index).getExtent(
+      cast<BlockArgument>(index).getArgNumber());
+}
 
 /// A nested comprehension with one reduced index and one result under the
 /// builtin monoid `kind`, or null.
@@ -104,14 +151,10 @@ ComprehensionOp getReduction(Value v, MonoidKind kind) {
   return c;
 }
 
-/// True if the body of `c` uses `index`.
-bool uses(ComprehensionOp c, Value index) {
-  bool found = false;
-  c.getBodyBlock().walk([&](Operation *op) {
-    if (llvm::is_contained(op->getOperands(), index))
-      found = true;
-  });
-  return found;
+/// True if the value of nested comprehension `c` depends on `index`.
+bool dependsOn(ComprehensionOp c, Value index) {
+  Dependence deps(index);
+  return deps.dependsOn(c.getResult(0));
 }
 
 /// If `sum` is `sum_k exp(s'_k - max)` with `max` a max-reduction, returns
@@ -126,19 +169,20 @@ ComprehensionOp matchSumOfExp(ComprehensionOp sum, Value score,
   if (!diff)
     return {};
   ComprehensionOp max = getReduction(diff.getRhs(), MonoidKind::Max);
-  if (!max)
+  if (!max || sum.getExtent(0) != getIndexExtent(scoreIndex))
     return {};
-  Equivalence eq;
-  eq.map(scoreIndex, sum.getIndex(0));
+  Equivalence eq(scoreIndex, sum.getIndex(0));
   if (!eq.equivalent(score, diff.getLhs()))
     return {};
   return max;
 }
 
 /// True if `max` is `max_k s'_k` with s' the score `score` of `scoreIndex`.
+/// Also checks the max has the score index's extent.
 bool isMaxOfScore(ComprehensionOp max, Value score, Value scoreIndex) {
-  Equivalence eq;
-  eq.map(scoreIndex, max.getIndex(0));
+  if (max.getExtent(0) != getIndexExtent(scoreIndex))
+    return false;
+  Equivalence eq(scoreIndex, max.getIndex(0));
   return eq.equivalent(score, max.getYield().getValues()[0]);
 }
 
@@ -166,12 +210,14 @@ std::optional<Probability> matchProbability(Value p, Value index) {
     return std::nullopt;
   Probability prob{diff.getLhs(), getReduction(diff.getRhs(), MonoidKind::Max),
                    getReduction(div.getRhs(), MonoidKind::Add)};
-  if (!prob.max || !prob.sum || uses(prob.max, index) || uses(prob.sum, index))
+  if (!prob.max || !prob.sum || dependsOn(prob.max, index) ||
+      dependsOn(prob.sum, index))
     return std::nullopt;
   if (!isMaxOfScore(prob.max, prob.score, index))
     return std::nullopt;
   ComprehensionOp innerMax = matchSumOfExp(prob.sum, prob.score, index);
-  if (!innerMax || !isMaxOfScore(innerMax, prob.score, index))
+  if (!innerMax || dependsOn(innerMax, prob.sum.getIndex(0)) ||
+      !isMaxOfScore(innerMax, prob.score, index))
     return std::nullopt;
   return prob;
 }
@@ -242,7 +288,8 @@ struct MaxSumExp_SoftmaxNorm : OpRewritePattern<ComprehensionOp> {
       return rewriter.notifyMatchFailure(sum, "the summand is not exp(a - b)");
     Value score = diff.getLhs();
     ComprehensionOp innerMax = getReduction(diff.getRhs(), MonoidKind::Max);
-    if (!innerMax || !isMaxOfScore(innerMax, score, sumIndex))
+    if (!innerMax || dependsOn(innerMax, sumIndex) ||
+        !isMaxOfScore(innerMax, score, sumIndex))
       return rewriter.notifyMatchFailure(
           sum, "the subtrahend is not the max of the same scores");
 
@@ -258,10 +305,23 @@ struct MaxSumExp_SoftmaxNorm : OpRewritePattern<ComprehensionOp> {
       return rewriter.notifyMatchFailure(
           sum, "no max-reduction of the same scores in the same block");
 
-    // Build the pair from the first max: it dominates every use of the sum
-    // once placed before both.
+    // Build the pair from the first max, placed before it and the sum so
+    // that it dominates their uses; the max's body must only use values
+    // defined before that point.
     ComprehensionOp first = maxes.front();
     Operation *insertion = first->isBeforeInBlock(sum) ? first : sum;
+    bool dominates = true;
+    first.getBodyBlock().walk([&](Operation *op) {
+      for (Value v : op->getOperands()) {
+        Operation *def = v.getDefiningOp();
+        if (def && def->getBlock() == sum->getBlock() &&
+            !def->isBeforeInBlock(insertion))
+          dominates = false;
+      }
+    });
+    if (!dominates)
+      return rewriter.notifyMatchFailure(
+          sum, "the max uses values defined after the sum");
     rewriter.setInsertionPoint(insertion);
     Type t = first.getResult(0).getType();
     auto pair = ComprehensionOp::create(

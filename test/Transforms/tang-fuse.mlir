@@ -34,7 +34,7 @@
 // BLOCK-AFTER: 5
 // BLOCK-DEFAULT: 3
 
-// BADOPT: error: tang-fuse: max-recompute must be >= 0 and max-broadcast >= 1
+// BADOPT: error: tang-fuse: max-recompute must be >= 0 and max-broadcast, max-body-ops >= 1
 
 // RMSNorm written unfused: the mean square becomes a nested reduction that
 // depends only on the row.
@@ -68,7 +68,7 @@ func.func @rmsnorm(%X: tensor<4x16xf32>) -> tensor<4x16xf32> {
 // CHECK-LABEL: func.func @map_through_view
 // CHECK: tang.comprehension (%[[I:.*]], %[[J:.*]]) [8, 4]
 // CHECK-NEXT: tang.read %arg0[%[[J]], %[[I]] + 1] : tensor<4x9xf32>
-// CHECK-NEXT: tang.index [%[[I]] + %[[J]] * 8] : f32
+// CHECK-NEXT: tang.index [%[[J]] * 8 + %[[I]]] : f32
 // CHECK-NOT: tang.view
 func.func @map_through_view(%A: tensor<4x9xf32>) -> tensor<8x4xf32> {
   %P = tang.comprehension (%p, %q) [4, 8] : tensor<4x8xf32> {

@@ -211,7 +211,8 @@ LogicalResult run(ModuleOp module, llvm::raw_ostream &os) {
       return emitError(arg.getLoc())
              << "argument #" << arg.getArgNumber()
              << " must be a statically shaped tensor, got " << arg.getType();
-    if (type.getNumElements() > (int64_t(1) << 28))
+    if (getNumElementsChecked(type.getShape()).value_or(INT64_MAX) >
+        (int64_t(1) << 28))
       return emitError(arg.getLoc())
              << "argument #" << arg.getArgNumber() << " (" << type
              << ") is too large for the reference interpreter";

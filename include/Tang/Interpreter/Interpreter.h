@@ -33,6 +33,9 @@ struct Tensor {
   SmallVector<int64_t> getStrides() const;
 };
 
+/// The number of elements of `shape`, or nothing if it overflows int64.
+std::optional<int64_t> getNumElementsChecked(ArrayRef<int64_t> shape);
+
 /// Evaluates `func` on `inputs` (one per argument, shapes already checked by
 /// the caller or checked here). Returns the function's results, or failure
 /// after emitting a diagnostic at the location of the offending operation

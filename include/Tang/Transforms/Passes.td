@@ -50,22 +50,31 @@ def TangFuse : Pass<"tang-fuse", "::mlir::ModuleOp"> {
     consumer needs its value across at most `max-broadcast` points of its
     parallel domain, or where the consumer already reads every tensor the
     producer reads (a row reduction shared across its row, as in softmax).
-    A producer whose result is no longer read is erased.
+    A fusion that would grow the consumer's body past `max-body-ops`
+    (producers read at several points are copied once per point, which
+    multiplies along chains) is not made. A producer whose result is no
+    longer read is erased.
   }];
   let options = [
     Option<"maxRecompute", "max-recompute", "double", "1.0",
            "Largest recompute factor a fusion may incur">,
     Option<"maxBroadcast", "max-broadcast", "int64_t", "256",
-           "Largest number of consumer points (parallel indices the read does "
+                      "Largest number of consumer points (parallel indices the read does "
            "not use) that may share a fused reduction the consumer does not "
            "otherwise read the inputs of">,
+    Option<"maxBodyOps", "max-body-ops", "int64_t", "4096",
+           "Largest consumer body (operations, nested ones included) a fusion "
+           "may produce: producers read at several points are copied once per "
+           "point, which multiplies along chains">,
   ];
   let statistics = [
     Statistic<"numFused", "fused-reads", "Reads replaced by a producer's body">,
     Statistic<"numKeptRecompute", "kept-recompute",
               "Reads not fused: recompute factor above max-recompute">,
-    Statistic<"numKeptBroadcast", "kept-broadcast",
+        Statistic<"numKeptBroadcast", "kept-broadcast",
               "Reads not fused: reduction broadcast above max-broadcast">,
+    Statistic<"numKeptSize", "kept-size",
+              "Reads not fused: the consumer would exceed max-body-ops">,
     Statistic<"numErased", "erased-producers",
               "Producers erased after every read was fused">,
   ];

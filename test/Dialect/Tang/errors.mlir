@@ -637,9 +637,9 @@ func.func @read_scf_iv(%X: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
-// Index operands must be iteration indices: a read outside any comprehension.
+// A read outside any comprehension body.
 func.func @read_outside(%X: tensor<4xf32>, %n: index) -> f32 {
-  // expected-error @+1 {{'tang.read' op index operand #0 is not an iteration index of an enclosing comprehension}}
+  // expected-error @+1 {{'tang.read' op must be inside a comprehension body}}
   %x = tang.read %X[%n] : tensor<4xf32>
   return %x : f32
 }
@@ -1387,4 +1387,13 @@ func.func @schedule_block_too_large(%X: tensor<64x64xf32>) -> tensor<64x64xf32> 
     tang.yield %x : f32
   }
   return %r : tensor<64x64xf32>
+}
+
+// -----
+
+// A read without indices is still a body operation.
+func.func @read_rank0_outside(%S: tensor<f32>) -> f32 {
+  // expected-error @+1 {{'tang.read' op must be inside a comprehension body}}
+  %s = tang.read %S[] : tensor<f32>
+  return %s : f32
 }

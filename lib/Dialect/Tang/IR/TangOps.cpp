@@ -12,6 +12,8 @@
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace mlir::tang;
 
@@ -91,6 +93,57 @@ static std::string toString(AffineExpr e) {
   return s;
 }
 
+/// Evaluates `expr` at integer dimension values (no symbols).
+static int64_t evaluate(AffineExpr expr, ArrayRef<int64_t> dims) {
+  if (auto c = dyn_cast<AffineConstantExpr>(expr))
+    return c.getValue();
+  if (auto d = dyn_cast<AffineDimExpr>(expr))
+    return dims[d.getPosition()];
+  auto bin = cast<AffineBinaryOpExpr>(expr);
+  int64_t a = evaluate(bin.getLHS(), dims), b = evaluate(bin.getRHS(), dims);
+  switch (expr.getKind()) {
+  case AffineExprKind::Add:
+    return a + b;
+  case AffineExprKind::Mul:
+    return a * b;
+  case AffineExprKind::FloorDiv:
+    return floorDivide(a, b);
+  case AffineExprKind::CeilDiv:
+    return ceilDivide(a, b);
+  default: // Mod
+    return a - floorDivide(a, b) * b;
+  }
+}
+
+/// The exact range of `expr` over the box `dimRanges`, by enumeration when
+/// the box has at most 2^16 points (interval arithmetic bounds each
+/// subexpression on its own and can be loose for floordiv/mod of sums).
+static std::optional<IndexRange> getExactRange(AffineExpr expr,
+                                               ArrayRef<IndexRange> dimRanges) {
+  constexpr int64_t kMaxPoints = int64_t(1) << 16;
+  int64_t points = 1;
+  for (IndexRange r : dimRanges) {
+    points *= r.hi - r.lo + 1;
+    if (r.hi < r.lo || points > kMaxPoints)
+      return std::nullopt;
+  }
+  SmallVector<int64_t> dims =
+      llvm::map_to_vector(dimRanges, [](IndexRange r) { return r.lo; });
+  IndexRange out{std::numeric_limits<int64_t>::max(),
+                 std::numeric_limits<int64_t>::min()};
+  for (int64_t p = 0; p < points; ++p) {
+    int64_t v = evaluate(expr, dims);
+    out.lo = std::min(out.lo, v);
+    out.hi = std::max(out.hi, v);
+    for (size_t d = 0; d < dims.size(); ++d) {
+      if (++dims[d] <= dimRanges[d].hi)
+        break;
+      dims[d] = dimRanges[d].lo;
+    }
+  }
+  return out;
+}
+
 /// Checks that every result of `map` stays within `shape` when dimension d
 /// ranges over `dimRanges[d]`. `what` names the expressions in diagnostics.
 static LogicalResult verifyInBounds(Operation *op, AffineMap map,
@@ -100,6 +153,9 @@ static LogicalResult verifyInBounds(Operation *op, AffineMap map,
     if (ShapedType::isDynamic(shape[pos]))
       continue;
     IndexRange r = getRange(expr, dimRanges);
+    if (r.lo < 0 || r.hi >= shape[pos])
+      if (std::optional<IndexRange> exact = getExactRange(expr, dimRanges))
+        r = *exact;
     if (r.lo < 0 || r.hi >= shape[pos])
       return op->emitOpError() << what << " #" << pos << " (" << toString(expr)
                                << ") ranges over [" << r.lo << ", " << r.hi
@@ -492,7 +548,16 @@ void ReadOp::print(OpAsmPrinter &p) {
   p << " : " << getTensor().getType();
 }
 
+/// tang.read and tang.index compute scalars of a comprehension's body.
+static LogicalResult verifyInBody(Operation *op) {
+  if (!op->getParentOfType<ComprehensionOp>())
+    return op->emitOpError() << "must be inside a comprehension body";
+  return success();
+}
+
 LogicalResult ReadOp::verify() {
+  if (failed(verifyInBody(*this)))
+    return failure();
   auto type = cast<RankedTensorType>(getTensor().getType());
   AffineMap map = getMap();
   if (map.getNumResults() != type.getRank())
@@ -525,7 +590,7 @@ OpFoldResult ReadOp::fold(FoldAdaptor) {
   auto view = getTensor().getDefiningOp<ViewOp>();
   if (!view)
     return {};
-  setMap(simplifyAffineMap(view.getMap().compose(getMap())));
+  setMap(view.getMap().compose(getMap()));
   getTensorMutable().assign(view.getSource());
   return getResult();
 }
@@ -570,7 +635,7 @@ OpFoldResult ViewOp::fold(FoldAdaptor) {
   auto inner = getSource().getDefiningOp<ViewOp>();
   if (!inner)
     return {};
-  setMap(simplifyAffineMap(inner.getMap().compose(getMap())));
+  setMap(inner.getMap().compose(getMap()));
   getSourceMutable().assign(inner.getSource());
   return getResult();
 }
@@ -621,6 +686,8 @@ void IndexOp::print(OpAsmPrinter &p) {
 }
 
 LogicalResult IndexOp::verify() {
+  if (failed(verifyInBody(*this)))
+    return failure();
   AffineMap map = getMap();
   if (map.getNumResults() != 1)
     return emitOpError() << "takes one index expression, got "

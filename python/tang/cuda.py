@@ -1,0 +1,996 @@
+"""Run tang CUDA bundles on PyTorch tensors through the CUDA driver.
+
+A bundle (docs/CudaBundle.md) is a directory holding ``manifest.json`` and
+a PTX or cubin image. This module is pure Python: ctypes over libcuda.so.1,
+no compiled extension. It imports without PyTorch and without a GPU, so
+manifests can be parsed and checked anywhere; PyTorch is imported only when
+a bundle is loaded or run.
+
+    import torch, tang.cuda
+    b = tang.cuda.Bundle("out/softmax")           # manifest + image loaded
+    y = b.run("main", x)                          # outputs allocated
+    b.run("main", x, outputs=[y])                 # or passed in
+    ms = b.time("main", x, outputs=[y], repeat=100)   # median ms
+
+``available()`` says whether a driver and a GPU are there;
+``unavailable_reason()`` says why not. Without them, ``Bundle(...)`` raises
+one ``CudaUnavailableError`` ("no CUDA driver (libcuda.so.1 not found)",
+"no CUDA device"). Setting ``TANG_LIBCUDA`` loads that library instead of
+libcuda.so.1 (a driver in a non-standard place, or a test double).
+
+Kernels use the bare-pointer convention: each kernel parameter is one device
+pointer. Launches go to PyTorch's current stream (or ``stream=``).
+Temporaries are allocated once per bundle and function with cuMemAlloc, so
+one bundle must not run the same function on two streams at once.
+"""
+
+import ctypes
+import json
+import math
+import os
+import statistics
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+__all__ = [
+    "BufferSpec", "Bundle", "CudaError", "CudaUnavailableError", "DTYPES",
+    "Function", "Launch", "LaunchArg", "Manifest", "ManifestError",
+    "available", "compute_capability", "device_count", "load_manifest",
+    "parse_manifest", "unavailable_reason",
+]
+
+# ---------------------------------------------------------------------------
+# Errors
+# ---------------------------------------------------------------------------
+
+
+class ManifestError(ValueError):
+    """manifest.json is not a valid version-1 bundle manifest."""
+
+
+class CudaError(RuntimeError):
+    """A CUDA driver call failed (the message names the call and status)."""
+
+
+class CudaUnavailableError(CudaError):
+    """No usable CUDA driver or no CUDA device on this machine."""
+
+
+# ---------------------------------------------------------------------------
+# The manifest
+# ---------------------------------------------------------------------------
+
+#: Bytes per element of each manifest dtype (i1 takes one byte).
+DTYPES: Dict[str, int] = {
+    "f64": 8, "f32": 4, "f16": 2, "bf16": 2, "i32": 4, "i8": 1, "i1": 1,
+}
+
+# torch.dtype names of the manifest dtypes.
+_TORCH_DTYPES = {
+    "f64": "float64", "f32": "float32", "f16": "float16",
+    "bf16": "bfloat16", "i32": "int32", "i8": "int8", "i1": "bool",
+}
+
+# __cuda_array_interface__ typestrs accepted for each dtype (bf16 as its bit
+# patterns, i1 as bytes).
+_TYPESTRS = {
+    "f64": ("<f8",), "f32": ("<f4",), "f16": ("<f2",),
+    "bf16": ("<u2", "<i2"), "i32": ("<i4",), "i8": ("|i1",),
+    "i1": ("|b1", "|u1", "|i1"),
+}
+
+_INT32_MAX = 2**31 - 1
+_MAX_ELEMENTS = 2**48
+
+
+@dataclass(frozen=True)
+class BufferSpec:
+    """One buffer of a function: an argument or a temporary."""
+
+    role: str  #: "input", "output" or "temporary"
+    shape: Tuple[int, ...]  #: dense row-major; () for a scalar
+    dtype: str  #: a key of DTYPES
+
+    @property
+    def numel(self) -> int:
+        """The number of elements (1 for a scalar)."""
+        return math.prod(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        """The size in bytes."""
+        return self.numel * DTYPES[self.dtype]
+
+
+@dataclass(frozen=True)
+class LaunchArg:
+    """One kernel parameter: the function's argument or temporary #index."""
+
+    kind: str  #: "arg" or "temp"
+    index: int
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One kernel launch of a function's sequence."""
+
+    kernel: str
+    grid: Tuple[int, int, int]
+    block: Tuple[int, int, int]
+    shared_bytes: int
+    args: Tuple[LaunchArg, ...]
+
+
+@dataclass(frozen=True)
+class Function:
+    """A host function: its buffers and its launch sequence."""
+
+    name: str
+    args: Tuple[BufferSpec, ...]
+    temporaries: Tuple[BufferSpec, ...]
+    launches: Tuple[Launch, ...]
+
+    @property
+    def inputs(self) -> Tuple[int, ...]:
+        """The argument indices of the inputs."""
+        return tuple(i for i, a in enumerate(self.args) if a.role == "input")
+
+    @property
+    def outputs(self) -> Tuple[int, ...]:
+        """The argument indices of the outputs."""
+        return tuple(i for i, a in enumerate(self.args) if a.role == "output")
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """A parsed and validated manifest.json (format version 1)."""
+
+    version: int
+    format: str  #: "ptx" or "cubin"
+    image: str  #: the image file, relative to the bundle directory
+    chip: str  #: e.g. "sm_90a"
+    functions: Tuple[Function, ...]
+
+    def function(self, name: str) -> Function:
+        """The function called `name`; ValueError naming the others if none."""
+        for f in self.functions:
+            if f.name == name:
+                return f
+        names = ", ".join(f.name for f in self.functions) or "(none)"
+        raise ValueError(
+            f"no function '{name}' in the bundle (it has {names})")
+
+
+class _Reader:
+    """Validates manifest JSON, naming the JSON path of the first problem
+    ("functions[0].launches[1].args[2].arg: ...") as the C++ runtime does."""
+
+    def __init__(self, where: str):
+        self.where = where
+
+    def fail(self, path: str, msg: str):
+        raise ManifestError(
+            f"{self.where}: {path}: {msg}" if path else f"{self.where}: {msg}")
+
+    @staticmethod
+    def join(path: str, key: str) -> str:
+        return f"{path}.{key}" if path else key
+
+    @staticmethod
+    def kind(v) -> str:
+        if v is None:
+            return "null"
+        if isinstance(v, bool):
+            return "a boolean"
+        if isinstance(v, (int, float)):
+            return "a number"
+        if isinstance(v, str):
+            return "a string"
+        if isinstance(v, list):
+            return "an array"
+        if isinstance(v, dict):
+            return "an object"
+        return type(v).__name__
+
+    def member(self, obj: dict, path: str, key: str, typ: type):
+        """The member `key` of `obj`, which must be a `typ`."""
+        if key not in obj:
+            self.fail(path, f'missing field "{key}"')
+        v = obj[key]
+        want = {dict: "an object", list: "an array", str: "a string"}[typ]
+        if not isinstance(v, typ):
+            self.fail(self.join(path, key),
+                      f"expected {want}, got {self.kind(v)}")
+        return v
+
+    def integer(self, v, path: str, lo: int, hi: int) -> int:
+        if isinstance(v, bool) or not isinstance(v, int):
+            got = ("a non-integer number" if isinstance(v, float)
+                   else self.kind(v))
+            self.fail(path, f"expected an integer, got {got}")
+        if not lo <= v <= hi:
+            self.fail(path, f"{v} is out of range [{lo}, {hi}]")
+        return v
+
+    def name(self, obj: dict, path: str, key: str) -> str:
+        v = self.member(obj, path, key, str)
+        if not v:
+            self.fail(self.join(path, key), "must not be empty")
+        return v
+
+    def obj(self, v, path: str) -> dict:
+        if not isinstance(v, dict):
+            self.fail(path, f"expected an object, got {self.kind(v)}")
+        return v
+
+    def buffer(self, v, path: str, temporary: bool) -> BufferSpec:
+        v = self.obj(v, path)
+        if temporary:
+            role = "temporary"
+        else:
+            role = self.member(v, path, "role", str)
+            if role not in ("input", "output"):
+                self.fail(self.join(path, "role"),
+                          f'unknown role "{role}" (expected "input" or '
+                          f'"output")')
+        shape_path = self.join(path, "shape")
+        dims = self.member(v, path, "shape", list)
+        count = 1
+        shape = []
+        for i, d in enumerate(dims):
+            d = self.integer(d, f"{shape_path}[{i}]", 0, _MAX_ELEMENTS)
+            if d and count > _MAX_ELEMENTS // d:
+                self.fail(shape_path, "too many elements")
+            count *= d
+            shape.append(d)
+        dtype = self.member(v, path, "dtype", str)
+        if dtype not in DTYPES:
+            self.fail(self.join(path, "dtype"),
+                      f'unknown dtype "{dtype}" (expected f64, f32, f16, '
+                      f'bf16, i32, i8 or i1)')
+        return BufferSpec(role, tuple(shape), dtype)
+
+    def dim3(self, v: dict, path: str, key: str) -> Tuple[int, int, int]:
+        a = self.member(v, path, key, list)
+        p = self.join(path, key)
+        if len(a) != 3:
+            self.fail(p, f"expected 3 sizes, got {len(a)}")
+        return tuple(self.integer(x, f"{p}[{i}]", 1, _INT32_MAX)
+                     for i, x in enumerate(a))
+
+    def launch(self, v, path: str, nargs: int, ntemps: int) -> Launch:
+        v = self.obj(v, path)
+        kernel = self.name(v, path, "kernel")
+        grid = self.dim3(v, path, "grid")
+        block = self.dim3(v, path, "block")
+        if "shared_bytes" not in v:
+            self.fail(path, 'missing field "shared_bytes"')
+        shared = self.integer(v["shared_bytes"],
+                              self.join(path, "shared_bytes"), 0, _INT32_MAX)
+        args = []
+        for i, a in enumerate(self.member(v, path, "args", list)):
+            p = f"{self.join(path, 'args')}[{i}]"
+            a = self.obj(a, p)
+            if len(a) != 1 or ("arg" in a) == ("temp" in a):
+                self.fail(p, 'expected exactly one of {"arg": i} or '
+                             '{"temp": i}')
+            kind = "arg" if "arg" in a else "temp"
+            k = self.integer(a[kind], self.join(p, kind), 0, _INT32_MAX)
+            count = nargs if kind == "arg" else ntemps
+            if k >= count:
+                what = "args" if kind == "arg" else "temporaries"
+                self.fail(self.join(p, kind),
+                          f"{kind} index {k} is out of range (the function "
+                          f"has {count} {what})")
+            args.append(LaunchArg(kind, k))
+        return Launch(kernel, grid, block, shared, tuple(args))
+
+    def function(self, v, path: str) -> Function:
+        v = self.obj(v, path)
+        name = self.name(v, path, "name")
+        args = self.member(v, path, "args", list)
+        temps = self.member(v, path, "temporaries", list)
+        launches = self.member(v, path, "launches", list)
+        args = tuple(self.buffer(a, f"{path}.args[{i}]", False)
+                     for i, a in enumerate(args))
+        temps = tuple(self.buffer(t, f"{path}.temporaries[{i}]", True)
+                      for i, t in enumerate(temps))
+        launches = tuple(
+            self.launch(l, f"{path}.launches[{i}]", len(args), len(temps))
+            for i, l in enumerate(launches))
+        return Function(name, args, temps, launches)
+
+    def manifest(self, root) -> Manifest:
+        if not isinstance(root, dict):
+            self.fail("", f"expected an object at the top, got "
+                          f"{self.kind(root)}")
+        if "version" not in root:
+            self.fail("", 'missing field "version"')
+        version = self.integer(root["version"], "version", 0, _INT32_MAX)
+        if version != 1:
+            self.fail("version", f"unsupported manifest version {version} "
+                                 f"(this runtime reads version 1)")
+        fmt = self.member(root, "", "format", str)
+        if fmt not in ("ptx", "cubin"):
+            self.fail("format",
+                      f'unknown format "{fmt}" (expected "ptx" or "cubin")')
+        image = self.name(root, "", "image")
+        chip = self.member(root, "", "chip", str)
+        functions = []
+        for i, f in enumerate(self.member(root, "", "functions", list)):
+            path = f"functions[{i}]"
+            fn = self.function(f, path)
+            if any(g.name == fn.name for g in functions):
+                self.fail(f"{path}.name",
+                          f'duplicate function name "{fn.name}"')
+            functions.append(fn)
+        return Manifest(version, fmt, image, chip, tuple(functions))
+
+
+def _no_duplicates(pairs):
+    d = {}
+    for k, v in pairs:
+        if k in d:
+            raise ValueError(f'duplicate member "{k}"')
+        d[k] = v
+    return d
+
+
+def _no_constant(name):
+    raise ValueError(f"{name} is not JSON")
+
+
+def parse_manifest(text, where: str = "manifest.json") -> Manifest:
+    """Parses and validates manifest text (str or bytes) or an already
+    decoded JSON object; `where` names it in errors. Raises ManifestError."""
+    if isinstance(text, (str, bytes, bytearray)):
+        try:
+            root = json.loads(text, object_pairs_hook=_no_duplicates,
+                              parse_constant=_no_constant)
+        except json.JSONDecodeError as e:
+            raise ManifestError(f"{where}: invalid JSON at line {e.lineno}, "
+                                f"column {e.colno}: {e.msg}") from None
+        except (ValueError, UnicodeDecodeError) as e:
+            raise ManifestError(f"{where}: invalid JSON: {e}") from None
+    else:
+        root = text
+    return _Reader(where).manifest(root)
+
+
+def load_manifest(path) -> Manifest:
+    """Reads and validates a manifest: `path` is a bundle directory or the
+    manifest file itself. Raises ManifestError (or OSError if unreadable)."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / "manifest.json"
+    return parse_manifest(p.read_bytes(), str(p))
+
+
+# ---------------------------------------------------------------------------
+# The driver, through ctypes
+# ---------------------------------------------------------------------------
+
+_CUDA_SUCCESS = 0
+_CUDA_ERROR_NOT_FOUND = 500
+_CUDA_ERROR_NO_DEVICE = 100
+_CUDA_ERROR_STUB_LIBRARY = 34
+_CU_JIT_INFO_LOG_BUFFER = 3
+_CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4
+_CU_JIT_ERROR_LOG_BUFFER = 5
+_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6
+_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75
+_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76
+_DEFAULT_SHARED_LIMIT = 48 * 1024
+_LOG_BYTES = 1 << 16
+
+_c_int_p = ctypes.POINTER(ctypes.c_int)
+_c_void_pp = ctypes.POINTER(ctypes.c_void_p)
+_c_uint64_p = ctypes.POINTER(ctypes.c_uint64)
+_u = ctypes.c_uint
+
+# name -> (symbol names to try, in order; argument types). Versioned symbols
+# are what cuda.h maps the plain names to.
+_SIGNATURES = {
+    "cuInit": (("cuInit",), [_u]),
+    "cuDriverGetVersion": (("cuDriverGetVersion",), [_c_int_p]),
+    "cuGetErrorName": (("cuGetErrorName",),
+                       [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]),
+    "cuGetErrorString": (("cuGetErrorString",),
+                         [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]),
+    "cuDeviceGetCount": (("cuDeviceGetCount",), [_c_int_p]),
+    "cuDeviceGet": (("cuDeviceGet",), [_c_int_p, ctypes.c_int]),
+    "cuDeviceGetName": (("cuDeviceGetName",),
+                        [ctypes.c_char_p, ctypes.c_int, ctypes.c_int]),
+    "cuDeviceGetAttribute": (("cuDeviceGetAttribute",),
+                             [_c_int_p, ctypes.c_int, ctypes.c_int]),
+    "cuDevicePrimaryCtxRetain": (("cuDevicePrimaryCtxRetain",),
+                                 [_c_void_pp, ctypes.c_int]),
+    "cuDevicePrimaryCtxRelease": (("cuDevicePrimaryCtxRelease_v2",),
+                                  [ctypes.c_int]),
+    "cuCtxGetCurrent": (("cuCtxGetCurrent",), [_c_void_pp]),
+    "cuCtxSetCurrent": (("cuCtxSetCurrent",), [ctypes.c_void_p]),
+    "cuCtxGetDevice": (("cuCtxGetDevice",), [_c_int_p]),
+    "cuCtxSynchronize": (("cuCtxSynchronize",), []),
+    "cuStreamSynchronize": (("cuStreamSynchronize",), [ctypes.c_void_p]),
+    "cuModuleLoadDataEx": (("cuModuleLoadDataEx",),
+                           [_c_void_pp, ctypes.c_void_p, _u, _c_int_p,
+                            _c_void_pp]),
+    "cuModuleUnload": (("cuModuleUnload",), [ctypes.c_void_p]),
+    "cuModuleGetFunction": (("cuModuleGetFunction",),
+                            [_c_void_pp, ctypes.c_void_p, ctypes.c_char_p]),
+    "cuFuncSetAttribute": (("cuFuncSetAttribute",),
+                           [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
+    "cuMemAlloc": (("cuMemAlloc_v2",), [_c_uint64_p, ctypes.c_size_t]),
+    "cuMemFree": (("cuMemFree_v2",), [ctypes.c_uint64]),
+    "cuLaunchKernel": (("cuLaunchKernel",),
+                       [ctypes.c_void_p, _u, _u, _u, _u, _u, _u, _u,
+                        ctypes.c_void_p, _c_void_pp, _c_void_pp]),
+    "cuEventCreate": (("cuEventCreate",), [_c_void_pp, _u]),
+    "cuEventDestroy": (("cuEventDestroy_v2",), [ctypes.c_void_p]),
+    "cuEventRecord": (("cuEventRecord",), [ctypes.c_void_p, ctypes.c_void_p]),
+    "cuEventSynchronize": (("cuEventSynchronize",), [ctypes.c_void_p]),
+    "cuEventElapsedTime": (("cuEventElapsedTime_v2", "cuEventElapsedTime"),
+                           [ctypes.POINTER(ctypes.c_float), ctypes.c_void_p,
+                            ctypes.c_void_p]),
+}
+
+
+def _library_name() -> str:
+    return os.environ.get("TANG_LIBCUDA") or "libcuda.so.1"
+
+
+class _Driver:
+    """The driver's entry points, resolved and initialized (cuInit)."""
+
+    def __init__(self, lib: ctypes.CDLL, name: str):
+        self.lib = lib
+        self.name = name
+        missing = []
+        for attr, (symbols, argtypes) in _SIGNATURES.items():
+            fn = None
+            for s in symbols:
+                fn = getattr(lib, s, None)
+                if fn is not None:
+                    break
+            if fn is None:
+                missing.append(symbols[0])
+                continue
+            fn.argtypes = argtypes
+            fn.restype = ctypes.c_int
+            setattr(self, attr, fn)
+        if missing:
+            raise CudaUnavailableError(
+                f"the CUDA driver {name} is too old: it lacks "
+                f"{', '.join(missing)}")
+
+    def status(self, r: int) -> str:
+        """`r` as "CUDA_ERROR_X (description)"."""
+        name, text = ctypes.c_char_p(), ctypes.c_char_p()
+        self.cuGetErrorName(r, ctypes.byref(name))
+        self.cuGetErrorString(r, ctypes.byref(text))
+        s = name.value.decode() if name.value else f"CUresult {r}"
+        return f"{s} ({text.value.decode()})" if text.value else s
+
+    def check(self, r: int, what: str):
+        """Raises CudaError naming call `what` unless `r` is success."""
+        if r != _CUDA_SUCCESS:
+            raise CudaError(f"{what} failed: {self.status(r)}")
+
+
+_lock = threading.Lock()
+# (driver, None) once loaded, (None, reason) once failed, None before.
+_state: Optional[Tuple[Optional[_Driver], Optional[str]]] = None
+
+
+def _load() -> Tuple[Optional[_Driver], Optional[str]]:
+    name = _library_name()
+    try:
+        lib = ctypes.CDLL(name)
+    except OSError:
+        return None, f"no CUDA driver ({name} not found)"
+    try:
+        drv = _Driver(lib, name)
+    except CudaUnavailableError as e:
+        return None, str(e)
+    r = drv.cuInit(0)
+    if r == _CUDA_ERROR_NO_DEVICE:
+        return None, "no CUDA device"
+    if r == _CUDA_ERROR_STUB_LIBRARY:
+        return None, f"no CUDA driver ({name} is the CUDA toolkit's stub)"
+    if r != _CUDA_SUCCESS:
+        return None, (f"the CUDA driver failed to initialize: cuInit: "
+                      f"{drv.status(r)}")
+    count = ctypes.c_int()
+    r = drv.cuDeviceGetCount(ctypes.byref(count))
+    if r != _CUDA_SUCCESS:
+        return None, f"cuDeviceGetCount failed: {drv.status(r)}"
+    if count.value == 0:
+        return None, "no CUDA device"
+    return drv, None
+
+
+def _driver_state() -> Tuple[Optional[_Driver], Optional[str]]:
+    global _state
+    with _lock:
+        if _state is None:
+            _state = _load()
+        return _state
+
+
+def _reset_driver():
+    """Forgets the loaded driver, so that the next use loads it again (after
+    TANG_LIBCUDA changed; for tests)."""
+    global _state
+    with _lock:
+        _state = None
+
+
+def _require_driver() -> _Driver:
+    drv, reason = _driver_state()
+    if drv is None:
+        raise CudaUnavailableError(reason)
+    return drv
+
+
+def available() -> bool:
+    """Whether the CUDA driver loads and sees at least one device."""
+    return _driver_state()[0] is not None
+
+
+def unavailable_reason() -> Optional[str]:
+    """Why available() is False ("no CUDA driver (libcuda.so.1 not found)",
+    "no CUDA device", ...); None when it is True."""
+    return _driver_state()[1]
+
+
+def device_count() -> int:
+    """The number of CUDA devices (CudaUnavailableError without any)."""
+    drv = _require_driver()
+    n = ctypes.c_int()
+    drv.check(drv.cuDeviceGetCount(ctypes.byref(n)), "cuDeviceGetCount")
+    return n.value
+
+
+def compute_capability(device: int = 0) -> Tuple[int, int]:
+    """Device `device`'s compute capability, e.g. (9, 0)."""
+    drv = _require_driver()
+    major, minor = ctypes.c_int(), ctypes.c_int()
+    for v, attr in ((major, _CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
+                    (minor, _CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)):
+        drv.check(drv.cuDeviceGetAttribute(ctypes.byref(v), attr, device),
+                  "cuDeviceGetAttribute")
+    return major.value, minor.value
+
+
+# ---------------------------------------------------------------------------
+# Tensors
+# ---------------------------------------------------------------------------
+
+
+def _torch():
+    """PyTorch if it can be imported, else None (imported on first use)."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
+def _is_torch_tensor(t) -> bool:
+    return hasattr(t, "data_ptr") and hasattr(t, "is_cuda") and hasattr(
+        t, "is_contiguous")
+
+
+def _fmt_shape(shape) -> str:
+    shape = tuple(shape)
+    return f"({shape[0]},)" if len(shape) == 1 else str(shape)
+
+
+def _pointer(t, spec: BufferSpec, what: str, device: int) -> int:
+    """The device address of `t` after checking it against `spec`."""
+    if _is_torch_tensor(t):
+        dtype = str(t.dtype).replace("torch.", "")
+        if not t.is_cuda:
+            raise ValueError(f"{what}: expected a CUDA tensor, got one on "
+                             f"{t.device}")
+        if t.device.index != device:
+            raise ValueError(f"{what}: the tensor is on {t.device}, the "
+                             f"bundle on cuda:{device}")
+        if dtype != _TORCH_DTYPES[spec.dtype] or tuple(t.shape) != spec.shape:
+            raise ValueError(
+                f"{what}: expected {spec.dtype} ({_TORCH_DTYPES[spec.dtype]})"
+                f" of shape {_fmt_shape(spec.shape)}, got {dtype} of shape "
+                f"{_fmt_shape(t.shape)}")
+        if not t.is_contiguous():
+            raise ValueError(f"{what}: the tensor is not contiguous (call "
+                             f".contiguous())")
+        return t.data_ptr()
+    cai = getattr(t, "__cuda_array_interface__", None)
+    if cai is None:
+        raise TypeError(f"{what}: expected a CUDA tensor, got "
+                        f"{type(t).__name__}")
+    typestr = cai["typestr"]
+    if (typestr not in _TYPESTRS[spec.dtype] or
+            tuple(cai["shape"]) != spec.shape):
+        raise ValueError(
+            f"{what}: expected {spec.dtype} ({_TYPESTRS[spec.dtype][0]}) of "
+            f"shape {_fmt_shape(spec.shape)}, got {typestr} of shape "
+            f"{_fmt_shape(cai['shape'])}")
+    strides = cai.get("strides")
+    if strides is not None:
+        itemsize = DTYPES[spec.dtype]
+        want, step = [], itemsize
+        for d in reversed(spec.shape):
+            want.append(step)
+            step *= d
+        if tuple(strides) != tuple(reversed(want)) and spec.numel > 1:
+            raise ValueError(f"{what}: the array is not C-contiguous")
+    return int(cai["data"][0])
+
+
+def _stream_handle(stream) -> int:
+    """A CUstream handle from None (the default stream), an int, or a stream
+    object (torch.cuda.Stream's .cuda_stream, CuPy's .ptr)."""
+    if stream is None:
+        return 0
+    if isinstance(stream, int):
+        return stream
+    for attr in ("cuda_stream", "ptr", "handle"):
+        if hasattr(stream, attr):
+            return int(getattr(stream, attr))
+    raise TypeError(f"cannot use {type(stream).__name__} as a CUDA stream")
+
+
+# ---------------------------------------------------------------------------
+# Bundle
+# ---------------------------------------------------------------------------
+
+
+class _Prepared:
+    """A function's kernels, temporaries and launch-parameter arrays, built
+    once: a run only writes the argument pointers into `slots`."""
+
+    def __init__(self, fn: Function, kernels: List[int]):
+        self.fn = fn
+        self.nargs = len(fn.args)
+        # slots[0:nargs] are the arguments, slots[nargs:] the temporaries.
+        self.slots = (ctypes.c_uint64 * (self.nargs + len(fn.temporaries)))()
+        base = ctypes.addressof(self.slots)
+        self.temps: List[int] = []  # cuMemAlloc'd, 0 for empty ones
+        self.launches = []
+        for launch, kernel in zip(fn.launches, kernels):
+            idx = [a.index if a.kind == "arg" else self.nargs + a.index
+                   for a in launch.args]
+            params = (ctypes.c_void_p * max(1, len(idx)))(
+                *[base + 8 * i for i in idx])
+            self.launches.append((kernel, launch.grid, launch.block,
+                                  launch.shared_bytes, params))
+
+
+class Bundle:
+    """A loaded bundle: manifest, module and kernels (each resolved at load,
+    so a missing kernel is a load error).
+
+    Bundle(path, device=None): `path` is the bundle directory; `device` the
+    CUDA ordinal (default: PyTorch's current device, else 0). Raises
+    ManifestError for a bad manifest, CudaUnavailableError without a driver
+    or a GPU, CudaError when the image does not load (with the JIT log).
+    """
+
+    def __init__(self, path, device: Optional[int] = None):
+        self.path = Path(path)
+        self.manifest = load_manifest(self.path)
+        image_path = self.path / self.manifest.image
+        try:
+            image = image_path.read_bytes()
+        except OSError as e:
+            raise ManifestError(
+                f"{self.path / 'manifest.json'}: cannot read the image "
+                f"{image_path}: {e.strerror}") from None
+        # Set before anything can fail, for close() (run by __del__).
+        self._drv = None
+        self._module = None
+        self._retained = None
+        self._prepared: Dict[str, _Prepared] = {}
+        self._drv = _require_driver()
+        self._ctx, self.device, self._retained = _acquire_context(
+            self._drv, device)
+        self._kernels: Dict[str, int] = {}
+        self._shared_limit: Dict[int, int] = {}
+        try:
+            self._module = self._load_module(image, str(image_path))
+            for fn in self.manifest.functions:
+                for launch in fn.launches:
+                    self._kernel(fn, launch)
+        except BaseException:
+            self.close()  # the context now, not when the traceback dies
+            raise
+
+    # -- loading -----------------------------------------------------------
+
+    def _load_module(self, image: bytes, label: str) -> int:
+        drv = self._drv
+        err = ctypes.create_string_buffer(_LOG_BYTES)
+        info = ctypes.create_string_buffer(_LOG_BYTES)
+        opts = (ctypes.c_int * 4)(
+            _CU_JIT_ERROR_LOG_BUFFER, _CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+            _CU_JIT_INFO_LOG_BUFFER, _CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES)
+        vals = (ctypes.c_void_p * 4)(
+            ctypes.addressof(err), _LOG_BYTES - 1,
+            ctypes.addressof(info), _LOG_BYTES - 1)
+        data = ctypes.create_string_buffer(image)  # NUL-terminated for PTX
+        module = ctypes.c_void_p()
+        r = drv.cuModuleLoadDataEx(ctypes.byref(module), data, 4, opts, vals)
+        if r != _CUDA_SUCCESS:
+            msg = (f"cannot load {label}: cuModuleLoadDataEx failed: "
+                   f"{drv.status(r)}")
+            log = err.value.decode(errors="replace").rstrip()
+            if log:
+                msg += "\nJIT error log:\n" + log
+            raise CudaError(msg)
+        #: What the JIT said while loading (often empty).
+        self.jit_info_log = info.value.decode(errors="replace").rstrip()
+        return module.value
+
+    def _kernel(self, fn: Function, launch: Launch) -> int:
+        drv = self._drv
+        k = self._kernels.get(launch.kernel)
+        if k is None:
+            f = ctypes.c_void_p()
+            r = drv.cuModuleGetFunction(ctypes.byref(f), self._module,
+                                        launch.kernel.encode())
+            if r == _CUDA_ERROR_NOT_FOUND:
+                raise CudaError(f"function '{fn.name}': no kernel "
+                                f"'{launch.kernel}' in "
+                                f"{self.path / self.manifest.image}")
+            drv.check(r, f"cuModuleGetFunction('{launch.kernel}')")
+            k = self._kernels[launch.kernel] = f.value
+        # Over 48 KiB of dynamic shared memory must be allowed explicitly.
+        if (launch.shared_bytes > _DEFAULT_SHARED_LIMIT and
+                launch.shared_bytes > self._shared_limit.get(k, 0)):
+            drv.check(drv.cuFuncSetAttribute(
+                k, _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                launch.shared_bytes),
+                f"cuFuncSetAttribute('{launch.kernel}', "
+                f"MAX_DYNAMIC_SHARED_SIZE_BYTES={launch.shared_bytes})")
+            self._shared_limit[k] = launch.shared_bytes
+        return k
+
+    def _prepare(self, name: str) -> _Prepared:
+        p = self._prepared.get(name)
+        if p is not None:
+            return p
+        fn = self.manifest.function(name)
+        p = _Prepared(fn, [self._kernel(fn, l) for l in fn.launches])
+        self._make_current()
+        for i, t in enumerate(fn.temporaries):
+            ptr = ctypes.c_uint64(0)
+            if t.nbytes:
+                self._drv.check(
+                    self._drv.cuMemAlloc(ctypes.byref(ptr), t.nbytes),
+                    f"cuMemAlloc({t.nbytes}) for temporary #{i} of '{name}'")
+            p.temps.append(ptr.value)
+            p.slots[p.nargs + i] = ptr.value
+        self._prepared[name] = p
+        return p
+
+    def _make_current(self):
+        drv = self._drv
+        cur = ctypes.c_void_p()
+        drv.check(drv.cuCtxGetCurrent(ctypes.byref(cur)), "cuCtxGetCurrent")
+        if cur.value != self._ctx:
+            drv.check(drv.cuCtxSetCurrent(self._ctx), "cuCtxSetCurrent")
+
+    # -- running -----------------------------------------------------------
+
+    def function(self, name: str) -> Function:
+        """The manifest entry of function `name`."""
+        return self.manifest.function(name)
+
+    def _bind(self, name: str, tensors, outputs):
+        """Checks the tensors against function `name` and writes their
+        pointers into its prepared launch parameters. Returns the prepared
+        function, the outputs and whether any tensor is a PyTorch one."""
+        if self._drv is None:
+            raise CudaError("the bundle is closed")
+        fn = self.manifest.function(name)
+        nin, nout = len(fn.inputs), len(fn.outputs)
+        if outputs is None and len(tensors) == len(fn.args):
+            args = list(tensors)  # every buffer, in manifest order
+            outputs = [args[i] for i in fn.outputs]
+        else:
+            if outputs is None and len(tensors) != nin:
+                raise TypeError(f"'{name}' takes {nin} inputs (or all "
+                                f"{len(fn.args)} buffers), got {len(tensors)}")
+            if outputs is None:
+                outputs = self._empty_outputs(fn)
+            outputs = list(outputs)
+            if len(tensors) != nin or len(outputs) != nout:
+                raise TypeError(
+                    f"'{name}' takes {nin} inputs and {nout} outputs, got "
+                    f"{len(tensors)} inputs and {len(outputs)} outputs")
+            args = [None] * len(fn.args)
+            for i, t in zip(fn.inputs, tensors):
+                args[i] = t
+            for i, t in zip(fn.outputs, outputs):
+                args[i] = t
+        p = self._prepare(name)
+        uses_torch = False
+        for i, (t, spec) in enumerate(zip(args, fn.args)):
+            p.slots[i] = _pointer(t, spec, f"'{name}' arg #{i} ({spec.role})",
+                                  self.device)
+            uses_torch = uses_torch or _is_torch_tensor(t)
+        return p, outputs, uses_torch
+
+    def _empty_outputs(self, fn: Function) -> list:
+        """New PyTorch tensors for `fn`'s outputs, on the bundle's device."""
+        torch = _torch()
+        if torch is None:
+            raise TypeError(f"'{fn.name}': allocating the outputs needs "
+                            f"PyTorch; pass outputs=[...]")
+        device = f"cuda:{self.device}"
+        specs = [fn.args[i] for i in fn.outputs]
+        return [torch.empty(s.shape, device=device,
+                            dtype=getattr(torch, _TORCH_DTYPES[s.dtype]))
+                for s in specs]
+
+    def _stream(self, stream, uses_torch: bool) -> int:
+        if stream is None and uses_torch:
+            return _torch().cuda.current_stream(self.device).cuda_stream
+        return _stream_handle(stream)
+
+    def _launch_all(self, p: _Prepared, stream: int):
+        drv = self._drv
+        for n, (kernel, g, b, shared, params) in enumerate(p.launches):
+            r = drv.cuLaunchKernel(kernel, g[0], g[1], g[2], b[0], b[1], b[2],
+                                   shared, stream, params, None)
+            if r != _CUDA_SUCCESS:
+                raise CudaError(
+                    f"'{p.fn.name}' launch #{n} "
+                    f"({p.fn.launches[n].kernel}): cuLaunchKernel failed: "
+                    f"{drv.status(r)}")
+
+    def run(self, name: str, *tensors, outputs: Optional[Sequence] = None,
+            stream=None, sync: bool = False):
+        """Enqueues function `name`'s launch sequence.
+
+        `tensors` are the inputs, in manifest order (or all buffers, inputs
+        and outputs, in manifest order). Outputs are `outputs` when given,
+        else allocated with torch.empty. Tensors are contiguous CUDA tensors
+        (PyTorch, or objects with __cuda_array_interface__) on the bundle's
+        device whose shape and dtype match the manifest. Launches go to
+        `stream` (default: PyTorch's current stream when tensors are PyTorch
+        tensors, else the default stream). With `sync`, waits for the kernels
+        and reports their faults. Returns the output, or a tuple when there
+        is not exactly one.
+        """
+        p, outs, uses_torch = self._bind(name, tensors, outputs)
+        s = self._stream(stream, uses_torch)
+        self._make_current()
+        self._launch_all(p, s)
+        if sync:
+            self._drv.check(self._drv.cuStreamSynchronize(s),
+                            f"running '{name}': cuStreamSynchronize")
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def time(self, name: str, *tensors, outputs: Optional[Sequence] = None,
+             repeat: int = 100, warmup: int = 10, stream=None) -> float:
+        """The median time in milliseconds of one run of function `name`
+        (arguments as for run), from CUDA events recorded between `repeat`
+        back-to-back runs after `warmup` untimed ones."""
+        if repeat < 1:
+            raise ValueError("repeat must be at least 1")
+        p, _, uses_torch = self._bind(name, tensors, outputs)
+        s = self._stream(stream, uses_torch)
+        self._make_current()
+        drv = self._drv
+        for _ in range(warmup):
+            self._launch_all(p, s)
+        events = []
+        try:
+            for _ in range(repeat + 1):
+                e = ctypes.c_void_p()
+                drv.check(drv.cuEventCreate(ctypes.byref(e), 0),
+                          "cuEventCreate")
+                events.append(e.value)
+            drv.check(drv.cuEventRecord(events[0], s), "cuEventRecord")
+            for i in range(repeat):
+                self._launch_all(p, s)
+                drv.check(drv.cuEventRecord(events[i + 1], s),
+                          "cuEventRecord")
+            drv.check(drv.cuEventSynchronize(events[-1]),
+                      f"timing '{name}': cuEventSynchronize")
+            times = []
+            ms = ctypes.c_float()
+            for a, b in zip(events, events[1:]):
+                drv.check(drv.cuEventElapsedTime(ctypes.byref(ms), a, b),
+                          "cuEventElapsedTime")
+                times.append(ms.value)
+        finally:
+            for e in events:
+                drv.cuEventDestroy(e)
+        return statistics.median(times)
+
+    def synchronize(self):
+        """Waits for all work in the bundle's context; reports faults."""
+        self._make_current()
+        self._drv.check(self._drv.cuCtxSynchronize(), "cuCtxSynchronize")
+
+    # -- teardown ----------------------------------------------------------
+
+    def close(self):
+        """Frees the temporaries, unloads the module and releases the
+        context if the bundle retained it. Idempotent."""
+        drv = getattr(self, "_drv", None)
+        if drv is None:
+            return
+        try:
+            if self._module is not None:
+                self._make_current()
+                for p in self._prepared.values():
+                    for t in p.temps:
+                        if t:
+                            drv.cuMemFree(t)
+                drv.cuModuleUnload(self._module)
+        finally:
+            self._prepared.clear()
+            self._module = None
+            if self._retained is not None:
+                drv.cuDevicePrimaryCtxRelease(self._retained)
+                self._retained = None
+            self._drv = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # never raise from a finalizer
+            pass
+
+    def __repr__(self):
+        names = ", ".join(f.name for f in self.manifest.functions)
+        return (f"<tang.cuda.Bundle {str(self.path)!r} {self.manifest.format}"
+                f" {self.manifest.chip} cuda:{self.device} [{names}]>")
+
+
+def _acquire_context(drv: _Driver, device: Optional[int]):
+    """The context to run in: PyTorch's current one when it is on `device`,
+    else `device`'s primary context, retained and made current. Returns
+    (context, device ordinal, the CUdevice to release or None)."""
+    torch = _torch()
+    if torch is not None and torch.cuda.is_available():
+        torch.cuda.init()
+        if device is None:
+            device = torch.cuda.current_device()
+    if device is None:
+        device = 0
+    n = ctypes.c_int()
+    drv.check(drv.cuDeviceGetCount(ctypes.byref(n)), "cuDeviceGetCount")
+    if not 0 <= device < n.value:
+        raise CudaUnavailableError(
+            f"no CUDA device #{device} (the driver sees {n.value})")
+    cur = ctypes.c_void_p()
+    drv.check(drv.cuCtxGetCurrent(ctypes.byref(cur)), "cuCtxGetCurrent")
+    if cur.value:
+        dev = ctypes.c_int()
+        drv.check(drv.cuCtxGetDevice(ctypes.byref(dev)), "cuCtxGetDevice")
+        if dev.value == device:
+            return cur.value, device, None
+    handle = ctypes.c_int()
+    drv.check(drv.cuDeviceGet(ctypes.byref(handle), device), "cuDeviceGet")
+    ctx = ctypes.c_void_p()
+    drv.check(drv.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), handle.value),
+              "cuDevicePrimaryCtxRetain")
+    r = drv.cuCtxSetCurrent(ctx)
+    if r != _CUDA_SUCCESS:
+        drv.cuDevicePrimaryCtxRelease(handle.value)
+        drv.check(r, "cuCtxSetCurrent")
+    return ctx.value, device, handle.value
