@@ -1,0 +1,101 @@
+#!/usr/bin/python3
+"""Prepares the GPU correctness check (run on a machine without a GPU).
+
+For every example and storage type (f32, f16, bf16) it writes, under
+gpu-work/check/<example>-<dtype>/:
+  program.mlir   the example with its f32 storage replaced by the type;
+  bundle/        `tang-opt --tang-lower-cuda="fuse=1 bundle=..."` (PTX);
+  input_<i>.npy  seeded random inputs, representable in the storage type,
+                 saved as float32 (exactly);
+  ref/output_<i>.npy  the float64 reference interpreter's outputs.
+
+Then, on the GPU machine: `python3 bench/gpu_check.py` (see bench/README.md).
+"""
+
+import json
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+BIN = ROOT / "build" / "bin"
+OUT = ROOT / "gpu-work" / "check"
+DTYPES = ["f32", "f16", "bf16"]
+
+
+def round_to(a, dtype):
+    """Rounds float64 `a` to values exactly representable in `dtype`."""
+    a = a.astype(np.float32)
+    if dtype == "f16":
+        return a.astype(np.float16).astype(np.float32)
+    if dtype == "bf16":  # round to nearest even on the top 16 bits
+        bits = a.view(np.uint32).astype(np.uint64)
+        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+        return bits.astype(np.uint32).view(np.float32)
+    return a
+
+
+def run(cmd, **kw):
+    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(map(str, cmd))}\n{r.stderr}")
+    return r
+
+
+def prepare(example, dtype, rng):
+    case = OUT / f"{example.stem}-{dtype}"
+    shutil.rmtree(case, ignore_errors=True)
+    case.mkdir(parents=True)
+    text = example.read_text()
+    if dtype != "f32":
+        # Scalars (`: f32`) and tensor element types (`tensor<4x8xf32>`).
+        text = re.sub(r"(\bf32\b|(?<=\dx)f32\b)", dtype, text)
+        # Hexadecimal float constants are bit patterns of the type: -inf.
+        text = text.replace("0xFF800000",
+                            {"f16": "0xFC00", "bf16": "0xFF80"}[dtype])
+    program = case / "program.mlir"
+    program.write_text(text)
+    run([BIN / "tang-opt", program,
+         f"--tang-lower-cuda=fuse=1 bundle={case / 'bundle'}", "-o", "/dev/null"])
+    manifest = json.loads((case / "bundle" / "manifest.json").read_text())
+    inputs = []
+    for i, arg in enumerate(a for a in manifest["functions"][0]["args"]
+                            if a["role"] == "input"):
+        shape = tuple(arg["shape"])
+        if arg["dtype"] in ("f32", "f16", "bf16", "f64"):
+            values = round_to(rng.uniform(-1, 1, shape), arg["dtype"])
+        else:
+            values = rng.integers(-8, 9, shape).astype(np.int32)
+        path = case / f"input_{i}.npy"
+        np.save(path, values)
+        inputs.append(path)
+    cmd = [BIN / "tang-run", program, "--output-dir", case / "ref"]
+    for p in inputs:
+        cmd += ["--input", p]
+    run(cmd)
+    return case
+
+
+def main():
+    rng = np.random.default_rng(2026)
+    examples = sorted((ROOT / "examples").glob("*.mlir"))
+    failed = 0
+    for example in examples:
+        for dtype in DTYPES:
+            try:
+                case = prepare(example, dtype, rng)
+                print(f"[prepare] {case.name}")
+            except RuntimeError as e:
+                failed += 1
+                print(f"[prepare] FAILED {example.stem}-{dtype}: {e}",
+                      file=sys.stderr)
+    print(f"[prepare] {len(examples) * len(DTYPES) - failed} cases in {OUT}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
