@@ -6,9 +6,9 @@
 //
 //  * pointwise: 16-byte vectors along the innermost index, 256 threads per
 //    block, the other indices over the grid;
-//  * row reduction (and narrow matrix-vector): a block per row (a few rows
-//    for matrix-vector), its threads striding the row 16 bytes at a time,
-//    reductions combined across the block;
+//  * row reduction (and narrow matrix-vector): a block per row, its
+//    threads striding the row 16 bytes at a time, reductions combined
+//    across the block;
 //  * column reduction: a warp-wide strip of columns per block, threads
 //    striding the reduced rows;
 //  * matmul-like: 128x128 output tiles, 32-deep reduction steps staged
@@ -151,23 +151,13 @@ ScheduleAttr scheduleFor(ComprehensionOp op, ShapeClass cls,
     // The row: the last index (reduced if the comprehension reduces).
     unsigned row = n - 1;
     int64_t v = getVectorWidth(storage, op.getExtent(row));
-    int64_t t = roundToWarps(std::min<int64_t>(
-        cls == ShapeClass::NarrowMatVec ? 64 : dev.maxThreads / 2,
-        op.getExtent(row) / v));
+    int64_t t = roundToWarps(
+        std::min<int64_t>(dev.maxThreads / 2, op.getExtent(row) / v));
     b.share(row, t);
     SmallVector<unsigned> rows(parallel);
     if (!rows.empty() && rows.back() == row)
       rows.pop_back();
-    if (cls == ShapeClass::NarrowMatVec && !rows.empty()) {
-      // Several rows per block: a 64-thread group per row.
-      unsigned r = rows.pop_back_val();
-      int64_t perBlock = std::min<int64_t>(4, op.getExtent(r));
-      b.spread(r, perBlock, Mapping::BlockX);
-      b.setThreads(r, perBlock);
-      b.spreadOverGrid(rows, Mapping::BlockY);
-    } else {
-      b.spreadOverGrid(rows);
-    }
+    b.spreadOverGrid(rows);
     return b.build(v, 1, {MemoryLevel::Global});
   }
   case ShapeClass::ColumnReduction: {

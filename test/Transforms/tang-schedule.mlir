@@ -57,10 +57,9 @@ func.func @column_sums(%X: tensor<1024x4096xbf16>) -> tensor<4096xbf16> {
 
 // -----
 
-// GEMV 4096 -> 12288: narrow matrix-vector, 4 rows per block, 64 threads per
-// row.
+// GEMV 4096 -> 12288: narrow matrix-vector, a block of 512 threads per row.
 // CHECK-LABEL: func.func @gemv
-// CHECK: tang.schedule<tile = [4, 4096], mapping = [block_x, serial], threads = [4, 64], vector = 8
+// CHECK: tang.schedule<tile = [1, 4096], mapping = [block_x, serial], threads = [1, 512], vector = 8
 // CHECK-SAME: tang.shape_class = "narrow_matvec"
 func.func @gemv(%W: tensor<12288x4096xbf16>, %x: tensor<4096xbf16>) -> tensor<12288xbf16> {
   %y = tang.comprehension (%i) reduce (%k) [12288, 4096] monoid(add) : tensor<12288xbf16> {

@@ -291,6 +291,45 @@ BodyEmitter::emitSerialReduction(OpBuilder &b, ComprehensionOp op,
   return mc->finalize(b, loc, carrier);
 }
 
+FailureOr<SmallVector<Value>> BodyEmitter::emitPartialReduction(
+    OpBuilder &b, ComprehensionOp op, IRMapping &mapping,
+    const MonoidCodegen &monoid, Value start, int64_t step,
+    llvm::function_ref<LogicalResult(OpBuilder &)> body) {
+  Location loc = op.getLoc();
+  SmallVector<Value> init = monoid.identity(b, loc);
+  unsigned last = op.getNumIndices() - 1;
+  bool failedBody = false;
+  std::function<SmallVector<Value>(OpBuilder &, unsigned, ValueRange)> loops =
+      [&](OpBuilder &ob, unsigned r, ValueRange carrier) -> SmallVector<Value> {
+    if (r == op.getNumIndices()) {
+      if (failed(body(ob))) {
+        failedBody = true;
+        return llvm::to_vector(carrier);
+      }
+      SmallVector<Value> yields =
+          llvm::map_to_vector(op.getYield().getValues(), [&](Value v) {
+            return mapping.lookupOrDefault(v);
+          });
+      return monoid.combine(ob, loc, carrier, monoid.lift(ob, loc, yields));
+    }
+    Value lb = r == last ? start : arith::ConstantIndexOp::create(ob, loc, 0);
+    Value ub = arith::ConstantIndexOp::create(ob, loc, op.getExtent(r));
+    Value st = arith::ConstantIndexOp::create(ob, loc, r == last ? step : 1);
+    auto loop = scf::ForOp::create(
+        ob, loc, lb, ub, st, carrier,
+        [&](OpBuilder &lb2, Location, Value iv, ValueRange iter) {
+          mapping.map(op.getIndex(r), iv);
+          SmallVector<Value> next = loops(lb2, r + 1, iter);
+          scf::YieldOp::create(lb2, loc, next);
+        });
+    return SmallVector<Value>(loop.getResults());
+  };
+  SmallVector<Value> carrier = loops(b, op.getNumParallel(), init);
+  if (failedBody)
+    return failure();
+  return carrier;
+}
+
 LogicalResult BodyEmitter::emitOp(OpBuilder &b, Operation *op,
                                   IRMapping &mapping) {
   Location loc = op->getLoc();

@@ -65,6 +65,19 @@ public:
   FailureOr<SmallVector<Value>>
   emitSerialReduction(OpBuilder &b, ComprehensionOp op, IRMapping &mapping);
 
+  /// Emits the carrier (not finalised) of `op`'s reduction over the part of
+  /// its domain one thread covers: its last reduced index from `start` by
+  /// `step` (threads of a block striding a row), the others whole.
+  FailureOr<SmallVector<Value>>
+  emitPartialReduction(OpBuilder &b, ComprehensionOp op, IRMapping &mapping,
+                       const MonoidCodegen &monoid, Value start, int64_t step,
+                       llvm::function_ref<LogicalResult(OpBuilder &)> body);
+
+  /// Emits one operation of a body.
+  LogicalResult emit(OpBuilder &b, Operation *op, IRMapping &mapping) {
+    return emitOp(b, op, mapping);
+  }
+
   /// Emits a load of `tensor` at `map(indices)` in compute type.
   Value emitRead(OpBuilder &b, Location loc, Value memref, AffineMap map,
                  ValueRange indices);

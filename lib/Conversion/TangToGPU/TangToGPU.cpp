@@ -36,6 +36,8 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/Support/MathExtras.h"
 
 namespace mlir::tang {
 #define GEN_PASS_DEF_CONVERTTANGTOGPU
@@ -68,6 +70,8 @@ SmallVector<Value> getTensorsRead(ComprehensionOp op) {
   return tensors.takeVector();
 }
 
+int64_t getRowKernelThreads(ComprehensionOp op);
+
 /// A kernel and how to launch it.
 struct Kernel {
   gpu::GPUFuncOp func;
@@ -88,6 +92,9 @@ private:
   LogicalResult emitPointKernel(OpBuilder &b, ComprehensionOp op,
                                 IRMapping &tensors, ValueRange outputs,
                                 Kernel &k);
+  LogicalResult emitRowKernel(OpBuilder &b, ComprehensionOp op,
+                              IRMapping &tensors, ValueRange outputs, Kernel &k,
+                              int64_t threads);
 
   ModuleOp module;
   gpu::GPUModuleOp kernels;
@@ -112,17 +119,317 @@ FailureOr<Kernel> KernelFormBuilder::buildKernel(ComprehensionOp op,
   IRMapping tensors;
   for (auto [t, arg] : llvm::zip(inputs, entry.getArguments()))
     tensors.map(t, arg);
-  ValueRange outputs = entry.getArguments().drop_front(inputs.size());
+  // A copy: workgroup attributions added later append block arguments.
+  SmallVector<Value> outputs(entry.getArguments().drop_front(inputs.size()));
 
   Kernel k;
   k.func = func;
-  if (failed(emitPointKernel(b, op, tensors, outputs, k)))
+  if (int64_t threads = getRowKernelThreads(op)) {
+    if (failed(emitRowKernel(b, op, tensors, outputs, k, threads)))
+      return failure();
+  } else if (failed(emitPointKernel(b, op, tensors, outputs, k))) {
     return failure();
+  }
   gpu::ReturnOp::create(b, loc);
   func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
       {static_cast<int32_t>(k.block[0]), static_cast<int32_t>(k.block[1]),
        static_cast<int32_t>(k.block[2])}));
   return k;
+}
+
+//===----------------------------------------------------------------------===//
+// Row kernels
+//===----------------------------------------------------------------------===//
+
+/// Whether `v`'s element type can travel through a 32-bit shuffle and the
+/// f32 workgroup buffer (bitcast for i32).
+bool isShuffleType(Type t) { return t.isF32() || t.isSignlessInteger(32); }
+
+/// The values `op`'s regions use from outside `op`.
+SmallVector<Value> getFreeValues(Operation *op) {
+  llvm::SetVector<Value> free;
+  op->walk([&](Operation *inner) {
+    if (inner == op)
+      return;
+    for (Value v : inner->getOperands())
+      if (!op->isAncestor(v.getParentRegion()->getParentOp()))
+        free.insert(v);
+  });
+  return free.takeVector();
+}
+
+/// The threads of a row kernel for `op`, or 0 if its schedule does not ask
+/// for one: the last index whole in the block and shared by a power-of-two
+/// number (>= 32) of threads, every other parallel index one per block.
+int64_t getRowKernelThreads(ComprehensionOp op) {
+  ScheduleAttr s = op.getScheduleAttr();
+  if (!s || op.getNumIndices() == 0)
+    return 0;
+  unsigned last = op.getNumIndices() - 1;
+  int64_t t = s.getThreads()[last];
+  if (t < 32 || !llvm::isPowerOf2_64(t) || t > 1024 ||
+      s.getTile()[last] != op.getExtent(last))
+    return 0;
+  for (unsigned i = 0; i < op.getNumParallel() && i != last; ++i)
+    if (s.getTile()[i] != 1 || s.getThreads()[i] != 1)
+      return 0;
+  for (unsigned i = op.getNumParallel(); i < last; ++i)
+    if (s.getThreads()[i] != 1)
+      return 0;
+  // Every carrier combined across threads fits a 32-bit shuffle.
+  auto carriersFit = [](ComprehensionOp c) {
+    FailureOr<MonoidCodegen> m = MonoidCodegen::get(c);
+    return succeeded(m) && llvm::all_of(m->getCarrierTypes(), isShuffleType) &&
+           m->getCarrierTypes().size() <= 4;
+  };
+  if (op.getNumReduced() && !carriersFit(op))
+    return 0;
+  for (Operation &nested : op.getBodyBlock())
+    if (auto c = dyn_cast<ComprehensionOp>(nested); c && !carriersFit(c))
+      return 0;
+  return t;
+}
+
+/// Combines each thread's `carrier` across the block; every thread gets the
+/// block's carrier. Subgroup shuffles within warps, then one warp combines
+/// the warps' carriers through workgroup memory `buf` (33 x 4 x f32).
+SmallVector<Value> emitBlockCombine(OpBuilder &b, Location loc,
+                                    const MonoidCodegen &monoid,
+                                    ValueRange carrier, Value tid,
+                                    int64_t threads, Value buf) {
+  auto warpReduce = [&](OpBuilder &ob, SmallVector<Value> c) {
+    for (int32_t off = 16; off >= 1; off /= 2) {
+      SmallVector<Value> other;
+      for (Value v : c)
+        other.push_back(
+            gpu::ShuffleOp::create(ob, loc, v, off, 32, gpu::ShuffleMode::XOR)
+                .getShuffleResult());
+      c = monoid.combine(ob, loc, c, other);
+    }
+    return c;
+  };
+  // Index constants are hoisted to the start of the kernel so that they
+  // dominate every nested region below.
+  Operation *parent = b.getInsertionBlock()->getParentOp();
+  auto func = dyn_cast<gpu::GPUFuncOp>(parent);
+  if (!func)
+    func = parent->getParentOfType<gpu::GPUFuncOp>();
+  Block *entry = &func.getBody().front();
+  auto cst = [&](int64_t v) {
+    OpBuilder eb = OpBuilder::atBlockBegin(entry);
+    return arith::ConstantIndexOp::create(eb, loc, v).getResult();
+  };
+  auto toF32 = [&](OpBuilder &ob, Value v) -> Value {
+    if (v.getType().isF32())
+      return v;
+    return arith::BitcastOp::create(ob, loc, ob.getF32Type(), v);
+  };
+  auto fromF32 = [&](OpBuilder &ob, Value v, Type t) -> Value {
+    if (t.isF32())
+      return v;
+    return arith::BitcastOp::create(ob, loc, t, v);
+  };
+  ArrayRef<Type> types = monoid.getCarrierTypes();
+  SmallVector<Value> c = warpReduce(b, llvm::to_vector(carrier));
+  Value lane = arith::RemUIOp::create(b, loc, tid, cst(32));
+  Value warp = arith::DivUIOp::create(b, loc, tid, cst(32));
+  Value zero = cst(0);
+  Value laneZero =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, zero);
+  // The buffer may still be read from a previous combine.
+  gpu::BarrierOp::create(b, loc);
+  auto write = scf::IfOp::create(b, loc, laneZero, /*withElse=*/false);
+  {
+    OpBuilder tb = OpBuilder::atBlockBegin(&write.getThenRegion().front());
+    for (auto [k, v] : llvm::enumerate(c))
+      memref::StoreOp::create(tb, loc, toF32(tb, v), buf,
+                              ValueRange{warp, cst(k)});
+  }
+  gpu::BarrierOp::create(b, loc);
+  Value warpZero =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, warp, zero);
+  auto first = scf::IfOp::create(b, loc, warpZero, /*withElse=*/false);
+  {
+    OpBuilder tb = OpBuilder::atBlockBegin(&first.getThenRegion().front());
+    Value live = arith::CmpIOp::create(tb, loc, arith::CmpIPredicate::ult, lane,
+                                       cst(threads / 32));
+    auto pick = scf::IfOp::create(tb, loc, TypeRange(types), live,
+                                  /*withElse=*/true);
+    {
+      OpBuilder lb = OpBuilder::atBlockBegin(&pick.getThenRegion().front());
+      SmallVector<Value> loaded;
+      for (auto [k, t] : llvm::enumerate(types))
+        loaded.push_back(fromF32(
+            lb, memref::LoadOp::create(lb, loc, buf, ValueRange{lane, cst(k)}),
+            t));
+      scf::YieldOp::create(lb, loc, loaded);
+      OpBuilder eb = OpBuilder::atBlockBegin(&pick.getElseRegion().front());
+      scf::YieldOp::create(eb, loc, monoid.identity(eb, loc));
+    }
+    SmallVector<Value> total =
+        warpReduce(tb, SmallVector<Value>(pick.getResults()));
+    Value l0 =
+        arith::CmpIOp::create(tb, loc, arith::CmpIPredicate::eq, lane, zero);
+    auto store = scf::IfOp::create(tb, loc, l0, /*withElse=*/false);
+    OpBuilder sb = OpBuilder::atBlockBegin(&store.getThenRegion().front());
+    for (auto [k, v] : llvm::enumerate(total))
+      memref::StoreOp::create(sb, loc, toF32(sb, v), buf,
+                              ValueRange{cst(32), cst(k)});
+  }
+  gpu::BarrierOp::create(b, loc);
+  SmallVector<Value> out;
+  for (auto [k, t] : llvm::enumerate(types))
+    out.push_back(fromF32(
+        b, memref::LoadOp::create(b, loc, buf, ValueRange{cst(32), cst(k)}),
+        t));
+  return out;
+}
+
+/// A block per row: the last index is covered by the block's threads,
+/// striding it; the other parallel indices come from the block id. Body
+/// operations that do not depend on the row (nor on the comprehension's
+/// reduced indices) run first, once per block: nested reductions among them
+/// are computed cooperatively (each thread a strided part, then a block
+/// combine); the rest of the body runs per row element.
+LogicalResult KernelFormBuilder::emitRowKernel(OpBuilder &b, ComprehensionOp op,
+                                               IRMapping &tensors,
+                                               ValueRange outputs, Kernel &k,
+                                               int64_t threads) {
+  Location loc = op.getLoc();
+  unsigned last = op.getNumIndices() - 1;
+  bool rowIsParallel = !op.isReducedIndex(last);
+  int64_t blocks = 1;
+  for (unsigned i = 0; i < op.getNumParallel(); ++i)
+    if (i != last)
+      blocks *= op.getExtent(i);
+  if (blocks > std::numeric_limits<int32_t>::max())
+    return op.emitOpError()
+           << "has " << blocks << " rows, more than one launch covers";
+  k.grid = {blocks, 1, 1};
+  k.block = {threads, 1, 1};
+
+  auto cst = [&](int64_t v) {
+    return arith::ConstantIndexOp::create(b, loc, v).getResult();
+  };
+  auto wgSpace =
+      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+  Value buf = k.func.addWorkgroupAttribution(
+      MemRefType::get({33, 4}, b.getF32Type(), AffineMap(), wgSpace), loc);
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value bid = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+
+  IRMapping mapping;
+  SmallVector<Value> point(op.getNumParallel());
+  Value rest = bid;
+  for (int i = static_cast<int>(op.getNumParallel()) - 1; i >= 0; --i) {
+    if (static_cast<unsigned>(i) == last)
+      continue;
+    Value ext = cst(op.getExtent(i));
+    point[i] = arith::RemUIOp::create(b, loc, rest, ext);
+    rest = arith::DivUIOp::create(b, loc, rest, ext);
+    mapping.map(op.getIndex(i), point[i]);
+  }
+
+  // Split the body: what does not depend on the row (or on any reduced
+  // index of the comprehension) runs once per block.
+  llvm::DenseSet<Value> dependent;
+  for (unsigned i = 0; i < op.getNumIndices(); ++i)
+    if (i == last || op.isReducedIndex(i))
+      dependent.insert(op.getIndex(i));
+  SmallVector<Operation *> perBlock, perRow;
+  for (Operation &inner : op.getBodyBlock().without_terminator()) {
+    bool dep = llvm::any_of(inner.getOperands(),
+                            [&](Value v) { return dependent.contains(v); }) ||
+               llvm::any_of(getFreeValues(&inner),
+                            [&](Value v) { return dependent.contains(v); });
+    if (dep) {
+      for (Value r : inner.getResults())
+        dependent.insert(r);
+      perRow.push_back(&inner);
+    } else {
+      perBlock.push_back(&inner);
+    }
+  }
+
+  BodyEmitter emitter(tensors, &k.func.getBody().front());
+  for (Operation *inner : perBlock) {
+    auto nested = dyn_cast<ComprehensionOp>(inner);
+    if (!nested) {
+      if (failed(emitter.emit(b, inner, mapping)))
+        return failure();
+      continue;
+    }
+    FailureOr<MonoidCodegen> mc = MonoidCodegen::get(nested);
+    if (failed(mc))
+      return failure();
+    FailureOr<SmallVector<Value>> partial = emitter.emitPartialReduction(
+        b, nested, mapping, *mc, tid, threads, [&](OpBuilder &ob) {
+          return emitter.emitBody(ob, nested.getBodyBlock(), mapping);
+        });
+    if (failed(partial))
+      return failure();
+    SmallVector<Value> total =
+        emitBlockCombine(b, loc, *mc, *partial, tid, threads, buf);
+    for (auto [r, v] :
+         llvm::zip(nested.getResults(), mc->finalize(b, loc, total)))
+      mapping.map(r, v);
+  }
+
+  auto emitPerRow = [&](OpBuilder &ob) -> LogicalResult {
+    for (Operation *inner : perRow)
+      if (failed(emitter.emit(ob, inner, mapping)))
+        return failure();
+    return success();
+  };
+  auto yields = [&]() {
+    return llvm::map_to_vector(op.getYield().getValues(), [&](Value v) {
+      return mapping.lookupOrDefault(v);
+    });
+  };
+  auto store = [&](OpBuilder &ob, ValueRange values, ValueRange at) {
+    for (auto [v, out] : llvm::zip(values, outputs)) {
+      Type storage = cast<MemRefType>(out.getType()).getElementType();
+      memref::StoreOp::create(ob, loc, toStorage(ob, loc, v, storage), out, at);
+    }
+  };
+
+  if (rowIsParallel) {
+    // Each thread writes the row elements it strides.
+    bool failedRow = false;
+    scf::ForOp::create(b, loc, tid, cst(op.getExtent(last)), cst(threads),
+                       ValueRange{},
+                       [&](OpBuilder &ob, Location, Value iv, ValueRange) {
+                         mapping.map(op.getIndex(last), iv);
+                         if (failed(emitPerRow(ob))) {
+                           failedRow = true;
+                         } else {
+                           SmallVector<Value> at(point);
+                           at[last] = iv;
+                           store(ob, yields(), at);
+                         }
+                         scf::YieldOp::create(ob, loc);
+                       });
+    return failure(failedRow);
+  }
+
+  // The comprehension reduces along the row: a strided partial per thread,
+  // combined across the block, stored by thread 0.
+  FailureOr<MonoidCodegen> mc = MonoidCodegen::get(op);
+  if (failed(mc))
+    return failure();
+  FailureOr<SmallVector<Value>> partial = emitter.emitPartialReduction(
+      b, op, mapping, *mc, tid, threads, emitPerRow);
+  if (failed(partial))
+    return failure();
+  SmallVector<Value> total =
+      emitBlockCombine(b, loc, *mc, *partial, tid, threads, buf);
+  SmallVector<Value> results = mc->finalize(b, loc, total);
+  Value first =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, cst(0));
+  auto ifOp = scf::IfOp::create(b, loc, first, /*withElse=*/false);
+  OpBuilder tb = OpBuilder::atBlockBegin(&ifOp.getThenRegion().front());
+  store(tb, results, point);
+  return success();
 }
 
 /// One thread per parallel point: the linear thread id is decomposed into

@@ -109,3 +109,35 @@ func.func @bool_result(%X: tensor<4xf32>) -> tensor<4xi1> {
   }
   return %y : tensor<4xi1>
 }
+
+// -----
+
+// A row schedule gives a row kernel: a block per row, the row max computed
+// once per block (each thread a strided part, then subgroup shuffles and a
+// workgroup-memory combine across warps), then each thread writes the row
+// elements it strides.
+// CHECK-LABEL: func.func @row_softmax_shift
+// CHECK: gpu.launch_func @tang_kernels::@row_softmax_shift_k0 blocks in (%[[G:.*]], %{{.*}}, %{{.*}}) threads in (%[[T:.*]], %{{.*}}, %{{.*}})
+// CHECK: gpu.func @row_softmax_shift_k0({{.*}}) workgroup(%[[BUF:.*]] : memref<33x4xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 64, 1, 1>}
+// CHECK: %[[TID:.*]] = gpu.thread_id x
+// CHECK: scf.for %{{.*}} = %[[TID]] to %{{.*}} step %{{.*}} iter_args
+// CHECK: arith.maximumf
+// CHECK: gpu.shuffle xor
+// CHECK: gpu.barrier
+// CHECK: memref.store %{{.*}}, %[[BUF]]
+// CHECK: gpu.barrier
+// CHECK: memref.load %[[BUF]]
+// CHECK: scf.for %[[J:.*]] = %[[TID]] to %{{.*}} step %{{.*}} {
+// CHECK: memref.store %{{.*}}, %{{.*}}[%{{.*}}, %[[J]]]
+func.func @row_softmax_shift(%X: tensor<16x256xf32>) -> tensor<16x256xf32> {
+  %y = tang.comprehension (%i, %j) [16, 256] attributes {schedule = #tang.schedule<tile = [1, 256], mapping = [block_x, serial], threads = [1, 64]>} : tensor<16x256xf32> {
+    %m = tang.comprehension reduce (%k) [256] monoid(max) : f32 {
+      %x = tang.read %X[%i, %k] : tensor<16x256xf32>
+      tang.yield %x : f32
+    }
+    %x = tang.read %X[%i, %j] : tensor<16x256xf32>
+    %d = arith.subf %x, %m : f32
+    tang.yield %d : f32
+  }
+  return %y : tensor<16x256xf32>
+}
