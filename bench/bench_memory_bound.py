@@ -52,8 +52,9 @@ REL_TOL = 2e-2
 COPY_BYTES = 2 << 30
 #: A working set under this many L2 sizes is rotated among input sets ...
 ROTATE_BELOW_L2 = 2
-#: ... enough of them to cover this many L2 sizes.
+#: ... enough of them to cover this many L2 sizes (at most MAX_SETS).
 ROTATE_COVER_L2 = 4
+MAX_SETS = 32
 #: Host time budgeted per repeat for enqueueing (the device sleeps this long
 #: per repeat, clamped to [10, 100] ms, before the timed repeats start).
 ENQUEUE_MS_PER_REP = 0.2
@@ -188,7 +189,7 @@ def copy_rate(torch, reps: int) -> dict:
     dst = torch.empty_like(src)
     s = summary(time_ms(torch, lambda k: dst.copy_(src), 1, reps, 3))
     ok = bool(torch.equal(src[-4096:], dst[-4096:]))
-    del src, dst
+    src = dst = None  # free the 4 GiB
     torch.cuda.empty_cache()
     s.update(bytes=2 * COPY_BYTES, gbps=2 * COPY_BYTES / s["ms"] / 1e6,
              copied_ok=ok)
@@ -219,7 +220,8 @@ def run_case(torch, F, tang_cuda, meta: dict, args, l2_bytes: int,
     ws = meta["bytes_min"]
     nsets = 1
     if ws < ROTATE_BELOW_L2 * l2_bytes:
-        nsets = max(2, math.ceil(ROTATE_COVER_L2 * l2_bytes / ws))
+        nsets = min(MAX_SETS, max(2, math.ceil(ROTATE_COVER_L2 * l2_bytes
+                                                / ws)))
     res["input_sets"] = nsets
 
     def draw(seed):
@@ -275,10 +277,12 @@ def run_case(torch, F, tang_cuda, meta: dict, args, l2_bytes: int,
             res["tang_check"] = {"rel_errs": errs, "deterministic": same,
                                  "tol": REL_TOL, "run_ms": est}
             if max(errs) > REL_TOL or not same:
-                res.update(status="incorrect",
-                           note=f"rel err {max(errs):.3g}"
-                                + ("" if same else ", result moves between"
-                                   " runs"))
+                if math.isinf(max(errs)):
+                    note = "NaN, inf or unwritten elements in the output"
+                else:
+                    note = f"rel err {max(errs):.3g}" + (
+                        "" if same else ", result moves between runs")
+                res.update(status="incorrect", note=note)
             else:
                 tang_plan = plan(min(est), args)
                 tang_times = time_ms(torch, run, nsets, *tang_plan)
@@ -332,7 +336,7 @@ def run_case(torch, F, tang_cuda, meta: dict, args, l2_bytes: int,
                                spread=abs(m1 - m2) / min(m1, m2))
     if bundle is not None:
         bundle.close()
-    del sets, outs, refs, fresh
+    sets = outs = refs = fresh = None  # free the inputs before the next case
     torch.cuda.empty_cache()
     return res
 
@@ -372,7 +376,13 @@ def finish(report: dict):
 
 
 def fmt(v, spec, none="-"):
+    """`v` formatted with `spec`, or `none` when there is no value."""
     return none if v is None else format(v, spec)
+
+
+def pct(fraction, spec=".1f", none="-"):
+    """A fraction as a percentage (without the sign), or `none`."""
+    return none if fraction is None else format(100 * fraction, spec)
 
 
 def render_markdown(report: dict) -> str:
@@ -410,7 +420,7 @@ def render_markdown(report: dict) -> str:
         L.append(
             f"| {r['case']} | {status} | {fmt(t.get('ms'), '.4f')} | "
             f"{fmt(t.get('gbps'), '.0f')} | "
-            f"{fmt(t.get('fraction_of_copy') and 100 * t['fraction_of_copy'], '.1f')} | "
+            f"{pct(t.get('fraction_of_copy'))} | "
             f">= {100 * r['target']:.0f}% | "
             f"{'yes' if r['target_met'] else 'no'} | "
             f"{r['best_peer'] or '-'} | {fmt(best.get('ms'), '.4f')} | "
@@ -431,7 +441,7 @@ def render_markdown(report: dict) -> str:
             L.append(
                 f"| {r['case']} | {p['id']} | {fmt(p.get('ms'), '.4f')} | "
                 f"{fmt(p.get('gbps'), '.0f')} | "
-                f"{fmt(p.get('fraction_of_copy') and 100 * p['fraction_of_copy'], '.1f')} | "
+                f"{pct(p.get('fraction_of_copy'))} | "
                 f"{fmt(p.get('peer_over_tang'), '.2f')} | "
                 f"{fmt(p.get('rel_err'), '.2e')} | {p['how']}"
                 f"{'; ' + extra if extra else ''} |")
@@ -449,9 +459,9 @@ def render_markdown(report: dict) -> str:
         errs = ", ".join(f"{e:.2e}" for e in chk.get("rel_errs", [])) or "-"
         t = r.get("tang") or {}
         L.append(f"| {r['case']} | {launches} | {errs} | "
-                 f"{chk.get('deterministic', '-')} | {r.get('input_sets', '-')}"
-                 f" | {fmt(t.get('spread') and 100 * t['spread'], '.1f')}"
-                 f"{'%' if 'spread' in t else ''} |")
+                 f"{chk.get('deterministic', '-')} | "
+                 f"{r.get('input_sets', '-')}"
+                 f" | {pct(t.get('spread'))}{'%' if 'spread' in t else ''} |")
     L.append("")
     L.append(f"Total wall time {report.get('wall_s', 0):.0f} s.")
     return "\n".join(L) + "\n"
@@ -461,7 +471,7 @@ def print_table(report: dict):
     """The summary table, for the end of the log."""
     print(f"\ncopy rate {fmt(report['copy_gbps'], '.0f')} GB/s; "
           f"{report['device']}, torch {report['torch']}")
-    head = (f"{'case':22s} {'status':10s} {'tang ms':>9s} {'GB/s':>6s} "
+    head = (f"{'case':22s} {'status':14s} {'tang ms':>9s} {'GB/s':>6s} "
             f"{'%copy':>6s} {'target':>6s} {'met':>4s} {'peer':>12s} "
             f"{'peer ms':>9s} {'peer/tang':>9s}")
     print(head)
@@ -470,11 +480,12 @@ def print_table(report: dict):
         t = r.get("tang") or {}
         best = next((p for p in r["peers"] if p["id"] == r["best_peer"]),
                     {})
-        print(f"{r['case']:22s} {r['status'][:10]:10s} "
+        print(f"{r['case']:22s} {r['status'][:14]:14s} "
               f"{fmt(t.get('ms'), '9.4f', '        -')} "
               f"{fmt(t.get('gbps'), '6.0f', '     -')} "
-              f"{fmt(t.get('fraction_of_copy') and 100 * t['fraction_of_copy'], '6.1f', '     -')} "
-              f"{100 * r['target']:5.0f}% {'yes' if r['target_met'] else 'no':>4s} "
+              f"{pct(t.get('fraction_of_copy'), '6.1f', '     -')} "
+              f"{100 * r['target']:5.0f}% "
+              f"{'yes' if r['target_met'] else 'no':>4s} "
               f"{(r['best_peer'] or '-'):>12s} "
               f"{fmt(best.get('ms'), '9.4f', '        -')} "
               f"{fmt(best.get('peer_over_tang'), '9.2f', '        -')}")
