@@ -151,8 +151,12 @@ ScheduleAttr scheduleFor(ComprehensionOp op, ShapeClass cls,
     // The row: the last index (reduced if the comprehension reduces).
     unsigned row = n - 1;
     int64_t v = getVectorWidth(storage, op.getExtent(row));
-    int64_t t = roundToWarps(
-        std::min<int64_t>(dev.maxThreads / 2, op.getExtent(row) / v));
+    // Measured on the H200 (bench/results/2026-11-30-h200-memory-bound-
+    // vectorized.md): 256 threads per row suit norms, 128 matrix-vector rows
+    // (more rows resident per multiprocessor).
+    int64_t cap = cls == ShapeClass::NarrowMatVec ? 128 : 256;
+    int64_t t = roundToWarps(std::min<int64_t>(
+        std::min(cap, dev.maxThreads / 2), op.getExtent(row) / v));
     b.share(row, t);
     SmallVector<unsigned> rows(parallel);
     if (!rows.empty() && rows.back() == row)

@@ -21,9 +21,9 @@ func.func @pointwise(%X: tensor<4096x4096xbf16>) -> tensor<4096x4096xbf16> {
 // -----
 
 // Row reduction (softmax after fusion, bf16 32768x4096): a block per row,
-// 512 threads striding it 8 elements at a time.
+// 256 threads striding it 8 elements (16 bytes) at a time.
 // CHECK-LABEL: func.func @softmax_rows
-// CHECK: tang.schedule<tile = [1, 4096], mapping = [block_x, serial], threads = [1, 512], vector = 8
+// CHECK: tang.schedule<tile = [1, 4096], mapping = [block_x, serial], threads = [1, 256], vector = 8
 // CHECK-SAME: tang.shape_class = "row_reduction"
 // SMALL-LABEL: func.func @softmax_rows
 // SMALL: threads = [1, 128]
@@ -57,9 +57,9 @@ func.func @column_sums(%X: tensor<1024x4096xbf16>) -> tensor<4096xbf16> {
 
 // -----
 
-// GEMV 4096 -> 12288: narrow matrix-vector, a block of 512 threads per row.
+// GEMV 4096 -> 12288: narrow matrix-vector, a block of 128 threads per row.
 // CHECK-LABEL: func.func @gemv
-// CHECK: tang.schedule<tile = [1, 4096], mapping = [block_x, serial], threads = [1, 512], vector = 8
+// CHECK: tang.schedule<tile = [1, 4096], mapping = [block_x, serial], threads = [1, 128], vector = 8
 // CHECK-SAME: tang.shape_class = "narrow_matvec"
 func.func @gemv(%W: tensor<12288x4096xbf16>, %x: tensor<4096xbf16>) -> tensor<12288xbf16> {
   %y = tang.comprehension (%i) reduce (%k) [12288, 4096] monoid(add) : tensor<12288xbf16> {

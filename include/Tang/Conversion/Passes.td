@@ -114,7 +114,7 @@ def ConvertTangToGPU : Pass<"convert-tang-to-gpu", "::mlir::ModuleOp"> {
     "::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect",
     "::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect",
     "::mlir::math::MathDialect", "::mlir::func::FuncDialect",
-    "::mlir::affine::AffineDialect"
+    "::mlir::affine::AffineDialect", "::mlir::vector::VectorDialect"
   ];
 }
 

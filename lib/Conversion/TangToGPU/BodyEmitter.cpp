@@ -218,6 +218,45 @@ SmallVector<Value> MonoidCodegen::combine(OpBuilder &b, Location loc,
   llvm_unreachable("unknown monoid");
 }
 
+SmallVector<Value> MonoidCodegen::accumulate(OpBuilder &b, Location loc,
+                                             ValueRange carrier,
+                                             ValueRange yields) const {
+  if (kind != MonoidKind::SoftmaxNorm && kind != MonoidKind::OnlineSoftmax)
+    return combine(b, loc, carrier, lift(b, loc, yields));
+  // The element (x, 1[, v]) against (m, l[, acc]): with e = exp(-|x - m|),
+  // a new maximum rescales the carrier by e and adds 1 (v), otherwise the
+  // element adds e (e * v). A masked x = -inf adds nothing.
+  Type t = carrierTypes[0];
+  Value x = yields[0], m = carrier[0], l = carrier[1];
+  Value negInf =
+      constantLike(b, loc, t, -std::numeric_limits<double>::infinity(), 0);
+  Value zero = constantLike(b, loc, t, 0, 0);
+  Value one = constantLike(b, loc, t, 1, 1);
+  Value d = arith::SubFOp::create(b, loc, x, m);
+  Value e = math::ExpOp::create(
+      b, loc, arith::NegFOp::create(b, loc, math::AbsFOp::create(b, loc, d)));
+  Value masked =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, x, negInf);
+  e = arith::SelectOp::create(b, loc, masked, zero, e);
+  Value bigger = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, x, m);
+  auto pick = [&](Value ifBigger, Value otherwise) -> Value {
+    return arith::SelectOp::create(b, loc, bigger, ifBigger, otherwise);
+  };
+  SmallVector<Value> out;
+  out.push_back(pick(x, m));
+  out.push_back(pick(
+      arith::AddFOp::create(b, loc, arith::MulFOp::create(b, loc, l, e), one),
+      arith::AddFOp::create(b, loc, l, e)));
+  if (kind == MonoidKind::OnlineSoftmax) {
+    Value acc = carrier[2], v = yields[1];
+    out.push_back(pick(
+        arith::AddFOp::create(b, loc, arith::MulFOp::create(b, loc, acc, e), v),
+        arith::AddFOp::create(b, loc, acc,
+                              arith::MulFOp::create(b, loc, e, v))));
+  }
+  return out;
+}
+
 SmallVector<Value> MonoidCodegen::finalize(OpBuilder &b, Location loc,
                                            ValueRange carrier) const {
   if (kind == MonoidKind::OnlineSoftmax)
@@ -271,7 +310,7 @@ BodyEmitter::emitSerialReduction(OpBuilder &b, ComprehensionOp op,
         failedBody = true;
         return llvm::to_vector(carrier);
       }
-      return mc->combine(ob, loc, carrier, mc->lift(ob, loc, *yields));
+      return mc->accumulate(ob, loc, carrier, *yields);
     }
     Value lb = arith::ConstantIndexOp::create(ob, loc, 0);
     Value ub = arith::ConstantIndexOp::create(ob, loc, op.getExtent(r));
@@ -310,7 +349,7 @@ FailureOr<SmallVector<Value>> BodyEmitter::emitPartialReduction(
           llvm::map_to_vector(op.getYield().getValues(), [&](Value v) {
             return mapping.lookupOrDefault(v);
           });
-      return monoid.combine(ob, loc, carrier, monoid.lift(ob, loc, yields));
+      return monoid.accumulate(ob, loc, carrier, yields);
     }
     Value lb = r == last ? start : arith::ConstantIndexOp::create(ob, loc, 0);
     Value ub = arith::ConstantIndexOp::create(ob, loc, op.getExtent(r));

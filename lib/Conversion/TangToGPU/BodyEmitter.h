@@ -35,6 +35,10 @@ public:
                              ValueRange y) const;
   SmallVector<Value> finalize(OpBuilder &b, Location loc,
                               ValueRange carrier) const;
+  /// combine(carrier, lift(yields)), with one exp per element for the
+  /// softmax monoids instead of the two a general combine needs.
+  SmallVector<Value> accumulate(OpBuilder &b, Location loc, ValueRange carrier,
+                                ValueRange yields) const;
 
 private:
   std::optional<MonoidKind> kind;

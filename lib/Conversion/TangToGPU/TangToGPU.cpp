@@ -29,12 +29,14 @@
 #include "BodyEmitter.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Affine/Utils.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/Support/MathExtras.h"
@@ -285,6 +287,122 @@ SmallVector<Value> emitBlockCombine(OpBuilder &b, Location loc,
   return out;
 }
 
+/// Whether `read` can be loaded `v` elements at a time along `row`: its last
+/// coordinate is exactly the row index and no other coordinate uses it, and
+/// rows of its tensor start at multiples of `v` elements.
+bool isVectorizable(ReadOp read, Value row, int64_t v) {
+  AffineMap map = read.getMap();
+  auto type = cast<RankedTensorType>(read.getTensor().getType());
+  if (map.getNumResults() == 0 || type.getShape().back() % v != 0)
+    return false;
+  auto pos = llvm::find(read.getIndices(), row) - read.getIndices().begin();
+  if (pos == static_cast<long>(read.getIndices().size()))
+    return false;
+  if (map.getResults().back() !=
+      getAffineDimExpr(static_cast<unsigned>(pos), read.getContext()))
+    return false;
+  return llvm::none_of(map.getResults().drop_back(), [&](AffineExpr e) {
+    return e.isFunctionOfDim(static_cast<unsigned>(pos));
+  });
+}
+
+/// Emits `ops` (operations of a body, in order) `v` times, for row index
+/// values `base + e`, e < v. Reads whose last coordinate is the row index
+/// are loaded once, as one vector of `v` elements at `base` (16 bytes for
+/// the schedule's vector width); the others are emitted per element.
+/// `each(b, e)` runs after each evaluation, with `mapping` holding its
+/// values.
+LogicalResult
+emitUnrolled(OpBuilder &b, Location loc, ArrayRef<Operation *> ops, Value row,
+             Value base, int64_t v, IRMapping &mapping, IRMapping &tensors,
+             BodyEmitter &emitter,
+             llvm::function_ref<void(OpBuilder &, int64_t)> each) {
+  llvm::DenseMap<Operation *, Value> vectors;
+  for (Operation *op : ops) {
+    auto read = dyn_cast<ReadOp>(op);
+    if (!read || !isVectorizable(read, row, v))
+      continue;
+    SmallVector<Value> operands =
+        llvm::map_to_vector(read.getIndices(), [&](Value i) {
+          return i == row ? base : mapping.lookup(i);
+        });
+    std::optional<SmallVector<Value, 8>> coords =
+        affine::expandAffineMap(b, loc, read.getMap(), operands);
+    Type elem = read.getType();
+    int64_t bytes = v * std::max<int64_t>(1, elem.getIntOrFloatBitWidth() / 8);
+    vectors[op] = vector::LoadOp::create(
+        b, loc, VectorType::get({v}, elem), tensors.lookup(read.getTensor()),
+        *coords, /*nontemporal=*/false,
+        llvm::MaybeAlign(bytes <= 16 && llvm::isPowerOf2_64(bytes) ? bytes
+                                                                   : 0));
+  }
+  for (int64_t e = 0; e < v; ++e) {
+    Value idx =
+        e == 0 ? base
+               : arith::AddIOp::create(
+                     b, loc, base, arith::ConstantIndexOp::create(b, loc, e))
+                     .getResult();
+    mapping.map(row, idx);
+    for (Operation *op : ops) {
+      if (Value vec = vectors.lookup(op)) {
+        Value x = vector::ExtractOp::create(b, loc, vec, e);
+        Type ct = getComputeType(x.getType());
+        if (ct != x.getType())
+          x = arith::ExtFOp::create(b, loc, ct, x);
+        mapping.map(op->getResult(0), x);
+        continue;
+      }
+      if (failed(emitter.emit(b, op, mapping)))
+        return failure();
+    }
+    each(b, e);
+  }
+  return success();
+}
+
+/// The vector width to use along `row` (of extent `extent`) given the
+/// schedule's: a divisor of the extent.
+int64_t getRowVector(ComprehensionOp op, int64_t extent) {
+  int64_t v = op.getScheduleAttr() ? op.getScheduleAttr().getVector() : 1;
+  while (v > 1 && extent % v != 0)
+    v /= 2;
+  return v;
+}
+
+/// Each thread's partial carrier of a one-index reduction `red` along its
+/// index, `v` elements at a time: the thread covers elements
+/// [tid * v, tid * v + v) + k * threads * v.
+FailureOr<SmallVector<Value>>
+emitVectorPartial(OpBuilder &b, Location loc, ComprehensionOp red,
+                  ArrayRef<Operation *> ops, Value row, int64_t extent,
+                  const MonoidCodegen &mc, Value tid, int64_t threads,
+                  int64_t v, IRMapping &mapping, IRMapping &tensors,
+                  BodyEmitter &emitter) {
+  Value start = arith::MulIOp::create(
+      b, loc, tid, arith::ConstantIndexOp::create(b, loc, v));
+  Value ub = arith::ConstantIndexOp::create(b, loc, extent);
+  Value step = arith::ConstantIndexOp::create(b, loc, threads * v);
+  bool failedBody = false;
+  auto loop = scf::ForOp::create(
+      b, loc, start, ub, step, mc.identity(b, loc),
+      [&](OpBuilder &ob, Location, Value base, ValueRange iter) {
+        SmallVector<Value> carrier(iter);
+        if (failed(emitUnrolled(
+                ob, loc, ops, row, base, v, mapping, tensors, emitter,
+                [&](OpBuilder &eb, int64_t) {
+                  SmallVector<Value> yields = llvm::map_to_vector(
+                      red.getYield().getValues(),
+                      [&](Value y) { return mapping.lookupOrDefault(y); });
+                  carrier = mc.accumulate(eb, loc, carrier, yields);
+                })))
+          failedBody = true;
+        scf::YieldOp::create(ob, loc, carrier);
+      });
+  if (failedBody)
+    return failure();
+  return SmallVector<Value>(loop.getResults());
+}
+
 /// A block per row: the last index is covered by the block's threads,
 /// striding it; the other parallel indices come from the block id. Body
 /// operations that do not depend on the row (nor on the comprehension's
@@ -362,10 +480,22 @@ LogicalResult KernelFormBuilder::emitRowKernel(OpBuilder &b, ComprehensionOp op,
     FailureOr<MonoidCodegen> mc = MonoidCodegen::get(nested);
     if (failed(mc))
       return failure();
-    FailureOr<SmallVector<Value>> partial = emitter.emitPartialReduction(
-        b, nested, mapping, *mc, tid, threads, [&](OpBuilder &ob) {
-          return emitter.emitBody(ob, nested.getBodyBlock(), mapping);
-        });
+    FailureOr<SmallVector<Value>> partial;
+    int64_t nv = getRowVector(op, nested.getExtent(0));
+    if (nested.getNumReduced() == 1 &&
+        nested.getExtent(0) % (nv * threads) == 0) {
+      SmallVector<Operation *> ops =
+          llvm::map_to_vector(nested.getBodyBlock().without_terminator(),
+                              [](Operation &o) { return &o; });
+      partial = emitVectorPartial(b, loc, nested, ops, nested.getIndex(0),
+                                  nested.getExtent(0), *mc, tid, threads, nv,
+                                  mapping, tensors, emitter);
+    } else {
+      partial = emitter.emitPartialReduction(
+          b, nested, mapping, *mc, tid, threads, [&](OpBuilder &ob) {
+            return emitter.emitBody(ob, nested.getBodyBlock(), mapping);
+          });
+    }
     if (failed(partial))
       return failure();
     SmallVector<Value> total =
@@ -393,6 +523,46 @@ LogicalResult KernelFormBuilder::emitRowKernel(OpBuilder &b, ComprehensionOp op,
     }
   };
 
+  int64_t v = getRowVector(op, op.getExtent(last));
+  if (rowIsParallel && v > 1 && op.getExtent(last) % (v * threads) == 0) {
+    // Each thread writes `v` consecutive row elements per step: vector
+    // loads of the reads along the row, one vector store per result.
+    bool failedRow = false;
+    Value start = arith::MulIOp::create(b, loc, tid, cst(v));
+    scf::ForOp::create(
+        b, loc, start, cst(op.getExtent(last)), cst(threads * v), ValueRange{},
+        [&](OpBuilder &ob, Location, Value base, ValueRange) {
+          SmallVector<SmallVector<Value>> perResult(op.getNumResults());
+          if (failed(emitUnrolled(
+                  ob, loc, perRow, op.getIndex(last), base, v, mapping, tensors,
+                  emitter, [&](OpBuilder &eb, int64_t) {
+                    for (auto [k, y] : llvm::enumerate(yields())) {
+                      Type st = cast<MemRefType>(outputs[k].getType())
+                                    .getElementType();
+                      perResult[k].push_back(toStorage(eb, loc, y, st));
+                    }
+                  }))) {
+            failedRow = true;
+          } else {
+            SmallVector<Value> at(point);
+            at[last] = base;
+            for (auto [k, elems] : llvm::enumerate(perResult)) {
+              Type st = elems.front().getType();
+              Value vec = vector::FromElementsOp::create(
+                  ob, loc, VectorType::get({v}, st), elems);
+              int64_t bytes =
+                  v * std::max<int64_t>(1, st.getIntOrFloatBitWidth() / 8);
+              vector::StoreOp::create(
+                  ob, loc, vec, outputs[k], at, /*nontemporal=*/false,
+                  llvm::MaybeAlign(
+                      bytes <= 16 && llvm::isPowerOf2_64(bytes) ? bytes : 0));
+            }
+          }
+          scf::YieldOp::create(ob, loc);
+        });
+    return failure(failedRow);
+  }
+
   if (rowIsParallel) {
     // Each thread writes the row elements it strides.
     bool failedRow = false;
@@ -417,8 +587,15 @@ LogicalResult KernelFormBuilder::emitRowKernel(OpBuilder &b, ComprehensionOp op,
   FailureOr<MonoidCodegen> mc = MonoidCodegen::get(op);
   if (failed(mc))
     return failure();
-  FailureOr<SmallVector<Value>> partial = emitter.emitPartialReduction(
-      b, op, mapping, *mc, tid, threads, emitPerRow);
+  FailureOr<SmallVector<Value>> partial;
+  if (op.getNumReduced() == 1 && v > 1 &&
+      op.getExtent(last) % (v * threads) == 0)
+    partial = emitVectorPartial(b, loc, op, perRow, op.getIndex(last),
+                                op.getExtent(last), *mc, tid, threads, v,
+                                mapping, tensors, emitter);
+  else
+    partial = emitter.emitPartialReduction(b, op, mapping, *mc, tid, threads,
+                                           emitPerRow);
   if (failed(partial))
     return failure();
   SmallVector<Value> total =
