@@ -19,6 +19,18 @@ Type mlir::tang::getComputeType(Type t) {
   return t;
 }
 
+void mlir::tang::allowApproximation(Operation *op) {
+  if (!isa<math::MathDialect>(op->getDialect()) && !isa<arith::DivFOp>(op))
+    return;
+  auto name = StringAttr::get(op->getContext(), "fastmath");
+  if (!llvm::is_contained(op->getName().getAttributeNames(), name))
+    return;
+  auto flags = arith::FastMathFlags::afn;
+  if (auto old = op->getAttrOfType<arith::FastMathFlagsAttr>(name))
+    flags = flags | old.getValue();
+  op->setAttr(name, arith::FastMathFlagsAttr::get(op->getContext(), flags));
+}
+
 //===----------------------------------------------------------------------===//
 // MonoidCodegen
 //===----------------------------------------------------------------------===//
@@ -129,7 +141,8 @@ SmallVector<Value> MonoidCodegen::lift(OpBuilder &b, Location loc,
 
 /// exp(a - m) with m = -inf treated as 0 (so that an all -inf carrier
 /// combines to (-inf, 0) instead of NaN).
-static Value scaleFrom(OpBuilder &b, Location loc, Value a, Value m) {
+static Value scaleFrom(OpBuilder &b, Location loc, Value a, Value m,
+                       bool approximate) {
   Type t = m.getType();
   Value negInf =
       constantLike(b, loc, t, -std::numeric_limits<double>::infinity(), 0);
@@ -137,7 +150,11 @@ static Value scaleFrom(OpBuilder &b, Location loc, Value a, Value m) {
   Value isEmpty =
       arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, m, negInf);
   Value safe = arith::SelectOp::create(b, loc, isEmpty, zero, m);
-  return math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, a, safe));
+  auto exp =
+      math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, a, safe));
+  if (approximate)
+    allowApproximation(exp);
+  return exp;
 }
 
 SmallVector<Value> MonoidCodegen::combine(OpBuilder &b, Location loc,
@@ -203,7 +220,8 @@ SmallVector<Value> MonoidCodegen::combine(OpBuilder &b, Location loc,
   case MonoidKind::SoftmaxNorm:
   case MonoidKind::OnlineSoftmax: {
     Value m = arith::MaximumFOp::create(b, loc, x[0], y[0]);
-    Value sx = scaleFrom(b, loc, x[0], m), sy = scaleFrom(b, loc, y[0], m);
+    Value sx = scaleFrom(b, loc, x[0], m, approximate),
+          sy = scaleFrom(b, loc, y[0], m, approximate);
     Value l =
         arith::AddFOp::create(b, loc, arith::MulFOp::create(b, loc, x[1], sx),
                               arith::MulFOp::create(b, loc, y[1], sy));
@@ -233,8 +251,11 @@ SmallVector<Value> MonoidCodegen::accumulate(OpBuilder &b, Location loc,
   Value zero = constantLike(b, loc, t, 0, 0);
   Value one = constantLike(b, loc, t, 1, 1);
   Value d = arith::SubFOp::create(b, loc, x, m);
-  Value e = math::ExpOp::create(
+  auto exp = math::ExpOp::create(
       b, loc, arith::NegFOp::create(b, loc, math::AbsFOp::create(b, loc, d)));
+  if (approximate)
+    allowApproximation(exp);
+  Value e = exp;
   Value masked =
       arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, x, negInf);
   e = arith::SelectOp::create(b, loc, masked, zero, e);
@@ -259,8 +280,12 @@ SmallVector<Value> MonoidCodegen::accumulate(OpBuilder &b, Location loc,
 
 SmallVector<Value> MonoidCodegen::finalize(OpBuilder &b, Location loc,
                                            ValueRange carrier) const {
-  if (kind == MonoidKind::OnlineSoftmax)
-    return {arith::DivFOp::create(b, loc, carrier[2], carrier[1])};
+  if (kind == MonoidKind::OnlineSoftmax) {
+    auto div = arith::DivFOp::create(b, loc, carrier[2], carrier[1]);
+    if (approximate)
+      allowApproximation(div);
+    return {div};
+  }
   return llvm::to_vector(carrier);
 }
 
@@ -297,6 +322,7 @@ BodyEmitter::emitSerialReduction(OpBuilder &b, ComprehensionOp op,
   FailureOr<MonoidCodegen> mc = MonoidCodegen::get(op);
   if (failed(mc))
     return failure();
+  mc->setApproximate(approximate);
   SmallVector<Value> init = mc->identity(b, loc);
 
   // One loop per reduced index, outermost first, carrying the carrier.
@@ -443,5 +469,7 @@ LogicalResult BodyEmitter::emitOp(OpBuilder &b, Operation *op,
   Operation *clone = b.clone(*op, mapping);
   for (OpResult r : clone->getResults())
     r.setType(getComputeType(r.getType()));
+  if (approximate)
+    allowApproximation(clone);
   return success();
 }

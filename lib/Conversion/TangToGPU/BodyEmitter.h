@@ -21,12 +21,20 @@ namespace mlir::tang {
 /// bf16, itself otherwise.
 Type getComputeType(Type t);
 
+/// Lets `op` (a math op or a float division) use its fast approximation
+/// (`afn`). Used when results are stored in f16/bf16, whose rounding (2^-11,
+/// 2^-8) dwarfs the approximations' few f32 ulps.
+void allowApproximation(Operation *op);
+
 /// Code for one monoid: its carrier in compute types, identity, lift,
 /// combine and finalise.
 class MonoidCodegen {
 public:
   /// For a comprehension's monoid (builtin or user-defined).
   static FailureOr<MonoidCodegen> get(ComprehensionOp op);
+
+  /// Emit fast approximations of exp and division (see allowApproximation).
+  void setApproximate(bool a) { approximate = a; }
 
   ArrayRef<Type> getCarrierTypes() const { return carrierTypes; }
   SmallVector<Value> identity(OpBuilder &b, Location loc) const;
@@ -44,6 +52,7 @@ private:
   std::optional<MonoidKind> kind;
   /// Op handles are value types whose accessors are not const.
   mutable MonoidOp user;
+  bool approximate = false;
   SmallVector<Type> carrierTypes;
 };
 
@@ -56,6 +65,10 @@ public:
   /// rematerialised at the start of `entry`, where they dominate the kernel.
   BodyEmitter(IRMapping &tensors, Block *entry)
       : tensors(tensors), entry(entry) {}
+
+  /// Emit fast approximations of math functions and divisions (see
+  /// allowApproximation).
+  void setApproximate(bool a) { approximate = a; }
 
   /// Emits `body` (a comprehension's block, its indices already mapped in
   /// `mapping` to index values) and returns the yielded values in compute
@@ -91,6 +104,7 @@ private:
 
   IRMapping &tensors;
   Block *entry;
+  bool approximate = false;
 };
 
 } // namespace mlir::tang

@@ -74,6 +74,15 @@ SmallVector<Value> getTensorsRead(ComprehensionOp op) {
 
 int64_t getRowKernelThreads(ComprehensionOp op);
 
+/// Whether every result of `op` is stored in f16 or bf16: then fast
+/// approximations of transcendental functions and divisions are used.
+bool isLowPrecision(ComprehensionOp op) {
+  return llvm::all_of(op.getResultTypes(), [](Type t) {
+    Type e = cast<RankedTensorType>(t).getElementType();
+    return e.isF16() || e.isBF16();
+  });
+}
+
 /// A kernel and how to launch it.
 struct Kernel {
   gpu::GPUFuncOp func;
@@ -470,6 +479,8 @@ LogicalResult KernelFormBuilder::emitRowKernel(OpBuilder &b, ComprehensionOp op,
   }
 
   BodyEmitter emitter(tensors, &k.func.getBody().front());
+  bool approximate = isLowPrecision(op);
+  emitter.setApproximate(approximate);
   for (Operation *inner : perBlock) {
     auto nested = dyn_cast<ComprehensionOp>(inner);
     if (!nested) {
@@ -480,6 +491,7 @@ LogicalResult KernelFormBuilder::emitRowKernel(OpBuilder &b, ComprehensionOp op,
     FailureOr<MonoidCodegen> mc = MonoidCodegen::get(nested);
     if (failed(mc))
       return failure();
+    mc->setApproximate(approximate);
     FailureOr<SmallVector<Value>> partial;
     int64_t nv = getRowVector(op, nested.getExtent(0));
     if (nested.getNumReduced() == 1 &&
@@ -587,6 +599,7 @@ LogicalResult KernelFormBuilder::emitRowKernel(OpBuilder &b, ComprehensionOp op,
   FailureOr<MonoidCodegen> mc = MonoidCodegen::get(op);
   if (failed(mc))
     return failure();
+  mc->setApproximate(approximate);
   FailureOr<SmallVector<Value>> partial;
   if (op.getNumReduced() == 1 && v > 1 &&
       op.getExtent(last) % (v * threads) == 0)
@@ -649,6 +662,7 @@ LogicalResult KernelFormBuilder::emitPointKernel(OpBuilder &b,
     mapping.map(op.getIndex(i), point[i]);
   }
   BodyEmitter emitter(tensors, &k.func.getBody().front());
+  emitter.setApproximate(isLowPrecision(op));
   FailureOr<SmallVector<Value>> results =
       emitter.emitSerialReduction(b, op, mapping);
   if (failed(results))
