@@ -315,22 +315,63 @@ bool isVectorizable(ReadOp read, Value row, int64_t v) {
   });
 }
 
+/// Vectors already loaded along a row, reused by later passes over the same
+/// row (a row short enough to stay in registers is read from memory once).
+struct RowCache {
+  struct Entry {
+    Value tensor;
+    AffineMap map;
+    SmallVector<Value> others; // The read's indices, the row index nulled.
+    int64_t iteration;
+    Value vector;
+  };
+  SmallVector<Entry> entries;
+
+  Value lookup(ReadOp read, Value row, int64_t iteration) {
+    SmallVector<Value> others = getOthers(read, row);
+    for (Entry &e : entries)
+      if (e.tensor == read.getTensor() && e.map == read.getMap() &&
+          e.others == others && e.iteration == iteration)
+        return e.vector;
+    return {};
+  }
+  void insert(ReadOp read, Value row, int64_t iteration, Value vector) {
+    entries.push_back({read.getTensor(), read.getMap(), getOthers(read, row),
+                       iteration, vector});
+  }
+  static SmallVector<Value> getOthers(ReadOp read, Value row) {
+    return llvm::map_to_vector(read.getIndices(),
+                               [&](Value i) { return i == row ? Value() : i; });
+  }
+};
+
+/// Trip counts up to this are unrolled so that a row stays in registers.
+constexpr int64_t kMaxRowTrips = 4;
+
 /// Emits `ops` (operations of a body, in order) `v` times, for row index
 /// values `base + e`, e < v. Reads whose last coordinate is the row index
 /// are loaded once, as one vector of `v` elements at `base` (16 bytes for
 /// the schedule's vector width); the others are emitted per element.
 /// `each(b, e)` runs after each evaluation, with `mapping` holding its
 /// values.
-LogicalResult
-emitUnrolled(OpBuilder &b, Location loc, ArrayRef<Operation *> ops, Value row,
-             Value base, int64_t v, IRMapping &mapping, IRMapping &tensors,
-             BodyEmitter &emitter,
-             llvm::function_ref<void(OpBuilder &, int64_t)> each) {
+LogicalResult emitUnrolled(OpBuilder &b, Location loc,
+                           ArrayRef<Operation *> ops, Value row, Value base,
+                           int64_t v, IRMapping &mapping, IRMapping &tensors,
+                           BodyEmitter &emitter,
+                           llvm::function_ref<void(OpBuilder &, int64_t)> each,
+                           RowCache *cache = nullptr, int64_t iteration = -1) {
   llvm::DenseMap<Operation *, Value> vectors;
   for (Operation *op : ops) {
     auto read = dyn_cast<ReadOp>(op);
     if (!read || !isVectorizable(read, row, v))
       continue;
+    if (cache) {
+      Value cached = cache->lookup(read, row, iteration);
+      if (cached && cast<VectorType>(cached.getType()).getNumElements() == v) {
+        vectors[op] = cached;
+        continue;
+      }
+    }
     SmallVector<Value> operands =
         llvm::map_to_vector(read.getIndices(), [&](Value i) {
           return i == row ? base : mapping.lookup(i);
@@ -344,6 +385,8 @@ emitUnrolled(OpBuilder &b, Location loc, ArrayRef<Operation *> ops, Value row,
         *coords, /*nontemporal=*/false,
         llvm::MaybeAlign(bytes <= 16 && llvm::isPowerOf2_64(bytes) ? bytes
                                                                    : 0));
+    if (cache)
+      cache->insert(read, row, iteration, vectors[op]);
   }
   for (int64_t e = 0; e < v; ++e) {
     Value idx =
@@ -386,9 +429,30 @@ emitVectorPartial(OpBuilder &b, Location loc, ComprehensionOp red,
                   ArrayRef<Operation *> ops, Value row, int64_t extent,
                   const MonoidCodegen &mc, Value tid, int64_t threads,
                   int64_t v, IRMapping &mapping, IRMapping &tensors,
-                  BodyEmitter &emitter) {
+                  BodyEmitter &emitter, RowCache *cache) {
   Value start = arith::MulIOp::create(
       b, loc, tid, arith::ConstantIndexOp::create(b, loc, v));
+  int64_t trips = extent / (threads * v);
+  if (cache && trips <= kMaxRowTrips) {
+    // Unrolled: the row's vectors stay in registers for later passes.
+    SmallVector<Value> carrier = mc.identity(b, loc);
+    for (int64_t it = 0; it < trips; ++it) {
+      Value base = arith::AddIOp::create(
+          b, loc, start,
+          arith::ConstantIndexOp::create(b, loc, it * threads * v));
+      if (failed(emitUnrolled(
+              b, loc, ops, row, base, v, mapping, tensors, emitter,
+              [&](OpBuilder &eb, int64_t) {
+                SmallVector<Value> yields = llvm::map_to_vector(
+                    red.getYield().getValues(),
+                    [&](Value y) { return mapping.lookupOrDefault(y); });
+                carrier = mc.accumulate(eb, loc, carrier, yields);
+              },
+              cache, it)))
+        return failure();
+    }
+    return carrier;
+  }
   Value ub = arith::ConstantIndexOp::create(b, loc, extent);
   Value step = arith::ConstantIndexOp::create(b, loc, threads * v);
   bool failedBody = false;
@@ -481,6 +545,7 @@ LogicalResult KernelFormBuilder::emitRowKernel(OpBuilder &b, ComprehensionOp op,
   BodyEmitter emitter(tensors, &k.func.getBody().front());
   bool approximate = isLowPrecision(op);
   emitter.setApproximate(approximate);
+  RowCache rowCache;
   for (Operation *inner : perBlock) {
     auto nested = dyn_cast<ComprehensionOp>(inner);
     if (!nested) {
@@ -501,7 +566,7 @@ LogicalResult KernelFormBuilder::emitRowKernel(OpBuilder &b, ComprehensionOp op,
                               [](Operation &o) { return &o; });
       partial = emitVectorPartial(b, loc, nested, ops, nested.getIndex(0),
                                   nested.getExtent(0), *mc, tid, threads, nv,
-                                  mapping, tensors, emitter);
+                                  mapping, tensors, emitter, &rowCache);
     } else {
       partial = emitter.emitPartialReduction(
           b, nested, mapping, *mc, tid, threads, [&](OpBuilder &ob) {
@@ -541,37 +606,51 @@ LogicalResult KernelFormBuilder::emitRowKernel(OpBuilder &b, ComprehensionOp op,
     // loads of the reads along the row, one vector store per result.
     bool failedRow = false;
     Value start = arith::MulIOp::create(b, loc, tid, cst(v));
-    scf::ForOp::create(
-        b, loc, start, cst(op.getExtent(last)), cst(threads * v), ValueRange{},
-        [&](OpBuilder &ob, Location, Value base, ValueRange) {
-          SmallVector<SmallVector<Value>> perResult(op.getNumResults());
-          if (failed(emitUnrolled(
-                  ob, loc, perRow, op.getIndex(last), base, v, mapping, tensors,
-                  emitter, [&](OpBuilder &eb, int64_t) {
-                    for (auto [k, y] : llvm::enumerate(yields())) {
-                      Type st = cast<MemRefType>(outputs[k].getType())
-                                    .getElementType();
-                      perResult[k].push_back(toStorage(eb, loc, y, st));
-                    }
-                  }))) {
-            failedRow = true;
-          } else {
-            SmallVector<Value> at(point);
-            at[last] = base;
-            for (auto [k, elems] : llvm::enumerate(perResult)) {
-              Type st = elems.front().getType();
-              Value vec = vector::FromElementsOp::create(
-                  ob, loc, VectorType::get({v}, st), elems);
-              int64_t bytes =
-                  v * std::max<int64_t>(1, st.getIntOrFloatBitWidth() / 8);
-              vector::StoreOp::create(
-                  ob, loc, vec, outputs[k], at, /*nontemporal=*/false,
-                  llvm::MaybeAlign(
-                      bytes <= 16 && llvm::isPowerOf2_64(bytes) ? bytes : 0));
-            }
-          }
-          scf::YieldOp::create(ob, loc);
-        });
+    int64_t trips = op.getExtent(last) / (threads * v);
+    auto step = [&](OpBuilder &ob, Value base, RowCache *cache,
+                    int64_t iteration) {
+      SmallVector<SmallVector<Value>> perResult(op.getNumResults());
+      if (failed(emitUnrolled(
+              ob, loc, perRow, op.getIndex(last), base, v, mapping, tensors,
+              emitter,
+              [&](OpBuilder &eb, int64_t) {
+                for (auto [k, y] : llvm::enumerate(yields())) {
+                  Type st =
+                      cast<MemRefType>(outputs[k].getType()).getElementType();
+                  perResult[k].push_back(toStorage(eb, loc, y, st));
+                }
+              },
+              cache, iteration))) {
+        failedRow = true;
+      } else {
+        SmallVector<Value> at(point);
+        at[last] = base;
+        for (auto [k, elems] : llvm::enumerate(perResult)) {
+          Type st = elems.front().getType();
+          Value vec = vector::FromElementsOp::create(
+              ob, loc, VectorType::get({v}, st), elems);
+          int64_t bytes =
+              v * std::max<int64_t>(1, st.getIntOrFloatBitWidth() / 8);
+          vector::StoreOp::create(
+              ob, loc, vec, outputs[k], at, /*nontemporal=*/false,
+              llvm::MaybeAlign(bytes <= 16 && llvm::isPowerOf2_64(bytes) ? bytes
+                                                                         : 0));
+        }
+      }
+    };
+    if (trips <= kMaxRowTrips) {
+      // Unrolled, reusing the row's vectors loaded by the reductions.
+      for (int64_t it = 0; it < trips; ++it)
+        step(b, arith::AddIOp::create(b, loc, start, cst(it * threads * v)),
+             &rowCache, it);
+      return failure(failedRow);
+    }
+    scf::ForOp::create(b, loc, start, cst(op.getExtent(last)), cst(threads * v),
+                       ValueRange{},
+                       [&](OpBuilder &ob, Location, Value base, ValueRange) {
+                         step(ob, base, nullptr, -1);
+                         scf::YieldOp::create(ob, loc);
+                       });
     return failure(failedRow);
   }
 
@@ -605,7 +684,7 @@ LogicalResult KernelFormBuilder::emitRowKernel(OpBuilder &b, ComprehensionOp op,
       op.getExtent(last) % (v * threads) == 0)
     partial = emitVectorPartial(b, loc, op, perRow, op.getIndex(last),
                                 op.getExtent(last), *mc, tid, threads, v,
-                                mapping, tensors, emitter);
+                                mapping, tensors, emitter, &rowCache);
   else
     partial = emitter.emitPartialReduction(b, op, mapping, *mc, tid, threads,
                                            emitPerRow);
