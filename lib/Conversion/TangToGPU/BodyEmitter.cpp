@@ -316,44 +316,21 @@ FailureOr<SmallVector<Value>> BodyEmitter::emitBody(OpBuilder &b, Block &body,
 FailureOr<SmallVector<Value>>
 BodyEmitter::emitSerialReduction(OpBuilder &b, ComprehensionOp op,
                                  IRMapping &mapping) {
-  Location loc = op.getLoc();
   if (op.getNumReduced() == 0)
     return emitBody(b, op.getBodyBlock(), mapping);
   FailureOr<MonoidCodegen> mc = MonoidCodegen::get(op);
   if (failed(mc))
     return failure();
   mc->setApproximate(approximate);
-  SmallVector<Value> init = mc->identity(b, loc);
-
-  // One loop per reduced index, outermost first, carrying the carrier.
-  bool failedBody = false;
-  std::function<SmallVector<Value>(OpBuilder &, unsigned, ValueRange)> loops =
-      [&](OpBuilder &ob, unsigned r, ValueRange carrier) -> SmallVector<Value> {
-    if (r == op.getNumIndices()) {
-      FailureOr<SmallVector<Value>> yields =
-          emitBody(ob, op.getBodyBlock(), mapping);
-      if (failed(yields)) {
-        failedBody = true;
-        return llvm::to_vector(carrier);
-      }
-      return mc->accumulate(ob, loc, carrier, *yields);
-    }
-    Value lb = arith::ConstantIndexOp::create(ob, loc, 0);
-    Value ub = arith::ConstantIndexOp::create(ob, loc, op.getExtent(r));
-    Value step = arith::ConstantIndexOp::create(ob, loc, 1);
-    auto loop = scf::ForOp::create(
-        ob, loc, lb, ub, step, carrier,
-        [&](OpBuilder &lb2, Location, Value iv, ValueRange iter) {
-          mapping.map(op.getIndex(r), iv);
-          SmallVector<Value> next = loops(lb2, r + 1, iter);
-          scf::YieldOp::create(lb2, loc, next);
-        });
-    return SmallVector<Value>(loop.getResults());
-  };
-  SmallVector<Value> carrier = loops(b, op.getNumParallel(), init);
-  if (failedBody)
+  // One thread covers the whole domain: start 0, step 1.
+  Value zero = arith::ConstantIndexOp::create(b, op.getLoc(), 0);
+  FailureOr<SmallVector<Value>> carrier =
+      emitPartialReduction(b, op, mapping, *mc, zero, 1, [&](OpBuilder &ob) {
+        return emitBody(ob, op.getBodyBlock(), mapping);
+      });
+  if (failed(carrier))
     return failure();
-  return mc->finalize(b, loc, carrier);
+  return mc->finalize(b, op.getLoc(), *carrier);
 }
 
 FailureOr<SmallVector<Value>> BodyEmitter::emitPartialReduction(
