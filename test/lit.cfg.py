@@ -32,3 +32,9 @@ ptxas = shutil.which("ptxas") or next(
 if ptxas:
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", ptxas))
+
+# spirv-val (Debian's spirv-tools) validates the SPIR-V tang emits.
+spirv_val = shutil.which("spirv-val")
+if spirv_val:
+    config.available_features.add("spirv-val")
+    config.substitutions.append(("%spirv_val", spirv_val))

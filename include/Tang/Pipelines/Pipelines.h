@@ -43,6 +43,32 @@ struct TangLowerCudaOptions : public PassPipelineOptions<TangLowerCudaOptions> {
 void buildTangLowerCudaPipeline(OpPassManager &pm,
                                 const TangLowerCudaOptions &options);
 
+/// Options of --tang-lower-spirv.
+struct TangLowerSpirvOptions
+    : public PassPipelineOptions<TangLowerSpirvOptions> {
+  PassOptions::Option<bool> fuse{
+      *this, "fuse",
+      llvm::cl::desc("Run --tang-fuse and --tang-online-softmax first"),
+      llvm::cl::init(false)};
+  PassOptions::Option<std::string> version{
+      *this, "version", llvm::cl::desc("SPIR-V version (v1.0 to v1.6)"),
+      llvm::cl::init("v1.3")};
+  PassOptions::Option<std::string> caps{
+      *this, "caps",
+      llvm::cl::desc("SPIR-V capabilities the target has, comma-separated"),
+      llvm::cl::init("Shader")};
+  PassOptions::Option<std::string> bundle{
+      *this, "bundle",
+      llvm::cl::desc("Also write the .spv and the launch sequence to this "
+                     "directory (see docs/CudaBundle.md, format spirv)"),
+      llvm::cl::init("")};
+};
+
+/// tang IR -> (fusion) -> the kernel form (one thread per point) -> a
+/// Vulkan compute spirv.module; host launch sequence left in the kernel form.
+LogicalResult buildTangLowerSpirvPipeline(OpPassManager &pm,
+                                          const TangLowerSpirvOptions &options);
+
 /// Registers tang's pipelines with the pass registry.
 void registerTangPipelines();
 

@@ -12,7 +12,9 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SPIRV/IR/SPIRVOps.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Target/SPIRV/Serialization.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
@@ -133,11 +135,37 @@ static FailureOr<llvm::json::Object> describeFunction(func::FuncOp func) {
                             {"launches", std::move(launches)}};
 }
 
+static LogicalResult writeManifest(ModuleOp module, StringRef dir,
+                                   StringRef format, StringRef image,
+                                   StringRef chip);
+
+/// A Vulkan bundle: the serialised spirv.module and the same manifest.
+static LogicalResult exportSpirvImage(ModuleOp module, spirv::ModuleOp spv,
+                                      StringRef dir) {
+  SmallVector<uint32_t> words;
+  if (failed(spirv::serialize(spv, words)))
+    return spv.emitOpError() << "cannot be serialised";
+  std::string image = "tang_kernels.spv";
+  SmallString<256> path(dir);
+  llvm::sys::path::append(path, image);
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
+  if (ec)
+    return spv.emitOpError()
+           << "cannot write '" << path << "': " << ec.message();
+  os.write(reinterpret_cast<const char *>(words.data()),
+           words.size() * sizeof(uint32_t));
+  return writeManifest(module, dir, "spirv", image, "vulkan");
+}
+
 LogicalResult mlir::tang::exportCudaBundle(ModuleOp module, StringRef dir) {
   if (std::error_code ec = llvm::sys::fs::create_directories(dir))
     return module.emitError() << "cannot create bundle directory '" << dir
                               << "': " << ec.message();
   SmallVector<gpu::BinaryOp> binaries(module.getOps<gpu::BinaryOp>());
+  SmallVector<spirv::ModuleOp> spirvModules(module.getOps<spirv::ModuleOp>());
+  if (binaries.empty() && spirvModules.size() == 1)
+    return exportSpirvImage(module, spirvModules.front(), dir);
   if (binaries.size() != 1)
     return module.emitError() << "a CUDA bundle needs exactly one gpu.binary "
                                  "(run gpu-module-to-binary), found "
@@ -186,6 +214,12 @@ LogicalResult mlir::tang::exportCudaBundle(ModuleOp module, StringRef dir) {
     os << object.getObject().getValue();
   }
 
+  return writeManifest(module, dir, format, image, chip);
+}
+
+static LogicalResult writeManifest(ModuleOp module, StringRef dir,
+                                   StringRef format, StringRef image,
+                                   StringRef chip) {
   llvm::json::Array functions;
   for (auto func : module.getOps<func::FuncOp>()) {
     if (!func->hasAttr("tang.kernel_form"))
@@ -197,8 +231,8 @@ LogicalResult mlir::tang::exportCudaBundle(ModuleOp module, StringRef dir) {
   }
   llvm::json::Object manifest{{"version", 1},
                               {"format", format.str()},
-                              {"image", image},
-                              {"chip", chip},
+                              {"image", image.str()},
+                              {"chip", chip.str()},
                               {"functions", std::move(functions)}};
   SmallString<256> manifestPath(dir);
   llvm::sys::path::append(manifestPath, "manifest.json");
