@@ -8,6 +8,7 @@ PACKAGES=(
   clang-22 lld-22 ninja-build cmake clang-format-22         # toolchain
   python3-numpy python3-pytest                              # NumPy tests
   spirv-tools                                               # spirv-val
+  mesa-vulkan-drivers libvulkan-dev vulkan-tools            # Vulkan (lavapipe)
 )
 
 missing=()

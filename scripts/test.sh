@@ -19,6 +19,16 @@ if [ -f /usr/local/cuda/include/cuda.h ]; then
   export TANG_CUDA_RUN="$PWD/build-rt/tang-cuda-run"
 fi
 
+# The Vulkan runtime builds wherever the Vulkan headers are; its differential
+# tests run every example's SPIR-V bundle on the first Vulkan device (lavapipe,
+# Mesa's CPU driver, on machines without a GPU) against the interpreter.
+if [ -f /usr/include/vulkan/vulkan.h ]; then
+  echo "[tang] building the Vulkan runtime (runtime/vulkan -> build-vk)"
+  [ -f build-vk/build.ninja ] || cmake -G Ninja -S runtime/vulkan -B build-vk >/dev/null
+  ninja -C build-vk
+  export TANG_VK_RUN="$PWD/build-vk/tang-vk-run"
+fi
+
 BUILD_DIR="${TANG_BUILD_DIR:-build}"
 echo "[tang] running check-tang"
 ninja -C "$BUILD_DIR" check-tang
