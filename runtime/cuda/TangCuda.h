@@ -21,6 +21,9 @@
 #ifndef TANG_RUNTIME_CUDA_TANGCUDA_H
 #define TANG_RUNTIME_CUDA_TANGCUDA_H
 
+#include "Error.h"
+#include "Manifest.h"
+
 #include <cuda.h>
 
 #include <cstddef>
@@ -32,71 +35,20 @@
 
 namespace tang::cuda {
 
-//===----------------------------------------------------------------------===//
-// Errors
-//===----------------------------------------------------------------------===//
-
-/// The outcome of a fallible call: success, or a failure with a message.
-/// Like llvm::Error it is true on failure:
-///   if (Error e = buffer.upload(data, n)) return e;
-class [[nodiscard]] Error {
-public:
-  /// Success.
-  Error() = default;
-  /// Success.
-  static Error success() { return Error(); }
-  /// A failure saying `message` (an empty message reads "unknown error").
-  static Error failure(std::string message);
-
-  /// True on failure.
-  explicit operator bool() const { return failed; }
-  /// True on success.
-  bool ok() const { return !failed; }
-  /// What went wrong; empty on success.
-  const std::string &message() const { return text; }
-  /// This error with "`context`: " put in front of its message (success
-  /// stays success).
-  Error withContext(const std::string &context) &&;
-
-private:
-  bool failed = false;
-  std::string text;
-};
-
-/// A value of type T, or the Error that prevented it. Like llvm::Expected it
-/// is true when it holds a value.
-template <typename T>
-class [[nodiscard]] Expected {
-public:
-  /// Holds `value`.
-  Expected(T &&value) : value(std::move(value)) {}
-  /// Holds a copy of `value`.
-  Expected(const T &value) : value(value) {}
-  /// Holds `error`, which must be a failure.
-  Expected(Error error) : err(std::move(error)) {
-    if (!err)
-      err = Error::failure("internal error: Expected built from success");
-  }
-
-  /// True when a value is held.
-  explicit operator bool() const { return value.has_value(); }
-  /// The value; only when one is held.
-  T &operator*() { return *value; }
-  /// The value; only when one is held.
-  const T &operator*() const { return *value; }
-  /// The value; only when one is held.
-  T *operator->() { return &*value; }
-  /// The value; only when one is held.
-  const T *operator->() const { return &*value; }
-  /// The error (success when a value is held).
-  const Error &error() const { return err; }
-  /// Moves the error out (success when a value is held).
-  Error takeError() { return std::move(err); }
-
-private:
-  std::optional<T> value;
-  Error err;
-};
+// The Error, Expected and manifest types live in runtime/common (shared with
+// runtime/vulkan) and are used here under their tang::cuda names.
+using runtime::BufferSpec;
+using runtime::Dim3;
+using runtime::DType;
+using runtime::dtypeBytes;
+using runtime::dtypeName;
+using runtime::Error;
+using runtime::Expected;
+using runtime::FunctionSpec;
+using runtime::LaunchArg;
+using runtime::LaunchSpec;
+using runtime::Manifest;
+using runtime::parseDType;
 
 //===----------------------------------------------------------------------===//
 // The driver
@@ -116,11 +68,6 @@ Expected<int> deviceCount();
 /// A driver status as text: "CUDA_ERROR_OUT_OF_MEMORY (out of memory)".
 /// Needs the driver loaded; without it, the number.
 std::string resultString(CUresult result);
-
-/// A grid or block size.
-struct Dim3 {
-  unsigned x = 1, y = 1, z = 1;
-};
 
 //===----------------------------------------------------------------------===//
 // Context
@@ -270,88 +217,6 @@ public:
 
 private:
   CUevent begin = nullptr, end = nullptr;
-};
-
-//===----------------------------------------------------------------------===//
-// The bundle manifest
-//===----------------------------------------------------------------------===//
-
-/// An element type of a bundle buffer.
-enum class DType { F64, F32, F16, BF16, I32, I8, I1 };
-
-/// The manifest spelling of `type` ("f32", "bf16", ...).
-const char *dtypeName(DType type);
-/// Bytes per element (i1 takes one byte).
-size_t dtypeBytes(DType type);
-/// The type spelled `name`, if any.
-std::optional<DType> parseDType(const std::string &name);
-
-/// One buffer of a function: an argument or a temporary.
-struct BufferSpec {
-  /// What the buffer is for.
-  enum class Role { Input, Output, Temporary };
-  Role role = Role::Input;
-  /// Dense row-major shape; empty for a scalar.
-  std::vector<int64_t> shape;
-  DType dtype = DType::F32;
-
-  /// The number of elements (1 for a scalar).
-  int64_t numElements() const;
-  /// The size in bytes.
-  size_t numBytes() const { return numElements() * dtypeBytes(dtype); }
-};
-
-/// One kernel parameter of a launch: argument or temporary #index.
-struct LaunchArg {
-  bool isTemporary = false;
-  unsigned index = 0;
-};
-
-/// One kernel launch of a function's sequence.
-struct LaunchSpec {
-  std::string kernel;
-  Dim3 grid, block;
-  unsigned sharedBytes = 0;
-  /// One device pointer per kernel parameter, in order.
-  std::vector<LaunchArg> args;
-};
-
-/// A host function: its buffers and its launch sequence.
-struct FunctionSpec {
-  std::string name;
-  /// The function's buffers, in order (inputs and outputs).
-  std::vector<BufferSpec> args;
-  /// Device buffers the sequence needs (no initial value).
-  std::vector<BufferSpec> temporaries;
-  std::vector<LaunchSpec> launches;
-
-  /// The number of input arguments.
-  size_t numInputs() const;
-  /// The number of output arguments.
-  size_t numOutputs() const { return args.size() - numInputs(); }
-};
-
-/// A parsed and validated manifest.json (format version 1).
-struct Manifest {
-  int version = 1;
-  /// "ptx" or "cubin".
-  std::string format;
-  /// The image file, relative to the bundle directory.
-  std::string image;
-  /// The target chip, e.g. "sm_90a".
-  std::string chip;
-  std::vector<FunctionSpec> functions;
-
-  /// Parses and validates manifest text; `where` names it in errors.
-  static Expected<Manifest> parse(const std::string &json,
-                                  const std::string &where = "manifest.json");
-  /// Reads, parses and validates the manifest at `path`.
-  static Expected<Manifest> loadFile(const std::string &path);
-
-  /// The function called `name`, or null.
-  const FunctionSpec *find(const std::string &name) const;
-  /// The function names, comma-separated (for error messages).
-  std::string functionNames() const;
 };
 
 //===----------------------------------------------------------------------===//

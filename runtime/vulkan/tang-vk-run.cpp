@@ -22,6 +22,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Manifest.h"
+#include "Npy.h"
+
 #define VK_NO_PROTOTYPES
 #include <vulkan/vulkan.h>
 
@@ -29,6 +32,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
@@ -85,349 +89,34 @@ private:
   } while (false)
 
 //===----------------------------------------------------------------------===//
-// Manifest JSON
-//===----------------------------------------------------------------------===//
-
-/// A JSON value. Numbers keep whether they were written as integers.
-struct Json {
-  enum class Kind { Null, Bool, Number, String, Array, Object };
-  Kind kind = Kind::Null;
-  bool boolean = false;
-  double number = 0;
-  bool integer = false;
-  std::string string;
-  std::vector<Json> array;
-  std::vector<std::pair<std::string, Json>> object;
-
-  /// The member `key` of an object, or null when absent.
-  const Json *get(const std::string &key) const {
-    for (const auto &[k, v] : object)
-      if (k == key)
-        return &v;
-    return nullptr;
-  }
-};
-
-/// The JSON name of `kind`, for error messages.
-const char *kindName(Json::Kind kind) {
-  switch (kind) {
-  case Json::Kind::Null:
-    return "null";
-  case Json::Kind::Bool:
-    return "a boolean";
-  case Json::Kind::Number:
-    return "a number";
-  case Json::Kind::String:
-    return "a string";
-  case Json::Kind::Array:
-    return "an array";
-  case Json::Kind::Object:
-    return "an object";
-  }
-  return "?";
-}
-
-/// A recursive-descent parser of one JSON document (RFC 8259).
-class JsonParser {
-public:
-  explicit JsonParser(const std::string &text) : text(text) {}
-
-  Status parse(Json &out) {
-    skipSpace();
-    TRY(parseValue(out, 0));
-    skipSpace();
-    if (pos != text.size())
-      return error("unexpected text after the JSON value");
-    return {};
-  }
-
-private:
-  const std::string &text;
-  size_t pos = 0;
-
-  Status error(const std::string &what) const {
-    size_t line = 1 + std::count(text.begin(), text.begin() + pos, '\n');
-    return Status::error("invalid JSON at line " + std::to_string(line) + ": " +
-                         what);
-  }
-
-  void skipSpace() {
-    while (pos < text.size() && (text[pos] == ' ' || text[pos] == '\t' ||
-                                 text[pos] == '\r' || text[pos] == '\n'))
-      ++pos;
-  }
-
-  bool consume(const char *word) {
-    size_t n = std::strlen(word);
-    if (text.compare(pos, n, word) != 0)
-      return false;
-    pos += n;
-    return true;
-  }
-
-  Status parseValue(Json &v, int depth) {
-    if (depth > 64)
-      return error("nested too deeply");
-    if (pos >= text.size())
-      return error("unexpected end of input");
-    char c = text[pos];
-    if (c == '{')
-      return parseObject(v, depth);
-    if (c == '[')
-      return parseArray(v, depth);
-    if (c == '"') {
-      v.kind = Json::Kind::String;
-      return parseString(v.string);
-    }
-    if (consume("true")) {
-      v.kind = Json::Kind::Bool;
-      v.boolean = true;
-      return {};
-    }
-    if (consume("false")) {
-      v.kind = Json::Kind::Bool;
-      return {};
-    }
-    if (consume("null")) {
-      v.kind = Json::Kind::Null;
-      return {};
-    }
-    if (c == '-' || (c >= '0' && c <= '9'))
-      return parseNumber(v);
-    return error(std::string("unexpected character '") + c + "'");
-  }
-
-  Status parseObject(Json &v, int depth) {
-    v.kind = Json::Kind::Object;
-    ++pos;
-    skipSpace();
-    if (consume("}"))
-      return {};
-    while (true) {
-      skipSpace();
-      if (pos >= text.size() || text[pos] != '"')
-        return error("expected a member name");
-      std::string key;
-      TRY(parseString(key));
-      skipSpace();
-      if (!consume(":"))
-        return error("expected ':' after a member name");
-      skipSpace();
-      Json member;
-      TRY(parseValue(member, depth + 1));
-      v.object.emplace_back(std::move(key), std::move(member));
-      skipSpace();
-      if (consume("}"))
-        return {};
-      if (!consume(","))
-        return error("expected ',' or '}' in an object");
-    }
-  }
-
-  Status parseArray(Json &v, int depth) {
-    v.kind = Json::Kind::Array;
-    ++pos;
-    skipSpace();
-    if (consume("]"))
-      return {};
-    while (true) {
-      skipSpace();
-      Json element;
-      TRY(parseValue(element, depth + 1));
-      v.array.push_back(std::move(element));
-      skipSpace();
-      if (consume("]"))
-        return {};
-      if (!consume(","))
-        return error("expected ',' or ']' in an array");
-    }
-  }
-
-  /// Appends the UTF-8 encoding of `cp` to `out`.
-  static void appendUtf8(std::string &out, uint32_t cp) {
-    if (cp < 0x80) {
-      out += char(cp);
-    } else if (cp < 0x800) {
-      out += char(0xc0 | (cp >> 6));
-      out += char(0x80 | (cp & 0x3f));
-    } else if (cp < 0x10000) {
-      out += char(0xe0 | (cp >> 12));
-      out += char(0x80 | ((cp >> 6) & 0x3f));
-      out += char(0x80 | (cp & 0x3f));
-    } else {
-      out += char(0xf0 | (cp >> 18));
-      out += char(0x80 | ((cp >> 12) & 0x3f));
-      out += char(0x80 | ((cp >> 6) & 0x3f));
-      out += char(0x80 | (cp & 0x3f));
-    }
-  }
-
-  Status parseHex4(uint32_t &cp) {
-    if (pos + 4 > text.size())
-      return error("truncated \\u escape");
-    cp = 0;
-    for (int i = 0; i < 4; ++i) {
-      char h = text[pos++];
-      cp <<= 4;
-      if (h >= '0' && h <= '9')
-        cp |= h - '0';
-      else if (h >= 'a' && h <= 'f')
-        cp |= h - 'a' + 10;
-      else if (h >= 'A' && h <= 'F')
-        cp |= h - 'A' + 10;
-      else
-        return error("bad \\u escape");
-    }
-    return {};
-  }
-
-  Status parseString(std::string &out) {
-    ++pos; // The opening quote.
-    while (true) {
-      if (pos >= text.size())
-        return error("unterminated string");
-      char c = text[pos++];
-      if (c == '"')
-        return {};
-      if (static_cast<unsigned char>(c) < 0x20)
-        return error("control character in a string");
-      if (c != '\\') {
-        out += c;
-        continue;
-      }
-      if (pos >= text.size())
-        return error("unterminated string");
-      char e = text[pos++];
-      switch (e) {
-      case '"':
-      case '\\':
-      case '/':
-        out += e;
-        break;
-      case 'b':
-        out += '\b';
-        break;
-      case 'f':
-        out += '\f';
-        break;
-      case 'n':
-        out += '\n';
-        break;
-      case 'r':
-        out += '\r';
-        break;
-      case 't':
-        out += '\t';
-        break;
-      case 'u': {
-        uint32_t cp = 0;
-        TRY(parseHex4(cp));
-        if (cp >= 0xd800 && cp < 0xdc00 && consume("\\u")) {
-          uint32_t low = 0;
-          TRY(parseHex4(low));
-          if (low < 0xdc00 || low >= 0xe000)
-            return error("bad surrogate pair");
-          cp = 0x10000 + ((cp - 0xd800) << 10) + (low - 0xdc00);
-        }
-        appendUtf8(out, cp);
-        break;
-      }
-      default:
-        return error(std::string("bad escape '\\") + e + "'");
-      }
-    }
-  }
-
-  Status parseNumber(Json &v) {
-    size_t start = pos;
-    bool integer = true;
-    if (text[pos] == '-')
-      ++pos;
-    auto digits = [&] {
-      size_t from = pos;
-      while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9')
-        ++pos;
-      return pos > from;
-    };
-    if (!digits())
-      return error("bad number");
-    if (pos < text.size() && text[pos] == '.') {
-      integer = false;
-      ++pos;
-      if (!digits())
-        return error("bad number");
-    }
-    if (pos < text.size() && (text[pos] == 'e' || text[pos] == 'E')) {
-      integer = false;
-      ++pos;
-      if (pos < text.size() && (text[pos] == '+' || text[pos] == '-'))
-        ++pos;
-      if (!digits())
-        return error("bad number");
-    }
-    v.kind = Json::Kind::Number;
-    v.integer = integer;
-    v.number = std::strtod(text.substr(start, pos - start).c_str(), nullptr);
-    return {};
-  }
-};
-
-//===----------------------------------------------------------------------===//
 // Manifest
 //===----------------------------------------------------------------------===//
 
-/// An element type of the manifest.
-enum class DType { F64, F32, F16, BF16, I32, I8, I1 };
+// The manifest (runtime/common/Manifest.h) is parsed and validated by the
+// code shared with tang-cuda-run; this tool reads "spirv" bundles.
+using tang::runtime::BufferSpec;
+using tang::runtime::Dim3;
+using tang::runtime::DType;
+using tang::runtime::dtypeName;
+using tang::runtime::FunctionSpec;
+using tang::runtime::LaunchArg;
+using tang::runtime::LaunchSpec;
+using tang::runtime::Manifest;
 
-/// Parses a manifest dtype name.
-bool parseDType(const std::string &name, DType &t) {
-  static const std::pair<const char *, DType> kNames[] = {
-      {"f64", DType::F64},   {"f32", DType::F32}, {"f16", DType::F16},
-      {"bf16", DType::BF16}, {"i32", DType::I32}, {"i8", DType::I8},
-      {"i1", DType::I1}};
-  for (const auto &[n, v] : kNames)
-    if (name == n) {
-      t = v;
-      return true;
-    }
-  return false;
+/// Accepts "spirv", the format of --tang-lower-spirv bundles.
+std::string checkSpirvFormat(const std::string &format) {
+  if (format == "spirv")
+    return "";
+  return "\"" + format +
+         "\" is not a Vulkan bundle (expected \"spirv\"; tang-cuda-run runs "
+         "\"ptx\" and \"cubin\" bundles)";
 }
 
-const char *dtypeName(DType t) {
-  switch (t) {
-  case DType::F64:
-    return "f64";
-  case DType::F32:
-    return "f32";
-  case DType::F16:
-    return "f16";
-  case DType::BF16:
-    return "bf16";
-  case DType::I32:
-    return "i32";
-  case DType::I8:
-    return "i8";
-  case DType::I1:
-    return "i1";
-  }
-  return "?";
-}
-
-size_t dtypeBytes(DType t) {
-  switch (t) {
-  case DType::F64:
-    return 8;
-  case DType::F32:
-  case DType::I32:
-    return 4;
-  case DType::F16:
-  case DType::BF16:
-    return 2;
-  case DType::I8:
-  case DType::I1:
-    return 1;
-  }
-  return 1;
+/// A Failure (exit code 1) with the message of `error`.
+Status toStatus(const tang::runtime::Error &error) {
+  if (!error)
+    return {};
+  return Status::error(error.message());
 }
 
 /// Whether tang-vk-run can read and write buffers of `t`.
@@ -435,262 +124,24 @@ bool isSupportedIO(DType t) {
   return t == DType::F32 || t == DType::F64 || t == DType::I32;
 }
 
-/// A buffer: a function argument or a temporary.
-struct BufferSpec {
-  enum class Role { Input, Output, Temporary };
-  Role role = Role::Temporary;
-  std::vector<int64_t> shape;
-  DType dtype = DType::F32;
+/// The buffer a kernel parameter binds: an index into the function's
+/// arguments followed by its temporaries.
+size_t bufferIndex(const FunctionSpec &f, const LaunchArg &a) {
+  return a.isTemporary ? f.args.size() + a.index : a.index;
+}
 
-  int64_t elements() const {
-    int64_t n = 1;
-    for (int64_t d : shape)
-      n *= d;
-    return n;
-  }
-  size_t bytes() const { return size_t(elements()) * dtypeBytes(dtype); }
-};
-
-/// One kernel launch.
-struct Launch {
-  std::string kernel;
-  uint32_t grid[3] = {1, 1, 1};
-  uint32_t block[3] = {1, 1, 1};
-  int64_t sharedBytes = 0;
-  /// Per kernel parameter: its buffer, an index into the function's
-  /// arguments followed by its temporaries.
-  std::vector<size_t> buffers;
-};
-
-/// One host function of the bundle.
-struct Function {
-  std::string name;
-  std::vector<BufferSpec> args;
-  std::vector<BufferSpec> temporaries;
-  std::vector<Launch> launches;
-};
-
-/// The bundle's manifest.json.
-struct Manifest {
-  std::string image;
-  std::vector<Function> functions;
-};
-
-/// Reads a parsed manifest, naming the JSON path of the first problem.
-class ManifestReader {
-public:
-  Status read(const Json &root, Manifest &m) {
-    if (root.kind != Json::Kind::Object)
-      return fail("manifest", "expected an object");
-    const Json *version = member(root, "manifest", "version");
-    if (!version)
-      return last;
-    if (version->kind != Json::Kind::Number || !version->integer ||
-        version->number != 1)
-      return fail("manifest.version", "unsupported version (expected 1)");
-    std::string format;
-    TRY(readString(root, "manifest", "format", format));
-    if (format != "spirv")
-      return fail("manifest.format",
-                  "\"" + format +
-                      "\" is not a Vulkan bundle (expected \"spirv\"; "
-                      "tang-cuda-run runs \"ptx\" and \"cubin\" bundles)");
-    TRY(readString(root, "manifest", "image", m.image));
-    if (m.image.empty())
-      return fail("manifest.image", "empty file name");
-    const Json *functions = member(root, "manifest", "functions");
-    if (!functions)
-      return last;
-    TRY(expectKind(*functions, "manifest.functions", Json::Kind::Array));
-    for (size_t i = 0; i < functions->array.size(); ++i) {
-      Function f;
-      TRY(readFunction(functions->array[i],
-                       "manifest.functions[" + std::to_string(i) + "]", f));
-      m.functions.push_back(std::move(f));
-    }
-    return {};
-  }
-
-private:
-  Status last;
-
-  static Status fail(const std::string &path, const std::string &what) {
-    return Status::error("bad manifest: " + path + ": " + what);
-  }
-
-  Status expectKind(const Json &v, const std::string &path, Json::Kind kind) {
-    if (v.kind != kind)
-      return fail(path, std::string("expected ") + kindName(kind) + ", got " +
-                            kindName(v.kind));
-    return {};
-  }
-
-  const Json *member(const Json &v, const std::string &path, const char *key) {
-    const Json *m = v.get(key);
-    if (!m)
-      last = fail(path, std::string("missing \"") + key + "\"");
-    return m;
-  }
-
-  Status readString(const Json &v, const std::string &path, const char *key,
-                    std::string &out) {
-    const Json *m = member(v, path, key);
-    if (!m)
-      return last;
-    TRY(expectKind(*m, path + "." + key, Json::Kind::String));
-    out = m->string;
-    return {};
-  }
-
-  Status readInt(const Json &v, const std::string &path, int64_t lo, int64_t hi,
-                 int64_t &out) {
-    if (v.kind != Json::Kind::Number || !v.integer)
-      return fail(path, std::string("expected an integer, got ") +
-                            (v.kind == Json::Kind::Number ? "a non-integer"
-                                                          : kindName(v.kind)));
-    if (v.number < double(lo) || v.number > double(hi))
-      return fail(path, "out of range [" + std::to_string(lo) + ", " +
-                            std::to_string(hi) + "]");
-    out = int64_t(v.number);
-    return {};
-  }
-
-  Status readDim3(const Json &v, const std::string &path, const char *key,
-                  uint32_t out[3]) {
-    const Json *m = member(v, path, key);
-    if (!m)
-      return last;
-    std::string p = path + "." + key;
-    TRY(expectKind(*m, p, Json::Kind::Array));
-    if (m->array.size() != 3)
-      return fail(p, "expected 3 integers");
-    for (size_t i = 0; i < 3; ++i) {
-      int64_t x;
-      TRY(readInt(m->array[i], p + "[" + std::to_string(i) + "]", 1, UINT32_MAX,
-                  x));
-      out[i] = uint32_t(x);
-    }
-    return {};
-  }
-
-  Status readBuffer(const Json &v, const std::string &path, bool isArg,
-                    BufferSpec &b) {
-    TRY(expectKind(v, path, Json::Kind::Object));
-    if (isArg) {
-      std::string role;
-      TRY(readString(v, path, "role", role));
-      if (role == "input")
-        b.role = BufferSpec::Role::Input;
-      else if (role == "output")
-        b.role = BufferSpec::Role::Output;
-      else
-        return fail(path + ".role", "unknown role \"" + role +
-                                        "\" (expected \"input\" or "
-                                        "\"output\")");
-    }
-    std::string dtype;
-    TRY(readString(v, path, "dtype", dtype));
-    if (!parseDType(dtype, b.dtype))
-      return fail(path + ".dtype", "unknown dtype \"" + dtype + "\"");
-    const Json *shape = member(v, path, "shape");
-    if (!shape)
-      return last;
-    TRY(expectKind(*shape, path + ".shape", Json::Kind::Array));
-    int64_t elements = 1;
-    for (size_t i = 0; i < shape->array.size(); ++i) {
-      int64_t d;
-      TRY(readInt(shape->array[i], path + ".shape[" + std::to_string(i) + "]",
-                  0, int64_t(1) << 40, d));
-      b.shape.push_back(d);
-      if (d != 0 && elements > (int64_t(1) << 40) / d)
-        return fail(path + ".shape", "too many elements");
-      elements *= d;
-    }
-    return {};
-  }
-
-  Status readFunction(const Json &v, const std::string &path, Function &f) {
-    TRY(expectKind(v, path, Json::Kind::Object));
-    TRY(readString(v, path, "name", f.name));
-    const Json *args = member(v, path, "args");
-    if (!args)
-      return last;
-    TRY(expectKind(*args, path + ".args", Json::Kind::Array));
-    for (size_t i = 0; i < args->array.size(); ++i) {
-      BufferSpec b;
-      TRY(readBuffer(args->array[i], path + ".args[" + std::to_string(i) + "]",
-                     /*isArg=*/true, b));
-      f.args.push_back(std::move(b));
-    }
-    if (const Json *temps = v.get("temporaries")) {
-      TRY(expectKind(*temps, path + ".temporaries", Json::Kind::Array));
-      for (size_t i = 0; i < temps->array.size(); ++i) {
-        BufferSpec b;
-        TRY(readBuffer(temps->array[i],
-                       path + ".temporaries[" + std::to_string(i) + "]",
-                       /*isArg=*/false, b));
-        f.temporaries.push_back(std::move(b));
-      }
-    }
-    const Json *launches = member(v, path, "launches");
-    if (!launches)
-      return last;
-    TRY(expectKind(*launches, path + ".launches", Json::Kind::Array));
-    for (size_t i = 0; i < launches->array.size(); ++i) {
-      Launch l;
-      TRY(readLaunch(launches->array[i],
-                     path + ".launches[" + std::to_string(i) + "]", f, l));
-      f.launches.push_back(std::move(l));
-    }
-    return {};
-  }
-
-  Status readLaunch(const Json &v, const std::string &path, const Function &f,
-                    Launch &l) {
-    TRY(expectKind(v, path, Json::Kind::Object));
-    TRY(readString(v, path, "kernel", l.kernel));
-    TRY(readDim3(v, path, "grid", l.grid));
-    TRY(readDim3(v, path, "block", l.block));
-    if (const Json *shared = v.get("shared_bytes"))
-      TRY(readInt(*shared, path + ".shared_bytes", 0, INT32_MAX,
-                  l.sharedBytes));
-    const Json *args = member(v, path, "args");
-    if (!args)
-      return last;
-    TRY(expectKind(*args, path + ".args", Json::Kind::Array));
-    for (size_t i = 0; i < args->array.size(); ++i) {
-      const Json &a = args->array[i];
-      std::string p = path + ".args[" + std::to_string(i) + "]";
-      TRY(expectKind(a, p, Json::Kind::Object));
-      const Json *arg = a.get("arg");
-      const Json *temp = a.get("temp");
-      if ((arg != nullptr) == (temp != nullptr))
-        return fail(p, "expected exactly one of \"arg\" and \"temp\"");
-      int64_t index;
-      if (arg) {
-        TRY(readInt(*arg, p + ".arg", 0, int64_t(f.args.size()) - 1, index));
-        l.buffers.push_back(size_t(index));
-      } else {
-        TRY(readInt(*temp, p + ".temp", 0, int64_t(f.temporaries.size()) - 1,
-                    index));
-        l.buffers.push_back(f.args.size() + size_t(index));
-      }
-    }
-    return {};
-  }
-};
+/// The sizes of `d` as an array.
+std::array<uint32_t, 3> sizes(const Dim3 &d) { return {d.x, d.y, d.z}; }
 
 //===----------------------------------------------------------------------===//
 // Files
 //===----------------------------------------------------------------------===//
 
 Status readFile(const std::string &path, std::string &out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return Status::error("cannot open " + path + ": " + std::strerror(errno));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  out = ss.str();
+  tang::runtime::Expected<std::string> text = tang::runtime::readFile(path);
+  if (!text)
+    return toStatus(text.error());
+  out = std::move(*text);
   return {};
 }
 
@@ -701,122 +152,23 @@ std::string shapeString(const std::vector<int64_t> &shape) {
   return s + "]";
 }
 
-/// A .npy array: its dtype as written ("<f4", "|b1", ...), its shape and its
-/// raw little-endian bytes.
-struct Npy {
-  std::string descr;
-  std::vector<int64_t> shape;
-  std::string data;
-};
+using tang::runtime::Npy;
 
-/// The text after `'key':` in a .npy header dict, or npos.
-size_t findKey(const std::string &header, const char *key) {
-  std::string quoted = std::string("'") + key + "'";
-  size_t at = header.find(quoted);
-  if (at == std::string::npos)
-    return at;
-  at = header.find(':', at + quoted.size());
-  if (at == std::string::npos)
-    return at;
-  ++at;
-  while (at < header.size() && header[at] == ' ')
-    ++at;
-  return at;
-}
-
-/// Reads the .npy file at `path` (format versions 1 to 3, C order).
-Status readNpy(const std::string &path, Npy &npy) {
-  std::string bytes;
-  TRY(readFile(path, bytes));
-  auto bad = [&](const std::string &what) {
-    return Status::error(path + ": " + what);
-  };
-  if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0)
-    return bad("not a .npy file (bad magic string)");
-  unsigned major = static_cast<unsigned char>(bytes[6]);
-  size_t headerLen, offset;
-  if (major == 1) {
-    headerLen = static_cast<unsigned char>(bytes[8]) |
-                (size_t(static_cast<unsigned char>(bytes[9])) << 8);
-    offset = 10;
-  } else if (major == 2 || major == 3) {
-    if (bytes.size() < 12)
-      return bad("truncated .npy header");
-    headerLen = 0;
-    for (int i = 3; i >= 0; --i)
-      headerLen = (headerLen << 8) | static_cast<unsigned char>(bytes[8 + i]);
-    offset = 12;
-  } else {
-    return bad("unsupported .npy version " + std::to_string(major));
-  }
-  if (bytes.size() < offset + headerLen)
-    return bad("truncated .npy header");
-  std::string header = bytes.substr(offset, headerLen);
-
-  size_t d = findKey(header, "descr");
-  if (d == std::string::npos || d >= header.size() || header[d] != '\'')
-    return bad("malformed .npy header: no 'descr'");
-  size_t end = header.find('\'', d + 1);
-  if (end == std::string::npos)
-    return bad("malformed .npy header: bad 'descr'");
-  npy.descr = header.substr(d + 1, end - d - 1);
-
-  size_t f = findKey(header, "fortran_order");
-  if (f == std::string::npos)
-    return bad("malformed .npy header: no 'fortran_order'");
-  if (header.compare(f, 4, "True") == 0)
-    return bad("Fortran-order arrays are not supported (save a C-order "
-               "array, e.g. np.ascontiguousarray)");
-
-  size_t s = findKey(header, "shape");
-  if (s == std::string::npos || s >= header.size() || header[s] != '(')
-    return bad("malformed .npy header: no 'shape'");
-  size_t close = header.find(')', s);
-  if (close == std::string::npos)
-    return bad("malformed .npy header: bad 'shape'");
-  std::stringstream dims(header.substr(s + 1, close - s - 1));
-  std::string part;
-  int64_t elements = 1;
-  while (std::getline(dims, part, ',')) {
-    part.erase(std::remove(part.begin(), part.end(), ' '), part.end());
-    if (part.empty())
-      continue;
-    char *endp = nullptr;
-    long long n = std::strtoll(part.c_str(), &endp, 10);
-    if (*endp != '\0' || n < 0 || n > (int64_t(1) << 40))
-      return bad("malformed .npy header: bad dimension '" + part + "'");
-    npy.shape.push_back(n);
-    elements *= n;
-  }
-  size_t itemSize = 0;
-  if (npy.descr.size() >= 3)
-    itemSize = std::strtoul(npy.descr.c_str() + 2, nullptr, 10);
-  if (itemSize == 0)
-    return bad("unsupported .npy dtype '" + npy.descr + "'");
-  size_t need = size_t(elements) * itemSize;
-  if (bytes.size() - offset - headerLen < need)
-    return bad("the shape " + shapeString(npy.shape) + " needs " +
-               std::to_string(need) + " bytes of data, the file has " +
-               std::to_string(bytes.size() - offset - headerLen));
-  npy.data = bytes.substr(offset + headerLen, need);
-  return {};
-}
-
-/// Converts `npy` into `out` (b.bytes() bytes), the contents of a buffer of
+/// Converts `npy` into `out` (b.numBytes() bytes), the contents of a buffer of
 /// `b`'s dtype. Float buffers take <f4 and <f8 arrays; i32 buffers take <i4
 /// and <i8 (in range).
 Status convertInput(const Npy &npy, const BufferSpec &b,
                     const std::string &what, void *out) {
-  size_t n = size_t(b.elements());
+  size_t n = size_t(b.numElements());
   auto cannot = [&] {
     return Status::error(
-        what + ": a .npy array of dtype '" + npy.descr + "' cannot feed a " +
+        what + ": a .npy array of dtype '" + npy.typestr + "' cannot feed a " +
         dtypeName(b.dtype) + " buffer (use " +
         (b.dtype == DType::I32 ? "<i4 or <i8" : "<f4 or <f8") + ")");
   };
   const char *src = npy.data.data();
   if (b.dtype == DType::F32 || b.dtype == DType::F64) {
-    bool f4 = npy.descr == "<f4", f8 = npy.descr == "<f8";
+    bool f4 = npy.descr == "f4", f8 = npy.descr == "f8";
     if (!f4 && !f8)
       return cannot();
     for (size_t i = 0; i < n; ++i) {
@@ -838,7 +190,7 @@ Status convertInput(const Npy &npy, const BufferSpec &b,
     return {};
   }
   if (b.dtype == DType::I32) {
-    bool i4 = npy.descr == "<i4", i8 = npy.descr == "<i8";
+    bool i4 = npy.descr == "i4", i8 = npy.descr == "i8";
     if (!i4 && !i8)
       return cannot();
     for (size_t i = 0; i < n; ++i) {
@@ -865,7 +217,7 @@ Status convertInput(const Npy &npy, const BufferSpec &b,
 /// float64 (<f8), i32 as int32 (<i4).
 Status writeNpy(const std::string &path, const BufferSpec &b,
                 const void *data) {
-  size_t n = size_t(b.elements());
+  size_t n = size_t(b.numElements());
   std::string payload;
   std::string descr;
   if (b.dtype == DType::I32) {
@@ -886,28 +238,7 @@ Status writeNpy(const std::string &path, const BufferSpec &b,
       std::memcpy(&payload[8 * i], &x, 8);
     }
   }
-  // Python tuple syntax: "()", "(8,)", "(8, 32)".
-  std::string shape = "(";
-  for (size_t i = 0; i < b.shape.size(); ++i)
-    shape += (i ? ", " : "") + std::to_string(b.shape[i]);
-  shape += b.shape.size() == 1 ? ",)" : ")";
-  std::string header = "{'descr': '" + descr +
-                       "', 'fortran_order': False, 'shape': " + shape + ", }";
-  // Pad with spaces so that the data starts at a multiple of 64, then '\n'.
-  size_t total = 10 + header.size() + 1;
-  header.append((64 - total % 64) % 64, ' ');
-  header += '\n';
-  std::ofstream out(path, std::ios::binary);
-  if (!out)
-    return Status::error("cannot write " + path + ": " + std::strerror(errno));
-  out.write("\x93NUMPY\x01\x00", 8);
-  char len[2] = {char(header.size() & 0xff), char(header.size() >> 8)};
-  out.write(len, 2);
-  out << header;
-  out.write(payload.data(), std::streamsize(payload.size()));
-  if (!out)
-    return Status::error("cannot write " + path);
-  return {};
+  return toStatus(tang::runtime::writeNpy(path, descr, b.shape, payload));
 }
 
 //===----------------------------------------------------------------------===//
@@ -973,9 +304,9 @@ Status inspectSpirv(const std::vector<uint32_t> &words, const std::string &path,
 
 /// Checks that every launch of `f` names a GLCompute entry point of the
 /// module whose LocalSize is the launch's block.
-Status checkEntryPoints(const Function &f, const SpirvInfo &info) {
+Status checkEntryPoints(const FunctionSpec &f, const SpirvInfo &info) {
   for (size_t i = 0; i < f.launches.size(); ++i) {
-    const Launch &l = f.launches[i];
+    const LaunchSpec &l = f.launches[i];
     std::string what = "launch #" + std::to_string(i) + " (" + l.kernel + ")";
     auto ep = info.entryPoints.find(l.kernel);
     if (ep == info.entryPoints.end())
@@ -984,14 +315,14 @@ Status checkEntryPoints(const Function &f, const SpirvInfo &info) {
                            "named \"" +
                            l.kernel + "\"");
     const std::vector<uint32_t> &local = ep->second;
-    if (local[0] && (local[0] != l.block[0] || local[1] != l.block[1] ||
-                     local[2] != l.block[2]))
+    if (local[0] && (local[0] != l.block.x || local[1] != l.block.y ||
+                     local[2] != l.block.z))
       return Status::error(
-          what + ": the manifest's block [" + std::to_string(l.block[0]) +
-          ", " + std::to_string(l.block[1]) + ", " +
-          std::to_string(l.block[2]) + "] differs from the entry point's " +
-          "LocalSize " + std::to_string(local[0]) + " " +
-          std::to_string(local[1]) + " " + std::to_string(local[2]));
+          what + ": the manifest's block [" + std::to_string(l.block.x) + ", " +
+          std::to_string(l.block.y) + ", " + std::to_string(l.block.z) +
+          "] differs from the entry point's " + "LocalSize " +
+          std::to_string(local[0]) + " " + std::to_string(local[1]) + " " +
+          std::to_string(local[2]));
   }
   return {};
 }
@@ -1136,7 +467,7 @@ public:
   /// Creates the buffers and pipelines of `f` and runs it with `inputs`
   /// (the contents of each input argument's buffer, converted), then writes
   /// the outputs under `outDir` (when not empty).
-  Status run(const Function &f, const std::vector<uint32_t> &spirv,
+  Status run(const FunctionSpec &f, const std::vector<uint32_t> &spirv,
              const SpirvInfo &info, const std::vector<std::string> &inputs,
              const std::string &outDir);
 
@@ -1165,7 +496,7 @@ private:
   Status loadLoader();
   Status createDevice(const SpirvInfo &info);
   Status createBuffer(size_t bytes, DeviceBuffer &b);
-  Status checkLimits(const Function &f);
+  Status checkLimits(const FunctionSpec &f);
   void destroy();
 };
 
@@ -1453,21 +784,22 @@ Status Runner::createBuffer(size_t bytes, DeviceBuffer &b) {
   return {};
 }
 
-Status Runner::checkLimits(const Function &f) {
+Status Runner::checkLimits(const FunctionSpec &f) {
   const VkPhysicalDeviceLimits &lim = props.limits;
   for (size_t i = 0; i < f.launches.size(); ++i) {
-    const Launch &l = f.launches[i];
+    const LaunchSpec &l = f.launches[i];
     std::string what = "launch #" + std::to_string(i) + " (" + l.kernel + ")";
-    uint64_t invocations = uint64_t(l.block[0]) * l.block[1] * l.block[2];
+    uint64_t invocations = uint64_t(l.block.x) * l.block.y * l.block.z;
+    std::array<uint32_t, 3> grid = sizes(l.grid), block = sizes(l.block);
     for (int d = 0; d < 3; ++d) {
-      if (l.grid[d] > lim.maxComputeWorkGroupCount[d])
+      if (grid[d] > lim.maxComputeWorkGroupCount[d])
         return Status::error(what + ": grid[" + std::to_string(d) +
-                             "] = " + std::to_string(l.grid[d]) +
+                             "] = " + std::to_string(grid[d]) +
                              " exceeds the device's maxComputeWorkGroupCount " +
                              std::to_string(lim.maxComputeWorkGroupCount[d]));
-      if (l.block[d] > lim.maxComputeWorkGroupSize[d])
+      if (block[d] > lim.maxComputeWorkGroupSize[d])
         return Status::error(what + ": block[" + std::to_string(d) +
-                             "] = " + std::to_string(l.block[d]) +
+                             "] = " + std::to_string(block[d]) +
                              " exceeds the device's maxComputeWorkGroupSize " +
                              std::to_string(lim.maxComputeWorkGroupSize[d]));
     }
@@ -1479,18 +811,18 @@ Status Runner::checkLimits(const Function &f) {
       return Status::error(what + ": " + std::to_string(l.sharedBytes) +
                            " bytes of shared memory exceed the device's " +
                            std::to_string(lim.maxComputeSharedMemorySize));
-    if (l.buffers.size() > lim.maxPerStageDescriptorStorageBuffers)
+    if (l.args.size() > lim.maxPerStageDescriptorStorageBuffers)
       return Status::error(
-          what + ": " + std::to_string(l.buffers.size()) +
+          what + ": " + std::to_string(l.args.size()) +
           " buffer parameters exceed the device's " +
           std::to_string(lim.maxPerStageDescriptorStorageBuffers) +
           " storage buffers per stage");
   }
   auto checkSize = [&](const BufferSpec &b, const std::string &what) -> Status {
-    if (b.bytes() > lim.maxStorageBufferRange)
+    if (b.numBytes() > lim.maxStorageBufferRange)
       return Status::error(what + " " + shapeString(b.shape) + " " +
                            dtypeName(b.dtype) + ": " +
-                           std::to_string(b.bytes()) +
+                           std::to_string(b.numBytes()) +
                            " bytes exceed the device's maxStorageBufferRange " +
                            std::to_string(lim.maxStorageBufferRange));
     return {};
@@ -1502,7 +834,7 @@ Status Runner::checkLimits(const Function &f) {
   return {};
 }
 
-Status Runner::run(const Function &f, const std::vector<uint32_t> &spirv,
+Status Runner::run(const FunctionSpec &f, const std::vector<uint32_t> &spirv,
                    const SpirvInfo &info,
                    const std::vector<std::string> &inputs,
                    const std::string &outDir) {
@@ -1521,12 +853,12 @@ Status Runner::run(const Function &f, const std::vector<uint32_t> &spirv,
   size_t nextInput = 0;
   for (size_t i = 0; i < specs.size(); ++i) {
     const BufferSpec &b = *specs[i];
-    TRY(createBuffer(b.bytes(), buffers[i]));
+    TRY(createBuffer(b.numBytes(), buffers[i]));
     if (i < f.args.size() && b.role == BufferSpec::Role::Input) {
       const std::string &data = inputs[nextInput++];
       std::memcpy(buffers[i].mapped, data.data(), data.size());
     } else {
-      std::memset(buffers[i].mapped, 0xff, b.bytes());
+      std::memset(buffers[i].mapped, 0xff, b.numBytes());
     }
   }
   std::vector<VkMappedMemoryRange> ranges;
@@ -1550,8 +882,8 @@ Status Runner::run(const Function &f, const std::vector<uint32_t> &spirv,
   // 0..n-1 of set 0 (as tang-lower-spirv decorates them), a pipeline for its
   // entry point and a descriptor set.
   uint32_t totalDescriptors = 0;
-  for (const Launch &l : f.launches)
-    totalDescriptors += uint32_t(l.buffers.size());
+  for (const LaunchSpec &l : f.launches)
+    totalDescriptors += uint32_t(l.args.size());
   VkDescriptorPoolSize poolSize{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
                                 std::max(totalDescriptors, 1u)};
   VkDescriptorPoolCreateInfo dpci{};
@@ -1563,8 +895,8 @@ Status Runner::run(const Function &f, const std::vector<uint32_t> &spirv,
 
   std::vector<VkDescriptorSet> sets(f.launches.size());
   for (size_t i = 0; i < f.launches.size(); ++i) {
-    const Launch &l = f.launches[i];
-    std::vector<VkDescriptorSetLayoutBinding> bindings(l.buffers.size());
+    const LaunchSpec &l = f.launches[i];
+    std::vector<VkDescriptorSetLayoutBinding> bindings(l.args.size());
     for (uint32_t p = 0; p < bindings.size(); ++p) {
       bindings[p].binding = p;
       bindings[p].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
@@ -1605,10 +937,10 @@ Status Runner::run(const Function &f, const std::vector<uint32_t> &spirv,
     dsai.pSetLayouts = &setLayouts.back();
     VK_CALL(vkAllocateDescriptorSets, device, &dsai, &sets[i]);
 
-    std::vector<VkDescriptorBufferInfo> infos(l.buffers.size());
-    std::vector<VkWriteDescriptorSet> writes(l.buffers.size());
-    for (uint32_t p = 0; p < l.buffers.size(); ++p) {
-      infos[p] = {buffers[l.buffers[p]].buffer, 0, VK_WHOLE_SIZE};
+    std::vector<VkDescriptorBufferInfo> infos(l.args.size());
+    std::vector<VkWriteDescriptorSet> writes(l.args.size());
+    for (uint32_t p = 0; p < l.args.size(); ++p) {
+      infos[p] = {buffers[bufferIndex(f, l.args[p])].buffer, 0, VK_WHOLE_SIZE};
       writes[p].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
       writes[p].dstSet = sets[i];
       writes[p].dstBinding = p;
@@ -1642,7 +974,7 @@ Status Runner::run(const Function &f, const std::vector<uint32_t> &spirv,
   barrier.dstAccessMask =
       VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
   for (size_t i = 0; i < f.launches.size(); ++i) {
-    const Launch &l = f.launches[i];
+    const LaunchSpec &l = f.launches[i];
     if (i > 0)
       vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
                               VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
@@ -1650,7 +982,7 @@ Status Runner::run(const Function &f, const std::vector<uint32_t> &spirv,
     vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipelines[i]);
     vk.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE,
                                pipelineLayouts[i], 0, 1, &sets[i], 0, nullptr);
-    vk.vkCmdDispatch(cmd, l.grid[0], l.grid[1], l.grid[2]);
+    vk.vkCmdDispatch(cmd, l.grid.x, l.grid.y, l.grid.z);
   }
   // Make the last writes visible to the host.
   VkMemoryBarrier toHost{};
@@ -1682,7 +1014,7 @@ Status Runner::run(const Function &f, const std::vector<uint32_t> &spirv,
     const BufferSpec &b = f.args[i];
     if (b.role != BufferSpec::Role::Output)
       continue;
-    size_t n = size_t(b.elements()), nans = 0;
+    size_t n = size_t(b.numElements()), nans = 0;
     double lo = INFINITY, hi = -INFINITY;
     for (size_t e = 0; e < n; ++e) {
       const char *p = static_cast<const char *>(buffers[i].mapped);
@@ -1830,24 +1162,6 @@ Status parseArgs(int argc, char **argv, Options &o) {
   return {};
 }
 
-/// Creates `dir` and its parents when missing.
-Status makeDirs(const std::string &dir) {
-  std::string prefix;
-  std::stringstream parts(dir);
-  std::string part;
-  if (!dir.empty() && dir[0] == '/')
-    prefix = "/";
-  while (std::getline(parts, part, '/')) {
-    if (part.empty())
-      continue;
-    prefix += part + "/";
-    if (mkdir(prefix.c_str(), 0777) != 0 && errno != EEXIST)
-      return Status::error("cannot create " + prefix + ": " +
-                           std::strerror(errno));
-  }
-  return {};
-}
-
 Status runMain(const Options &o, Runner &runner) {
   bool validate = false;
   if (const char *v = std::getenv("TANG_VK_VALIDATE"))
@@ -1861,18 +1175,13 @@ Status runMain(const Options &o, Runner &runner) {
 
   // Everything that needs no device first: the manifest, the module, the
   // inputs.
-  std::string text;
-  TRY(readFile(o.bundleDir + "/manifest.json", text));
-  Json root;
-  Status parsed = JsonParser(text).parse(root);
-  if (!parsed)
-    return Status::error(o.bundleDir +
-                         "/manifest.json: " + parsed.getFailure().message);
-  Manifest manifest;
-  TRY(ManifestReader().read(root, manifest));
-  const Function *f = nullptr;
+  tang::runtime::Expected<Manifest> manifest =
+      Manifest::loadFile(o.bundleDir + "/manifest.json", checkSpirvFormat);
+  if (!manifest)
+    return toStatus(manifest.error());
+  const FunctionSpec *f = nullptr;
   std::string names;
-  for (const Function &g : manifest.functions) {
+  for (const FunctionSpec &g : manifest->functions) {
     names += (names.empty() ? "" : ", ") + ("@" + g.name);
     if (g.name == o.function)
       f = &g;
@@ -1905,19 +1214,21 @@ Status runMain(const Options &o, Runner &runner) {
     const BufferSpec &b = f->args[i];
     if (b.role != BufferSpec::Role::Input)
       continue;
-    Npy npy;
-    TRY(readNpy(o.inputs[k], npy));
+    tang::runtime::Expected<Npy> read = tang::runtime::readNpy(o.inputs[k]);
+    if (!read)
+      return toStatus(read.error());
+    const Npy &npy = *read;
     std::string what = o.inputs[k] + " (input #" + std::to_string(k) + ")";
     if (npy.shape != b.shape)
       return Status::error(what + ": shape " + shapeString(npy.shape) +
                            ", but input #" + std::to_string(k) + " of @" +
                            f->name + " is " + shapeString(b.shape));
-    inputs[k].resize(b.bytes());
+    inputs[k].resize(b.numBytes());
     TRY(convertInput(npy, b, what, inputs[k].data()));
     ++k;
   }
 
-  std::string imagePath = o.bundleDir + "/" + manifest.image;
+  std::string imagePath = o.bundleDir + "/" + manifest->image;
   std::string image;
   TRY(readFile(imagePath, image));
   if (image.size() % 4 != 0)
@@ -1931,7 +1242,7 @@ Status runMain(const Options &o, Runner &runner) {
   TRY(checkEntryPoints(*f, info));
 
   if (!o.outDir.empty())
-    TRY(makeDirs(o.outDir));
+    TRY(toStatus(tang::runtime::makeDirs(o.outDir)));
   TRY(runner.init(validate, o.verbose));
   std::printf("tang-vk-run: @%s on \"%s\": %zu launch(es)\n", f->name.c_str(),
               runner.deviceName().c_str(), f->launches.size());

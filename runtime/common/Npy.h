@@ -1,0 +1,57 @@
+//===- Npy.h - .npy files for the tang host runtimes ------------*- C++ -*-===//
+//
+// Reading and writing NumPy .npy files, shared by runtime/cuda and
+// runtime/vulkan.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TANG_RUNTIME_COMMON_NPY_H
+#define TANG_RUNTIME_COMMON_NPY_H
+
+#include "Error.h"
+#include "Manifest.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tang::runtime {
+
+/// A .npy array: its dtype without byte order ("f4", "u2", "b1", ...), its
+/// shape and its raw little-endian bytes.
+struct Npy {
+  std::string descr;
+  /// The dtype as written, with its byte order ("<f4", "|b1", ...).
+  std::string typestr;
+  std::vector<int64_t> shape;
+  std::string data;
+};
+
+/// A shape in Python tuple syntax: "()", "(8,)", "(8, 32)".
+std::string npyShapeString(const std::vector<int64_t> &shape);
+
+/// Reads the .npy file at `path` (format versions 1 to 3, C order,
+/// little-endian); the data must be exactly as large as the shape says.
+Expected<Npy> readNpy(const std::string &path);
+
+/// The .npy descr (without byte order) written for `t`.
+std::string npyDescr(DType t);
+
+/// Whether a .npy array of `descr` can feed a buffer of type `t` bit for bit.
+bool npyAccepts(DType t, const std::string &descr);
+
+/// Writes `data` (type `t`, shape `shape`) to the .npy file at `path`.
+Error writeNpy(const std::string &path, DType t,
+               const std::vector<int64_t> &shape, const std::string &data);
+
+/// Writes `data` (dtype `descr` with its byte order, e.g. "<f8", and shape
+/// `shape`) to the .npy file at `path`.
+Error writeNpy(const std::string &path, const std::string &descr,
+               const std::vector<int64_t> &shape, const std::string &data);
+
+/// Creates `dir` and its parents.
+Error makeDirs(const std::string &dir);
+
+} // namespace tang::runtime
+
+#endif // TANG_RUNTIME_COMMON_NPY_H
