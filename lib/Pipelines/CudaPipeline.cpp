@@ -11,9 +11,6 @@
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
-#include "mlir/Dialect/SPIRV/IR/SPIRVAttributes.h"
-#include "mlir/Dialect/SPIRV/IR/SPIRVDialect.h"
-#include "mlir/Dialect/SPIRV/IR/TargetAndABI.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
@@ -106,78 +103,4 @@ void mlir::tang::buildTangLowerCudaPipeline(
   pm.addPass(createGpuModuleToBinaryPass(binary));
   if (!options.bundle.empty())
     pm.addPass(createExportCudaBundlePass(options.bundle));
-}
-
-namespace {
-/// Gives every kernel the workgroup size SPIR-V entry points declare, from
-/// the kernel form's `known_block_size`.
-struct AttachSpirvEntryPointsPass
-    : PassWrapper<AttachSpirvEntryPointsPass, OperationPass<ModuleOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(AttachSpirvEntryPointsPass)
-  StringRef getArgument() const override {
-    return "tang-attach-spirv-entry-points";
-  }
-  void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<spirv::SPIRVDialect>();
-  }
-  void runOnOperation() override {
-    getOperation().walk([&](gpu::GPUFuncOp f) {
-      if (!f.isKernel())
-        return;
-      std::optional<ArrayRef<int32_t>> size = f.getKnownBlockSize();
-      if (!size) {
-        f.emitOpError() << "has no known_block_size for its SPIR-V entry point";
-        return signalPassFailure();
-      }
-      f->setAttr(spirv::getEntryPointABIAttrName(),
-                 spirv::getEntryPointABIAttr(&getContext(), *size));
-    });
-  }
-};
-} // namespace
-
-LogicalResult
-mlir::tang::buildTangLowerSpirvPipeline(OpPassManager &pm,
-                                        const TangLowerSpirvOptions &options) {
-  if (options.fuse) {
-    pm.addPass(createTangFuse());
-    pm.addPass(createTangOnlineSoftmax());
-  }
-  pm.addPass(createCanonicalizerPass());
-  // tang -> the kernel form. No schedule: one thread per point (the row
-  // kernels' subgroup and workgroup-memory paths are not mapped to SPIR-V
-  // storage classes yet).
-  pm.addPass(createConvertTangToGPU());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
-  pm.addPass(std::make_unique<AttachSpirvEntryPointsPass>());
-  // The kernel form -> SPIR-V (Vulkan compute), kernels only.
-  std::string pipeline =
-      "spirv-attach-target{ver=" + options.version.getValue() +
-      " caps=" + options.caps.getValue() +
-      " exts=SPV_KHR_storage_buffer_storage_class client_api=Vulkan},"
-      "gpu.module(lower-affine,convert-math-to-spirv),"
-      "map-memref-spirv-storage-class{client-api=vulkan},"
-      "convert-gpu-to-spirv,"
-      "spirv.module(spirv-lower-abi-attrs,spirv-update-vce)";
-  if (failed(parsePassPipeline(pipeline, pm)))
-    return failure();
-  if (!options.bundle.empty())
-    pm.addPass(createExportCudaBundlePass(options.bundle));
-  return success();
-}
-
-void mlir::tang::registerTangPipelines() {
-  PassPipelineRegistration<TangLowerSpirvOptions>(
-      "tang-lower-spirv",
-      "Lower tang to SPIR-V for Vulkan compute: (fusion,) the kernel form, "
-      "convert-gpu-to-spirv; optionally write a bundle with the .spv",
-      [](OpPassManager &pm, const TangLowerSpirvOptions &options) {
-        return buildTangLowerSpirvPipeline(pm, options);
-      });
-  PassPipelineRegistration<TangLowerCudaOptions>(
-      "tang-lower-cuda",
-      "Lower tang to CUDA: (fusion,) schedules, the kernel form, NVVM, and "
-      "PTX or cubin in a gpu.binary; optionally write a CUDA bundle",
-      buildTangLowerCudaPipeline);
 }

@@ -2,7 +2,7 @@
 // Every example lowers through --tang-lower-cuda (with fusion) to PTX that
 // ptxas accepts for sm_90a.
 // RUN: rm -rf %t && mkdir -p %t
-// RUN: bash %S/Inputs/lower-all-examples.sh tang-opt %ptxas %t %tang_src/examples/*.mlir 2>&1 | FileCheck %s
+// RUN: bash %S/Inputs/lower-all-examples.sh cuda tang-opt %ptxas %t %tang_src/examples/*.mlir 2>&1 | FileCheck %s
 // CHECK: ok argmax
 // CHECK: ok attention
 // CHECK: ok causal_attention

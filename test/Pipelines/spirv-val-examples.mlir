@@ -2,7 +2,7 @@
 // Every example lowers through --tang-lower-spirv (with fusion) to SPIR-V
 // that spirv-val accepts for Vulkan 1.1. (Running it on lavapipe is next.)
 // RUN: rm -rf %t && mkdir -p %t
-// RUN: bash %S/Inputs/spirv-all-examples.sh tang-opt %spirv_val %t %tang_src/examples/*.mlir 2>&1 | FileCheck %s
+// RUN: bash %S/Inputs/lower-all-examples.sh spirv tang-opt %spirv_val %t %tang_src/examples/*.mlir 2>&1 | FileCheck %s
 // CHECK: ok argmax
 // CHECK: ok attention
 // CHECK: ok causal_attention

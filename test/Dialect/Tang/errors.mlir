@@ -1397,3 +1397,36 @@ func.func @read_rank0_outside(%S: tensor<f32>) -> f32 {
   %s = tang.read %S[] : tensor<f32>
   return %s : f32
 }
+
+// -----
+
+// tang.index is a body operation too.
+func.func @index_outside() -> i32 {
+  // expected-error @+1 {{'tang.index' op must be inside a comprehension body}}
+  %v = tang.index [3] : i32
+  return %v : i32
+}
+
+// -----
+
+// tang.index expressions may not use affine symbols.
+func.func @index_symbol() -> tensor<4xi32> {
+  %r = tang.comprehension (%i) [4] : tensor<4xi32> {
+    // expected-error @+1 {{'tang.index' op index expressions may not use symbols}}
+    %v = tang.index [symbol(%i)] : i32
+    tang.yield %v : i32
+  }
+  return %r : tensor<4xi32>
+}
+
+// -----
+
+// tang.index's map takes one dimension per index operand (generic form).
+func.func @index_map_dims() -> tensor<4xi32> {
+  %r = tang.comprehension (%i) [4] : tensor<4xi32> {
+    // expected-error @+1 {{'tang.index' op map has 2 dimensions but 1 index operands}}
+    %v = "tang.index"(%i) <{map = affine_map<(d0, d1) -> (d0)>}> : (index) -> i32
+    tang.yield %v : i32
+  }
+  return %r : tensor<4xi32>
+}

@@ -1,13 +1,21 @@
 #!/usr/bin/env bash
-# Lowers every example through --tang-lower-cuda (with fusion) into bundles
-# under $3 and checks each PTX image with ptxas: lower-all-examples.sh
-# <tang-opt> <ptxas> <out dir> <examples...>
+# Lowers every example (with fusion) into bundles under <out dir> and checks
+# each image: `cuda` runs ptxas -arch=sm_90a on the PTX, `spirv` runs
+# spirv-val --target-env vulkan1.1 on the .spv.
+# lower-all-examples.sh cuda|spirv <tang-opt> <checker> <out dir> <examples...>
 set -euo pipefail
-tang_opt=$1 ptxas=$2 out=$3
-shift 3
+backend=$1 tang_opt=$2 checker=$3 out=$4
+shift 4
 for f in "$@"; do
   n=$(basename "$f" .mlir)
-  "$tang_opt" "$f" --tang-lower-cuda="fuse=1 bundle=$out/$n" -o /dev/null
-  "$ptxas" -arch=sm_90a "$out/$n/tang_kernels.ptx" -o "$out/$n.cubin"
+  case "$backend" in
+  cuda)
+    "$tang_opt" "$f" --tang-lower-cuda="fuse=1 bundle=$out/$n" -o /dev/null
+    "$checker" -arch=sm_90a "$out/$n/tang_kernels.ptx" -o "$out/$n.cubin" ;;
+  spirv)
+    "$tang_opt" "$f" --tang-lower-spirv="fuse=1 bundle=$out/$n" -o /dev/null
+    "$checker" --target-env vulkan1.1 "$out/$n/tang_kernels.spv" ;;
+  *) echo "unknown backend '$backend'" >&2; exit 2 ;;
+  esac
   echo "ok $n"
 done

@@ -548,26 +548,33 @@ void ReadOp::print(OpAsmPrinter &p) {
   p << " : " << getTensor().getType();
 }
 
-/// tang.read and tang.index compute scalars of a comprehension's body.
-static LogicalResult verifyInBody(Operation *op) {
+/// tang.read and tang.index compute scalars of a comprehension's body from
+/// an affine map of iteration indices: checks what they share (placement,
+/// the map's symbols and dimensions, indices in scope).
+static LogicalResult verifyIndexMap(Operation *op, AffineMap map,
+                                    ValueRange indices) {
   if (!op->getParentOfType<ComprehensionOp>())
     return op->emitOpError() << "must be inside a comprehension body";
+  if (map.getNumSymbols() != 0)
+    return op->emitOpError() << "index expressions may not use symbols";
+  if (map.getNumDims() != indices.size())
+    return op->emitOpError()
+           << "map has " << map.getNumDims() << " dimensions but "
+           << indices.size() << " index operands";
+  for (auto [i, v] : llvm::enumerate(indices))
+    if (failed(verifyInScopeIndex(op, v, i)))
+      return failure();
   return success();
 }
 
 LogicalResult ReadOp::verify() {
-  if (failed(verifyInBody(*this)))
-    return failure();
   auto type = cast<RankedTensorType>(getTensor().getType());
   AffineMap map = getMap();
   if (map.getNumResults() != type.getRank())
     return emitOpError() << "reads a rank-" << type.getRank() << " tensor with "
                          << map.getNumResults() << " index expressions";
-  if (map.getNumSymbols() != 0)
-    return emitOpError() << "index expressions may not use symbols";
-  if (map.getNumDims() != getIndices().size())
-    return emitOpError() << "map has " << map.getNumDims() << " dimensions but "
-                         << getIndices().size() << " index operands";
+  if (failed(verifyIndexMap(*this, map, getIndices())))
+    return failure();
   if (!type.hasStaticShape())
     return emitOpError() << "needs a statically shaped tensor (symbolic "
                             "extents are not supported yet), got "
@@ -575,12 +582,8 @@ LogicalResult ReadOp::verify() {
   if (getResult().getType() != type.getElementType())
     return emitOpError() << "result type " << getResult().getType()
                          << " is not the element type of " << type;
-  SmallVector<IndexRange> ranges;
-  for (auto [i, v] : llvm::enumerate(getIndices())) {
-    if (failed(verifyInScopeIndex(*this, v, i)))
-      return failure();
-    ranges.push_back(getIndexRange(v));
-  }
+  SmallVector<IndexRange> ranges =
+      llvm::map_to_vector(getIndices(), getIndexRange);
   return verifyInBounds(*this, map, ranges, type.getShape(),
                         "index expression");
 }
@@ -686,21 +689,10 @@ void IndexOp::print(OpAsmPrinter &p) {
 }
 
 LogicalResult IndexOp::verify() {
-  if (failed(verifyInBody(*this)))
-    return failure();
-  AffineMap map = getMap();
-  if (map.getNumResults() != 1)
+  if (getMap().getNumResults() != 1)
     return emitOpError() << "takes one index expression, got "
-                         << map.getNumResults();
-  if (map.getNumSymbols() != 0)
-    return emitOpError() << "index expressions may not use symbols";
-  if (map.getNumDims() != getIndices().size())
-    return emitOpError() << "map has " << map.getNumDims() << " dimensions but "
-                         << getIndices().size() << " index operands";
-  for (auto [i, v] : llvm::enumerate(getIndices()))
-    if (failed(verifyInScopeIndex(*this, v, i)))
-      return failure();
-  return success();
+                         << getMap().getNumResults();
+  return verifyIndexMap(*this, getMap(), getIndices());
 }
 
 //===----------------------------------------------------------------------===//

@@ -1,0 +1,76 @@
+//===- SpirvPipeline.cpp - --tang-lower-spirv -------------------*- C++ -*-===//
+
+#include "Tang/Conversion/Passes.h"
+#include "Tang/Pipelines/Pipelines.h"
+#include "Tang/Target/CUDA/ExportBundle.h"
+#include "Tang/Transforms/Passes.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SPIRV/IR/SPIRVAttributes.h"
+#include "mlir/Dialect/SPIRV/IR/SPIRVDialect.h"
+#include "mlir/Dialect/SPIRV/IR/TargetAndABI.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+using namespace mlir::tang;
+
+namespace {
+/// Gives every kernel the workgroup size SPIR-V entry points declare, from
+/// the kernel form's `known_block_size`.
+struct AttachSpirvEntryPointsPass
+    : PassWrapper<AttachSpirvEntryPointsPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(AttachSpirvEntryPointsPass)
+  StringRef getArgument() const override {
+    return "tang-attach-spirv-entry-points";
+  }
+  void getDependentDialects(DialectRegistry &registry) const override {
+    registry.insert<spirv::SPIRVDialect>();
+  }
+  void runOnOperation() override {
+    getOperation().walk([&](gpu::GPUFuncOp f) {
+      if (!f.isKernel())
+        return;
+      std::optional<ArrayRef<int32_t>> size = f.getKnownBlockSize();
+      if (!size) {
+        f.emitOpError() << "has no known_block_size for its SPIR-V entry point";
+        return signalPassFailure();
+      }
+      f->setAttr(spirv::getEntryPointABIAttrName(),
+                 spirv::getEntryPointABIAttr(&getContext(), *size));
+    });
+  }
+};
+} // namespace
+
+LogicalResult
+mlir::tang::buildTangLowerSpirvPipeline(OpPassManager &pm,
+                                        const TangLowerSpirvOptions &options) {
+  if (options.fuse) {
+    pm.addPass(createTangFuse());
+    pm.addPass(createTangOnlineSoftmax());
+  }
+  pm.addPass(createCanonicalizerPass());
+  // tang -> the kernel form. No schedule: one thread per point (the row
+  // kernels' subgroup and workgroup-memory paths are not mapped to SPIR-V
+  // storage classes yet).
+  pm.addPass(createConvertTangToGPU());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(std::make_unique<AttachSpirvEntryPointsPass>());
+  // The kernel form -> SPIR-V (Vulkan compute), kernels only.
+  std::string pipeline =
+      "spirv-attach-target{ver=" + options.version.getValue() +
+      " caps=" + options.caps.getValue() +
+      " exts=SPV_KHR_storage_buffer_storage_class client_api=Vulkan},"
+      "gpu.module(lower-affine,convert-math-to-spirv),"
+      "map-memref-spirv-storage-class{client-api=vulkan},"
+      "convert-gpu-to-spirv,"
+      "spirv.module(spirv-lower-abi-attrs,spirv-update-vce)";
+  if (failed(parsePassPipeline(pipeline, pm)))
+    return failure();
+  if (!options.bundle.empty())
+    pm.addPass(createExportCudaBundlePass(options.bundle));
+  return success();
+}
