@@ -7,6 +7,7 @@
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/NVGPUToNVVM/NVGPUToNVVM.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -77,7 +78,14 @@ void mlir::tang::buildTangLowerCudaPipeline(
   // tang -> tang with schedules.
   pm.addPass(createTangSchedule());
   // tang -> the kernel form (gpu, scf, memref, arith, math; host launches).
-  pm.addPass(createConvertTangToGPU());
+  // Tensor cores (mma.sync) from sm_80 on.
+  ConvertTangToGPUOptions kernelForm;
+  unsigned sm = 0;
+  StringRef chip = options.chip.getValue();
+  if (chip.consume_front("sm_"))
+    chip.take_while(llvm::isDigit).getAsInteger(10, sm);
+  kernelForm.tensorCores = sm >= 80 ? "mma-sync" : "none";
+  pm.addPass(createConvertTangToGPU(kernelForm));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   // The kernel form -> NVVM (kernels only: the host sequence stays in the
@@ -90,6 +98,7 @@ void mlir::tang::buildTangLowerCudaPipeline(
   OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
   kernels.addPass(createLowerAffinePass());
   kernels.addPass(createSCFToControlFlowPass());
+  kernels.addPass(createConvertNVGPUToNVVMPass());
   ConvertGpuOpsToNVVMOpsOptions nvvm;
   nvvm.useBarePtrCallConv = true; // One pointer per buffer parameter.
   kernels.addPass(createConvertGpuOpsToNVVMOps(nvvm));

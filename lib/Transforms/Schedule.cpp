@@ -12,7 +12,8 @@
 //  * column reduction: a warp-wide strip of columns per block, threads
 //    striding the reduced rows;
 //  * matmul-like: 128x128 output tiles, 32-deep reduction steps staged
-//    through shared memory, 256 threads;
+//    through shared memory; for 16-bit operands (tensor cores) 4 warps in a
+//    2 x 2 grid and 4 stages, else 256 threads;
 //  * online softmax: a 64-query tile per block, 64-key steps staged through
 //    shared memory, the head dimension whole.
 //
@@ -184,18 +185,28 @@ ScheduleAttr scheduleFor(ComprehensionOp op, ShapeClass cls,
     int64_t tn = floorPow2(std::min<int64_t>(128, op.getExtent(j)));
     b.spread(j, tn, Mapping::BlockX);
     b.spread(i, tm, Mapping::BlockY);
-    b.setThreads(j, std::min<int64_t>(16, tn));
-    b.setThreads(i, std::min<int64_t>(16, tm));
+    // 16-bit operands go to tensor cores: a 2 x 2 grid of warps, each a
+    // 64 x 64 sub-tile, and a 4-deep ring (measured on the H200 among
+    // 128-256 wide tiles, BK 32-64, 4-8 warps: within 7% of each other,
+    // bench/results/2026-12-01-h200-gemm-mma-sync.md).
+    bool tensorCores = false;
+    op.walk([&](ReadOp r) {
+      Type e = cast<RankedTensorType>(r.getTensor().getType()).getElementType();
+      tensorCores |= e.isF16() || e.isBF16();
+    });
+    b.setThreads(j, tensorCores ? 64 : std::min<int64_t>(16, tn));
+    b.setThreads(i, tensorCores ? 2 : std::min<int64_t>(16, tm));
     b.spreadOverGrid(ArrayRef(parallel).drop_back(2), Mapping::BlockZ);
     int64_t tk = 1;
     if (op.getNumReduced()) {
       tk = floorPow2(std::min<int64_t>(32, op.getExtent(n - 1)));
       b.spread(n - 1, tk, Mapping::Serial);
     }
-    // As many stages as shared memory holds, at most 3.
+    // As many stages as shared memory holds, at most 3 (4 on tensor cores).
     int64_t bytes = std::max<int64_t>(1, storage.getIntOrFloatBitWidth() / 8);
     int64_t stageBytes = (tm + tn) * tk * bytes;
-    int64_t stages = std::clamp<int64_t>(dev.sharedMemory / stageBytes, 1, 3);
+    int64_t stages = std::clamp<int64_t>(dev.sharedMemory / stageBytes, 1,
+                                         tensorCores ? 4 : 3);
     int64_t v = getVectorWidth(storage, tk);
     return b.build(v, stages,
                    SmallVector<MemoryLevel>(stages, MemoryLevel::Shared));

@@ -116,7 +116,15 @@ def ConvertTangToGPU : Pass<"convert-tang-to-gpu", "::mlir::ModuleOp"> {
     "::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect",
     "::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect",
     "::mlir::math::MathDialect", "::mlir::func::FuncDialect",
-    "::mlir::affine::AffineDialect", "::mlir::vector::VectorDialect"
+    "::mlir::affine::AffineDialect", "::mlir::vector::VectorDialect",
+    "::mlir::nvgpu::NVGPUDialect", "::mlir::NVVM::NVVMDialect",
+    "::mlir::LLVM::LLVMDialect"
+  ];
+  let options = [
+    Option<"tensorCores", "tensor-cores", "std::string", /*default=*/"\"none\"",
+           "Tensor-core kernels for contractions of f16/bf16 operands: "
+           "`none` (plain arithmetic, every backend) or `mma-sync` (NVIDIA "
+           "mma.sync with ldmatrix and cp.async, sm_80 and up)">
   ];
 }
 

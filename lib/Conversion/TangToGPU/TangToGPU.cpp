@@ -27,14 +27,19 @@
 #include "Tang/Conversion/TangToGPU/TangToGPU.h"
 
 #include "BodyEmitter.h"
+#include "KernelForm.h"
+#include "Tang/Analysis/ShapeClass.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Affine/Utils.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -83,17 +88,10 @@ bool isLowPrecision(ComprehensionOp op) {
   });
 }
 
-/// A kernel and how to launch it.
-struct Kernel {
-  gpu::GPUFuncOp func;
-  std::array<int64_t, 3> grid{1, 1, 1}, block{1, 1, 1};
-  int64_t sharedBytes = 0;
-};
-
 class KernelFormBuilder {
 public:
-  KernelFormBuilder(ModuleOp module, gpu::GPUModuleOp kernels)
-      : module(module), kernels(kernels) {}
+  KernelFormBuilder(ModuleOp module, gpu::GPUModuleOp kernels, bool tensorCores)
+      : module(module), kernels(kernels), tensorCores(tensorCores) {}
 
   LogicalResult convertFunc(func::FuncOp func);
 
@@ -109,6 +107,8 @@ private:
 
   ModuleOp module;
   gpu::GPUModuleOp kernels;
+  /// Whether contractions of f16/bf16 go to tensor cores (mma.sync).
+  bool tensorCores;
 };
 
 FailureOr<Kernel> KernelFormBuilder::buildKernel(ComprehensionOp op,
@@ -135,7 +135,23 @@ FailureOr<Kernel> KernelFormBuilder::buildKernel(ComprehensionOp op,
 
   Kernel k;
   k.func = func;
-  if (int64_t threads = getRowKernelThreads(op)) {
+  std::string why;
+  std::optional<MmaContraction> mma;
+  // Narrow contractions (matrix-vector) stay on the row kernels: they are
+  // memory-bound.
+  if (tensorCores && classifyComprehension(op) == ShapeClass::MatmulLike) {
+    mma = matchMmaContraction(op, why);
+    // Say why a contraction of 16-bit operands stays off the tensor cores.
+    if (!mma && llvm::any_of(getTensorsRead(op), [](Value t) {
+          Type e = cast<RankedTensorType>(t.getType()).getElementType();
+          return e.isF16() || e.isBF16();
+        }))
+      op.emitRemark() << "not on tensor cores: " << why;
+  }
+  if (mma) {
+    if (failed(emitMmaKernel(b, op, *mma, tensors, outputs, k)))
+      return failure();
+  } else if (int64_t threads = getRowKernelThreads(op)) {
     if (failed(emitRowKernel(b, op, tensors, outputs, k, threads)))
       return failure();
   } else if (failed(emitPointKernel(b, op, tensors, outputs, k))) {
@@ -860,6 +876,7 @@ LogicalResult KernelFormBuilder::convertFunc(func::FuncOp func) {
 
 struct ConvertTangToGPUPass
     : tang::impl::ConvertTangToGPUBase<ConvertTangToGPUPass> {
+  using Base::Base;
   void runOnOperation() override {
     ModuleOp module = getOperation();
     // Fold views into reads first: kernels read the source tensors.
@@ -876,7 +893,13 @@ struct ConvertTangToGPUPass
                     UnitAttr::get(&getContext()));
     OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
     auto kernels = gpu::GPUModuleOp::create(b, module.getLoc(), "tang_kernels");
-    KernelFormBuilder builder(module, kernels);
+    if (tensorCores != "none" && tensorCores != "mma-sync") {
+      module.emitError() << "convert-tang-to-gpu: tensor-cores must be none "
+                            "or mma-sync, got '"
+                         << tensorCores << "'";
+      return signalPassFailure();
+    }
+    KernelFormBuilder builder(module, kernels, tensorCores == "mma-sync");
     for (func::FuncOp f : funcs)
       if (failed(builder.convertFunc(f)))
         return signalPassFailure();

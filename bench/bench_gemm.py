@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+"""Checks and times tang's tensor-core GEMM kernels on the GPU, next to
+cuBLAS (through PyTorch) in the same process.
+
+For every gpu-work/gemm/<case>/meta.json (bench/prepare_gemm.py):
+
+1. loads the bundle through python/tang (tang.cuda);
+2. correctness: where the case has them, the saved inputs and the float64
+   interpreter's output (ref/output_0.npy); always, fresh random inputs
+   against a float64 product computed on the GPU. Outputs are poisoned with
+   NaN first; rel. err ||out - ref|| / ||ref|| must be <= REL_TOL (bf16
+   operands are exact in both references, so the error is the f32
+   accumulation and the final rounding to bf16, 2^-9 relative: ~3e-3 in
+   norm) and the result must be the same bits on a second run;
+3. times tang and the peer (torch.matmul / F.linear + F.gelu, cuBLAS) with
+   CUDA events, median of repeats after warm-up, peer timed between two tang
+   measurements; reports TFLOP/s and peer_ms / tang_ms;
+4. counts the tensor-core instructions in tang's SASS (cuobjdump).
+
+Writes $OUT/gemm.md and $OUT/gemm.json; prints a table last.
+Usage: python3 bench/bench_gemm.py [--cases NAME ...] [--reps N]
+"""
+
+import argparse
+import datetime
+import json
+import math
+import os
+import re
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "python"))
+sys.path.insert(0, str(ROOT / "bench"))
+WORK = ROOT / "gpu-work" / "gemm"
+REL_TOL = 1e-2
+
+from bench_memory_bound import plan, probe_ms, summary, time_ms  # noqa: E402
+
+
+def inputs_for(torch, meta, seed):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    return [torch.randn(s, generator=g, device="cuda", dtype=torch.bfloat16)
+            for s in meta["inputs"]]
+
+
+def reference(torch, F, kind, ins):
+    d = [t.double() for t in ins]
+    if kind in ("matmul", "bmm"):
+        return d[0] @ d[1]
+    X, W, b = d
+    y = X @ W.T + b
+    return 0.5 * y * (1 + torch.tanh(0.7978845608028654 * (y + 0.044715 * y**3)))
+
+
+def peer(torch, F, kind):
+    if kind in ("matmul", "bmm"):
+        return "torch.matmul (cuBLAS)", lambda A, B: torch.matmul(A, B)
+    return ("F.gelu(F.linear(X, W, b), approximate='tanh') (cuBLAS + "
+            "elementwise)",
+            lambda X, W, b: F.gelu(F.linear(X, W, b), approximate="tanh"))
+
+
+def rel_err(torch, out, ref):
+    if not bool(torch.isfinite(out).all()):
+        return math.inf
+    return float((out.double() - ref).norm() / ref.norm())
+
+
+def sass_counts(bundle_dir):
+    cubins = list(Path(bundle_dir).glob("*.cubin"))
+    if not cubins:
+        return {}
+    try:
+        sass = subprocess.run(["cuobjdump", "-sass", str(cubins[0])],
+                              capture_output=True, text=True).stdout
+    except FileNotFoundError:
+        return {"error": "no cuobjdump"}
+    counts = {}
+    for op in ("HGMMA", "HMMA", "LDSM", "LDGSTS", "LDL", "STL"):
+        counts[op] = len(re.findall(rf"\b{op}\b", sass))
+    return counts
+
+
+def run_case(torch, F, tang_cuda, meta, args):
+    import numpy as np
+    res = {"case": meta["case"], "kind": meta["kind"],
+           "params": meta["params"], "flops": meta["flops"],
+           "purpose": meta["purpose"], "status": "ok", "checks": []}
+    if not meta["compile"]["ok"]:
+        res.update(status="compile failed", note=meta["compile"]["stderr"][:300])
+        return res
+    bdir = WORK / meta["case"] / "bundle"
+    res["sass"] = sass_counts(bdir)
+    bundle = tang_cuda.Bundle(bdir)
+    out = torch.empty(meta["output"], device="cuda", dtype=torch.bfloat16)
+
+    def tang(ins):
+        bundle.run("main", *ins, outputs=[out])
+        return out
+
+    checks = []
+    if meta.get("interpreter_ref"):
+        case = WORK / meta["case"]
+        ins = [torch.from_numpy(np.load(case / f"input_{i}.npy")).cuda()
+               .to(torch.bfloat16) for i in range(len(meta["inputs"]))]
+        ref = torch.from_numpy(np.load(case / "ref" / "output_0.npy")).cuda()
+        checks.append(("interpreter", ins, ref))
+    fresh = inputs_for(torch, meta, 4321)
+    checks.append(("gpu float64", fresh, reference(torch, F, meta["kind"],
+                                                   fresh)))
+    for what, ins, ref in checks:
+        outs = []
+        for _ in range(2):
+            out.fill_(float("nan"))
+            tang(ins)
+            torch.cuda.synchronize()
+            outs.append(out.clone())
+        e = rel_err(torch, outs[0], ref)
+        same = bool(torch.equal(outs[0], outs[1]))
+        res["checks"].append({"against": what, "rel_err": e,
+                              "deterministic": same})
+        if not (e <= REL_TOL) or not same:
+            res["status"] = "incorrect"
+    how, fn = peer(torch, F, meta["kind"])
+    res["peer"] = {"how": how}
+    pe = rel_err(torch, fn(*fresh), checks[-1][2])
+    res["peer"]["rel_err"] = pe
+    if res["status"] != "ok":
+        return res
+
+    sets = [fresh]
+    call_t = lambda k: tang(sets[k])
+    call_p = lambda k: fn(*sets[k])
+    t_plan = plan(probe_ms(torch, call_t), args)
+    p_plan = plan(probe_ms(torch, call_p), args)
+    t1 = time_ms(torch, call_t, 1, *t_plan)
+    p = time_ms(torch, call_p, 1, *p_plan)
+    t2 = time_ms(torch, call_t, 1, *t_plan)
+    res["tang"] = summary(t1 + t2)
+    res["tang"]["spread"] = abs(statistics.median(t1) - statistics.median(t2)) \
+        / statistics.median(t1 + t2)
+    res["peer"].update(summary(p))
+    res["tang"]["tflops"] = meta["flops"] / res["tang"]["ms"] / 1e9
+    res["peer"]["tflops"] = meta["flops"] / res["peer"]["ms"] / 1e9
+    res["speedup"] = res["peer"]["ms"] / res["tang"]["ms"]
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cases", nargs="*")
+    ap.add_argument("--reps", type=int, default=50)
+    ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--out", default=os.environ.get("OUT")
+                    or str(ROOT / "gpu-work" / "gemm-out"))
+    args = ap.parse_args()
+    import torch
+    import torch.nn.functional as F
+    import tang.cuda as tang_cuda
+    metas = [json.loads(p.read_text()) for p in sorted(WORK.glob("*/meta.json"))]
+    if args.cases:
+        metas = [m for m in metas if m["case"] in args.cases]
+    if not metas:
+        print(f"no meta.json under {WORK}: run bench/prepare_gemm.py and "
+              "carry gpu-work", file=sys.stderr)
+        return 2
+    metas.sort(key=lambda m: m["flops"])
+    torch.manual_seed(0)
+    report = {"date": datetime.datetime.now(datetime.timezone.utc)
+              .isoformat(timespec="seconds"),
+              "device": torch.cuda.get_device_name(0),
+              "torch": torch.__version__, "cases": []}
+    for meta in metas:
+        try:
+            r = run_case(torch, F, tang_cuda, meta, args)
+        except Exception as e:  # a load or launch failure
+            r = {"case": meta["case"], "status": "failed",
+                 "note": f"{type(e).__name__}: {e}"[:400]}
+        report["cases"].append(r)
+        print(json.dumps(r), flush=True)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "gemm.json").write_text(json.dumps(report, indent=1) + "\n")
+    L = [f"# tang tensor-core GEMM vs cuBLAS, {report['date']}, "
+         f"{report['device']}, torch {report['torch']}", "",
+         "| case | status | max rel err | tang ms | tang TFLOP/s | peer ms | "
+         "peer TFLOP/s | peer/tang | SASS HMMA/HGMMA | spread |",
+         "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in report["cases"]:
+        t, p = r.get("tang") or {}, r.get("peer") or {}
+        errs = [c["rel_err"] for c in r.get("checks", [])]
+        sass = r.get("sass") or {}
+        f = lambda v, s: "-" if v is None else format(v, s)
+        L.append(f"| {r['case']} | {r['status']} {r.get('note', '')} | "
+                 f"{f(max(errs) if errs else None, '.2e')} | "
+                 f"{f(t.get('ms'), '.4f')} | {f(t.get('tflops'), '.0f')} | "
+                 f"{f(p.get('ms'), '.4f')} | {f(p.get('tflops'), '.0f')} | "
+                 f"{f(r.get('speedup'), '.3f')} | "
+                 f"{sass.get('HMMA', '-')}/{sass.get('HGMMA', '-')} | "
+                 f"{f(t.get('spread'), '.3f')} |")
+    (out / "gemm.md").write_text("\n".join(L) + "\n")
+    print("\n".join(L))
+    bad = [r for r in report["cases"] if r["status"] != "ok"]
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

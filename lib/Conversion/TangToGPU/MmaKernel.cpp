@@ -1,0 +1,650 @@
+//===- MmaKernel.cpp - tensor-core contractions -----------------*- C++ -*-===//
+//
+// The shape-keyed emitter for contractions of f16/bf16 operands with f32
+// accumulation on tensor cores (mma.sync.m16n8k16, sm_80 and up). Keyed on
+// the graph (an add-reduction of a product of two reads, see
+// matchMmaContraction), never on an operator's name.
+//
+// The kernel, for a block tile BM x BN of the result and steps of BK along
+// the reduced index:
+//
+//  * operand tiles go from global to shared memory by cp.async, 16 bytes a
+//    thread, in a ring of `stages` buffers (a multi-stage pipeline: the
+//    loads of step t + stages - 1 are in flight while step t computes).
+//    Rows are XOR-swizzled by 16-byte chunk so that ldmatrix reads of eight
+//    rows hit eight different bank groups. Chunks past the edges of the
+//    operands are zero-filled (cp.async's source size), so ragged M, N and
+//    K need no other code;
+//  * a grid of warps covers the tile, each warp a TM x TN sub-tile held as
+//    f32 accumulators in registers, fed by ldmatrix (transposing for a
+//    [k, n] operand) and mma.sync;
+//  * the accumulators go through shared memory (the ring's space reused)
+//    to the epilogue: every thread takes 16 bytes of the result at a time,
+//    evaluates the rest of the comprehension's body per element (bias,
+//    activation, residual, scaling: whatever fusion put there) and stores
+//    one vector, masked at the edges.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelForm.h"
+
+#include "BodyEmitter.h"
+
+#include "mlir/Dialect/Affine/Utils.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "llvm/Support/MathExtras.h"
+
+using namespace mlir;
+using namespace mlir::tang;
+
+//===----------------------------------------------------------------------===//
+// Matching
+//===----------------------------------------------------------------------===//
+
+/// The index values a coordinate expression of `read` uses.
+static SmallVector<Value> getCoordinateIndices(ReadOp read, unsigned coord) {
+  SmallVector<Value> used;
+  AffineExpr e = read.getMap().getResult(coord);
+  for (auto [pos, v] : llvm::enumerate(read.getIndices()))
+    if (e.isFunctionOfDim(pos))
+      used.push_back(v);
+  return used;
+}
+
+/// Whether `read`'s last coordinate is exactly the index `v` (no scale, no
+/// offset) and no other coordinate uses `v`, with rows of whole 16-byte
+/// chunks: then 8 consecutive values of `v` are one aligned 16-byte load.
+static bool isContiguousIn(ReadOp read, Value v) {
+  AffineMap map = read.getMap();
+  unsigned last = map.getNumResults() - 1;
+  auto dim = dyn_cast<AffineDimExpr>(map.getResult(last));
+  if (!dim || read.getIndices()[dim.getPosition()] != v)
+    return false;
+  for (unsigned r = 0; r < last; ++r)
+    if (llvm::is_contained(getCoordinateIndices(read, r), v))
+      return false;
+  auto t = cast<RankedTensorType>(read.getTensor().getType());
+  return t.getShape().back() % 8 == 0;
+}
+
+/// Whether `read` uses the index `v` in any coordinate.
+static bool uses(ReadOp read, Value v) {
+  for (unsigned r = 0; r < read.getMap().getNumResults(); ++r)
+    if (llvm::is_contained(getCoordinateIndices(read, r), v))
+      return true;
+  return false;
+}
+
+/// `v` without value-preserving float extensions.
+static Value stripExtensions(Value v) {
+  while (auto ext = v.getDefiningOp<arith::ExtFOp>())
+    v = ext.getIn();
+  return v;
+}
+
+std::optional<MmaContraction>
+mlir::tang::matchMmaContraction(ComprehensionOp op, std::string &why) {
+  auto fail = [&](const Twine &reason) -> std::optional<MmaContraction> {
+    why = reason.str();
+    return std::nullopt;
+  };
+  if (op.getNumResults() != 1 || op.getNumParallel() < 2)
+    return fail("needs one result with at least two parallel indices");
+  MmaContraction c;
+  if (op.getNumReduced() == 1) {
+    c.red = op;
+  } else if (op.getNumReduced() == 0) {
+    for (Operation &inner : op.getBodyBlock()) {
+      auto nested = dyn_cast<ComprehensionOp>(inner);
+      if (!nested)
+        continue;
+      if (c.red)
+        return fail("the body holds more than one nested comprehension");
+      c.red = nested;
+    }
+    if (!c.red)
+      return fail("no reduction");
+    if (c.red.getNumParallel() != 0 || c.red.getNumReduced() != 1 ||
+        c.red.getNumResults() != 1)
+      return fail("the nested reduction is not over one index");
+  } else {
+    return fail("reduces over more than one index");
+  }
+  if (c.red.getBuiltinMonoid() != MonoidKind::Add)
+    return fail("the reduction's monoid is not add");
+  auto isTensorCoreResult = [](Type t) {
+    return t.isF32() || t.isF16() || t.isBF16();
+  };
+  if (!isTensorCoreResult(getElementTypeOrSelf(c.red.getResultTypes()[0])) ||
+      !isTensorCoreResult(getElementTypeOrSelf(op.getResultTypes()[0])))
+    return fail("the sum or the result is not f32, f16 or bf16");
+
+  // The summand: a product of two reads (possibly widened), nothing else.
+  Block &body = c.red.getBodyBlock();
+  auto mul = stripExtensions(c.red.getYield().getValues()[0])
+                 .getDefiningOp<arith::MulFOp>();
+  if (!mul || mul->getBlock() != &body)
+    return fail("the summand is not a product");
+  c.a = stripExtensions(mul.getLhs()).getDefiningOp<ReadOp>();
+  c.b = stripExtensions(mul.getRhs()).getDefiningOp<ReadOp>();
+  if (!c.a || !c.b)
+    return fail("the product's factors are not reads");
+  for (Operation &inner : body.without_terminator())
+    if (!isa<ReadOp, arith::ExtFOp, arith::MulFOp>(inner))
+      return fail("the summand holds more than a product of two reads");
+  Type ta = cast<RankedTensorType>(c.a.getTensor().getType()).getElementType();
+  Type tb = cast<RankedTensorType>(c.b.getTensor().getType()).getElementType();
+  if (ta != tb || !(ta.isF16() || ta.isBF16()))
+    return fail("the operands are not both f16 or both bf16");
+  c.elementType = ta;
+
+  Value k = c.red.getIndex(c.red.getNumIndices() - 1);
+  c.extentK = c.red.getExtent(c.red.getNumIndices() - 1);
+  // m: the last parallel index only `a` uses; n: the last parallel index of
+  // `op`, used by `b` only.
+  c.n = op.getNumParallel() - 1;
+  Value n = op.getIndex(c.n);
+  if (!uses(c.b, n) || uses(c.a, n))
+    return fail("the last parallel index is not used by the right operand "
+                "only");
+  std::optional<unsigned> m;
+  for (unsigned i = 0; i < c.n; ++i)
+    if (uses(c.a, op.getIndex(i)) && !uses(c.b, op.getIndex(i)))
+      m = i;
+  if (!m) {
+    // The product may be written b * a.
+    std::swap(c.a, c.b);
+    if (!uses(c.b, n) || uses(c.a, n))
+      return fail("no parallel index is used by one operand only");
+    for (unsigned i = 0; i < c.n; ++i)
+      if (uses(c.a, op.getIndex(i)) && !uses(c.b, op.getIndex(i)))
+        m = i;
+    if (!m)
+      return fail("no parallel index is used by the left operand only");
+  }
+  c.m = *m;
+  c.extentM = op.getExtent(c.m);
+  c.extentN = op.getExtent(c.n);
+
+  if (!isContiguousIn(c.a, k))
+    return fail("the left operand is not contiguous in the reduced index "
+                "(its last coordinate must be the index, rows a multiple of "
+                "8 elements)");
+  if (isContiguousIn(c.b, k))
+    c.bKContiguous = true;
+  else if (isContiguousIn(c.b, n))
+    c.bKContiguous = false;
+  else
+    return fail("the right operand is contiguous in neither the reduced nor "
+                "the column index");
+  if (c.extentK % 8 != 0 || (!c.bKContiguous && c.extentN % 8 != 0))
+    return fail("a contiguous extent is not a multiple of 8");
+
+  // The epilogue: scalar code only.
+  if (c.red != op) {
+    for (Operation &inner : op.getBodyBlock())
+      if (&inner != c.red.getOperation() && inner.getNumRegions())
+        return fail("the epilogue holds an operation with regions");
+  }
+  return c;
+}
+
+//===----------------------------------------------------------------------===//
+// Emission
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The tile configuration, from the schedule.
+struct MmaConfig {
+  int64_t bm = 128, bn = 128, bk = 32, stages = 4, warpsM = 2, warpsN = 2;
+  int64_t threads() const { return warpsM * warpsN * 32; }
+  int64_t tm() const { return bm / warpsM; }
+  int64_t tn() const { return bn / warpsN; }
+  /// Whether the emitter supports this configuration.
+  bool isValid() const {
+    auto pow2In = [](int64_t v, int64_t lo, int64_t hi) {
+      return llvm::isPowerOf2_64(v) && v >= lo && v <= hi;
+    };
+    return pow2In(bm, 32, 256) && pow2In(bn, 32, 256) &&
+           (bk == 32 || bk == 64) && stages >= 2 && stages <= 8 &&
+           pow2In(warpsM, 1, 8) && pow2In(warpsN, 1, 8) && threads() <= 512 &&
+           tm() % 16 == 0 && tn() % 16 == 0 && (bm * bk / 8) % threads() == 0 &&
+           (bn * bk / 8) % threads() == 0;
+  }
+};
+
+int64_t roundUpPow2(int64_t v, int64_t lo, int64_t hi) {
+  return std::clamp<int64_t>(llvm::PowerOf2Ceil(std::max<int64_t>(v, 1)), lo,
+                             hi);
+}
+
+MmaConfig getConfig(ComprehensionOp op, const MmaContraction &c) {
+  MmaConfig cfg;
+  ScheduleAttr s = op.getScheduleAttr();
+  if (!s)
+    return cfg;
+  MmaConfig want;
+  want.bm = roundUpPow2(s.getTile()[c.m], 32, 256);
+  want.bn = roundUpPow2(s.getTile()[c.n], 32, 256);
+  if (c.red == op)
+    want.bk = std::clamp<int64_t>(s.getTile().back(), 32, 64);
+  want.stages = std::max<int64_t>(2, s.getStages());
+  want.warpsM = std::max<int64_t>(1, s.getThreads()[c.m]);
+  want.warpsN = std::max<int64_t>(1, s.getThreads()[c.n] / 32);
+  return want.isValid() ? want : cfg;
+}
+
+class MmaEmitter {
+public:
+  MmaEmitter(OpBuilder &b, ComprehensionOp op, const MmaContraction &c,
+             IRMapping &tensors, ValueRange outputs, Kernel &k)
+      : b(b), loc(op.getLoc()), op(op), c(c), tensors(tensors),
+        outputs(outputs), k(k), cfg(getConfig(op, c)) {}
+
+  LogicalResult emit();
+
+private:
+  Value cst(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value mul(Value x, int64_t y) {
+    return arith::MulIOp::create(b, loc, x, cst(y));
+  }
+  Value div(Value x, int64_t y) {
+    return arith::DivUIOp::create(b, loc, x, cst(y));
+  }
+  Value rem(Value x, int64_t y) {
+    return arith::RemUIOp::create(b, loc, x, cst(y));
+  }
+  Value lt(Value x, int64_t y) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, x, cst(y));
+  }
+  Value minU(Value x, int64_t y) {
+    return arith::MinUIOp::create(b, loc, x, cst(y));
+  }
+
+  /// The physical 16-byte chunk of logical chunk `chunk` in row `row` of a
+  /// shared tile with `chunks` chunks per row.
+  Value swizzle(Value row, Value chunk, int64_t chunks);
+  /// Issues the cp.async copies of step `kt` into ring slot `slot`.
+  void emitLoads(Value kt, Value slot);
+  /// Copies 16-byte chunks of `read` into `tile` (rows x chunks per row):
+  /// row `r` of the tile is `rowIndex` = rowBase + r, chunk `ch` holds
+  /// `colIndex` = colBase + 8 ch.
+  void emitTileLoad(ReadOp read, Value tile, Value slot, int64_t rows,
+                    int64_t chunks, Value rowIndex, Value rowBase,
+                    int64_t rowExtent, Value colIndex, Value colBase,
+                    int64_t colExtent);
+  /// The mma.sync steps of one BK slice from ring slot `slot`.
+  SmallVector<Value> emitCompute(Value slot, ValueRange acc);
+  /// Four 32-bit operand registers from one ldmatrix.x4.
+  SmallVector<Value> loadMatrix(Value tile, ValueRange indices, bool transpose);
+  LogicalResult emitEpilogue(ValueRange acc);
+
+  OpBuilder &b;
+  Location loc;
+  ComprehensionOp op;
+  MmaContraction c; // A copy: op handles' accessors are not const.
+  IRMapping &tensors;
+  ValueRange outputs;
+  Kernel &k;
+  MmaConfig cfg;
+
+  Value tid, lane, warpM, warpN, m0, n0;
+  SmallVector<Value> batch; // Batch index values (op's indices, by position).
+  Value tileA, tileB; // [stages, bm, bk] and [stages, bk, bn] or [.., bn, bk]
+  Value tileC;        // [bm, bn + 8] f32, aliasing the ring.
+};
+
+Value MmaEmitter::swizzle(Value row, Value chunk, int64_t chunks) {
+  // Eight consecutive rows must land in eight different 16-byte bank
+  // groups of a 128-byte line.
+  Value key;
+  if (chunks >= 8)
+    key = rem(row, 8);
+  else if (chunks == 4)
+    key = rem(div(row, 2), 4);
+  else
+    key = rem(div(row, 4), 2);
+  return arith::XOrIOp::create(b, loc, chunk, key);
+}
+
+void MmaEmitter::emitTileLoad(ReadOp read, Value tile, Value slot, int64_t rows,
+                              int64_t chunks, Value rowIndex, Value rowBase,
+                              int64_t rowExtent, Value colIndex, Value colBase,
+                              int64_t colExtent) {
+  Value memref = tensors.lookup(read.getTensor());
+  int64_t perThread = rows * chunks / cfg.threads();
+  for (int64_t i = 0; i < perThread; ++i) {
+    Value id = add(tid, cst(i * cfg.threads()));
+    Value r = div(id, chunks), ch = rem(id, chunks);
+    Value row = add(rowBase, r), col = add(colBase, mul(ch, 8));
+    Value valid =
+        arith::AndIOp::create(b, loc, lt(row, rowExtent), lt(col, colExtent));
+    // Out-of-range chunks read nothing (source size 0, zero-filled) from a
+    // clamped, in-bounds address.
+    IRMapping idx;
+    for (unsigned p = 0; p < op.getNumParallel(); ++p)
+      if (batch[p])
+        idx.map(op.getIndex(p), batch[p]);
+    idx.map(op.getIndex(c.m), m0);
+    idx.map(op.getIndex(c.n), n0);
+    idx.map(rowIndex, minU(row, rowExtent - 1));
+    idx.map(colIndex, minU(col, colExtent - 8));
+    SmallVector<Value> operands = llvm::map_to_vector(
+        read.getIndices(), [&](Value v) { return idx.lookup(v); });
+    std::optional<SmallVector<Value, 8>> coords =
+        affine::expandAffineMap(b, loc, read.getMap(), operands);
+    Value srcElements = arith::SelectOp::create(b, loc, valid, cst(8), cst(0));
+    Value physical = swizzle(r, ch, chunks);
+    nvgpu::DeviceAsyncCopyOp::create(
+        b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), tile,
+        ValueRange{slot, r, mul(physical, 8)}, memref, *coords,
+        b.getIndexAttr(8), srcElements, b.getUnitAttr());
+  }
+}
+
+void MmaEmitter::emitLoads(Value kt, Value slot) {
+  Value k = c.red.getIndex(c.red.getNumIndices() - 1);
+  Value k0 = mul(kt, cfg.bk);
+  emitTileLoad(c.a, tileA, slot, cfg.bm, cfg.bk / 8, op.getIndex(c.m), m0,
+               c.extentM, k, k0, c.extentK);
+  if (c.bKContiguous)
+    emitTileLoad(c.b, tileB, slot, cfg.bn, cfg.bk / 8, op.getIndex(c.n), n0,
+                 c.extentN, k, k0, c.extentK);
+  else
+    emitTileLoad(c.b, tileB, slot, cfg.bk, cfg.bn / 8, k, k0, c.extentK,
+                 op.getIndex(c.n), n0, c.extentN);
+}
+
+SmallVector<Value> MmaEmitter::loadMatrix(Value tile, ValueRange indices,
+                                          bool transpose) {
+  Type e = c.elementType;
+  Value m = nvgpu::LdMatrixOp::create(b, loc, VectorType::get({4, 2}, e), tile,
+                                      indices, transpose, 4);
+  SmallVector<Value> regs;
+  for (int64_t i = 0; i < 4; ++i) {
+    Value pair = vector::ExtractOp::create(b, loc, m, ArrayRef<int64_t>{i});
+    if (e.isBF16()) {
+      // mma.sync takes bf16 pairs as 32-bit registers.
+      Value word = vector::BitCastOp::create(
+          b, loc, VectorType::get({1}, b.getI32Type()), pair);
+      pair = vector::ExtractOp::create(b, loc, word, ArrayRef<int64_t>{0});
+    }
+    regs.push_back(pair);
+  }
+  return regs;
+}
+
+SmallVector<Value> MmaEmitter::emitCompute(Value slot, ValueRange accIn) {
+  SmallVector<Value> acc(accIn);
+  int64_t fm = cfg.tm() / 16, fn = cfg.tn() / 8;
+  Value laneMod16 = rem(lane, 16), laneDiv16 = div(lane, 16);
+  Value laneMod8 = rem(lane, 8), laneBit3 = rem(div(lane, 8), 2);
+  MLIRContext *ctx = b.getContext();
+  Type f32 = b.getF32Type();
+  auto resultType = LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
+  NVVM::MMATypes ptxType =
+      c.elementType.isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
+  for (int64_t kk = 0; kk < cfg.bk / 16; ++kk) {
+    // A: x4 = rows 0-7/8-15 x k 0-7/8-15 of a 16x16 fragment; lane l
+    // addresses row l % 16, k chunk l / 16.
+    SmallVector<SmallVector<Value>> aFrag;
+    for (int64_t i = 0; i < fm; ++i) {
+      Value row = add(mul(warpM, cfg.tm()), add(laneMod16, cst(i * 16)));
+      Value chunk = add(laneDiv16, cst(kk * 2));
+      Value col = mul(swizzle(row, chunk, cfg.bk / 8), 8);
+      aFrag.push_back(loadMatrix(tileA, {slot, row, col}, false));
+    }
+    // B: x4 covers k 0-15 of two n8 tiles.
+    SmallVector<SmallVector<Value>> bFrag;
+    for (int64_t j = 0; j < fn / 2; ++j) {
+      Value nBase = add(mul(warpN, cfg.tn()), cst(j * 16));
+      SmallVector<Value> regs;
+      if (c.bKContiguous) {
+        // Rows n, 16-byte chunks along k: lane l addresses n row
+        // l % 8 + 8 (l / 16), k chunk (l / 8) % 2; registers (0, 1) are the
+        // first n8 tile, (2, 3) the second.
+        Value row = add(nBase, add(laneMod8, mul(laneDiv16, 8)));
+        Value chunk = add(laneBit3, cst(kk * 2));
+        Value col = mul(swizzle(row, chunk, cfg.bk / 8), 8);
+        regs = loadMatrix(tileB, {slot, row, col}, false);
+      } else {
+        // Rows k, chunks along n, transposed: lane l addresses k row
+        // l % 8 + 8 ((l / 8) % 2), n chunk l / 16.
+        Value row = add(cst(kk * 16), add(laneMod8, mul(laneBit3, 8)));
+        Value chunk = add(div(nBase, 8), laneDiv16);
+        Value col = mul(swizzle(row, chunk, cfg.bn / 8), 8);
+        regs = loadMatrix(tileB, {slot, row, col}, true);
+      }
+      bFrag.push_back({regs[0], regs[1]});
+      bFrag.push_back({regs[2], regs[3]});
+    }
+    for (int64_t i = 0; i < fm; ++i) {
+      for (int64_t j = 0; j < fn; ++j) {
+        int64_t base = (i * fn + j) * 4;
+        auto mma = NVVM::MmaOp::create(
+            b, loc, resultType, aFrag[i], bFrag[j],
+            ArrayRef<Value>(acc).slice(base, 4), {16, 8, 16}, std::nullopt,
+            std::nullopt, std::array<NVVM::MMATypes, 2>{ptxType, ptxType},
+            std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                           NVVM::MMALayout::col});
+        for (int64_t e = 0; e < 4; ++e)
+          acc[base + e] = LLVM::ExtractValueOp::create(b, loc, mma.getResult(),
+                                                       ArrayRef<int64_t>{e});
+      }
+    }
+  }
+  return acc;
+}
+
+LogicalResult MmaEmitter::emitEpilogue(ValueRange acc) {
+  // Accumulators to shared memory: thread t of a warp holds, per m16n8
+  // tile, rows t / 4 and t / 4 + 8, columns 2 (t % 4) and 2 (t % 4) + 1.
+  int64_t fn = cfg.tn() / 8;
+  Value laneRow = div(lane, 4), laneCol = mul(rem(lane, 4), 2);
+  auto pair = VectorType::get({2}, b.getF32Type());
+  for (int64_t i = 0; i < cfg.tm() / 16; ++i) {
+    for (int64_t j = 0; j < fn; ++j) {
+      int64_t base = (i * fn + j) * 4;
+      Value row = add(mul(warpM, cfg.tm()), add(laneRow, cst(i * 16)));
+      Value col = add(mul(warpN, cfg.tn()), add(laneCol, cst(j * 8)));
+      for (int64_t h = 0; h < 2; ++h) {
+        Value v = vector::FromElementsOp::create(
+            b, loc, pair, ValueRange{acc[base + 2 * h], acc[base + 2 * h + 1]});
+        vector::StoreOp::create(b, loc, v, tileC,
+                                ValueRange{add(row, cst(h * 8)), col});
+      }
+    }
+  }
+  gpu::BarrierOp::create(b, loc);
+
+  // Then 16 bytes of the result per thread and step, through the body.
+  Type storage =
+      cast<RankedTensorType>(op.getResultTypes()[0]).getElementType();
+  int64_t bytes = std::max<int64_t>(1, storage.getIntOrFloatBitWidth() / 8);
+  int64_t v = 16 / bytes;
+  if (c.extentN % v != 0 || cfg.bn % v != 0)
+    v = 1;
+  int64_t perRow = cfg.bn / v;
+  int64_t steps = cfg.bm * perRow / cfg.threads();
+  BodyEmitter emitter(tensors, &k.func.getBody().front());
+  bool approximate = storage.isF16() || storage.isBF16();
+  emitter.setApproximate(approximate);
+  LogicalResult result = success();
+  auto loop = scf::ForOp::create(b, loc, cst(0), cst(steps), cst(1));
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value id = add(mul(loop.getInductionVar(), cfg.threads()), tid);
+    Value r = div(id, perRow), cv = mul(rem(id, perRow), v);
+    Value m = add(m0, r), n = add(n0, cv);
+    Value inside =
+        arith::AndIOp::create(b, loc, lt(m, c.extentM), lt(n, c.extentN));
+    auto ifOp = scf::IfOp::create(b, loc, inside, /*withElseRegion=*/false);
+    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    auto vecType = VectorType::get({v}, b.getF32Type());
+    Value accs =
+        vector::LoadOp::create(b, loc, vecType, tileC, ValueRange{r, cv});
+    SmallVector<Value> results;
+    for (int64_t e = 0; e < v && succeeded(result); ++e) {
+      Value a = vector::ExtractOp::create(b, loc, accs, ArrayRef<int64_t>{e});
+      IRMapping mapping;
+      for (unsigned p = 0; p < op.getNumParallel(); ++p)
+        if (batch[p])
+          mapping.map(op.getIndex(p), batch[p]);
+      mapping.map(op.getIndex(c.m), m);
+      mapping.map(op.getIndex(c.n), e ? add(n, cst(e)) : n);
+      if (c.red == op) {
+        results.push_back(a);
+        continue;
+      }
+      mapping.map(c.red.getResult(0), a);
+      for (Operation &inner : op.getBodyBlock().without_terminator()) {
+        if (&inner == c.red.getOperation())
+          continue;
+        if (failed(emitter.emit(b, &inner, mapping))) {
+          result = failure();
+          break;
+        }
+      }
+      Value y = op.getYield().getValues()[0];
+      if (!mapping.contains(y)) {
+        Operation *def = y.getDefiningOp();
+        if (!def || failed(emitter.emit(b, def, mapping))) {
+          result = failure();
+          break;
+        }
+      }
+      results.push_back(mapping.lookup(y));
+    }
+    if (failed(result))
+      return failure();
+    SmallVector<Value> outIndices;
+    for (unsigned p = 0; p < op.getNumParallel(); ++p)
+      outIndices.push_back(p == c.m ? m : p == c.n ? n : batch[p]);
+    Type compute = results.front().getType();
+    Value out;
+    if (v == 1) {
+      out = results.front();
+      if (out.getType() != storage)
+        out = arith::TruncFOp::create(b, loc, storage, out);
+      memref::StoreOp::create(b, loc, out, outputs[0], outIndices);
+    } else {
+      out = vector::FromElementsOp::create(
+          b, loc, VectorType::get({v}, compute), results);
+      if (compute != storage)
+        out =
+            arith::TruncFOp::create(b, loc, VectorType::get({v}, storage), out);
+      vector::StoreOp::create(b, loc, out, outputs[0], outIndices);
+    }
+  }
+  return success();
+}
+
+LogicalResult MmaEmitter::emit() {
+  MLIRContext *ctx = b.getContext();
+  auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  int64_t eb = 2; // f16/bf16 bytes.
+  int64_t aBytes = cfg.stages * cfg.bm * cfg.bk * eb;
+  int64_t bBytes = cfg.stages * cfg.bk * cfg.bn * eb;
+  int64_t cBytes = cfg.bm * (cfg.bn + 8) * 4;
+  k.sharedBytes = std::max(aBytes + bBytes, cBytes);
+
+  int64_t batchCount = 1;
+  for (unsigned p = 0; p < op.getNumParallel(); ++p)
+    if (p != c.m && p != c.n)
+      batchCount *= op.getExtent(p);
+  k.grid = {static_cast<int64_t>(llvm::divideCeil(c.extentN, cfg.bn)),
+            static_cast<int64_t>(llvm::divideCeil(c.extentM, cfg.bm)),
+            batchCount};
+  k.block = {cfg.threads(), 1, 1};
+  if (batchCount > 65535 || k.grid[1] > 65535)
+    return op.emitOpError() << "has " << batchCount
+                            << " batch points or row tiles: more than the "
+                               "grid holds";
+
+  tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  lane = rem(tid, 32);
+  Value warp = div(tid, 32);
+  warpM = div(warp, cfg.warpsN);
+  warpN = rem(warp, cfg.warpsN);
+  n0 = mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::x), cfg.bn);
+  m0 = mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::y), cfg.bm);
+  batch.assign(op.getNumParallel(), Value());
+  Value rest = gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
+  for (int p = static_cast<int>(op.getNumParallel()) - 1; p >= 0; --p) {
+    if (static_cast<unsigned>(p) == c.m || static_cast<unsigned>(p) == c.n)
+      continue;
+    batch[p] = rem(rest, op.getExtent(p));
+    rest = div(rest, op.getExtent(p));
+  }
+
+  Value smem = gpu::DynamicSharedMemoryOp::create(
+      b, loc,
+      MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), AffineMap(), wg));
+  auto view = [&](ArrayRef<int64_t> shape, Type e, int64_t offset) {
+    return memref::ViewOp::create(b, loc,
+                                  MemRefType::get(shape, e, AffineMap(), wg),
+                                  smem, cst(offset), ValueRange{})
+        .getResult();
+  };
+  tileA = view({cfg.stages, cfg.bm, cfg.bk}, c.elementType, 0);
+  tileB = c.bKContiguous
+              ? view({cfg.stages, cfg.bn, cfg.bk}, c.elementType, aBytes)
+              : view({cfg.stages, cfg.bk, cfg.bn}, c.elementType, aBytes);
+  tileC = view({cfg.bm, cfg.bn + 8}, b.getF32Type(), 0);
+
+  // Prologue: stages - 1 steps in flight.
+  Value group;
+  for (int64_t s = 0; s + 1 < cfg.stages; ++s) {
+    emitLoads(cst(s), cst(s));
+    group = nvgpu::DeviceAsyncCreateGroupOp::create(
+        b, loc, nvgpu::DeviceAsyncTokenType::get(ctx), ValueRange{});
+  }
+  nvgpu::DeviceAsyncWaitOp::create(b, loc, group,
+                                   b.getI32IntegerAttr(cfg.stages - 2));
+  gpu::BarrierOp::create(b, loc);
+
+  // Main loop: issue step kt + stages - 1 into the slot step kt - 1 used,
+  // compute step kt, then wait for step kt + 1. Steps past K load zeros.
+  int64_t steps = static_cast<int64_t>(llvm::divideCeil(c.extentK, cfg.bk));
+  int64_t numAcc = (cfg.tm() / 16) * (cfg.tn() / 8) * 4;
+  Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0));
+  SmallVector<Value> init(numAcc, zero);
+  auto loop = scf::ForOp::create(b, loc, cst(0), cst(steps), cst(1), init);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value kt = loop.getInductionVar();
+    Value next = add(kt, cst(cfg.stages - 1));
+    emitLoads(next, rem(next, cfg.stages));
+    Value g = nvgpu::DeviceAsyncCreateGroupOp::create(
+        b, loc, nvgpu::DeviceAsyncTokenType::get(ctx), ValueRange{});
+    SmallVector<Value> acc =
+        emitCompute(rem(kt, cfg.stages), loop.getRegionIterArgs());
+    nvgpu::DeviceAsyncWaitOp::create(b, loc, g,
+                                     b.getI32IntegerAttr(cfg.stages - 2));
+    gpu::BarrierOp::create(b, loc);
+    scf::YieldOp::create(b, loc, acc);
+  }
+  // The ring is reused for the accumulators: nothing may still be landing.
+  nvgpu::DeviceAsyncWaitOp::create(b, loc, group, b.getI32IntegerAttr(0));
+  gpu::BarrierOp::create(b, loc);
+  return emitEpilogue(loop.getResults());
+}
+
+} // namespace
+
+LogicalResult mlir::tang::emitMmaKernel(OpBuilder &b, ComprehensionOp op,
+                                        const MmaContraction &c,
+                                        IRMapping &tensors, ValueRange outputs,
+                                        Kernel &k) {
+  return MmaEmitter(b, op, c, tensors, outputs, k).emit();
+}

@@ -1,0 +1,109 @@
+// RUN: tang-opt %s --tang-schedule --convert-tang-to-gpu=tensor-cores=mma-sync --split-input-file --verify-diagnostics | FileCheck %s
+// RUN: not tang-opt %s --convert-tang-to-gpu=tensor-cores=wmma 2>&1 | FileCheck %s --check-prefix=OPTION
+// RUN: tang-opt %s --tang-schedule --convert-tang-to-gpu --split-input-file | FileCheck %s --check-prefix=PLAIN
+
+// OPTION: tensor-cores must be none or mma-sync, got 'wmma'
+
+// Tensor-core kernels for contractions of bf16/f16 operands: ragged tiles
+// (40 x 48 x 24 in 32 x 32 tiles), operands through a ring of shared
+// memory buffers by cp.async (16 bytes, zero-filled past the edges), a
+// [k, n] right operand read by transposing ldmatrix, the accumulators back
+// through shared memory to 16-byte stores.
+// PLAIN-NOT: nvvm.mma.sync
+// CHECK-LABEL: func.func @matmul
+// CHECK: gpu.launch_func @tang_kernels::@matmul_k0 blocks in (%{{.*}}, %{{.*}}, %{{.*}}) threads in (%{{.*}}, %{{.*}}, %{{.*}}) dynamic_shared_memory_size %{{.*}} args
+// CHECK: gpu.func @matmul_k0
+// CHECK: gpu.dynamic_shared_memory
+// CHECK: memref.view {{.*}} to memref<4x32x32xbf16, #gpu.address_space<workgroup>>
+// CHECK: memref.view {{.*}} to memref<4x32x32xbf16, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.device_async_copy {{.*}}, 8, %{{.*}} {bypassL1}
+// CHECK: nvgpu.device_async_create_group
+// CHECK: nvgpu.device_async_wait {{.*}} {numGroups = 2 : i32}
+// CHECK: scf.for {{.*}} iter_args
+// CHECK: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = false}
+// CHECK: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = true}
+// CHECK: nvvm.mma.sync A[{{.*}}] B[{{.*}}] C[{{.*}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
+// CHECK: vector.store {{.*}} : memref<32x40xf32, #gpu.address_space<workgroup>>, vector<2xf32>
+// CHECK: arith.truncf {{.*}} : vector<8xf32> to vector<8xbf16>
+// CHECK: vector.store {{.*}} : memref<40x48xbf16>, vector<8xbf16>
+func.func @matmul(%A: tensor<40x24xbf16>, %B: tensor<24x48xbf16>) -> tensor<40x48xbf16> {
+  %C = tang.comprehension (%i, %j) reduce (%k) [40, 48, 24] monoid(add) : tensor<40x48xbf16> {
+    %a = tang.read %A[%i, %k] : tensor<40x24xbf16>
+    %b = tang.read %B[%k, %j] : tensor<24x48xbf16>
+    %p = arith.mulf %a, %b : bf16
+    tang.yield %p : bf16
+  }
+  return %C : tensor<40x48xbf16>
+}
+
+// -----
+
+// A linear layer as fusion leaves it: the product nested in a map whose
+// body (bias, activation) is the epilogue, run on the accumulators; the
+// [n, k] weight is read without transposing; the batch index goes to the
+// grid's z dimension.
+// CHECK-LABEL: func.func @linear
+// CHECK: gpu.launch_func @tang_kernels::@linear_k0 blocks in (%{{.*}}, %{{.*}}, %[[Z:.*]]) threads
+// CHECK: gpu.func @linear_k0
+// CHECK: gpu.block_id z
+// CHECK: memref.view {{.*}} to memref<4x32x32xf16, #gpu.address_space<workgroup>>
+// CHECK: memref.view {{.*}} to memref<4x64x32xf16, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = false}
+// CHECK-NOT: transpose = true
+// CHECK: nvvm.mma.sync {{.*}} : (vector<2xf16>, vector<2xf16>, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+// CHECK: scf.for
+// CHECK: memref.load {{.*}} : memref<64xf16>
+// CHECK: math.tanh
+// CHECK: arith.truncf {{.*}} : vector<8xf32> to vector<8xf16>
+// CHECK: vector.store {{.*}} : memref<3x32x64xf16>, vector<8xf16>
+func.func @linear(%X: tensor<3x32x40xf16>, %W: tensor<64x40xf16>, %bias: tensor<64xf16>) -> tensor<3x32x64xf16> {
+  %Z = tang.comprehension (%z, %i, %j) [3, 32, 64] : tensor<3x32x64xf16> {
+    %y = tang.comprehension reduce (%k) [40] monoid(add) : f32 {
+      %x = tang.read %X[%z, %i, %k] : tensor<3x32x40xf16>
+      %w = tang.read %W[%j, %k] : tensor<64x40xf16>
+      %x32 = arith.extf %x : f16 to f32
+      %w32 = arith.extf %w : f16 to f32
+      %p = arith.mulf %x32, %w32 : f32
+      tang.yield %p : f32
+    }
+    %b = tang.read %bias[%j] : tensor<64xf16>
+    %b32 = arith.extf %b : f16 to f32
+    %s = arith.addf %y, %b32 : f32
+    %t = math.tanh %s : f32
+    %r = arith.truncf %t : f32 to f16
+    tang.yield %r : f16
+  }
+  return %Z : tensor<3x32x64xf16>
+}
+
+// -----
+
+// A left operand read along its rows (A^T B) is not yet a tensor-core
+// layout: it says so and takes the plain kernel.
+// CHECK-LABEL: func.func @transposed
+// CHECK-NOT: nvvm.mma.sync
+func.func @transposed(%A: tensor<24x40xbf16>, %B: tensor<24x48xbf16>) -> tensor<40x48xbf16> {
+  // expected-remark @below {{not on tensor cores: the left operand is not contiguous in the reduced index}}
+  %C = tang.comprehension (%i, %j) reduce (%k) [40, 48, 24] monoid(add) : tensor<40x48xbf16> {
+    %a = tang.read %A[%k, %i] : tensor<24x40xbf16>
+    %b = tang.read %B[%k, %j] : tensor<24x48xbf16>
+    %p = arith.mulf %a, %b : bf16
+    tang.yield %p : bf16
+  }
+  return %C : tensor<40x48xbf16>
+}
+
+// -----
+
+// f32 operands stay on plain arithmetic (tf32 is not in yet), silently.
+// CHECK-LABEL: func.func @f32
+// CHECK-NOT: nvvm.mma.sync
+func.func @f32(%A: tensor<40x24xf32>, %B: tensor<24x48xf32>) -> tensor<40x48xf32> {
+  %C = tang.comprehension (%i, %j) reduce (%k) [40, 48, 24] monoid(add) : tensor<40x48xf32> {
+    %a = tang.read %A[%i, %k] : tensor<40x24xf32>
+    %b = tang.read %B[%k, %j] : tensor<24x48xf32>
+    %p = arith.mulf %a, %b : f32
+    tang.yield %p : f32
+  }
+  return %C : tensor<40x48xf32>
+}
