@@ -168,13 +168,14 @@ CASES = [
 #: Tile variants of the 8192^3 product (--variants): (BM, BN, BK, warps
 #: along M, warps along N, stages), given to the comprehension as its
 #: schedule (threads = [warps M, 32 x warps N]).
+#: On sm_90a (wgmma) only BM (64, 128), BN (64-256) and the stages count;
+#: BK is 64 and the warps are one warpgroup per 64 rows.
 VARIANTS = [
-    (128, 128, 32, 2, 2, 4),
-    (128, 256, 32, 2, 4, 3),
-    (256, 128, 32, 4, 2, 3),
     (128, 128, 64, 2, 2, 3),
+    (128, 128, 64, 2, 2, 4),
     (128, 256, 64, 2, 4, 3),
-    (256, 128, 64, 4, 2, 3),
+    (128, 256, 64, 2, 4, 4),
+    (64, 256, 64, 2, 4, 4),
 ]
 
 

@@ -8,6 +8,7 @@
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
 #include "mlir/Conversion/NVGPUToNVVM/NVGPUToNVVM.h"
+#include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -78,13 +79,16 @@ void mlir::tang::buildTangLowerCudaPipeline(
   // tang -> tang with schedules.
   pm.addPass(createTangSchedule());
   // tang -> the kernel form (gpu, scf, memref, arith, math; host launches).
-  // Tensor cores (mma.sync) from sm_80 on.
+  // Tensor cores: mma.sync from sm_80 on, wgmma on sm_90a.
   ConvertTangToGPUOptions kernelForm;
   unsigned sm = 0;
   StringRef chip = options.chip.getValue();
   if (chip.consume_front("sm_"))
     chip.take_while(llvm::isDigit).getAsInteger(10, sm);
-  kernelForm.tensorCores = sm >= 80 ? "mma-sync" : "none";
+  // wgmma needs the architecture-specific sm_90a target.
+  kernelForm.tensorCores = options.chip.getValue() == "sm_90a" ? "wgmma"
+                           : sm >= 80                          ? "mma-sync"
+                                                               : "none";
   pm.addPass(createConvertTangToGPU(kernelForm));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
@@ -102,6 +106,8 @@ void mlir::tang::buildTangLowerCudaPipeline(
   ConvertGpuOpsToNVVMOpsOptions nvvm;
   nvvm.useBarePtrCallConv = true; // One pointer per buffer parameter.
   kernels.addPass(createConvertGpuOpsToNVVMOps(nvvm));
+  // NVVM ops without an LLVM intrinsic (wgmma) become inline PTX.
+  kernels.addPass(createConvertNVVMToLLVMPass());
   kernels.addPass(createCanonicalizerPass());
   kernels.addPass(createCSEPass());
   kernels.addPass(createReconcileUnrealizedCastsPass());

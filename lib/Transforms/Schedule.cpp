@@ -181,25 +181,27 @@ ScheduleAttr scheduleFor(ComprehensionOp op, ShapeClass cls,
     if (np < 2)
       return b.build(1, 1, {MemoryLevel::Global});
     unsigned j = np - 1, i = np - 2;
-    int64_t tm = floorPow2(std::min<int64_t>(128, op.getExtent(i)));
-    int64_t tn = floorPow2(std::min<int64_t>(128, op.getExtent(j)));
-    b.spread(j, tn, Mapping::BlockX);
-    b.spread(i, tm, Mapping::BlockY);
-    // 16-bit operands go to tensor cores: a 2 x 2 grid of warps, each a
-    // 64 x 64 sub-tile, and a 4-deep ring (measured on the H200 among
-    // 128-256 wide tiles, BK 32-64, 4-8 warps: within 7% of each other,
-    // bench/results/2026-12-01-h200-gemm-mma-sync.md).
+    // 16-bit operands go to tensor cores: 128 x 256 tiles, 64-deep steps,
+    // a 4-deep ring and 8 warps (on the H200, with wgmma, 679 TFLOP/s
+    // against 497-527 for 128 x 128 tiles and 3-stage rings,
+    // bench/results/2026-12-01-h200-gemm-wgmma.md).
     bool tensorCores = false;
     op.walk([&](ReadOp r) {
       Type e = cast<RankedTensorType>(r.getTensor().getType()).getElementType();
       tensorCores |= e.isF16() || e.isBF16();
     });
-    b.setThreads(j, tensorCores ? 64 : std::min<int64_t>(16, tn));
+    int64_t tm = floorPow2(std::min<int64_t>(128, op.getExtent(i)));
+    int64_t tn =
+        floorPow2(std::min<int64_t>(tensorCores ? 256 : 128, op.getExtent(j)));
+    b.spread(j, tn, Mapping::BlockX);
+    b.spread(i, tm, Mapping::BlockY);
+    b.setThreads(j, tensorCores ? 128 : std::min<int64_t>(16, tn));
     b.setThreads(i, tensorCores ? 2 : std::min<int64_t>(16, tm));
     b.spreadOverGrid(ArrayRef(parallel).drop_back(2), Mapping::BlockZ);
     int64_t tk = 1;
     if (op.getNumReduced()) {
-      tk = floorPow2(std::min<int64_t>(32, op.getExtent(n - 1)));
+      tk = floorPow2(
+          std::min<int64_t>(tensorCores ? 64 : 32, op.getExtent(n - 1)));
       b.spread(n - 1, tk, Mapping::Serial);
     }
     // As many stages as shared memory holds, at most 3 (4 on tensor cores).

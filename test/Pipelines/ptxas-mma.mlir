@@ -1,11 +1,20 @@
 // REQUIRES: ptxas
 // A bf16 matrix product lowers through --tang-lower-cuda to tensor-core PTX
-// (cp.async into shared memory, ldmatrix, mma.sync with f32 accumulators)
-// that ptxas accepts for sm_90a with no spills; for a chip without
-// mma.sync (sm_75) the same program takes plain arithmetic.
+// that ptxas accepts with no spills: wgmma for sm_90a, mma.sync (cp.async
+// into shared memory, ldmatrix, f32 accumulators) for sm_80; for a chip
+// without either (sm_75) the same program takes plain arithmetic.
 // RUN: rm -rf %t && tang-opt %s --tang-lower-cuda="bundle=%t/sm90" -o /dev/null
-// RUN: FileCheck %s --input-file=%t/sm90/tang_kernels.ptx
+// RUN: FileCheck %s --check-prefix=SM90 --input-file=%t/sm90/tang_kernels.ptx
 // RUN: %ptxas -arch=sm_90a -v %t/sm90/tang_kernels.ptx -o %t/sm90.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// RUN: tang-opt %s --tang-lower-cuda="chip=sm_80 bundle=%t/sm80" -o /dev/null
+// RUN: FileCheck %s --input-file=%t/sm80/tang_kernels.ptx
+// RUN: %ptxas -arch=sm_80 -v %t/sm80/tang_kernels.ptx -o %t/sm80.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// SM90: cp.async.cg.shared.global
+// SM90: fence.proxy.async.shared::cta
+// SM90: wgmma.fence.sync.aligned
+// SM90: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16
+// SM90: wgmma.commit_group.sync.aligned
+// SM90: wgmma.wait_group.sync.aligned
 // RUN: tang-opt %s --tang-lower-cuda="chip=sm_75 features=+ptx80 bundle=%t/sm75" -o /dev/null
 // RUN: FileCheck %s --check-prefix=SM75 --input-file=%t/sm75/tang_kernels.ptx
 // CHECK: cp.async.cg.shared.global
@@ -13,6 +22,7 @@
 // CHECK: ldmatrix.sync.aligned.m8n8.x4.shared.b16
 // CHECK: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
 // CHECK: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// PTXAS-NOT: warning
 // PTXAS: 0 bytes spill stores, 0 bytes spill loads
 // SM75-NOT: mma.sync
 // SM75: .target sm_75

@@ -73,11 +73,11 @@ func.func @gemv(%W: tensor<12288x4096xbf16>, %x: tensor<4096xbf16>) -> tensor<12
 
 // -----
 
-// Matmul of bf16 operands (batched through the outer index): 128x128
-// tiles, 32-deep steps, a 2 x 2 grid of warps for the tensor cores, 4
-// stages in shared memory, f32 accumulation.
+// Matmul of bf16 operands (batched through the outer index): 128x256
+// tiles, 64-deep steps, 8 warps for the tensor cores, 4 stages in shared
+// memory, f32 accumulation.
 // CHECK-LABEL: func.func @batched_matmul
-// CHECK: tang.schedule<tile = [1, 128, 128, 32], mapping = [block_z, block_y, block_x, serial], threads = [1, 2, 64, 1], vector = 8, stages = 4, storage = bf16, accumulate = f32, memory = [shared, shared, shared, shared]>
+// CHECK: tang.schedule<tile = [1, 128, 256, 64], mapping = [block_z, block_y, block_x, serial], threads = [1, 2, 128, 1], vector = 8, stages = 4, storage = bf16, accumulate = f32, memory = [shared, shared, shared, shared]>
 // CHECK-SAME: tang.shape_class = "matmul_like"
 func.func @batched_matmul(%A: tensor<8x1024x512xbf16>, %B: tensor<512x1024xbf16>) -> tensor<8x1024x1024xbf16> {
   %C = tang.comprehension (%b, %i, %j) reduce (%k) [8, 1024, 1024, 512] monoid(add) : tensor<8x1024x1024xbf16> {

@@ -123,8 +123,9 @@ def ConvertTangToGPU : Pass<"convert-tang-to-gpu", "::mlir::ModuleOp"> {
   let options = [
     Option<"tensorCores", "tensor-cores", "std::string", /*default=*/"\"none\"",
            "Tensor-core kernels for contractions of f16/bf16 operands: "
-           "`none` (plain arithmetic, every backend) or `mma-sync` (NVIDIA "
-           "mma.sync with ldmatrix and cp.async, sm_80 and up)">
+           "`none` (plain arithmetic, every backend), `mma-sync` (NVIDIA "
+           "mma.sync with ldmatrix and cp.async, sm_80 and up) or `wgmma` "
+           "(warpgroup wgmma.mma_async from shared memory, sm_90a)">
   ];
 }
 

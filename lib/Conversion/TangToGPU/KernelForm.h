@@ -51,11 +51,12 @@ struct MmaContraction {
 std::optional<MmaContraction> matchMmaContraction(ComprehensionOp op,
                                                   std::string &why);
 
-/// Emits `op` as a tensor-core matrix product (mma.sync.m16n8k16, operands
-/// staged through shared memory by cp.async) into `k.func` at `b`.
+/// Emits `op` as a tensor-core matrix product into `k.func` at `b`, operands
+/// staged through shared memory by cp.async: mma.sync.m16n8k16 (sm_80 and
+/// up), or with `wgmma` warpgroup wgmma.mma_async (sm_90a).
 LogicalResult emitMmaKernel(OpBuilder &b, ComprehensionOp op,
                             const MmaContraction &c, IRMapping &tensors,
-                            ValueRange outputs, Kernel &k);
+                            ValueRange outputs, Kernel &k, bool wgmma);
 
 } // namespace mlir::tang
 

@@ -204,7 +204,11 @@ namespace {
 /// The tile configuration, from the schedule.
 struct MmaConfig {
   int64_t bm = 128, bn = 128, bk = 32, stages = 4, warpsM = 2, warpsN = 2;
+  /// wgmma: a warpgroup (4 warps) per 64 rows, each covering all bn
+  /// columns; bk is 64 (one 128-byte swizzle row of 16-bit values).
+  bool wgmma = false;
   int64_t threads() const { return warpsM * warpsN * 32; }
+  int64_t ringBytes() const { return stages * (bm + bn) * bk * 2; }
   int64_t tm() const { return bm / warpsM; }
   int64_t tn() const { return bn / warpsN; }
   /// Whether the emitter supports this configuration.
@@ -212,11 +216,16 @@ struct MmaConfig {
     auto pow2In = [](int64_t v, int64_t lo, int64_t hi) {
       return llvm::isPowerOf2_64(v) && v >= lo && v <= hi;
     };
+    if (wgmma)
+      return pow2In(bm, 64, 128) && pow2In(bn, 64, 256) && bk == 64 &&
+             stages >= 3 && stages <= 8 && warpsM == bm / 16 && warpsN == 1 &&
+             ringBytes() + 1024 <= 227 * 1024;
     return pow2In(bm, 32, 256) && pow2In(bn, 32, 256) &&
            (bk == 32 || bk == 64) && stages >= 2 && stages <= 8 &&
            pow2In(warpsM, 1, 8) && pow2In(warpsN, 1, 8) && threads() <= 512 &&
            tm() % 16 == 0 && tn() % 16 == 0 && (bm * bk / 8) % threads() == 0 &&
-           (bn * bk / 8) % threads() == 0;
+           (bn * bk / 8) % threads() == 0 && tm() * tn() / 32 <= 128 &&
+           ringBytes() <= 227 * 1024;
   }
 };
 
@@ -225,7 +234,32 @@ int64_t roundUpPow2(int64_t v, int64_t lo, int64_t hi) {
                              hi);
 }
 
-MmaConfig getConfig(ComprehensionOp op, const MmaContraction &c) {
+/// The wgmma configuration: 128 x 128 tiles (64 rows for a short M), a
+/// 4-deep ring; the schedule's tile widths where it gives them.
+MmaConfig getWgmmaConfig(ComprehensionOp op, const MmaContraction &c) {
+  MmaConfig cfg;
+  cfg.wgmma = true;
+  cfg.bk = 64;
+  cfg.bm = c.extentM <= 64 ? 64 : 128;
+  cfg.bn = 128;
+  if (ScheduleAttr s = op.getScheduleAttr()) {
+    MmaConfig want = cfg;
+    want.bm = roundUpPow2(s.getTile()[c.m], 64, 128);
+    want.bn = roundUpPow2(s.getTile()[c.n], 64, 256);
+    want.stages = std::max<int64_t>(3, s.getStages());
+    want.warpsM = want.bm / 16;
+    want.warpsN = 1;
+    if (want.isValid())
+      return want;
+  }
+  cfg.warpsM = cfg.bm / 16;
+  cfg.warpsN = 1;
+  return cfg;
+}
+
+MmaConfig getConfig(ComprehensionOp op, const MmaContraction &c, bool wgmma) {
+  if (wgmma)
+    return getWgmmaConfig(op, c);
   MmaConfig cfg;
   ScheduleAttr s = op.getScheduleAttr();
   if (!s)
@@ -244,9 +278,9 @@ MmaConfig getConfig(ComprehensionOp op, const MmaContraction &c) {
 class MmaEmitter {
 public:
   MmaEmitter(OpBuilder &b, ComprehensionOp op, const MmaContraction &c,
-             IRMapping &tensors, ValueRange outputs, Kernel &k)
+             IRMapping &tensors, ValueRange outputs, Kernel &k, bool wgmma)
       : b(b), loc(op.getLoc()), op(op), c(c), tensors(tensors),
-        outputs(outputs), k(k), cfg(getConfig(op, c)) {}
+        outputs(outputs), k(k), cfg(getConfig(op, c, wgmma)) {}
 
   LogicalResult emit();
 
@@ -277,10 +311,21 @@ private:
   /// Copies 16-byte chunks of `read` into `tile` (rows x chunks per row):
   /// row `r` of the tile is `rowIndex` = rowBase + r, chunk `ch` holds
   /// `colIndex` = colBase + 8 ch.
+  /// With `blocked`, the tile is [slot, chunks / 8, rows, 64]: columns in
+  /// blocks of 64 (wgmma's layout of an operand contiguous in m or n).
   void emitTileLoad(ReadOp read, Value tile, Value slot, int64_t rows,
                     int64_t chunks, Value rowIndex, Value rowBase,
                     int64_t rowExtent, Value colIndex, Value colBase,
-                    int64_t colExtent);
+                    int64_t colExtent, bool blocked = false);
+  /// The wgmma pipeline; returns the accumulators in the order of
+  /// storeFragment's (row, column) mapping.
+  SmallVector<Value> emitWgmmaMainLoop();
+  SmallVector<Value> emitMmaSyncMainLoop();
+  /// A wgmma shared-memory matrix descriptor (128-byte swizzle).
+  Value descriptor(Value byteAddress, int64_t lbo, int64_t sbo);
+  /// Stores accumulators (c0, c1) at (row, col) and (c2, c3) at
+  /// (row + 8, col) of the shared result tile.
+  void storeQuad(Value row, Value col, ArrayRef<Value> quad);
   /// The mma.sync steps of one BK slice from ring slot `slot`.
   SmallVector<Value> emitCompute(Value slot, ValueRange acc);
   /// Four 32-bit operand registers from one ldmatrix.x4.
@@ -300,6 +345,8 @@ private:
   SmallVector<Value> batch; // Batch index values (op's indices, by position).
   Value tileA, tileB; // [stages, bm, bk] and [stages, bk, bn] or [.., bn, bk]
   Value tileC;        // [bm, bn + 8] f32, aliasing the ring.
+  Value smemBase;     // wgmma: the ring's shared-memory address.
+  Value lastGroup;    // A cp.async group token (the wait ignores it).
 };
 
 Value MmaEmitter::swizzle(Value row, Value chunk, int64_t chunks) {
@@ -318,7 +365,7 @@ Value MmaEmitter::swizzle(Value row, Value chunk, int64_t chunks) {
 void MmaEmitter::emitTileLoad(ReadOp read, Value tile, Value slot, int64_t rows,
                               int64_t chunks, Value rowIndex, Value rowBase,
                               int64_t rowExtent, Value colIndex, Value colBase,
-                              int64_t colExtent) {
+                              int64_t colExtent, bool blocked) {
   Value memref = tensors.lookup(read.getTensor());
   int64_t perThread = rows * chunks / cfg.threads();
   for (int64_t i = 0; i < perThread; ++i) {
@@ -342,11 +389,14 @@ void MmaEmitter::emitTileLoad(ReadOp read, Value tile, Value slot, int64_t rows,
     std::optional<SmallVector<Value, 8>> coords =
         affine::expandAffineMap(b, loc, read.getMap(), operands);
     Value srcElements = arith::SelectOp::create(b, loc, valid, cst(8), cst(0));
-    Value physical = swizzle(r, ch, chunks);
+    SmallVector<Value> dst;
+    if (blocked)
+      dst = {slot, div(ch, 8), r, mul(swizzle(r, rem(ch, 8), 8), 8)};
+    else
+      dst = {slot, r, mul(swizzle(r, ch, chunks), 8)};
     nvgpu::DeviceAsyncCopyOp::create(
-        b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), tile,
-        ValueRange{slot, r, mul(physical, 8)}, memref, *coords,
-        b.getIndexAttr(8), srcElements, b.getUnitAttr());
+        b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), tile, dst,
+        memref, *coords, b.getIndexAttr(8), srcElements, b.getUnitAttr());
   }
 }
 
@@ -360,7 +410,7 @@ void MmaEmitter::emitLoads(Value kt, Value slot) {
                  c.extentN, k, k0, c.extentK);
   else
     emitTileLoad(c.b, tileB, slot, cfg.bk, cfg.bn / 8, k, k0, c.extentK,
-                 op.getIndex(c.n), n0, c.extentN);
+                 op.getIndex(c.n), n0, c.extentN, /*blocked=*/cfg.wgmma);
 }
 
 SmallVector<Value> MmaEmitter::loadMatrix(Value tile, ValueRange indices,
@@ -444,22 +494,34 @@ SmallVector<Value> MmaEmitter::emitCompute(Value slot, ValueRange accIn) {
   return acc;
 }
 
-LogicalResult MmaEmitter::emitEpilogue(ValueRange acc) {
-  // Accumulators to shared memory: thread t of a warp holds, per m16n8
-  // tile, rows t / 4 and t / 4 + 8, columns 2 (t % 4) and 2 (t % 4) + 1.
-  int64_t fn = cfg.tn() / 8;
-  Value laneRow = div(lane, 4), laneCol = mul(rem(lane, 4), 2);
+void MmaEmitter::storeQuad(Value row, Value col, ArrayRef<Value> quad) {
   auto pair = VectorType::get({2}, b.getF32Type());
-  for (int64_t i = 0; i < cfg.tm() / 16; ++i) {
-    for (int64_t j = 0; j < fn; ++j) {
-      int64_t base = (i * fn + j) * 4;
-      Value row = add(mul(warpM, cfg.tm()), add(laneRow, cst(i * 16)));
-      Value col = add(mul(warpN, cfg.tn()), add(laneCol, cst(j * 8)));
-      for (int64_t h = 0; h < 2; ++h) {
-        Value v = vector::FromElementsOp::create(
-            b, loc, pair, ValueRange{acc[base + 2 * h], acc[base + 2 * h + 1]});
-        vector::StoreOp::create(b, loc, v, tileC,
-                                ValueRange{add(row, cst(h * 8)), col});
+  for (int64_t h = 0; h < 2; ++h) {
+    Value v = vector::FromElementsOp::create(
+        b, loc, pair, ValueRange{quad[2 * h], quad[2 * h + 1]});
+    vector::StoreOp::create(b, loc, v, tileC,
+                            ValueRange{add(row, cst(h * 8)), col});
+  }
+}
+
+LogicalResult MmaEmitter::emitEpilogue(ValueRange accRange) {
+  // Accumulators to shared memory. Thread t of a warp holds, per m16n8
+  // tile (mma.sync) or per 8 columns of its warp's 16 rows (wgmma), rows
+  // t / 4 and t / 4 + 8, columns 2 (t % 4) and 2 (t % 4) + 1.
+  SmallVector<Value> acc(accRange);
+  Value laneRow = div(lane, 4), laneCol = mul(rem(lane, 4), 2);
+  if (cfg.wgmma) {
+    Value row = add(mul(div(tid, 32), 16), laneRow);
+    for (int64_t j = 0; j < cfg.bn / 8; ++j)
+      storeQuad(row, add(laneCol, cst(j * 8)),
+                ArrayRef<Value>(acc).slice(4 * j, 4));
+  } else {
+    int64_t fn = cfg.tn() / 8;
+    for (int64_t i = 0; i < cfg.tm() / 16; ++i) {
+      for (int64_t j = 0; j < fn; ++j) {
+        Value row = add(mul(warpM, cfg.tm()), add(laneRow, cst(i * 16)));
+        Value col = add(mul(warpN, cfg.tn()), add(laneCol, cst(j * 8)));
+        storeQuad(row, col, ArrayRef<Value>(acc).slice((i * fn + j) * 4, 4));
       }
     }
   }
@@ -575,8 +637,24 @@ LogicalResult MmaEmitter::emit() {
   Value warp = div(tid, 32);
   warpM = div(warp, cfg.warpsN);
   warpN = rem(warp, cfg.warpsN);
-  n0 = mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::x), cfg.bn);
-  m0 = mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::y), cfg.bm);
+  // Tiles in groups of kGroupRows row tiles, column-major within a group:
+  // blocks running together share operand panels in L2.
+  constexpr int64_t kGroupRows = 8;
+  int64_t tilesN = k.grid[0], tilesM = k.grid[1];
+  Value pid =
+      add(mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::y), tilesN),
+          gpu::BlockIdOp::create(b, loc, gpu::Dimension::x));
+  Value group = div(pid, kGroupRows * tilesN);
+  Value firstM = mul(group, kGroupRows);
+  Value inGroup = rem(pid, kGroupRows * tilesN);
+  // The last group may be short.
+  Value groupRows = arith::MinUIOp::create(
+      b, loc, cst(kGroupRows),
+      arith::SubIOp::create(b, loc, cst(tilesM), firstM));
+  Value tileM = add(firstM, arith::RemUIOp::create(b, loc, inGroup, groupRows));
+  Value tileN = arith::DivUIOp::create(b, loc, inGroup, groupRows);
+  n0 = mul(tileN, cfg.bn);
+  m0 = mul(tileM, cfg.bm);
   batch.assign(op.getNumParallel(), Value());
   Value rest = gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
   for (int p = static_cast<int>(op.getNumParallel()) - 1; p >= 0; --p) {
@@ -589,26 +667,48 @@ LogicalResult MmaEmitter::emit() {
   Value smem = gpu::DynamicSharedMemoryOp::create(
       b, loc,
       MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), AffineMap(), wg));
+  // wgmma's 128-byte swizzle repeats every 1024 bytes, from 1024-byte
+  // aligned addresses: the tiles start at the first such address.
+  Value base = cst(0);
+  if (cfg.wgmma) {
+    k.sharedBytes += 1024;
+    Value addr = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, smem);
+    base = rem(arith::SubIOp::create(b, loc, cst(1024), rem(addr, 1024)), 1024);
+    smemBase = add(addr, base);
+  }
   auto view = [&](ArrayRef<int64_t> shape, Type e, int64_t offset) {
     return memref::ViewOp::create(b, loc,
                                   MemRefType::get(shape, e, AffineMap(), wg),
-                                  smem, cst(offset), ValueRange{})
+                                  smem, add(base, cst(offset)), ValueRange{})
         .getResult();
   };
   tileA = view({cfg.stages, cfg.bm, cfg.bk}, c.elementType, 0);
-  tileB = c.bKContiguous
-              ? view({cfg.stages, cfg.bn, cfg.bk}, c.elementType, aBytes)
-              : view({cfg.stages, cfg.bk, cfg.bn}, c.elementType, aBytes);
+  if (c.bKContiguous)
+    tileB = view({cfg.stages, cfg.bn, cfg.bk}, c.elementType, aBytes);
+  else if (cfg.wgmma)
+    tileB = view({cfg.stages, cfg.bn / 64, cfg.bk, 64}, c.elementType, aBytes);
+  else
+    tileB = view({cfg.stages, cfg.bk, cfg.bn}, c.elementType, aBytes);
   tileC = view({cfg.bm, cfg.bn + 8}, b.getF32Type(), 0);
 
+  SmallVector<Value> acc =
+      cfg.wgmma ? emitWgmmaMainLoop() : emitMmaSyncMainLoop();
+  // The ring is reused for the accumulators: nothing may still be landing.
+  nvgpu::DeviceAsyncWaitOp::create(b, loc, lastGroup, b.getI32IntegerAttr(0));
+  gpu::BarrierOp::create(b, loc);
+  return emitEpilogue(acc);
+}
+
+SmallVector<Value> MmaEmitter::emitMmaSyncMainLoop() {
+  MLIRContext *ctx = b.getContext();
+  auto tokenType = nvgpu::DeviceAsyncTokenType::get(ctx);
   // Prologue: stages - 1 steps in flight.
-  Value group;
   for (int64_t s = 0; s + 1 < cfg.stages; ++s) {
     emitLoads(cst(s), cst(s));
-    group = nvgpu::DeviceAsyncCreateGroupOp::create(
-        b, loc, nvgpu::DeviceAsyncTokenType::get(ctx), ValueRange{});
+    lastGroup = nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, tokenType,
+                                                        ValueRange{});
   }
-  nvgpu::DeviceAsyncWaitOp::create(b, loc, group,
+  nvgpu::DeviceAsyncWaitOp::create(b, loc, lastGroup,
                                    b.getI32IntegerAttr(cfg.stages - 2));
   gpu::BarrierOp::create(b, loc);
 
@@ -625,8 +725,8 @@ LogicalResult MmaEmitter::emit() {
     Value kt = loop.getInductionVar();
     Value next = add(kt, cst(cfg.stages - 1));
     emitLoads(next, rem(next, cfg.stages));
-    Value g = nvgpu::DeviceAsyncCreateGroupOp::create(
-        b, loc, nvgpu::DeviceAsyncTokenType::get(ctx), ValueRange{});
+    Value g = nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, tokenType,
+                                                      ValueRange{});
     SmallVector<Value> acc =
         emitCompute(rem(kt, cfg.stages), loop.getRegionIterArgs());
     nvgpu::DeviceAsyncWaitOp::create(b, loc, g,
@@ -634,10 +734,108 @@ LogicalResult MmaEmitter::emit() {
     gpu::BarrierOp::create(b, loc);
     scf::YieldOp::create(b, loc, acc);
   }
-  // The ring is reused for the accumulators: nothing may still be landing.
-  nvgpu::DeviceAsyncWaitOp::create(b, loc, group, b.getI32IntegerAttr(0));
-  gpu::BarrierOp::create(b, loc);
-  return emitEpilogue(loop.getResults());
+  return SmallVector<Value>(loop.getResults());
+}
+
+Value MmaEmitter::descriptor(Value byteAddress, int64_t lbo, int64_t sbo) {
+  // Bits 0-13: address / 16; 16-29: leading byte offset / 16; 32-45:
+  // stride byte offset / 16; 62-63: 1 = 128-byte swizzle.
+  Type i64 = b.getI64Type();
+  Value a = arith::IndexCastOp::create(b, loc, i64, byteAddress);
+  a = arith::ShRUIOp::create(
+      b, loc,
+      arith::AndIOp::create(b, loc, a,
+                            arith::ConstantIntOp::create(b, loc, i64, 0x3FFFF)),
+      arith::ConstantIntOp::create(b, loc, i64, 4));
+  uint64_t fields = (uint64_t(lbo / 16) << 16) | (uint64_t(sbo / 16) << 32) |
+                    (uint64_t(1) << 62);
+  return arith::OrIOp::create(
+      b, loc, a,
+      arith::ConstantIntOp::create(b, loc, i64, static_cast<int64_t>(fields)));
+}
+
+SmallVector<Value> MmaEmitter::emitWgmmaMainLoop() {
+  MLIRContext *ctx = b.getContext();
+  auto tokenType = nvgpu::DeviceAsyncTokenType::get(ctx);
+  // A ring of `stages` slots, stages - 2 steps in flight: the slot written
+  // at step kt was read by the wgmma of step kt - 2, which every warpgroup
+  // has waited for (wgmma.wait_group 1 at step kt - 1) before the barrier
+  // of step kt.
+  int64_t ahead = cfg.stages - 2;
+  for (int64_t s = 0; s < ahead; ++s) {
+    emitLoads(cst(s), cst(s));
+    lastGroup = nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, tokenType,
+                                                        ValueRange{});
+  }
+  int64_t aStage = cfg.bm * cfg.bk * 2, bStage = cfg.bn * cfg.bk * 2;
+  int64_t aBytes = cfg.stages * aStage;
+  // This warpgroup's 64 rows of A.
+  Value aBase = add(smemBase, mul(div(tid, 128), 64 * cfg.bk * 2));
+  Value bBase = add(smemBase, cst(aBytes));
+
+  Type f32 = b.getF32Type();
+  auto accType =
+      LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(cfg.bn / 2, f32));
+  Value init = LLVM::ZeroOp::create(b, loc, accType);
+  int64_t steps = static_cast<int64_t>(llvm::divideCeil(c.extentK, cfg.bk));
+  auto loop =
+      scf::ForOp::create(b, loc, cst(0), cst(steps), cst(1), ValueRange{init});
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value kt = loop.getInductionVar();
+    // Step kt has landed: this thread's copies, then (fence + barrier)
+    // everyone's, visible to the tensor cores' async proxy.
+    nvgpu::DeviceAsyncWaitOp::create(b, loc, lastGroup,
+                                     b.getI32IntegerAttr(ahead - 1));
+    NVVM::FenceProxyOp::create(
+        b, loc, NVVM::ProxyKindAttr::get(ctx, NVVM::ProxyKind::async_shared),
+        NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+    gpu::BarrierOp::create(b, loc);
+    Value next = add(kt, cst(ahead));
+    emitLoads(next, rem(next, cfg.stages));
+    nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, tokenType, ValueRange{});
+
+    Value slot = rem(kt, cfg.stages);
+    Value aSlot = add(aBase, mul(slot, aStage));
+    Value bSlot = add(bBase, mul(slot, bStage));
+    auto wgmmaType =
+        c.elementType.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
+    auto typeAttr = NVVM::WGMMATypesAttr::get(ctx, wgmmaType);
+    NVVM::WgmmaFenceAlignedOp::create(b, loc);
+    Value acc = loop.getRegionIterArgs()[0];
+    for (int64_t kk = 0; kk < cfg.bk / 16; ++kk) {
+      // K-major operands: 128-byte rows, 8-row groups 1024 bytes apart; a
+      // k16 step is 32 bytes along the row. The [k, n] operand: 64-column
+      // blocks bk rows long, 8-row (k) groups 1024 bytes apart; a k16 step
+      // is 16 rows.
+      Value descA = descriptor(add(aSlot, cst(kk * 32)), 16, 1024);
+      Value descB =
+          c.bKContiguous
+              ? descriptor(add(bSlot, cst(kk * 32)), 16, 1024)
+              : descriptor(add(bSlot, cst(kk * 16 * 128)), cfg.bk * 128, 1024);
+      acc = NVVM::WgmmaMmaAsyncOp::create(
+          b, loc, accType, acc, descA, descB,
+          NVVM::MMAShapeAttr::get(ctx, 64, cfg.bn, 16), typeAttr, typeAttr,
+          NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),
+          NVVM::WGMMAScaleOutAttr::get(ctx, NVVM::WGMMAScaleOut::one),
+          NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
+          NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
+          NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row),
+          NVVM::MMALayoutAttr::get(ctx, c.bKContiguous ? NVVM::MMALayout::col
+                                                       : NVVM::MMALayout::row),
+          /*satfinite=*/nullptr);
+    }
+    NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+    NVVM::WgmmaWaitGroupSyncOp::create(b, loc, b.getI64IntegerAttr(1));
+    scf::YieldOp::create(b, loc, acc);
+  }
+  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, b.getI64IntegerAttr(0));
+  SmallVector<Value> acc;
+  for (int64_t i = 0; i < cfg.bn / 2; ++i)
+    acc.push_back(LLVM::ExtractValueOp::create(b, loc, loop.getResult(0),
+                                               ArrayRef<int64_t>{i}));
+  return acc;
 }
 
 } // namespace
@@ -645,6 +843,6 @@ LogicalResult MmaEmitter::emit() {
 LogicalResult mlir::tang::emitMmaKernel(OpBuilder &b, ComprehensionOp op,
                                         const MmaContraction &c,
                                         IRMapping &tensors, ValueRange outputs,
-                                        Kernel &k) {
-  return MmaEmitter(b, op, c, tensors, outputs, k).emit();
+                                        Kernel &k, bool wgmma) {
+  return MmaEmitter(b, op, c, tensors, outputs, k, wgmma).emit();
 }

@@ -90,8 +90,9 @@ bool isLowPrecision(ComprehensionOp op) {
 
 class KernelFormBuilder {
 public:
-  KernelFormBuilder(ModuleOp module, gpu::GPUModuleOp kernels, bool tensorCores)
-      : module(module), kernels(kernels), tensorCores(tensorCores) {}
+  KernelFormBuilder(ModuleOp module, gpu::GPUModuleOp kernels,
+                    StringRef tensorCores)
+      : module(module), kernels(kernels), tensorCores(tensorCores.str()) {}
 
   LogicalResult convertFunc(func::FuncOp func);
 
@@ -107,8 +108,8 @@ private:
 
   ModuleOp module;
   gpu::GPUModuleOp kernels;
-  /// Whether contractions of f16/bf16 go to tensor cores (mma.sync).
-  bool tensorCores;
+  /// Tensor-core code for contractions of f16/bf16: none, mma-sync, wgmma.
+  std::string tensorCores;
 };
 
 FailureOr<Kernel> KernelFormBuilder::buildKernel(ComprehensionOp op,
@@ -139,7 +140,8 @@ FailureOr<Kernel> KernelFormBuilder::buildKernel(ComprehensionOp op,
   std::optional<MmaContraction> mma;
   // Narrow contractions (matrix-vector) stay on the row kernels: they are
   // memory-bound.
-  if (tensorCores && classifyComprehension(op) == ShapeClass::MatmulLike) {
+  if (tensorCores != "none" &&
+      classifyComprehension(op) == ShapeClass::MatmulLike) {
     mma = matchMmaContraction(op, why);
     // Say why a contraction of 16-bit operands stays off the tensor cores.
     if (!mma && llvm::any_of(getTensorsRead(op), [](Value t) {
@@ -149,7 +151,8 @@ FailureOr<Kernel> KernelFormBuilder::buildKernel(ComprehensionOp op,
       op.emitRemark() << "not on tensor cores: " << why;
   }
   if (mma) {
-    if (failed(emitMmaKernel(b, op, *mma, tensors, outputs, k)))
+    if (failed(emitMmaKernel(b, op, *mma, tensors, outputs, k,
+                             tensorCores == "wgmma")))
       return failure();
   } else if (int64_t threads = getRowKernelThreads(op)) {
     if (failed(emitRowKernel(b, op, tensors, outputs, k, threads)))
@@ -893,13 +896,13 @@ struct ConvertTangToGPUPass
                     UnitAttr::get(&getContext()));
     OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
     auto kernels = gpu::GPUModuleOp::create(b, module.getLoc(), "tang_kernels");
-    if (tensorCores != "none" && tensorCores != "mma-sync") {
-      module.emitError() << "convert-tang-to-gpu: tensor-cores must be none "
-                            "or mma-sync, got '"
+    if (!llvm::is_contained({"none", "mma-sync", "wgmma"}, tensorCores)) {
+      module.emitError() << "convert-tang-to-gpu: tensor-cores must be none, "
+                            "mma-sync or wgmma, got '"
                          << tensorCores << "'";
       return signalPassFailure();
     }
-    KernelFormBuilder builder(module, kernels, tensorCores == "mma-sync");
+    KernelFormBuilder builder(module, kernels, tensorCores);
     for (func::FuncOp f : funcs)
       if (failed(builder.convertFunc(f)))
         return signalPassFailure();

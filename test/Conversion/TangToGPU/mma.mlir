@@ -2,7 +2,9 @@
 // RUN: not tang-opt %s --convert-tang-to-gpu=tensor-cores=wmma 2>&1 | FileCheck %s --check-prefix=OPTION
 // RUN: tang-opt %s --tang-schedule --convert-tang-to-gpu --split-input-file | FileCheck %s --check-prefix=PLAIN
 
-// OPTION: tensor-cores must be none or mma-sync, got 'wmma'
+// RUN: tang-opt %s --tang-schedule --convert-tang-to-gpu=tensor-cores=wgmma --split-input-file | FileCheck %s --check-prefix=WGMMA
+
+// OPTION: tensor-cores must be none, mma-sync or wgmma, got 'wmma'
 
 // Tensor-core kernels for contractions of bf16/f16 operands: ragged tiles
 // (40 x 48 x 24 in 32 x 32 tiles), operands through a ring of shared
@@ -42,6 +44,29 @@ func.func @matmul(%A: tensor<40x24xbf16>, %B: tensor<24x48xbf16>) -> tensor<40x4
 // body (bias, activation) is the epilogue, run on the accumulators; the
 // [n, k] weight is read without transposing; the batch index goes to the
 // grid's z dimension.
+// sm_90a: one warpgroup per 64 rows, both operands from shared memory laid
+// out for 128-byte swizzled descriptors (the 1024-byte aligned ring), the
+// [k, n] operand in 64-column blocks and transposed by the instruction; the
+// fence orders cp.async's writes before the tensor cores read them; two
+// wgmma groups in flight.
+// WGMMA-LABEL: func.func @matmul
+// WGMMA: dynamic_shared_memory_size
+// WGMMA: gpu.func @matmul_k0
+// WGMMA: memref.extract_aligned_pointer_as_index
+// WGMMA: memref.view {{.*}} to memref<4x64x64xbf16, #gpu.address_space<workgroup>>
+// WGMMA: memref.view {{.*}} to memref<4x1x64x64xbf16, #gpu.address_space<workgroup>>
+// WGMMA: llvm.mlir.zero : !llvm.struct<(f32,
+// WGMMA: scf.for
+// WGMMA: nvgpu.device_async_wait {{.*}} {numGroups = 1 : i32}
+// WGMMA: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// WGMMA: gpu.barrier
+// WGMMA: nvvm.wgmma.fence.aligned
+// WGMMA-COUNT-4: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
+// WGMMA: nvvm.wgmma.commit.group.sync.aligned
+// WGMMA: nvvm.wgmma.wait.group.sync.aligned 1
+// WGMMA: nvvm.wgmma.wait.group.sync.aligned 0
+// WGMMA: vector.store {{.*}} : memref<40x48xbf16>, vector<8xbf16>
+
 // CHECK-LABEL: func.func @linear
 // CHECK: gpu.launch_func @tang_kernels::@linear_k0 blocks in (%{{.*}}, %{{.*}}, %[[Z:.*]]) threads
 // CHECK: gpu.func @linear_k0
@@ -50,6 +75,8 @@ func.func @matmul(%A: tensor<40x24xbf16>, %B: tensor<24x48xbf16>) -> tensor<40x4
 // CHECK: memref.view {{.*}} to memref<4x64x32xf16, #gpu.address_space<workgroup>>
 // CHECK: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = false}
 // CHECK-NOT: transpose = true
+// WGMMA-LABEL: func.func @linear
+// WGMMA: nvvm.wgmma.mma_async {{.*}} A[<f16>, <one>, <row>], B[<f16>, <one>, <col>]
 // CHECK: nvvm.mma.sync {{.*}} : (vector<2xf16>, vector<2xf16>, f32) -> !llvm.struct<(f32, f32, f32, f32)>
 // CHECK: scf.for
 // CHECK: memref.load {{.*}} : memref<64xf16>
