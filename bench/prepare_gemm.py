@@ -158,6 +158,12 @@ CASES = [
      "fused bias + GELU epilogue, [N, K] weight, ragged, interpreter-checked"),
     ("bmm_8x136x264x200", "bmm", dict(Z=8, M=136, N=264, K=200),
      "batched through a view index, ragged, interpreter-checked"),
+    ("matmul_257x136x72", "matmul", dict(M=257, N=136, K=72),
+     "ragged in every dimension (K not a multiple of the 64-deep step), "
+     "interpreter-checked"),
+    ("linear_gelu_33x264x4104", "linear", dict(M=33, N=264, K=4104),
+     "short M (one warpgroup, masked rows), long ragged K, "
+     "interpreter-checked"),
     ("matmul_4096", "matmul", dict(M=4096, N=4096, K=4096), "benchmark"),
     ("matmul_8192", "matmul", dict(M=8192, N=8192, K=8192), "benchmark"),
     ("linear_gelu_8192x4096x4096", "linear", dict(M=8192, N=4096, K=4096),

@@ -193,6 +193,21 @@ ScheduleAttr scheduleFor(ComprehensionOp op, ShapeClass cls,
     int64_t tm = floorPow2(std::min<int64_t>(128, op.getExtent(i)));
     int64_t tn =
         floorPow2(std::min<int64_t>(tensorCores ? 256 : 128, op.getExtent(j)));
+    // Small products: narrower tiles (down to 64 x 64) until every
+    // multiprocessor has a tile (1000^3 in 128 x 256 tiles fills 32 of the
+    // H200's 132).
+    int64_t batch = 1;
+    for (unsigned p = 0; p + 2 < np; ++p)
+      batch *= op.getExtent(p);
+    auto tiles = [&] {
+      return batch *
+             static_cast<int64_t>(llvm::divideCeil(op.getExtent(i), tm) *
+                                  llvm::divideCeil(op.getExtent(j), tn));
+    };
+    while (tensorCores && tiles() < dev.smCount && tn > 64)
+      tn /= 2;
+    while (tensorCores && tiles() < dev.smCount && tm > 64)
+      tm /= 2;
     b.spread(j, tn, Mapping::BlockX);
     b.spread(i, tm, Mapping::BlockY);
     b.setThreads(j, tensorCores ? 128 : std::min<int64_t>(16, tn));
