@@ -12,7 +12,7 @@
 // SM90: cp.async.cg.shared.global
 // SM90: fence.proxy.async.shared::cta
 // SM90: wgmma.fence.sync.aligned
-// SM90: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16
+// SM90: wgmma.mma_async.sync.aligned.m64n{{[0-9]+}}k16.f32.bf16.bf16
 // SM90: wgmma.commit_group.sync.aligned
 // SM90: wgmma.wait_group.sync.aligned
 // RUN: tang-opt %s --tang-lower-cuda="chip=sm_75 features=+ptx80 bundle=%t/sm75" -o /dev/null
