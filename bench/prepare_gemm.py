@@ -171,9 +171,9 @@ CASES = [
 ]
 
 
-#: Tile variants of the 8192^3 product (--variants): (BM, BN, BK, warps
-#: along M, warps along N, stages), given to the comprehension as its
-#: schedule (threads = [warps M, 32 x warps N]).
+#: Tile variants of the 8192^3 and 4096^3 products (--variants): (BM, BN,
+#: BK, warps along M, warps along N, stages), given to the comprehension as
+#: its schedule (threads = [warps M, 32 x warps N]).
 #: On sm_90a (wgmma) only BM (64, 128), BN (64-256) and the stages count;
 #: BK is 64 and the warps are one warpgroup per 64 rows.
 VARIANTS = [
@@ -182,6 +182,10 @@ VARIANTS = [
     (128, 256, 64, 2, 4, 3),
     (128, 256, 64, 2, 4, 4),
     (64, 256, 64, 2, 4, 4),
+    (128, 128, 64, 2, 2, 6),
+    (128, 256, 32, 2, 4, 6),
+    (128, 256, 32, 2, 4, 8),
+    (128, 128, 32, 2, 2, 8),
 ]
 
 
@@ -244,9 +248,11 @@ def main():
     args = ap.parse_args()
     cases = list(CASES)
     if args.variants:
-        for v in VARIANTS:
-            cases.append(("matmul_8192_t" + "x".join(map(str, v)), "matmul",
-                          dict(M=8192, N=8192, K=8192), "tile variant", v))
+        for size in (8192, 4096):
+            for v in VARIANTS:
+                cases.append((f"matmul_{size}_t" + "x".join(map(str, v)),
+                              "matmul", dict(M=size, N=size, K=size),
+                              "tile variant", v))
     rng = np.random.default_rng(2026)
     print("small-instance checks (tang-run vs NumPy float64):")
     bad = 0

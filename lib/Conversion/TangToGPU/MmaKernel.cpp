@@ -205,7 +205,8 @@ namespace {
 struct MmaConfig {
   int64_t bm = 128, bn = 128, bk = 32, stages = 4, warpsM = 2, warpsN = 2;
   /// wgmma: a warpgroup (4 warps) per 64 rows, each covering all bn
-  /// columns; bk is 64 (one 128-byte swizzle row of 16-bit values).
+  /// columns; bk is 64 or 32 (one 128- or 64-byte swizzled row of 16-bit
+  /// values).
   bool wgmma = false;
   int64_t threads() const { return warpsM * warpsN * 32; }
   int64_t ringBytes() const { return stages * (bm + bn) * bk * 2; }
@@ -217,8 +218,9 @@ struct MmaConfig {
       return llvm::isPowerOf2_64(v) && v >= lo && v <= hi;
     };
     if (wgmma)
-      return pow2In(bm, 64, 128) && pow2In(bn, 64, 256) && bk == 64 &&
-             stages >= 3 && stages <= 8 && warpsM == bm / 16 && warpsN == 1 &&
+      return pow2In(bm, 64, 128) && pow2In(bn, 64, 256) &&
+             (bk == 32 || bk == 64) && stages >= 3 && stages <= 8 &&
+             warpsM == bm / 16 && warpsN == 1 &&
              ringBytes() + 1024 <= 227 * 1024;
     return pow2In(bm, 32, 256) && pow2In(bn, 32, 256) &&
            (bk == 32 || bk == 64) && stages >= 2 && stages <= 8 &&
@@ -245,6 +247,8 @@ MmaConfig getWgmmaConfig(ComprehensionOp op, const MmaContraction &c) {
   if (ScheduleAttr s = op.getScheduleAttr()) {
     MmaConfig want = cfg;
     want.bm = roundUpPow2(s.getTile()[c.m], 64, 128);
+    if (c.red == op)
+      want.bk = s.getTile().back() <= 32 ? 32 : 64;
     want.bn = roundUpPow2(s.getTile()[c.n], 64, 256);
     want.stages = std::max<int64_t>(3, s.getStages());
     want.warpsM = want.bm / 16;
@@ -321,7 +325,8 @@ private:
   /// storeFragment's (row, column) mapping.
   SmallVector<Value> emitWgmmaMainLoop();
   SmallVector<Value> emitMmaSyncMainLoop();
-  /// A wgmma shared-memory matrix descriptor (128-byte swizzle).
+  /// A wgmma shared-memory matrix descriptor (128- or 64-byte swizzle: rows
+  /// of bk 16-bit values).
   Value descriptor(Value byteAddress, int64_t lbo, int64_t sbo);
   /// Stores accumulators (c0, c1) at (row, col) and (c2, c3) at
   /// (row + 8, col) of the shared result tile.
@@ -390,8 +395,11 @@ void MmaEmitter::emitTileLoad(ReadOp read, Value tile, Value slot, int64_t rows,
         affine::expandAffineMap(b, loc, read.getMap(), operands);
     Value srcElements = arith::SelectOp::create(b, loc, valid, cst(8), cst(0));
     SmallVector<Value> dst;
+    // Blocks as wide as a swizzled row: bk 16-bit values.
+    int64_t perBlock = cfg.bk / 8;
     if (blocked)
-      dst = {slot, div(ch, 8), r, mul(swizzle(r, rem(ch, 8), 8), 8)};
+      dst = {slot, div(ch, perBlock), r,
+             mul(swizzle(r, rem(ch, perBlock), perBlock), 8)};
     else
       dst = {slot, r, mul(swizzle(r, ch, chunks), 8)};
     nvgpu::DeviceAsyncCopyOp::create(
@@ -686,7 +694,8 @@ LogicalResult MmaEmitter::emit() {
   if (c.bKContiguous)
     tileB = view({cfg.stages, cfg.bn, cfg.bk}, c.elementType, aBytes);
   else if (cfg.wgmma)
-    tileB = view({cfg.stages, cfg.bn / 64, cfg.bk, 64}, c.elementType, aBytes);
+    tileB = view({cfg.stages, cfg.bn / cfg.bk, cfg.bk, cfg.bk}, c.elementType,
+                 aBytes);
   else
     tileB = view({cfg.stages, cfg.bk, cfg.bn}, c.elementType, aBytes);
   tileC = view({cfg.bm, cfg.bn + 8}, b.getF32Type(), 0);
@@ -739,7 +748,8 @@ SmallVector<Value> MmaEmitter::emitMmaSyncMainLoop() {
 
 Value MmaEmitter::descriptor(Value byteAddress, int64_t lbo, int64_t sbo) {
   // Bits 0-13: address / 16; 16-29: leading byte offset / 16; 32-45:
-  // stride byte offset / 16; 62-63: 1 = 128-byte swizzle.
+  // stride byte offset / 16; 62-63: the swizzle, 1 = 128 bytes (bk 64),
+  // 2 = 64 bytes (bk 32).
   Type i64 = b.getI64Type();
   Value a = arith::IndexCastOp::create(b, loc, i64, byteAddress);
   a = arith::ShRUIOp::create(
@@ -748,7 +758,7 @@ Value MmaEmitter::descriptor(Value byteAddress, int64_t lbo, int64_t sbo) {
                             arith::ConstantIntOp::create(b, loc, i64, 0x3FFFF)),
       arith::ConstantIntOp::create(b, loc, i64, 4));
   uint64_t fields = (uint64_t(lbo / 16) << 16) | (uint64_t(sbo / 16) << 32) |
-                    (uint64_t(1) << 62);
+                    (uint64_t(cfg.bk == 64 ? 1 : 2) << 62);
   return arith::OrIOp::create(
       b, loc, a,
       arith::ConstantIntOp::create(b, loc, i64, static_cast<int64_t>(fields)));
@@ -809,11 +819,13 @@ SmallVector<Value> MmaEmitter::emitWgmmaMainLoop() {
       // k16 step is 32 bytes along the row. The [k, n] operand: 64-column
       // blocks bk rows long, 8-row (k) groups 1024 bytes apart; a k16 step
       // is 16 rows.
-      Value descA = descriptor(add(aSlot, cst(kk * 32)), 16, 1024);
-      Value descB =
-          c.bKContiguous
-              ? descriptor(add(bSlot, cst(kk * 32)), 16, 1024)
-              : descriptor(add(bSlot, cst(kk * 16 * 128)), cfg.bk * 128, 1024);
+      // Rows of bk 16-bit values (128 or 64 bytes: the swizzle width).
+      int64_t row = cfg.bk * 2;
+      Value descA = descriptor(add(aSlot, cst(kk * 32)), 16, 8 * row);
+      Value descB = c.bKContiguous
+                        ? descriptor(add(bSlot, cst(kk * 32)), 16, 8 * row)
+                        : descriptor(add(bSlot, cst(kk * 16 * row)),
+                                     cfg.bk * row, 8 * row);
       acc = NVVM::WgmmaMmaAsyncOp::create(
           b, loc, accType, acc, descA, descB,
           NVVM::MMAShapeAttr::get(ctx, 64, cfg.bn, 16), typeAttr, typeAttr,
