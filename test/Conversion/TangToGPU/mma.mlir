@@ -45,23 +45,24 @@ func.func @matmul(%A: tensor<40x24xbf16>, %B: tensor<24x48xbf16>) -> tensor<40x4
 // [n, k] weight is read without transposing; the batch index goes to the
 // grid's z dimension.
 // sm_90a: one warpgroup per 64 rows, both operands from shared memory laid
-// out for 128-byte swizzled descriptors (the 1024-byte aligned ring), the
-// [k, n] operand in 64-column blocks and transposed by the instruction; the
+// out for swizzled descriptors (the 1024-byte aligned ring; K = 24 takes
+// 32-deep steps, 64-byte swizzle), the [k, n] operand in blocks as wide as a
+// swizzled row and transposed by the instruction; the
 // fence orders cp.async's writes before the tensor cores read them; two
 // wgmma groups in flight.
 // WGMMA-LABEL: func.func @matmul
 // WGMMA: dynamic_shared_memory_size
 // WGMMA: gpu.func @matmul_k0
 // WGMMA: memref.extract_aligned_pointer_as_index
-// WGMMA: memref.view {{.*}} to memref<4x64x64xbf16, #gpu.address_space<workgroup>>
-// WGMMA: memref.view {{.*}} to memref<4x1x64x64xbf16, #gpu.address_space<workgroup>>
+// WGMMA: memref.view {{.*}} to memref<4x64x32xbf16, #gpu.address_space<workgroup>>
+// WGMMA: memref.view {{.*}} to memref<4x2x32x32xbf16, #gpu.address_space<workgroup>>
 // WGMMA: llvm.mlir.zero : !llvm.struct<(f32,
 // WGMMA: scf.for
 // WGMMA: nvgpu.device_async_wait {{.*}} {numGroups = 1 : i32}
 // WGMMA: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // WGMMA: gpu.barrier
 // WGMMA: nvvm.wgmma.fence.aligned
-// WGMMA-COUNT-4: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
+// WGMMA-COUNT-2: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
 // WGMMA: nvvm.wgmma.commit.group.sync.aligned
 // WGMMA: nvvm.wgmma.wait.group.sync.aligned 1
 // WGMMA: nvvm.wgmma.wait.group.sync.aligned 0
