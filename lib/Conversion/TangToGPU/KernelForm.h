@@ -46,6 +46,27 @@ struct MmaContraction {
   int64_t extentM, extentN, extentK;
 };
 
+/// Whether `read`'s last coordinate is exactly the index `v` (no scale, no
+/// offset) and no other coordinate uses `v`, with rows of whole 16-byte
+/// chunks: then 8 consecutive values of `v` are one aligned 16-byte load.
+bool isContiguousIn(ReadOp read, Value v);
+
+/// Whether `read` uses the index `v` in any coordinate.
+bool readUses(ReadOp read, Value v);
+
+/// `v` without value-preserving float extensions.
+Value stripExtensions(Value v);
+
+/// Emits `op`, a reduction under the online-softmax monoid whose scores are
+/// a scaled (and possibly masked) dot product of two 16-bit reads and whose
+/// values are a 16-bit read, as a flash-attention kernel on tensor cores
+/// (FlashKernel.cpp); std::nullopt with `why` set if `op` is not such a
+/// reduction, failure() on an emission error.
+std::optional<LogicalResult> emitFlashKernel(OpBuilder &b, ComprehensionOp op,
+                                             IRMapping &tensors,
+                                             ValueRange outputs, Kernel &k,
+                                             std::string &why);
+
 /// Matches `op` (a function-level comprehension) against the contraction
 /// the tensor-core emitter handles; std::nullopt with `why` set otherwise.
 std::optional<MmaContraction> matchMmaContraction(ComprehensionOp op,

@@ -57,10 +57,7 @@ static SmallVector<Value> getCoordinateIndices(ReadOp read, unsigned coord) {
   return used;
 }
 
-/// Whether `read`'s last coordinate is exactly the index `v` (no scale, no
-/// offset) and no other coordinate uses `v`, with rows of whole 16-byte
-/// chunks: then 8 consecutive values of `v` are one aligned 16-byte load.
-static bool isContiguousIn(ReadOp read, Value v) {
+bool mlir::tang::isContiguousIn(ReadOp read, Value v) {
   AffineMap map = read.getMap();
   unsigned last = map.getNumResults() - 1;
   auto dim = dyn_cast<AffineDimExpr>(map.getResult(last));
@@ -73,16 +70,14 @@ static bool isContiguousIn(ReadOp read, Value v) {
   return t.getShape().back() % 8 == 0;
 }
 
-/// Whether `read` uses the index `v` in any coordinate.
-static bool uses(ReadOp read, Value v) {
+bool mlir::tang::readUses(ReadOp read, Value v) {
   for (unsigned r = 0; r < read.getMap().getNumResults(); ++r)
     if (llvm::is_contained(getCoordinateIndices(read, r), v))
       return true;
   return false;
 }
 
-/// `v` without value-preserving float extensions.
-static Value stripExtensions(Value v) {
+Value mlir::tang::stripExtensions(Value v) {
   while (auto ext = v.getDefiningOp<arith::ExtFOp>())
     v = ext.getIn();
   return v;
@@ -150,20 +145,20 @@ mlir::tang::matchMmaContraction(ComprehensionOp op, std::string &why) {
   // `op`, used by `b` only.
   c.n = op.getNumParallel() - 1;
   Value n = op.getIndex(c.n);
-  if (!uses(c.b, n) || uses(c.a, n))
+  if (!readUses(c.b, n) || readUses(c.a, n))
     return fail("the last parallel index is not used by the right operand "
                 "only");
   std::optional<unsigned> m;
   for (unsigned i = 0; i < c.n; ++i)
-    if (uses(c.a, op.getIndex(i)) && !uses(c.b, op.getIndex(i)))
+    if (readUses(c.a, op.getIndex(i)) && !readUses(c.b, op.getIndex(i)))
       m = i;
   if (!m) {
     // The product may be written b * a.
     std::swap(c.a, c.b);
-    if (!uses(c.b, n) || uses(c.a, n))
+    if (!readUses(c.b, n) || readUses(c.a, n))
       return fail("no parallel index is used by one operand only");
     for (unsigned i = 0; i < c.n; ++i)
-      if (uses(c.a, op.getIndex(i)) && !uses(c.b, op.getIndex(i)))
+      if (readUses(c.a, op.getIndex(i)) && !readUses(c.b, op.getIndex(i)))
         m = i;
     if (!m)
       return fail("no parallel index is used by the left operand only");

@@ -138,19 +138,33 @@ FailureOr<Kernel> KernelFormBuilder::buildKernel(ComprehensionOp op,
   k.func = func;
   std::string why;
   std::optional<MmaContraction> mma;
+  auto has16BitReads = [&] {
+    return llvm::any_of(getTensorsRead(op), [](Value t) {
+      Type e = cast<RankedTensorType>(t.getType()).getElementType();
+      return e.isF16() || e.isBF16();
+    });
+  };
+  // The online-softmax monoid on tensor cores: a flash-attention kernel.
+  std::optional<LogicalResult> flash;
+  if (tensorCores != "none" &&
+      op.getBuiltinMonoid() == MonoidKind::OnlineSoftmax) {
+    flash = emitFlashKernel(b, op, tensors, outputs, k, why);
+    if (!flash && has16BitReads())
+      op.emitRemark() << "not a flash-attention kernel: " << why;
+  }
   // Narrow contractions (matrix-vector) stay on the row kernels: they are
   // memory-bound.
-  if (tensorCores != "none" &&
+  if (!flash && tensorCores != "none" &&
       classifyComprehension(op) == ShapeClass::MatmulLike) {
     mma = matchMmaContraction(op, why);
     // Say why a contraction of 16-bit operands stays off the tensor cores.
-    if (!mma && llvm::any_of(getTensorsRead(op), [](Value t) {
-          Type e = cast<RankedTensorType>(t.getType()).getElementType();
-          return e.isF16() || e.isBF16();
-        }))
+    if (!mma && has16BitReads())
       op.emitRemark() << "not on tensor cores: " << why;
   }
-  if (mma) {
+  if (flash) {
+    if (failed(*flash))
+      return failure();
+  } else if (mma) {
     if (failed(emitMmaKernel(b, op, *mma, tensors, outputs, k,
                              tensorCores == "wgmma")))
       return failure();

@@ -1,0 +1,628 @@
+//===- FlashKernel.cpp - the online-softmax monoid on tensor cores -*- C++
+//-*-===//
+//
+// A reduction under the online-softmax monoid,
+//
+//   O[.., i, d] = online_softmax_j (s(i, j), v(j, d)),
+//   s(i, j) = g(c * sum_e q(i, e) k(j, e), i, j),   v(j, d) = V[.., j, d],
+//
+// where q, k, V are reads of f16/bf16 tensors and g is any scalar code of
+// the dot product and the indices (a scale, a causal or padding mask), is
+// emitted as a flash-attention kernel: keyed on the monoid and the shape of
+// the graph, never on a name.
+//
+// A block of 4 warps owns 64 query rows (16 per warp) and streams the keys
+// and values through shared memory in 64-key steps (cp.async, double
+// buffered, zero-filled past the end). Per step and warp: S = Q K^T on
+// tensor cores (mma.sync m16n8k16; Q's fragments stay in registers for the
+// whole loop), g on every score in registers, the running row maximum and
+// the rescaling of the running sum and of the output accumulators, then
+// P V on tensor cores with P's accumulators reused as the A operand (the
+// m16n8 accumulator layout of two adjacent n8 tiles is the m16k16 operand
+// layout). No L x L intermediate exists anywhere.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelForm.h"
+
+#include "BodyEmitter.h"
+
+#include "mlir/Dialect/Affine/Utils.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "llvm/ADT/SetVector.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::tang;
+
+namespace {
+
+/// The pieces of an attention-shaped online-softmax reduction.
+struct FlashMatch {
+  ComprehensionOp red; // The nested dot product over e.
+  ReadOp q, k, v;
+  unsigned i, d; // Query and value-column indices (parallel).
+  Value j;       // The key index (the op's reduced index).
+  /// Body operations of `red` that do not depend on e: constant factors of
+  /// the summand, computed once.
+  SmallVector<Value> factors;
+  /// Body operations of the op computing the score from red's result.
+  SmallVector<Operation *> scoreOps;
+  Value score;
+  Type elementType;
+  int64_t lq, lk, dqk, dv;
+};
+
+/// Whether `v` depends on `index` (through operands and nested bodies).
+bool dependsOn(Value v, Value index, Block &scope) {
+  SmallVector<Value> work{v};
+  llvm::DenseSet<Value> seen;
+  while (!work.empty()) {
+    Value cur = work.pop_back_val();
+    if (cur == index)
+      return true;
+    if (!seen.insert(cur).second)
+      continue;
+    Operation *def = cur.getDefiningOp();
+    if (!def || !scope.getParentOp()->isAncestor(def))
+      continue;
+    for (Value o : def->getOperands())
+      work.push_back(o);
+    def->walk([&](Operation *inner) {
+      for (Value o : inner->getOperands())
+        work.push_back(o);
+    });
+  }
+  return false;
+}
+
+/// The leaves of the product tree rooted at `v` (through mulf and extf).
+void getFactors(Value v, SmallVectorImpl<Value> &leaves) {
+  v = stripExtensions(v);
+  if (auto mul = v.getDefiningOp<arith::MulFOp>()) {
+    getFactors(mul.getLhs(), leaves);
+    getFactors(mul.getRhs(), leaves);
+    return;
+  }
+  leaves.push_back(v);
+}
+
+std::optional<FlashMatch> matchFlash(ComprehensionOp op, std::string &why) {
+  auto fail = [&](const Twine &reason) -> std::optional<FlashMatch> {
+    why = reason.str();
+    return std::nullopt;
+  };
+  if (op.getBuiltinMonoid() != MonoidKind::OnlineSoftmax ||
+      op.getNumReduced() != 1 || op.getNumParallel() < 2 ||
+      op.getNumResults() != 1)
+    return fail("not a one-index online-softmax reduction");
+  FlashMatch m;
+  m.d = op.getNumParallel() - 1;
+  m.j = op.getIndex(op.getNumParallel());
+  m.lk = op.getExtent(op.getNumParallel());
+  Value d = op.getIndex(m.d);
+  Block &body = op.getBodyBlock();
+  ValueRange yields = op.getYield().getValues();
+  m.score = yields[0];
+  m.v = stripExtensions(yields[1]).getDefiningOp<ReadOp>();
+  if (!m.v || !isContiguousIn(m.v, d) || !readUses(m.v, m.j))
+    return fail("the value is not a read contiguous in the last index");
+
+  for (Operation &inner : body.without_terminator()) {
+    auto nested = dyn_cast<ComprehensionOp>(inner);
+    if (!nested)
+      continue;
+    if (m.red)
+      return fail("more than one nested reduction");
+    m.red = nested;
+  }
+  if (!m.red || m.red.getBuiltinMonoid() != MonoidKind::Add ||
+      m.red.getNumReduced() != 1 || m.red.getNumParallel() != 0)
+    return fail("the score is not a dot product");
+  Block &redBody = m.red.getBodyBlock();
+  Value e = m.red.getIndex(0);
+  m.dqk = m.red.getExtent(0);
+  SmallVector<Value> leaves;
+  getFactors(m.red.getYield().getValues()[0], leaves);
+  for (Value leaf : leaves) {
+    auto read = leaf.getDefiningOp<ReadOp>();
+    if (read && readUses(read, e)) {
+      if (!m.q)
+        m.q = read;
+      else if (!m.k)
+        m.k = read;
+      else
+        return fail("the summand has more than two reads of the index");
+      continue;
+    }
+    if (dependsOn(leaf, e, redBody))
+      return fail("a factor of the summand depends on the reduced index");
+    for (unsigned p = 0; p < op.getNumIndices(); ++p)
+      if (dependsOn(leaf, op.getIndex(p), redBody))
+        return fail("a factor of the summand depends on an index");
+    m.factors.push_back(leaf);
+  }
+  if (!m.q || !m.k)
+    return fail("the summand is not a product of two reads");
+  if (readUses(m.q, m.j))
+    std::swap(m.q, m.k);
+  if (readUses(m.q, m.j) || !readUses(m.k, m.j))
+    return fail("the key index is not read by exactly one factor");
+  // The query index: the parallel index q uses and k does not.
+  std::optional<unsigned> qi;
+  for (unsigned p = 0; p < m.d; ++p)
+    if (readUses(m.q, op.getIndex(p)) && !readUses(m.k, op.getIndex(p)))
+      qi = p;
+  if (!qi)
+    return fail("no query index");
+  m.i = *qi;
+  if (!isContiguousIn(m.q, e) || !isContiguousIn(m.k, e))
+    return fail("the dot product's operands are not contiguous in its index");
+
+  Type tq = cast<RankedTensorType>(m.q.getTensor().getType()).getElementType();
+  for (ReadOp r : {m.k, m.v})
+    if (cast<RankedTensorType>(r.getTensor().getType()).getElementType() != tq)
+      return fail("the operands' element types differ");
+  if (!tq.isF16() && !tq.isBF16())
+    return fail("the operands are not f16 or bf16");
+  m.elementType = tq;
+  m.lq = op.getExtent(m.i);
+  m.dv = op.getExtent(m.d);
+  if (m.dqk % 64 || m.dv % 64 || m.dqk > 256 || m.dv > 256)
+    return fail("head dimensions must be 64, 128, 192 or 256");
+  Type out = cast<RankedTensorType>(op.getResultTypes()[0]).getElementType();
+  if (!out.isF32() && !out.isF16() && !out.isBF16())
+    return fail("the result is not f32, f16 or bf16");
+
+  // The score's code: every body operation but the reduction and the value
+  // read; none may depend on the value column.
+  llvm::SetVector<Operation *> valueOps;
+  for (Value cur = yields[1]; Operation *def = cur.getDefiningOp();) {
+    valueOps.insert(def);
+    if (isa<ReadOp>(def))
+      break;
+    cur = def->getOperand(0);
+  }
+  for (Operation &inner : body.without_terminator()) {
+    if (&inner == m.red.getOperation() || valueOps.contains(&inner))
+      continue;
+    for (Value r : inner.getResults())
+      if (dependsOn(r, d, body))
+        return fail("the score depends on the value column");
+    m.scoreOps.push_back(&inner);
+  }
+  if (dependsOn(m.score, d, body))
+    return fail("the score depends on the value column");
+  return m;
+}
+
+/// Rows of keys and values per step, query rows per block, warps.
+constexpr int64_t kBlockN = 64, kBlockM = 64, kWarps = 4;
+
+class FlashEmitter {
+public:
+  FlashEmitter(OpBuilder &b, ComprehensionOp op, const FlashMatch &m,
+               IRMapping &tensors, ValueRange outputs, Kernel &k)
+      : b(b), loc(op.getLoc()), op(op), m(m), tensors(tensors),
+        outputs(outputs), k(k), emitter(tensors, &k.func.getBody().front()) {}
+
+  LogicalResult emit();
+
+private:
+  Value cst(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value f32(double v) {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+  }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value mul(Value x, int64_t y) {
+    return arith::MulIOp::create(b, loc, x, cst(y));
+  }
+  Value div(Value x, int64_t y) {
+    return arith::DivUIOp::create(b, loc, x, cst(y));
+  }
+  Value rem(Value x, int64_t y) {
+    return arith::RemUIOp::create(b, loc, x, cst(y));
+  }
+  Value lt(Value x, int64_t y) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, x, cst(y));
+  }
+  /// The 16-byte chunk of `chunk` in row `row` (rows of >= 128 bytes).
+  Value swizzle(Value row, Value chunk) {
+    return arith::XOrIOp::create(b, loc, chunk, rem(row, 8));
+  }
+
+  /// cp.async of `rows` rows of `read` (its `rowIndex` from `rowBase`, its
+  /// contiguous index `colIndex` whole) into `tile[slot]`.
+  void loadRows(ReadOp read, Value tile, Value slot, int64_t rows, int64_t cols,
+                Value rowIndex, Value rowBase, int64_t rowExtent,
+                Value colIndex);
+  /// Four operand registers from one ldmatrix.x4 of `tile`.
+  SmallVector<Value> loadMatrix(Value tile, ValueRange indices, bool transpose);
+  /// acc += a * b on one m16n8k16 tile.
+  void mma(ArrayRef<Value> a, ArrayRef<Value> bFrag,
+           MutableArrayRef<Value> acc);
+  /// Two f32 values as one operand register (a pair of 16-bit values).
+  Value pack(Value lo, Value hi);
+  /// Reduces `v` over the 4 lanes that share a row.
+  Value rowReduce(Value v, bool max);
+
+  OpBuilder &b;
+  Location loc;
+  ComprehensionOp op;
+  FlashMatch m;
+  IRMapping &tensors;
+  ValueRange outputs;
+  Kernel &k;
+  BodyEmitter emitter;
+  Value tid, lane, warp, row0;
+  SmallVector<Value> batch;
+};
+
+void FlashEmitter::loadRows(ReadOp read, Value tile, Value slot, int64_t rows,
+                            int64_t cols, Value rowIndex, Value rowBase,
+                            int64_t rowExtent, Value colIndex) {
+  Value memref = tensors.lookup(read.getTensor());
+  int64_t chunks = cols / 8;
+  int64_t threads = kWarps * 32;
+  for (int64_t c = 0; c < rows * chunks / threads; ++c) {
+    Value id = add(tid, cst(c * threads));
+    Value r = div(id, chunks), ch = rem(id, chunks);
+    Value row = add(rowBase, r);
+    Value valid = lt(row, rowExtent);
+    IRMapping idx;
+    for (unsigned p = 0; p < op.getNumParallel(); ++p)
+      if (batch[p])
+        idx.map(op.getIndex(p), batch[p]);
+    idx.map(op.getIndex(m.i), row0);
+    idx.map(op.getIndex(m.d), cst(0));
+    idx.map(m.j, cst(0));
+    idx.map(m.red.getIndex(0), cst(0));
+    idx.map(rowIndex, arith::MinUIOp::create(b, loc, row, cst(rowExtent - 1)));
+    idx.map(colIndex, mul(ch, 8));
+    SmallVector<Value> operands = llvm::map_to_vector(
+        read.getIndices(), [&](Value v) { return idx.lookup(v); });
+    std::optional<SmallVector<Value, 8>> coords =
+        affine::expandAffineMap(b, loc, read.getMap(), operands);
+    Value srcElements = arith::SelectOp::create(b, loc, valid, cst(8), cst(0));
+    nvgpu::DeviceAsyncCopyOp::create(
+        b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), tile,
+        ValueRange{slot, r, mul(swizzle(r, ch), 8)}, memref, *coords,
+        b.getIndexAttr(8), srcElements, b.getUnitAttr());
+  }
+}
+
+SmallVector<Value> FlashEmitter::loadMatrix(Value tile, ValueRange indices,
+                                            bool transpose) {
+  Type e = m.elementType;
+  Value x = nvgpu::LdMatrixOp::create(b, loc, VectorType::get({4, 2}, e), tile,
+                                      indices, transpose, 4);
+  SmallVector<Value> regs;
+  for (int64_t i = 0; i < 4; ++i) {
+    Value pair = vector::ExtractOp::create(b, loc, x, ArrayRef<int64_t>{i});
+    if (e.isBF16()) {
+      Value word = vector::BitCastOp::create(
+          b, loc, VectorType::get({1}, b.getI32Type()), pair);
+      pair = vector::ExtractOp::create(b, loc, word, ArrayRef<int64_t>{0});
+    }
+    regs.push_back(pair);
+  }
+  return regs;
+}
+
+Value FlashEmitter::pack(Value lo, Value hi) {
+  Type e = m.elementType;
+  Value pair = vector::FromElementsOp::create(
+      b, loc, VectorType::get({2}, b.getF32Type()), ValueRange{lo, hi});
+  pair = arith::TruncFOp::create(b, loc, VectorType::get({2}, e), pair);
+  if (!e.isBF16())
+    return pair;
+  Value word = vector::BitCastOp::create(
+      b, loc, VectorType::get({1}, b.getI32Type()), pair);
+  return vector::ExtractOp::create(b, loc, word, ArrayRef<int64_t>{0});
+}
+
+void FlashEmitter::mma(ArrayRef<Value> a, ArrayRef<Value> bFrag,
+                       MutableArrayRef<Value> acc) {
+  MLIRContext *ctx = b.getContext();
+  Type f = b.getF32Type();
+  NVVM::MMATypes t =
+      m.elementType.isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
+  auto res = NVVM::MmaOp::create(
+      b, loc, LLVM::LLVMStructType::getLiteral(ctx, {f, f, f, f}), a, bFrag,
+      acc, {16, 8, 16}, std::nullopt, std::nullopt,
+      std::array<NVVM::MMATypes, 2>{t, t},
+      std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                     NVVM::MMALayout::col});
+  for (int64_t i = 0; i < 4; ++i)
+    acc[i] = LLVM::ExtractValueOp::create(b, loc, res.getResult(),
+                                          ArrayRef<int64_t>{i});
+}
+
+Value FlashEmitter::rowReduce(Value v, bool max) {
+  for (int32_t offset : {1, 2}) {
+    Value o = gpu::ShuffleOp::create(
+                  b, loc, v,
+                  arith::ConstantIntOp::create(b, loc, b.getI32Type(), offset),
+                  arith::ConstantIntOp::create(b, loc, b.getI32Type(), 32),
+                  gpu::ShuffleMode::XOR)
+                  .getShuffleResult();
+    v = max ? arith::MaximumFOp::create(b, loc, v, o).getResult()
+            : arith::AddFOp::create(b, loc, v, o).getResult();
+  }
+  return v;
+}
+
+LogicalResult FlashEmitter::emit() {
+  MLIRContext *ctx = b.getContext();
+  auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  Type out = cast<RankedTensorType>(op.getResultTypes()[0]).getElementType();
+  bool approximate = out.isF16() || out.isBF16();
+  emitter.setApproximate(approximate);
+
+  int64_t qBytes = kBlockM * m.dqk * 2, kBytes = 2 * kBlockN * m.dqk * 2,
+          vBytes = 2 * kBlockN * m.dv * 2;
+  k.sharedBytes = qBytes + kBytes + vBytes;
+  int64_t batchCount = 1;
+  for (unsigned p = 0; p < op.getNumParallel(); ++p)
+    if (p != m.i && p != m.d)
+      batchCount *= op.getExtent(p);
+  if (batchCount > 65535)
+    return op.emitOpError()
+           << "has " << batchCount << " batch points: more than the grid holds";
+  k.grid = {static_cast<int64_t>(llvm::divideCeil(m.lq, kBlockM)), 1,
+            batchCount};
+  k.block = {kWarps * 32, 1, 1};
+
+  tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  lane = rem(tid, 32);
+  warp = div(tid, 32);
+  row0 = mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::x), kBlockM);
+  batch.assign(op.getNumParallel(), Value());
+  Value rest = gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
+  for (int p = static_cast<int>(op.getNumParallel()) - 1; p >= 0; --p) {
+    if (static_cast<unsigned>(p) == m.i || static_cast<unsigned>(p) == m.d)
+      continue;
+    batch[p] = rem(rest, op.getExtent(p));
+    rest = div(rest, op.getExtent(p));
+  }
+
+  // The summand's constant factors, once.
+  Value factor;
+  {
+    IRMapping none;
+    for (Value f : m.factors) {
+      SmallVector<Operation *> chain;
+      // Emit the factor's defining ops in body order.
+      for (Operation &inner : m.red.getBodyBlock().without_terminator())
+        if (dependsOn(f, inner.getNumResults() ? inner.getResult(0) : Value(),
+                      m.red.getBodyBlock()) ||
+            (inner.getNumResults() && inner.getResult(0) == f))
+          chain.push_back(&inner);
+      for (Operation *inner : chain)
+        if (failed(emitter.emit(b, inner, none)))
+          return failure();
+      Value fv = none.lookupOrNull(f);
+      if (!fv) {
+        auto c = f.getDefiningOp<arith::ConstantOp>();
+        if (!c || failed(emitter.emit(b, c, none)))
+          return failure();
+        fv = none.lookup(f);
+      }
+      factor =
+          factor ? arith::MulFOp::create(b, loc, factor, fv).getResult() : fv;
+    }
+  }
+
+  Value smem = gpu::DynamicSharedMemoryOp::create(
+      b, loc,
+      MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), AffineMap(), wg));
+  auto view = [&](ArrayRef<int64_t> shape, int64_t offset) {
+    return memref::ViewOp::create(
+               b, loc, MemRefType::get(shape, m.elementType, AffineMap(), wg),
+               smem, cst(offset), ValueRange{})
+        .getResult();
+  };
+  Value tileQ = view({1, kBlockM, m.dqk}, 0);
+  Value tileK = view({2, kBlockN, m.dqk}, qBytes);
+  Value tileV = view({2, kBlockN, m.dv}, qBytes + kBytes);
+  auto tokenType = nvgpu::DeviceAsyncTokenType::get(ctx);
+  Value e = m.red.getIndex(0);
+  auto loadKV = [&](Value step, Value slot) {
+    Value j0 = mul(step, kBlockN);
+    loadRows(m.k, tileK, slot, kBlockN, m.dqk, m.j, j0, m.lk, e);
+    loadRows(m.v, tileV, slot, kBlockN, m.dv, m.j, j0, m.lk, op.getIndex(m.d));
+  };
+
+  loadRows(m.q, tileQ, cst(0), kBlockM, m.dqk, op.getIndex(m.i), row0, m.lq, e);
+  loadKV(cst(0), cst(0));
+  Value group =
+      nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, tokenType, ValueRange{});
+  nvgpu::DeviceAsyncWaitOp::create(b, loc, group, b.getI32IntegerAttr(0));
+  gpu::BarrierOp::create(b, loc);
+
+  // Q's operand fragments for the whole loop: rows warp * 16 + lane % 16.
+  SmallVector<SmallVector<Value>> qFrag;
+  Value warpRow = mul(warp, 16);
+  for (int64_t kq = 0; kq < m.dqk / 16; ++kq) {
+    Value row = add(warpRow, rem(lane, 16));
+    Value chunk = add(div(lane, 16), cst(2 * kq));
+    qFrag.push_back(
+        loadMatrix(tileQ, {cst(0), row, mul(swizzle(row, chunk), 8)}, false));
+  }
+
+  // Carried: the running max and sum of this thread's two rows, and the
+  // output accumulators (dv / 8 tiles of 4).
+  int64_t nO = m.dv / 8 * 4;
+  Value negInf = f32(-std::numeric_limits<double>::infinity());
+  SmallVector<Value> init{negInf, negInf, f32(0), f32(0)};
+  init.append(nO, f32(0));
+  int64_t steps = static_cast<int64_t>(llvm::divideCeil(m.lk, kBlockN));
+  auto loop = scf::ForOp::create(b, loc, cst(0), cst(steps), cst(1), init);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value kb = loop.getInductionVar();
+    ValueRange carried = loop.getRegionIterArgs();
+    SmallVector<Value> rowMax{carried[0], carried[1]};
+    SmallVector<Value> rowSum{carried[2], carried[3]};
+    SmallVector<Value> o(carried.drop_front(4));
+    Value slot = rem(kb, 2);
+    // The next step's keys and values, into the other slot (every warp
+    // finished reading it before the barrier that ended the last step).
+    Value next = add(kb, cst(1));
+    loadKV(next, rem(next, 2));
+    Value g = nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, tokenType,
+                                                      ValueRange{});
+
+    // S = Q K^T: kBlockN / 8 tiles of m16n8.
+    SmallVector<Value> s(kBlockN / 8 * 4, f32(0));
+    for (int64_t kq = 0; kq < m.dqk / 16; ++kq) {
+      for (int64_t n2 = 0; n2 < kBlockN / 16; ++n2) {
+        Value row = add(cst(n2 * 16), add(rem(lane, 8), mul(div(lane, 16), 8)));
+        Value chunk = add(rem(div(lane, 8), 2), cst(2 * kq));
+        SmallVector<Value> kr =
+            loadMatrix(tileK, {slot, row, mul(swizzle(row, chunk), 8)}, false);
+        mma(qFrag[kq], {kr[0], kr[1]},
+            MutableArrayRef<Value>(s).slice(n2 * 8, 4));
+        mma(qFrag[kq], {kr[2], kr[3]},
+            MutableArrayRef<Value>(s).slice(n2 * 8 + 4, 4));
+      }
+    }
+
+    // The score code on every element: rows lane / 4 (+ 8), columns
+    // 2 (lane % 4) (+ 1) of each n8 tile; keys past the end are -inf.
+    Value qRow = add(row0, add(warpRow, div(lane, 4)));
+    Value kCol = add(mul(kb, kBlockN), mul(rem(lane, 4), 2));
+    for (int64_t t = 0; t < kBlockN / 8; ++t) {
+      for (int64_t x = 0; x < 4; ++x) {
+        Value iv = x >= 2 ? add(qRow, cst(8)) : qRow;
+        Value jv = add(kCol, cst(t * 8 + x % 2));
+        Value raw = s[t * 4 + x];
+        if (factor)
+          raw = arith::MulFOp::create(b, loc, raw, factor);
+        IRMapping mapping;
+        for (unsigned p = 0; p < op.getNumParallel(); ++p)
+          if (batch[p])
+            mapping.map(op.getIndex(p), batch[p]);
+        mapping.map(op.getIndex(m.i), iv);
+        mapping.map(m.j, jv);
+        mapping.map(m.red.getResult(0), raw);
+        for (Operation *inner : m.scoreOps)
+          if (failed(emitter.emit(b, inner, mapping)))
+            return failure();
+        Value score = mapping.lookupOrNull(m.score);
+        if (!score)
+          return op.emitOpError() << "flash kernel: the score is not computed "
+                                     "in the body";
+        Value inRange = lt(jv, m.lk);
+        s[t * 4 + x] = arith::SelectOp::create(b, loc, inRange, score, negInf);
+      }
+    }
+
+    // Online softmax per row r (elements x < 2: r = 0, else r = 1).
+    SmallVector<Value> alpha(2);
+    for (int64_t r = 0; r < 2; ++r) {
+      Value mx = rowMax[r];
+      for (int64_t t = 0; t < kBlockN / 8; ++t)
+        for (int64_t x = 2 * r; x < 2 * r + 2; ++x)
+          mx = arith::MaximumFOp::create(b, loc, mx, s[t * 4 + x]);
+      mx = rowReduce(mx, /*max=*/true);
+      // A row with no finite score yet subtracts 0 (exp(-inf) = 0).
+      Value isInf =
+          arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, mx, negInf);
+      Value safe = arith::SelectOp::create(b, loc, isInf, f32(0), mx);
+      auto expOf = [&](Value v) {
+        auto ex =
+            math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, v, safe));
+        allowApproximation(ex);
+        return ex.getResult();
+      };
+      alpha[r] = expOf(rowMax[r]);
+      Value sum = arith::MulFOp::create(b, loc, rowSum[r], alpha[r]);
+      for (int64_t t = 0; t < kBlockN / 8; ++t)
+        for (int64_t x = 2 * r; x < 2 * r + 2; ++x) {
+          s[t * 4 + x] = expOf(s[t * 4 + x]);
+          sum = arith::AddFOp::create(b, loc, sum, s[t * 4 + x]);
+        }
+      rowMax[r] = mx;
+      rowSum[r] = sum;
+    }
+    for (int64_t t = 0; t < m.dv / 8; ++t)
+      for (int64_t x = 0; x < 4; ++x)
+        o[t * 4 + x] =
+            arith::MulFOp::create(b, loc, o[t * 4 + x], alpha[x / 2]);
+
+    // O += P V: P's tiles 2 t2 and 2 t2 + 1 are the m16k16 operand of keys
+    // 16 t2 .. 16 t2 + 15; V [keys, dv] read transposed.
+    for (int64_t t2 = 0; t2 < kBlockN / 16; ++t2) {
+      SmallVector<Value> a{pack(s[t2 * 8 + 0], s[t2 * 8 + 1]),
+                           pack(s[t2 * 8 + 2], s[t2 * 8 + 3]),
+                           pack(s[t2 * 8 + 4], s[t2 * 8 + 5]),
+                           pack(s[t2 * 8 + 6], s[t2 * 8 + 7])};
+      for (int64_t d2 = 0; d2 < m.dv / 16; ++d2) {
+        Value row =
+            add(cst(t2 * 16), add(rem(lane, 8), mul(rem(div(lane, 8), 2), 8)));
+        Value chunk = add(cst(d2 * 2), div(lane, 16));
+        SmallVector<Value> vr =
+            loadMatrix(tileV, {slot, row, mul(swizzle(row, chunk), 8)}, true);
+        mma(a, {vr[0], vr[1]}, MutableArrayRef<Value>(o).slice(d2 * 8, 4));
+        mma(a, {vr[2], vr[3]}, MutableArrayRef<Value>(o).slice(d2 * 8 + 4, 4));
+      }
+    }
+
+    nvgpu::DeviceAsyncWaitOp::create(b, loc, g, b.getI32IntegerAttr(0));
+    gpu::BarrierOp::create(b, loc);
+    SmallVector<Value> yield{rowMax[0], rowMax[1], rowSum[0], rowSum[1]};
+    yield.append(o);
+    scf::YieldOp::create(b, loc, yield);
+  }
+
+  // O / l, stored two columns at a time, rows past the end skipped.
+  ValueRange res = loop.getResults();
+  Value qRow = add(row0, add(warpRow, div(lane, 4)));
+  for (int64_t r = 0; r < 2; ++r) {
+    Value l = rowReduce(res[2 + r], /*max=*/false);
+    auto inv = arith::DivFOp::create(b, loc, f32(1), l);
+    if (approximate)
+      allowApproximation(inv);
+    Value iv = r ? add(qRow, cst(8)) : qRow;
+    auto ifOp = scf::IfOp::create(b, loc, lt(iv, m.lq), false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    for (int64_t t = 0; t < m.dv / 8; ++t) {
+      Value dcol = add(mul(rem(lane, 4), 2), cst(t * 8));
+      Value pair = vector::FromElementsOp::create(
+          b, loc, VectorType::get({2}, b.getF32Type()),
+          ValueRange{
+              arith::MulFOp::create(b, loc, res[4 + t * 4 + 2 * r], inv),
+              arith::MulFOp::create(b, loc, res[4 + t * 4 + 2 * r + 1], inv)});
+      if (!out.isF32())
+        pair = arith::TruncFOp::create(b, loc, VectorType::get({2}, out), pair);
+      SmallVector<Value> idx;
+      for (unsigned p = 0; p < op.getNumParallel(); ++p)
+        idx.push_back(p == m.i ? iv : p == m.d ? dcol : batch[p]);
+      vector::StoreOp::create(b, loc, pair, outputs[0], idx);
+    }
+  }
+  return success();
+}
+
+} // namespace
+
+std::optional<LogicalResult>
+mlir::tang::emitFlashKernel(OpBuilder &b, ComprehensionOp op,
+                            IRMapping &tensors, ValueRange outputs, Kernel &k,
+                            std::string &why) {
+  std::optional<FlashMatch> m = matchFlash(op, why);
+  if (!m)
+    return std::nullopt;
+  return FlashEmitter(b, op, *m, tensors, outputs, k).emit();
+}

@@ -1,0 +1,71 @@
+// RUN: tang-opt %s --convert-tang-to-gpu=tensor-cores=mma-sync --split-input-file --verify-diagnostics | FileCheck %s
+// RUN: tang-opt %s --convert-tang-to-gpu=tensor-cores=wgmma --split-input-file --verify-diagnostics | FileCheck %s
+
+// A causal attention as fusion and the online-softmax pass leave it: one
+// online-softmax reduction. With tensor cores it becomes one flash kernel:
+// 64 query rows per block of 4 warps, keys and values double-buffered
+// through shared memory by cp.async, S = Q K^T and P V on mma.sync, the
+// score code (scale, causal select) on the accumulators, the row max and
+// sum across the 4 lanes of a row by shuffles, the output divided by the
+// sum at the end. The host allocates nothing: no L x L intermediate.
+// CHECK-LABEL: func.func @causal_attention
+// CHECK-NOT: memref.alloc
+// CHECK: gpu.launch_func @tang_kernels::@causal_attention_k0 blocks in (%{{.*}}, %{{.*}}, %{{.*}}) threads in (%{{.*}}, %{{.*}}, %{{.*}}) dynamic_shared_memory_size
+// CHECK: gpu.func @causal_attention_k0
+// CHECK: memref.view {{.*}} to memref<1x64x64xbf16, #gpu.address_space<workgroup>>
+// CHECK: memref.view {{.*}} to memref<2x64x64xbf16, #gpu.address_space<workgroup>>
+// CHECK: memref.view {{.*}} to memref<2x64x64xbf16, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = false}
+// CHECK: scf.for {{.*}} iter_args
+// CHECK: nvgpu.device_async_copy
+// CHECK: nvvm.mma.sync
+// CHECK: arith.cmpi sle
+// CHECK: arith.select
+// CHECK: gpu.shuffle  xor
+// CHECK: math.exp {{.*}} fastmath<afn>
+// CHECK: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = true}
+// CHECK: nvvm.mma.sync
+// CHECK: scf.yield
+// CHECK: gpu.shuffle  xor
+// CHECK: vector.store {{.*}} : memref<1x2x80x64xbf16>, vector<2xbf16>
+func.func @causal_attention(%arg0: tensor<1x2x80x64xbf16>, %arg1: tensor<1x2x80x64xbf16>, %arg2: tensor<1x2x80x64xbf16>) -> tensor<1x2x80x64xbf16> {
+  %cst = arith.constant 0xFF80 : bf16
+  %cst_0 = arith.constant 1.250000e-01 : bf16
+  %0 = tang.comprehension (%p0, %p1, %p2, %p3) reduce (%r0) [1, 2, 80, 64, 80] monoid(online_softmax) : tensor<1x2x80x64xbf16> {
+    %1 = tang.comprehension reduce (%r0_1) [64] monoid(add) : bf16 {
+      %8 = tang.read %arg0[%p0, %p1, %p2, %r0_1] : tensor<1x2x80x64xbf16>
+      %9 = tang.read %arg1[%p0, %p1, %r0, %r0_1] : tensor<1x2x80x64xbf16>
+      %10 = arith.mulf %8, %9 : bf16
+      tang.yield %10 : bf16
+    }
+    %2 = arith.mulf %1, %cst_0 : bf16
+    %3 = tang.index %p2 : i32
+    %4 = tang.index %r0 : i32
+    %5 = arith.cmpi sle, %4, %3 : i32
+    %6 = arith.select %5, %2, %cst : bf16
+    %7 = tang.read %arg2[%p0, %p1, %r0, %p3] : tensor<1x2x80x64xbf16>
+    tang.yield %6, %7 : bf16, bf16
+  }
+  return %0 : tensor<1x2x80x64xbf16>
+}
+
+// -----
+
+// Head dimension 8: not a flash shape; it says so and takes the plain
+// kernel.
+// CHECK-LABEL: func.func @small_head
+// CHECK-NOT: nvvm.mma.sync
+func.func @small_head(%Q: tensor<1x2x16x8xbf16>, %K: tensor<1x2x16x8xbf16>, %V: tensor<1x2x16x8xbf16>) -> tensor<1x2x16x8xbf16> {
+  // expected-remark @below {{not a flash-attention kernel: head dimensions must be 64, 128, 192 or 256}}
+  %0 = tang.comprehension (%b, %h, %i, %d) reduce (%j) [1, 2, 16, 8, 16] monoid(online_softmax) : tensor<1x2x16x8xbf16> {
+    %s = tang.comprehension reduce (%e) [8] monoid(add) : bf16 {
+      %q = tang.read %Q[%b, %h, %i, %e] : tensor<1x2x16x8xbf16>
+      %k = tang.read %K[%b, %h, %j, %e] : tensor<1x2x16x8xbf16>
+      %p = arith.mulf %q, %k : bf16
+      tang.yield %p : bf16
+    }
+    %v = tang.read %V[%b, %h, %j, %d] : tensor<1x2x16x8xbf16>
+    tang.yield %s, %v : bf16, bf16
+  }
+  return %0 : tensor<1x2x16x8xbf16>
+}
