@@ -59,7 +59,83 @@ struct FlashMatch {
   Value score;
   Type elementType;
   int64_t lq, lk, dqk, dv;
+  /// If the score is select(j + a <= i + b, x, -inf) (a causal or banded
+  /// mask, any equivalent comparison), c = b - a: keys past i + c are
+  /// masked, and key tiles wholly past a query tile are skipped.
+  std::optional<int64_t> keyLimit;
 };
+
+/// `v` as index `index` plus a constant, if it is a tang.index of that form.
+std::optional<int64_t> getIndexOffset(Value v, Value index) {
+  auto idx = v.getDefiningOp<IndexOp>();
+  if (!idx || idx.getMap().getNumResults() != 1)
+    return std::nullopt;
+  AffineExpr e = idx.getMap().getResult(0);
+  int64_t offset = 0;
+  if (auto sum = dyn_cast<AffineBinaryOpExpr>(e);
+      sum && sum.getKind() == AffineExprKind::Add) {
+    auto c = dyn_cast<AffineConstantExpr>(sum.getRHS());
+    if (!c)
+      return std::nullopt;
+    offset = c.getValue();
+    e = sum.getLHS();
+  }
+  auto dim = dyn_cast<AffineDimExpr>(e);
+  if (!dim || idx.getIndices()[dim.getPosition()] != index)
+    return std::nullopt;
+  return offset;
+}
+
+/// The key limit c of a score select(j + a <= i + b, x, -inf) (see
+/// FlashMatch::keyLimit).
+std::optional<int64_t> getKeyLimit(Value score, Value i, Value j) {
+  auto sel = score.getDefiningOp<arith::SelectOp>();
+  if (!sel)
+    return std::nullopt;
+  auto inf = sel.getFalseValue().getDefiningOp<arith::ConstantOp>();
+  auto fa = inf ? dyn_cast<FloatAttr>(inf.getValue()) : FloatAttr();
+  if (!fa || !fa.getValue().isInfinity() || !fa.getValue().isNegative())
+    return std::nullopt;
+  auto cmp = sel.getCondition().getDefiningOp<arith::CmpIOp>();
+  if (!cmp)
+    return std::nullopt;
+  arith::CmpIPredicate pred = cmp.getPredicate();
+  Value lhs = cmp.getLhs(), rhs = cmp.getRhs();
+  // Normalise to the j side on the left (x >= y is y <= x).
+  if (getIndexOffset(lhs, i)) {
+    std::swap(lhs, rhs);
+    using P = arith::CmpIPredicate;
+    switch (pred) {
+    case P::sge:
+      pred = P::sle;
+      break;
+    case P::sgt:
+      pred = P::slt;
+      break;
+    case P::uge:
+      pred = P::ule;
+      break;
+    case P::ugt:
+      pred = P::ult;
+      break;
+    default:
+      return std::nullopt;
+    }
+  }
+  std::optional<int64_t> a = getIndexOffset(lhs, j), b = getIndexOffset(rhs, i);
+  if (!a || !b)
+    return std::nullopt;
+  switch (pred) {
+  case arith::CmpIPredicate::sle:
+  case arith::CmpIPredicate::ule:
+    return *b - *a;
+  case arith::CmpIPredicate::slt:
+  case arith::CmpIPredicate::ult:
+    return *b - *a - 1;
+  default:
+    return std::nullopt;
+  }
+}
 
 /// Whether `v` depends on `index` (through operands and nested bodies).
 bool dependsOn(Value v, Value index, Block &scope) {
@@ -201,6 +277,7 @@ std::optional<FlashMatch> matchFlash(ComprehensionOp op, std::string &why) {
   }
   if (dependsOn(m.score, d, body))
     return fail("the score depends on the value column");
+  m.keyLimit = getKeyLimit(m.score, op.getIndex(m.i), m.j);
   return m;
 }
 
@@ -384,7 +461,12 @@ LogicalResult FlashEmitter::emit() {
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   lane = rem(tid, 32);
   warp = div(tid, 32);
-  row0 = mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::x), kBlockM);
+  Value tileM = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  // With a key limit the last query tiles have the most keys: they start
+  // first.
+  if (m.keyLimit)
+    tileM = arith::SubIOp::create(b, loc, cst(k.grid[0] - 1), tileM);
+  row0 = mul(tileM, kBlockM);
   batch.assign(op.getNumParallel(), Value());
   Value rest = gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
   for (int p = static_cast<int>(op.getNumParallel()) - 1; p >= 0; --p) {
@@ -465,7 +547,16 @@ LogicalResult FlashEmitter::emit() {
   SmallVector<Value> init{negInf, negInf, f32(0), f32(0)};
   init.append(nO, f32(0));
   int64_t steps = static_cast<int64_t>(llvm::divideCeil(m.lk, kBlockN));
-  auto loop = scf::ForOp::create(b, loc, cst(0), cst(steps), cst(1), init);
+  Value ub = cst(steps);
+  if (m.keyLimit) {
+    // Key tiles wholly past the block's last row + c are masked: skipped.
+    Value last = add(row0, cst(kBlockM - 1 + *m.keyLimit));
+    Value tiles =
+        add(arith::FloorDivSIOp::create(b, loc, last, cst(kBlockN)), cst(1));
+    ub = arith::MinSIOp::create(b, loc, ub,
+                                arith::MaxSIOp::create(b, loc, tiles, cst(0)));
+  }
+  auto loop = scf::ForOp::create(b, loc, cst(0), ub, cst(1), init);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());

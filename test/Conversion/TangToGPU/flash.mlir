@@ -7,16 +7,22 @@
 // through shared memory by cp.async, S = Q K^T and P V on mma.sync, the
 // score code (scale, causal select) on the accumulators, the row max and
 // sum across the 4 lanes of a row by shuffles, the output divided by the
-// sum at the end. The host allocates nothing: no L x L intermediate.
+// sum at the end. The host allocates nothing: no L x L intermediate. The
+// causal select bounds the key loop: tiles past the block's last row are
+// skipped, and the last query tiles (the most keys) start first.
 // CHECK-LABEL: func.func @causal_attention
 // CHECK-NOT: memref.alloc
 // CHECK: gpu.launch_func @tang_kernels::@causal_attention_k0 blocks in (%{{.*}}, %{{.*}}, %{{.*}}) threads in (%{{.*}}, %{{.*}}, %{{.*}}) dynamic_shared_memory_size
 // CHECK: gpu.func @causal_attention_k0
+// CHECK: arith.subi %{{.*}}, %block_id_x
 // CHECK: memref.view {{.*}} to memref<1x64x64xbf16, #gpu.address_space<workgroup>>
 // CHECK: memref.view {{.*}} to memref<2x64x64xbf16, #gpu.address_space<workgroup>>
 // CHECK: memref.view {{.*}} to memref<2x64x64xbf16, #gpu.address_space<workgroup>>
 // CHECK: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = false}
-// CHECK: scf.for {{.*}} iter_args
+// CHECK: arith.floordivsi
+// CHECK: arith.maxsi
+// CHECK: %[[UB:.*]] = arith.minsi
+// CHECK: scf.for {{.*}} to %[[UB]] {{.*}} iter_args
 // CHECK: nvgpu.device_async_copy
 // CHECK: nvvm.mma.sync
 // CHECK: arith.cmpi sle
