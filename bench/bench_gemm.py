@@ -59,7 +59,10 @@ def out_slice(kind, out):
 
 def reference(torch, F, kind, ins, params=None):
     if kind == "attention":
-        q, k, v = [t[:1, :ATTN_REF_HEADS].double() for t in ins]
+        G = ins[0].shape[1] // ins[1].shape[1]
+        q = ins[0][:1, :ATTN_REF_HEADS].double()
+        k, v = [t.repeat_interleave(G, dim=1)[:1, :ATTN_REF_HEADS].double()
+                for t in ins[1:]]
         D = q.shape[-1]
         # The program's scale is a bf16 constant.
         c = torch.tensor(1.0 / D ** 0.5).to(torch.bfloat16).double()
@@ -89,7 +92,8 @@ def peers(torch, F, kind, params):
             def fn(q, k, v, be=be):
                 with sdpa_kernel(be):
                     return F.scaled_dot_product_attention(
-                        q, k, v, is_causal=causal, scale=scale)
+                        q, k, v, is_causal=causal, scale=scale,
+                        enable_gqa=q.shape[1] != k.shape[1])
             out.append((be.name.lower(), f"SDPA {be.name}", fn))
         return out
     how, fn = peer(torch, F, kind)
