@@ -281,15 +281,19 @@ std::optional<FlashMatch> matchFlash(ComprehensionOp op, std::string &why) {
   return m;
 }
 
-/// Rows of keys and values per step, query rows per block, warps.
-constexpr int64_t kBlockN = 64, kBlockM = 64, kWarps = 4;
-
 class FlashEmitter {
 public:
   FlashEmitter(OpBuilder &b, ComprehensionOp op, const FlashMatch &m,
-               IRMapping &tensors, ValueRange outputs, Kernel &k)
+               IRMapping &tensors, ValueRange outputs, Kernel &k, bool wgmma)
       : b(b), loc(op.getLoc()), op(op), m(m), tensors(tensors),
-        outputs(outputs), k(k), emitter(tensors, &k.func.getBody().front()) {}
+        outputs(outputs), k(k), emitter(tensors, &k.func.getBody().front()),
+        wgmma(wgmma) {
+    // mma.sync: 4 warps of 16 query rows, 64-key steps. wgmma: 2
+    // warpgroups of 64 rows, 128-key steps (64 for head dims over 128).
+    bm = wgmma ? 128 : 64;
+    bn = wgmma && m.dqk <= 128 && m.dv <= 128 ? 128 : 64;
+    threads = wgmma ? 256 : 128;
+  }
 
   LogicalResult emit();
 
@@ -317,10 +321,18 @@ private:
   }
 
   /// cp.async of `rows` rows of `read` (its `rowIndex` from `rowBase`, its
-  /// contiguous index `colIndex` whole) into `tile[slot]`.
+  /// contiguous index `colIndex` whole) into `tile[slot]`. With wgmma the
+  /// tile is [slot, cols / 64, rows, 64]: 128-byte rows, the layout of the
+  /// swizzled descriptors.
   void loadRows(ReadOp read, Value tile, Value slot, int64_t rows, int64_t cols,
                 Value rowIndex, Value rowBase, int64_t rowExtent,
                 Value colIndex);
+  /// acc (scalars in accumulator order) += A B on wgmma m64nNk16, over
+  /// `steps` k16 steps with operand addresses `descs(step)`; waits for it.
+  SmallVector<Value>
+  emitWgmma(ArrayRef<Value> acc, int64_t n, int64_t steps, bool accumulate,
+            bool bTransposed,
+            function_ref<std::pair<Value, Value>(int64_t)> descs);
   /// Four operand registers from one ldmatrix.x4 of `tile`.
   SmallVector<Value> loadMatrix(Value tile, ValueRange indices, bool transpose);
   /// acc += a * b on one m16n8k16 tile.
@@ -328,6 +340,16 @@ private:
            MutableArrayRef<Value> acc);
   /// Two f32 values as one operand register (a pair of 16-bit values).
   Value pack(Value lo, Value hi);
+  /// With wgmma: orders this thread's shared-memory writes (cp.async or
+  /// stores) before the tensor cores' reads.
+  void fenceForTensorCores() {
+    if (!wgmma)
+      return;
+    MLIRContext *ctx = b.getContext();
+    NVVM::FenceProxyOp::create(
+        b, loc, NVVM::ProxyKindAttr::get(ctx, NVVM::ProxyKind::async_shared),
+        NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+  }
   /// Reduces `v` over the 4 lanes that share a row.
   Value rowReduce(Value v, bool max);
 
@@ -339,6 +361,8 @@ private:
   ValueRange outputs;
   Kernel &k;
   BodyEmitter emitter;
+  bool wgmma;
+  int64_t bm, bn, threads;
   Value tid, lane, warp, row0;
   SmallVector<Value> batch;
 };
@@ -348,7 +372,6 @@ void FlashEmitter::loadRows(ReadOp read, Value tile, Value slot, int64_t rows,
                             int64_t rowExtent, Value colIndex) {
   Value memref = tensors.lookup(read.getTensor());
   int64_t chunks = cols / 8;
-  int64_t threads = kWarps * 32;
   for (int64_t c = 0; c < rows * chunks / threads; ++c) {
     Value id = add(tid, cst(c * threads));
     Value r = div(id, chunks), ch = rem(id, chunks);
@@ -369,10 +392,12 @@ void FlashEmitter::loadRows(ReadOp read, Value tile, Value slot, int64_t rows,
     std::optional<SmallVector<Value, 8>> coords =
         affine::expandAffineMap(b, loc, read.getMap(), operands);
     Value srcElements = arith::SelectOp::create(b, loc, valid, cst(8), cst(0));
+    SmallVector<Value> dst{slot, r, mul(swizzle(r, ch), 8)};
+    if (wgmma)
+      dst = {slot, div(ch, 8), r, mul(swizzle(r, rem(ch, 8)), 8)};
     nvgpu::DeviceAsyncCopyOp::create(
-        b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), tile,
-        ValueRange{slot, r, mul(swizzle(r, ch), 8)}, memref, *coords,
-        b.getIndexAttr(8), srcElements, b.getUnitAttr());
+        b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), tile, dst,
+        memref, *coords, b.getIndexAttr(8), srcElements, b.getUnitAttr());
   }
 }
 
@@ -423,6 +448,50 @@ void FlashEmitter::mma(ArrayRef<Value> a, ArrayRef<Value> bFrag,
                                           ArrayRef<int64_t>{i});
 }
 
+SmallVector<Value>
+FlashEmitter::emitWgmma(ArrayRef<Value> acc, int64_t n, int64_t steps,
+                        bool accumulate, bool bTransposed,
+                        function_ref<std::pair<Value, Value>(int64_t)> descs) {
+  MLIRContext *ctx = b.getContext();
+  auto accType = LLVM::LLVMStructType::getLiteral(
+      ctx, SmallVector<Type>(n / 2, b.getF32Type()));
+  Value st = LLVM::ZeroOp::create(b, loc, accType);
+  if (accumulate)
+    for (int64_t i = 0; i < n / 2; ++i)
+      st =
+          LLVM::InsertValueOp::create(b, loc, st, acc[i], ArrayRef<int64_t>{i});
+  auto type = NVVM::WGMMATypesAttr::get(ctx, m.elementType.isBF16()
+                                                 ? NVVM::WGMMATypes::bf16
+                                                 : NVVM::WGMMATypes::f16);
+  auto one = NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one);
+  NVVM::WgmmaFenceAlignedOp::create(b, loc);
+  for (int64_t step = 0; step < steps; ++step) {
+    auto [a, bAddr] = descs(step);
+    Value da = emitWgmmaDescriptor(b, loc, a, 16, 1024, 128);
+    // A [k, n] operand: 64-column blocks of bn rows.
+    Value db = bTransposed
+                   ? emitWgmmaDescriptor(b, loc, bAddr, bn * 128, 1024, 128)
+                   : emitWgmmaDescriptor(b, loc, bAddr, 16, 1024, 128);
+    st = NVVM::WgmmaMmaAsyncOp::create(
+        b, loc, accType, st, da, db, NVVM::MMAShapeAttr::get(ctx, 64, n, 16),
+        type, type, NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),
+        NVVM::WGMMAScaleOutAttr::get(ctx, accumulate || step
+                                              ? NVVM::WGMMAScaleOut::one
+                                              : NVVM::WGMMAScaleOut::zero),
+        one, one, NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row),
+        NVVM::MMALayoutAttr::get(ctx, bTransposed ? NVVM::MMALayout::row
+                                                  : NVVM::MMALayout::col),
+        /*satfinite=*/nullptr);
+  }
+  NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, b.getI64IntegerAttr(0));
+  SmallVector<Value> out;
+  for (int64_t i = 0; i < n / 2; ++i)
+    out.push_back(
+        LLVM::ExtractValueOp::create(b, loc, st, ArrayRef<int64_t>{i}));
+  return out;
+}
+
 Value FlashEmitter::rowReduce(Value v, bool max) {
   for (int32_t offset : {1, 2}) {
     Value o = gpu::ShuffleOp::create(
@@ -444,9 +513,10 @@ LogicalResult FlashEmitter::emit() {
   bool approximate = out.isF16() || out.isBF16();
   emitter.setApproximate(approximate);
 
-  int64_t qBytes = kBlockM * m.dqk * 2, kBytes = 2 * kBlockN * m.dqk * 2,
-          vBytes = 2 * kBlockN * m.dv * 2;
-  k.sharedBytes = qBytes + kBytes + vBytes;
+  int64_t qBytes = bm * m.dqk * 2, kBytes = 2 * bn * m.dqk * 2,
+          vBytes = 2 * bn * m.dv * 2, pBytes = wgmma ? bm * bn * 2 : 0;
+  // wgmma's swizzled layouts need 1024-byte aligned tiles.
+  k.sharedBytes = qBytes + kBytes + vBytes + pBytes + (wgmma ? 1024 : 0);
   int64_t batchCount = 1;
   for (unsigned p = 0; p < op.getNumParallel(); ++p)
     if (p != m.i && p != m.d)
@@ -454,9 +524,8 @@ LogicalResult FlashEmitter::emit() {
   if (batchCount > 65535)
     return op.emitOpError()
            << "has " << batchCount << " batch points: more than the grid holds";
-  k.grid = {static_cast<int64_t>(llvm::divideCeil(m.lq, kBlockM)), 1,
-            batchCount};
-  k.block = {kWarps * 32, 1, 1};
+  k.grid = {static_cast<int64_t>(llvm::divideCeil(m.lq, bm)), 1, batchCount};
+  k.block = {threads, 1, 1};
 
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   lane = rem(tid, 32);
@@ -466,7 +535,7 @@ LogicalResult FlashEmitter::emit() {
   // first.
   if (m.keyLimit)
     tileM = arith::SubIOp::create(b, loc, cst(k.grid[0] - 1), tileM);
-  row0 = mul(tileM, kBlockM);
+  row0 = mul(tileM, bm);
   batch.assign(op.getNumParallel(), Value());
   Value rest = gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
   for (int p = static_cast<int>(op.getNumParallel()) - 1; p >= 0; --p) {
@@ -506,34 +575,49 @@ LogicalResult FlashEmitter::emit() {
   Value smem = gpu::DynamicSharedMemoryOp::create(
       b, loc,
       MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), AffineMap(), wg));
+  Value base = cst(0), smemAddr;
+  if (wgmma) {
+    Value addr = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, smem);
+    base = rem(arith::SubIOp::create(b, loc, cst(1024), rem(addr, 1024)), 1024);
+    smemAddr = add(addr, base);
+  }
   auto view = [&](ArrayRef<int64_t> shape, int64_t offset) {
     return memref::ViewOp::create(
                b, loc, MemRefType::get(shape, m.elementType, AffineMap(), wg),
-               smem, cst(offset), ValueRange{})
+               smem, add(base, cst(offset)), ValueRange{})
         .getResult();
   };
-  Value tileQ = view({1, kBlockM, m.dqk}, 0);
-  Value tileK = view({2, kBlockN, m.dqk}, qBytes);
-  Value tileV = view({2, kBlockN, m.dv}, qBytes + kBytes);
+  Value tileQ, tileK, tileV, tileP;
+  if (wgmma) {
+    tileQ = view({1, m.dqk / 64, bm, 64}, 0);
+    tileK = view({2, m.dqk / 64, bn, 64}, qBytes);
+    tileV = view({2, m.dv / 64, bn, 64}, qBytes + kBytes);
+    tileP = view({2, bn / 64, 64, 64}, qBytes + kBytes + vBytes);
+  } else {
+    tileQ = view({1, bm, m.dqk}, 0);
+    tileK = view({2, bn, m.dqk}, qBytes);
+    tileV = view({2, bn, m.dv}, qBytes + kBytes);
+  }
   auto tokenType = nvgpu::DeviceAsyncTokenType::get(ctx);
   Value e = m.red.getIndex(0);
   auto loadKV = [&](Value step, Value slot) {
-    Value j0 = mul(step, kBlockN);
-    loadRows(m.k, tileK, slot, kBlockN, m.dqk, m.j, j0, m.lk, e);
-    loadRows(m.v, tileV, slot, kBlockN, m.dv, m.j, j0, m.lk, op.getIndex(m.d));
+    Value j0 = mul(step, bn);
+    loadRows(m.k, tileK, slot, bn, m.dqk, m.j, j0, m.lk, e);
+    loadRows(m.v, tileV, slot, bn, m.dv, m.j, j0, m.lk, op.getIndex(m.d));
   };
 
-  loadRows(m.q, tileQ, cst(0), kBlockM, m.dqk, op.getIndex(m.i), row0, m.lq, e);
+  loadRows(m.q, tileQ, cst(0), bm, m.dqk, op.getIndex(m.i), row0, m.lq, e);
   loadKV(cst(0), cst(0));
   Value group =
       nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, tokenType, ValueRange{});
   nvgpu::DeviceAsyncWaitOp::create(b, loc, group, b.getI32IntegerAttr(0));
+  fenceForTensorCores();
   gpu::BarrierOp::create(b, loc);
 
   // Q's operand fragments for the whole loop: rows warp * 16 + lane % 16.
   SmallVector<SmallVector<Value>> qFrag;
   Value warpRow = mul(warp, 16);
-  for (int64_t kq = 0; kq < m.dqk / 16; ++kq) {
+  for (int64_t kq = 0; kq < (wgmma ? 0 : m.dqk / 16); ++kq) {
     Value row = add(warpRow, rem(lane, 16));
     Value chunk = add(div(lane, 16), cst(2 * kq));
     qFrag.push_back(
@@ -546,13 +630,13 @@ LogicalResult FlashEmitter::emit() {
   Value negInf = f32(-std::numeric_limits<double>::infinity());
   SmallVector<Value> init{negInf, negInf, f32(0), f32(0)};
   init.append(nO, f32(0));
-  int64_t steps = static_cast<int64_t>(llvm::divideCeil(m.lk, kBlockN));
+  int64_t steps = static_cast<int64_t>(llvm::divideCeil(m.lk, bn));
   Value ub = cst(steps);
   if (m.keyLimit) {
     // Key tiles wholly past the block's last row + c are masked: skipped.
-    Value last = add(row0, cst(kBlockM - 1 + *m.keyLimit));
+    Value last = add(row0, cst(bm - 1 + *m.keyLimit));
     Value tiles =
-        add(arith::FloorDivSIOp::create(b, loc, last, cst(kBlockN)), cst(1));
+        add(arith::FloorDivSIOp::create(b, loc, last, cst(bn)), cst(1));
     ub = arith::MinSIOp::create(b, loc, ub,
                                 arith::MaxSIOp::create(b, loc, tiles, cst(0)));
   }
@@ -573,10 +657,24 @@ LogicalResult FlashEmitter::emit() {
     Value g = nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, tokenType,
                                                       ValueRange{});
 
-    // S = Q K^T: kBlockN / 8 tiles of m16n8.
-    SmallVector<Value> s(kBlockN / 8 * 4, f32(0));
-    for (int64_t kq = 0; kq < m.dqk / 16; ++kq) {
-      for (int64_t n2 = 0; n2 < kBlockN / 16; ++n2) {
+    // S = Q K^T: bn / 8 tiles of m16n8.
+    SmallVector<Value> s(bn / 8 * 4, f32(0));
+    Value wgIdx = div(tid, 128);
+    if (wgmma) {
+      // This warpgroup's 64 rows of Q; K as the [n, k] operand. A k16 step
+      // is 32 bytes along a 128-byte row, 64-column blocks apart.
+      Value qBase = add(smemAddr, mul(wgIdx, 64 * 128));
+      Value kBase = add(smemAddr, add(cst(qBytes), mul(slot, bn * m.dqk * 2)));
+      s = emitWgmma(s, bn, m.dqk / 16, /*accumulate=*/false,
+                    /*bTransposed=*/false, [&](int64_t kq) {
+                      int64_t blk = kq / 4, in = (kq % 4) * 32;
+                      return std::make_pair(
+                          add(qBase, cst(blk * bm * 128 + in)),
+                          add(kBase, cst(blk * bn * 128 + in)));
+                    });
+    }
+    for (int64_t kq = 0; kq < (wgmma ? 0 : m.dqk / 16); ++kq) {
+      for (int64_t n2 = 0; n2 < bn / 16; ++n2) {
         Value row = add(cst(n2 * 16), add(rem(lane, 8), mul(div(lane, 16), 8)));
         Value chunk = add(rem(div(lane, 8), 2), cst(2 * kq));
         SmallVector<Value> kr =
@@ -591,8 +689,8 @@ LogicalResult FlashEmitter::emit() {
     // The score code on every element: rows lane / 4 (+ 8), columns
     // 2 (lane % 4) (+ 1) of each n8 tile; keys past the end are -inf.
     Value qRow = add(row0, add(warpRow, div(lane, 4)));
-    Value kCol = add(mul(kb, kBlockN), mul(rem(lane, 4), 2));
-    for (int64_t t = 0; t < kBlockN / 8; ++t) {
+    Value kCol = add(mul(kb, bn), mul(rem(lane, 4), 2));
+    for (int64_t t = 0; t < bn / 8; ++t) {
       for (int64_t x = 0; x < 4; ++x) {
         Value iv = x >= 2 ? add(qRow, cst(8)) : qRow;
         Value jv = add(kCol, cst(t * 8 + x % 2));
@@ -622,7 +720,7 @@ LogicalResult FlashEmitter::emit() {
     SmallVector<Value> alpha(2);
     for (int64_t r = 0; r < 2; ++r) {
       Value mx = rowMax[r];
-      for (int64_t t = 0; t < kBlockN / 8; ++t)
+      for (int64_t t = 0; t < bn / 8; ++t)
         for (int64_t x = 2 * r; x < 2 * r + 2; ++x)
           mx = arith::MaximumFOp::create(b, loc, mx, s[t * 4 + x]);
       mx = rowReduce(mx, /*max=*/true);
@@ -638,7 +736,7 @@ LogicalResult FlashEmitter::emit() {
       };
       alpha[r] = expOf(rowMax[r]);
       Value sum = arith::MulFOp::create(b, loc, rowSum[r], alpha[r]);
-      for (int64_t t = 0; t < kBlockN / 8; ++t)
+      for (int64_t t = 0; t < bn / 8; ++t)
         for (int64_t x = 2 * r; x < 2 * r + 2; ++x) {
           s[t * 4 + x] = expOf(s[t * 4 + x]);
           sum = arith::AddFOp::create(b, loc, sum, s[t * 4 + x]);
@@ -651,9 +749,41 @@ LogicalResult FlashEmitter::emit() {
         o[t * 4 + x] =
             arith::MulFOp::create(b, loc, o[t * 4 + x], alpha[x / 2]);
 
+    if (wgmma) {
+      // P to shared memory (this warpgroup's [bn / 64][64][64] tile, rows
+      // swizzled like the operands), then O += P V with V as the [k, n]
+      // operand: a k16 step is 16 rows of V, 64-column blocks bn rows long.
+      Value r0 = add(mul(rem(warp, 4), 16), div(lane, 4));
+      for (int64_t t = 0; t < bn / 8; ++t) {
+        for (int64_t h = 0; h < 2; ++h) {
+          Value r = h ? add(r0, cst(8)) : r0;
+          Value pair = vector::FromElementsOp::create(
+              b, loc, VectorType::get({2}, b.getF32Type()),
+              ValueRange{s[t * 4 + 2 * h], s[t * 4 + 2 * h + 1]});
+          pair = arith::TruncFOp::create(
+              b, loc, VectorType::get({2}, m.elementType), pair);
+          Value col = add(mul(swizzle(r, cst(t % 8)), 8), mul(rem(lane, 4), 2));
+          vector::StoreOp::create(b, loc, pair, tileP,
+                                  ValueRange{wgIdx, cst(t / 8), r, col});
+        }
+      }
+      fenceForTensorCores();
+      gpu::BarrierOp::create(b, loc);
+      Value pBase = add(smemAddr, add(cst(qBytes + kBytes + vBytes),
+                                      mul(wgIdx, 64 * bn * 2)));
+      Value vBase =
+          add(smemAddr, add(cst(qBytes + kBytes), mul(slot, bn * m.dv * 2)));
+      o = emitWgmma(o, m.dv, bn / 16, /*accumulate=*/true,
+                    /*bTransposed=*/true, [&](int64_t kk) {
+                      int64_t blk = kk / 4, in = (kk % 4) * 32;
+                      return std::make_pair(
+                          add(pBase, cst(blk * 64 * 128 + in)),
+                          add(vBase, cst(kk * 16 * 128)));
+                    });
+    }
     // O += P V: P's tiles 2 t2 and 2 t2 + 1 are the m16k16 operand of keys
     // 16 t2 .. 16 t2 + 15; V [keys, dv] read transposed.
-    for (int64_t t2 = 0; t2 < kBlockN / 16; ++t2) {
+    for (int64_t t2 = 0; t2 < (wgmma ? 0 : bn / 16); ++t2) {
       SmallVector<Value> a{pack(s[t2 * 8 + 0], s[t2 * 8 + 1]),
                            pack(s[t2 * 8 + 2], s[t2 * 8 + 3]),
                            pack(s[t2 * 8 + 4], s[t2 * 8 + 5]),
@@ -670,6 +800,7 @@ LogicalResult FlashEmitter::emit() {
     }
 
     nvgpu::DeviceAsyncWaitOp::create(b, loc, g, b.getI32IntegerAttr(0));
+    fenceForTensorCores();
     gpu::BarrierOp::create(b, loc);
     SmallVector<Value> yield{rowMax[0], rowMax[1], rowSum[0], rowSum[1]};
     yield.append(o);
@@ -711,9 +842,9 @@ LogicalResult FlashEmitter::emit() {
 std::optional<LogicalResult>
 mlir::tang::emitFlashKernel(OpBuilder &b, ComprehensionOp op,
                             IRMapping &tensors, ValueRange outputs, Kernel &k,
-                            std::string &why) {
+                            bool wgmma, std::string &why) {
   std::optional<FlashMatch> m = matchFlash(op, why);
   if (!m)
     return std::nullopt;
-  return FlashEmitter(b, op, *m, tensors, outputs, k).emit();
+  return FlashEmitter(b, op, *m, tensors, outputs, k, wgmma).emit();
 }

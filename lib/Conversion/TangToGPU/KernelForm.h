@@ -46,6 +46,12 @@ struct MmaContraction {
   int64_t extentM, extentN, extentK;
 };
 
+/// A wgmma shared-memory matrix descriptor for the tile at `byteAddress`
+/// (a shared-memory address), leading and stride byte offsets `lbo`, `sbo`,
+/// rows swizzled over `swizzleBytes` (128 or 64).
+Value emitWgmmaDescriptor(OpBuilder &b, Location loc, Value byteAddress,
+                          int64_t lbo, int64_t sbo, int64_t swizzleBytes);
+
 /// Whether `read`'s last coordinate is exactly the index `v` (no scale, no
 /// offset) and no other coordinate uses `v`, with rows of whole 16-byte
 /// chunks: then 8 consecutive values of `v` are one aligned 16-byte load.
@@ -65,7 +71,7 @@ Value stripExtensions(Value v);
 std::optional<LogicalResult> emitFlashKernel(OpBuilder &b, ComprehensionOp op,
                                              IRMapping &tensors,
                                              ValueRange outputs, Kernel &k,
-                                             std::string &why);
+                                             bool wgmma, std::string &why);
 
 /// Matches `op` (a function-level comprehension) against the contraction
 /// the tensor-core emitter handles; std::nullopt with `why` set otherwise.

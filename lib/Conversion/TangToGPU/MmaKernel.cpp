@@ -742,21 +742,7 @@ SmallVector<Value> MmaEmitter::emitMmaSyncMainLoop() {
 }
 
 Value MmaEmitter::descriptor(Value byteAddress, int64_t lbo, int64_t sbo) {
-  // Bits 0-13: address / 16; 16-29: leading byte offset / 16; 32-45:
-  // stride byte offset / 16; 62-63: the swizzle, 1 = 128 bytes (bk 64),
-  // 2 = 64 bytes (bk 32).
-  Type i64 = b.getI64Type();
-  Value a = arith::IndexCastOp::create(b, loc, i64, byteAddress);
-  a = arith::ShRUIOp::create(
-      b, loc,
-      arith::AndIOp::create(b, loc, a,
-                            arith::ConstantIntOp::create(b, loc, i64, 0x3FFFF)),
-      arith::ConstantIntOp::create(b, loc, i64, 4));
-  uint64_t fields = (uint64_t(lbo / 16) << 16) | (uint64_t(sbo / 16) << 32) |
-                    (uint64_t(cfg.bk == 64 ? 1 : 2) << 62);
-  return arith::OrIOp::create(
-      b, loc, a,
-      arith::ConstantIntOp::create(b, loc, i64, static_cast<int64_t>(fields)));
+  return emitWgmmaDescriptor(b, loc, byteAddress, lbo, sbo, cfg.bk * 2);
 }
 
 SmallVector<Value> MmaEmitter::emitWgmmaMainLoop() {
@@ -846,6 +832,25 @@ SmallVector<Value> MmaEmitter::emitWgmmaMainLoop() {
 }
 
 } // namespace
+
+Value mlir::tang::emitWgmmaDescriptor(OpBuilder &b, Location loc,
+                                      Value byteAddress, int64_t lbo,
+                                      int64_t sbo, int64_t swizzleBytes) {
+  // Bits 0-13: address / 16; 16-29: leading byte offset / 16; 32-45:
+  // stride byte offset / 16; 62-63: the swizzle, 1 = 128 bytes, 2 = 64.
+  Type i64 = b.getI64Type();
+  Value a = arith::IndexCastOp::create(b, loc, i64, byteAddress);
+  a = arith::ShRUIOp::create(
+      b, loc,
+      arith::AndIOp::create(b, loc, a,
+                            arith::ConstantIntOp::create(b, loc, i64, 0x3FFFF)),
+      arith::ConstantIntOp::create(b, loc, i64, 4));
+  uint64_t fields = (uint64_t(lbo / 16) << 16) | (uint64_t(sbo / 16) << 32) |
+                    (uint64_t(swizzleBytes == 128 ? 1 : 2) << 62);
+  return arith::OrIOp::create(
+      b, loc, a,
+      arith::ConstantIntOp::create(b, loc, i64, static_cast<int64_t>(fields)));
+}
 
 LogicalResult mlir::tang::emitMmaKernel(OpBuilder &b, ComprehensionOp op,
                                         const MmaContraction &c,

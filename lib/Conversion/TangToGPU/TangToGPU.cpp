@@ -148,7 +148,8 @@ FailureOr<Kernel> KernelFormBuilder::buildKernel(ComprehensionOp op,
   std::optional<LogicalResult> flash;
   if (tensorCores != "none" &&
       op.getBuiltinMonoid() == MonoidKind::OnlineSoftmax) {
-    flash = emitFlashKernel(b, op, tensors, outputs, k, why);
+    flash = emitFlashKernel(b, op, tensors, outputs, k, tensorCores == "wgmma",
+                            why);
     if (!flash && has16BitReads())
       op.emitRemark() << "not a flash-attention kernel: " << why;
   }

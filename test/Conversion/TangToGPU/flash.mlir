@@ -1,36 +1,50 @@
-// RUN: tang-opt %s --convert-tang-to-gpu=tensor-cores=mma-sync --split-input-file --verify-diagnostics | FileCheck %s
-// RUN: tang-opt %s --convert-tang-to-gpu=tensor-cores=wgmma --split-input-file --verify-diagnostics | FileCheck %s
+// RUN: tang-opt %s --convert-tang-to-gpu=tensor-cores=mma-sync --split-input-file --verify-diagnostics | FileCheck %s --check-prefixes=CHECK,SYNC
+// RUN: tang-opt %s --convert-tang-to-gpu=tensor-cores=wgmma --split-input-file --verify-diagnostics | FileCheck %s --check-prefixes=CHECK,WG
 
 // A causal attention as fusion and the online-softmax pass leave it: one
 // online-softmax reduction. With tensor cores it becomes one flash kernel:
-// 64 query rows per block of 4 warps, keys and values double-buffered
-// through shared memory by cp.async, S = Q K^T and P V on mma.sync, the
-// score code (scale, causal select) on the accumulators, the row max and
-// sum across the 4 lanes of a row by shuffles, the output divided by the
-// sum at the end. The host allocates nothing: no L x L intermediate. The
-// causal select bounds the key loop: tiles past the block's last row are
-// skipped, and the last query tiles (the most keys) start first.
+// query rows per block (64 on 4 warps for mma.sync, 128 on 2 warpgroups for
+// wgmma), keys and values double-buffered through shared memory by
+// cp.async, S = Q K^T and P V on tensor cores, the score code (scale,
+// causal select) on the accumulators, the row max and sum across the 4
+// lanes of a row by shuffles, the output divided by the sum at the end. The
+// host allocates nothing: no L x L intermediate. The causal select bounds
+// the key loop: tiles past the block's last row are skipped, and the last
+// query tiles (the most keys) start first.
 // CHECK-LABEL: func.func @causal_attention
 // CHECK-NOT: memref.alloc
 // CHECK: gpu.launch_func @tang_kernels::@causal_attention_k0 blocks in (%{{.*}}, %{{.*}}, %{{.*}}) threads in (%{{.*}}, %{{.*}}, %{{.*}}) dynamic_shared_memory_size
 // CHECK: gpu.func @causal_attention_k0
 // CHECK: arith.subi %{{.*}}, %block_id_x
-// CHECK: memref.view {{.*}} to memref<1x64x64xbf16, #gpu.address_space<workgroup>>
-// CHECK: memref.view {{.*}} to memref<2x64x64xbf16, #gpu.address_space<workgroup>>
-// CHECK: memref.view {{.*}} to memref<2x64x64xbf16, #gpu.address_space<workgroup>>
-// CHECK: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = false}
+// SYNC: memref.view {{.*}} to memref<1x64x64xbf16, #gpu.address_space<workgroup>>
+// SYNC: memref.view {{.*}} to memref<2x64x64xbf16, #gpu.address_space<workgroup>>
+// SYNC: memref.view {{.*}} to memref<2x64x64xbf16, #gpu.address_space<workgroup>>
+// SYNC: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = false}
+// WG: memref.extract_aligned_pointer_as_index
+// WG: memref.view {{.*}} to memref<1x1x128x64xbf16, #gpu.address_space<workgroup>>
+// WG: memref.view {{.*}} to memref<2x1x128x64xbf16, #gpu.address_space<workgroup>>
+// WG: memref.view {{.*}} to memref<2x1x128x64xbf16, #gpu.address_space<workgroup>>
+// WG: memref.view {{.*}} to memref<2x2x64x64xbf16, #gpu.address_space<workgroup>>
+// WG: nvvm.fence.proxy
 // CHECK: arith.floordivsi
 // CHECK: arith.maxsi
 // CHECK: %[[UB:.*]] = arith.minsi
 // CHECK: scf.for {{.*}} to %[[UB]] {{.*}} iter_args
 // CHECK: nvgpu.device_async_copy
-// CHECK: nvvm.mma.sync
+// SYNC: nvvm.mma.sync
+// WG: nvvm.wgmma.fence.aligned
+// WG-COUNT-4: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>, D[<f32>, {{.*}}], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// WG: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: arith.cmpi sle
 // CHECK: arith.select
 // CHECK: gpu.shuffle  xor
 // CHECK: math.exp {{.*}} fastmath<afn>
-// CHECK: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = true}
-// CHECK: nvvm.mma.sync
+// SYNC: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = true}
+// SYNC: nvvm.mma.sync
+// WG: vector.store {{.*}} : memref<2x2x64x64xbf16, #gpu.address_space<workgroup>>, vector<2xbf16>
+// WG: nvvm.fence.proxy
+// WG: gpu.barrier
+// WG-COUNT-8: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
 // CHECK: scf.yield
 // CHECK: gpu.shuffle  xor
 // CHECK: vector.store {{.*}} : memref<1x2x80x64xbf16>, vector<2xbf16>
