@@ -289,9 +289,11 @@ public:
         outputs(outputs), k(k), emitter(tensors, &k.func.getBody().front()),
         wgmma(wgmma) {
     // mma.sync: 4 warps of 16 query rows, 64-key steps. wgmma: 2
-    // warpgroups of 64 rows, 128-key steps (64 for head dims over 128).
+    // warpgroups of 64 rows, 128-key steps for head dim 128, else 64 (on the
+    // H200: head 64 runs 5-17% faster with 64-key steps, head 128 11%
+    // slower; bench/results/2026-12-01-h200-flash-attention.md).
     bm = wgmma ? 128 : 64;
-    bn = wgmma && m.dqk <= 128 && m.dv <= 128 ? 128 : 64;
+    bn = wgmma && std::max(m.dqk, m.dv) == 128 ? 128 : 64;
     threads = wgmma ? 256 : 128;
   }
 
