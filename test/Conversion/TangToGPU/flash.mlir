@@ -22,9 +22,9 @@
 // SYNC: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = false}
 // WG: memref.extract_aligned_pointer_as_index
 // WG: memref.view {{.*}} to memref<1x1x128x64xbf16, #gpu.address_space<workgroup>>
-// WG: memref.view {{.*}} to memref<2x1x128x64xbf16, #gpu.address_space<workgroup>>
-// WG: memref.view {{.*}} to memref<2x1x128x64xbf16, #gpu.address_space<workgroup>>
-// WG: memref.view {{.*}} to memref<2x2x64x64xbf16, #gpu.address_space<workgroup>>
+// WG: memref.view {{.*}} to memref<2x1x64x64xbf16, #gpu.address_space<workgroup>>
+// WG: memref.view {{.*}} to memref<2x1x64x64xbf16, #gpu.address_space<workgroup>>
+// WG: memref.view {{.*}} to memref<2x1x64x64xbf16, #gpu.address_space<workgroup>>
 // WG: nvvm.fence.proxy
 // CHECK: arith.floordivsi
 // CHECK: arith.maxsi
@@ -33,7 +33,7 @@
 // CHECK: nvgpu.device_async_copy
 // SYNC: nvvm.mma.sync
 // WG: nvvm.wgmma.fence.aligned
-// WG-COUNT-4: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>, D[<f32>, {{.*}}], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// WG-COUNT-4: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, {{.*}}], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
 // WG: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: arith.cmpi sle
 // CHECK: arith.select
@@ -41,10 +41,10 @@
 // CHECK: math.exp {{.*}} fastmath<afn>
 // SYNC: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = true}
 // SYNC: nvvm.mma.sync
-// WG: vector.store {{.*}} : memref<2x2x64x64xbf16, #gpu.address_space<workgroup>>, vector<2xbf16>
+// WG: vector.store {{.*}} : memref<2x1x64x64xbf16, #gpu.address_space<workgroup>>, vector<2xbf16>
 // WG: nvvm.fence.proxy
 // WG: gpu.barrier
-// WG-COUNT-8: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
+// WG-COUNT-4: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
 // CHECK: scf.yield
 // CHECK: gpu.shuffle  xor
 // CHECK: vector.store {{.*}} : memref<1x2x80x64xbf16>, vector<2xbf16>
