@@ -42,9 +42,17 @@ from bench_memory_bound import plan, probe_ms, summary, time_ms  # noqa: E402
 
 
 def inputs_for(torch, meta, seed):
+    """Random inputs; the block's weights scaled as in prepare_gemm.draw."""
     g = torch.Generator(device="cuda").manual_seed(seed)
-    return [torch.randn(s, generator=g, device="cuda", dtype=torch.bfloat16)
-            for s in meta["inputs"]]
+    out = []
+    for s in meta["inputs"]:
+        a = torch.randn(s, generator=g, device="cuda", dtype=torch.float32)
+        if meta["kind"] == "block" and len(s) == 2:
+            a /= s[0] ** 0.5
+        elif meta["kind"] == "block" and len(s) == 1:
+            a = 1 + 0.1 * a
+        out.append(a.to(torch.bfloat16))
+    return out
 
 
 #: Attention references are computed on this many (batch, head) pairs only
@@ -54,10 +62,40 @@ ATTN_REF_HEADS = 2
 
 def out_slice(kind, out):
     """The part of `out` the float64 GPU reference covers."""
+    if kind == "block":
+        return out[:1]
     return out[:1, :ATTN_REF_HEADS] if kind == "attention" else out
 
 
+def block_forward(torch, F, ins, H, causal_mask=None):
+    """The transformer block in PyTorch, in the dtype of `ins`."""
+    x, wn1, Wq, Wk, Wv, Wo, wn2, W1, W3, W2 = ins
+    B, L, D = x.shape
+    HD = D // H
+
+    def rms(v, w):
+        return v * torch.rsqrt(v.pow(2).mean(-1, keepdim=True) + 1e-6) * w
+
+    xn = rms(x, wn1)
+    q, k, v = ((xn @ W).view(B, L, H, HD).transpose(1, 2)
+               for W in (Wq, Wk, Wv))
+    scale = float(torch.tensor(1.0 / HD ** 0.5).to(torch.bfloat16))
+    if x.dtype == torch.float64:
+        s = (q @ k.transpose(-1, -2)) * scale
+        mask = torch.ones(L, L, dtype=torch.bool, device=x.device).tril()
+        o = torch.softmax(s.masked_fill(~mask, float("-inf")), -1) @ v
+    else:
+        o = F.scaled_dot_product_attention(q, k, v, is_causal=True,
+                                           scale=scale)
+    h = x + o.transpose(1, 2).reshape(B, L, D) @ Wo
+    hn = rms(h, wn2)
+    return h + (F.silu(hn @ W1) * (hn @ W3)) @ W2
+
+
 def reference(torch, F, kind, ins, params=None):
+    if kind == "block":
+        return block_forward(torch, F, [ins[0][:1].double()]
+                             + [t.double() for t in ins[1:]], params["H"])
     if kind == "attention":
         G = ins[0].shape[1] // ins[1].shape[1]
         q = ins[0][:1, :ATTN_REF_HEADS].double()
@@ -82,6 +120,10 @@ def reference(torch, F, kind, ins, params=None):
 
 def peers(torch, F, kind, params):
     """[(id, how, fn)]: the peers of `kind`."""
+    if kind == "block":
+        return [("torch_bf16", "PyTorch bf16 (matmuls on cuBLAS, SDPA causal, "
+                 "in a CUDA graph)",
+                 lambda *ins: block_forward(torch, F, list(ins), params["H"]))]
     if kind == "attention":
         from torch.nn.attention import SDPBackend, sdpa_kernel
         causal = params["causal"]
@@ -106,6 +148,21 @@ def peer(torch, F, kind):
     return ("F.gelu(F.linear(X, W, b), approximate='tanh') (cuBLAS + "
             "elementwise)",
             lambda X, W, b: F.gelu(F.linear(X, W, b), approximate="tanh"))
+
+
+def graphed(torch, fn):
+    """`fn` captured in a CUDA graph (after warm-up on a side stream); the
+    returned callable replays it (its argument is ignored)."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        fn()
+    return lambda k=0: g.replay()
 
 
 def rel_err(torch, out, ref):
@@ -181,6 +238,9 @@ def run_case(torch, F, tang_cuda, meta, args):
 
     sets = [fresh]
     call_t = lambda k: tang(sets[k])
+    if kind == "block":
+        # Launched through a CUDA graph, like the peer.
+        call_t = graphed(torch, lambda: tang(sets[0]))
     t_plan = plan(probe_ms(torch, call_t), args)
     t1 = time_ms(torch, call_t, 1, *t_plan)
     res["peers"] = []
@@ -190,6 +250,8 @@ def run_case(torch, F, tang_cuda, meta, args):
             pr["rel_err"] = rel_err(torch, out_slice(kind, fn(*fresh)),
                                     checks[-1][2])
             call_p = lambda k, fn=fn: fn(*sets[k])
+            if kind == "block":
+                call_p = graphed(torch, lambda fn=fn: fn(*sets[0]))
             pr.update(summary(time_ms(torch, call_p, 1,
                                       *plan(probe_ms(torch, call_p), args))))
             pr["tflops"] = meta["flops"] / pr["ms"] / 1e9

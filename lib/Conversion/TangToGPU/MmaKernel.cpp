@@ -57,17 +57,50 @@ static SmallVector<Value> getCoordinateIndices(ReadOp read, unsigned coord) {
   return used;
 }
 
+/// Whether `e` is dimension `pos` plus terms without it that are
+/// multiples of 8 (a head offset h * 64 + d, say).
+static bool isUnitPlusAligned(AffineExpr e, unsigned pos, unsigned numDims) {
+  MLIRContext *ctx = e.getContext();
+  AffineExpr dim = getAffineDimExpr(pos, ctx);
+  AffineExpr rest = e.replace(dim, getAffineConstantExpr(0, ctx));
+  return simplifyAffineExpr(e - rest, numDims, 0) == dim &&
+         rest.isMultipleOf(8);
+}
+
 bool mlir::tang::isContiguousIn(ReadOp read, Value v) {
   AffineMap map = read.getMap();
-  unsigned last = map.getNumResults() - 1;
-  auto dim = dyn_cast<AffineDimExpr>(map.getResult(last));
-  if (!dim || read.getIndices()[dim.getPosition()] != v)
+  auto it = llvm::find(read.getIndices(), v);
+  if (it == read.getIndices().end() || map.getNumResults() == 0)
     return false;
-  for (unsigned r = 0; r < last; ++r)
-    if (llvm::is_contained(getCoordinateIndices(read, r), v))
-      return false;
+  unsigned pos = it - read.getIndices().begin();
+  unsigned n = map.getNumResults(), numDims = map.getNumDims();
   auto t = cast<RankedTensorType>(read.getTensor().getType());
-  return t.getShape().back() % 8 == 0;
+  if (t.getShape().back() % 8 != 0)
+    return false;
+  // The coordinates the index may appear in: the last one (i + 8k), or the
+  // last two as (e floordiv S, e mod S) over a last dimension of S (a
+  // reshape view: 8-aligned runs of e stay within one row of S).
+  unsigned first;
+  if (isUnitPlusAligned(map.getResult(n - 1), pos, numDims)) {
+    first = n - 1;
+  } else {
+    auto fl = dyn_cast<AffineBinaryOpExpr>(n >= 2 ? map.getResult(n - 2)
+                                                  : AffineExpr());
+    auto md = dyn_cast<AffineBinaryOpExpr>(map.getResult(n - 1));
+    if (!fl || !md || fl.getKind() != AffineExprKind::FloorDiv ||
+        md.getKind() != AffineExprKind::Mod || fl.getLHS() != md.getLHS() ||
+        fl.getRHS() != md.getRHS())
+      return false;
+    auto s = dyn_cast<AffineConstantExpr>(fl.getRHS());
+    if (!s || s.getValue() % 8 != 0 || t.getShape().back() != s.getValue() ||
+        !isUnitPlusAligned(fl.getLHS(), pos, numDims))
+      return false;
+    first = n - 2;
+  }
+  for (unsigned r = 0; r < first; ++r)
+    if (map.getResult(r).isFunctionOfDim(pos))
+      return false;
+  return true;
 }
 
 bool mlir::tang::readUses(ReadOp read, Value v) {

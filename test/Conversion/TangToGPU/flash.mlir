@@ -89,3 +89,26 @@ func.func @small_head(%Q: tensor<1x2x16x8xbf16>, %K: tensor<1x2x16x8xbf16>, %V: 
   }
   return %0 : tensor<1x2x16x8xbf16>
 }
+
+// -----
+
+// Heads as column offsets of [B, L, H * 64] tensors (h * 64 + e: contiguous
+// in e) and the output in [B, L, H, 64] order, as a transformer block
+// writes them: still one flash kernel.
+// CHECK-LABEL: func.func @heads
+// SYNC: nvvm.mma.sync
+// WG: nvvm.wgmma.mma_async
+// CHECK: vector.store {{.*}} : memref<1x40x2x64xbf16>, vector<2xbf16>
+func.func @heads(%Q: tensor<1x40x128xbf16>, %K: tensor<1x40x128xbf16>, %V: tensor<1x40x128xbf16>) -> tensor<1x40x2x64xbf16> {
+  %0 = tang.comprehension (%b, %i, %h, %d) reduce (%j) [1, 40, 2, 64, 40] monoid(online_softmax) : tensor<1x40x2x64xbf16> {
+    %s = tang.comprehension reduce (%e) [64] monoid(add) : bf16 {
+      %q = tang.read %Q[%b, %i, %h * 64 + %e] : tensor<1x40x128xbf16>
+      %k = tang.read %K[%b, %j, %h * 64 + %e] : tensor<1x40x128xbf16>
+      %p = arith.mulf %q, %k : bf16
+      tang.yield %p : bf16
+    }
+    %v = tang.read %V[%b, %j, %h * 64 + %d] : tensor<1x40x128xbf16>
+    tang.yield %s, %v : bf16, bf16
+  }
+  return %0 : tensor<1x40x2x64xbf16>
+}

@@ -135,3 +135,21 @@ func.func @f32(%A: tensor<40x24xf32>, %B: tensor<24x48xf32>) -> tensor<40x48xf32
   }
   return %C : tensor<40x48xf32>
 }
+
+// -----
+
+// Operands read through views stay contiguous when an 8-aligned run of the
+// reduced index is contiguous: a reshape view (c floordiv 64, c mod 64) over
+// a last dimension of 64, as the attention output is read by the output
+// projection.
+// CHECK-LABEL: func.func @reshaped
+// CHECK: nvvm.mma.sync
+func.func @reshaped(%O: tensor<2x40x2x64xbf16>, %W: tensor<128x64xbf16>) -> tensor<2x40x64xbf16> {
+  %C = tang.comprehension (%b, %l, %e) reduce (%c) [2, 40, 64, 128] monoid(add) : tensor<2x40x64xbf16> {
+    %o = tang.read %O[%b, %l, %c floordiv 64, %c mod 64] : tensor<2x40x2x64xbf16>
+    %w = tang.read %W[%c, %e] : tensor<128x64xbf16>
+    %p = arith.mulf %o, %w : bf16
+    tang.yield %p : bf16
+  }
+  return %C : tensor<2x40x64xbf16>
+}
