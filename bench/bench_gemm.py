@@ -69,7 +69,7 @@ def out_slice(kind, out):
 
 def block_forward(torch, F, ins, H, causal_mask=None):
     """The transformer block in PyTorch, in the dtype of `ins`."""
-    x, wn1, Wq, Wk, Wv, Wo, wn2, W1, W3, W2 = ins
+    x, wn1, Wqkv, Wo, wn2, W13, W2 = ins
     B, L, D = x.shape
     HD = D // H
 
@@ -77,8 +77,7 @@ def block_forward(torch, F, ins, H, causal_mask=None):
         return v * torch.rsqrt(v.pow(2).mean(-1, keepdim=True) + 1e-6) * w
 
     xn = rms(x, wn1)
-    q, k, v = ((xn @ W).view(B, L, H, HD).transpose(1, 2)
-               for W in (Wq, Wk, Wv))
+    q, k, v = (xn @ Wqkv).view(B, L, 3, H, HD).permute(2, 0, 3, 1, 4)
     scale = float(torch.tensor(1.0 / HD ** 0.5).to(torch.bfloat16))
     if x.dtype == torch.float64:
         s = (q @ k.transpose(-1, -2)) * scale
@@ -89,7 +88,24 @@ def block_forward(torch, F, ins, H, causal_mask=None):
                                            scale=scale)
     h = x + o.transpose(1, 2).reshape(B, L, D) @ Wo
     hn = rms(h, wn2)
-    return h + (F.silu(hn @ W1) * (hn @ W3)) @ W2
+    a, u = (hn @ W13).chunk(2, -1)
+    return h + (F.silu(a) * u) @ W2
+
+
+def block_forward_separate(torch, F, x, wn1, wqkv, Wo, wn2, wgu, W2, H):
+    B, L, D = x.shape
+    HD = D // H
+
+    def rms(v, w):
+        return v * torch.rsqrt(v.pow(2).mean(-1, keepdim=True) + 1e-6) * w
+
+    xn = rms(x, wn1)
+    q, k, v = ((xn @ w).view(B, L, H, HD).transpose(1, 2) for w in wqkv)
+    scale = float(torch.tensor(1.0 / HD ** 0.5).to(torch.bfloat16))
+    o = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale)
+    h = x + o.transpose(1, 2).reshape(B, L, D) @ Wo
+    hn = rms(h, wn2)
+    return h + (F.silu(hn @ wgu[0]) * (hn @ wgu[1])) @ W2
 
 
 def reference(torch, F, kind, ins, params=None):
@@ -121,9 +137,27 @@ def reference(torch, F, kind, ins, params=None):
 def peers(torch, F, kind, params):
     """[(id, how, fn)]: the peers of `kind`."""
     if kind == "block":
-        return [("torch_bf16", "PyTorch bf16 (matmuls on cuBLAS, SDPA causal, "
-                 "in a CUDA graph)",
-                 lambda *ins: block_forward(torch, F, list(ins), params["H"]))]
+        H = params["H"]
+        split = {}
+
+        def separate(*ins):
+            # The same block with q, k, v, gate and up as separate
+            # contiguous weights (copied once, outside the timing).
+            x, wn1, Wqkv, Wo, wn2, W13, W2 = ins
+            if not split:
+                split["qkv"] = [w.contiguous() for w in Wqkv.chunk(3, 1)]
+                split["gu"] = [w.contiguous() for w in W13.chunk(2, 1)]
+            return block_forward_separate(torch, F, x, wn1, split["qkv"], Wo,
+                                          wn2, split["gu"], W2, H)
+
+        return [("torch_bf16_fused_weights",
+                 "PyTorch bf16, concatenated qkv and gate/up weights (as "
+                 "ANCHORS.md's module), matmuls on cuBLAS, SDPA causal, in a "
+                 "CUDA graph",
+                 lambda *ins: block_forward(torch, F, list(ins), H)),
+                ("torch_bf16_separate",
+                 "PyTorch bf16, separate q/k/v/gate/up weights, in a CUDA "
+                 "graph", separate)]
     if kind == "attention":
         from torch.nn.attention import SDPBackend, sdpa_kernel
         causal = params["causal"]
