@@ -1,0 +1,59 @@
+"""The benchmark's program templates (bench/prepare_gemm.py), at their small
+sizes: each against its NumPy float64 reference through the interpreter, and
+each lowered for the H200 with every contraction on the tensor-core paths
+(no "not on tensor cores" / "not a flash-attention kernel" remark; wgmma for
+sm_90a, mma.sync for sm_80), so that a change that silently sends the
+benchmarked shapes to the plain kernels fails here, not on the GPU.
+
+Run:  TANG_BIN=<build>/bin /usr/bin/python3 -m pytest -q test/Examples
+"""
+
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = Path(os.environ.get("TANG_BIN", REPO / "build" / "bin"))
+sys.path.insert(0, str(REPO / "bench"))
+import prepare_gemm as pg  # noqa: E402
+
+pg.TANG_RUN = BIN / "tang-run"
+pg.TANG_OPT = BIN / "tang-opt"
+
+HAS_LIBDEVICE = any(
+    (Path(p) / "nvvm" / "libdevice").exists()
+    for p in (os.environ.get("CUDA_HOME", ""), "/usr/local/cuda"))
+
+
+@pytest.mark.parametrize("kind", sorted(pg.KINDS))
+def test_template_matches_numpy(kind):
+    err = pg.check_small(kind, np.random.default_rng(7))
+    # Constants are rounded to f32 or bf16 in the programs (the references
+    # round the attention scale the same way); otherwise float64 throughout.
+    assert err <= 1e-6, f"{kind}: rel err {err:.3e}"
+
+
+@pytest.mark.skipif(not HAS_LIBDEVICE,
+                    reason="the CUDA toolkit's libdevice is not installed")
+@pytest.mark.parametrize("chip,instruction", [("sm_90a", "wgmma.mma_async"),
+                                              ("sm_80", "mma.sync.aligned")])
+@pytest.mark.parametrize("kind", sorted(pg.KINDS))
+def test_template_on_tensor_cores(kind, chip, instruction):
+    spec = pg.KINDS[kind]
+    with tempfile.TemporaryDirectory(prefix="tang-tc-") as d:
+        program = Path(d) / "p.mlir"
+        program.write_text(spec["program"](**spec["small"]))
+        r = subprocess.run(
+            [str(BIN / "tang-opt"), str(program),
+             f"--tang-lower-cuda=fuse={spec.get('fuse', 1)} chip={chip} "
+             f"features=+ptx80 bundle={d}/b", "-o", "/dev/null"],
+            capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        assert "remark" not in r.stderr, r.stderr
+        ptx = (Path(d) / "b" / "tang_kernels.ptx").read_text()
+        assert instruction in ptx
