@@ -425,6 +425,10 @@ CASES = [
      "flash kernel, head dim 256, interpreter-checked"),
     ("matmul_4096", "matmul", dict(M=4096, N=4096, K=4096), "benchmark"),
     ("matmul_8192", "matmul", dict(M=8192, N=8192, K=8192), "benchmark"),
+    ("matmul_16384x3072x1024", "matmul", dict(M=16384, N=3072, K=1024),
+     "benchmark: the block's q/k/v product at L 2048 (K = 1024)"),
+    ("matmul_16384x8192x1024", "matmul", dict(M=16384, N=8192, K=1024),
+     "benchmark: the block's gate/up product at L 2048"),
     ("linear_gelu_8192x4096x4096", "linear", dict(M=8192, N=4096, K=4096),
      "benchmark: a transformer MLP layer with its epilogue"),
 ] + [
