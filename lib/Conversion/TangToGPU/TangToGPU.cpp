@@ -331,8 +331,8 @@ SmallVector<Value> emitBlockCombine(OpBuilder &b, Location loc,
 }
 
 /// Whether `read` can be loaded `v` elements at a time along `row`: its last
-/// coordinate is exactly the row index and no other coordinate uses it, and
-/// rows of its tensor start at multiples of `v` elements.
+/// coordinate is the row index plus multiples of `v`, no other coordinate
+/// uses it, and rows of its tensor start at multiples of `v` elements.
 bool isVectorizable(ReadOp read, Value row, int64_t v) {
   AffineMap map = read.getMap();
   auto type = cast<RankedTensorType>(read.getTensor().getType());
@@ -341,8 +341,15 @@ bool isVectorizable(ReadOp read, Value row, int64_t v) {
   auto pos = llvm::find(read.getIndices(), row) - read.getIndices().begin();
   if (pos == static_cast<long>(read.getIndices().size()))
     return false;
-  if (map.getResults().back() !=
-      getAffineDimExpr(static_cast<unsigned>(pos), read.getContext()))
+  // The last coordinate is the row index plus terms that are multiples of
+  // v (a column offset: SwiGLU's gate reads columns f and ffn + f).
+  AffineExpr dim =
+      getAffineDimExpr(static_cast<unsigned>(pos), read.getContext());
+  AffineExpr last = map.getResults().back();
+  AffineExpr rest =
+      last.replace(dim, getAffineConstantExpr(0, read.getContext()));
+  if (simplifyAffineExpr(last - rest, map.getNumDims(), 0) != dim ||
+      !rest.isMultipleOf(v))
     return false;
   return llvm::none_of(map.getResults().drop_back(), [&](AffineExpr e) {
     return e.isFunctionOfDim(static_cast<unsigned>(pos));

@@ -169,3 +169,24 @@ func.func @row_vector(%X: tensor<16x256xf32>) -> tensor<16x256xf32> {
   }
   return %y : tensor<16x256xf32>
 }
+
+// -----
+
+// A read at a column offset that is a multiple of the vector width (the
+// SwiGLU gate reading columns f and 256 + f of one product) is loaded as
+// vectors too; an offset that is not (3 + f) is read element by element.
+// CHECK-LABEL: gpu.func @column_offsets_k0
+// CHECK-COUNT-2: vector.load %{{.*}} {alignment = 16 : i64} : memref<4x512xf32>, vector<4xf32>
+// CHECK-NOT: vector.load
+// CHECK: memref.load %{{.*}} : memref<4x512xf32>
+func.func @column_offsets(%AU: tensor<4x512xf32>) -> tensor<4x256xf32> {
+  %g = tang.comprehension (%i, %f) [4, 256] attributes {schedule = #tang.schedule<tile = [1, 256], mapping = [block_x, serial], threads = [1, 64], vector = 4>} : tensor<4x256xf32> {
+    %a = tang.read %AU[%i, %f] : tensor<4x512xf32>
+    %u = tang.read %AU[%i, %f + 256] : tensor<4x512xf32>
+    %w = tang.read %AU[%i, %f + 3] : tensor<4x512xf32>
+    %p = arith.mulf %a, %u : f32
+    %q = arith.addf %p, %w : f32
+    tang.yield %q : f32
+  }
+  return %g : tensor<4x256xf32>
+}
