@@ -127,6 +127,8 @@ def reference(torch, F, kind, ins, params=None):
             s = s.masked_fill(~mask, float("-inf"))
         return torch.softmax(s, -1) @ v
     d = [t.double() for t in ins]
+    if kind == "matmul_tn":
+        return d[0].T @ d[1]
     if kind in ("matmul", "bmm"):
         return d[0] @ d[1]
     X, W, b = d
@@ -172,6 +174,9 @@ def peers(torch, F, kind, params):
                         enable_gqa=q.shape[1] != k.shape[1])
             out.append((be.name.lower(), f"SDPA {be.name}", fn))
         return out
+    if kind == "matmul_tn":
+        return [("cublas", "torch.matmul(A.T, B) (cuBLAS, transposed A)",
+                 lambda A, B: torch.matmul(A.T, B))]
     how, fn = peer(torch, F, kind)
     return [("cublas", how, fn)]
 

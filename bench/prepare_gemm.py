@@ -387,6 +387,17 @@ KINDS = {
         ref=lambda X, W, b: gelu(X @ W.T + b),
         flops=lambda M, N, K: 2 * M * N * K,
         small=dict(M=40, N=48, K=24)),
+    "matmul_tn": dict(
+        program=lambda M, N, K: matmul_program(M, N, K).replace(
+            f"%A: tensor<{M}x{K}xbf16>", f"%A: tensor<{K}x{M}xbf16>").replace(
+            f"tang.read %A[%i, %k] : tensor<{M}x{K}xbf16>",
+            f"tang.read %A[%k, %i] : tensor<{K}x{M}xbf16>").replace(
+            "// C = A B", "// C = A^T B, A stored [K, M]"),
+        inputs=lambda M, N, K: [[K, M], [K, N]],
+        output=lambda M, N, K: [M, N],
+        ref=lambda A, B: A.T @ B,
+        flops=lambda M, N, K: 2 * M * N * K,
+        small=dict(M=40, N=48, K=24)),
     "bmm": dict(
         program=lambda Z, M, N, K: matmul_program(M, N, K, Z),
         inputs=lambda Z, M, N, K: [[Z, M, K], [Z, K, N]],
@@ -423,6 +434,11 @@ CASES = [
     ("attention_1x2x256x256", "attention",
      dict(B=1, H=2, L=256, D=256, causal=False),
      "flash kernel, head dim 256, interpreter-checked"),
+    ("matmul_tn_264x200x136", "matmul_tn", dict(M=264, N=200, K=136),
+     "A^T B (left operand contiguous in m: wgmma transposes it), ragged, "
+     "interpreter-checked"),
+    ("matmul_tn_8192", "matmul_tn", dict(M=8192, N=8192, K=8192),
+     "benchmark: A^T B (a weight gradient's shape)"),
     ("matmul_4096", "matmul", dict(M=4096, N=4096, K=4096), "benchmark"),
     ("matmul_8192", "matmul", dict(M=8192, N=8192, K=8192), "benchmark"),
     ("matmul_16384x3072x1024", "matmul", dict(M=16384, N=3072, K=1024),

@@ -41,6 +41,9 @@ struct MmaContraction {
   /// Whether `b`'s last coordinate is `k` (a [.., n, k] operand, the layout
   /// of nn.Linear's weight); otherwise it is `n` (a [.., k, n] operand).
   bool bKContiguous;
+  /// Whether `a`'s last coordinate is `k`; otherwise it is `m` (an A^T
+  /// operand, [.., k, m]: wgmma only).
+  bool aKContiguous;
   /// The operands' element type (f16 or bf16).
   Type elementType;
   int64_t extentM, extentN, extentK;
@@ -75,8 +78,11 @@ std::optional<LogicalResult> emitFlashKernel(OpBuilder &b, ComprehensionOp op,
 
 /// Matches `op` (a function-level comprehension) against the contraction
 /// the tensor-core emitter handles; std::nullopt with `why` set otherwise.
+/// With `allowTransposedA` (wgmma), the left operand may be contiguous in
+/// m instead of k.
 std::optional<MmaContraction> matchMmaContraction(ComprehensionOp op,
-                                                  std::string &why);
+                                                  std::string &why,
+                                                  bool allowTransposedA);
 
 /// Emits `op` as a tensor-core matrix product into `k.func` at `b`, operands
 /// staged through shared memory by cp.async: mma.sync.m16n8k16 (sm_80 and

@@ -117,7 +117,8 @@ Value mlir::tang::stripExtensions(Value v) {
 }
 
 std::optional<MmaContraction>
-mlir::tang::matchMmaContraction(ComprehensionOp op, std::string &why) {
+mlir::tang::matchMmaContraction(ComprehensionOp op, std::string &why,
+                                bool allowTransposedA) {
   auto fail = [&](const Twine &reason) -> std::optional<MmaContraction> {
     why = reason.str();
     return std::nullopt;
@@ -200,10 +201,16 @@ mlir::tang::matchMmaContraction(ComprehensionOp op, std::string &why) {
   c.extentM = op.getExtent(c.m);
   c.extentN = op.getExtent(c.n);
 
-  if (!isContiguousIn(c.a, k))
-    return fail("the left operand is not contiguous in the reduced index "
-                "(its last coordinate must be the index, rows a multiple of "
-                "8 elements)");
+  c.aKContiguous = true;
+  if (!isContiguousIn(c.a, k)) {
+    if (!allowTransposedA || !isContiguousIn(c.a, op.getIndex(c.m)))
+      return fail(Twine("the left operand is not contiguous in the reduced "
+                        "index") +
+                  (allowTransposedA ? " nor in the row index" : "") +
+                  " (its last coordinate must be the index, rows a multiple "
+                  "of 8 elements)");
+    c.aKContiguous = false;
+  }
   if (isContiguousIn(c.b, k))
     c.bKContiguous = true;
   else if (isContiguousIn(c.b, n))
@@ -211,7 +218,8 @@ mlir::tang::matchMmaContraction(ComprehensionOp op, std::string &why) {
   else
     return fail("the right operand is contiguous in neither the reduced nor "
                 "the column index");
-  if (c.extentK % 8 != 0 || (!c.bKContiguous && c.extentN % 8 != 0))
+  if (c.extentK % 8 != 0 || (!c.bKContiguous && c.extentN % 8 != 0) ||
+      (!c.aKContiguous && c.extentM % 8 != 0))
     return fail("a contiguous extent is not a multiple of 8");
 
   // The epilogue: scalar code only.
@@ -439,8 +447,12 @@ void MmaEmitter::emitTileLoad(ReadOp read, Value tile, Value slot, int64_t rows,
 void MmaEmitter::emitLoads(Value kt, Value slot) {
   Value k = c.red.getIndex(c.red.getNumIndices() - 1);
   Value k0 = mul(kt, cfg.bk);
-  emitTileLoad(c.a, tileA, slot, cfg.bm, cfg.bk / 8, op.getIndex(c.m), m0,
-               c.extentM, k, k0, c.extentK);
+  if (c.aKContiguous)
+    emitTileLoad(c.a, tileA, slot, cfg.bm, cfg.bk / 8, op.getIndex(c.m), m0,
+                 c.extentM, k, k0, c.extentK);
+  else
+    emitTileLoad(c.a, tileA, slot, cfg.bk, cfg.bm / 8, k, k0, c.extentK,
+                 op.getIndex(c.m), m0, c.extentM, /*blocked=*/true);
   if (c.bKContiguous)
     emitTileLoad(c.b, tileB, slot, cfg.bn, cfg.bk / 8, op.getIndex(c.n), n0,
                  c.extentN, k, k0, c.extentK);
@@ -718,7 +730,9 @@ LogicalResult MmaEmitter::emit() {
                                   smem, add(base, cst(offset)), ValueRange{})
         .getResult();
   };
-  tileA = view({cfg.stages, cfg.bm, cfg.bk}, c.elementType, 0);
+  tileA = c.aKContiguous ? view({cfg.stages, cfg.bm, cfg.bk}, c.elementType, 0)
+                         : view({cfg.stages, cfg.bm / cfg.bk, cfg.bk, cfg.bk},
+                                c.elementType, 0);
   if (c.bKContiguous)
     tileB = view({cfg.stages, cfg.bn, cfg.bk}, c.elementType, aBytes);
   else if (cfg.wgmma)
@@ -835,7 +849,10 @@ SmallVector<Value> MmaEmitter::emitWgmmaMainLoop() {
       // is 16 rows.
       // Rows of bk 16-bit values (128 or 64 bytes: the swizzle width).
       int64_t row = cfg.bk * 2;
-      Value descA = descriptor(add(aSlot, cst(kk * 32)), 16, 8 * row);
+      Value descA = c.aKContiguous
+                        ? descriptor(add(aSlot, cst(kk * 32)), 16, 8 * row)
+                        : descriptor(add(aSlot, cst(kk * 16 * row)),
+                                     cfg.bk * row, 8 * row);
       Value descB = c.bKContiguous
                         ? descriptor(add(bSlot, cst(kk * 32)), 16, 8 * row)
                         : descriptor(add(bSlot, cst(kk * 16 * row)),
@@ -847,7 +864,8 @@ SmallVector<Value> MmaEmitter::emitWgmmaMainLoop() {
           NVVM::WGMMAScaleOutAttr::get(ctx, NVVM::WGMMAScaleOut::one),
           NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
           NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
-          NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row),
+          NVVM::MMALayoutAttr::get(ctx, c.aKContiguous ? NVVM::MMALayout::row
+                                                       : NVVM::MMALayout::col),
           NVVM::MMALayoutAttr::get(ctx, c.bKContiguous ? NVVM::MMALayout::col
                                                        : NVVM::MMALayout::row),
           /*satfinite=*/nullptr);

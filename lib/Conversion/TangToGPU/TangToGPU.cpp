@@ -157,7 +157,7 @@ FailureOr<Kernel> KernelFormBuilder::buildKernel(ComprehensionOp op,
   // memory-bound.
   if (!flash && tensorCores != "none" &&
       classifyComprehension(op) == ShapeClass::MatmulLike) {
-    mma = matchMmaContraction(op, why);
+    mma = matchMmaContraction(op, why, tensorCores == "wgmma");
     // Say why a contraction of 16-bit operands stays off the tensor cores.
     if (!mma && has16BitReads())
       op.emitRemark() << "not on tensor cores: " << why;

@@ -106,10 +106,13 @@ func.func @linear(%X: tensor<3x32x40xf16>, %W: tensor<64x40xf16>, %bias: tensor<
 
 // -----
 
-// A left operand read along its rows (A^T B) is not yet a tensor-core
-// layout: it says so and takes the plain kernel.
+// A left operand read along its rows (A^T B): wgmma transposes it (blocks
+// of rows of A^T laid out like a [k, n] operand); mma.sync does not take
+// it yet: it says so and takes the plain kernel.
 // CHECK-LABEL: func.func @transposed
 // CHECK-NOT: nvvm.mma.sync
+// WGMMA-LABEL: func.func @transposed
+// WGMMA: nvvm.wgmma.mma_async {{.*}} A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
 func.func @transposed(%A: tensor<24x40xbf16>, %B: tensor<24x48xbf16>) -> tensor<40x48xbf16> {
   // expected-remark @below {{not on tensor cores: the left operand is not contiguous in the reduced index}}
   %C = tang.comprehension (%i, %j) reduce (%k) [40, 48, 24] monoid(add) : tensor<40x48xbf16> {
