@@ -88,7 +88,8 @@ std::optional<int64_t> getIndexOffset(Value v, Value index) {
 
 /// The key limit c of a score select(j + a <= i + b, x, -inf) (see
 /// FlashMatch::keyLimit).
-std::optional<int64_t> getKeyLimit(Value score, Value i, Value j) {
+std::optional<int64_t> getKeyLimit(Value score, Value i, Value j,
+                                   int64_t extentI, int64_t extentJ) {
   auto sel = score.getDefiningOp<arith::SelectOp>();
   if (!sel)
     return std::nullopt;
@@ -124,6 +125,17 @@ std::optional<int64_t> getKeyLimit(Value score, Value i, Value j) {
   }
   std::optional<int64_t> a = getIndexOffset(lhs, j), b = getIndexOffset(rhs, i);
   if (!a || !b)
+    return std::nullopt;
+  // The comparison must be exact integer arithmetic over the domain: both
+  // sides fit the index type signed (no wrap), and an unsigned comparison
+  // only with both sides non-negative.
+  unsigned width = lhs.getType().getIntOrFloatBitWidth();
+  int64_t bound = std::max(extentI, extentJ) + std::abs(*a) + std::abs(*b);
+  if (width < 64 && bound >= (int64_t(1) << (width - 1)))
+    return std::nullopt;
+  bool isUnsigned =
+      pred == arith::CmpIPredicate::ule || pred == arith::CmpIPredicate::ult;
+  if (isUnsigned && (*a < 0 || *b < 0))
     return std::nullopt;
   switch (pred) {
   case arith::CmpIPredicate::sle:
@@ -240,6 +252,9 @@ std::optional<FlashMatch> matchFlash(ComprehensionOp op, std::string &why) {
   if (!qi)
     return fail("no query index");
   m.i = *qi;
+  // Keys and values are shared by the block's query rows.
+  if (readUses(m.v, op.getIndex(m.i)))
+    return fail("the value depends on the query index");
   if (!isContiguousIn(m.q, e) || !isContiguousIn(m.k, e))
     return fail("the dot product's operands are not contiguous in its index");
 
@@ -251,6 +266,12 @@ std::optional<FlashMatch> matchFlash(ComprehensionOp op, std::string &why) {
     return fail("the operands are not f16 or bf16");
   m.elementType = tq;
   m.lq = op.getExtent(m.i);
+  int64_t batchCount = 1;
+  for (unsigned p = 0; p < op.getNumParallel(); ++p)
+    if (p != m.i && p != m.d)
+      batchCount *= op.getExtent(p);
+  if (batchCount > 65535)
+    return fail("more batch points than the grid holds");
   m.dv = op.getExtent(m.d);
   if (m.dqk % 64 || m.dv % 64 || m.dqk > 256 || m.dv > 256)
     return fail("head dimensions must be 64, 128, 192 or 256");
@@ -277,7 +298,7 @@ std::optional<FlashMatch> matchFlash(ComprehensionOp op, std::string &why) {
   }
   if (dependsOn(m.score, d, body))
     return fail("the score depends on the value column");
-  m.keyLimit = getKeyLimit(m.score, op.getIndex(m.i), m.j);
+  m.keyLimit = getKeyLimit(m.score, op.getIndex(m.i), m.j, m.lq, m.lk);
   return m;
 }
 
@@ -703,8 +724,10 @@ LogicalResult FlashEmitter::emit() {
         for (unsigned p = 0; p < op.getNumParallel(); ++p)
           if (batch[p])
             mapping.map(op.getIndex(p), batch[p]);
-        mapping.map(op.getIndex(m.i), iv);
-        mapping.map(m.j, jv);
+        // Rows and keys past the end (discarded below) read in bounds.
+        mapping.map(op.getIndex(m.i),
+                    arith::MinUIOp::create(b, loc, iv, cst(m.lq - 1)));
+        mapping.map(m.j, arith::MinUIOp::create(b, loc, jv, cst(m.lk - 1)));
         mapping.map(m.red.getResult(0), raw);
         for (Operation *inner : m.scoreOps)
           if (failed(emitter.emit(b, inner, mapping)))

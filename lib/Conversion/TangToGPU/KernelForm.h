@@ -60,6 +60,10 @@ Value emitWgmmaDescriptor(OpBuilder &b, Location loc, Value byteAddress,
 /// chunks: then 8 consecutive values of `v` are one aligned 16-byte load.
 bool isContiguousIn(ReadOp read, Value v);
 
+/// Whether `e` is a sum of terms that are each a multiple of `m` for every
+/// value of the dimensions (constants, and products with such a factor).
+bool isSumOfMultiples(AffineExpr e, int64_t m);
+
 /// Whether `read` uses the index `v` in any coordinate.
 bool readUses(ReadOp read, Value v);
 

@@ -57,14 +57,32 @@ static SmallVector<Value> getCoordinateIndices(ReadOp read, unsigned coord) {
   return used;
 }
 
+bool mlir::tang::isSumOfMultiples(AffineExpr e, int64_t m) {
+  // Not AffineExpr::isMultipleOf: it counts (8 h) floordiv 16 as a
+  // multiple of 8.
+  if (auto c = dyn_cast<AffineConstantExpr>(e))
+    return c.getValue() % m == 0;
+  auto bin = dyn_cast<AffineBinaryOpExpr>(e);
+  if (!bin)
+    return false;
+  if (bin.getKind() == AffineExprKind::Add)
+    return isSumOfMultiples(bin.getLHS(), m) &&
+           isSumOfMultiples(bin.getRHS(), m);
+  if (bin.getKind() == AffineExprKind::Mul)
+    return isSumOfMultiples(bin.getLHS(), m) ||
+           isSumOfMultiples(bin.getRHS(), m);
+  return false;
+}
+
 /// Whether `e` is dimension `pos` plus terms without it that are
 /// multiples of 8 (a head offset h * 64 + d, say).
 static bool isUnitPlusAligned(AffineExpr e, unsigned pos, unsigned numDims) {
   MLIRContext *ctx = e.getContext();
   AffineExpr dim = getAffineDimExpr(pos, ctx);
-  AffineExpr rest = e.replace(dim, getAffineConstantExpr(0, ctx));
+  AffineExpr rest = simplifyAffineExpr(
+      e.replace(dim, getAffineConstantExpr(0, ctx)), numDims, 0);
   return simplifyAffineExpr(e - rest, numDims, 0) == dim &&
-         rest.isMultipleOf(8);
+         isSumOfMultiples(rest, 8);
 }
 
 bool mlir::tang::isContiguousIn(ReadOp read, Value v) {
@@ -179,6 +197,10 @@ mlir::tang::matchMmaContraction(ComprehensionOp op, std::string &why,
   // `op`, used by `b` only.
   c.n = op.getNumParallel() - 1;
   Value n = op.getIndex(c.n);
+  // The product may be written b * a: the right operand is the one that
+  // uses the column index.
+  if (readUses(c.a, n) && !readUses(c.b, n))
+    std::swap(c.a, c.b);
   if (!readUses(c.b, n) || readUses(c.a, n))
     return fail("the last parallel index is not used by the right operand "
                 "only");
@@ -186,17 +208,8 @@ mlir::tang::matchMmaContraction(ComprehensionOp op, std::string &why,
   for (unsigned i = 0; i < c.n; ++i)
     if (readUses(c.a, op.getIndex(i)) && !readUses(c.b, op.getIndex(i)))
       m = i;
-  if (!m) {
-    // The product may be written b * a.
-    std::swap(c.a, c.b);
-    if (!readUses(c.b, n) || readUses(c.a, n))
-      return fail("no parallel index is used by one operand only");
-    for (unsigned i = 0; i < c.n; ++i)
-      if (readUses(c.a, op.getIndex(i)) && !readUses(c.b, op.getIndex(i)))
-        m = i;
-    if (!m)
-      return fail("no parallel index is used by the left operand only");
-  }
+  if (!m)
+    return fail("no parallel index is used by the left operand only");
   c.m = *m;
   c.extentM = op.getExtent(c.m);
   c.extentN = op.getExtent(c.n);
@@ -221,6 +234,15 @@ mlir::tang::matchMmaContraction(ComprehensionOp op, std::string &why,
   if (c.extentK % 8 != 0 || (!c.bKContiguous && c.extentN % 8 != 0) ||
       (!c.aKContiguous && c.extentM % 8 != 0))
     return fail("a contiguous extent is not a multiple of 8");
+
+  // The grid: batch points over z, row tiles over y (at most 65535 each;
+  // rows of 64 at the least).
+  int64_t batchCount = 1;
+  for (unsigned p = 0; p < op.getNumParallel(); ++p)
+    if (p != c.m && p != c.n)
+      batchCount *= op.getExtent(p);
+  if (batchCount > 65535 || llvm::divideCeil(c.extentM, 32) > 65535)
+    return fail("more batch points or row tiles than the grid holds");
 
   // The epilogue: scalar code only.
   if (c.red != op) {
@@ -263,7 +285,7 @@ struct MmaConfig {
            pow2In(warpsM, 1, 8) && pow2In(warpsN, 1, 8) && threads() <= 512 &&
            tm() % 16 == 0 && tn() % 16 == 0 && (bm * bk / 8) % threads() == 0 &&
            (bn * bk / 8) % threads() == 0 && tm() * tn() / 32 <= 128 &&
-           ringBytes() <= 227 * 1024;
+           ringBytes() <= 227 * 1024 && bm * (bn + 8) * 4 <= 227 * 1024;
   }
 };
 

@@ -346,10 +346,11 @@ bool isVectorizable(ReadOp read, Value row, int64_t v) {
   AffineExpr dim =
       getAffineDimExpr(static_cast<unsigned>(pos), read.getContext());
   AffineExpr last = map.getResults().back();
-  AffineExpr rest =
-      last.replace(dim, getAffineConstantExpr(0, read.getContext()));
+  AffineExpr rest = simplifyAffineExpr(
+      last.replace(dim, getAffineConstantExpr(0, read.getContext())),
+      map.getNumDims(), 0);
   if (simplifyAffineExpr(last - rest, map.getNumDims(), 0) != dim ||
-      !rest.isMultipleOf(v))
+      !isSumOfMultiples(rest, v))
     return false;
   return llvm::none_of(map.getResults().drop_back(), [&](AffineExpr e) {
     return e.isFunctionOfDim(static_cast<unsigned>(pos));

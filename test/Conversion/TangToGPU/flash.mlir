@@ -112,3 +112,78 @@ func.func @heads(%Q: tensor<1x40x128xbf16>, %K: tensor<1x40x128xbf16>, %V: tenso
   }
   return %0 : tensor<1x40x2x64xbf16>
 }
+
+// -----
+
+// The value may not depend on the query index (keys and values are shared by
+// a block's rows): plain kernel.
+// CHECK-LABEL: func.func @v_uses_i
+// CHECK-NOT: nvvm.mma.sync
+// CHECK-NOT: nvvm.wgmma.mma_async
+func.func @v_uses_i(%Q: tensor<1x128x64xbf16>, %K: tensor<1x128x64xbf16>, %V: tensor<1x128x128x64xbf16>) -> tensor<1x128x64xbf16> {
+  // expected-remark @below {{not a flash-attention kernel: the value depends on the query index}}
+  %0 = tang.comprehension (%b, %i, %d) reduce (%j) [1, 128, 64, 128] monoid(online_softmax) : tensor<1x128x64xbf16> {
+    %s = tang.comprehension reduce (%e) [64] monoid(add) : bf16 {
+      %q = tang.read %Q[%b, %i, %e] : tensor<1x128x64xbf16>
+      %k = tang.read %K[%b, %j, %e] : tensor<1x128x64xbf16>
+      %p = arith.mulf %q, %k : bf16
+      tang.yield %p : bf16
+    }
+    %v = tang.read %V[%b, %i, %j, %d] : tensor<1x128x128x64xbf16>
+    tang.yield %s, %v : bf16, bf16
+  }
+  return %0 : tensor<1x128x64xbf16>
+}
+
+// -----
+
+// An unsigned comparison with a negative offset (j <=u i - 1 wraps at i = 0,
+// keeping every key for row 0): no key tiles are skipped.
+// CHECK-LABEL: func.func @strict
+// CHECK-NOT: arith.minsi
+// CHECK: gpu.return
+func.func @strict(%Q: tensor<1x128x64xbf16>, %K: tensor<1x128x64xbf16>, %V: tensor<1x128x64xbf16>) -> tensor<1x128x64xbf16> {
+  %ninf = arith.constant 0xFF80 : bf16
+  %0 = tang.comprehension (%b, %i, %d) reduce (%j) [1, 128, 64, 128] monoid(online_softmax) : tensor<1x128x64xbf16> {
+    %s = tang.comprehension reduce (%e) [64] monoid(add) : bf16 {
+      %q = tang.read %Q[%b, %i, %e] : tensor<1x128x64xbf16>
+      %k = tang.read %K[%b, %j, %e] : tensor<1x128x64xbf16>
+      %p = arith.mulf %q, %k : bf16
+      tang.yield %p : bf16
+    }
+    %vi = tang.index [%i - 1] : i32
+    %vj = tang.index %j : i32
+    %keep = arith.cmpi ule, %vj, %vi : i32
+    %t = arith.select %keep, %s, %ninf : bf16
+    %v = tang.read %V[%b, %j, %d] : tensor<1x128x64xbf16>
+    tang.yield %t, %v : bf16, bf16
+  }
+  return %0 : tensor<1x128x64xbf16>
+}
+
+// -----
+
+// Score code reading a tensor (a bias) reads in bounds on the padding rows
+// and keys of the last tiles (their scores are discarded).
+// CHECK-LABEL: func.func @bias
+// SYNC: nvvm.mma.sync
+// WG: nvvm.wgmma.mma_async
+// CHECK: %[[I:[0-9]+]] = arith.minui %{{[0-9]+}}, %c79
+// CHECK-NEXT: arith.constant 79
+// CHECK-NEXT: %[[J:[0-9]+]] = arith.minui %{{[0-9]+}}, %c79
+// CHECK-NEXT: memref.load %{{.*}}[%[[I]], %[[J]]] : memref<80x80xbf16>
+func.func @bias(%Q: tensor<1x80x64xbf16>, %K: tensor<1x80x64xbf16>, %V: tensor<1x80x64xbf16>, %Bias: tensor<80x80xbf16>) -> tensor<1x80x64xbf16> {
+  %0 = tang.comprehension (%b, %i, %d) reduce (%j) [1, 80, 64, 80] monoid(online_softmax) : tensor<1x80x64xbf16> {
+    %s = tang.comprehension reduce (%e) [64] monoid(add) : bf16 {
+      %q = tang.read %Q[%b, %i, %e] : tensor<1x80x64xbf16>
+      %k = tang.read %K[%b, %j, %e] : tensor<1x80x64xbf16>
+      %p = arith.mulf %q, %k : bf16
+      tang.yield %p : bf16
+    }
+    %bias = tang.read %Bias[%i, %j] : tensor<80x80xbf16>
+    %t = arith.addf %s, %bias : bf16
+    %v = tang.read %V[%b, %j, %d] : tensor<1x80x64xbf16>
+    tang.yield %t, %v : bf16, bf16
+  }
+  return %0 : tensor<1x80x64xbf16>
+}

@@ -156,3 +156,38 @@ func.func @reshaped(%O: tensor<2x40x2x64xbf16>, %W: tensor<128x64xbf16>) -> tens
   }
   return %C : tensor<2x40x64xbf16>
 }
+
+// -----
+
+// The product written b * a reaches the tensor cores too.
+// CHECK-LABEL: func.func @swapped
+// CHECK: nvvm.mma.sync
+// WGMMA-LABEL: func.func @swapped
+// WGMMA: nvvm.wgmma.mma_async
+func.func @swapped(%A: tensor<128x64xbf16>, %B: tensor<64x128xbf16>) -> tensor<128x128xbf16> {
+  %C = tang.comprehension (%i, %j) reduce (%k) [128, 128, 64] monoid(add) : tensor<128x128xbf16> {
+    %a = tang.read %A[%i, %k] : tensor<128x64xbf16>
+    %b = tang.read %B[%k, %j] : tensor<64x128xbf16>
+    %p = arith.mulf %b, %a : bf16
+    tang.yield %p : bf16
+  }
+  return %C : tensor<128x128xbf16>
+}
+
+// -----
+
+// A column offset that is a floordiv ((8 h) floordiv 16 = h floordiv 2) is
+// not a multiple of 8: 16-byte copies would be misaligned, so no tensor
+// cores.
+// CHECK-LABEL: func.func @floordiv_offset
+// CHECK-NOT: nvvm.mma.sync
+func.func @floordiv_offset(%A: tensor<64x72xbf16>, %B: tensor<64x64xbf16>) -> tensor<4x64x64xbf16> {
+  // expected-remark @below {{not on tensor cores: the left operand is not contiguous in the reduced index}}
+  %C = tang.comprehension (%h, %i, %j) reduce (%k) [4, 64, 64, 64] monoid(add) : tensor<4x64x64xbf16> {
+    %a = tang.read %A[%i, %k + (%h * 8) floordiv 16] : tensor<64x72xbf16>
+    %b = tang.read %B[%k, %j] : tensor<64x64xbf16>
+    %p = arith.mulf %a, %b : bf16
+    tang.yield %p : bf16
+  }
+  return %C : tensor<4x64x64xbf16>
+}
