@@ -713,6 +713,11 @@ LogicalResult FlashEmitter::emit() {
     // 2 (lane % 4) (+ 1) of each n8 tile; keys past the end are -inf.
     Value qRow = add(row0, add(warpRow, div(lane, 4)));
     Value kCol = add(mul(kb, bn), mul(rem(lane, 4), 2));
+    bool scoreReads = llvm::any_of(m.scoreOps, [](Operation *o) {
+      bool reads = false;
+      o->walk([&](ReadOp) { reads = true; });
+      return reads;
+    });
     for (int64_t t = 0; t < bn / 8; ++t) {
       for (int64_t x = 0; x < 4; ++x) {
         Value iv = x >= 2 ? add(qRow, cst(8)) : qRow;
@@ -724,10 +729,16 @@ LogicalResult FlashEmitter::emit() {
         for (unsigned p = 0; p < op.getNumParallel(); ++p)
           if (batch[p])
             mapping.map(op.getIndex(p), batch[p]);
-        // Rows and keys past the end (discarded below) read in bounds.
-        mapping.map(op.getIndex(m.i),
-                    arith::MinUIOp::create(b, loc, iv, cst(m.lq - 1)));
-        mapping.map(m.j, arith::MinUIOp::create(b, loc, jv, cst(m.lk - 1)));
+        // Rows and keys past the end (discarded below) read in bounds
+        // (index arithmetic alone needs no clamp).
+        if (scoreReads) {
+          mapping.map(op.getIndex(m.i),
+                      arith::MinUIOp::create(b, loc, iv, cst(m.lq - 1)));
+          mapping.map(m.j, arith::MinUIOp::create(b, loc, jv, cst(m.lk - 1)));
+        } else {
+          mapping.map(op.getIndex(m.i), iv);
+          mapping.map(m.j, jv);
+        }
         mapping.map(m.red.getResult(0), raw);
         for (Operation *inner : m.scoreOps)
           if (failed(emitter.emit(b, inner, mapping)))
