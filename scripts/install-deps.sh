@@ -9,6 +9,7 @@ PACKAGES=(
   python3-numpy python3-pytest                              # NumPy tests
   spirv-tools                                               # spirv-val
   mesa-vulkan-drivers libvulkan-dev vulkan-tools            # Vulkan (lavapipe)
+  pocl-opencl-icd ocl-icd-opencl-dev opencl-headers         # OpenCL (PoCL)
 )
 
 missing=()

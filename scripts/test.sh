@@ -29,6 +29,16 @@ if [ -f /usr/include/vulkan/vulkan.h ]; then
   export TANG_VK_RUN="$PWD/build-vk/tang-vk-run"
 fi
 
+# The OpenCL runtime builds wherever the OpenCL headers are; its differential
+# tests run every example's OpenCL C bundle on the first OpenCL device (PoCL
+# on the CPU) against the interpreter.
+if [ -f /usr/include/CL/cl.h ]; then
+  echo "[tang] building the OpenCL runtime (runtime/opencl -> build-ocl)"
+  [ -f build-ocl/build.ninja ] || cmake -G Ninja -S runtime/opencl -B build-ocl >/dev/null
+  ninja -C build-ocl
+  export TANG_OCL_RUN="$PWD/build-ocl/tang-ocl-run"
+fi
+
 BUILD_DIR="${TANG_BUILD_DIR:-build}"
 echo "[tang] running check-tang"
 ninja -C "$BUILD_DIR" check-tang

@@ -15,6 +15,11 @@ void mlir::tang::registerTangPipelines() {
       [](OpPassManager &pm, const TangLowerSpirvOptions &options) {
         return buildTangLowerSpirvPipeline(pm, options);
       });
+  PassPipelineRegistration<TangLowerOpenCLOptions>(
+      "tang-lower-opencl",
+      "Lower tang to OpenCL C 1.2: (fusion,) the kernel form, the OpenCL C "
+      "printer; a bundle with the .cl, or the source on stdout",
+      buildTangLowerOpenCLPipeline);
   PassPipelineRegistration<TangLowerCudaOptions>(
       "tang-lower-cuda",
       "Lower tang to CUDA: (fusion,) schedules, the kernel form, NVVM, and "

@@ -3,6 +3,7 @@
 #include "Tang/Conversion/Passes.h"
 #include "Tang/Pipelines/Pipelines.h"
 #include "Tang/Target/CUDA/ExportBundle.h"
+#include "Tang/Target/OpenCL/TranslateToOpenCL.h"
 #include "Tang/Transforms/Passes.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -73,4 +74,19 @@ mlir::tang::buildTangLowerSpirvPipeline(OpPassManager &pm,
   if (!options.bundle.empty())
     pm.addPass(createExportCudaBundlePass(options.bundle));
   return success();
+}
+
+void mlir::tang::buildTangLowerOpenCLPipeline(
+    OpPassManager &pm, const TangLowerOpenCLOptions &options) {
+  if (options.fuse) {
+    pm.addPass(createTangFuse());
+    pm.addPass(createTangOnlineSoftmax());
+  }
+  pm.addPass(createCanonicalizerPass());
+  // No schedule: one thread per point (OpenCL 1.2 on PoCL has no subgroups;
+  // workgroup memory is not mapped yet).
+  pm.addPass(createConvertTangToGPU());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(createExportOpenCLBundlePass(options.bundle));
 }

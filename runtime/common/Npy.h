@@ -49,6 +49,17 @@ Error writeNpy(const std::string &path, DType t,
 Error writeNpy(const std::string &path, const std::string &descr,
                const std::vector<int64_t> &shape, const std::string &data);
 
+/// Converts `npy` into `out` (b.numBytes() bytes), the contents of a buffer
+/// of `b`'s dtype: float buffers (f32, f64) take <f4 and <f8 arrays, i32
+/// buffers <i4 and <i8 (in range). `what` names the input in errors.
+Error convertNpyInput(const Npy &npy, const BufferSpec &b,
+                      const std::string &what, void *out);
+
+/// Writes buffer contents `data` of `b` to the .npy file at `path`: floats
+/// as float64 (<f8, as tang-run writes them), i32 as int32 (<i4).
+Error writeBufferNpy(const std::string &path, const BufferSpec &b,
+                     const void *data);
+
 /// Creates `dir` and its parents.
 Error makeDirs(const std::string &dir);
 

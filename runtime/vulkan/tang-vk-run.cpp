@@ -154,91 +154,16 @@ std::string shapeString(const std::vector<int64_t> &shape) {
 
 using tang::runtime::Npy;
 
-/// Converts `npy` into `out` (b.numBytes() bytes), the contents of a buffer of
-/// `b`'s dtype. Float buffers take <f4 and <f8 arrays; i32 buffers take <i4
-/// and <i8 (in range).
+/// Converts `npy` into `out`, the contents of a buffer of `b`.
 Status convertInput(const Npy &npy, const BufferSpec &b,
                     const std::string &what, void *out) {
-  size_t n = size_t(b.numElements());
-  auto cannot = [&] {
-    return Status::error(
-        what + ": a .npy array of dtype '" + npy.typestr + "' cannot feed a " +
-        dtypeName(b.dtype) + " buffer (use " +
-        (b.dtype == DType::I32 ? "<i4 or <i8" : "<f4 or <f8") + ")");
-  };
-  const char *src = npy.data.data();
-  if (b.dtype == DType::F32 || b.dtype == DType::F64) {
-    bool f4 = npy.descr == "f4", f8 = npy.descr == "f8";
-    if (!f4 && !f8)
-      return cannot();
-    for (size_t i = 0; i < n; ++i) {
-      double x;
-      if (f4) {
-        float v;
-        std::memcpy(&v, src + 4 * i, 4);
-        x = v;
-      } else {
-        std::memcpy(&x, src + 8 * i, 8);
-      }
-      if (b.dtype == DType::F32) {
-        float v = float(x);
-        std::memcpy(static_cast<char *>(out) + 4 * i, &v, 4);
-      } else {
-        std::memcpy(static_cast<char *>(out) + 8 * i, &x, 8);
-      }
-    }
-    return {};
-  }
-  if (b.dtype == DType::I32) {
-    bool i4 = npy.descr == "i4", i8 = npy.descr == "i8";
-    if (!i4 && !i8)
-      return cannot();
-    for (size_t i = 0; i < n; ++i) {
-      int64_t x;
-      if (i4) {
-        int32_t v;
-        std::memcpy(&v, src + 4 * i, 4);
-        x = v;
-      } else {
-        std::memcpy(&x, src + 8 * i, 8);
-        if (x < INT32_MIN || x > INT32_MAX)
-          return Status::error(what + ": element " + std::to_string(i) + " (" +
-                               std::to_string(x) + ") does not fit in i32");
-      }
-      int32_t v = int32_t(x);
-      std::memcpy(static_cast<char *>(out) + 4 * i, &v, 4);
-    }
-    return {};
-  }
-  return cannot();
+  return toStatus(tang::runtime::convertNpyInput(npy, b, what, out));
 }
 
-/// Writes buffer contents `data` of `b` to the .npy file at `path`: floats as
-/// float64 (<f8), i32 as int32 (<i4).
+/// Writes buffer contents `data` of `b` to the .npy file at `path`.
 Status writeNpy(const std::string &path, const BufferSpec &b,
                 const void *data) {
-  size_t n = size_t(b.numElements());
-  std::string payload;
-  std::string descr;
-  if (b.dtype == DType::I32) {
-    descr = "<i4";
-    payload.assign(static_cast<const char *>(data), 4 * n);
-  } else {
-    descr = "<f8";
-    payload.resize(8 * n);
-    for (size_t i = 0; i < n; ++i) {
-      double x;
-      if (b.dtype == DType::F32) {
-        float v;
-        std::memcpy(&v, static_cast<const char *>(data) + 4 * i, 4);
-        x = v;
-      } else {
-        std::memcpy(&x, static_cast<const char *>(data) + 8 * i, 8);
-      }
-      std::memcpy(&payload[8 * i], &x, 8);
-    }
-  }
-  return toStatus(tang::runtime::writeNpy(path, descr, b.shape, payload));
+  return toStatus(tang::runtime::writeBufferNpy(path, b, data));
 }
 
 //===----------------------------------------------------------------------===//

@@ -27,21 +27,17 @@ import os
 import pathlib
 import shutil
 import subprocess
-import zlib
 
 import numpy as np
 import pytest
+
+from differential import check_functions, run  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TANG_BIN = pathlib.Path(os.environ.get("TANG_BIN", ROOT / "build" / "bin"))
 VK_RUN = pathlib.Path(
     os.environ.get("TANG_VK_RUN", ROOT / "build-vk" / "tang-vk-run"))
 EXAMPLES = sorted((ROOT / "examples").glob("*.mlir"))
-
-# Relative error bounds per output dtype; integer outputs compare exactly.
-TOLERANCE = {"f32": 1e-5, "f64": 1e-12}
-INTEGER_DTYPES = {"i32"}
-NUMPY_DTYPE = {"f32": np.float32, "f64": np.float64, "i32": np.int32}
 
 # Lavapipe's loop limiter: the loop iterations one invocation may run in all.
 LAVAPIPE_LOOP_LIMIT = 65535
@@ -55,11 +51,6 @@ KNOWN_LIMITS = {
         "RMSNorm and attention reductions are recomputed inside the W1/W3 "
         "reductions, for each of the 64 hidden units)",
 }
-
-
-def run(args, timeout=120, **kwargs):
-    return subprocess.run([str(a) for a in args], capture_output=True,
-                          text=True, timeout=timeout, **kwargs)
 
 
 @pytest.fixture(scope="module")
@@ -88,43 +79,6 @@ def lower(example, bundle):
     return json.loads((bundle / "manifest.json").read_text())
 
 
-def random_input(rng, spec):
-    """Seeded non-zero values of the manifest buffer `spec`: floats of
-    magnitude in [0.25, 1) with random signs, integers in [1, 8]."""
-    shape = tuple(spec["shape"])
-    if spec["dtype"] in INTEGER_DTYPES:
-        return rng.integers(1, 9, shape).astype(NUMPY_DTYPE[spec["dtype"]])
-    magnitude = rng.uniform(0.25, 1.0, shape)
-    sign = np.where(rng.random(shape) < 0.5, -1.0, 1.0)
-    return (sign * magnitude).astype(NUMPY_DTYPE[spec["dtype"]])
-
-
-def compare(backend, where, k, spec, out, ref):
-    """Asserts that output #k of tang-vk-run (`out`) matches tang-run's."""
-    what = (f"[{backend}] {where}: output #{k} "
-            f"({spec['dtype']} {spec['shape']})")
-    assert out.shape == ref.shape, (
-        f"{what}: shape {out.shape}, reference {ref.shape}")
-    if spec["dtype"] in INTEGER_DTYPES:
-        bad = np.flatnonzero(out.ravel() != ref.ravel())
-        assert bad.size == 0, (
-            f"{what}: {bad.size} of {ref.size} elements differ, first at "
-            f"flat index {bad[0]}: {out.ravel()[bad[0]]} vs reference "
-            f"{ref.ravel()[bad[0]]}")
-        return
-    nans = int(np.isnan(out).sum())
-    assert nans == 0, f"{what}: {nans} NaN of {out.size} elements"
-    assert np.all(np.isfinite(ref)), f"{what}: the reference is not finite"
-    out = out.astype(np.float64)
-    ref = ref.astype(np.float64)
-    norm = np.linalg.norm(ref)
-    err = np.linalg.norm(out - ref) / (norm if norm > 0 else 1.0)
-    tol = TOLERANCE[spec["dtype"]]
-    assert err <= tol, (
-        f"{what}: relative error ||out-ref||/||ref|| = {err:.3e} > {tol:.0e} "
-        f"(max abs error {np.max(np.abs(out - ref)):.3e})")
-
-
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
 def test_example_matches_interpreter(example, backend, tmp_path, request):
     reason = KNOWN_LIMITS.get((backend, example.stem))
@@ -136,39 +90,9 @@ def test_example_matches_interpreter(example, backend, tmp_path, request):
     manifest = lower(example, bundle)
     assert manifest["format"] == "spirv", manifest["format"]
     assert manifest["functions"], f"{example.name}: no functions"
-    for fn in manifest["functions"]:
-        name = fn["name"]
-        where = f"{example.name} @{name}"
-        for spec in fn["args"] + fn["temporaries"]:
-            if spec["dtype"] not in NUMPY_DTYPE:
-                pytest.skip(f"{where}: dtype {spec['dtype']} is not supported "
-                            "by tang-vk-run yet")
-
-        rng = np.random.default_rng(zlib.crc32(where.encode()))
-        inputs = []
-        for i, spec in enumerate(a for a in fn["args"]
-                                 if a["role"] == "input"):
-            path = tmp_path / f"{name}_input_{i}.npy"
-            np.save(path, random_input(rng, spec))
-            inputs.append(path)
-
-        ref_dir, vk_dir = tmp_path / f"{name}_ref", tmp_path / f"{name}_vk"
-        r = run([TANG_BIN / "tang-run", example, f"--entry={name}",
-                 *[f"--input={p}" for p in inputs], f"--output-dir={ref_dir}"])
-        assert r.returncode == 0, f"tang-run failed on {where}:\n{r.stderr}"
-        r = run([VK_RUN, bundle, name, *inputs, "--out", vk_dir])
-        assert r.returncode == 0, (
-            f"[{backend}] tang-vk-run failed on {where} "
-            f"(exit {r.returncode}):\n{r.stderr}")
-
-        outputs = [a for a in fn["args"] if a["role"] == "output"]
-        assert outputs, f"{where}: no outputs"
-        for k, spec in enumerate(outputs):
-            out = np.load(vk_dir / f"output_{k}.npy")
-            ref = np.load(ref_dir / f"output_{k}.npy")
-            compare(backend, where, k, spec, out, ref)
-        extra = sorted(p.name for p in vk_dir.glob("output_*.npy"))
-        assert len(extra) == len(outputs), f"{where}: outputs {extra}"
+    check_functions(backend, example, manifest, tmp_path, TANG_BIN,
+                    lambda name, inputs, out: run(
+                        [VK_RUN, bundle, name, *inputs, "--out", out]))
 
 
 def test_lavapipe_loop_limit(backend, tmp_path):

@@ -69,6 +69,26 @@ struct TangLowerSpirvOptions
 LogicalResult buildTangLowerSpirvPipeline(OpPassManager &pm,
                                           const TangLowerSpirvOptions &options);
 
+/// Options of --tang-lower-opencl.
+struct TangLowerOpenCLOptions
+    : public PassPipelineOptions<TangLowerOpenCLOptions> {
+  PassOptions::Option<bool> fuse{
+      *this, "fuse",
+      llvm::cl::desc("Run --tang-fuse and --tang-online-softmax first"),
+      llvm::cl::init(false)};
+  PassOptions::Option<std::string> bundle{
+      *this, "bundle",
+      llvm::cl::desc("Write tang_kernels.cl and the launch sequence to this "
+                     "directory (format opencl); without it, print the "
+                     "OpenCL C to stdout"),
+      llvm::cl::init("")};
+};
+
+/// tang IR -> (fusion) -> the kernel form (one thread per point) -> OpenCL C
+/// 1.2 (a bundle, or stdout).
+void buildTangLowerOpenCLPipeline(OpPassManager &pm,
+                                  const TangLowerOpenCLOptions &options);
+
 /// Registers tang's pipelines with the pass registry.
 void registerTangPipelines();
 

@@ -139,6 +139,12 @@ static LogicalResult writeManifest(ModuleOp module, StringRef dir,
                                    StringRef format, StringRef image,
                                    StringRef chip);
 
+LogicalResult mlir::tang::writeBundleManifest(ModuleOp module, StringRef dir,
+                                              StringRef format, StringRef image,
+                                              StringRef chip) {
+  return writeManifest(module, dir, format, image, chip);
+}
+
 /// A Vulkan bundle: the serialised spirv.module and the same manifest.
 static LogicalResult exportSpirvImage(ModuleOp module, spirv::ModuleOp spv,
                                       StringRef dir) {

@@ -21,6 +21,12 @@ LogicalResult exportCudaBundle(ModuleOp module, StringRef dir);
 /// A pass running exportCudaBundle on the module.
 std::unique_ptr<Pass> createExportCudaBundlePass(std::string dir);
 
+/// Writes `dir`/manifest.json for the kernel-form host functions of
+/// `module` (see docs/CudaBundle.md): image `image` of format `format`.
+LogicalResult writeBundleManifest(ModuleOp module, StringRef dir,
+                                  StringRef format, StringRef image,
+                                  StringRef chip);
+
 } // namespace mlir::tang
 
 #endif // TANG_TARGET_CUDA_EXPORTBUNDLE_H

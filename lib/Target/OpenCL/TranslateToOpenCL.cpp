@@ -1,0 +1,550 @@
+//===- TranslateToOpenCL.cpp - the kernel form as OpenCL C ------*- C++ -*-===//
+//
+// Prints the kernels of the kernel form (`gpu.module @tang_kernels`) as
+// OpenCL C 1.2: one print function per operation, no decisions of its own
+// (the schedule and the kernel shape were fixed by --convert-tang-to-gpu).
+// Every SSA value becomes a local variable `vN`; structured control flow
+// (scf.for, scf.if) becomes C loops and branches whose results are
+// variables declared before them. Buffers are `__global` pointers indexed
+// by the row-major linearisation of their static shapes.
+//
+// What OpenCL 1.2 on the targets tang runs (PoCL) cannot express is a
+// diagnostic naming the feature: 16-bit floats (no cl_khr_fp16), subgroup
+// operations, workgroup memory (not used by the kernels this backend is
+// given yet), and any operation the printer does not know.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Tang/Target/OpenCL/TranslateToOpenCL.h"
+#include "Tang/Target/CUDA/ExportBundle.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::tang;
+
+namespace {
+
+class OpenCLPrinter {
+public:
+  explicit OpenCLPrinter(raw_ostream &os) : os(os) {}
+
+  LogicalResult printKernel(gpu::GPUFuncOp func);
+
+private:
+  FailureOr<std::string> typeName(Operation *at, Type t);
+  std::string name(Value v) {
+    auto [it, inserted] = names.try_emplace(v, "");
+    if (inserted)
+      it->second = "v" + std::to_string(next++);
+    return it->second;
+  }
+  raw_ostream &indent() { return os.indent(2 * depth); }
+  /// Declares `v` (`T vN = `) and returns the stream for its value.
+  FailureOr<raw_ostream *> define(Operation *at, Value v);
+
+  LogicalResult printBlock(Block &block);
+  LogicalResult printOp(Operation *op);
+  LogicalResult printConstant(arith::ConstantOp op);
+  LogicalResult printBinary(Operation *op, StringRef symbol);
+  LogicalResult printCall(Operation *op, StringRef function);
+  LogicalResult printCmpI(arith::CmpIOp op);
+  LogicalResult printCmpF(arith::CmpFOp op);
+  LogicalResult printCast(Operation *op);
+  LogicalResult printLoad(memref::LoadOp op);
+  LogicalResult printStore(memref::StoreOp op);
+  LogicalResult printFor(scf::ForOp op);
+  LogicalResult printIf(scf::IfOp op);
+  LogicalResult printId(Operation *op, StringRef function, gpu::Dimension dim);
+  std::string linearIndex(Value memref, ValueRange indices);
+
+  raw_ostream &os;
+  llvm::DenseMap<Value, std::string> names;
+  unsigned next = 0;
+  unsigned depth = 1;
+};
+
+FailureOr<std::string> OpenCLPrinter::typeName(Operation *at, Type t) {
+  if (t.isIndex() || t.isSignlessInteger(64))
+    return std::string("long");
+  if (t.isSignlessInteger(32))
+    return std::string("int");
+  if (t.isSignlessInteger(8))
+    return std::string("char");
+  if (t.isSignlessInteger(1))
+    return std::string("bool");
+  if (t.isF32())
+    return std::string("float");
+  if (t.isF64())
+    return std::string("double");
+  if (t.isF16() || t.isBF16())
+    return at->emitOpError()
+           << "uses " << t
+           << ": 16-bit floats are not available on the OpenCL 1.2 target "
+              "(no cl_khr_fp16 on PoCL); store the program in f32";
+  return at->emitOpError() << "uses type " << t
+                           << ", which the OpenCL C printer does not know";
+}
+
+FailureOr<raw_ostream *> OpenCLPrinter::define(Operation *at, Value v) {
+  FailureOr<std::string> t = typeName(at, v.getType());
+  if (failed(t))
+    return failure();
+  indent() << *t << " " << name(v) << " = ";
+  return &os;
+}
+
+std::string OpenCLPrinter::linearIndex(Value memref, ValueRange indices) {
+  auto type = cast<MemRefType>(memref.getType());
+  std::string s;
+  for (auto [d, idx] : llvm::enumerate(indices)) {
+    if (d == 0)
+      s = name(idx);
+    else
+      s = llvm::formatv("({0}) * {1} + {2}", s, type.getDimSize(d), name(idx))
+              .str();
+  }
+  return s.empty() ? "0" : s;
+}
+
+LogicalResult OpenCLPrinter::printConstant(arith::ConstantOp op) {
+  FailureOr<raw_ostream *> o = define(op, op.getResult());
+  if (failed(o))
+    return failure();
+  Attribute value = op.getValue();
+  if (auto f = dyn_cast<FloatAttr>(value)) {
+    double d = f.getValueAsDouble();
+    if (std::isinf(d))
+      **o << (d < 0 ? "-INFINITY" : "INFINITY");
+    else if (std::isnan(d))
+      **o << "NAN";
+    else
+      **o << llvm::formatv("{0:e16}", d).str()
+          << (f.getType().isF32() ? "f" : "");
+  } else if (auto i = dyn_cast<IntegerAttr>(value)) {
+    if (i.getType().isSignlessInteger(1))
+      **o << (i.getValue().isZero() ? "false" : "true");
+    else
+      **o << i.getValue().getSExtValue() << (op.getType().isIndex() ? "L" : "");
+  } else {
+    return op.emitOpError() << "is a constant the OpenCL C printer cannot "
+                               "print (vectors and tensors are not "
+                               "supported)";
+  }
+  **o << ";\n";
+  return success();
+}
+
+LogicalResult OpenCLPrinter::printBinary(Operation *op, StringRef symbol) {
+  FailureOr<raw_ostream *> o = define(op, op->getResult(0));
+  if (failed(o))
+    return failure();
+  **o << name(op->getOperand(0)) << " " << symbol << " "
+      << name(op->getOperand(1)) << ";\n";
+  return success();
+}
+
+LogicalResult OpenCLPrinter::printCall(Operation *op, StringRef function) {
+  FailureOr<raw_ostream *> o = define(op, op->getResult(0));
+  if (failed(o))
+    return failure();
+  **o << function << "(";
+  llvm::interleaveComma(op->getOperands(), **o,
+                        [&](Value v) { **o << name(v); });
+  **o << ");\n";
+  return success();
+}
+
+LogicalResult OpenCLPrinter::printCmpI(arith::CmpIOp op) {
+  using P = arith::CmpIPredicate;
+  StringRef sym;
+  bool isUnsigned = false;
+  switch (op.getPredicate()) {
+  case P::eq:
+    sym = "==";
+    break;
+  case P::ne:
+    sym = "!=";
+    break;
+  case P::slt:
+    sym = "<";
+    break;
+  case P::sle:
+    sym = "<=";
+    break;
+  case P::sgt:
+    sym = ">";
+    break;
+  case P::sge:
+    sym = ">=";
+    break;
+  case P::ult:
+    sym = "<", isUnsigned = true;
+    break;
+  case P::ule:
+    sym = "<=", isUnsigned = true;
+    break;
+  case P::ugt:
+    sym = ">", isUnsigned = true;
+    break;
+  case P::uge:
+    sym = ">=", isUnsigned = true;
+    break;
+  }
+  FailureOr<raw_ostream *> o = define(op, op.getResult());
+  if (failed(o))
+    return failure();
+  StringRef cast = isUnsigned ? "(ulong)" : "";
+  **o << cast << name(op.getLhs()) << " " << sym << " " << cast
+      << name(op.getRhs()) << ";\n";
+  return success();
+}
+
+LogicalResult OpenCLPrinter::printCmpF(arith::CmpFOp op) {
+  using P = arith::CmpFPredicate;
+  StringRef sym;
+  switch (op.getPredicate()) {
+  case P::OEQ:
+  case P::UEQ:
+    sym = "==";
+    break;
+  case P::ONE:
+  case P::UNE:
+    sym = "!=";
+    break;
+  case P::OLT:
+  case P::ULT:
+    sym = "<";
+    break;
+  case P::OLE:
+  case P::ULE:
+    sym = "<=";
+    break;
+  case P::OGT:
+  case P::UGT:
+    sym = ">";
+    break;
+  case P::OGE:
+  case P::UGE:
+    sym = ">=";
+    break;
+  default:
+    return op.emitOpError() << "has a predicate the OpenCL C printer does "
+                               "not support";
+  }
+  FailureOr<raw_ostream *> o = define(op, op.getResult());
+  if (failed(o))
+    return failure();
+  **o << name(op.getLhs()) << " " << sym << " " << name(op.getRhs()) << ";\n";
+  return success();
+}
+
+LogicalResult OpenCLPrinter::printCast(Operation *op) {
+  FailureOr<std::string> t = typeName(op, op->getResult(0).getType());
+  FailureOr<raw_ostream *> o = define(op, op->getResult(0));
+  if (failed(t) || failed(o))
+    return failure();
+  **o << "(" << *t << ")" << name(op->getOperand(0)) << ";\n";
+  return success();
+}
+
+LogicalResult OpenCLPrinter::printLoad(memref::LoadOp op) {
+  FailureOr<raw_ostream *> o = define(op, op.getResult());
+  if (failed(o))
+    return failure();
+  **o << name(op.getMemref()) << "["
+      << linearIndex(op.getMemref(), op.getIndices()) << "];\n";
+  return success();
+}
+
+LogicalResult OpenCLPrinter::printStore(memref::StoreOp op) {
+  indent() << name(op.getMemref()) << "["
+           << linearIndex(op.getMemref(), op.getIndices())
+           << "] = " << name(op.getValueToStore()) << ";\n";
+  return success();
+}
+
+LogicalResult OpenCLPrinter::printId(Operation *op, StringRef function,
+                                     gpu::Dimension dim) {
+  FailureOr<raw_ostream *> o = define(op, op->getResult(0));
+  if (failed(o))
+    return failure();
+  **o << "(long)" << function << "(" << static_cast<unsigned>(dim) << ");\n";
+  return success();
+}
+
+LogicalResult OpenCLPrinter::printFor(scf::ForOp op) {
+  // Loop-carried values: variables declared before the loop, assigned at
+  // the end of each iteration; the loop's results are those variables.
+  for (auto [init, arg, res] :
+       llvm::zip(op.getInitArgs(), op.getRegionIterArgs(), op.getResults())) {
+    FailureOr<raw_ostream *> o = define(op, arg);
+    if (failed(o))
+      return failure();
+    **o << name(init) << ";\n";
+    names[res] = name(arg);
+  }
+  Value iv = op.getInductionVar();
+  std::string ivName = name(iv);
+  indent() << "for (long " << ivName << " = " << name(op.getLowerBound())
+           << "; " << ivName << " < " << name(op.getUpperBound()) << "; "
+           << ivName << " += " << name(op.getStep()) << ") {\n";
+  ++depth;
+  if (failed(printBlock(*op.getBody())))
+    return failure();
+  auto yield = cast<scf::YieldOp>(op.getBody()->getTerminator());
+  // Through temporaries: a yielded value may be another iter_arg.
+  SmallVector<std::string> temps;
+  for (auto [v, arg] : llvm::zip(yield.getOperands(), op.getRegionIterArgs())) {
+    FailureOr<std::string> t = typeName(op, arg.getType());
+    if (failed(t))
+      return failure();
+    std::string tmp = "t" + std::to_string(next++);
+    indent() << *t << " " << tmp << " = " << name(v) << ";\n";
+    temps.push_back(tmp);
+  }
+  for (auto [tmp, arg] : llvm::zip(temps, op.getRegionIterArgs()))
+    indent() << name(arg) << " = " << tmp << ";\n";
+  --depth;
+  indent() << "}\n";
+  return success();
+}
+
+LogicalResult OpenCLPrinter::printIf(scf::IfOp op) {
+  for (Value r : op.getResults()) {
+    FailureOr<std::string> t = typeName(op, r.getType());
+    if (failed(t))
+      return failure();
+    indent() << *t << " " << name(r) << ";\n";
+  }
+  auto branch = [&](Region &region) -> LogicalResult {
+    ++depth;
+    Block &block = region.front();
+    if (failed(printBlock(block)))
+      return failure();
+    auto yield = cast<scf::YieldOp>(block.getTerminator());
+    for (auto [r, v] : llvm::zip(op.getResults(), yield.getOperands()))
+      indent() << name(r) << " = " << name(v) << ";\n";
+    --depth;
+    return success();
+  };
+  indent() << "if (" << name(op.getCondition()) << ") {\n";
+  if (failed(branch(op.getThenRegion())))
+    return failure();
+  if (!op.getElseRegion().empty()) {
+    indent() << "} else {\n";
+    if (failed(branch(op.getElseRegion())))
+      return failure();
+  }
+  indent() << "}\n";
+  return success();
+}
+
+LogicalResult OpenCLPrinter::printBlock(Block &block) {
+  for (Operation &op : block)
+    if (failed(printOp(&op)))
+      return failure();
+  return success();
+}
+
+LogicalResult OpenCLPrinter::printOp(Operation *op) {
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case([&](arith::ConstantOp c) { return printConstant(c); })
+      .Case<arith::AddFOp, arith::AddIOp>(
+          [&](Operation *o) { return printBinary(o, "+"); })
+      .Case<arith::SubFOp, arith::SubIOp>(
+          [&](Operation *o) { return printBinary(o, "-"); })
+      .Case<arith::MulFOp, arith::MulIOp>(
+          [&](Operation *o) { return printBinary(o, "*"); })
+      .Case<arith::DivFOp, arith::DivSIOp>(
+          [&](Operation *o) { return printBinary(o, "/"); })
+      .Case<arith::RemSIOp>([&](Operation *o) { return printBinary(o, "%"); })
+      .Case<arith::AndIOp>([&](Operation *o) { return printBinary(o, "&"); })
+      .Case<arith::OrIOp>([&](Operation *o) { return printBinary(o, "|"); })
+      .Case<arith::XOrIOp>([&](Operation *o) { return printBinary(o, "^"); })
+      .Case<arith::DivUIOp, arith::RemUIOp>([&](Operation *o) {
+        FailureOr<raw_ostream *> s = define(o, o->getResult(0));
+        if (failed(s))
+          return failure();
+        **s << "(long)((ulong)" << name(o->getOperand(0))
+            << (isa<arith::DivUIOp>(o) ? " / " : " % ") << "(ulong)"
+            << name(o->getOperand(1)) << ");\n";
+        return success();
+      })
+      .Case([&](arith::NegFOp o) {
+        FailureOr<raw_ostream *> s = define(o, o.getResult());
+        if (failed(s))
+          return failure();
+        **s << "-" << name(o.getOperand()) << ";\n";
+        return success();
+      })
+      .Case([&](arith::SelectOp o) {
+        FailureOr<raw_ostream *> s = define(o, o.getResult());
+        if (failed(s))
+          return failure();
+        **s << name(o.getCondition()) << " ? " << name(o.getTrueValue())
+            << " : " << name(o.getFalseValue()) << ";\n";
+        return success();
+      })
+      .Case<arith::MaximumFOp, arith::MaxNumFOp>(
+          [&](Operation *o) { return printCall(o, "fmax"); })
+      .Case<arith::MinimumFOp, arith::MinNumFOp>(
+          [&](Operation *o) { return printCall(o, "fmin"); })
+      .Case<arith::MaxSIOp>([&](Operation *o) { return printCall(o, "max"); })
+      .Case<arith::MinSIOp>([&](Operation *o) { return printCall(o, "min"); })
+      .Case([&](arith::CmpIOp o) { return printCmpI(o); })
+      .Case([&](arith::CmpFOp o) { return printCmpF(o); })
+      .Case<arith::IndexCastOp, arith::SIToFPOp, arith::FPToSIOp,
+            arith::ExtSIOp, arith::TruncIOp, arith::ExtFOp, arith::TruncFOp>(
+          [&](Operation *o) { return printCast(o); })
+      .Case([&](arith::ExtUIOp o) {
+        // i1 -> integer: bool converts to 0 or 1.
+        return printCast(o);
+      })
+      .Case([&](math::ExpOp o) { return printCall(o, "exp"); })
+      .Case([&](math::LogOp o) { return printCall(o, "log"); })
+      .Case([&](math::TanhOp o) { return printCall(o, "tanh"); })
+      .Case([&](math::RsqrtOp o) { return printCall(o, "rsqrt"); })
+      .Case([&](math::SqrtOp o) { return printCall(o, "sqrt"); })
+      .Case([&](math::AbsFOp o) { return printCall(o, "fabs"); })
+      .Case([&](math::ErfOp o) { return printCall(o, "erf"); })
+      .Case([&](math::PowFOp o) { return printCall(o, "pow"); })
+      .Case([&](math::SinOp o) { return printCall(o, "sin"); })
+      .Case([&](math::CosOp o) { return printCall(o, "cos"); })
+      .Case([&](memref::LoadOp o) { return printLoad(o); })
+      .Case([&](memref::StoreOp o) { return printStore(o); })
+      .Case([&](scf::ForOp o) { return printFor(o); })
+      .Case([&](scf::IfOp o) { return printIf(o); })
+      .Case<scf::YieldOp, gpu::ReturnOp>([&](Operation *) {
+        return success(); // Handled by their parents / the end of the kernel.
+      })
+      .Case([&](gpu::BlockIdOp o) {
+        return printId(o, "get_group_id", o.getDimension());
+      })
+      .Case([&](gpu::ThreadIdOp o) {
+        return printId(o, "get_local_id", o.getDimension());
+      })
+      .Case([&](gpu::BlockDimOp o) {
+        return printId(o, "get_local_size", o.getDimension());
+      })
+      .Case([&](gpu::GridDimOp o) {
+        return printId(o, "get_num_groups", o.getDimension());
+      })
+      .Case([&](gpu::ShuffleOp o) {
+        return o.emitOpError() << "is a subgroup operation, which OpenCL 1.2 "
+                                  "(PoCL) does not have: lower without "
+                                  "row-kernel schedules";
+      })
+      .Default([&](Operation *o) {
+        return o->emitOpError() << "has no OpenCL C printer";
+      });
+}
+
+LogicalResult OpenCLPrinter::printKernel(gpu::GPUFuncOp func) {
+  if (!func.getWorkgroupAttributions().empty())
+    return func.emitOpError() << "uses workgroup memory, which the OpenCL C "
+                                 "printer does not map yet";
+  if (!func.getBody().hasOneBlock())
+    return func.emitOpError() << "has more than one block (structured "
+                                 "control flow only)";
+  os << "__kernel void " << func.getName() << "(";
+  for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
+    auto type = dyn_cast<MemRefType>(arg.getType());
+    if (!type || !type.hasStaticShape())
+      return func.emitOpError() << "has an argument " << arg.getType()
+                                << " that is not a static memref";
+    FailureOr<std::string> t = typeName(func, type.getElementType());
+    if (failed(t))
+      return failure();
+    names[arg] = "a" + std::to_string(i);
+    os << (i ? ", " : "") << "__global " << *t << " *restrict a" << i;
+  }
+  os << ") {\n";
+  if (failed(printBlock(func.getBody().front())))
+    return failure();
+  os << "}\n\n";
+  return success();
+}
+
+} // namespace
+
+LogicalResult mlir::tang::translateKernelsToOpenCL(gpu::GPUModuleOp kernels,
+                                                   raw_ostream &os) {
+  std::string text;
+  llvm::raw_string_ostream body(text);
+  bool needsDouble = false;
+  kernels.walk([&](Operation *op) {
+    for (Type t : op->getResultTypes())
+      needsDouble |= t.isF64();
+  });
+  for (auto func : kernels.getOps<gpu::GPUFuncOp>()) {
+    OpenCLPrinter printer(body);
+    if (failed(printer.printKernel(func)))
+      return failure();
+  }
+  os << "// OpenCL C 1.2, printed by tang from the kernel form\n";
+  if (needsDouble)
+    os << "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
+  os << "\n" << text;
+  return success();
+}
+
+namespace {
+struct ExportOpenCLBundlePass
+    : PassWrapper<ExportOpenCLBundlePass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ExportOpenCLBundlePass)
+  explicit ExportOpenCLBundlePass(std::string dir) : dir(std::move(dir)) {}
+  StringRef getArgument() const override { return "tang-export-opencl-bundle"; }
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<gpu::GPUModuleOp> kernels(module.getOps<gpu::GPUModuleOp>());
+    if (kernels.size() != 1) {
+      module.emitError() << "an OpenCL bundle needs exactly one gpu.module "
+                            "(the kernel form), found "
+                         << kernels.size();
+      return signalPassFailure();
+    }
+    std::string source;
+    llvm::raw_string_ostream os(source);
+    if (failed(translateKernelsToOpenCL(kernels.front(), os)))
+      return signalPassFailure();
+    if (dir.empty()) {
+      llvm::outs() << source;
+      return;
+    }
+    if (std::error_code ec = llvm::sys::fs::create_directories(dir)) {
+      module.emitError() << "cannot create bundle directory '" << dir
+                         << "': " << ec.message();
+      return signalPassFailure();
+    }
+    SmallString<256> path(dir);
+    llvm::sys::path::append(path, "tang_kernels.cl");
+    std::error_code ec;
+    llvm::raw_fd_ostream file(path, ec, llvm::sys::fs::OF_Text);
+    if (ec) {
+      module.emitError() << "cannot write '" << path << "': " << ec.message();
+      return signalPassFailure();
+    }
+    file << source;
+    if (failed(writeBundleManifest(module, dir, "opencl", "tang_kernels.cl",
+                                   "opencl1.2")))
+      signalPassFailure();
+  }
+  std::string dir;
+};
+} // namespace
+
+std::unique_ptr<Pass>
+mlir::tang::createExportOpenCLBundlePass(std::string dir) {
+  return std::make_unique<ExportOpenCLBundlePass>(std::move(dir));
+}

@@ -1,0 +1,249 @@
+//===- tang-ocl-run.cpp - Run a function of a tang OpenCL bundle -*- C++
+//-*-===//
+//
+// tang-ocl-run BUNDLE_DIR FUNCTION [INPUT.npy ...] [--out DIR]
+//
+// Loads a bundle written by `tang-opt --tang-lower-opencl="bundle=DIR"`
+// (manifest.json plus OpenCL C source, see docs/CudaBundle.md), reads one
+// .npy file per input argument, builds the source for the first OpenCL
+// device, runs the function's launches once and writes output #k (in
+// argument order) to DIR/output_<k>.npy: float outputs as float64, i32
+// outputs as int32, as tang-run writes them. Every OpenCL call is checked;
+// a failed build prints the compiler's log.
+//
+// Exit codes: 0 success; 1 bad usage, bundle, input or a failing OpenCL
+// call; 2 no OpenCL platform or device.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Manifest.h"
+#include "Npy.h"
+
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+using namespace tang::runtime;
+
+namespace {
+
+constexpr int kNoDeviceExit = 2;
+
+int fail(const std::string &message, int code = 1) {
+  std::fprintf(stderr, "tang-ocl-run: error: %s\n", message.c_str());
+  return code;
+}
+
+std::string clError(const char *call, cl_int status) {
+  return std::string(call) + " failed with OpenCL error " +
+         std::to_string(status);
+}
+
+std::string checkOpenCLFormat(const std::string &format) {
+  if (format == "opencl")
+    return "";
+  return "unknown format \"" + format +
+         "\" (expected \"opencl\": a bundle of --tang-lower-opencl)";
+}
+
+bool isSupportedIO(DType t) {
+  return t == DType::F32 || t == DType::F64 || t == DType::I32;
+}
+
+/// Releases OpenCL objects at scope exit.
+struct Resources {
+  cl_context context = nullptr;
+  cl_command_queue queue = nullptr;
+  cl_program program = nullptr;
+  std::vector<cl_mem> buffers;
+  std::vector<cl_kernel> kernels;
+  ~Resources() {
+    for (cl_kernel k : kernels)
+      clReleaseKernel(k);
+    for (cl_mem m : buffers)
+      if (m)
+        clReleaseMemObject(m);
+    if (program)
+      clReleaseProgram(program);
+    if (queue)
+      clReleaseCommandQueue(queue);
+    if (context)
+      clReleaseContext(context);
+  }
+};
+
+int run(int argc, char **argv) {
+  std::vector<std::string> positional;
+  std::string outDir = ".";
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--out") {
+      if (++i == argc)
+        return fail("--out needs a directory");
+      outDir = argv[i];
+    } else if (a == "-h" || a == "--help") {
+      std::printf("usage: tang-ocl-run BUNDLE_DIR FUNCTION [INPUT.npy ...] "
+                  "[--out DIR]\n");
+      return 0;
+    } else {
+      positional.push_back(a);
+    }
+  }
+  if (positional.size() < 2)
+    return fail("usage: tang-ocl-run BUNDLE_DIR FUNCTION [INPUT.npy ...] "
+                "[--out DIR]");
+  const std::string dir = positional[0], name = positional[1];
+  Expected<Manifest> manifest =
+      Manifest::loadFile(dir + "/manifest.json", checkOpenCLFormat);
+  if (!manifest)
+    return fail(manifest.error().message());
+  const FunctionSpec *fn = nullptr;
+  for (const FunctionSpec &f : manifest->functions)
+    if (f.name == name)
+      fn = &f;
+  if (!fn)
+    return fail("the bundle has no function '" + name + "'");
+  for (const BufferSpec &b : fn->args)
+    if (!isSupportedIO(b.dtype))
+      return fail(std::string("'") + name + "' has a " + dtypeName(b.dtype) +
+                  " buffer; tang-ocl-run reads and writes f32, f64 and i32");
+  size_t numInputs = fn->numInputs();
+  if (positional.size() - 2 != numInputs)
+    return fail("'" + name + "' takes " + std::to_string(numInputs) +
+                " inputs, got " + std::to_string(positional.size() - 2));
+
+  // Inputs, converted to their buffers' contents.
+  std::vector<std::vector<char>> hostInputs(numInputs);
+  for (size_t k = 0; k < numInputs; ++k) {
+    const BufferSpec &b = fn->args[k];
+    std::string what =
+        "input #" + std::to_string(k) + " (" + positional[2 + k] + ")";
+    Expected<Npy> npy = readNpy(positional[2 + k]);
+    if (!npy)
+      return fail(what + ": " + npy.error().message());
+    if (npy->shape != b.shape)
+      return fail(what + ": shape " + npyShapeString(npy->shape) +
+                  ", the function expects " + npyShapeString(b.shape));
+    hostInputs[k].resize(b.numBytes());
+    if (Error e = convertNpyInput(*npy, b, what, hostInputs[k].data()))
+      return fail(e.message());
+  }
+  Expected<std::string> source = readFile(dir + "/" + manifest->image);
+  if (!source)
+    return fail(source.error().message());
+
+  // The first platform with a device.
+  cl_uint numPlatforms = 0;
+  cl_int st = clGetPlatformIDs(0, nullptr, &numPlatforms);
+  if (st != CL_SUCCESS || numPlatforms == 0)
+    return fail("no OpenCL platform (install an ICD such as pocl-opencl-icd)",
+                kNoDeviceExit);
+  std::vector<cl_platform_id> platforms(numPlatforms);
+  if ((st = clGetPlatformIDs(numPlatforms, platforms.data(), nullptr)))
+    return fail(clError("clGetPlatformIDs", st));
+  cl_device_id device = nullptr;
+  for (cl_platform_id p : platforms)
+    if (clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 1, &device, nullptr) ==
+        CL_SUCCESS)
+      break;
+  if (!device)
+    return fail("no OpenCL device", kNoDeviceExit);
+
+  Resources r;
+  r.context = clCreateContext(nullptr, 1, &device, nullptr, nullptr, &st);
+  if (st)
+    return fail(clError("clCreateContext", st));
+  r.queue = clCreateCommandQueue(r.context, device, 0, &st);
+  if (st)
+    return fail(clError("clCreateCommandQueue", st));
+  const char *text = source->c_str();
+  size_t length = source->size();
+  r.program = clCreateProgramWithSource(r.context, 1, &text, &length, &st);
+  if (st)
+    return fail(clError("clCreateProgramWithSource", st));
+  if ((st = clBuildProgram(r.program, 1, &device, "-cl-std=CL1.2", nullptr,
+                           nullptr))) {
+    size_t logSize = 0;
+    clGetProgramBuildInfo(r.program, device, CL_PROGRAM_BUILD_LOG, 0, nullptr,
+                          &logSize);
+    std::string log(logSize, '\0');
+    clGetProgramBuildInfo(r.program, device, CL_PROGRAM_BUILD_LOG, logSize,
+                          log.data(), nullptr);
+    return fail(clError("clBuildProgram", st) + "; build log:\n" + log);
+  }
+
+  // One buffer per argument, then per temporary.
+  auto makeBuffer = [&](const BufferSpec &b, const void *init) -> cl_mem {
+    cl_mem m = clCreateBuffer(
+        r.context, CL_MEM_READ_WRITE | (init ? CL_MEM_COPY_HOST_PTR : 0),
+        std::max<size_t>(b.numBytes(), 1), const_cast<void *>(init), &st);
+    r.buffers.push_back(m);
+    return st ? nullptr : m;
+  };
+  std::vector<cl_mem> args, temps;
+  for (size_t k = 0; k < fn->args.size(); ++k) {
+    cl_mem m =
+        makeBuffer(fn->args[k], k < numInputs ? hostInputs[k].data() : nullptr);
+    if (!m)
+      return fail(clError("clCreateBuffer", st) + " for argument #" +
+                  std::to_string(k));
+    args.push_back(m);
+  }
+  for (size_t k = 0; k < fn->temporaries.size(); ++k) {
+    cl_mem m = makeBuffer(fn->temporaries[k], nullptr);
+    if (!m)
+      return fail(clError("clCreateBuffer", st) + " for temporary #" +
+                  std::to_string(k));
+    temps.push_back(m);
+  }
+
+  for (size_t n = 0; n < fn->launches.size(); ++n) {
+    const LaunchSpec &l = fn->launches[n];
+    std::string where = "launch #" + std::to_string(n) + " (" + l.kernel + ")";
+    if (l.sharedBytes)
+      return fail(where + " needs dynamic shared memory, which the OpenCL "
+                          "bundle does not describe");
+    cl_kernel kernel = clCreateKernel(r.program, l.kernel.c_str(), &st);
+    if (st)
+      return fail(clError("clCreateKernel", st) + " for " + where);
+    r.kernels.push_back(kernel);
+    for (size_t a = 0; a < l.args.size(); ++a) {
+      cl_mem m = l.args[a].isTemporary ? temps[l.args[a].index]
+                                       : args[l.args[a].index];
+      if ((st = clSetKernelArg(kernel, cl_uint(a), sizeof(cl_mem), &m)))
+        return fail(clError("clSetKernelArg", st) + " for " + where);
+    }
+    size_t local[3] = {l.block.x, l.block.y, l.block.z};
+    size_t global[3] = {size_t(l.grid.x) * l.block.x,
+                        size_t(l.grid.y) * l.block.y,
+                        size_t(l.grid.z) * l.block.z};
+    if ((st = clEnqueueNDRangeKernel(r.queue, kernel, 3, nullptr, global, local,
+                                     0, nullptr, nullptr)))
+      return fail(clError("clEnqueueNDRangeKernel", st) + " for " + where);
+  }
+  if ((st = clFinish(r.queue)))
+    return fail(clError("clFinish", st));
+
+  if (Error e = makeDirs(outDir))
+    return fail(e.message());
+  for (size_t k = numInputs, o = 0; k < fn->args.size(); ++k, ++o) {
+    const BufferSpec &b = fn->args[k];
+    std::vector<char> data(b.numBytes());
+    if ((st = clEnqueueReadBuffer(r.queue, args[k], CL_TRUE, 0, data.size(),
+                                  data.data(), 0, nullptr, nullptr)))
+      return fail(clError("clEnqueueReadBuffer", st) + " for output #" +
+                  std::to_string(o));
+    std::string path = outDir + "/output_" + std::to_string(o) + ".npy";
+    if (Error e = writeBufferNpy(path, b, data.data()))
+      return fail(e.message());
+  }
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) { return run(argc, argv); }

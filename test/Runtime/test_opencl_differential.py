@@ -1,0 +1,100 @@
+"""The OpenCL backend against the reference interpreter, on PoCL.
+
+Every example is lowered with `tang-opt --tang-lower-opencl="fuse=1
+bundle=..."` (OpenCL C 1.2 printed from the kernel form), run on seeded
+random non-zero inputs with tang-run (the float64 reference) and with
+tang-ocl-run (runtime/opencl) on the first OpenCL device, PoCL on this
+machine; every output must match within the dtype's tolerance (f32: 1e-5
+relative), and a failure names the backend, the example and the error.
+
+Also: f16/bf16 programs are refused at compile time with a diagnostic
+naming the feature, and tang-ocl-run reports a wrong input count or shape.
+
+Run:  TANG_OCL_RUN=<build-ocl>/tang-ocl-run TANG_BIN=<build>/bin \\
+      /usr/bin/python3 -m pytest -q test/Runtime/test_opencl_differential.py
+(TANG_OCL_RUN defaults to <repo>/build-ocl/tang-ocl-run.) Skipped when
+tang-ocl-run is not built or finds no OpenCL device.
+"""
+
+import json
+import os
+import pathlib
+
+import numpy as np
+import pytest
+
+from differential import check_functions, run  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+TANG_BIN = pathlib.Path(os.environ.get("TANG_BIN", ROOT / "build" / "bin"))
+OCL_RUN = pathlib.Path(
+    os.environ.get("TANG_OCL_RUN", ROOT / "build-ocl" / "tang-ocl-run"))
+EXAMPLES = sorted((ROOT / "examples").glob("*.mlir"))
+
+
+@pytest.fixture(scope="module")
+def backend(tmp_path_factory):
+    """"opencl-pocl"; skips the module when tang-ocl-run is not built or
+    finds no OpenCL device."""
+    if not (OCL_RUN.is_file() and os.access(OCL_RUN, os.X_OK)):
+        pytest.skip(f"tang-ocl-run not built at {OCL_RUN} (build "
+                    "runtime/opencl into build-ocl, or set TANG_OCL_RUN)")
+    # PoCL compiles kernels into a cache: one per test session.
+    os.environ["POCL_CACHE_DIR"] = str(tmp_path_factory.mktemp("pocl"))
+    r = run([OCL_RUN, "--help"])
+    assert r.returncode == 0, r.stderr
+    return "opencl-pocl"
+
+
+def lower(example, bundle, fuse=1):
+    return run([TANG_BIN / "tang-opt", example,
+                f"--tang-lower-opencl=fuse={fuse} bundle={bundle}", "-o",
+                os.devnull])
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
+def test_example_matches_interpreter(example, backend, tmp_path):
+    bundle = tmp_path / "bundle"
+    r = lower(example, bundle)
+    assert r.returncode == 0, (
+        f"tang-opt --tang-lower-opencl failed on {example.name}:\n{r.stderr}")
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    assert manifest["format"] == "opencl", manifest["format"]
+    assert manifest["functions"], f"{example.name}: no functions"
+    check_functions(backend, example, manifest, tmp_path, TANG_BIN,
+                    lambda name, inputs, out: run(
+                        [OCL_RUN, bundle, name, *inputs, "--out", out],
+                        timeout=300))
+
+
+def test_half_precision_is_refused(tmp_path):
+    program = tmp_path / "half.mlir"
+    program.write_text("""\
+func.func @main(%x: tensor<8xf16>) -> tensor<8xf16> {
+  %y = tang.comprehension (%i) [8] : tensor<8xf16> {
+    %v = tang.read %x[%i] : tensor<8xf16>
+    %w = arith.addf %v, %v : f16
+    tang.yield %w : f16
+  }
+  return %y : tensor<8xf16>
+}
+""")
+    r = lower(program, tmp_path / "bundle", fuse=0)
+    assert r.returncode != 0
+    assert "16-bit floats are not available on the OpenCL 1.2 target" \
+        in r.stderr, r.stderr
+    assert "half.mlir" in r.stderr  # located
+
+
+def test_host_reports_bad_inputs(backend, tmp_path):
+    bundle = tmp_path / "bundle"
+    r = lower(ROOT / "examples" / "softmax.mlir", bundle)
+    assert r.returncode == 0, r.stderr
+    r = run([OCL_RUN, bundle, "main"])
+    assert r.returncode == 1 and "takes 1 inputs, got 0" in r.stderr
+    bad = tmp_path / "bad.npy"
+    np.save(bad, np.ones((3, 3), np.float32))
+    r = run([OCL_RUN, bundle, "main", bad])
+    assert r.returncode == 1 and "shape" in r.stderr, r.stderr
+    r = run([OCL_RUN, bundle, "nope"])
+    assert r.returncode == 1 and "no function 'nope'" in r.stderr
