@@ -20,6 +20,12 @@ void mlir::tang::registerTangPipelines() {
       "Lower tang to OpenCL C 1.2: (fusion,) the kernel form, the OpenCL C "
       "printer; a bundle with the .cl, or the source on stdout",
       buildTangLowerOpenCLPipeline);
+  PassPipelineRegistration<TangLowerOpenCLOptions>(
+      "tang-lower-c",
+      "Lower tang to C11: (fusion,) the kernel form, the C printer (the "
+      "OpenCL C printer's bodies) and a launcher per kernel; a bundle with "
+      "the .c, or the source on stdout",
+      buildTangLowerCPipeline);
   PassPipelineRegistration<TangLowerCudaOptions>(
       "tang-lower-cuda",
       "Lower tang to CUDA: (fusion,) schedules, the kernel form, NVVM, and "

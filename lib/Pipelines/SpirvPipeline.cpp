@@ -76,17 +76,30 @@ mlir::tang::buildTangLowerSpirvPipeline(OpPassManager &pm,
   return success();
 }
 
-void mlir::tang::buildTangLowerOpenCLPipeline(
-    OpPassManager &pm, const TangLowerOpenCLOptions &options) {
+static void buildPrintedPipeline(OpPassManager &pm,
+                                 const TangLowerOpenCLOptions &options,
+                                 bool c) {
   if (options.fuse) {
     pm.addPass(createTangFuse());
     pm.addPass(createTangOnlineSoftmax());
   }
   pm.addPass(createCanonicalizerPass());
-  // No schedule: one thread per point (OpenCL 1.2 on PoCL has no subgroups;
-  // workgroup memory is not mapped yet).
+  // No schedule: one thread per point (OpenCL 1.2 on PoCL has no subgroups,
+  // the C launcher runs work items in turn; workgroup memory is not mapped
+  // yet).
   pm.addPass(createConvertTangToGPU());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
-  pm.addPass(createExportOpenCLBundlePass(options.bundle));
+  pm.addPass(c ? createExportCBundlePass(options.bundle)
+               : createExportOpenCLBundlePass(options.bundle));
+}
+
+void mlir::tang::buildTangLowerOpenCLPipeline(
+    OpPassManager &pm, const TangLowerOpenCLOptions &options) {
+  buildPrintedPipeline(pm, options, /*c=*/false);
+}
+
+void mlir::tang::buildTangLowerCPipeline(
+    OpPassManager &pm, const TangLowerOpenCLOptions &options) {
+  buildPrintedPipeline(pm, options, /*c=*/true);
 }

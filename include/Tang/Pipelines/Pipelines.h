@@ -89,6 +89,12 @@ struct TangLowerOpenCLOptions
 void buildTangLowerOpenCLPipeline(OpPassManager &pm,
                                   const TangLowerOpenCLOptions &options);
 
+/// tang IR -> (fusion) -> the kernel form (one thread per point) -> C11 with
+/// a launcher per kernel (a bundle, or stdout). Same options as
+/// --tang-lower-opencl.
+void buildTangLowerCPipeline(OpPassManager &pm,
+                             const TangLowerOpenCLOptions &options);
+
 /// Registers tang's pipelines with the pass registry.
 void registerTangPipelines();
 

@@ -35,9 +35,14 @@ using namespace mlir::tang;
 
 namespace {
 
+/// The C-family language printed: OpenCL C 1.2, or C11 whose prelude
+/// defines the few OpenCL built-ins the bodies use (see translateKernelsToC).
+enum class Language { OpenCL, C };
+
 class OpenCLPrinter {
 public:
-  explicit OpenCLPrinter(raw_ostream &os) : os(os) {}
+  OpenCLPrinter(raw_ostream &os, Language language)
+      : os(os), language(language) {}
 
   LogicalResult printKernel(gpu::GPUFuncOp func);
 
@@ -69,6 +74,7 @@ private:
   std::string linearIndex(Value memref, ValueRange indices);
 
   raw_ostream &os;
+  Language language;
   llvm::DenseMap<Value, std::string> names;
   unsigned next = 0;
   unsigned depth = 1;
@@ -87,11 +93,15 @@ FailureOr<std::string> OpenCLPrinter::typeName(Operation *at, Type t) {
     return std::string("float");
   if (t.isF64())
     return std::string("double");
-  if (t.isF16() || t.isBF16())
+  if ((t.isF16() || t.isBF16()) && language == Language::OpenCL)
     return at->emitOpError()
            << "uses " << t
            << ": 16-bit floats are not available on the OpenCL 1.2 target "
               "(no cl_khr_fp16 on PoCL); store the program in f32";
+  if (t.isF16() || t.isBF16())
+    return at->emitOpError() << "uses " << t
+                             << ": the C target has no 16-bit float type yet; "
+                                "store the program in f32";
   return at->emitOpError() << "uses type " << t
                            << ", which the OpenCL C printer does not know";
 }
@@ -457,7 +467,10 @@ LogicalResult OpenCLPrinter::printKernel(gpu::GPUFuncOp func) {
   if (!func.getBody().hasOneBlock())
     return func.emitOpError() << "has more than one block (structured "
                                  "control flow only)";
-  os << "__kernel void " << func.getName() << "(";
+  if (language == Language::OpenCL)
+    os << "__kernel void " << func.getName() << "(";
+  else
+    os << "static void " << func.getName() << "(const long *tang_ids";
   for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
     auto type = dyn_cast<MemRefType>(arg.getType());
     if (!type || !type.hasStaticShape())
@@ -467,7 +480,10 @@ LogicalResult OpenCLPrinter::printKernel(gpu::GPUFuncOp func) {
     if (failed(t))
       return failure();
     names[arg] = "a" + std::to_string(i);
-    os << (i ? ", " : "") << "__global " << *t << " *restrict a" << i;
+    if (language == Language::OpenCL)
+      os << (i ? ", " : "") << "__global " << *t << " *restrict a" << i;
+    else
+      os << ", " << *t << " *restrict a" << i;
   }
   os << ") {\n";
   if (failed(printBlock(func.getBody().front())))
@@ -488,7 +504,7 @@ LogicalResult mlir::tang::translateKernelsToOpenCL(gpu::GPUModuleOp kernels,
       needsDouble |= t.isF64();
   });
   for (auto func : kernels.getOps<gpu::GPUFuncOp>()) {
-    OpenCLPrinter printer(body);
+    OpenCLPrinter printer(body, Language::OpenCL);
     if (failed(printer.printKernel(func)))
       return failure();
   }
@@ -499,11 +515,77 @@ LogicalResult mlir::tang::translateKernelsToOpenCL(gpu::GPUModuleOp kernels,
   return success();
 }
 
+LogicalResult mlir::tang::translateKernelsToC(gpu::GPUModuleOp kernels,
+                                              raw_ostream &os) {
+  std::string text;
+  llvm::raw_string_ostream body(text);
+  for (auto func : kernels.getOps<gpu::GPUFuncOp>()) {
+    OpenCLPrinter printer(body, Language::C);
+    if (failed(printer.printKernel(func)))
+      return failure();
+  }
+  // The bodies are the OpenCL C bodies: the prelude gives C the built-ins
+  // they use (type-generic math through <tgmath.h>, the work-item ids from
+  // the launcher's array).
+  os << R"(// C11, printed by tang from the kernel form
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <tgmath.h>
+
+typedef unsigned long ulong;
+#define rsqrt(x) (1 / sqrt(x))
+#define max(a, b) ((a) > (b) ? (a) : (b))
+#define min(a, b) ((a) < (b) ? (a) : (b))
+/* tang_ids: block id x y z, thread id x y z, block size, grid size */
+#define get_group_id(d) (tang_ids[(d)])
+#define get_local_id(d) (tang_ids[3 + (d)])
+#define get_local_size(d) (tang_ids[6 + (d)])
+#define get_num_groups(d) (tang_ids[9 + (d)])
+
+)" << text;
+  // One launcher per kernel: every work item independently (the kernels a
+  // C target gets are one thread per point, with no barriers), in parallel
+  // when compiled with OpenMP.
+  for (auto func : kernels.getOps<gpu::GPUFuncOp>()) {
+    os << "void tang_launch_" << func.getName()
+       << "(const long *grid, const long *block, void **args) {\n"
+       << "  long items = grid[0] * grid[1] * grid[2] * block[0] * block[1] "
+          "* block[2];\n"
+       << "#pragma omp parallel for schedule(dynamic, 64)\n"
+       << "  for (long w = 0; w < items; ++w) {\n"
+       << "    long ids[12], rest = w;\n"
+       << "    for (int d = 0; d < 3; ++d) {\n"
+       << "      ids[6 + d] = block[d];\n"
+       << "      ids[9 + d] = grid[d];\n"
+       << "      ids[3 + d] = rest % block[d];\n"
+       << "      rest /= block[d];\n"
+       << "    }\n"
+       << "    for (int d = 0; d < 3; ++d) {\n"
+       << "      ids[d] = rest % grid[d];\n"
+       << "      rest /= grid[d];\n"
+       << "    }\n"
+       << "    " << func.getName() << "(ids";
+    for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
+      Type e = cast<MemRefType>(arg.getType()).getElementType();
+      StringRef t = e.isF64()                 ? "double"
+                    : e.isF32()               ? "float"
+                    : e.isSignlessInteger(32) ? "int"
+                    : e.isSignlessInteger(8)  ? "char"
+                    : e.isSignlessInteger(1)  ? "bool"
+                                              : "long";
+      os << ", (" << t << " *)args[" << i << "]";
+    }
+    os << ");\n  }\n}\n\n";
+  }
+  return success();
+}
+
 namespace {
 struct ExportOpenCLBundlePass
     : PassWrapper<ExportOpenCLBundlePass, OperationPass<ModuleOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ExportOpenCLBundlePass)
-  explicit ExportOpenCLBundlePass(std::string dir) : dir(std::move(dir)) {}
+  ExportOpenCLBundlePass(std::string dir, bool c) : dir(std::move(dir)), c(c) {}
   StringRef getArgument() const override { return "tang-export-opencl-bundle"; }
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -516,7 +598,8 @@ struct ExportOpenCLBundlePass
     }
     std::string source;
     llvm::raw_string_ostream os(source);
-    if (failed(translateKernelsToOpenCL(kernels.front(), os)))
+    if (failed(c ? translateKernelsToC(kernels.front(), os)
+                 : translateKernelsToOpenCL(kernels.front(), os)))
       return signalPassFailure();
     if (dir.empty()) {
       llvm::outs() << source;
@@ -528,7 +611,8 @@ struct ExportOpenCLBundlePass
       return signalPassFailure();
     }
     SmallString<256> path(dir);
-    llvm::sys::path::append(path, "tang_kernels.cl");
+    StringRef image = c ? "tang_kernels.c" : "tang_kernels.cl";
+    llvm::sys::path::append(path, image);
     std::error_code ec;
     llvm::raw_fd_ostream file(path, ec, llvm::sys::fs::OF_Text);
     if (ec) {
@@ -536,15 +620,20 @@ struct ExportOpenCLBundlePass
       return signalPassFailure();
     }
     file << source;
-    if (failed(writeBundleManifest(module, dir, "opencl", "tang_kernels.cl",
-                                   "opencl1.2")))
+    if (failed(writeBundleManifest(module, dir, c ? "c" : "opencl", image,
+                                   c ? "c11" : "opencl1.2")))
       signalPassFailure();
   }
   std::string dir;
+  bool c;
 };
 } // namespace
 
 std::unique_ptr<Pass>
 mlir::tang::createExportOpenCLBundlePass(std::string dir) {
-  return std::make_unique<ExportOpenCLBundlePass>(std::move(dir));
+  return std::make_unique<ExportOpenCLBundlePass>(std::move(dir), false);
+}
+
+std::unique_ptr<Pass> mlir::tang::createExportCBundlePass(std::string dir) {
+  return std::make_unique<ExportOpenCLBundlePass>(std::move(dir), true);
 }

@@ -13,6 +13,15 @@ namespace mlir::tang {
 LogicalResult translateKernelsToOpenCL(gpu::GPUModuleOp kernels,
                                        raw_ostream &os);
 
+/// Prints the kernels of `kernels` as C11: each kernel a function of the
+/// work-item ids, and `tang_launch_<kernel>(grid, block, args)` running
+/// every work item of a launch in turn (kernels without barriers only).
+LogicalResult translateKernelsToC(gpu::GPUModuleOp kernels, raw_ostream &os);
+
+/// Writes a C bundle (tang_kernels.c and manifest.json, format "c"), or
+/// with an empty `dir` prints the C to stdout.
+std::unique_ptr<Pass> createExportCBundlePass(std::string dir);
+
 /// Writes an OpenCL bundle to `dir` (tang_kernels.cl and manifest.json,
 /// format "opencl"), or with an empty `dir` prints the OpenCL C to stdout.
 std::unique_ptr<Pass> createExportOpenCLBundlePass(std::string dir);
