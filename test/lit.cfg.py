@@ -33,6 +33,13 @@ if ptxas:
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", ptxas))
 
+# clang++ (LLVM 22's, from the toolchain) lints the Metal tang prints against
+# a stub metal_stdlib.
+clangxx = os.path.join(config.llvm_tools_dir, "clang++")
+if os.path.exists(clangxx):
+    config.available_features.add("clangxx")
+    config.substitutions.append(("%clangxx", clangxx))
+
 # spirv-val (Debian's spirv-tools) validates the SPIR-V tang emits.
 spirv_val = shutil.which("spirv-val")
 if spirv_val:

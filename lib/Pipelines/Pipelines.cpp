@@ -26,6 +26,12 @@ void mlir::tang::registerTangPipelines() {
       "OpenCL C printer's bodies) and a launcher per kernel; a bundle with "
       "the .c, or the source on stdout",
       buildTangLowerCPipeline);
+  PassPipelineRegistration<TangLowerOpenCLOptions>(
+      "tang-lower-metal",
+      "Lower tang to Metal Shading Language: (fusion,) the kernel form, the "
+      "printer (the OpenCL C printer's bodies); a bundle with the .metal, or "
+      "the source on stdout",
+      buildTangLowerMetalPipeline);
   PassPipelineRegistration<TangLowerCudaOptions>(
       "tang-lower-cuda",
       "Lower tang to CUDA: (fusion,) schedules, the kernel form, NVVM, and "

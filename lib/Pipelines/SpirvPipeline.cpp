@@ -76,9 +76,11 @@ mlir::tang::buildTangLowerSpirvPipeline(OpPassManager &pm,
   return success();
 }
 
+enum class Printed { OpenCL, C, Metal };
+
 static void buildPrintedPipeline(OpPassManager &pm,
                                  const TangLowerOpenCLOptions &options,
-                                 bool c) {
+                                 Printed language) {
   if (options.fuse) {
     pm.addPass(createTangFuse());
     pm.addPass(createTangOnlineSoftmax());
@@ -90,16 +92,30 @@ static void buildPrintedPipeline(OpPassManager &pm,
   pm.addPass(createConvertTangToGPU());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
-  pm.addPass(c ? createExportCBundlePass(options.bundle)
-               : createExportOpenCLBundlePass(options.bundle));
+  switch (language) {
+  case Printed::OpenCL:
+    pm.addPass(createExportOpenCLBundlePass(options.bundle));
+    break;
+  case Printed::C:
+    pm.addPass(createExportCBundlePass(options.bundle));
+    break;
+  case Printed::Metal:
+    pm.addPass(createExportMetalBundlePass(options.bundle));
+    break;
+  }
 }
 
 void mlir::tang::buildTangLowerOpenCLPipeline(
     OpPassManager &pm, const TangLowerOpenCLOptions &options) {
-  buildPrintedPipeline(pm, options, /*c=*/false);
+  buildPrintedPipeline(pm, options, Printed::OpenCL);
+}
+
+void mlir::tang::buildTangLowerMetalPipeline(
+    OpPassManager &pm, const TangLowerOpenCLOptions &options) {
+  buildPrintedPipeline(pm, options, Printed::Metal);
 }
 
 void mlir::tang::buildTangLowerCPipeline(
     OpPassManager &pm, const TangLowerOpenCLOptions &options) {
-  buildPrintedPipeline(pm, options, /*c=*/true);
+  buildPrintedPipeline(pm, options, Printed::C);
 }

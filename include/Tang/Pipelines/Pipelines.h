@@ -89,6 +89,13 @@ struct TangLowerOpenCLOptions
 void buildTangLowerOpenCLPipeline(OpPassManager &pm,
                                   const TangLowerOpenCLOptions &options);
 
+/// tang IR -> (fusion) -> the kernel form (one thread per point) -> Metal
+/// Shading Language (a bundle, or stdout). Same options as
+/// --tang-lower-opencl. No Metal compiler runs here: the tests lint the
+/// output as C++ against a stub metal_stdlib.
+void buildTangLowerMetalPipeline(OpPassManager &pm,
+                                 const TangLowerOpenCLOptions &options);
+
 /// tang IR -> (fusion) -> the kernel form (one thread per point) -> C11 with
 /// a launcher per kernel (a bundle, or stdout). Same options as
 /// --tang-lower-opencl.

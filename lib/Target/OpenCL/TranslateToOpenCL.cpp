@@ -37,7 +37,7 @@ namespace {
 
 /// The C-family language printed: OpenCL C 1.2, or C11 whose prelude
 /// defines the few OpenCL built-ins the bodies use (see translateKernelsToC).
-enum class Language { OpenCL, C };
+enum class Language { OpenCL, C, Metal };
 
 class OpenCLPrinter {
 public:
@@ -91,8 +91,12 @@ FailureOr<std::string> OpenCLPrinter::typeName(Operation *at, Type t) {
     return std::string("bool");
   if (t.isF32())
     return std::string("float");
+  if (t.isF64() && language == Language::Metal)
+    return at->emitOpError() << "uses f64: Metal has no 64-bit float";
   if (t.isF64())
     return std::string("double");
+  if (t.isF16() && language == Language::Metal)
+    return std::string("half");
   if ((t.isF16() || t.isBF16()) && language == Language::OpenCL)
     return at->emitOpError()
            << "uses " << t
@@ -427,7 +431,12 @@ LogicalResult OpenCLPrinter::printOp(Operation *op) {
       .Case([&](math::RsqrtOp o) { return printCall(o, "rsqrt"); })
       .Case([&](math::SqrtOp o) { return printCall(o, "sqrt"); })
       .Case([&](math::AbsFOp o) { return printCall(o, "fabs"); })
-      .Case([&](math::ErfOp o) { return printCall(o, "erf"); })
+      .Case([&](math::ErfOp o) -> LogicalResult {
+        if (language == Language::Metal)
+          return o.emitOpError() << "has no Metal equivalent (the Metal "
+                                    "standard library has no erf)";
+        return printCall(o, "erf");
+      })
       .Case([&](math::PowFOp o) { return printCall(o, "pow"); })
       .Case([&](math::SinOp o) { return printCall(o, "sin"); })
       .Case([&](math::CosOp o) { return printCall(o, "cos"); })
@@ -469,6 +478,8 @@ LogicalResult OpenCLPrinter::printKernel(gpu::GPUFuncOp func) {
                                  "control flow only)";
   if (language == Language::OpenCL)
     os << "__kernel void " << func.getName() << "(";
+  else if (language == Language::Metal)
+    os << "kernel void " << func.getName() << "(";
   else
     os << "static void " << func.getName() << "(const long *tang_ids";
   for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
@@ -482,9 +493,18 @@ LogicalResult OpenCLPrinter::printKernel(gpu::GPUFuncOp func) {
     names[arg] = "a" + std::to_string(i);
     if (language == Language::OpenCL)
       os << (i ? ", " : "") << "__global " << *t << " *restrict a" << i;
+    else if (language == Language::Metal)
+      os << (i ? ", " : "") << "device " << *t << " *a" << i << " [[buffer("
+         << i << ")]]";
     else
       os << ", " << *t << " *restrict a" << i;
   }
+  if (language == Language::Metal)
+    os << (func.getNumArguments() ? ", " : "")
+       << "uint3 tang_group [[threadgroup_position_in_grid]], "
+          "uint3 tang_local [[thread_position_in_threadgroup]], "
+          "uint3 tang_size [[threads_per_threadgroup]], "
+          "uint3 tang_groups [[threadgroups_per_grid]]";
   os << ") {\n";
   if (failed(printBlock(func.getBody().front())))
     return failure();
@@ -581,11 +601,37 @@ typedef unsigned long ulong;
   return success();
 }
 
+LogicalResult mlir::tang::translateKernelsToMetal(gpu::GPUModuleOp kernels,
+                                                  raw_ostream &os) {
+  std::string text;
+  llvm::raw_string_ostream body(text);
+  for (auto func : kernels.getOps<gpu::GPUFuncOp>()) {
+    OpenCLPrinter printer(body, Language::Metal);
+    if (failed(printer.printKernel(func)))
+      return failure();
+  }
+  // The bodies are the OpenCL C bodies: the prelude maps the OpenCL
+  // built-ins they use to Metal's (work-item ids from the kernel's
+  // attribute-bound arguments).
+  os << R"(// Metal Shading Language, printed by tang from the kernel form
+#include <metal_stdlib>
+using namespace metal;
+
+#define get_group_id(d) ((long)tang_group[(d)])
+#define get_local_id(d) ((long)tang_local[(d)])
+#define get_local_size(d) ((long)tang_size[(d)])
+#define get_num_groups(d) ((long)tang_groups[(d)])
+
+)" << text;
+  return success();
+}
+
 namespace {
 struct ExportOpenCLBundlePass
     : PassWrapper<ExportOpenCLBundlePass, OperationPass<ModuleOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ExportOpenCLBundlePass)
-  ExportOpenCLBundlePass(std::string dir, bool c) : dir(std::move(dir)), c(c) {}
+  ExportOpenCLBundlePass(std::string dir, bool c, bool metal = false)
+      : dir(std::move(dir)), c(c), metal(metal) {}
   StringRef getArgument() const override { return "tang-export-opencl-bundle"; }
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -598,8 +644,9 @@ struct ExportOpenCLBundlePass
     }
     std::string source;
     llvm::raw_string_ostream os(source);
-    if (failed(c ? translateKernelsToC(kernels.front(), os)
-                 : translateKernelsToOpenCL(kernels.front(), os)))
+    if (failed(metal ? translateKernelsToMetal(kernels.front(), os)
+               : c   ? translateKernelsToC(kernels.front(), os)
+                     : translateKernelsToOpenCL(kernels.front(), os)))
       return signalPassFailure();
     if (dir.empty()) {
       llvm::outs() << source;
@@ -611,7 +658,9 @@ struct ExportOpenCLBundlePass
       return signalPassFailure();
     }
     SmallString<256> path(dir);
-    StringRef image = c ? "tang_kernels.c" : "tang_kernels.cl";
+    StringRef image = metal ? "tang_kernels.metal"
+                      : c   ? "tang_kernels.c"
+                            : "tang_kernels.cl";
     llvm::sys::path::append(path, image);
     std::error_code ec;
     llvm::raw_fd_ostream file(path, ec, llvm::sys::fs::OF_Text);
@@ -620,12 +669,18 @@ struct ExportOpenCLBundlePass
       return signalPassFailure();
     }
     file << source;
-    if (failed(writeBundleManifest(module, dir, c ? "c" : "opencl", image,
-                                   c ? "c11" : "opencl1.2")))
+    if (failed(writeBundleManifest(module, dir,
+                                   metal ? "metal"
+                                   : c   ? "c"
+                                         : "opencl",
+                                   image,
+                                   metal ? "msl"
+                                   : c   ? "c11"
+                                         : "opencl1.2")))
       signalPassFailure();
   }
   std::string dir;
-  bool c;
+  bool c, metal;
 };
 } // namespace
 
@@ -636,4 +691,8 @@ mlir::tang::createExportOpenCLBundlePass(std::string dir) {
 
 std::unique_ptr<Pass> mlir::tang::createExportCBundlePass(std::string dir) {
   return std::make_unique<ExportOpenCLBundlePass>(std::move(dir), true);
+}
+
+std::unique_ptr<Pass> mlir::tang::createExportMetalBundlePass(std::string dir) {
+  return std::make_unique<ExportOpenCLBundlePass>(std::move(dir), false, true);
 }

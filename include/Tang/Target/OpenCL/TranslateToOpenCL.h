@@ -22,6 +22,16 @@ LogicalResult translateKernelsToC(gpu::GPUModuleOp kernels, raw_ostream &os);
 /// with an empty `dir` prints the C to stdout.
 std::unique_ptr<Pass> createExportCBundlePass(std::string dir);
 
+/// Prints the kernels of `kernels` as Metal Shading Language compute
+/// kernels (buffers bound in parameter order, work-item ids from the
+/// position attributes).
+LogicalResult translateKernelsToMetal(gpu::GPUModuleOp kernels,
+                                      raw_ostream &os);
+
+/// Writes a Metal bundle (tang_kernels.metal and manifest.json, format
+/// "metal"), or with an empty `dir` prints the MSL to stdout.
+std::unique_ptr<Pass> createExportMetalBundlePass(std::string dir);
+
 /// Writes an OpenCL bundle to `dir` (tang_kernels.cl and manifest.json,
 /// format "opencl"), or with an empty `dir` prints the OpenCL C to stdout.
 std::unique_ptr<Pass> createExportOpenCLBundlePass(std::string dir);

@@ -1,0 +1,22 @@
+// REQUIRES: clangxx
+// Every example lowers through --tang-lower-metal (with fusion) to Metal
+// Shading Language that clang accepts as C++ against the project's stub
+// metal_stdlib: a lint (names, arity, types), not a Metal compiler.
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: bash %S/Inputs/lower-all-examples.sh metal tang-opt %clangxx %t %tang_src/examples/*.mlir 2>&1 | FileCheck %s
+// CHECK: ok argmax
+// CHECK: ok attention
+// CHECK: ok causal_attention
+// CHECK: ok conv2d
+// CHECK: ok cross_entropy
+// CHECK: ok gemv
+// CHECK: ok gqa_attention
+// CHECK: ok layernorm
+// CHECK: ok logsumexp
+// CHECK: ok matmul
+// CHECK: ok matmul_bias_gelu
+// CHECK: ok prefix_sum
+// CHECK: ok rmsnorm
+// CHECK: ok softmax
+// CHECK: ok swiglu_mlp
+// CHECK: ok transformer_block
