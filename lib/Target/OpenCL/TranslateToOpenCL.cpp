@@ -72,6 +72,14 @@ private:
   LogicalResult printIf(scf::IfOp op);
   LogicalResult printId(Operation *op, StringRef function, gpu::Dimension dim);
   std::string linearIndex(Value memref, ValueRange indices);
+  /// The C cast to the unsigned type of `t`'s width.
+  static StringRef unsignedCast(Type t) {
+    if (t.isSignlessInteger(32))
+      return "(uint)";
+    if (t.isSignlessInteger(8))
+      return "(uchar)";
+    return "(ulong)";
+  }
 
   raw_ostream &os;
   Language language;
@@ -218,7 +226,7 @@ LogicalResult OpenCLPrinter::printCmpI(arith::CmpIOp op) {
   FailureOr<raw_ostream *> o = define(op, op.getResult());
   if (failed(o))
     return failure();
-  StringRef cast = isUnsigned ? "(ulong)" : "";
+  StringRef cast = isUnsigned ? unsignedCast(op.getLhs().getType()) : "";
   **o << cast << name(op.getLhs()) << " " << sym << " " << cast
       << name(op.getRhs()) << ";\n";
   return success();
@@ -390,9 +398,11 @@ LogicalResult OpenCLPrinter::printOp(Operation *op) {
         FailureOr<raw_ostream *> s = define(o, o->getResult(0));
         if (failed(s))
           return failure();
-        **s << "(long)((ulong)" << name(o->getOperand(0))
-            << (isa<arith::DivUIOp>(o) ? " / " : " % ") << "(ulong)"
-            << name(o->getOperand(1)) << ");\n";
+        // In the operand's own width: a negative i32 is a large unsigned.
+        StringRef u = unsignedCast(o->getOperand(0).getType());
+        **s << u << name(o->getOperand(0))
+            << (isa<arith::DivUIOp>(o) ? " / " : " % ") << u
+            << name(o->getOperand(1)) << ";\n";
         return success();
       })
       .Case([&](arith::NegFOp o) {
@@ -554,6 +564,8 @@ LogicalResult mlir::tang::translateKernelsToC(gpu::GPUModuleOp kernels,
 #include <tgmath.h>
 
 typedef unsigned long ulong;
+typedef unsigned int uint;
+typedef unsigned char uchar;
 #define rsqrt(x) (1 / sqrt(x))
 #define max(a, b) ((a) > (b) ? (a) : (b))
 #define min(a, b) ((a) < (b) ? (a) : (b))
