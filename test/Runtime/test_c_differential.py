@@ -95,3 +95,35 @@ def test_example_matches_interpreter(example, compiler, tmp_path):
     for fn in manifest["functions"]:
         check_functions("c-" + compiler, example, {"functions": [fn]},
                         tmp_path, TANG_BIN, runner(lib, fn))
+
+
+def test_unsigned_i32_division(compiler, tmp_path):
+    """divui/remui/cmpi ult on negative i32 values: unsigned in 32 bits."""
+    program = tmp_path / "udiv.mlir"
+    program.write_text("""\
+func.func @main(%x: tensor<8xi32>) -> tensor<8xi32> {
+  %y = tang.comprehension (%i) [8] : tensor<8xi32> {
+    %v = tang.read %x[%i] : tensor<8xi32>
+    %c3 = arith.constant 3 : i32
+    %d = arith.divui %v, %c3 : i32
+    %r = arith.remui %v, %c3 : i32
+    %lt = arith.cmpi ult, %v, %c3 : i32
+    %s = arith.addi %d, %r : i32
+    %z = arith.select %lt, %r, %s : i32
+    tang.yield %z : i32
+  }
+  return %y : tensor<8xi32>
+}
+""")
+    manifest, lib = build(program, tmp_path, compiler)
+    x = tmp_path / "x.npy"
+    np.save(x, np.array([-1, -7, 5, 2, -2147483648, 1, 2147483647, -3],
+                        np.int32))
+    ref = tmp_path / "ref"
+    r = run([TANG_BIN / "tang-run", program, f"--input={x}",
+             f"--output-dir={ref}"])
+    assert r.returncode == 0, r.stderr
+    runner(lib, manifest["functions"][0])("main", [x], tmp_path / "out")
+    out = np.load(tmp_path / "out" / "output_0.npy")
+    expected = np.load(ref / "output_0.npy")
+    assert np.array_equal(out, expected), (out, expected)
