@@ -32,6 +32,12 @@ void mlir::tang::registerTangPipelines() {
       "printer (the OpenCL C printer's bodies); a bundle with the .metal, or "
       "the source on stdout",
       buildTangLowerMetalPipeline);
+  PassPipelineRegistration<TangLowerOpenCLOptions>(
+      "tang-lower-glsl",
+      "Lower tang to GLSL compute shaders: (fusion,) the kernel form, the "
+      "printer; a bundle compiled with glslangValidator and spirv-link (run "
+      "by the Vulkan host), or the shaders on stdout",
+      buildTangLowerGLSLPipeline);
   PassPipelineRegistration<TangLowerCudaOptions>(
       "tang-lower-cuda",
       "Lower tang to CUDA: (fusion,) schedules, the kernel form, NVVM, and "

@@ -76,7 +76,7 @@ mlir::tang::buildTangLowerSpirvPipeline(OpPassManager &pm,
   return success();
 }
 
-enum class Printed { OpenCL, C, Metal };
+enum class Printed { OpenCL, C, Metal, GLSL };
 
 static void buildPrintedPipeline(OpPassManager &pm,
                                  const TangLowerOpenCLOptions &options,
@@ -102,12 +102,20 @@ static void buildPrintedPipeline(OpPassManager &pm,
   case Printed::Metal:
     pm.addPass(createExportMetalBundlePass(options.bundle));
     break;
+  case Printed::GLSL:
+    pm.addPass(createExportGLSLBundlePass(options.bundle));
+    break;
   }
 }
 
 void mlir::tang::buildTangLowerOpenCLPipeline(
     OpPassManager &pm, const TangLowerOpenCLOptions &options) {
   buildPrintedPipeline(pm, options, Printed::OpenCL);
+}
+
+void mlir::tang::buildTangLowerGLSLPipeline(
+    OpPassManager &pm, const TangLowerOpenCLOptions &options) {
+  buildPrintedPipeline(pm, options, Printed::GLSL);
 }
 
 void mlir::tang::buildTangLowerMetalPipeline(

@@ -89,6 +89,12 @@ struct TangLowerOpenCLOptions
 void buildTangLowerOpenCLPipeline(OpPassManager &pm,
                                   const TangLowerOpenCLOptions &options);
 
+/// tang IR -> (fusion) -> the kernel form (one thread per point) -> GLSL
+/// compute shaders, compiled by glslangValidator and linked by spirv-link
+/// into a SPIR-V bundle (the Vulkan host runs it), or the shaders on stdout.
+void buildTangLowerGLSLPipeline(OpPassManager &pm,
+                                const TangLowerOpenCLOptions &options);
+
 /// tang IR -> (fusion) -> the kernel form (one thread per point) -> Metal
 /// Shading Language (a bundle, or stdout). Same options as
 /// --tang-lower-opencl. No Metal compiler runs here: the tests lint the

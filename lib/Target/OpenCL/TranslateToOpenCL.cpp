@@ -23,10 +23,12 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
 
 #include <cmath>
 
@@ -37,7 +39,7 @@ namespace {
 
 /// The C-family language printed: OpenCL C 1.2, or C11 whose prelude
 /// defines the few OpenCL built-ins the bodies use (see translateKernelsToC).
-enum class Language { OpenCL, C, Metal };
+enum class Language { OpenCL, C, Metal, GLSL };
 
 class OpenCLPrinter {
 public:
@@ -45,6 +47,9 @@ public:
       : os(os), language(language) {}
 
   LogicalResult printKernel(gpu::GPUFuncOp func);
+  /// A GLSL compute shader for `func`: its buffers as storage blocks bound
+  /// in parameter order, its body in main().
+  LogicalResult printGLSLShader(gpu::GPUFuncOp func);
 
 private:
   FailureOr<std::string> typeName(Operation *at, Type t);
@@ -72,13 +77,22 @@ private:
   LogicalResult printIf(scf::IfOp op);
   LogicalResult printId(Operation *op, StringRef function, gpu::Dimension dim);
   std::string linearIndex(Value memref, ValueRange indices);
-  /// The C cast to the unsigned type of `t`'s width.
-  static StringRef unsignedCast(Type t) {
-    if (t.isSignlessInteger(32))
-      return "(uint)";
+  static bool isBool(Operation *op) {
+    return op->getResult(0).getType().isSignlessInteger(1);
+  }
+  /// The unsigned type of `t`'s width.
+  StringRef unsignedType(Type t) {
+    if (t.isSignlessInteger(32) || language == Language::GLSL)
+      return "uint";
     if (t.isSignlessInteger(8))
-      return "(uchar)";
-    return "(ulong)";
+      return "uchar";
+    return "ulong";
+  }
+  /// `expr` converted to `type`: a C cast, or a GLSL constructor.
+  std::string convert(StringRef type, const std::string &expr) {
+    if (language == Language::GLSL)
+      return (type + "(" + expr + ")").str();
+    return ("(" + type + ")" + expr).str();
   }
 
   raw_ostream &os;
@@ -89,6 +103,19 @@ private:
 };
 
 FailureOr<std::string> OpenCLPrinter::typeName(Operation *at, Type t) {
+  if (language == Language::GLSL) {
+    // 32-bit indices: GLSL indexes arrays with int (buffers are checked to
+    // hold fewer than 2^31 elements).
+    if (t.isIndex() || t.isSignlessInteger(32))
+      return std::string("int");
+    if (t.isSignlessInteger(1))
+      return std::string("bool");
+    if (t.isF32())
+      return std::string("float");
+    return at->emitOpError() << "uses " << t
+                             << ", which the GLSL target does not support yet "
+                                "(32-bit int and float, bool)";
+  }
   if (t.isIndex() || t.isSignlessInteger(64))
     return std::string("long");
   if (t.isSignlessInteger(32))
@@ -157,7 +184,8 @@ LogicalResult OpenCLPrinter::printConstant(arith::ConstantOp op) {
     if (i.getType().isSignlessInteger(1))
       **o << (i.getValue().isZero() ? "false" : "true");
     else
-      **o << i.getValue().getSExtValue() << (op.getType().isIndex() ? "L" : "");
+      **o << i.getValue().getSExtValue()
+          << (op.getType().isIndex() && language != Language::GLSL ? "L" : "");
   } else {
     return op.emitOpError() << "is a constant the OpenCL C printer cannot "
                                "print (vectors and tensors are not "
@@ -226,9 +254,13 @@ LogicalResult OpenCLPrinter::printCmpI(arith::CmpIOp op) {
   FailureOr<raw_ostream *> o = define(op, op.getResult());
   if (failed(o))
     return failure();
-  StringRef cast = isUnsigned ? unsignedCast(op.getLhs().getType()) : "";
-  **o << cast << name(op.getLhs()) << " " << sym << " " << cast
-      << name(op.getRhs()) << ";\n";
+  std::string lhs = name(op.getLhs()), rhs = name(op.getRhs());
+  if (isUnsigned) {
+    StringRef u = unsignedType(op.getLhs().getType());
+    lhs = convert(u, lhs);
+    rhs = convert(u, rhs);
+  }
+  **o << lhs << " " << sym << " " << rhs << ";\n";
   return success();
 }
 
@@ -276,7 +308,7 @@ LogicalResult OpenCLPrinter::printCast(Operation *op) {
   FailureOr<raw_ostream *> o = define(op, op->getResult(0));
   if (failed(t) || failed(o))
     return failure();
-  **o << "(" << *t << ")" << name(op->getOperand(0)) << ";\n";
+  **o << convert(*t, name(op->getOperand(0))) << ";\n";
   return success();
 }
 
@@ -301,6 +333,15 @@ LogicalResult OpenCLPrinter::printId(Operation *op, StringRef function,
   FailureOr<raw_ostream *> o = define(op, op->getResult(0));
   if (failed(o))
     return failure();
+  if (language == Language::GLSL) {
+    StringRef builtin = llvm::StringSwitch<StringRef>(function)
+                            .Case("get_group_id", "gl_WorkGroupID")
+                            .Case("get_local_id", "gl_LocalInvocationID")
+                            .Case("get_local_size", "gl_WorkGroupSize")
+                            .Default("gl_NumWorkGroups");
+    **o << "int(" << builtin << "[" << static_cast<unsigned>(dim) << "]);\n";
+    return success();
+  }
   **o << "(long)" << function << "(" << static_cast<unsigned>(dim) << ");\n";
   return success();
 }
@@ -318,9 +359,13 @@ LogicalResult OpenCLPrinter::printFor(scf::ForOp op) {
   }
   Value iv = op.getInductionVar();
   std::string ivName = name(iv);
-  indent() << "for (long " << ivName << " = " << name(op.getLowerBound())
-           << "; " << ivName << " < " << name(op.getUpperBound()) << "; "
-           << ivName << " += " << name(op.getStep()) << ") {\n";
+  FailureOr<std::string> indexType = typeName(op, iv.getType());
+  if (failed(indexType))
+    return failure();
+  indent() << "for (" << *indexType << " " << ivName << " = "
+           << name(op.getLowerBound()) << "; " << ivName << " < "
+           << name(op.getUpperBound()) << "; " << ivName
+           << " += " << name(op.getStep()) << ") {\n";
   ++depth;
   if (failed(printBlock(*op.getBody())))
     return failure();
@@ -391,18 +436,26 @@ LogicalResult OpenCLPrinter::printOp(Operation *op) {
       .Case<arith::DivFOp, arith::DivSIOp>(
           [&](Operation *o) { return printBinary(o, "/"); })
       .Case<arith::RemSIOp>([&](Operation *o) { return printBinary(o, "%"); })
-      .Case<arith::AndIOp>([&](Operation *o) { return printBinary(o, "&"); })
-      .Case<arith::OrIOp>([&](Operation *o) { return printBinary(o, "|"); })
-      .Case<arith::XOrIOp>([&](Operation *o) { return printBinary(o, "^"); })
+      // On i1 the logical operators (GLSL has no bitwise ones on bool).
+      .Case<arith::AndIOp>(
+          [&](Operation *o) { return printBinary(o, isBool(o) ? "&&" : "&"); })
+      .Case<arith::OrIOp>(
+          [&](Operation *o) { return printBinary(o, isBool(o) ? "||" : "|"); })
+      .Case<arith::XOrIOp>(
+          [&](Operation *o) { return printBinary(o, isBool(o) ? "!=" : "^"); })
       .Case<arith::DivUIOp, arith::RemUIOp>([&](Operation *o) {
         FailureOr<raw_ostream *> s = define(o, o->getResult(0));
         if (failed(s))
           return failure();
         // In the operand's own width: a negative i32 is a large unsigned.
-        StringRef u = unsignedCast(o->getOperand(0).getType());
-        **s << u << name(o->getOperand(0))
-            << (isa<arith::DivUIOp>(o) ? " / " : " % ") << u
-            << name(o->getOperand(1)) << ";\n";
+        StringRef u = unsignedType(o->getOperand(0).getType());
+        FailureOr<std::string> t = typeName(o, o->getResult(0).getType());
+        if (failed(t))
+          return failure();
+        **s << convert(*t, "(" + convert(u, name(o->getOperand(0))) +
+                               (isa<arith::DivUIOp>(o) ? " / " : " % ") +
+                               convert(u, name(o->getOperand(1))) + ")")
+            << ";\n";
         return success();
       })
       .Case([&](arith::NegFOp o) {
@@ -442,9 +495,9 @@ LogicalResult OpenCLPrinter::printOp(Operation *op) {
       .Case([&](math::SqrtOp o) { return printCall(o, "sqrt"); })
       .Case([&](math::AbsFOp o) { return printCall(o, "fabs"); })
       .Case([&](math::ErfOp o) -> LogicalResult {
-        if (language == Language::Metal)
-          return o.emitOpError() << "has no Metal equivalent (the Metal "
-                                    "standard library has no erf)";
+        if (language == Language::Metal || language == Language::GLSL)
+          return o.emitOpError() << "has no equivalent in the target (neither "
+                                    "Metal nor GLSL has erf)";
         return printCall(o, "erf");
       })
       .Case([&](math::PowFOp o) { return printCall(o, "pow"); })
@@ -486,6 +539,8 @@ LogicalResult OpenCLPrinter::printKernel(gpu::GPUFuncOp func) {
   if (!func.getBody().hasOneBlock())
     return func.emitOpError() << "has more than one block (structured "
                                  "control flow only)";
+  if (language == Language::GLSL)
+    return printGLSLShader(func);
   if (language == Language::OpenCL)
     os << "__kernel void " << func.getName() << "(";
   else if (language == Language::Metal)
@@ -519,6 +574,45 @@ LogicalResult OpenCLPrinter::printKernel(gpu::GPUFuncOp func) {
   if (failed(printBlock(func.getBody().front())))
     return failure();
   os << "}\n\n";
+  return success();
+}
+
+LogicalResult OpenCLPrinter::printGLSLShader(gpu::GPUFuncOp func) {
+  std::optional<ArrayRef<int32_t>> size = func.getKnownBlockSize();
+  if (!size)
+    return func.emitOpError() << "has no known_block_size for the GLSL "
+                                 "local size";
+  os << "// GLSL 4.50 compute shader, printed by tang from the kernel form\n"
+     << "#version 450\n"
+     << "layout(local_size_x = " << (*size)[0]
+     << ", local_size_y = " << (*size)[1] << ", local_size_z = " << (*size)[2]
+     << ") in;\n";
+  for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
+    auto type = dyn_cast<MemRefType>(arg.getType());
+    if (!type || !type.hasStaticShape())
+      return func.emitOpError() << "has an argument " << arg.getType()
+                                << " that is not a static memref";
+    if (type.getNumElements() >= (int64_t(1) << 31))
+      return func.emitOpError()
+             << "has a buffer of " << type.getNumElements()
+             << " elements: the GLSL target indexes with 32-bit int";
+    FailureOr<std::string> t = typeName(func, type.getElementType());
+    if (failed(t))
+      return failure();
+    names[arg] = "a" + std::to_string(i);
+    os << "layout(std430, binding = " << i << ") buffer B" << i << " { " << *t
+       << " a" << i << "[]; };\n";
+  }
+  os << "#define INFINITY uintBitsToFloat(0x7F800000u)\n"
+     << "#define NAN uintBitsToFloat(0x7FC00000u)\n"
+     << "#define rsqrt inversesqrt\n"
+     << "#define fabs abs\n"
+     << "#define fmax max\n"
+     << "#define fmin min\n\n"
+     << "void main() {\n";
+  if (failed(printBlock(func.getBody().front())))
+    return failure();
+  os << "}\n";
   return success();
 }
 
@@ -636,6 +730,110 @@ using namespace metal;
 
 )" << text;
   return success();
+}
+
+LogicalResult mlir::tang::translateKernelsToGLSL(
+    gpu::GPUModuleOp kernels,
+    SmallVectorImpl<std::pair<std::string, std::string>> &shaders) {
+  for (auto func : kernels.getOps<gpu::GPUFuncOp>()) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    OpenCLPrinter printer(os, Language::GLSL);
+    if (failed(printer.printKernel(func)))
+      return failure();
+    shaders.emplace_back(func.getName().str(), std::move(text));
+  }
+  return success();
+}
+
+/// Runs `program` (found on PATH) with `args`; the error names the tool.
+static LogicalResult runTool(Operation *at, StringRef program,
+                             ArrayRef<StringRef> args, StringRef package) {
+  llvm::ErrorOr<std::string> path = llvm::sys::findProgramByName(program);
+  if (!path)
+    return at->emitError() << program << " not found on PATH (Debian package "
+                           << package << ")";
+  SmallVector<StringRef> argv{*path};
+  argv.append(args.begin(), args.end());
+  std::string message;
+  // Its progress output (glslangValidator names each file) stays off
+  // tang-opt's stdout; errors come back through the exit code.
+  std::optional<StringRef> redirects[] = {std::nullopt, StringRef(""),
+                                          std::nullopt};
+  int rc = llvm::sys::ExecuteAndWait(*path, argv, std::nullopt, redirects, 0, 0,
+                                     &message);
+  if (rc != 0)
+    return at->emitError() << program << " failed (exit " << rc << ")"
+                           << (message.empty() ? "" : ": ") << message
+                           << "; run it on the printed source to see why";
+  return success();
+}
+
+namespace {
+/// Writes a GLSL bundle: one <kernel>.comp per kernel, compiled by
+/// glslangValidator and linked by spirv-link into tang_kernels.spv (one
+/// entry point per kernel), described as a SPIR-V bundle that the Vulkan
+/// host runs.
+struct ExportGLSLBundlePass
+    : PassWrapper<ExportGLSLBundlePass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ExportGLSLBundlePass)
+  explicit ExportGLSLBundlePass(std::string dir) : dir(std::move(dir)) {}
+  StringRef getArgument() const override { return "tang-export-glsl-bundle"; }
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<gpu::GPUModuleOp> kernels(module.getOps<gpu::GPUModuleOp>());
+    if (kernels.size() != 1) {
+      module.emitError() << "a GLSL bundle needs exactly one gpu.module";
+      return signalPassFailure();
+    }
+    SmallVector<std::pair<std::string, std::string>> shaders;
+    if (failed(translateKernelsToGLSL(kernels.front(), shaders)))
+      return signalPassFailure();
+    if (dir.empty()) {
+      for (auto &[name, text] : shaders)
+        llvm::outs() << text << "\n";
+      return;
+    }
+    if (std::error_code ec = llvm::sys::fs::create_directories(dir)) {
+      module.emitError() << "cannot create bundle directory '" << dir
+                         << "': " << ec.message();
+      return signalPassFailure();
+    }
+    SmallVector<std::string> spvs;
+    for (auto &[name, text] : shaders) {
+      SmallString<256> comp(dir), spv(dir);
+      llvm::sys::path::append(comp, name + ".comp");
+      llvm::sys::path::append(spv, name + ".spv");
+      std::error_code ec;
+      llvm::raw_fd_ostream file(comp, ec, llvm::sys::fs::OF_Text);
+      if (ec) {
+        module.emitError() << "cannot write '" << comp << "': " << ec.message();
+        return signalPassFailure();
+      }
+      file << text;
+      file.close();
+      if (failed(runTool(module, "glslangValidator",
+                         {"-V", "--target-env", "vulkan1.1", "-e", name,
+                          "--source-entrypoint", "main", "-o", spv, comp},
+                         "glslang-tools")))
+        return signalPassFailure();
+      spvs.push_back(std::string(spv));
+    }
+    SmallString<256> linked(dir);
+    llvm::sys::path::append(linked, "tang_kernels.spv");
+    SmallVector<StringRef> args(spvs.begin(), spvs.end());
+    args.append({"-o", linked});
+    if (failed(runTool(module, "spirv-link", args, "spirv-tools")) ||
+        failed(writeBundleManifest(module, dir, "spirv", "tang_kernels.spv",
+                                   "vulkan")))
+      return signalPassFailure();
+  }
+  std::string dir;
+};
+} // namespace
+
+std::unique_ptr<Pass> mlir::tang::createExportGLSLBundlePass(std::string dir) {
+  return std::make_unique<ExportGLSLBundlePass>(std::move(dir));
 }
 
 namespace {

@@ -32,6 +32,18 @@ LogicalResult translateKernelsToMetal(gpu::GPUModuleOp kernels,
 /// "metal"), or with an empty `dir` prints the MSL to stdout.
 std::unique_ptr<Pass> createExportMetalBundlePass(std::string dir);
 
+/// Prints each kernel of `kernels` as a GLSL 4.50 compute shader: (kernel
+/// name, source) pairs.
+LogicalResult translateKernelsToGLSL(
+    gpu::GPUModuleOp kernels,
+    SmallVectorImpl<std::pair<std::string, std::string>> &shaders);
+
+/// Writes a GLSL bundle: <kernel>.comp per kernel, compiled with
+/// glslangValidator and linked with spirv-link into tang_kernels.spv, and a
+/// SPIR-V manifest (the Vulkan host runs it); with an empty `dir` prints the
+/// shaders to stdout.
+std::unique_ptr<Pass> createExportGLSLBundlePass(std::string dir);
+
 /// Writes an OpenCL bundle to `dir` (tang_kernels.cl and manifest.json,
 /// format "opencl"), or with an empty `dir` prints the OpenCL C to stdout.
 std::unique_ptr<Pass> createExportOpenCLBundlePass(std::string dir);
