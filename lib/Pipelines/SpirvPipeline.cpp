@@ -45,20 +45,25 @@ struct AttachSpirvEntryPointsPass
 };
 } // namespace
 
-LogicalResult
-mlir::tang::buildTangLowerSpirvPipeline(OpPassManager &pm,
-                                        const TangLowerSpirvOptions &options) {
-  if (options.fuse) {
+/// (Fusion,) then the kernel form without schedules, for the portable
+/// backends: one thread per point (the row kernels' subgroup and
+/// workgroup-memory paths are not mapped to SPIR-V storage classes, OpenCL
+/// 1.2 has no subgroups, the C launcher runs work items in turn).
+static void addPortableKernelForm(OpPassManager &pm, bool fuse) {
+  if (fuse) {
     pm.addPass(createTangFuse());
     pm.addPass(createTangOnlineSoftmax());
   }
   pm.addPass(createCanonicalizerPass());
-  // tang -> the kernel form. No schedule: one thread per point (the row
-  // kernels' subgroup and workgroup-memory paths are not mapped to SPIR-V
-  // storage classes yet).
   pm.addPass(createConvertTangToGPU());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+}
+
+LogicalResult
+mlir::tang::buildTangLowerSpirvPipeline(OpPassManager &pm,
+                                        const TangLowerSpirvOptions &options) {
+  addPortableKernelForm(pm, options.fuse);
   pm.addPass(std::make_unique<AttachSpirvEntryPointsPass>());
   // The kernel form -> SPIR-V (Vulkan compute), kernels only.
   std::string pipeline =
@@ -81,17 +86,7 @@ enum class Printed { OpenCL, C, Metal, GLSL };
 static void buildPrintedPipeline(OpPassManager &pm,
                                  const TangLowerOpenCLOptions &options,
                                  Printed language) {
-  if (options.fuse) {
-    pm.addPass(createTangFuse());
-    pm.addPass(createTangOnlineSoftmax());
-  }
-  pm.addPass(createCanonicalizerPass());
-  // No schedule: one thread per point (OpenCL 1.2 on PoCL has no subgroups,
-  // the C launcher runs work items in turn; workgroup memory is not mapped
-  // yet).
-  pm.addPass(createConvertTangToGPU());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
+  addPortableKernelForm(pm, options.fuse);
   switch (language) {
   case Printed::OpenCL:
     pm.addPass(createExportOpenCLBundlePass(options.bundle));
