@@ -182,9 +182,9 @@ ScheduleAttr scheduleFor(ComprehensionOp op, ShapeClass cls,
       return b.build(1, 1, {MemoryLevel::Global});
     unsigned j = np - 1, i = np - 2;
     // 16-bit operands go to tensor cores: 128 x 256 tiles, 64-deep steps,
-    // a 4-deep ring and 8 warps (on the H200, with wgmma, 679 TFLOP/s
-    // against 497-527 for 128 x 128 tiles and 3-stage rings,
-    // bench/results/2026-12-01-h200-gemm-wgmma.md).
+    // a 4-deep ring and 8 warps (on the H200 at 8192^3, with wgmma,
+    // 618-700 TFLOP/s against 496-550 for 128 x 128 tiles and 481-512 for
+    // 3-stage rings, bench/results/2026-12-01-h200-gemm-wgmma.md).
     bool tensorCores = false;
     op.walk([&](ReadOp r) {
       Type e = cast<RankedTensorType>(r.getTensor().getType()).getElementType();

@@ -302,13 +302,13 @@ std::optional<FlashMatch> matchFlash(ComprehensionOp op, std::string &why) {
   return m;
 }
 
-class FlashEmitter {
+class FlashEmitter : TensorCoreEmitterBase {
 public:
   FlashEmitter(OpBuilder &b, ComprehensionOp op, const FlashMatch &m,
                IRMapping &tensors, ValueRange outputs, Kernel &k, bool wgmma)
-      : b(b), loc(op.getLoc()), op(op), m(m), tensors(tensors),
-        outputs(outputs), k(k), emitter(tensors, &k.func.getBody().front()),
-        wgmma(wgmma) {
+      : TensorCoreEmitterBase(b, op.getLoc(), m.elementType), op(op), m(m),
+        tensors(tensors), outputs(outputs), k(k),
+        emitter(tensors, &k.func.getBody().front()), wgmma(wgmma) {
     // mma.sync: 4 warps of 16 query rows, 64-key steps. wgmma: 2
     // warpgroups of 64 rows, 128-key steps for head dim 128, else 64 (on the
     // H200: head 64 runs 5-17% faster with 64-key steps, head 128 11%
@@ -321,22 +321,8 @@ public:
   LogicalResult emit();
 
 private:
-  Value cst(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
   Value f32(double v) {
     return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
-  }
-  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
-  Value mul(Value x, int64_t y) {
-    return arith::MulIOp::create(b, loc, x, cst(y));
-  }
-  Value div(Value x, int64_t y) {
-    return arith::DivUIOp::create(b, loc, x, cst(y));
-  }
-  Value rem(Value x, int64_t y) {
-    return arith::RemUIOp::create(b, loc, x, cst(y));
-  }
-  Value lt(Value x, int64_t y) {
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, x, cst(y));
   }
   /// The 16-byte chunk of `chunk` in row `row` (rows of >= 128 bytes).
   Value swizzle(Value row, Value chunk) {
@@ -356,11 +342,6 @@ private:
   emitWgmma(ArrayRef<Value> acc, int64_t n, int64_t steps, bool accumulate,
             bool bTransposed,
             function_ref<std::pair<Value, Value>(int64_t)> descs);
-  /// Four operand registers from one ldmatrix.x4 of `tile`.
-  SmallVector<Value> loadMatrix(Value tile, ValueRange indices, bool transpose);
-  /// acc += a * b on one m16n8k16 tile.
-  void mma(ArrayRef<Value> a, ArrayRef<Value> bFrag,
-           MutableArrayRef<Value> acc);
   /// Two f32 values as one operand register (a pair of 16-bit values).
   Value pack(Value lo, Value hi);
   /// With wgmma: orders this thread's shared-memory writes (cp.async or
@@ -376,8 +357,6 @@ private:
   /// Reduces `v` over the 4 lanes that share a row.
   Value rowReduce(Value v, bool max);
 
-  OpBuilder &b;
-  Location loc;
   ComprehensionOp op;
   FlashMatch m;
   IRMapping &tensors;
@@ -424,24 +403,6 @@ void FlashEmitter::loadRows(ReadOp read, Value tile, Value slot, int64_t rows,
   }
 }
 
-SmallVector<Value> FlashEmitter::loadMatrix(Value tile, ValueRange indices,
-                                            bool transpose) {
-  Type e = m.elementType;
-  Value x = nvgpu::LdMatrixOp::create(b, loc, VectorType::get({4, 2}, e), tile,
-                                      indices, transpose, 4);
-  SmallVector<Value> regs;
-  for (int64_t i = 0; i < 4; ++i) {
-    Value pair = vector::ExtractOp::create(b, loc, x, ArrayRef<int64_t>{i});
-    if (e.isBF16()) {
-      Value word = vector::BitCastOp::create(
-          b, loc, VectorType::get({1}, b.getI32Type()), pair);
-      pair = vector::ExtractOp::create(b, loc, word, ArrayRef<int64_t>{0});
-    }
-    regs.push_back(pair);
-  }
-  return regs;
-}
-
 Value FlashEmitter::pack(Value lo, Value hi) {
   Type e = m.elementType;
   Value pair = vector::FromElementsOp::create(
@@ -452,23 +413,6 @@ Value FlashEmitter::pack(Value lo, Value hi) {
   Value word = vector::BitCastOp::create(
       b, loc, VectorType::get({1}, b.getI32Type()), pair);
   return vector::ExtractOp::create(b, loc, word, ArrayRef<int64_t>{0});
-}
-
-void FlashEmitter::mma(ArrayRef<Value> a, ArrayRef<Value> bFrag,
-                       MutableArrayRef<Value> acc) {
-  MLIRContext *ctx = b.getContext();
-  Type f = b.getF32Type();
-  NVVM::MMATypes t =
-      m.elementType.isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
-  auto res = NVVM::MmaOp::create(
-      b, loc, LLVM::LLVMStructType::getLiteral(ctx, {f, f, f, f}), a, bFrag,
-      acc, {16, 8, 16}, std::nullopt, std::nullopt,
-      std::array<NVVM::MMATypes, 2>{t, t},
-      std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
-                                     NVVM::MMALayout::col});
-  for (int64_t i = 0; i < 4; ++i)
-    acc[i] = LLVM::ExtractValueOp::create(b, loc, res.getResult(),
-                                          ArrayRef<int64_t>{i});
 }
 
 SmallVector<Value>
@@ -702,10 +646,10 @@ LogicalResult FlashEmitter::emit() {
         Value chunk = add(rem(div(lane, 8), 2), cst(2 * kq));
         SmallVector<Value> kr =
             loadMatrix(tileK, {slot, row, mul(swizzle(row, chunk), 8)}, false);
-        mma(qFrag[kq], {kr[0], kr[1]},
-            MutableArrayRef<Value>(s).slice(n2 * 8, 4));
-        mma(qFrag[kq], {kr[2], kr[3]},
-            MutableArrayRef<Value>(s).slice(n2 * 8 + 4, 4));
+        mmaSync(qFrag[kq], {kr[0], kr[1]},
+                MutableArrayRef<Value>(s).slice(n2 * 8, 4));
+        mmaSync(qFrag[kq], {kr[2], kr[3]},
+                MutableArrayRef<Value>(s).slice(n2 * 8 + 4, 4));
       }
     }
 
@@ -830,8 +774,9 @@ LogicalResult FlashEmitter::emit() {
         Value chunk = add(cst(d2 * 2), div(lane, 16));
         SmallVector<Value> vr =
             loadMatrix(tileV, {slot, row, mul(swizzle(row, chunk), 8)}, true);
-        mma(a, {vr[0], vr[1]}, MutableArrayRef<Value>(o).slice(d2 * 8, 4));
-        mma(a, {vr[2], vr[3]}, MutableArrayRef<Value>(o).slice(d2 * 8 + 4, 4));
+        mmaSync(a, {vr[0], vr[1]}, MutableArrayRef<Value>(o).slice(d2 * 8, 4));
+        mmaSync(a, {vr[2], vr[3]},
+                MutableArrayRef<Value>(o).slice(d2 * 8 + 4, 4));
       }
     }
 

@@ -28,6 +28,34 @@ struct Kernel {
   int64_t sharedBytes = 0;
 };
 
+/// What the tensor-core emitters (MmaKernel.cpp, FlashKernel.cpp) share:
+/// index arithmetic at a builder, and mma.sync's operand fragments.
+class TensorCoreEmitterBase {
+protected:
+  TensorCoreEmitterBase(OpBuilder &b, Location loc, Type elementType)
+      : b(b), loc(loc), elementType(elementType) {}
+
+  Value cst(int64_t v);
+  Value add(Value x, Value y);
+  Value mul(Value x, int64_t y);
+  Value div(Value x, int64_t y);
+  Value rem(Value x, int64_t y);
+  /// x < y, unsigned.
+  Value lt(Value x, int64_t y);
+  Value minU(Value x, int64_t y);
+  /// Four 32-bit operand registers (bf16 pairs as i32, f16 pairs as
+  /// vector<2xf16>) from one ldmatrix.x4 of `tile`.
+  SmallVector<Value> loadMatrix(Value tile, ValueRange indices, bool transpose);
+  /// acc += a * b on one mma.sync.m16n8k16 tile (f32 accumulators).
+  void mmaSync(ArrayRef<Value> a, ArrayRef<Value> bFrag,
+               MutableArrayRef<Value> acc);
+
+  OpBuilder &b;
+  Location loc;
+  /// The operands' element type (f16 or bf16).
+  Type elementType;
+};
+
 /// A contraction a tensor-core kernel can compute: `red` is an add-reduction
 /// over one index `k` of the product of two reads `a` and `b` of f16 or bf16
 /// tensors; it is `op` itself, or the one comprehension nested in the body

@@ -254,6 +254,69 @@ mlir::tang::matchMmaContraction(ComprehensionOp op, std::string &why,
 }
 
 //===----------------------------------------------------------------------===//
+// Shared by the tensor-core emitters
+//===----------------------------------------------------------------------===//
+
+Value TensorCoreEmitterBase::cst(int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v);
+}
+Value TensorCoreEmitterBase::add(Value x, Value y) {
+  return arith::AddIOp::create(b, loc, x, y);
+}
+Value TensorCoreEmitterBase::mul(Value x, int64_t y) {
+  return arith::MulIOp::create(b, loc, x, cst(y));
+}
+Value TensorCoreEmitterBase::div(Value x, int64_t y) {
+  return arith::DivUIOp::create(b, loc, x, cst(y));
+}
+Value TensorCoreEmitterBase::rem(Value x, int64_t y) {
+  return arith::RemUIOp::create(b, loc, x, cst(y));
+}
+Value TensorCoreEmitterBase::lt(Value x, int64_t y) {
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, x, cst(y));
+}
+Value TensorCoreEmitterBase::minU(Value x, int64_t y) {
+  return arith::MinUIOp::create(b, loc, x, cst(y));
+}
+
+SmallVector<Value> TensorCoreEmitterBase::loadMatrix(Value tile,
+                                                     ValueRange indices,
+                                                     bool transpose) {
+  Type e = elementType;
+  Value m = nvgpu::LdMatrixOp::create(b, loc, VectorType::get({4, 2}, e), tile,
+                                      indices, transpose, 4);
+  SmallVector<Value> regs;
+  for (int64_t i = 0; i < 4; ++i) {
+    Value pair = vector::ExtractOp::create(b, loc, m, ArrayRef<int64_t>{i});
+    if (e.isBF16()) {
+      // mma.sync takes bf16 pairs as 32-bit registers.
+      Value word = vector::BitCastOp::create(
+          b, loc, VectorType::get({1}, b.getI32Type()), pair);
+      pair = vector::ExtractOp::create(b, loc, word, ArrayRef<int64_t>{0});
+    }
+    regs.push_back(pair);
+  }
+  return regs;
+}
+
+void TensorCoreEmitterBase::mmaSync(ArrayRef<Value> a, ArrayRef<Value> bFrag,
+                                    MutableArrayRef<Value> acc) {
+  MLIRContext *ctx = b.getContext();
+  Type f = b.getF32Type();
+  NVVM::MMATypes t =
+      elementType.isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
+  auto res = NVVM::MmaOp::create(
+      b, loc, LLVM::LLVMStructType::getLiteral(ctx, {f, f, f, f}), a, bFrag,
+      acc, {16, 8, 16}, std::nullopt, std::nullopt,
+      std::array<NVVM::MMATypes, 2>{t, t},
+      std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                     NVVM::MMALayout::col});
+  for (int64_t i = 0; i < 4; ++i)
+    acc[i] = LLVM::ExtractValueOp::create(b, loc, res.getResult(),
+                                          ArrayRef<int64_t>{i});
+}
+
+//===----------------------------------------------------------------------===//
 // Emission
 //===----------------------------------------------------------------------===//
 
@@ -337,34 +400,17 @@ MmaConfig getConfig(ComprehensionOp op, const MmaContraction &c, bool wgmma) {
   return want.isValid() ? want : cfg;
 }
 
-class MmaEmitter {
+class MmaEmitter : TensorCoreEmitterBase {
 public:
   MmaEmitter(OpBuilder &b, ComprehensionOp op, const MmaContraction &c,
              IRMapping &tensors, ValueRange outputs, Kernel &k, bool wgmma)
-      : b(b), loc(op.getLoc()), op(op), c(c), tensors(tensors),
-        outputs(outputs), k(k), cfg(getConfig(op, c, wgmma)) {}
+      : TensorCoreEmitterBase(b, op.getLoc(), c.elementType), op(op), c(c),
+        tensors(tensors), outputs(outputs), k(k), cfg(getConfig(op, c, wgmma)) {
+  }
 
   LogicalResult emit();
 
 private:
-  Value cst(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
-  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
-  Value mul(Value x, int64_t y) {
-    return arith::MulIOp::create(b, loc, x, cst(y));
-  }
-  Value div(Value x, int64_t y) {
-    return arith::DivUIOp::create(b, loc, x, cst(y));
-  }
-  Value rem(Value x, int64_t y) {
-    return arith::RemUIOp::create(b, loc, x, cst(y));
-  }
-  Value lt(Value x, int64_t y) {
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, x, cst(y));
-  }
-  Value minU(Value x, int64_t y) {
-    return arith::MinUIOp::create(b, loc, x, cst(y));
-  }
-
   /// The physical 16-byte chunk of logical chunk `chunk` in row `row` of a
   /// shared tile with `chunks` chunks per row.
   Value swizzle(Value row, Value chunk, int64_t chunks);
@@ -391,12 +437,8 @@ private:
   void storeQuad(Value row, Value col, ArrayRef<Value> quad);
   /// The mma.sync steps of one BK slice from ring slot `slot`.
   SmallVector<Value> emitCompute(Value slot, ValueRange acc);
-  /// Four 32-bit operand registers from one ldmatrix.x4.
-  SmallVector<Value> loadMatrix(Value tile, ValueRange indices, bool transpose);
   LogicalResult emitEpilogue(ValueRange acc);
 
-  OpBuilder &b;
-  Location loc;
   ComprehensionOp op;
   MmaContraction c; // A copy: op handles' accessors are not const.
   IRMapping &tensors;
@@ -483,35 +525,11 @@ void MmaEmitter::emitLoads(Value kt, Value slot) {
                  op.getIndex(c.n), n0, c.extentN, /*blocked=*/cfg.wgmma);
 }
 
-SmallVector<Value> MmaEmitter::loadMatrix(Value tile, ValueRange indices,
-                                          bool transpose) {
-  Type e = c.elementType;
-  Value m = nvgpu::LdMatrixOp::create(b, loc, VectorType::get({4, 2}, e), tile,
-                                      indices, transpose, 4);
-  SmallVector<Value> regs;
-  for (int64_t i = 0; i < 4; ++i) {
-    Value pair = vector::ExtractOp::create(b, loc, m, ArrayRef<int64_t>{i});
-    if (e.isBF16()) {
-      // mma.sync takes bf16 pairs as 32-bit registers.
-      Value word = vector::BitCastOp::create(
-          b, loc, VectorType::get({1}, b.getI32Type()), pair);
-      pair = vector::ExtractOp::create(b, loc, word, ArrayRef<int64_t>{0});
-    }
-    regs.push_back(pair);
-  }
-  return regs;
-}
-
 SmallVector<Value> MmaEmitter::emitCompute(Value slot, ValueRange accIn) {
   SmallVector<Value> acc(accIn);
   int64_t fm = cfg.tm() / 16, fn = cfg.tn() / 8;
   Value laneMod16 = rem(lane, 16), laneDiv16 = div(lane, 16);
   Value laneMod8 = rem(lane, 8), laneBit3 = rem(div(lane, 8), 2);
-  MLIRContext *ctx = b.getContext();
-  Type f32 = b.getF32Type();
-  auto resultType = LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
-  NVVM::MMATypes ptxType =
-      c.elementType.isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
   for (int64_t kk = 0; kk < cfg.bk / 16; ++kk) {
     // A: x4 = rows 0-7/8-15 x k 0-7/8-15 of a 16x16 fragment; lane l
     // addresses row l % 16, k chunk l / 16.
@@ -548,16 +566,8 @@ SmallVector<Value> MmaEmitter::emitCompute(Value slot, ValueRange accIn) {
     }
     for (int64_t i = 0; i < fm; ++i) {
       for (int64_t j = 0; j < fn; ++j) {
-        int64_t base = (i * fn + j) * 4;
-        auto mma = NVVM::MmaOp::create(
-            b, loc, resultType, aFrag[i], bFrag[j],
-            ArrayRef<Value>(acc).slice(base, 4), {16, 8, 16}, std::nullopt,
-            std::nullopt, std::array<NVVM::MMATypes, 2>{ptxType, ptxType},
-            std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
-                                           NVVM::MMALayout::col});
-        for (int64_t e = 0; e < 4; ++e)
-          acc[base + e] = LLVM::ExtractValueOp::create(b, loc, mma.getResult(),
-                                                       ArrayRef<int64_t>{e});
+        mmaSync(aFrag[i], bFrag[j],
+                MutableArrayRef<Value>(acc).slice((i * fn + j) * 4, 4));
       }
     }
   }
