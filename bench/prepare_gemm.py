@@ -22,7 +22,8 @@ tang-run against NumPy (catches template bugs here).
 
 Then, on the GPU machine: `python3 bench/bench_gemm.py` (see bench/README.md).
 
-Usage: /usr/bin/python3 bench/prepare_gemm.py [--only CASE ...]
+Usage: /usr/bin/python3 bench/prepare_gemm.py [--only CASE ...] [--variants]
+       [--cp-async]  (the products again with tma=false: operands by cp.async)
 """
 
 import argparse
@@ -556,14 +557,23 @@ def main():
     ap.add_argument("--only", nargs="*", metavar="CASE")
     ap.add_argument("--variants", action="store_true",
                     help="also the tile variants of the 8192^3 product")
+    ap.add_argument("--cp-async", action="store_true",
+                    help="also every selected product compiled with "
+                         "tma=false (operands by cp.async; suffix _cpasync)")
     args = ap.parse_args()
-    cases = list(CASES)
+    cases = [(*c, None, "") for c in CASES]
+    if args.cp_async:
+        cases += [(f"{c[0]}_cpasync", c[1], c[2], c[3] + " (cp.async)", None,
+                   "tma=false ")
+                  for c in CASES if c[1] in ("matmul", "matmul_tn", "linear",
+                                             "bmm", "block")
+                  and (not args.only or c[0] in args.only)]
     if args.variants:
         for size in (8192, 4096):
             for v in VARIANTS:
                 cases.append((f"matmul_{size}_t" + "x".join(map(str, v)),
                               "matmul", dict(M=size, N=size, K=size),
-                              "tile variant", v))
+                              "tile variant", v, ""))
     rng = np.random.default_rng(2026)
     print("small-instance checks (tang-run vs NumPy float64):")
     bad = 0
@@ -573,8 +583,9 @@ def main():
         ok = e <= 1e-6
         bad += not ok
         print(f"  {k:8s} rel err {e:.2e} {'ok' if ok else 'FAIL'}")
-    for name, kind_name, params, purpose, *variant in cases:
-        if args.only and name not in args.only:
+    for name, kind_name, params, purpose, variant, options in cases:
+        if (args.only and name not in args.only
+                and name.removesuffix("_cpasync") not in args.only):
             continue
         kind = KINDS[kind_name]
         case = WORK / name
@@ -583,7 +594,7 @@ def main():
         program = case / "program.mlir"
         text = kind["program"](**params)
         if variant:
-            text = with_schedule(text, *variant[0])
+            text = with_schedule(text, *variant)
         program.write_text(text)
         rel = lambda p: str(p.relative_to(ROOT))
         t0 = time.monotonic()
@@ -591,7 +602,7 @@ def main():
         # default fusion policy would nest its SwiGLU products into the gate.
         fuse = kind.get("fuse", 1)
         rc, _, err = run([TANG_OPT, rel(program),
-                          f"--tang-lower-cuda=fuse={fuse} format=bin "
+                          f"--tang-lower-cuda={options}fuse={fuse} format=bin "
                           f"bundle={rel(case / 'bundle')}", "-o", "/dev/null"])
         secs = time.monotonic() - t0
         meta = {"case": name, "kind": kind_name, "params": params,
@@ -601,8 +612,8 @@ def main():
                 "compile": {"ok": rc == 0, "stderr": err.strip()[-2000:],
                             "seconds": round(secs, 2),
                             "command": f'build/bin/tang-opt {rel(program)} '
-                                       f'--tang-lower-cuda="fuse={fuse} format=bin '
-                                       f'bundle={rel(case / "bundle")}"'},
+                                       f'--tang-lower-cuda="{options}fuse={fuse} '
+                                       f'format=bin bundle={rel(case / "bundle")}"'},
                 "interpreter_ref": False}
         if rc == 0:
             m = json.loads((case / "bundle" / "manifest.json").read_text())

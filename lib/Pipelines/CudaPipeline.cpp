@@ -1,6 +1,7 @@
 //===- CudaPipeline.cpp - --tang-lower-cuda ---------------------*- C++ -*-===//
 
 #include "Tang/Conversion/Passes.h"
+#include "Tang/Conversion/TangToGPU/TangToGPU.h"
 #include "Tang/Pipelines/Pipelines.h"
 #include "Tang/Target/CUDA/ExportBundle.h"
 #include "Tang/Transforms/Passes.h"
@@ -13,6 +14,8 @@
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
@@ -53,6 +56,41 @@ struct RejectOptionPass
   }
   std::string message;
 };
+
+/// Passes the tensor-map parameters of kernels (named by the kernel form's
+/// `tang.tensor_map_params`) by value: 128 bytes, 64-byte aligned, as grid
+/// constants, so that their generic address is the parameter's own (what
+/// cp.async.bulk.tensor expects of a CUtensorMap kernel parameter).
+struct TensorMapParamsPass
+    : PassWrapper<TensorMapParamsPass, OperationPass<LLVM::LLVMFuncOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(TensorMapParamsPass)
+  StringRef getArgument() const override { return "tang-tensor-map-params"; }
+  void runOnOperation() override {
+    LLVM::LLVMFuncOp func = getOperation();
+    auto params =
+        func->getAttrOfType<DenseI64ArrayAttr>(kTensorMapParamsAttrName);
+    if (!params)
+      return;
+    MLIRContext *ctx = &getContext();
+    Builder b(ctx);
+    for (int64_t i : params.asArrayRef()) {
+      if (i < 0 || i >= func.getNumArguments() ||
+          !isa<LLVM::LLVMPointerType>(func.getArgumentTypes()[i])) {
+        func.emitOpError() << "has no pointer parameter #" << i
+                           << " for a tensor map";
+        return signalPassFailure();
+      }
+      func.setArgAttr(i, LLVM::LLVMDialect::getByValAttrName(),
+                      TypeAttr::get(LLVM::LLVMArrayType::get(
+                          IntegerType::get(ctx, 8), 128)));
+      func.setArgAttr(i, LLVM::LLVMDialect::getAlignAttrName(),
+                      b.getI64IntegerAttr(64));
+      func.setArgAttr(i, NVVM::NVVMDialect::getGridConstantAttrName(),
+                      b.getUnitAttr());
+    }
+    func->removeAttr(kTensorMapParamsAttrName);
+  }
+};
 } // namespace
 
 void mlir::tang::buildTangLowerCudaPipeline(
@@ -89,6 +127,7 @@ void mlir::tang::buildTangLowerCudaPipeline(
   kernelForm.tensorCores = options.chip.getValue() == "sm_90a" ? "wgmma"
                            : sm >= 80                          ? "mma-sync"
                                                                : "none";
+  kernelForm.tma = options.tma;
   pm.addPass(createConvertTangToGPU(kernelForm));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
@@ -106,6 +145,8 @@ void mlir::tang::buildTangLowerCudaPipeline(
   ConvertGpuOpsToNVVMOpsOptions nvvm;
   nvvm.useBarePtrCallConv = true; // One pointer per buffer parameter.
   kernels.addPass(createConvertGpuOpsToNVVMOps(nvvm));
+  kernels.addNestedPass<LLVM::LLVMFuncOp>(
+      std::make_unique<TensorMapParamsPass>());
   // NVVM ops without an LLVM intrinsic (wgmma) become inline PTX.
   kernels.addPass(createConvertNVVMToLLVMPass());
   kernels.addPass(createCanonicalizerPass());

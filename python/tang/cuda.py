@@ -105,11 +105,24 @@ class BufferSpec:
 
 
 @dataclass(frozen=True)
+class TensorMapSpec:
+    """A tensor map (CUtensorMap) over a buffer, passed by value: the
+    buffer's dense row-major shape tiled in boxes, for bulk tensor copies.
+    Encoded with zero fill out of bounds, 256-byte L2 promotion, no
+    interleave."""
+
+    box: Tuple[int, ...]  #: elements per box, outermost first
+    swizzle: int  #: shared-memory swizzle in bytes: 0, 32, 64 or 128
+
+
+@dataclass(frozen=True)
 class LaunchArg:
-    """One kernel parameter: the function's argument or temporary #index."""
+    """One kernel parameter: the function's argument or temporary #index,
+    as a device pointer or, with `tensor_map`, a tensor map over it."""
 
     kind: str  #: "arg" or "temp"
     index: int
+    tensor_map: Optional[TensorMapSpec] = None
 
 
 @dataclass(frozen=True)
@@ -260,7 +273,8 @@ class _Reader:
         return tuple(self.integer(x, f"{p}[{i}]", 1, _INT32_MAX)
                      for i, x in enumerate(a))
 
-    def launch(self, v, path: str, nargs: int, ntemps: int) -> Launch:
+    def launch(self, v, path: str, buffers: Tuple[BufferSpec, ...],
+               temps: Tuple[BufferSpec, ...]) -> Launch:
         v = self.obj(v, path)
         kernel = self.name(v, path, "kernel")
         grid = self.dim3(v, path, "grid")
@@ -273,19 +287,66 @@ class _Reader:
         for i, a in enumerate(self.member(v, path, "args", list)):
             p = f"{self.join(path, 'args')}[{i}]"
             a = self.obj(a, p)
-            if len(a) != 1 or ("arg" in a) == ("temp" in a):
+            if (len(a) != (2 if "tensor_map" in a else 1)
+                    or ("arg" in a) == ("temp" in a)):
                 self.fail(p, 'expected exactly one of {"arg": i} or '
-                             '{"temp": i}')
+                             '{"temp": i}, and optionally "tensor_map"')
             kind = "arg" if "arg" in a else "temp"
             k = self.integer(a[kind], self.join(p, kind), 0, _INT32_MAX)
-            count = nargs if kind == "arg" else ntemps
+            count = len(buffers) if kind == "arg" else len(temps)
             if k >= count:
                 what = "args" if kind == "arg" else "temporaries"
                 self.fail(self.join(p, kind),
                           f"{kind} index {k} is out of range (the function "
                           f"has {count} {what})")
-            args.append(LaunchArg(kind, k))
+            tmap = None
+            if "tensor_map" in a:
+                buf = (buffers if kind == "arg" else temps)[k]
+                tmap = self.tensor_map(a["tensor_map"],
+                                       self.join(p, "tensor_map"), buf)
+            args.append(LaunchArg(kind, k, tmap))
         return Launch(kernel, grid, block, shared, tuple(args))
+
+    def tensor_map(self, v, path: str, buf: BufferSpec) -> TensorMapSpec:
+        """A tensor map over `buf`, checked for what cuTensorMapEncodeTiled
+        requires (the same checks and words as runtime/common)."""
+        if not isinstance(v, dict):
+            self.fail(path, f"expected an object, got {self.kind(v)}")
+        for key in v:
+            if key not in ("box", "swizzle"):
+                self.fail(self.join(path, key), "unknown field")
+        box = self.member(v, path, "box", list)
+        if "swizzle" not in v:
+            self.fail(path, 'missing field "swizzle"')
+        swizzle = self.integer(v["swizzle"], self.join(path, "swizzle"), 0,
+                               128)
+        if swizzle not in (0, 32, 64, 128):
+            self.fail(self.join(path, "swizzle"),
+                      f"{swizzle} is not 0, 32, 64 or 128")
+        rank = len(buf.shape)
+        if not 1 <= rank <= 5:
+            self.fail(path, f"a tensor map needs a buffer of rank 1 to 5, "
+                            f"got {rank}")
+        if buf.dtype == "i1":
+            self.fail(path, "a tensor map cannot describe an i1 buffer")
+        if len(box) != rank:
+            self.fail(self.join(path, "box"),
+                      f"has {len(box)} dimensions; the buffer has {rank}")
+        box = tuple(self.integer(x, f"{self.join(path, 'box')}[{i}]", 1, 256)
+                    for i, x in enumerate(box))
+        nbytes = DTYPES[buf.dtype]
+        if box[-1] * nbytes % 16:
+            self.fail(self.join(path, "box"),
+                      "the innermost box dimension must span a multiple of "
+                      "16 bytes")
+        if swizzle and box[-1] * nbytes > swizzle:
+            self.fail(self.join(path, "box"),
+                      f"the innermost box dimension spans more than the "
+                      f"{swizzle}-byte swizzle")
+        if rank > 1 and buf.shape[-1] * nbytes % 16:
+            self.fail(path, "the buffer's rows must be a multiple of 16 "
+                            "bytes for a tensor map")
+        return TensorMapSpec(box, swizzle)
 
     def function(self, v, path: str) -> Function:
         v = self.obj(v, path)
@@ -298,7 +359,7 @@ class _Reader:
         temps = tuple(self.buffer(t, f"{path}.temporaries[{i}]", True)
                       for i, t in enumerate(temps))
         launches = tuple(
-            self.launch(l, f"{path}.launches[{i}]", len(args), len(temps))
+            self.launch(l, f"{path}.launches[{i}]", args, temps)
             for i, l in enumerate(launches))
         return Function(name, args, temps, launches)
 
@@ -381,6 +442,13 @@ _CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4
 _CU_JIT_ERROR_LOG_BUFFER = 5
 _CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6
 _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+# cuda.h's CUtensorMap: 128 bytes; its enums for the manifest's dtypes and
+# swizzles.
+_TENSOR_MAP_BYTES = 128
+_TENSOR_MAP_DTYPES = {"i8": 0, "i32": 3, "f16": 6, "f32": 7, "f64": 8,
+                      "bf16": 9}
+_TENSOR_MAP_SWIZZLE = {0: 0, 32: 1, 64: 2, 128: 3}
+_CU_TENSOR_MAP_L2_PROMOTION_L2_256B = 3
 _CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75
 _CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76
 _DEFAULT_SHARED_LIMIT = 48 * 1024
@@ -465,6 +533,15 @@ class _Driver:
             raise CudaUnavailableError(
                 f"the CUDA driver {name} is too old: it lacks "
                 f"{', '.join(missing)}")
+
+    def optional(self, symbol: str, argtypes):
+        """The entry point `symbol` with `argtypes`, or None when the driver
+        lacks it (entry points only some bundles need)."""
+        fn = getattr(self.lib, symbol, None)
+        if fn is not None:
+            fn.argtypes = argtypes
+            fn.restype = ctypes.c_int
+        return fn
 
     def status(self, r: int) -> str:
         """`r` as "CUDA_ERROR_X (description)"."""
@@ -661,11 +738,26 @@ class _Prepared:
         base = ctypes.addressof(self.slots)
         self.temps: List[int] = []  # cuMemAlloc'd, 0 for empty ones
         self.launches = []
+        # Tensor maps: (slot, buffer spec, map spec, 64-byte aligned address
+        # of its 128 bytes, the pointer it was last encoded for).
+        self.maps = []
+        self._map_storage = []
         for launch, kernel in zip(fn.launches, kernels):
             idx = [a.index if a.kind == "arg" else self.nargs + a.index
                    for a in launch.args]
-            params = (ctypes.c_void_p * max(1, len(idx)))(
-                *[base + 8 * i for i in idx])
+            addresses = []
+            for a, i in zip(launch.args, idx):
+                if a.tensor_map is None:
+                    addresses.append(base + 8 * i)
+                    continue
+                raw = ctypes.create_string_buffer(_TENSOR_MAP_BYTES + 64)
+                self._map_storage.append(raw)
+                at = (ctypes.addressof(raw) + 63) // 64 * 64
+                spec = (fn.args[a.index] if a.kind == "arg"
+                        else fn.temporaries[a.index])
+                self.maps.append([i, spec, a.tensor_map, at, None])
+                addresses.append(at)
+            params = (ctypes.c_void_p * max(1, len(idx)))(*addresses)
             self.launches.append((kernel, launch.grid, launch.block,
                                   launch.shared_bytes, params))
 
@@ -823,7 +915,45 @@ class Bundle:
             p.slots[i] = _pointer(t, spec, f"'{name}' arg #{i} ({spec.role})",
                                   self.device)
             uses_torch = uses_torch or _is_torch_tensor(t)
+        for m in p.maps:
+            if m[4] != p.slots[m[0]]:
+                self._encode_tensor_map(name, p.slots[m[0]], m[1], m[2], m[3])
+                m[4] = p.slots[m[0]]
         return p, outputs, uses_torch
+
+    def _encode_tensor_map(self, name: str, ptr: int, buf: BufferSpec,
+                           spec: TensorMapSpec, at: int):
+        """Encodes the tensor map `spec` over buffer `buf` at device address
+        `ptr` into the 128 bytes at host address `at`."""
+        drv = self._drv
+        encode = drv.optional("cuTensorMapEncodeTiled", [
+            ctypes.c_void_p, ctypes.c_int, _u, ctypes.c_void_p, _c_uint64_p,
+            _c_uint64_p, ctypes.POINTER(_u), ctypes.POINTER(_u),
+            ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int])
+        if encode is None:
+            raise CudaError(f"'{name}': the bundle passes tensor maps (bulk "
+                            f"tensor copies), and the CUDA driver lacks "
+                            f"cuTensorMapEncodeTiled (CUDA 12 or newer "
+                            f"needed)")
+        rank = len(buf.shape)
+        inner = list(reversed(buf.shape))
+        dims = (ctypes.c_uint64 * rank)(*inner)
+        strides, s = [], DTYPES[buf.dtype]
+        for d in inner[:-1]:
+            s *= d
+            strides.append(s)
+        stride_arr = (ctypes.c_uint64 * max(1, rank - 1))(*strides)
+        box = (_u * rank)(*reversed(spec.box))
+        ones = (_u * rank)(*([1] * rank))
+        r = encode(at, _TENSOR_MAP_DTYPES[buf.dtype], rank, ptr, dims,
+                   stride_arr, box, ones, 0, _TENSOR_MAP_SWIZZLE[spec.swizzle],
+                   _CU_TENSOR_MAP_L2_PROMOTION_L2_256B, 0)
+        if r != _CUDA_SUCCESS:
+            raise CudaError(
+                f"'{name}': cuTensorMapEncodeTiled (buffer "
+                f"{'x'.join(map(str, buf.shape))} {buf.dtype}, box "
+                f"{'x'.join(map(str, spec.box))}, swizzle {spec.swizzle}) "
+                f"failed: {drv.status(r)}")
 
     def _empty_outputs(self, fn: Function) -> list:
         """New PyTorch tensors for `fn`'s outputs, on the bundle's device."""

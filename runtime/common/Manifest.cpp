@@ -547,8 +547,11 @@ private:
         return fail(p,
                     std::string("expected an object, got ") + kindName(a.kind));
       const Json *arg = a.get("arg"), *temp = a.get("temp");
-      if ((arg != nullptr) == (temp != nullptr) || a.object.size() != 1)
-        return fail(p, "expected exactly one of {\"arg\": i} or {\"temp\": i}");
+      const Json *map = a.get("tensor_map");
+      if ((arg != nullptr) == (temp != nullptr) ||
+          a.object.size() != (map ? 2u : 1u))
+        return fail(p, "expected exactly one of {\"arg\": i} or {\"temp\": "
+                       "i}, and optionally \"tensor_map\"");
       LaunchArg la;
       la.isTemporary = temp != nullptr;
       size_t count = la.isTemporary ? f.temporaries.size() : f.args.size();
@@ -564,8 +567,70 @@ private:
                 "has " +
                 std::to_string(count) + (arg ? " args)" : " temporaries)"));
       la.index = unsigned(k);
-      l.args.push_back(la);
+      if (map) {
+        const BufferSpec &b =
+            la.isTemporary ? f.temporaries[la.index] : f.args[la.index];
+        if (!readTensorMap(*map, join(p, "tensor_map"), b, la))
+          return false;
+      }
+      l.args.push_back(std::move(la));
     }
+    return true;
+  }
+
+  /// Reads a tensor map over buffer `b` and checks what
+  /// cuTensorMapEncodeTiled requires of it.
+  bool readTensorMap(const Json &v, const std::string &path,
+                     const BufferSpec &b, LaunchArg &la) {
+    if (v.kind != Json::Kind::Object)
+      return fail(path,
+                  std::string("expected an object, got ") + kindName(v.kind));
+    for (const auto &[key, value] : v.object)
+      if (key != "box" && key != "swizzle")
+        return fail(join(path, key), "unknown field");
+    const Json *box = member(v, path, "box", Json::Kind::Array);
+    const Json *swizzle = box ? v.get("swizzle") : nullptr;
+    if (!box)
+      return false;
+    if (!swizzle)
+      return fail(path, "missing field \"swizzle\"");
+    TensorMapSpec t;
+    int64_t s;
+    if (!readInt(*swizzle, join(path, "swizzle"), 0, 128, s))
+      return false;
+    if (s != 0 && s != 32 && s != 64 && s != 128)
+      return fail(join(path, "swizzle"),
+                  std::to_string(s) + " is not 0, 32, 64 or 128");
+    t.swizzle = unsigned(s);
+    size_t rank = b.shape.size();
+    if (rank < 1 || rank > 5)
+      return fail(path, "a tensor map needs a buffer of rank 1 to 5, got " +
+                            std::to_string(rank));
+    if (b.dtype == DType::I1)
+      return fail(path, "a tensor map cannot describe an i1 buffer");
+    if (box->array.size() != rank)
+      return fail(join(path, "box"),
+                  "has " + std::to_string(box->array.size()) +
+                      " dimensions; the buffer has " + std::to_string(rank));
+    for (size_t i = 0; i < rank; ++i) {
+      int64_t d;
+      if (!readInt(box->array[i], index(join(path, "box"), i), 1, 256, d))
+        return false;
+      t.box.push_back(d);
+    }
+    size_t bytes = dtypeBytes(b.dtype);
+    if ((t.box.back() * bytes) % 16 != 0)
+      return fail(join(path, "box"),
+                  "the innermost box dimension must span a multiple of 16 "
+                  "bytes");
+    if (t.swizzle && t.box.back() * bytes > t.swizzle)
+      return fail(join(path, "box"),
+                  "the innermost box dimension spans more than the " +
+                      std::to_string(t.swizzle) + "-byte swizzle");
+    if (rank > 1 && (b.shape.back() * bytes) % 16 != 0)
+      return fail(path, "the buffer's rows must be a multiple of 16 bytes "
+                        "for a tensor map");
+    la.tensorMap = std::move(t);
     return true;
   }
 

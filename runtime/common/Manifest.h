@@ -51,10 +51,22 @@ struct BufferSpec {
   size_t numBytes() const { return numElements() * dtypeBytes(dtype); }
 };
 
-/// One kernel parameter of a launch: argument or temporary #index.
+/// A tensor map (CUtensorMap) over a buffer, passed by value: the buffer's
+/// dense row-major shape tiled in boxes, for bulk tensor copies. Encoded
+/// with zero fill out of bounds, 256-byte L2 promotion, no interleave.
+struct TensorMapSpec {
+  /// Elements per box along each buffer dimension, outermost first.
+  std::vector<int64_t> box;
+  /// The shared-memory swizzle in bytes: 0, 32, 64 or 128.
+  unsigned swizzle = 0;
+};
+
+/// One kernel parameter of a launch: argument or temporary #index, as a
+/// device pointer or, with `tensorMap`, as a tensor map over it.
 struct LaunchArg {
   bool isTemporary = false;
   unsigned index = 0;
+  std::optional<TensorMapSpec> tensorMap;
 };
 
 /// One kernel launch of a function's sequence.

@@ -70,6 +70,9 @@ struct Driver {
   /// cuEventElapsedTime_v2 (CUDA 12.8+) or, on older drivers, the original
   /// with the same signature.
   decltype(&::cuEventElapsedTime) eventElapsedTime = nullptr;
+  /// cuTensorMapEncodeTiled (CUDA 12+); null on older drivers, which then
+  /// run only bundles without tensor maps.
+  decltype(&::cuTensorMapEncodeTiled) tensorMapEncodeTiled = nullptr;
 
   /// Why the driver cannot be used; empty when it can.
   std::string failure;
@@ -114,6 +117,8 @@ Driver loadDriver() {
   if (!elapsed)
     elapsed = dlsym(handle, "cuEventElapsedTime");
   d.eventElapsedTime = reinterpret_cast<decltype(d.eventElapsedTime)>(elapsed);
+  d.tensorMapEncodeTiled = reinterpret_cast<decltype(d.tensorMapEncodeTiled)>(
+      dlsym(handle, "cuTensorMapEncodeTiled"));
   if (!elapsed)
     missing += std::string(missing.empty() ? "" : ", ") + "cuEventElapsedTime";
   if (!missing.empty()) {
@@ -412,6 +417,74 @@ Error tang::cuda::launch(CUfunction function, Dim3 grid, Dim3 block,
                "cuLaunchKernel");
 }
 
+Expected<CUtensorMap>
+tang::cuda::encodeTensorMap(CUdeviceptr base,
+                            const tang::runtime::BufferSpec &buffer,
+                            const tang::runtime::TensorMapSpec &map) {
+  using tang::runtime::DType;
+  if (Error e = requireDriver())
+    return e;
+  if (!driver().tensorMapEncodeTiled)
+    return Error::failure("the bundle passes tensor maps (bulk tensor "
+                          "copies), and the CUDA driver lacks "
+                          "cuTensorMapEncodeTiled (CUDA 12 or newer needed)");
+  CUtensorMapDataType type = CU_TENSOR_MAP_DATA_TYPE_UINT8;
+  switch (buffer.dtype) {
+  case DType::F64:
+    type = CU_TENSOR_MAP_DATA_TYPE_FLOAT64;
+    break;
+  case DType::F32:
+    type = CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+    break;
+  case DType::F16:
+    type = CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    break;
+  case DType::BF16:
+    type = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+    break;
+  case DType::I32:
+    type = CU_TENSOR_MAP_DATA_TYPE_INT32;
+    break;
+  case DType::I8:
+  case DType::I1:
+    break;
+  }
+  // Innermost first: extents, strides of the outer dimensions in bytes.
+  size_t rank = buffer.shape.size();
+  cuuint64_t dims[5], strides[4];
+  cuuint32_t box[5], elementStrides[5];
+  cuuint64_t stride = tang::runtime::dtypeBytes(buffer.dtype);
+  for (size_t i = 0; i < rank; ++i) {
+    size_t d = rank - 1 - i;
+    dims[i] = cuuint64_t(buffer.shape[d]);
+    box[i] = cuuint32_t(map.box[d]);
+    elementStrides[i] = 1;
+    stride *= dims[i];
+    if (i + 1 < rank)
+      strides[i] = stride;
+  }
+  CUtensorMapSwizzle swizzle = map.swizzle == 128  ? CU_TENSOR_MAP_SWIZZLE_128B
+                               : map.swizzle == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
+                               : map.swizzle == 32 ? CU_TENSOR_MAP_SWIZZLE_32B
+                                                   : CU_TENSOR_MAP_SWIZZLE_NONE;
+  CUtensorMap out;
+  CUresult r = driver().tensorMapEncodeTiled(
+      &out, type, cuuint32_t(rank), reinterpret_cast<void *>(base), dims,
+      strides, box, elementStrides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r == CUDA_SUCCESS)
+    return out;
+  std::string shape, boxText;
+  for (size_t d = 0; d < rank; ++d) {
+    shape += (d ? "x" : "") + std::to_string(buffer.shape[d]);
+    boxText += (d ? "x" : "") + std::to_string(map.box[d]);
+  }
+  return Error::failure("cuTensorMapEncodeTiled (buffer " + shape + " " +
+                        tang::runtime::dtypeName(buffer.dtype) + ", box " +
+                        boxText + ", swizzle " + std::to_string(map.swizzle) +
+                        ") failed: " + resultString(r));
+}
+
 Error tang::cuda::setMaxDynamicSharedBytes(CUfunction function,
                                            unsigned bytes) {
   if (Error e = requireDriver())
@@ -548,21 +621,39 @@ Error Bundle::run(const std::string &name, const std::vector<CUdeviceptr> &args,
     l.allocated = true;
   }
   std::vector<CUdeviceptr> values;
+  std::vector<CUtensorMap> maps;
   std::vector<void *> params;
   for (size_t i = 0; i < f->launches.size(); ++i) {
     const LaunchSpec &launchSpec = f->launches[i];
+    auto context = [&] {
+      return "function '" + name + "', launch #" + std::to_string(i) + " (" +
+             launchSpec.kernel + ")";
+    };
     values.clear();
-    for (const LaunchArg &a : launchSpec.args)
-      values.push_back(a.isTemporary ? l.temporaries[a.index].ptr()
-                                     : args[a.index]);
+    maps.clear();
+    // Reserved: params point into both vectors.
+    values.reserve(launchSpec.args.size());
+    maps.reserve(launchSpec.args.size());
     params.clear();
-    for (CUdeviceptr &v : values)
-      params.push_back(&v);
+    for (const LaunchArg &a : launchSpec.args) {
+      CUdeviceptr ptr =
+          a.isTemporary ? l.temporaries[a.index].ptr() : args[a.index];
+      if (!a.tensorMap) {
+        values.push_back(ptr);
+        params.push_back(&values.back());
+        continue;
+      }
+      const BufferSpec &spec =
+          a.isTemporary ? f->temporaries[a.index] : f->args[a.index];
+      Expected<CUtensorMap> map = encodeTensorMap(ptr, spec, *a.tensorMap);
+      if (!map)
+        return map.takeError().withContext(context());
+      maps.push_back(*map);
+      params.push_back(&maps.back());
+    }
     if (Error e = launch(l.kernels[i], launchSpec.grid, launchSpec.block,
                          launchSpec.sharedBytes, params.data(), stream))
-      return std::move(e).withContext("function '" + name + "', launch #" +
-                                      std::to_string(i) + " (" +
-                                      launchSpec.kernel + ")");
+      return std::move(e).withContext(context());
   }
   return Error::success();
 }

@@ -195,6 +195,13 @@ Error launch(CUfunction function, Dim3 grid, Dim3 block, unsigned sharedBytes,
 /// Lets `function` use up to `bytes` bytes of dynamic shared memory.
 Error setMaxDynamicSharedBytes(CUfunction function, unsigned bytes);
 
+/// The tensor map `map` over the buffer `buffer` at device address `base`
+/// (cuTensorMapEncodeTiled: zero fill out of bounds, 256-byte L2
+/// promotion, no interleave), for a kernel parameter passed by value.
+Expected<CUtensorMap> encodeTensorMap(CUdeviceptr base,
+                                      const tang::runtime::BufferSpec &buffer,
+                                      const tang::runtime::TensorMapSpec &map);
+
 /// Times device work with two events (cuEventRecord / cuEventElapsedTime).
 class Timer {
 public:

@@ -1,20 +1,42 @@
 // REQUIRES: ptxas
 // A bf16 matrix product lowers through --tang-lower-cuda to tensor-core PTX
-// that ptxas accepts with no spills: wgmma for sm_90a, mma.sync (cp.async
-// into shared memory, ldmatrix, f32 accumulators) for sm_80; for a chip
-// without either (sm_75) the same program takes plain arithmetic.
+// that ptxas accepts with no spills: wgmma for sm_90a (operands by bulk
+// tensor copies on mbarriers, tensor maps passed by value; with tma=false by
+// cp.async), mma.sync (cp.async into shared memory, ldmatrix, f32
+// accumulators) for sm_80; for a chip without either (sm_75) the same
+// program takes plain arithmetic.
 // RUN: rm -rf %t && tang-opt %s --tang-lower-cuda="bundle=%t/sm90" -o /dev/null
 // RUN: FileCheck %s --check-prefix=SM90 --input-file=%t/sm90/tang_kernels.ptx
+// RUN: FileCheck %s --check-prefix=MANIFEST --input-file=%t/sm90/manifest.json
 // RUN: %ptxas -arch=sm_90a -v %t/sm90/tang_kernels.ptx -o %t/sm90.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
-// RUN: tang-opt %s --tang-lower-cuda="chip=sm_80 bundle=%t/sm80" -o /dev/null
-// RUN: FileCheck %s --input-file=%t/sm80/tang_kernels.ptx
-// RUN: %ptxas -arch=sm_80 -v %t/sm80/tang_kernels.ptx -o %t/sm80.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
-// SM90: cp.async.cg.shared.global
-// SM90: fence.proxy.async.shared::cta
+// RUN: tang-opt %s --tang-lower-cuda="tma=false bundle=%t/sm90-cp" -o /dev/null
+// RUN: FileCheck %s --check-prefix=SM90CP --input-file=%t/sm90-cp/tang_kernels.ptx
+// RUN: %ptxas -arch=sm_90a -v %t/sm90-cp/tang_kernels.ptx -o %t/sm90-cp.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// SM90: .param .align 64 .b8 main_k0_param_3[128]
+// SM90: .param .align 64 .b8 main_k0_param_4[128]
+// SM90: mbarrier.init.shared.b64
+// SM90: mbarrier.arrive.expect_tx.shared.b64
+// SM90: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+// SM90: mbarrier.try_wait.parity.shared.b64
+// SM90-NOT: cp.async.cg.shared.global
 // SM90: wgmma.fence.sync.aligned
 // SM90: wgmma.mma_async.sync.aligned.m64n{{[0-9]+}}k16.f32.bf16.bf16
 // SM90: wgmma.commit_group.sync.aligned
 // SM90: wgmma.wait_group.sync.aligned
+// MANIFEST: "arg": 0,
+// MANIFEST-NEXT: "tensor_map": {
+// MANIFEST-NEXT: "box": [
+// MANIFEST-NEXT: 64,
+// MANIFEST-NEXT: 64
+// MANIFEST-NEXT: ],
+// MANIFEST-NEXT: "swizzle": 128
+// RUN: tang-opt %s --tang-lower-cuda="chip=sm_80 bundle=%t/sm80" -o /dev/null
+// RUN: FileCheck %s --input-file=%t/sm80/tang_kernels.ptx
+// RUN: %ptxas -arch=sm_80 -v %t/sm80/tang_kernels.ptx -o %t/sm80.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// SM90CP-NOT: cp.async.bulk
+// SM90CP: cp.async.cg.shared.global
+// SM90CP: fence.proxy.async.shared::cta
+// SM90CP: wgmma.mma_async.sync.aligned.m64n{{[0-9]+}}k16.f32.bf16.bf16
 // RUN: tang-opt %s --tang-lower-cuda="chip=sm_75 features=+ptx80 bundle=%t/sm75" -o /dev/null
 // RUN: FileCheck %s --check-prefix=SM75 --input-file=%t/sm75/tang_kernels.ptx
 // CHECK: cp.async.cg.shared.global

@@ -143,6 +143,17 @@ def _temp(i):
     return lambda m: m["functions"][0]["temporaries"][i]
 
 
+def _map(tensor_map, shape=None, dtype=None):
+    """Launch 0 passes arg 0 (reshaped/retyped if asked) as `tensor_map`."""
+    def mutate(m):
+        if shape is not None:
+            _arg(0)(m)["shape"] = shape
+        if dtype is not None:
+            _arg(0)(m)["dtype"] = dtype
+        _l0(m)["args"] = [{"arg": 0, "tensor_map": tensor_map}]
+    return mutate
+
+
 def _dup_function(m):
     m["functions"].append(copy.deepcopy(m["functions"][0]))
 
@@ -220,10 +231,47 @@ BAD = [
      "(the function has 1 temporaries)"),
     ("arg-and-temp", _set(_l0, "args", [{"arg": 0, "temp": 0}]),
      'functions[0].launches[0].args[0]: expected exactly one of {"arg": i} '
-     'or {"temp": i}'),
+     'or {"temp": i}, and optionally "tensor_map"'),
     ("neither", _set(_l0, "args", [{"argument": 0}]),
      'functions[0].launches[0].args[0]: expected exactly one of {"arg": i} '
-     'or {"temp": i}'),
+     'or {"temp": i}, and optionally "tensor_map"'),
+    ("map-alone", _set(_l0, "args", [{"tensor_map": {}}]),
+     'functions[0].launches[0].args[0]: expected exactly one of {"arg": i} '
+     'or {"temp": i}, and optionally "tensor_map"'),
+    ("map-not-object", _map(3),
+     "functions[0].launches[0].args[0].tensor_map: expected an object, got "
+     "a number"),
+    ("map-unknown-field", _map({"box": [8, 8], "swizzle": 0, "oob": 0}),
+     "functions[0].launches[0].args[0].tensor_map.oob: unknown field"),
+    ("map-no-box", _map({"swizzle": 0}),
+     'functions[0].launches[0].args[0].tensor_map: missing field "box"'),
+    ("map-no-swizzle", _map({"box": [8, 8]}),
+     'functions[0].launches[0].args[0].tensor_map: missing field "swizzle"'),
+    ("map-bad-swizzle", _map({"box": [8, 8], "swizzle": 16}),
+     "functions[0].launches[0].args[0].tensor_map.swizzle: 16 is not 0, 32, "
+     "64 or 128"),
+    ("map-box-rank", _map({"box": [8], "swizzle": 0}),
+     "functions[0].launches[0].args[0].tensor_map.box: has 1 dimensions; "
+     "the buffer has 2"),
+    ("map-box-big", _map({"box": [512, 8], "swizzle": 0}),
+     "functions[0].launches[0].args[0].tensor_map.box[0]: 512 is out of "
+     "range [1, 256]"),
+    ("map-box-inner-16", _map({"box": [8, 2], "swizzle": 0}),
+     "functions[0].launches[0].args[0].tensor_map.box: the innermost box "
+     "dimension must span a multiple of 16 bytes"),
+    ("map-box-over-swizzle", _map({"box": [8, 32], "swizzle": 64}),
+     "functions[0].launches[0].args[0].tensor_map.box: the innermost box "
+     "dimension spans more than the 64-byte swizzle"),
+    ("map-rows-16", _map({"box": [8, 8], "swizzle": 0}, shape=[8, 30]),
+     "functions[0].launches[0].args[0].tensor_map: the buffer's rows must "
+     "be a multiple of 16 bytes for a tensor map"),
+    ("map-rank-6", _map({"box": [1] * 5 + [4], "swizzle": 0},
+                        shape=[1] * 5 + [32]),
+     "functions[0].launches[0].args[0].tensor_map: a tensor map needs a "
+     "buffer of rank 1 to 5, got 6"),
+    ("map-i1", _map({"box": [8, 16], "swizzle": 0}, dtype="i1"),
+     "functions[0].launches[0].args[0].tensor_map: a tensor map cannot "
+     "describe an i1 buffer"),
     ("arg-string", _set(_l0, "args", [{"arg": "0"}]),
      "functions[0].launches[0].args[0].arg: expected an integer, got a "
      "string"),
@@ -404,8 +452,9 @@ static int initialized, retained;
 static void *current;
 static char primary[1];
 static long live, allocs, launches;
-static Fn kernels[] = {{1, 0}, {2, 0}, {3, 0}};
-static const char *const kernelNames[] = {"scale2", "add", "copy2"};
+static Fn kernels[] = {{1, 0}, {2, 0}, {3, 0}, {4, 0}};
+static const char *const kernelNames[] = {"scale2", "add", "copy2",
+                                          "mapinfo"};
 
 long mock_live_allocations(void) { return live; }
 long mock_allocations(void) { return allocs; }
@@ -415,7 +464,7 @@ void mock_reset(void) {
   live = allocs = launches = 0;
   retained = 0;
   current = 0;
-  for (int i = 0; i < 3; ++i) kernels[i].maxShared = 0;
+  for (int i = 0; i < 4; ++i) kernels[i].maxShared = 0;
 }
 
 static int devices(void) {
@@ -522,7 +571,7 @@ CUresult cuModuleGetFunction(void **f, void *mod, const char *name) {
   char needle[256];
   snprintf(needle, sizeof needle, ".entry %s\n", name);
   if (!strstr(((Mod *)mod)->text, needle)) return 500;
-  for (int i = 0; i < 3; ++i)
+  for (int i = 0; i < 4; ++i)
     if (!strcmp(name, kernelNames[i])) { *f = &kernels[i]; return 0; }
   return 500;
 }
@@ -575,10 +624,36 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz,
       PARAM(float, 1)[i] = 2 * PARAM(float, 0)[i];
     else if (k->kind == 2)
       PARAM(float, 2)[i] = PARAM(float, 0)[i] + PARAM(float, 1)[i];
-    else
+    else if (k->kind == 3)
       PARAM(uint16_t, 1)[i] = PARAM(uint16_t, 0)[i];
+    else if (i < 16) /* the tensor map passed by value, word i */
+      PARAM(uint64_t, 1)[i] = ((const uint64_t *)params[0])[i];
   }
   ++launches;
+  return 0;
+}
+
+/* The map records its arguments: address, dtype, rank, the enums, the
+   extents and strides innermost first, the box (16 bits each), whether
+   every element stride is 1, and whether the map is 64-byte aligned. */
+CUresult cuTensorMapEncodeTiled(uint64_t *map, int dtype, unsigned rank,
+                                void *addr, const uint64_t *dims,
+                                const uint64_t *strides, const unsigned *box,
+                                const unsigned *elementStrides, int interleave,
+                                int swizzle, int l2, int oob) {
+  if (rank < 1 || rank > 5) return 1;
+  memset(map, 0, 128);
+  map[0] = (uint64_t)(uintptr_t)addr;
+  map[1] = dtype;
+  map[2] = rank;
+  map[3] = swizzle | l2 << 8 | oob << 16 | interleave << 24;
+  for (unsigned i = 0; i < rank; ++i) {
+    map[4 + i] = dims[i];
+    if (i + 1 < rank) map[9 + i] = strides[i];
+    map[13] |= (uint64_t)box[i] << (12 * i);
+    if (elementStrides[i] != 1) map[14] = 1;
+  }
+  map[15] = ((uintptr_t)map % 64 == 0) ? 0x600d : 0xbad;
   return 0;
 }
 
@@ -605,7 +680,8 @@ CUresult cuEventElapsedTime_v2(float *ms, void *a, void *b) {
 }
 """
 
-MOCK_IMAGE = "// a mock image\n.entry scale2\n.entry add\n.entry copy2\n"
+MOCK_IMAGE = ("// a mock image\n.entry scale2\n.entry add\n.entry copy2\n"
+              ".entry mapinfo\n")
 
 
 def _buf(role, shape, dtype="f32"):
@@ -644,8 +720,31 @@ MOCK_MANIFEST = {
             "temporaries": [],
             "launches": [_launch("copy2", 3, [{"arg": 0}, {"arg": 1}])],
         },
+        {   # a tensor map of the input, by value; its words come back
+            "name": "tensor_map",
+            "args": [_buf("input", [3, 5, 40], "bf16"),
+                     _buf("output", [16], "f64")],
+            "temporaries": [],
+            "launches": [_launch("mapinfo", 16, [
+                {"arg": 0,
+                 "tensor_map": {"box": [1, 4, 64], "swizzle": 128}},
+                {"arg": 1}])],
+        },
     ],
 }
+
+
+def _expected_map_words(address):
+    """What the mock's cuTensorMapEncodeTiled records for function
+    "tensor_map"'s map of a bf16 [3, 5, 40] buffer at `address`."""
+    w = [0] * 16
+    w[0], w[1], w[2] = address, 9, 3  # CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+    w[3] = 3 | 3 << 8  # SWIZZLE_128B, L2_PROMOTION_L2_256B, OOB zero
+    w[4:7] = [40, 5, 3]
+    w[9:11] = [80, 400]  # bytes
+    w[13] = 64 | 4 << 12 | 1 << 24
+    w[15] = 0x600d
+    return w
 
 
 @pytest.fixture(scope="session")
@@ -752,6 +851,29 @@ def test_mock_all_buffers_positional_and_output_first(mock, mock_bundle):
         b.run("copy_bf16", DeviceArray(bits), DeviceArray(copied))
         np.testing.assert_array_equal(copied, bits)
     assert mock.mock_retained() == 0
+
+
+def test_mock_tensor_map_by_value(mock, mock_bundle):
+    with tc.Bundle(mock_bundle) as b:
+        x = np.zeros((3, 5, 40), np.uint16)
+        words = np.zeros(16, np.uint64)
+        for _ in range(2):  # encoded once for the same pointer; still sent
+            b.run("tensor_map", DeviceArray(x),
+                  outputs=[DeviceArray(words.view(np.float64))])
+            assert words.tolist() == _expected_map_words(x.ctypes.data)
+        y = np.zeros((3, 5, 40), np.uint16)  # a new pointer: a new map
+        b.run("tensor_map", DeviceArray(y),
+              outputs=[DeviceArray(words.view(np.float64))])
+        assert words.tolist() == _expected_map_words(y.ctypes.data)
+
+
+def test_mock_tensor_map_needs_the_entry_point(mock, mock_bundle,
+                                               monkeypatch):
+    with tc.Bundle(mock_bundle) as b:
+        monkeypatch.setattr(b._drv, "optional", lambda *a: None)
+        with pytest.raises(tc.CudaError, match="lacks cuTensorMapEncodeTiled"):
+            b.run("tensor_map", DeviceArray(np.zeros((3, 5, 40), np.uint16)),
+                  outputs=[DeviceArray(np.zeros(16))])
 
 
 def test_mock_adopts_the_current_context(mock, mock_bundle):
@@ -1168,3 +1290,14 @@ def test_escapes_and_spacing_read_alike(tmp_path):
     r = cli(d, "x")
     assert r.returncode == 1
     assert r.stderr == f"tang-cuda-run: error: {e.value}\n"
+
+
+@needs_cli
+def test_cli_tensor_map_by_value(tmp_path, mock_lib, mock_bundle):
+    np.save(tmp_path / "x.npy", np.zeros((3, 5, 40), np.uint16))
+    r = cli(mock_bundle, "tensor_map", tmp_path / "x.npy", "--out", tmp_path,
+            env={"TANG_LIBCUDA": str(mock_lib)})
+    assert r.returncode == 0, r.stderr
+    words = np.load(tmp_path / "output_0.npy").view(np.uint64).tolist()
+    assert words[0] != 0  # the device buffer's address
+    assert words[1:] == _expected_map_words(0)[1:]

@@ -36,6 +36,11 @@ struct TangLowerCudaOptions : public PassPipelineOptions<TangLowerCudaOptions> {
       llvm::cl::desc("Also write the kernels and their launch sequence to "
                      "this directory (see docs/CudaBundle.md)"),
       llvm::cl::init("")};
+  PassOptions::Option<bool> tma{
+      *this, "tma",
+      llvm::cl::desc("On sm_90a, load tensor-core operand tiles by bulk "
+                     "tensor copies (TMA) where their views allow it"),
+      llvm::cl::init(true)};
 };
 
 /// tang IR -> (fusion) -> schedules -> the kernel form -> NVVM -> PTX/cubin

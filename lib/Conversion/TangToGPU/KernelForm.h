@@ -9,6 +9,7 @@
 #ifndef TANG_LIB_CONVERSION_TANGTOGPU_KERNELFORM_H
 #define TANG_LIB_CONVERSION_TANGTOGPU_KERNELFORM_H
 
+#include "Tang/Conversion/TangToGPU/TangToGPU.h"
 #include "Tang/Dialect/Tang/IR/TangOps.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -20,12 +21,32 @@
 
 namespace mlir::tang {
 
+/// A tensor map (CUtensorMap) the kernel takes by value: a tiled view of
+/// one of its buffer parameters for bulk tensor copies (TMA). The host
+/// launch describes it with nvgpu.tma.create.descriptor; the runtime
+/// encodes it from the buffer's dense row-major shape.
+struct TensorMapParam {
+  /// The kernel parameter (a buffer) the map views.
+  unsigned buffer;
+  /// The box: elements per copy along each of the buffer's dimensions,
+  /// outermost first.
+  SmallVector<int64_t> box;
+  /// The shared-memory swizzle in bytes (128 or 64).
+  int64_t swizzleBytes;
+};
+
 /// A kernel and how to launch it.
 struct Kernel {
   gpu::GPUFuncOp func;
   std::array<int64_t, 3> grid{1, 1, 1}, block{1, 1, 1};
   /// Dynamic shared memory per block, in bytes.
   int64_t sharedBytes = 0;
+  /// Tensor maps, the kernel's last parameters in this order.
+  SmallVector<TensorMapParam> tensorMaps;
+
+  /// Appends a tensor-map parameter for `param` to the kernel and returns
+  /// it (a generic pointer to the map).
+  Value addTensorMap(TensorMapParam param);
 };
 
 /// What the tensor-core emitters (MmaKernel.cpp, FlashKernel.cpp) share:
@@ -119,9 +140,12 @@ std::optional<MmaContraction> matchMmaContraction(ComprehensionOp op,
 /// Emits `op` as a tensor-core matrix product into `k.func` at `b`, operands
 /// staged through shared memory by cp.async: mma.sync.m16n8k16 (sm_80 and
 /// up), or with `wgmma` warpgroup wgmma.mma_async (sm_90a).
+/// With `tma` (wgmma only), operands whose views are a box of the tensor
+/// are loaded by bulk tensor copies completing on mbarriers.
 LogicalResult emitMmaKernel(OpBuilder &b, ComprehensionOp op,
                             const MmaContraction &c, IRMapping &tensors,
-                            ValueRange outputs, Kernel &k, bool wgmma);
+                            ValueRange outputs, Kernel &k, bool wgmma,
+                            bool tma);
 
 } // namespace mlir::tang
 

@@ -329,6 +329,9 @@ struct MmaConfig {
   /// columns; bk is 64 or 32 (one 128- or 64-byte swizzled row of 16-bit
   /// values).
   bool wgmma = false;
+  /// wgmma: operands by bulk tensor copies (TMA) on mbarriers, issued by
+  /// one thread, instead of cp.async by all.
+  bool tma = false;
   int64_t threads() const { return warpsM * warpsN * 32; }
   int64_t ringBytes() const { return stages * (bm + bn) * bk * 2; }
   int64_t tm() const { return bm / warpsM; }
@@ -403,9 +406,12 @@ MmaConfig getConfig(ComprehensionOp op, const MmaContraction &c, bool wgmma) {
 class MmaEmitter : TensorCoreEmitterBase {
 public:
   MmaEmitter(OpBuilder &b, ComprehensionOp op, const MmaContraction &c,
-             IRMapping &tensors, ValueRange outputs, Kernel &k, bool wgmma)
+             IRMapping &tensors, ValueRange outputs, Kernel &k, bool wgmma,
+             bool tma)
       : TensorCoreEmitterBase(b, op.getLoc(), c.elementType), op(op), c(c),
         tensors(tensors), outputs(outputs), k(k), cfg(getConfig(op, c, wgmma)) {
+    cfg.tma = tma && cfg.wgmma && cfg.bk == 64 && isBox(c.a, true) &&
+              isBox(c.b, false);
   }
 
   LogicalResult emit();
@@ -416,6 +422,26 @@ private:
   Value swizzle(Value row, Value chunk, int64_t chunks);
   /// Issues the cp.async copies of step `kt` into ring slot `slot`.
   void emitLoads(Value kt, Value slot);
+  /// The tensor coordinates `read` reads at the batch point, row `row` of
+  /// index `rowIndex` and column `col` of `colIndex`.
+  SmallVector<Value> getCoordinates(ReadOp read, Value rowIndex, Value row,
+                                    Value colIndex, Value col);
+  /// Whether the tiles of operand `read` (the left one with `isA`) are
+  /// boxes of its tensor that a bulk tensor copy fills: the column index
+  /// alone in the last coordinate, the row index plus batch terms in one
+  /// other, batch indices only elsewhere, and no rows or columns past the
+  /// reduced index's extent inside the tensor (they must read as zeros).
+  bool isBox(ReadOp read, bool isA);
+  /// TMA: the tensor-map parameters and the ring's mbarriers (`stages`
+  /// of 8 bytes at `barriers`, a shared-memory address).
+  void emitTmaSetup();
+  /// TMA: thread 0 expects the bytes of step `kt` on slot `slot`'s
+  /// mbarrier and issues its copies.
+  void emitTmaLoads(Value kt, Value slot);
+  /// TMA: waits for step `kt` (slot `slot`) to land.
+  void emitTmaWait(Value kt, Value slot);
+  /// A shared-memory address as an LLVM pointer in address space 3.
+  Value toSharedPointer(Value address);
   /// Copies 16-byte chunks of `read` into `tile` (rows x chunks per row):
   /// row `r` of the tile is `rowIndex` = rowBase + r, chunk `ch` holds
   /// `colIndex` = colBase + 8 ch.
@@ -452,6 +478,8 @@ private:
   Value tileC;        // [bm, bn + 8] f32, aliasing the ring.
   Value smemBase;     // wgmma: the ring's shared-memory address.
   Value lastGroup;    // A cp.async group token (the wait ignores it).
+  Value mapA, mapB;   // TMA: the operands' tensor maps.
+  Value barriers;     // TMA: the ring's mbarriers (shared address).
 };
 
 Value MmaEmitter::swizzle(Value row, Value chunk, int64_t chunks) {
@@ -481,18 +509,9 @@ void MmaEmitter::emitTileLoad(ReadOp read, Value tile, Value slot, int64_t rows,
         arith::AndIOp::create(b, loc, lt(row, rowExtent), lt(col, colExtent));
     // Out-of-range chunks read nothing (source size 0, zero-filled) from a
     // clamped, in-bounds address.
-    IRMapping idx;
-    for (unsigned p = 0; p < op.getNumParallel(); ++p)
-      if (batch[p])
-        idx.map(op.getIndex(p), batch[p]);
-    idx.map(op.getIndex(c.m), m0);
-    idx.map(op.getIndex(c.n), n0);
-    idx.map(rowIndex, minU(row, rowExtent - 1));
-    idx.map(colIndex, minU(col, colExtent - 8));
-    SmallVector<Value> operands = llvm::map_to_vector(
-        read.getIndices(), [&](Value v) { return idx.lookup(v); });
-    std::optional<SmallVector<Value, 8>> coords =
-        affine::expandAffineMap(b, loc, read.getMap(), operands);
+    SmallVector<Value> coords =
+        getCoordinates(read, rowIndex, minU(row, rowExtent - 1), colIndex,
+                       minU(col, colExtent - 8));
     Value srcElements = arith::SelectOp::create(b, loc, valid, cst(8), cst(0));
     SmallVector<Value> dst;
     // Blocks as wide as a swizzled row: bk 16-bit values.
@@ -504,8 +523,194 @@ void MmaEmitter::emitTileLoad(ReadOp read, Value tile, Value slot, int64_t rows,
       dst = {slot, r, mul(swizzle(r, ch, chunks), 8)};
     nvgpu::DeviceAsyncCopyOp::create(
         b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), tile, dst,
-        memref, *coords, b.getIndexAttr(8), srcElements, b.getUnitAttr());
+        memref, coords, b.getIndexAttr(8), srcElements, b.getUnitAttr());
   }
+}
+
+SmallVector<Value> MmaEmitter::getCoordinates(ReadOp read, Value rowIndex,
+                                              Value row, Value colIndex,
+                                              Value col) {
+  IRMapping idx;
+  for (unsigned p = 0; p < op.getNumParallel(); ++p)
+    if (batch[p])
+      idx.map(op.getIndex(p), batch[p]);
+  idx.map(op.getIndex(c.m), m0);
+  idx.map(op.getIndex(c.n), n0);
+  idx.map(rowIndex, row);
+  idx.map(colIndex, col);
+  SmallVector<Value> operands = llvm::map_to_vector(
+      read.getIndices(), [&](Value v) { return idx.lookup(v); });
+  return SmallVector<Value>(
+      *affine::expandAffineMap(b, loc, read.getMap(), operands));
+}
+
+bool MmaEmitter::isBox(ReadOp read, bool isA) {
+  Value kIndex = c.red.getIndex(c.red.getNumIndices() - 1);
+  Value own = op.getIndex(isA ? c.m : c.n);
+  bool kContiguous = isA ? c.aKContiguous : c.bKContiguous;
+  Value col = kContiguous ? kIndex : own, row = kContiguous ? own : kIndex;
+  AffineMap map = read.getMap();
+  auto t = cast<RankedTensorType>(read.getTensor().getType());
+  unsigned rank = map.getNumResults(), numDims = map.getNumDims();
+  if (rank < 2 || rank > 5)
+    return false;
+  auto position = [&](Value v) -> std::optional<unsigned> {
+    auto it = llvm::find(read.getIndices(), v);
+    if (it == read.getIndices().end())
+      return std::nullopt;
+    return it - read.getIndices().begin();
+  };
+  std::optional<unsigned> colPos = position(col), rowPos = position(row);
+  if (!colPos || !rowPos)
+    return false;
+  // The column index alone in the last coordinate; past the reduced
+  // index's extent the tensor must end (the box reads zeros there).
+  if (map.getResult(rank - 1) != getAffineDimExpr(*colPos, b.getContext()) ||
+      (col == kIndex && t.getShape().back() != c.extentK))
+    return false;
+  std::optional<unsigned> rowCoord;
+  for (unsigned r = 0; r + 1 < rank; ++r) {
+    AffineExpr e = map.getResult(r);
+    if (e.isFunctionOfDim(*colPos))
+      return false;
+    // Other indices than the batch's, the row's and the column's (a
+    // sliding window) are not a box.
+    auto isBatch = [&](Value v) {
+      for (unsigned p = 0; p < op.getNumParallel(); ++p)
+        if (p != c.m && p != c.n && op.getIndex(p) == v)
+          return true;
+      return false;
+    };
+    for (auto [pos, v] : llvm::enumerate(read.getIndices()))
+      if (e.isFunctionOfDim(pos) && v != row && v != col && !isBatch(v))
+        return false;
+    if (!e.isFunctionOfDim(*rowPos))
+      continue;
+    if (rowCoord)
+      return false;
+    rowCoord = r;
+    // row + (terms without it); the reduced index exactly, over the
+    // whole dimension.
+    AffineExpr dim = getAffineDimExpr(*rowPos, b.getContext());
+    AffineExpr rest = simplifyAffineExpr(
+        e.replace(dim, getAffineConstantExpr(0, b.getContext())), numDims, 0);
+    if (simplifyAffineExpr(e - rest, numDims, 0) != dim)
+      return false;
+    if (row == kIndex && (e != dim || t.getDimSize(r) != c.extentK))
+      return false;
+  }
+  return rowCoord.has_value();
+}
+
+Value MmaEmitter::toSharedPointer(Value address) {
+  MLIRContext *ctx = b.getContext();
+  Value i = arith::IndexCastOp::create(b, loc, b.getI64Type(), address);
+  return LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(ctx, 3),
+                                  i);
+}
+
+void MmaEmitter::emitTmaSetup() {
+  auto param = [&](ReadOp read, bool isA) {
+    bool kContiguous = isA ? c.aKContiguous : c.bKContiguous;
+    int64_t rows = kContiguous ? (isA ? cfg.bm : cfg.bn) : cfg.bk;
+    // Blocked layouts ([k, m] or [k, n] operands) are filled 64 columns
+    // (one 128-byte swizzled row) at a time.
+    int64_t cols = kContiguous ? cfg.bk : 64;
+    AffineMap map = read.getMap();
+    unsigned rank = map.getNumResults();
+    Value own = op.getIndex(isA ? c.m : c.n);
+    Value kIndex = c.red.getIndex(c.red.getNumIndices() - 1);
+    unsigned rowPos =
+        llvm::find(read.getIndices(), kContiguous ? own : kIndex) -
+        read.getIndices().begin();
+    TensorMapParam t;
+    t.swizzleBytes = 128;
+    for (unsigned r = 0; r < rank; ++r)
+      t.box.push_back(r + 1 == rank                              ? cols
+                      : map.getResult(r).isFunctionOfDim(rowPos) ? rows
+                                                                 : 1);
+    t.buffer =
+        cast<BlockArgument>(tensors.lookup(read.getTensor())).getArgNumber();
+    return k.addTensorMap(std::move(t));
+  };
+  mapA = param(c.a, true);
+  mapB = param(c.b, false);
+
+  // One mbarrier per ring slot, arrived on by thread 0 with the step's
+  // byte count, completed by the copies.
+  Type i32 = b.getI32Type();
+  auto first =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, cst(0));
+  auto ifOp = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    Value one = arith::ConstantIntOp::create(b, loc, i32, 1);
+    for (int64_t s = 0; s < cfg.stages; ++s)
+      NVVM::MBarrierInitOp::create(
+          b, loc, toSharedPointer(add(barriers, cst(8 * s))), one, Value());
+    NVVM::FenceMbarrierInitOp::create(b, loc);
+  }
+  gpu::BarrierOp::create(b, loc);
+}
+
+void MmaEmitter::emitTmaLoads(Value kt, Value slot) {
+  MLIRContext *ctx = b.getContext();
+  Type i32 = b.getI32Type();
+  int64_t aStage = cfg.bm * cfg.bk * 2, bStage = cfg.bn * cfg.bk * 2;
+  int64_t aBytes = cfg.stages * aStage;
+  auto first =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, cst(0));
+  auto ifOp = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+  Value bar = toSharedPointer(add(barriers, mul(slot, 8)));
+  NVVM::MBarrierArriveExpectTxOp::create(
+      b, loc, Type(), bar,
+      arith::ConstantIntOp::create(b, loc, i32, aStage + bStage),
+      NVVM::MemScopeKindAttr::get(ctx, NVVM::MemScopeKind::CTA),
+      b.getBoolAttr(false), Value());
+  Value kIndex = c.red.getIndex(c.red.getNumIndices() - 1);
+  Value k0 = mul(kt, cfg.bk);
+  auto copy = [&](Value map, ReadOp read, Value dst, Value rowIndex, Value row,
+                  Value colIndex, Value col) {
+    SmallVector<Value> coords =
+        getCoordinates(read, rowIndex, row, colIndex, col);
+    // The copy takes coordinates innermost first, as i32.
+    SmallVector<Value> box;
+    for (Value v : llvm::reverse(coords))
+      box.push_back(arith::IndexCastOp::create(b, loc, i32, v));
+    Value cluster = LLVM::AddrSpaceCastOp::create(
+        b, loc, LLVM::LLVMPointerType::get(ctx, 7), toSharedPointer(dst));
+    NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+        b, loc, cluster, map, box, bar, ValueRange(), Value(), Value(),
+        NVVM::TMALoadModeAttr::get(ctx, NVVM::TMALoadMode::TILE),
+        b.getBoolAttr(false), NVVM::CTAGroupKindAttr(), Value());
+  };
+  auto operand = [&](Value map, ReadOp read, bool kContiguous, Value own,
+                     int64_t ownTile, Value start, Value dst) {
+    if (kContiguous) {
+      copy(map, read, dst, own, start, kIndex, k0);
+      return;
+    }
+    // 64-column blocks, bk rows each.
+    for (int64_t j = 0; j < ownTile / 64; ++j)
+      copy(map, read, add(dst, cst(j * cfg.bk * 128)), kIndex, k0, own,
+           add(start, cst(64 * j)));
+  };
+  operand(mapA, c.a, c.aKContiguous, op.getIndex(c.m), cfg.bm, m0,
+          add(smemBase, mul(slot, aStage)));
+  operand(mapB, c.b, c.bKContiguous, op.getIndex(c.n), cfg.bn, n0,
+          add(smemBase, add(cst(aBytes), mul(slot, bStage))));
+}
+
+void MmaEmitter::emitTmaWait(Value kt, Value slot) {
+  Type i32 = b.getI32Type();
+  Value parity =
+      arith::IndexCastOp::create(b, loc, i32, rem(div(kt, cfg.stages), 2));
+  NVVM::MBarrierTryWaitParityOp::create(
+      b, loc, toSharedPointer(add(barriers, mul(slot, 8))), parity,
+      arith::ConstantIntOp::create(b, loc, i32, 10000000));
 }
 
 void MmaEmitter::emitLoads(Value kt, Value slot) {
@@ -773,11 +978,21 @@ LogicalResult MmaEmitter::emit() {
   else
     tileB = view({cfg.stages, cfg.bk, cfg.bn}, c.elementType, aBytes);
   tileC = view({cfg.bm, cfg.bn + 8}, b.getF32Type(), 0);
+  if (cfg.tma) {
+    // The mbarriers go past the ring and the result tile (which reuses
+    // the ring).
+    int64_t offset = std::max(aBytes + bBytes, cBytes);
+    barriers = add(smemBase, cst(offset));
+    k.sharedBytes = 1024 + offset + 8 * cfg.stages;
+    emitTmaSetup();
+  }
 
   SmallVector<Value> acc =
       cfg.wgmma ? emitWgmmaMainLoop() : emitMmaSyncMainLoop();
-  // The ring is reused for the accumulators: nothing may still be landing.
-  nvgpu::DeviceAsyncWaitOp::create(b, loc, lastGroup, b.getI32IntegerAttr(0));
+  // The ring is reused for the accumulators: nothing may still be landing
+  // (every bulk copy issued has been waited for).
+  if (!cfg.tma)
+    nvgpu::DeviceAsyncWaitOp::create(b, loc, lastGroup, b.getI32IntegerAttr(0));
   gpu::BarrierOp::create(b, loc);
   return emitEpilogue(acc);
 }
@@ -832,7 +1047,14 @@ SmallVector<Value> MmaEmitter::emitWgmmaMainLoop() {
   // has waited for (wgmma.wait_group 1 at step kt - 1) before the barrier
   // of step kt.
   int64_t ahead = cfg.stages - 2;
+  int64_t steps = static_cast<int64_t>(llvm::divideCeil(c.extentK, cfg.bk));
   for (int64_t s = 0; s < ahead; ++s) {
+    if (cfg.tma) {
+      // Bulk copies of steps past K are not issued.
+      if (s < steps)
+        emitTmaLoads(cst(s), cst(s));
+      continue;
+    }
     emitLoads(cst(s), cst(s));
     lastGroup = nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, tokenType,
                                                         ValueRange{});
@@ -847,26 +1069,40 @@ SmallVector<Value> MmaEmitter::emitWgmmaMainLoop() {
   auto accType =
       LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(cfg.bn / 2, f32));
   Value init = LLVM::ZeroOp::create(b, loc, accType);
-  int64_t steps = static_cast<int64_t>(llvm::divideCeil(c.extentK, cfg.bk));
   auto loop =
       scf::ForOp::create(b, loc, cst(0), cst(steps), cst(1), ValueRange{init});
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
     Value kt = loop.getInductionVar();
-    // Step kt has landed: this thread's copies, then (fence + barrier)
-    // everyone's, visible to the tensor cores' async proxy.
-    nvgpu::DeviceAsyncWaitOp::create(b, loc, lastGroup,
-                                     b.getI32IntegerAttr(ahead - 1));
-    NVVM::FenceProxyOp::create(
-        b, loc, NVVM::ProxyKindAttr::get(ctx, NVVM::ProxyKind::async_shared),
-        NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
-    gpu::BarrierOp::create(b, loc);
-    Value next = add(kt, cst(ahead));
-    emitLoads(next, rem(next, cfg.stages));
-    nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, tokenType, ValueRange{});
-
     Value slot = rem(kt, cfg.stages);
+    Value next = add(kt, cst(ahead));
+    if (cfg.tma) {
+      // Every warpgroup is past step kt - 1 (so the wgmma of step kt - 2
+      // is done): thread 0 refills that step's slot, then all wait for
+      // step kt's copies.
+      gpu::BarrierOp::create(b, loc);
+      auto inK = scf::IfOp::create(b, loc, lt(next, steps),
+                                   /*withElseRegion=*/false);
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(&inK.getThenRegion().front());
+        emitTmaLoads(next, rem(next, cfg.stages));
+      }
+      emitTmaWait(kt, slot);
+    } else {
+      // Step kt has landed: this thread's copies, then (fence + barrier)
+      // everyone's, visible to the tensor cores' async proxy.
+      nvgpu::DeviceAsyncWaitOp::create(b, loc, lastGroup,
+                                       b.getI32IntegerAttr(ahead - 1));
+      NVVM::FenceProxyOp::create(
+          b, loc, NVVM::ProxyKindAttr::get(ctx, NVVM::ProxyKind::async_shared),
+          NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+      gpu::BarrierOp::create(b, loc);
+      emitLoads(next, rem(next, cfg.stages));
+      nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, tokenType, ValueRange{});
+    }
+
     Value aSlot = add(aBase, mul(slot, aStage));
     Value bSlot = add(bBase, mul(slot, bStage));
     auto wgmmaType =
@@ -938,6 +1174,6 @@ Value mlir::tang::emitWgmmaDescriptor(OpBuilder &b, Location loc,
 LogicalResult mlir::tang::emitMmaKernel(OpBuilder &b, ComprehensionOp op,
                                         const MmaContraction &c,
                                         IRMapping &tensors, ValueRange outputs,
-                                        Kernel &k, bool wgmma) {
-  return MmaEmitter(b, op, c, tensors, outputs, k, wgmma).emit();
+                                        Kernel &k, bool wgmma, bool tma) {
+  return MmaEmitter(b, op, c, tensors, outputs, k, wgmma, tma).emit();
 }

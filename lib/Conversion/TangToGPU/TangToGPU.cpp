@@ -54,7 +54,51 @@ namespace mlir::tang {
 using namespace mlir;
 using namespace mlir::tang;
 
+Value Kernel::addTensorMap(TensorMapParam param) {
+  MLIRContext *ctx = func.getContext();
+  unsigned index = func.getNumArguments();
+  if (failed(func.insertArgument(index, LLVM::LLVMPointerType::get(ctx),
+                                 DictionaryAttr(), func.getLoc())))
+    llvm_unreachable("a gpu.func takes any number of parameters");
+  tensorMaps.push_back(std::move(param));
+  SmallVector<int64_t> params;
+  if (auto old =
+          func->getAttrOfType<DenseI64ArrayAttr>(kTensorMapParamsAttrName))
+    params.assign(old.asArrayRef().begin(), old.asArrayRef().end());
+  params.push_back(index);
+  func->setAttr(kTensorMapParamsAttrName, DenseI64ArrayAttr::get(ctx, params));
+  return func.getArgument(index);
+}
+
 namespace {
+
+/// The host side of a tensor-map parameter: nvgpu.tma.create.descriptor
+/// over `buffer` (what the bundle exporter reads), cast to the kernel
+/// parameter's type.
+Value createTensorMap(OpBuilder &b, Location loc, Value buffer,
+                      const TensorMapParam &t) {
+  MLIRContext *ctx = b.getContext();
+  auto type = cast<MemRefType>(buffer.getType());
+  Value unranked = memref::CastOp::create(
+      b, loc, UnrankedMemRefType::get(type.getElementType(), Attribute()),
+      buffer);
+  SmallVector<Value> box = llvm::map_to_vector(t.box, [&](int64_t v) {
+    return arith::ConstantIndexOp::create(b, loc, v).getResult();
+  });
+  auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  auto descriptor = nvgpu::TensorMapDescriptorType::get(
+      ctx, MemRefType::get(t.box, type.getElementType(), AffineMap(), wg),
+      t.swizzleBytes == 128 ? nvgpu::TensorMapSwizzleKind::SWIZZLE_128B
+                            : nvgpu::TensorMapSwizzleKind::SWIZZLE_64B,
+      nvgpu::TensorMapL2PromoKind::L2PROMO_256B,
+      nvgpu::TensorMapOOBKind::OOB_ZERO,
+      nvgpu::TensorMapInterleaveKind::INTERLEAVE_NONE);
+  Value d =
+      nvgpu::TmaCreateDescriptorOp::create(b, loc, descriptor, unranked, box);
+  return UnrealizedConversionCastOp::create(b, loc,
+                                            LLVM::LLVMPointerType::get(ctx), d)
+      .getResult(0);
+}
 
 constexpr int64_t kDefaultBlockSize = 256;
 
@@ -91,8 +135,9 @@ bool isLowPrecision(ComprehensionOp op) {
 class KernelFormBuilder {
 public:
   KernelFormBuilder(ModuleOp module, gpu::GPUModuleOp kernels,
-                    StringRef tensorCores)
-      : module(module), kernels(kernels), tensorCores(tensorCores.str()) {}
+                    StringRef tensorCores, bool tma)
+      : module(module), kernels(kernels), tensorCores(tensorCores.str()),
+        tma(tma) {}
 
   LogicalResult convertFunc(func::FuncOp func);
 
@@ -110,6 +155,8 @@ private:
   gpu::GPUModuleOp kernels;
   /// Tensor-core code for contractions of f16/bf16: none, mma-sync, wgmma.
   std::string tensorCores;
+  /// Bulk tensor copies for wgmma operands where their views allow.
+  bool tma;
 };
 
 FailureOr<Kernel> KernelFormBuilder::buildKernel(ComprehensionOp op,
@@ -167,7 +214,7 @@ FailureOr<Kernel> KernelFormBuilder::buildKernel(ComprehensionOp op,
       return failure();
   } else if (mma) {
     if (failed(emitMmaKernel(b, op, *mma, tensors, outputs, k,
-                             tensorCores == "wgmma")))
+                             tensorCores == "wgmma", tma)))
       return failure();
   } else if (int64_t threads = getRowKernelThreads(op)) {
     if (failed(emitRowKernel(b, op, tensors, outputs, k, threads)))
@@ -868,6 +915,8 @@ LogicalResult KernelFormBuilder::convertFunc(func::FuncOp func) {
       SmallVector<Value> args = llvm::map_to_vector(
           inputs, [&](Value t) { return buffers.lookup(t); });
       args.append(results);
+      for (const TensorMapParam &t : k->tensorMaps)
+        args.push_back(createTensorMap(b, c.getLoc(), args[t.buffer], t));
       gpu::LaunchFuncOp::create(
           b, c.getLoc(), k->func,
           gpu::KernelDim3{cst(k->grid[0]), cst(k->grid[1]), cst(k->grid[2])},
@@ -925,7 +974,7 @@ struct ConvertTangToGPUPass
                          << tensorCores << "'";
       return signalPassFailure();
     }
-    KernelFormBuilder builder(module, kernels, tensorCores);
+    KernelFormBuilder builder(module, kernels, tensorCores, tma);
     for (func::FuncOp f : funcs)
       if (failed(builder.convertFunc(f)))
         return signalPassFailure();

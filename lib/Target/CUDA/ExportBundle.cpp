@@ -12,6 +12,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SPIRV/IR/SPIRVOps.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Target/SPIRV/Serialization.h"
@@ -70,6 +71,57 @@ getDim3(gpu::LaunchFuncOp launch, gpu::KernelDim3 dims, StringRef what) {
   return out;
 }
 
+/// The tensor map a launch passes as `cast` (of an
+/// nvgpu.tma.create.descriptor of a memref.cast of `source`, a buffer): its
+/// box and swizzle. The runtime encodes it with zero fill out of bounds,
+/// 256-byte L2 promotion and no interleave (docs/CudaBundle.md).
+static FailureOr<llvm::json::Object>
+describeTensorMap(gpu::LaunchFuncOp launch, UnrealizedConversionCastOp cast,
+                  Value &source) {
+  auto fail = [&] {
+    return launch.emitOpError()
+           << "passes a kernel argument that is neither a buffer nor a "
+              "tensor map of one";
+  };
+  auto create =
+      cast.getNumOperands() == 1
+          ? cast.getOperand(0).getDefiningOp<nvgpu::TmaCreateDescriptorOp>()
+          : nvgpu::TmaCreateDescriptorOp();
+  if (!create || !create.getTensor().getDefiningOp<memref::CastOp>())
+    return fail();
+  nvgpu::TensorMapDescriptorType type = create.getTensorMap().getType();
+  source = create.getTensor().getDefiningOp<memref::CastOp>().getSource();
+  auto sourceType = dyn_cast<MemRefType>(source.getType());
+  MemRefType box = type.getTensor();
+  if (!sourceType || sourceType.getRank() != box.getRank() ||
+      type.getInterleave() != nvgpu::TensorMapInterleaveKind::INTERLEAVE_NONE ||
+      type.getOob() != nvgpu::TensorMapOOBKind::OOB_ZERO ||
+      type.getL2promo() != nvgpu::TensorMapL2PromoKind::L2PROMO_256B)
+    return launch.emitOpError()
+           << "passes a tensor map the CUDA bundle cannot describe (it "
+              "needs the buffer's rank, zero fill, 256-byte L2 promotion "
+              "and no interleave)";
+  int64_t swizzle = 0;
+  switch (type.getSwizzle()) {
+  case nvgpu::TensorMapSwizzleKind::SWIZZLE_NONE:
+    swizzle = 0;
+    break;
+  case nvgpu::TensorMapSwizzleKind::SWIZZLE_32B:
+    swizzle = 32;
+    break;
+  case nvgpu::TensorMapSwizzleKind::SWIZZLE_64B:
+    swizzle = 64;
+    break;
+  case nvgpu::TensorMapSwizzleKind::SWIZZLE_128B:
+    swizzle = 128;
+    break;
+  }
+  llvm::json::Array dims;
+  for (int64_t d : box.getShape())
+    dims.push_back(d);
+  return llvm::json::Object{{"box", std::move(dims)}, {"swizzle", swizzle}};
+}
+
 static FailureOr<llvm::json::Object> describeFunction(func::FuncOp func) {
   auto numInputs = func->getAttrOfType<IntegerAttr>("tang.num_inputs");
   if (!numInputs)
@@ -110,17 +162,36 @@ static FailureOr<llvm::json::Object> describeFunction(func::FuncOp func) {
       shared = *c;
     }
     llvm::json::Array kargs;
-    for (Value v : launch.getKernelOperands()) {
-      if (auto arg = dyn_cast<BlockArgument>(v)) {
-        kargs.push_back(llvm::json::Object{{"arg", arg.getArgNumber()}});
-        continue;
-      }
+    auto describeBufferArg = [&](Value v) -> FailureOr<llvm::json::Object> {
+      if (auto arg = dyn_cast<BlockArgument>(v))
+        return llvm::json::Object{{"arg", arg.getArgNumber()}};
       auto it = tempIndex.find(v);
       if (it == tempIndex.end())
         return launch.emitOpError()
                << "passes a kernel argument that is neither a function "
                   "argument nor a temporary";
-      kargs.push_back(llvm::json::Object{{"temp", it->second}});
+      return llvm::json::Object{{"temp", it->second}};
+    };
+    for (Value v : launch.getKernelOperands()) {
+      // A tensor map: nvgpu.tma.create.descriptor of a buffer, cast to the
+      // kernel parameter's pointer type.
+      if (auto cast = v.getDefiningOp<UnrealizedConversionCastOp>()) {
+        Value source;
+        FailureOr<llvm::json::Object> map =
+            describeTensorMap(launch, cast, source);
+        if (failed(map))
+          return failure();
+        FailureOr<llvm::json::Object> buffer = describeBufferArg(source);
+        if (failed(buffer))
+          return failure();
+        (*buffer)["tensor_map"] = std::move(*map);
+        kargs.push_back(std::move(*buffer));
+        continue;
+      }
+      FailureOr<llvm::json::Object> buffer = describeBufferArg(v);
+      if (failed(buffer))
+        return failure();
+      kargs.push_back(std::move(*buffer));
     }
     launches.push_back(
         llvm::json::Object{{"kernel", launch.getKernelName().getValue().str()},

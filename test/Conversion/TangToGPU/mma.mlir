@@ -3,6 +3,7 @@
 // RUN: tang-opt %s --tang-schedule --convert-tang-to-gpu --split-input-file | FileCheck %s --check-prefix=PLAIN
 
 // RUN: tang-opt %s --tang-schedule --convert-tang-to-gpu=tensor-cores=wgmma --split-input-file | FileCheck %s --check-prefix=WGMMA
+// RUN: tang-opt %s --tang-schedule --convert-tang-to-gpu="tensor-cores=wgmma tma=false" --split-input-file | FileCheck %s --check-prefix=NOTMA
 
 // OPTION: tensor-cores must be none, mma-sync or wgmma, got 'wmma'
 
@@ -190,4 +191,85 @@ func.func @floordiv_offset(%A: tensor<64x72xbf16>, %B: tensor<64x64xbf16>) -> te
     tang.yield %p : bf16
   }
   return %C : tensor<4x64x64xbf16>
+}
+
+// -----
+
+// K steps of 64 (rows of 128 bytes, the 128-byte swizzle) on sm_90a: the
+// operands come by bulk tensor copies. The host passes a tensor map per
+// operand (a box of the buffer: 1 x 64 rows x 64 of k for the batched A,
+// 64 of k x 64 columns for B, zero past its 200 columns); the kernel takes
+// them as its last parameters; thread 0 initialises one mbarrier per ring
+// slot, expects each step's bytes and issues the copies; every thread waits
+// on the slot's phase. With tma=false, cp.async as before.
+// CHECK-LABEL: func.func @tma
+// WGMMA-LABEL: func.func @tma
+// WGMMA: %[[CA:.*]] = memref.cast %arg0 : memref<2x96x128xbf16> to memref<*xbf16>
+// WGMMA: %[[DA:.*]] = nvgpu.tma.create.descriptor %[[CA]] box[%{{.*}}, %{{.*}}, %{{.*}}] : memref<*xbf16> -> <tensor = memref<1x64x64xbf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>
+// WGMMA: %[[PA:.*]] = builtin.unrealized_conversion_cast %[[DA]] : {{.*}} to !llvm.ptr
+// WGMMA: %[[CB:.*]] = memref.cast %arg1 : memref<128x200xbf16> to memref<*xbf16>
+// WGMMA: nvgpu.tma.create.descriptor %[[CB]] {{.*}} -> <tensor = memref<64x64xbf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b
+// WGMMA: %[[PB:.*]] = builtin.unrealized_conversion_cast
+// WGMMA: gpu.launch_func @tang_kernels::@tma_k0 {{.*}} args({{.*}}, %[[PA]] : !llvm.ptr, %[[PB]] : !llvm.ptr)
+// WGMMA: gpu.func @tma_k0({{.*}}, %[[MA:.*]]: !llvm.ptr, %[[MB:.*]]: !llvm.ptr) kernel attributes {{{.*}}tang.tensor_map_params = array<i64: 3, 4>}
+// WGMMA-COUNT-4: nvvm.mbarrier.init
+// WGMMA: nvvm.fence.mbarrier.init
+// WGMMA: gpu.barrier
+// WGMMA: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c16384_i32
+// WGMMA: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[MA]], %{{.*}}, box[%{{.*}}, %{{.*}}, %{{.*}}]
+// WGMMA: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[MB]], %{{.*}}, box[%{{.*}}, %{{.*}}]
+// WGMMA: scf.for
+// WGMMA: gpu.barrier
+// WGMMA: nvvm.mbarrier.try_wait.parity
+// WGMMA-NOT: nvgpu.device_async_copy
+// WGMMA: nvvm.wgmma.mma_async
+// WGMMA-NOT: nvgpu.device_async
+// WGMMA: gpu.return
+// NOTMA-LABEL: func.func @tma
+// NOTMA-NOT: nvgpu.tma.create.descriptor
+// NOTMA: gpu.func @tma_k0
+// NOTMA-NOT: tensor_map_params
+// NOTMA: nvgpu.device_async_copy
+// NOTMA-NOT: cp.async.bulk.tensor
+// NOTMA: gpu.return
+func.func @tma(%A: tensor<2x96x128xbf16>, %B: tensor<128x200xbf16>) -> tensor<2x96x200xbf16> {
+  %C = tang.comprehension (%z, %i, %j) reduce (%k) [2, 96, 200, 128] monoid(add) : tensor<2x96x200xbf16> {
+    %a = tang.read %A[%z, %i, %k] : tensor<2x96x128xbf16>
+    %b = tang.read %B[%k, %j] : tensor<128x200xbf16>
+    %p = arith.mulf %a, %b : bf16
+    tang.yield %p : bf16
+  }
+  return %C : tensor<2x96x200xbf16>
+}
+
+// -----
+
+// Views that are not a box of the tensor keep cp.async: a reshape of k
+// (A's last coordinate is k mod 64, not k), and a [k, n] operand longer
+// than K (a box past row K = 96 would read rows of the tensor, not zeros).
+// CHECK-LABEL: func.func @not_boxes
+// WGMMA-LABEL: func.func @not_boxes
+// WGMMA-NOT: nvgpu.tma.create.descriptor
+// WGMMA: gpu.func @not_boxes_k0
+// WGMMA: nvgpu.device_async_copy
+// WGMMA-NOT: cp.async.bulk.tensor
+// WGMMA: gpu.return
+// WGMMA: gpu.func @not_boxes_k1
+// WGMMA: nvgpu.device_async_copy
+// WGMMA-NOT: cp.async.bulk.tensor
+// WGMMA: gpu.return
+func.func @not_boxes(%A: tensor<64x2x64xbf16>, %B: tensor<128x64xbf16>, %A2: tensor<64x96xbf16>) -> (tensor<64x64xbf16>, tensor<64x64xbf16>) {
+  %C = tang.comprehension (%i, %j) reduce (%k) [64, 64, 128] monoid(add) : tensor<64x64xbf16> {
+    %a = tang.read %A[%i, %k floordiv 64, %k mod 64] : tensor<64x2x64xbf16>
+    %b = tang.read %B[%k, %j] : tensor<128x64xbf16>
+    %p = arith.mulf %a, %b : bf16
+    tang.yield %p : bf16
+  }
+  %D = tang.comprehension (%i, %j) reduce (%k) [64, 64, 96] monoid(add) : tensor<64x64xbf16> {
+    %a = tang.read %A2[%i, %k] : tensor<64x96xbf16>
+    %b = tang.read %B[%k, %j] : tensor<128x64xbf16>
+    %p = arith.mulf %a, %b : bf16
+    tang.yield %p : bf16
+  }
+  return %C, %D : tensor<64x64xbf16>, tensor<64x64xbf16>
 }
