@@ -41,6 +41,24 @@ REL_TOL = 1e-2
 from bench_memory_bound import plan, probe_ms, summary, time_ms  # noqa: E402
 
 
+def dtype_of(torch, meta):
+    """The case's storage type: bf16, or f32 for the tf32 cases."""
+    return {"bf16": torch.bfloat16, "f32": torch.float32}[
+        meta.get("dtype", "bf16")]
+
+
+def with_tf32(torch, fn):
+    """`fn` run with PyTorch's TF32 matmuls allowed (cuBLAS TF32)."""
+    def run(*args):
+        old = torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = True
+        try:
+            return fn(*args)
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = old
+    return run
+
+
 def inputs_for(torch, meta, seed):
     """Random inputs; the block's weights scaled as in prepare_gemm.draw."""
     g = torch.Generator(device="cuda").manual_seed(seed)
@@ -51,7 +69,7 @@ def inputs_for(torch, meta, seed):
             a /= s[0] ** 0.5
         elif meta["kind"] == "block" and len(s) == 1:
             a = 1 + 0.1 * a
-        out.append(a.to(torch.bfloat16))
+        out.append(a.to(dtype_of(torch, meta)))
     return out
 
 
@@ -129,8 +147,10 @@ def reference(torch, F, kind, ins, params=None):
     d = [t.double() for t in ins]
     if kind == "matmul_tn":
         return d[0].T @ d[1]
-    if kind in ("matmul", "bmm"):
+    if kind in ("matmul", "bmm", "matmul_tf32"):
         return d[0] @ d[1]
+    if kind == "matmul_nt_tf32":
+        return d[0] @ d[1].T
     X, W, b = d
     y = X @ W.T + b
     return 0.5 * y * (1 + torch.tanh(0.7978845608028654 * (y + 0.044715 * y**3)))
@@ -177,6 +197,13 @@ def peers(torch, F, kind, params):
     if kind == "matmul_tn":
         return [("cublas", "torch.matmul(A.T, B) (cuBLAS, transposed A)",
                  lambda A, B: torch.matmul(A.T, B))]
+    if kind == "matmul_tf32":
+        return [("cublas_tf32", "torch.matmul with allow_tf32 (cuBLAS TF32)",
+                 with_tf32(torch, lambda A, B: torch.matmul(A, B)))]
+    if kind == "matmul_nt_tf32":
+        return [("cublas_tf32",
+                 "torch.matmul(A, B.T) with allow_tf32 (cuBLAS TF32)",
+                 with_tf32(torch, lambda A, B: torch.matmul(A, B.T)))]
     how, fn = peer(torch, F, kind)
     return [("cublas", how, fn)]
 
@@ -236,7 +263,8 @@ def run_case(torch, F, tang_cuda, meta, args):
     bdir = WORK / meta["case"] / "bundle"
     res["sass"] = sass_counts(bdir)
     bundle = tang_cuda.Bundle(bdir)
-    out = torch.empty(meta["output"], device="cuda", dtype=torch.bfloat16)
+    out = torch.empty(meta["output"], device="cuda",
+                      dtype=dtype_of(torch, meta))
 
     def tang(ins):
         bundle.run("main", *ins, outputs=[out])
@@ -246,7 +274,7 @@ def run_case(torch, F, tang_cuda, meta, args):
     if meta.get("interpreter_ref"):
         case = WORK / meta["case"]
         ins = [torch.from_numpy(np.load(case / f"input_{i}.npy")).cuda()
-               .to(torch.bfloat16) for i in range(len(meta["inputs"]))]
+               .to(dtype_of(torch, meta)) for i in range(len(meta["inputs"]))]
         ref = torch.from_numpy(np.load(case / "ref" / "output_0.npy")).cuda()
         checks.append(("interpreter", ins, ref))
     fresh = inputs_for(torch, meta, 4321)

@@ -357,6 +357,18 @@ def gelu(y):
     return 0.5 * y * (1 + np.tanh(0.7978845608028654 * (y + 0.044715 * y**3)))
 
 
+def tf32_program(M, N, K, nt=False):
+    """C = A B (nt: B stored [N, K], read transposed) in f32, compiled with
+    tf32=true."""
+    s = matmul_program(M, N, K).replace("bf16", "f32")
+    if nt:
+        s = s.replace(f"%B: tensor<{K}x{N}xf32>", f"%B: tensor<{N}x{K}xf32>")
+        s = s.replace(f"tang.read %B[%k, %j] : tensor<{K}x{N}xf32>",
+                      f"tang.read %B[%j, %k] : tensor<{N}x{K}xf32>")
+        s = s.replace("// C = A B", "// C = A B^T, B stored [N, K]")
+    return s
+
+
 KINDS = {
     "block": dict(
         program=lambda B, L, D, H, F: block_program(B, L, D, H, F),
@@ -399,6 +411,20 @@ KINDS = {
         ref=lambda A, B: A.T @ B,
         flops=lambda M, N, K: 2 * M * N * K,
         small=dict(M=40, N=48, K=24)),
+    "matmul_tf32": dict(
+        program=lambda M, N, K: tf32_program(M, N, K),
+        inputs=lambda M, N, K: [[M, K], [K, N]],
+        output=lambda M, N, K: [M, N],
+        ref=lambda A, B: A @ B,
+        flops=lambda M, N, K: 2 * M * N * K,
+        small=dict(M=40, N=48, K=24), options="tf32=true ", dtype="f32"),
+    "matmul_nt_tf32": dict(
+        program=lambda M, N, K: tf32_program(M, N, K, nt=True),
+        inputs=lambda M, N, K: [[M, K], [N, K]],
+        output=lambda M, N, K: [M, N],
+        ref=lambda A, B: A @ B.T,
+        flops=lambda M, N, K: 2 * M * N * K,
+        small=dict(M=40, N=48, K=24), options="tf32=true ", dtype="f32"),
     "bmm": dict(
         program=lambda Z, M, N, K: matmul_program(M, N, K, Z),
         inputs=lambda Z, M, N, K: [[Z, M, K], [Z, K, N]],
@@ -438,6 +464,16 @@ CASES = [
     ("matmul_tn_264x200x136", "matmul_tn", dict(M=264, N=200, K=136),
      "A^T B (left operand contiguous in m: wgmma transposes it), ragged, "
      "interpreter-checked"),
+    ("matmul_tf32_257x136x72", "matmul_tf32", dict(M=257, N=136, K=72),
+     "f32 operands as tf32 (mma.sync m16n8k8, [k, n] B by scalar loads), "
+     "ragged, interpreter-checked"),
+    ("matmul_nt_tf32_264x200x136", "matmul_nt_tf32",
+     dict(M=264, N=200, K=136),
+     "tf32, [n, k] B through ldmatrix, ragged, interpreter-checked"),
+    ("matmul_tf32_4096", "matmul_tf32", dict(M=4096, N=4096, K=4096),
+     "benchmark: tf32 vs cuBLAS TF32"),
+    ("matmul_nt_tf32_4096", "matmul_nt_tf32", dict(M=4096, N=4096, K=4096),
+     "benchmark: tf32, [n, k] B, vs cuBLAS TF32"),
     ("matmul_tn_8192", "matmul_tn", dict(M=8192, N=8192, K=8192),
      "benchmark: A^T B (a weight gradient's shape)"),
     ("matmul_4096", "matmul", dict(M=4096, N=4096, K=4096), "benchmark"),
@@ -601,6 +637,7 @@ def main():
         # The block is written one kernel-sized comprehension per step: the
         # default fusion policy would nest its SwiGLU products into the gate.
         fuse = kind.get("fuse", 1)
+        options += kind.get("options", "")
         rc, _, err = run([TANG_OPT, rel(program),
                           f"--tang-lower-cuda={options}fuse={fuse} format=bin "
                           f"bundle={rel(case / 'bundle')}", "-o", "/dev/null"])
@@ -608,6 +645,7 @@ def main():
         meta = {"case": name, "kind": kind_name, "params": params,
                 "purpose": purpose, "flops": kind["flops"](**params),
                 "inputs": kind["inputs"](**params),
+                "dtype": kind.get("dtype", "bf16"),
                 "output": kind["output"](**params),
                 "compile": {"ok": rc == 0, "stderr": err.strip()[-2000:],
                             "seconds": round(secs, 2),

@@ -128,6 +128,7 @@ void mlir::tang::buildTangLowerCudaPipeline(
                            : sm >= 80                          ? "mma-sync"
                                                                : "none";
   kernelForm.tma = options.tma;
+  kernelForm.tf32 = options.tf32;
   pm.addPass(createConvertTangToGPU(kernelForm));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

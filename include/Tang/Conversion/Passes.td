@@ -130,7 +130,13 @@ def ConvertTangToGPU : Pass<"convert-tang-to-gpu", "::mlir::ModuleOp"> {
            "With wgmma: load operand tiles by bulk tensor copies (TMA, "
            "tensor maps passed by value as kernel parameters) where the "
            "operand's view allows it; otherwise, and with `false`, by "
-           "cp.async">
+           "cp.async">,
+    Option<"tf32", "tf32", "bool", /*default=*/"false",
+           "Contractions of f32 operands on tensor cores too, as tf32 "
+           "(mma.sync m16n8k8: each operand rounded to nearest with 10 "
+           "mantissa bits, "
+           "f32 accumulation; like torch.backends.cuda.matmul.allow_tf32). "
+           "Off: f32 contractions keep full f32 precision">
   ];
 }
 

@@ -41,6 +41,11 @@ struct TangLowerCudaOptions : public PassPipelineOptions<TangLowerCudaOptions> {
       llvm::cl::desc("On sm_90a, load tensor-core operand tiles by bulk "
                      "tensor copies (TMA) where their views allow it"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> tf32{
+      *this, "tf32",
+      llvm::cl::desc("Contractions of f32 operands on tensor cores as tf32 "
+                     "(sm_80 and up; off: full f32 precision)"),
+      llvm::cl::init(false)};
 };
 
 /// tang IR -> (fusion) -> schedules -> the kernel form -> NVVM -> PTX/cubin

@@ -73,7 +73,7 @@ protected:
 
   OpBuilder &b;
   Location loc;
-  /// The operands' element type (f16 or bf16).
+  /// The operands' element type (f16, bf16, or f32 for tf32 products).
   Type elementType;
 };
 
@@ -133,9 +133,12 @@ std::optional<LogicalResult> emitFlashKernel(OpBuilder &b, ComprehensionOp op,
 /// the tensor-core emitter handles; std::nullopt with `why` set otherwise.
 /// With `allowTransposedA` (wgmma), the left operand may be contiguous in
 /// m instead of k.
+/// With `allowTf32`, f32 operands are accepted too (tf32 products on
+/// mma.sync: 10 mantissa bits kept of each operand, f32 accumulation).
 std::optional<MmaContraction> matchMmaContraction(ComprehensionOp op,
                                                   std::string &why,
-                                                  bool allowTransposedA);
+                                                  bool allowTransposedA,
+                                                  bool allowTf32);
 
 /// Emits `op` as a tensor-core matrix product into `k.func` at `b`, operands
 /// staged through shared memory by cp.async: mma.sync.m16n8k16 (sm_80 and

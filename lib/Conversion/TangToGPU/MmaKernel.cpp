@@ -136,7 +136,7 @@ Value mlir::tang::stripExtensions(Value v) {
 
 std::optional<MmaContraction>
 mlir::tang::matchMmaContraction(ComprehensionOp op, std::string &why,
-                                bool allowTransposedA) {
+                                bool allowTransposedA, bool allowTf32) {
   auto fail = [&](const Twine &reason) -> std::optional<MmaContraction> {
     why = reason.str();
     return std::nullopt;
@@ -187,8 +187,13 @@ mlir::tang::matchMmaContraction(ComprehensionOp op, std::string &why,
       return fail("the summand holds more than a product of two reads");
   Type ta = cast<RankedTensorType>(c.a.getTensor().getType()).getElementType();
   Type tb = cast<RankedTensorType>(c.b.getTensor().getType()).getElementType();
-  if (ta != tb || !(ta.isF16() || ta.isBF16()))
-    return fail("the operands are not both f16 or both bf16");
+  if (ta != tb || !(ta.isF16() || ta.isBF16() || (allowTf32 && ta.isF32())))
+    return fail(allowTf32 ? "the operands are not both f16, both bf16 or "
+                            "both f32"
+                          : "the operands are not both f16 or both bf16");
+  // tf32 runs on mma.sync, which takes A contiguous in k only.
+  if (ta.isF32())
+    allowTransposedA = false;
   c.elementType = ta;
 
   Value k = c.red.getIndex(c.red.getNumIndices() - 1);
@@ -282,7 +287,7 @@ Value TensorCoreEmitterBase::minU(Value x, int64_t y) {
 SmallVector<Value> TensorCoreEmitterBase::loadMatrix(Value tile,
                                                      ValueRange indices,
                                                      bool transpose) {
-  Type e = elementType;
+  Type e = cast<MemRefType>(tile.getType()).getElementType();
   Value m = nvgpu::LdMatrixOp::create(b, loc, VectorType::get({4, 2}, e), tile,
                                       indices, transpose, 4);
   SmallVector<Value> regs;
@@ -303,11 +308,13 @@ void TensorCoreEmitterBase::mmaSync(ArrayRef<Value> a, ArrayRef<Value> bFrag,
                                     MutableArrayRef<Value> acc) {
   MLIRContext *ctx = b.getContext();
   Type f = b.getF32Type();
-  NVVM::MMATypes t =
-      elementType.isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
+  NVVM::MMATypes t = elementType.isBF16()  ? NVVM::MMATypes::bf16
+                     : elementType.isF32() ? NVVM::MMATypes::tf32
+                                           : NVVM::MMATypes::f16;
+  int64_t k = elementType.isF32() ? 8 : 16;
   auto res = NVVM::MmaOp::create(
       b, loc, LLVM::LLVMStructType::getLiteral(ctx, {f, f, f, f}), a, bFrag,
-      acc, {16, 8, 16}, std::nullopt, std::nullopt,
+      acc, {16, 8, k}, std::nullopt, std::nullopt,
       std::array<NVVM::MMATypes, 2>{t, t},
       std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
                                      NVVM::MMALayout::col});
@@ -332,8 +339,15 @@ struct MmaConfig {
   /// wgmma: operands by bulk tensor copies (TMA) on mbarriers, issued by
   /// one thread, instead of cp.async by all.
   bool tma = false;
+  /// Bytes per operand element: 2 (f16, bf16) or 4 (f32 as tf32, mma.sync
+  /// only; bk 32, one 128-byte row).
+  int64_t eb = 2;
   int64_t threads() const { return warpsM * warpsN * 32; }
-  int64_t ringBytes() const { return stages * (bm + bn) * bk * 2; }
+  int64_t ringBytes() const { return stages * (bm + bn) * bk * eb; }
+  /// Elements per 16-byte chunk (one cp.async).
+  int64_t vec() const { return 16 / eb; }
+  /// Bytes per row of a [.., bk] tile.
+  int64_t rowBytes() const { return bk * eb; }
   int64_t tm() const { return bm / warpsM; }
   int64_t tn() const { return bn / warpsN; }
   /// Whether the emitter supports this configuration.
@@ -343,14 +357,15 @@ struct MmaConfig {
     };
     if (wgmma)
       return pow2In(bm, 64, 128) && pow2In(bn, 64, 256) &&
-             (bk == 32 || bk == 64) && stages >= 3 && stages <= 8 &&
-             warpsM == bm / 16 && warpsN == 1 &&
+             (bk == 32 || (bk == 64 && eb == 2)) && stages >= 3 &&
+             stages <= 8 && warpsM == bm / 16 && warpsN == 1 &&
              ringBytes() + 1024 <= 227 * 1024;
     return pow2In(bm, 32, 256) && pow2In(bn, 32, 256) &&
-           (bk == 32 || bk == 64) && stages >= 2 && stages <= 8 &&
+           (bk == 32 || (bk == 64 && eb == 2)) && stages >= 2 && stages <= 8 &&
            pow2In(warpsM, 1, 8) && pow2In(warpsN, 1, 8) && threads() <= 512 &&
-           tm() % 16 == 0 && tn() % 16 == 0 && (bm * bk / 8) % threads() == 0 &&
-           (bn * bk / 8) % threads() == 0 && tm() * tn() / 32 <= 128 &&
+           tm() % 16 == 0 && tn() % 16 == 0 &&
+           (bm * bk / vec()) % threads() == 0 &&
+           (bn * bk / vec()) % threads() == 0 && tm() * tn() / 32 <= 128 &&
            ringBytes() <= 227 * 1024 && bm * (bn + 8) * 4 <= 227 * 1024;
   }
 };
@@ -386,6 +401,16 @@ MmaConfig getWgmmaConfig(ComprehensionOp op, const MmaContraction &c) {
 }
 
 MmaConfig getConfig(ComprehensionOp op, const MmaContraction &c, bool wgmma) {
+  if (c.elementType.isF32()) {
+    // tf32: k steps of 32 f32 values (128-byte rows); mma.sync with
+    // 128 x 128 tiles, or wgmma with the schedule's widths.
+    MmaConfig cfg = wgmma ? getWgmmaConfig(op, c) : MmaConfig();
+    cfg.eb = 4;
+    cfg.bk = 32;
+    while (!cfg.isValid() && cfg.stages > 3)
+      --cfg.stages;
+    return cfg;
+  }
   if (wgmma)
     return getWgmmaConfig(op, c);
   MmaConfig cfg;
@@ -410,7 +435,7 @@ public:
              bool tma)
       : TensorCoreEmitterBase(b, op.getLoc(), c.elementType), op(op), c(c),
         tensors(tensors), outputs(outputs), k(k), cfg(getConfig(op, c, wgmma)) {
-    cfg.tma = tma && cfg.wgmma && cfg.bk == 64 && isBox(c.a, true) &&
+    cfg.tma = tma && cfg.wgmma && cfg.rowBytes() == 128 && isBox(c.a, true) &&
               isBox(c.b, false);
   }
 
@@ -475,11 +500,14 @@ private:
   Value tid, lane, warpM, warpN, m0, n0;
   SmallVector<Value> batch; // Batch index values (op's indices, by position).
   Value tileA, tileB; // [stages, bm, bk] and [stages, bk, bn] or [.., bn, bk]
-  Value tileC;        // [bm, bn + 8] f32, aliasing the ring.
-  Value smemBase;     // wgmma: the ring's shared-memory address.
-  Value lastGroup;    // A cp.async group token (the wait ignores it).
-  Value mapA, mapB;   // TMA: the operands' tensor maps.
-  Value barriers;     // TMA: the ring's mbarriers (shared address).
+  /// 16-bit views of tileA and tileB where they are [.., bk] (for ldmatrix;
+  /// the tiles themselves for 16-bit operands).
+  Value tileA16, tileB16;
+  Value tileC;      // [bm, bn + 8] f32, aliasing the ring.
+  Value smemBase;   // wgmma: the ring's shared-memory address.
+  Value lastGroup;  // A cp.async group token (the wait ignores it).
+  Value mapA, mapB; // TMA: the operands' tensor maps.
+  Value barriers;   // TMA: the ring's mbarriers (shared address).
 };
 
 Value MmaEmitter::swizzle(Value row, Value chunk, int64_t chunks) {
@@ -504,15 +532,17 @@ void MmaEmitter::emitTileLoad(ReadOp read, Value tile, Value slot, int64_t rows,
   for (int64_t i = 0; i < perThread; ++i) {
     Value id = add(tid, cst(i * cfg.threads()));
     Value r = div(id, chunks), ch = rem(id, chunks);
-    Value row = add(rowBase, r), col = add(colBase, mul(ch, 8));
+    int64_t vec = cfg.vec();
+    Value row = add(rowBase, r), col = add(colBase, mul(ch, vec));
     Value valid =
         arith::AndIOp::create(b, loc, lt(row, rowExtent), lt(col, colExtent));
     // Out-of-range chunks read nothing (source size 0, zero-filled) from a
     // clamped, in-bounds address.
     SmallVector<Value> coords =
         getCoordinates(read, rowIndex, minU(row, rowExtent - 1), colIndex,
-                       minU(col, colExtent - 8));
-    Value srcElements = arith::SelectOp::create(b, loc, valid, cst(8), cst(0));
+                       minU(col, colExtent - vec));
+    Value srcElements =
+        arith::SelectOp::create(b, loc, valid, cst(vec), cst(0));
     SmallVector<Value> dst;
     // Blocks as wide as a swizzled row: bk 16-bit values.
     int64_t perBlock = cfg.bk / 8;
@@ -520,10 +550,10 @@ void MmaEmitter::emitTileLoad(ReadOp read, Value tile, Value slot, int64_t rows,
       dst = {slot, div(ch, perBlock), r,
              mul(swizzle(r, rem(ch, perBlock), perBlock), 8)};
     else
-      dst = {slot, r, mul(swizzle(r, ch, chunks), 8)};
+      dst = {slot, r, mul(swizzle(r, ch, chunks), vec)};
     nvgpu::DeviceAsyncCopyOp::create(
         b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), tile, dst,
-        memref, coords, b.getIndexAttr(8), srcElements, b.getUnitAttr());
+        memref, coords, b.getIndexAttr(vec), srcElements, b.getUnitAttr());
   }
 }
 
@@ -657,7 +687,7 @@ void MmaEmitter::emitTmaSetup() {
 void MmaEmitter::emitTmaLoads(Value kt, Value slot) {
   MLIRContext *ctx = b.getContext();
   Type i32 = b.getI32Type();
-  int64_t aStage = cfg.bm * cfg.bk * 2, bStage = cfg.bn * cfg.bk * 2;
+  int64_t aStage = cfg.bm * cfg.bk * cfg.eb, bStage = cfg.bn * cfg.bk * cfg.eb;
   int64_t aBytes = cfg.stages * aStage;
   auto first =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, cst(0));
@@ -716,17 +746,18 @@ void MmaEmitter::emitTmaWait(Value kt, Value slot) {
 void MmaEmitter::emitLoads(Value kt, Value slot) {
   Value k = c.red.getIndex(c.red.getNumIndices() - 1);
   Value k0 = mul(kt, cfg.bk);
+  int64_t vec = cfg.vec();
   if (c.aKContiguous)
-    emitTileLoad(c.a, tileA, slot, cfg.bm, cfg.bk / 8, op.getIndex(c.m), m0,
+    emitTileLoad(c.a, tileA, slot, cfg.bm, cfg.bk / vec, op.getIndex(c.m), m0,
                  c.extentM, k, k0, c.extentK);
   else
-    emitTileLoad(c.a, tileA, slot, cfg.bk, cfg.bm / 8, k, k0, c.extentK,
+    emitTileLoad(c.a, tileA, slot, cfg.bk, cfg.bm / vec, k, k0, c.extentK,
                  op.getIndex(c.m), m0, c.extentM, /*blocked=*/true);
   if (c.bKContiguous)
-    emitTileLoad(c.b, tileB, slot, cfg.bn, cfg.bk / 8, op.getIndex(c.n), n0,
+    emitTileLoad(c.b, tileB, slot, cfg.bn, cfg.bk / vec, op.getIndex(c.n), n0,
                  c.extentN, k, k0, c.extentK);
   else
-    emitTileLoad(c.b, tileB, slot, cfg.bk, cfg.bn / 8, k, k0, c.extentK,
+    emitTileLoad(c.b, tileB, slot, cfg.bk, cfg.bn / vec, k, k0, c.extentK,
                  op.getIndex(c.n), n0, c.extentN, /*blocked=*/cfg.wgmma);
 }
 
@@ -735,15 +766,21 @@ SmallVector<Value> MmaEmitter::emitCompute(Value slot, ValueRange accIn) {
   int64_t fm = cfg.tm() / 16, fn = cfg.tn() / 8;
   Value laneMod16 = rem(lane, 16), laneDiv16 = div(lane, 16);
   Value laneMod8 = rem(lane, 8), laneBit3 = rem(div(lane, 8), 2);
-  for (int64_t kk = 0; kk < cfg.bk / 16; ++kk) {
-    // A: x4 = rows 0-7/8-15 x k 0-7/8-15 of a 16x16 fragment; lane l
+  // Each mma.sync step takes 32 bytes of k (k16 of 16-bit values, k8 of
+  // tf32): two 16-byte chunks. ldmatrix reads 16-bit views of the tiles
+  // (the same bytes: an 8 x 8 matrix of 16-bit values is an 8 x 4 one of
+  // 32-bit values, thread t getting row t / 4, word t % 4: the tf32
+  // fragment's layout too).
+  int64_t chunksK = cfg.bk / cfg.vec();
+  for (int64_t kk = 0; kk < chunksK / 2; ++kk) {
+    // A: x4 = rows 0-7/8-15 x k chunks 0/1 of a 16-row fragment; lane l
     // addresses row l % 16, k chunk l / 16.
     SmallVector<SmallVector<Value>> aFrag;
     for (int64_t i = 0; i < fm; ++i) {
       Value row = add(mul(warpM, cfg.tm()), add(laneMod16, cst(i * 16)));
       Value chunk = add(laneDiv16, cst(kk * 2));
-      Value col = mul(swizzle(row, chunk, cfg.bk / 8), 8);
-      aFrag.push_back(loadMatrix(tileA, {slot, row, col}, false));
+      Value col = mul(swizzle(row, chunk, chunksK), 8);
+      aFrag.push_back(loadMatrix(tileA16, {slot, row, col}, false));
     }
     // B: x4 covers k 0-15 of two n8 tiles.
     SmallVector<SmallVector<Value>> bFrag;
@@ -756,8 +793,24 @@ SmallVector<Value> MmaEmitter::emitCompute(Value slot, ValueRange accIn) {
         // first n8 tile, (2, 3) the second.
         Value row = add(nBase, add(laneMod8, mul(laneDiv16, 8)));
         Value chunk = add(laneBit3, cst(kk * 2));
-        Value col = mul(swizzle(row, chunk, cfg.bk / 8), 8);
-        regs = loadMatrix(tileB, {slot, row, col}, false);
+        Value col = mul(swizzle(row, chunk, chunksK), 8);
+        regs = loadMatrix(tileB16, {slot, row, col}, false);
+      } else if (cfg.eb == 4) {
+        // tf32 [k, n]: no 32-bit transposing ldmatrix; lane l takes
+        // b0 = (k l % 4, n l / 4), b1 = (k l % 4 + 4, n l / 4) of each n8
+        // tile, from rows k, 4-element chunks along n.
+        Value t = rem(lane, 4), g = div(lane, 4);
+        for (int64_t h = 0; h < 2; ++h) {
+          Value n = add(nBase, add(g, cst(h * 8)));
+          for (int64_t r = 0; r < 2; ++r) {
+            Value row = add(cst(kk * 8 + r * 4), t);
+            Value col =
+                add(mul(swizzle(row, div(n, 4), cfg.bn / 4), 4), rem(n, 4));
+            Value v = memref::LoadOp::create(b, loc, tileB,
+                                             ValueRange{slot, row, col});
+            regs.push_back(arith::BitcastOp::create(b, loc, b.getI32Type(), v));
+          }
+        }
       } else {
         // Rows k, chunks along n, transposed: lane l addresses k row
         // l % 8 + 8 ((l / 8) % 2), n chunk l / 16.
@@ -768,6 +821,22 @@ SmallVector<Value> MmaEmitter::emitCompute(Value slot, ValueRange accIn) {
       }
       bFrag.push_back({regs[0], regs[1]});
       bFrag.push_back({regs[2], regs[3]});
+    }
+    if (cfg.eb == 4) {
+      // f32 bits to tf32, rounded to nearest (the instruction would only
+      // drop the low 13 bits).
+      auto round = [&](SmallVector<Value> &regs) {
+        for (Value &r : regs)
+          r = NVVM::ConvertFloatToTF32Op::create(
+              b, loc, b.getI32Type(),
+              arith::BitcastOp::create(b, loc, b.getF32Type(), r),
+              NVVM::FPRoundingMode::RNA, NVVM::SaturationMode::NONE,
+              /*relu=*/false);
+      };
+      for (SmallVector<Value> &regs : aFrag)
+        round(regs);
+      for (SmallVector<Value> &regs : bFrag)
+        round(regs);
     }
     for (int64_t i = 0; i < fm; ++i) {
       for (int64_t j = 0; j < fn; ++j) {
@@ -898,7 +967,7 @@ LogicalResult MmaEmitter::emitEpilogue(ValueRange accRange) {
 LogicalResult MmaEmitter::emit() {
   MLIRContext *ctx = b.getContext();
   auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
-  int64_t eb = 2; // f16/bf16 bytes.
+  int64_t eb = cfg.eb;
   int64_t aBytes = cfg.stages * cfg.bm * cfg.bk * eb;
   int64_t bBytes = cfg.stages * cfg.bk * cfg.bn * eb;
   int64_t cBytes = cfg.bm * (cfg.bn + 8) * 4;
@@ -977,6 +1046,14 @@ LogicalResult MmaEmitter::emit() {
                  aBytes);
   else
     tileB = view({cfg.stages, cfg.bk, cfg.bn}, c.elementType, aBytes);
+  tileA16 = tileA;
+  tileB16 = tileB;
+  if (eb == 4) {
+    Type bf16 = b.getBF16Type();
+    tileA16 = view({cfg.stages, cfg.bm, 2 * cfg.bk}, bf16, 0);
+    if (c.bKContiguous)
+      tileB16 = view({cfg.stages, cfg.bn, 2 * cfg.bk}, bf16, aBytes);
+  }
   tileC = view({cfg.bm, cfg.bn + 8}, b.getF32Type(), 0);
   if (cfg.tma) {
     // The mbarriers go past the ring and the result tile (which reuses
@@ -1036,7 +1113,7 @@ SmallVector<Value> MmaEmitter::emitMmaSyncMainLoop() {
 }
 
 Value MmaEmitter::descriptor(Value byteAddress, int64_t lbo, int64_t sbo) {
-  return emitWgmmaDescriptor(b, loc, byteAddress, lbo, sbo, cfg.bk * 2);
+  return emitWgmmaDescriptor(b, loc, byteAddress, lbo, sbo, cfg.rowBytes());
 }
 
 SmallVector<Value> MmaEmitter::emitWgmmaMainLoop() {
@@ -1059,10 +1136,10 @@ SmallVector<Value> MmaEmitter::emitWgmmaMainLoop() {
     lastGroup = nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, tokenType,
                                                         ValueRange{});
   }
-  int64_t aStage = cfg.bm * cfg.bk * 2, bStage = cfg.bn * cfg.bk * 2;
+  int64_t aStage = cfg.bm * cfg.bk * cfg.eb, bStage = cfg.bn * cfg.bk * cfg.eb;
   int64_t aBytes = cfg.stages * aStage;
   // This warpgroup's 64 rows of A.
-  Value aBase = add(smemBase, mul(div(tid, 128), 64 * cfg.bk * 2));
+  Value aBase = add(smemBase, mul(div(tid, 128), 64 * cfg.rowBytes()));
   Value bBase = add(smemBase, cst(aBytes));
 
   Type f32 = b.getF32Type();
@@ -1105,18 +1182,20 @@ SmallVector<Value> MmaEmitter::emitWgmmaMainLoop() {
 
     Value aSlot = add(aBase, mul(slot, aStage));
     Value bSlot = add(bBase, mul(slot, bStage));
-    auto wgmmaType =
-        c.elementType.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
+    auto wgmmaType = c.elementType.isBF16()  ? NVVM::WGMMATypes::bf16
+                     : c.elementType.isF32() ? NVVM::WGMMATypes::tf32
+                                             : NVVM::WGMMATypes::f16;
     auto typeAttr = NVVM::WGMMATypesAttr::get(ctx, wgmmaType);
     NVVM::WgmmaFenceAlignedOp::create(b, loc);
     Value acc = loop.getRegionIterArgs()[0];
-    for (int64_t kk = 0; kk < cfg.bk / 16; ++kk) {
+    // A k step is 32 bytes: k16 of 16-bit values, k8 of tf32.
+    for (int64_t kk = 0; kk < cfg.rowBytes() / 32; ++kk) {
       // K-major operands: 128-byte rows, 8-row groups 1024 bytes apart; a
       // k16 step is 32 bytes along the row. The [k, n] operand: 64-column
       // blocks bk rows long, 8-row (k) groups 1024 bytes apart; a k16 step
       // is 16 rows.
       // Rows of bk 16-bit values (128 or 64 bytes: the swizzle width).
-      int64_t row = cfg.bk * 2;
+      int64_t row = cfg.rowBytes();
       Value descA = c.aKContiguous
                         ? descriptor(add(aSlot, cst(kk * 32)), 16, 8 * row)
                         : descriptor(add(aSlot, cst(kk * 16 * row)),
@@ -1127,8 +1206,8 @@ SmallVector<Value> MmaEmitter::emitWgmmaMainLoop() {
                                      cfg.bk * row, 8 * row);
       acc = NVVM::WgmmaMmaAsyncOp::create(
           b, loc, accType, acc, descA, descB,
-          NVVM::MMAShapeAttr::get(ctx, 64, cfg.bn, 16), typeAttr, typeAttr,
-          NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),
+          NVVM::MMAShapeAttr::get(ctx, 64, cfg.bn, 32 / cfg.eb), typeAttr,
+          typeAttr, NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),
           NVVM::WGMMAScaleOutAttr::get(ctx, NVVM::WGMMAScaleOut::one),
           NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
           NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
@@ -1175,5 +1254,10 @@ LogicalResult mlir::tang::emitMmaKernel(OpBuilder &b, ComprehensionOp op,
                                         const MmaContraction &c,
                                         IRMapping &tensors, ValueRange outputs,
                                         Kernel &k, bool wgmma, bool tma) {
-  return MmaEmitter(b, op, c, tensors, outputs, k, wgmma, tma).emit();
+  // wgmma's tf32 takes both operands contiguous in k; other tf32 products
+  // run on mma.sync.
+  bool mmaSyncOnly =
+      c.elementType.isF32() && !(c.aKContiguous && c.bKContiguous);
+  return MmaEmitter(b, op, c, tensors, outputs, k, wgmma && !mmaSyncOnly, tma)
+      .emit();
 }

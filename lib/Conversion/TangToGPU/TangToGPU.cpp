@@ -135,9 +135,9 @@ bool isLowPrecision(ComprehensionOp op) {
 class KernelFormBuilder {
 public:
   KernelFormBuilder(ModuleOp module, gpu::GPUModuleOp kernels,
-                    StringRef tensorCores, bool tma)
+                    StringRef tensorCores, bool tma, bool tf32)
       : module(module), kernels(kernels), tensorCores(tensorCores.str()),
-        tma(tma) {}
+        tma(tma), tf32(tf32) {}
 
   LogicalResult convertFunc(func::FuncOp func);
 
@@ -157,6 +157,8 @@ private:
   std::string tensorCores;
   /// Bulk tensor copies for wgmma operands where their views allow.
   bool tma;
+  /// Contractions of f32 operands on tensor cores as tf32.
+  bool tf32;
 };
 
 FailureOr<Kernel> KernelFormBuilder::buildKernel(ComprehensionOp op,
@@ -204,9 +206,10 @@ FailureOr<Kernel> KernelFormBuilder::buildKernel(ComprehensionOp op,
   // memory-bound.
   if (!flash && tensorCores != "none" &&
       classifyComprehension(op) == ShapeClass::MatmulLike) {
-    mma = matchMmaContraction(op, why, tensorCores == "wgmma");
-    // Say why a contraction of 16-bit operands stays off the tensor cores.
-    if (!mma && has16BitReads())
+    mma = matchMmaContraction(op, why, tensorCores == "wgmma", tf32);
+    // Say why a contraction of 16-bit operands (or any, with tf32) stays
+    // off the tensor cores.
+    if (!mma && (has16BitReads() || tf32))
       op.emitRemark() << "not on tensor cores: " << why;
   }
   if (flash) {
@@ -974,7 +977,7 @@ struct ConvertTangToGPUPass
                          << tensorCores << "'";
       return signalPassFailure();
     }
-    KernelFormBuilder builder(module, kernels, tensorCores, tma);
+    KernelFormBuilder builder(module, kernels, tensorCores, tma, tf32);
     for (func::FuncOp f : funcs)
       if (failed(builder.convertFunc(f)))
         return signalPassFailure();

@@ -127,7 +127,8 @@ func.func @transposed(%A: tensor<24x40xbf16>, %B: tensor<24x48xbf16>) -> tensor<
 
 // -----
 
-// f32 operands stay on plain arithmetic (tf32 is not in yet), silently.
+// f32 operands stay on plain arithmetic without tf32=true, silently
+// (tf32.mlir has them on tensor cores).
 // CHECK-LABEL: func.func @f32
 // CHECK-NOT: nvvm.mma.sync
 func.func @f32(%A: tensor<40x24xf32>, %B: tensor<24x48xf32>) -> tensor<40x48xf32> {
