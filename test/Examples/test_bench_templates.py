@@ -66,6 +66,10 @@ def test_template_on_tensor_cores(kind, chip, instruction):
             return
         assert "remark" not in r.stderr, r.stderr
         if spec.get("dtype") == "f32":
-            # tf32 runs on mma.sync on every chip.
-            instruction = "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"
+            # tf32: wgmma on sm_90a when both operands are contiguous in k,
+            # mma.sync otherwise.
+            instruction = (
+                "k8.f32.tf32.tf32" if (chip, kind) == ("sm_90a",
+                                                       "matmul_nt_tf32")
+                else "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32")
         assert instruction in ptx
