@@ -129,6 +129,7 @@ void mlir::tang::buildTangLowerCudaPipeline(
                                                                : "none";
   kernelForm.tma = options.tma;
   kernelForm.tf32 = options.tf32;
+  kernelForm.warpSpecialize = options.warpSpecialize;
   pm.addPass(createConvertTangToGPU(kernelForm));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

@@ -668,6 +668,20 @@ def _fmt_shape(shape) -> str:
 
 def _pointer(t, spec: BufferSpec, what: str, device: int) -> int:
     """The device address of `t` after checking it against `spec`."""
+    ptr = _unchecked_pointer(t, spec, what, device)
+    # Kernels access buffers 16 bytes at a time (vector loads and stores,
+    # bulk tensor copies).
+    if ptr % _BUFFER_ALIGNMENT and spec.nbytes:
+        raise ValueError(f"{what}: the buffer's address {ptr:#x} is not "
+                         f"{_BUFFER_ALIGNMENT}-byte aligned (a view at an "
+                         f"offset? pass a copy)")
+    return ptr
+
+
+_BUFFER_ALIGNMENT = 16
+
+
+def _unchecked_pointer(t, spec: BufferSpec, what: str, device: int) -> int:
     if _is_torch_tensor(t):
         dtype = str(t.dtype).replace("torch.", "")
         if not t.is_cuda:

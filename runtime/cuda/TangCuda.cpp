@@ -609,6 +609,14 @@ Error Bundle::run(const std::string &name, const std::vector<CUdeviceptr> &args,
     if (!args[i] && f->args[i].numBytes())
       return Error::failure("function '" + name + "': buffer #" +
                             std::to_string(i) + " is null");
+  // Kernels access buffers 16 bytes at a time (vector loads and stores,
+  // bulk tensor copies).
+  for (size_t i = 0; i < args.size(); ++i)
+    if (args[i] % 16 && f->args[i].numBytes())
+      return Error::failure("function '" + name + "': buffer #" +
+                            std::to_string(i) +
+                            " is not 16-byte aligned (a view at an offset? "
+                            "pass a copy)");
   Loaded &l = loaded[f - man.functions.data()];
   if (!l.allocated) {
     for (const BufferSpec &t : f->temporaries) {

@@ -15,14 +15,19 @@
 // SM90: .param .align 64 .b8 main_k0_param_3[128]
 // SM90: .param .align 64 .b8 main_k0_param_4[128]
 // SM90: mbarrier.init.shared.b64
+// SM90: setmaxnreg.dec.sync.aligned.u32 40
+// SM90: mbarrier.try_wait.parity.shared.b64
 // SM90: mbarrier.arrive.expect_tx.shared.b64
 // SM90: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+// SM90: setmaxnreg.inc.sync.aligned.u32 232
 // SM90: mbarrier.try_wait.parity.shared.b64
 // SM90-NOT: cp.async.cg.shared.global
 // SM90: wgmma.fence.sync.aligned
 // SM90: wgmma.mma_async.sync.aligned.m64n{{[0-9]+}}k16.f32.bf16.bf16
 // SM90: wgmma.commit_group.sync.aligned
 // SM90: wgmma.wait_group.sync.aligned
+// SM90: mbarrier.arrive.shared.b64
+// SM90: bar.sync 1, 128;
 // MANIFEST: "arg": 0,
 // MANIFEST-NEXT: "tensor_map": {
 // MANIFEST-NEXT: "box": [

@@ -925,6 +925,12 @@ def test_mock_argument_errors(mock, mock_bundle):
             return d
     with pytest.raises(ValueError, match="not C-contiguous"):
         b.run("main", x, Strided(strided), outputs=[out])
+    # A view at an offset: kernels access buffers 16 bytes at a time.
+    shifted = _random(9, 2)[1:].reshape(2, 4)
+    with pytest.raises(ValueError, match=r"arg #1 \(input\): the buffer's "
+                                         r"address 0x[0-9a-f]+ is not "
+                                         r"16-byte aligned"):
+        b.run("main", x, DeviceArray(shifted), outputs=[out])
     b.close()
 
 

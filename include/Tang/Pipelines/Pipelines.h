@@ -41,6 +41,11 @@ struct TangLowerCudaOptions : public PassPipelineOptions<TangLowerCudaOptions> {
       llvm::cl::desc("On sm_90a, load tensor-core operand tiles by bulk "
                      "tensor copies (TMA) where their views allow it"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> warpSpecialize{
+      *this, "warp-specialize",
+      llvm::cl::desc("With tma: persistent tensor-core kernels with a "
+                     "producer warpgroup"),
+      llvm::cl::init(true)};
   PassOptions::Option<bool> tf32{
       *this, "tf32",
       llvm::cl::desc("Contractions of f32 operands on tensor cores as tf32 "

@@ -744,7 +744,8 @@ LogicalResult FlashEmitter::emit() {
               b, loc, VectorType::get({2}, m.elementType), pair);
           Value col = add(mul(swizzle(r, cst(t % 8)), 8), mul(rem(lane, 4), 2));
           vector::StoreOp::create(b, loc, pair, tileP,
-                                  ValueRange{wgIdx, cst(t / 8), r, col});
+                                  ValueRange{wgIdx, cst(t / 8), r, col},
+                                  /*nontemporal=*/false, llvm::Align(4));
         }
       }
       fenceForTensorCores();
@@ -812,7 +813,12 @@ LogicalResult FlashEmitter::emit() {
       SmallVector<Value> idx;
       for (unsigned p = 0; p < op.getNumParallel(); ++p)
         idx.push_back(p == m.i ? iv : p == m.d ? dcol : batch[p]);
-      vector::StoreOp::create(b, loc, pair, outputs[0], idx);
+      // Pairs of columns start at even d, the output's last dimension (a
+      // multiple of 8 long); buffers are 16-byte aligned (the runtimes
+      // check).
+      vector::StoreOp::create(b, loc, pair, outputs[0], idx,
+                              /*nontemporal=*/false,
+                              llvm::Align(2 * out.getIntOrFloatBitWidth() / 8));
     }
   }
   return success();

@@ -144,11 +144,12 @@ std::optional<MmaContraction> matchMmaContraction(ComprehensionOp op,
 /// staged through shared memory by cp.async: mma.sync.m16n8k16 (sm_80 and
 /// up), or with `wgmma` warpgroup wgmma.mma_async (sm_90a).
 /// With `tma` (wgmma only), operands whose views are a box of the tensor
-/// are loaded by bulk tensor copies completing on mbarriers.
+/// are loaded by bulk tensor copies completing on mbarriers; with
+/// `warpSpecialize` too, by a producer warpgroup of a persistent kernel.
 LogicalResult emitMmaKernel(OpBuilder &b, ComprehensionOp op,
                             const MmaContraction &c, IRMapping &tensors,
-                            ValueRange outputs, Kernel &k, bool wgmma,
-                            bool tma);
+                            ValueRange outputs, Kernel &k, bool wgmma, bool tma,
+                            bool warpSpecialize);
 
 } // namespace mlir::tang
 

@@ -339,6 +339,9 @@ struct MmaConfig {
   /// wgmma: operands by bulk tensor copies (TMA) on mbarriers, issued by
   /// one thread, instead of cp.async by all.
   bool tma = false;
+  /// wgmma + TMA: a producer warpgroup and a persistent grid
+  /// (emitWarpSpecialized).
+  bool warpSpecialized = false;
   /// Bytes per operand element: 2 (f16, bf16) or 4 (f32 as tf32, mma.sync
   /// only; bk 32, one 128-byte row).
   int64_t eb = 2;
@@ -432,11 +435,12 @@ class MmaEmitter : TensorCoreEmitterBase {
 public:
   MmaEmitter(OpBuilder &b, ComprehensionOp op, const MmaContraction &c,
              IRMapping &tensors, ValueRange outputs, Kernel &k, bool wgmma,
-             bool tma)
+             bool tma, bool warpSpecialize)
       : TensorCoreEmitterBase(b, op.getLoc(), c.elementType), op(op), c(c),
         tensors(tensors), outputs(outputs), k(k), cfg(getConfig(op, c, wgmma)) {
     cfg.tma = tma && cfg.wgmma && cfg.rowBytes() == 128 && isBox(c.a, true) &&
               isBox(c.b, false);
+    cfg.warpSpecialized = cfg.tma && warpSpecialize;
   }
 
   LogicalResult emit();
@@ -465,6 +469,30 @@ private:
   void emitTmaLoads(Value kt, Value slot);
   /// TMA: waits for step `kt` (slot `slot`) to land.
   void emitTmaWait(Value kt, Value slot);
+  /// TMA: the operands' tensor-map parameters.
+  void createTensorMaps();
+  /// Thread 0 initialises the `stages` mbarriers at `at` (a shared
+  /// address) for `count` arrivals each.
+  void initBarriers(Value at, int64_t count);
+  /// Expects step `kt`'s bytes on slot `slot`'s full barrier and issues its
+  /// bulk copies (from the calling thread).
+  void emitTmaIssue(Value kt, Value slot);
+  /// Waits until the phase of parity `parity` of mbarrier `slot` at `at`
+  /// has completed.
+  void waitBarrier(Value at, Value slot, Value parity);
+  /// The tile of linear index `pid` (grouped order) of batch point
+  /// `batchIndex`: sets m0, n0 and batch.
+  void setTile(Value pid, Value batchIndex);
+  /// Synchronises the threads that compute: all, or in the
+  /// warp-specialised kernel the consumer warpgroups (named barrier 1).
+  void syncConsumers();
+  /// One k step of wgmma from ring slot `slot` (fence, products, commit).
+  Value emitWgmmaStep(Value slot, Value acc);
+  /// The warp-specialised, persistent wgmma kernel: a producer warpgroup
+  /// (one thread issuing bulk copies into the ring as slots free up) and
+  /// bm / 64 consumer warpgroups (products, then the epilogue through their
+  /// own staging tile while the producer already loads the next tile).
+  LogicalResult emitWarpSpecialized();
   /// A shared-memory address as an LLVM pointer in address space 3.
   Value toSharedPointer(Value address);
   /// Copies 16-byte chunks of `read` into `tile` (rows x chunks per row):
@@ -488,7 +516,10 @@ private:
   void storeQuad(Value row, Value col, ArrayRef<Value> quad);
   /// The mma.sync steps of one BK slice from ring slot `slot`.
   SmallVector<Value> emitCompute(Value slot, ValueRange acc);
-  LogicalResult emitEpilogue(ValueRange acc);
+  /// The epilogue of result columns [colBase, colBase + width) of the tile
+  /// (all of them by default), through tileC ([bm, width + 8]).
+  LogicalResult emitEpilogue(ValueRange acc, int64_t colBase = 0,
+                             int64_t width = 0);
 
   ComprehensionOp op;
   MmaContraction c; // A copy: op handles' accessors are not const.
@@ -640,6 +671,26 @@ Value MmaEmitter::toSharedPointer(Value address) {
 }
 
 void MmaEmitter::emitTmaSetup() {
+  createTensorMaps();
+  initBarriers(barriers, 1);
+  gpu::BarrierOp::create(b, loc);
+}
+
+void MmaEmitter::initBarriers(Value at, int64_t count) {
+  Type i32 = b.getI32Type();
+  auto first =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, cst(0));
+  auto ifOp = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+  Value n = arith::ConstantIntOp::create(b, loc, i32, count);
+  for (int64_t s = 0; s < cfg.stages; ++s)
+    NVVM::MBarrierInitOp::create(b, loc, toSharedPointer(add(at, cst(8 * s))),
+                                 n, Value());
+  NVVM::FenceMbarrierInitOp::create(b, loc);
+}
+
+void MmaEmitter::createTensorMaps() {
   auto param = [&](ReadOp read, bool isA) {
     bool kContiguous = isA ? c.aKContiguous : c.bKContiguous;
     int64_t rows = kContiguous ? (isA ? cfg.bm : cfg.bn) : cfg.bk;
@@ -665,35 +716,22 @@ void MmaEmitter::emitTmaSetup() {
   };
   mapA = param(c.a, true);
   mapB = param(c.b, false);
-
-  // One mbarrier per ring slot, arrived on by thread 0 with the step's
-  // byte count, completed by the copies.
-  Type i32 = b.getI32Type();
-  auto first =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, cst(0));
-  auto ifOp = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-    Value one = arith::ConstantIntOp::create(b, loc, i32, 1);
-    for (int64_t s = 0; s < cfg.stages; ++s)
-      NVVM::MBarrierInitOp::create(
-          b, loc, toSharedPointer(add(barriers, cst(8 * s))), one, Value());
-    NVVM::FenceMbarrierInitOp::create(b, loc);
-  }
-  gpu::BarrierOp::create(b, loc);
 }
 
 void MmaEmitter::emitTmaLoads(Value kt, Value slot) {
-  MLIRContext *ctx = b.getContext();
-  Type i32 = b.getI32Type();
-  int64_t aStage = cfg.bm * cfg.bk * cfg.eb, bStage = cfg.bn * cfg.bk * cfg.eb;
-  int64_t aBytes = cfg.stages * aStage;
   auto first =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, cst(0));
   auto ifOp = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+  emitTmaIssue(kt, slot);
+}
+
+void MmaEmitter::emitTmaIssue(Value kt, Value slot) {
+  MLIRContext *ctx = b.getContext();
+  Type i32 = b.getI32Type();
+  int64_t aStage = cfg.bm * cfg.bk * cfg.eb, bStage = cfg.bn * cfg.bk * cfg.eb;
+  int64_t aBytes = cfg.stages * aStage;
   Value bar = toSharedPointer(add(barriers, mul(slot, 8)));
   NVVM::MBarrierArriveExpectTxOp::create(
       b, loc, Type(), bar,
@@ -735,11 +773,14 @@ void MmaEmitter::emitTmaLoads(Value kt, Value slot) {
 }
 
 void MmaEmitter::emitTmaWait(Value kt, Value slot) {
+  waitBarrier(barriers, slot, rem(div(kt, cfg.stages), 2));
+}
+
+void MmaEmitter::waitBarrier(Value at, Value slot, Value parity) {
   Type i32 = b.getI32Type();
-  Value parity =
-      arith::IndexCastOp::create(b, loc, i32, rem(div(kt, cfg.stages), 2));
   NVVM::MBarrierTryWaitParityOp::create(
-      b, loc, toSharedPointer(add(barriers, mul(slot, 8))), parity,
+      b, loc, toSharedPointer(add(at, mul(slot, 8))),
+      arith::IndexCastOp::create(b, loc, i32, parity),
       arith::ConstantIntOp::create(b, loc, i32, 10000000));
 }
 
@@ -854,22 +895,27 @@ void MmaEmitter::storeQuad(Value row, Value col, ArrayRef<Value> quad) {
     Value v = vector::FromElementsOp::create(
         b, loc, pair, ValueRange{quad[2 * h], quad[2 * h + 1]});
     vector::StoreOp::create(b, loc, v, tileC,
-                            ValueRange{add(row, cst(h * 8)), col});
+                            ValueRange{add(row, cst(h * 8)), col},
+                            /*nontemporal=*/false, llvm::Align(8));
   }
 }
 
-LogicalResult MmaEmitter::emitEpilogue(ValueRange accRange) {
+LogicalResult MmaEmitter::emitEpilogue(ValueRange accRange, int64_t colBase,
+                                       int64_t width) {
   // Accumulators to shared memory. Thread t of a warp holds, per m16n8
   // tile (mma.sync) or per 8 columns of its warp's 16 rows (wgmma), rows
   // t / 4 and t / 4 + 8, columns 2 (t % 4) and 2 (t % 4) + 1.
   SmallVector<Value> acc(accRange);
+  if (!width)
+    width = cfg.bn;
   Value laneRow = div(lane, 4), laneCol = mul(rem(lane, 4), 2);
   if (cfg.wgmma) {
     Value row = add(mul(div(tid, 32), 16), laneRow);
-    for (int64_t j = 0; j < cfg.bn / 8; ++j)
-      storeQuad(row, add(laneCol, cst(j * 8)),
+    for (int64_t j = colBase / 8; j < (colBase + width) / 8; ++j)
+      storeQuad(row, add(laneCol, cst(j * 8 - colBase)),
                 ArrayRef<Value>(acc).slice(4 * j, 4));
   } else {
+    assert(colBase == 0 && width == cfg.bn && "mma.sync stages whole tiles");
     int64_t fn = cfg.tn() / 8;
     for (int64_t i = 0; i < cfg.tm() / 16; ++i) {
       for (int64_t j = 0; j < fn; ++j) {
@@ -879,16 +925,16 @@ LogicalResult MmaEmitter::emitEpilogue(ValueRange accRange) {
       }
     }
   }
-  gpu::BarrierOp::create(b, loc);
+  syncConsumers();
 
   // Then 16 bytes of the result per thread and step, through the body.
   Type storage =
       cast<RankedTensorType>(op.getResultTypes()[0]).getElementType();
   int64_t bytes = std::max<int64_t>(1, storage.getIntOrFloatBitWidth() / 8);
   int64_t v = 16 / bytes;
-  if (c.extentN % v != 0 || cfg.bn % v != 0)
+  if (c.extentN % v != 0 || width % v != 0)
     v = 1;
-  int64_t perRow = cfg.bn / v;
+  int64_t perRow = width / v;
   int64_t steps = cfg.bm * perRow / cfg.threads();
   BodyEmitter emitter(tensors, &k.func.getBody().front());
   bool approximate = storage.isF16() || storage.isBF16();
@@ -900,14 +946,15 @@ LogicalResult MmaEmitter::emitEpilogue(ValueRange accRange) {
     b.setInsertionPointToStart(loop.getBody());
     Value id = add(mul(loop.getInductionVar(), cfg.threads()), tid);
     Value r = div(id, perRow), cv = mul(rem(id, perRow), v);
-    Value m = add(m0, r), n = add(n0, cv);
+    Value m = add(m0, r), n = add(n0, add(cst(colBase), cv));
     Value inside =
         arith::AndIOp::create(b, loc, lt(m, c.extentM), lt(n, c.extentN));
     auto ifOp = scf::IfOp::create(b, loc, inside, /*withElseRegion=*/false);
     b.setInsertionPointToStart(&ifOp.getThenRegion().front());
     auto vecType = VectorType::get({v}, b.getF32Type());
-    Value accs =
-        vector::LoadOp::create(b, loc, vecType, tileC, ValueRange{r, cv});
+    Value accs = vector::LoadOp::create(
+        b, loc, vecType, tileC, ValueRange{r, cv},
+        /*nontemporal=*/false, llvm::Align(std::min<int64_t>(16, 4 * v)));
     SmallVector<Value> results;
     for (int64_t e = 0; e < v && succeeded(result); ++e) {
       Value a = vector::ExtractOp::create(b, loc, accs, ArrayRef<int64_t>{e});
@@ -958,10 +1005,52 @@ LogicalResult MmaEmitter::emitEpilogue(ValueRange accRange) {
       if (compute != storage)
         out =
             arith::TruncFOp::create(b, loc, VectorType::get({v}, storage), out);
-      vector::StoreOp::create(b, loc, out, outputs[0], outIndices);
+      // Aligned: n is a multiple of v, rows are (c.extentN, a multiple of
+      // v) elements long, buffers 16-byte aligned (the runtimes check).
+      vector::StoreOp::create(b, loc, out, outputs[0], outIndices,
+                              /*nontemporal=*/false, llvm::Align(v * bytes));
     }
   }
   return success();
+}
+
+void MmaEmitter::setTile(Value pid, Value batchIndex) {
+  // Tiles in groups of kGroupRows row tiles, column-major within a group:
+  // blocks running together share operand panels in L2.
+  constexpr int64_t kGroupRows = 8;
+  int64_t tilesN = llvm::divideCeil(c.extentN, cfg.bn);
+  int64_t tilesM = llvm::divideCeil(c.extentM, cfg.bm);
+  Value group = div(pid, kGroupRows * tilesN);
+  Value firstM = mul(group, kGroupRows);
+  Value inGroup = rem(pid, kGroupRows * tilesN);
+  // The last group may be short.
+  Value groupRows = arith::MinUIOp::create(
+      b, loc, cst(kGroupRows),
+      arith::SubIOp::create(b, loc, cst(tilesM), firstM));
+  Value tileM = add(firstM, arith::RemUIOp::create(b, loc, inGroup, groupRows));
+  Value tileN = arith::DivUIOp::create(b, loc, inGroup, groupRows);
+  n0 = mul(tileN, cfg.bn);
+  m0 = mul(tileM, cfg.bm);
+  batch.assign(op.getNumParallel(), Value());
+  Value rest = batchIndex;
+  for (int p = static_cast<int>(op.getNumParallel()) - 1; p >= 0; --p) {
+    if (static_cast<unsigned>(p) == c.m || static_cast<unsigned>(p) == c.n)
+      continue;
+    batch[p] = rem(rest, op.getExtent(p));
+    rest = div(rest, op.getExtent(p));
+  }
+}
+
+void MmaEmitter::syncConsumers() {
+  if (!cfg.warpSpecialized) {
+    gpu::BarrierOp::create(b, loc);
+    return;
+  }
+  Type i32 = b.getI32Type();
+  NVVM::BarrierOp::create(
+      b, loc, Type(), arith::ConstantIntOp::create(b, loc, i32, 1),
+      arith::ConstantIntOp::create(b, loc, i32, cfg.threads()),
+      NVVM::BarrierReductionAttr(), Value());
 }
 
 LogicalResult MmaEmitter::emit() {
@@ -991,32 +1080,11 @@ LogicalResult MmaEmitter::emit() {
   Value warp = div(tid, 32);
   warpM = div(warp, cfg.warpsN);
   warpN = rem(warp, cfg.warpsN);
-  // Tiles in groups of kGroupRows row tiles, column-major within a group:
-  // blocks running together share operand panels in L2.
-  constexpr int64_t kGroupRows = 8;
-  int64_t tilesN = k.grid[0], tilesM = k.grid[1];
-  Value pid =
-      add(mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::y), tilesN),
-          gpu::BlockIdOp::create(b, loc, gpu::Dimension::x));
-  Value group = div(pid, kGroupRows * tilesN);
-  Value firstM = mul(group, kGroupRows);
-  Value inGroup = rem(pid, kGroupRows * tilesN);
-  // The last group may be short.
-  Value groupRows = arith::MinUIOp::create(
-      b, loc, cst(kGroupRows),
-      arith::SubIOp::create(b, loc, cst(tilesM), firstM));
-  Value tileM = add(firstM, arith::RemUIOp::create(b, loc, inGroup, groupRows));
-  Value tileN = arith::DivUIOp::create(b, loc, inGroup, groupRows);
-  n0 = mul(tileN, cfg.bn);
-  m0 = mul(tileM, cfg.bm);
-  batch.assign(op.getNumParallel(), Value());
-  Value rest = gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
-  for (int p = static_cast<int>(op.getNumParallel()) - 1; p >= 0; --p) {
-    if (static_cast<unsigned>(p) == c.m || static_cast<unsigned>(p) == c.n)
-      continue;
-    batch[p] = rem(rest, op.getExtent(p));
-    rest = div(rest, op.getExtent(p));
-  }
+  if (cfg.warpSpecialized)
+    return emitWarpSpecialized();
+  setTile(add(mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::y), k.grid[0]),
+              gpu::BlockIdOp::create(b, loc, gpu::Dimension::x)),
+          gpu::BlockIdOp::create(b, loc, gpu::Dimension::z));
 
   Value smem = gpu::DynamicSharedMemoryOp::create(
       b, loc,
@@ -1116,6 +1184,56 @@ Value MmaEmitter::descriptor(Value byteAddress, int64_t lbo, int64_t sbo) {
   return emitWgmmaDescriptor(b, loc, byteAddress, lbo, sbo, cfg.rowBytes());
 }
 
+Value MmaEmitter::emitWgmmaStep(Value slot, Value acc) {
+  MLIRContext *ctx = b.getContext();
+  int64_t aStage = cfg.bm * cfg.bk * cfg.eb, bStage = cfg.bn * cfg.bk * cfg.eb;
+  int64_t aBytes = cfg.stages * aStage;
+  // This warpgroup's 64 rows of A.
+  Value aBase = add(smemBase, mul(div(tid, 128), 64 * cfg.rowBytes()));
+  Value bBase = add(smemBase, cst(aBytes));
+  Type f32 = b.getF32Type();
+  auto accType =
+      LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(cfg.bn / 2, f32));
+  Value aSlot = add(aBase, mul(slot, aStage));
+  Value bSlot = add(bBase, mul(slot, bStage));
+  auto wgmmaType = c.elementType.isBF16()  ? NVVM::WGMMATypes::bf16
+                   : c.elementType.isF32() ? NVVM::WGMMATypes::tf32
+                                           : NVVM::WGMMATypes::f16;
+  auto typeAttr = NVVM::WGMMATypesAttr::get(ctx, wgmmaType);
+  NVVM::WgmmaFenceAlignedOp::create(b, loc);
+  // A k step is 32 bytes: k16 of 16-bit values, k8 of tf32.
+  for (int64_t kk = 0; kk < cfg.rowBytes() / 32; ++kk) {
+    // K-major operands: 128-byte rows, 8-row groups 1024 bytes apart; a
+    // k16 step is 32 bytes along the row. The [k, n] operand: 64-column
+    // blocks bk rows long, 8-row (k) groups 1024 bytes apart; a k16 step
+    // is 16 rows.
+    // Rows of bk values (128 or 64 bytes: the swizzle width).
+    int64_t row = cfg.rowBytes();
+    Value descA =
+        c.aKContiguous
+            ? descriptor(add(aSlot, cst(kk * 32)), 16, 8 * row)
+            : descriptor(add(aSlot, cst(kk * 16 * row)), cfg.bk * row, 8 * row);
+    Value descB =
+        c.bKContiguous
+            ? descriptor(add(bSlot, cst(kk * 32)), 16, 8 * row)
+            : descriptor(add(bSlot, cst(kk * 16 * row)), cfg.bk * row, 8 * row);
+    acc = NVVM::WgmmaMmaAsyncOp::create(
+        b, loc, accType, acc, descA, descB,
+        NVVM::MMAShapeAttr::get(ctx, 64, cfg.bn, 32 / cfg.eb), typeAttr,
+        typeAttr, NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),
+        NVVM::WGMMAScaleOutAttr::get(ctx, NVVM::WGMMAScaleOut::one),
+        NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
+        NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
+        NVVM::MMALayoutAttr::get(ctx, c.aKContiguous ? NVVM::MMALayout::row
+                                                     : NVVM::MMALayout::col),
+        NVVM::MMALayoutAttr::get(ctx, c.bKContiguous ? NVVM::MMALayout::col
+                                                     : NVVM::MMALayout::row),
+        /*satfinite=*/nullptr);
+  }
+  NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+  return acc;
+}
+
 SmallVector<Value> MmaEmitter::emitWgmmaMainLoop() {
   MLIRContext *ctx = b.getContext();
   auto tokenType = nvgpu::DeviceAsyncTokenType::get(ctx);
@@ -1136,12 +1254,6 @@ SmallVector<Value> MmaEmitter::emitWgmmaMainLoop() {
     lastGroup = nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, tokenType,
                                                         ValueRange{});
   }
-  int64_t aStage = cfg.bm * cfg.bk * cfg.eb, bStage = cfg.bn * cfg.bk * cfg.eb;
-  int64_t aBytes = cfg.stages * aStage;
-  // This warpgroup's 64 rows of A.
-  Value aBase = add(smemBase, mul(div(tid, 128), 64 * cfg.rowBytes()));
-  Value bBase = add(smemBase, cst(aBytes));
-
   Type f32 = b.getF32Type();
   auto accType =
       LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(cfg.bn / 2, f32));
@@ -1180,44 +1292,7 @@ SmallVector<Value> MmaEmitter::emitWgmmaMainLoop() {
       nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, tokenType, ValueRange{});
     }
 
-    Value aSlot = add(aBase, mul(slot, aStage));
-    Value bSlot = add(bBase, mul(slot, bStage));
-    auto wgmmaType = c.elementType.isBF16()  ? NVVM::WGMMATypes::bf16
-                     : c.elementType.isF32() ? NVVM::WGMMATypes::tf32
-                                             : NVVM::WGMMATypes::f16;
-    auto typeAttr = NVVM::WGMMATypesAttr::get(ctx, wgmmaType);
-    NVVM::WgmmaFenceAlignedOp::create(b, loc);
-    Value acc = loop.getRegionIterArgs()[0];
-    // A k step is 32 bytes: k16 of 16-bit values, k8 of tf32.
-    for (int64_t kk = 0; kk < cfg.rowBytes() / 32; ++kk) {
-      // K-major operands: 128-byte rows, 8-row groups 1024 bytes apart; a
-      // k16 step is 32 bytes along the row. The [k, n] operand: 64-column
-      // blocks bk rows long, 8-row (k) groups 1024 bytes apart; a k16 step
-      // is 16 rows.
-      // Rows of bk 16-bit values (128 or 64 bytes: the swizzle width).
-      int64_t row = cfg.rowBytes();
-      Value descA = c.aKContiguous
-                        ? descriptor(add(aSlot, cst(kk * 32)), 16, 8 * row)
-                        : descriptor(add(aSlot, cst(kk * 16 * row)),
-                                     cfg.bk * row, 8 * row);
-      Value descB = c.bKContiguous
-                        ? descriptor(add(bSlot, cst(kk * 32)), 16, 8 * row)
-                        : descriptor(add(bSlot, cst(kk * 16 * row)),
-                                     cfg.bk * row, 8 * row);
-      acc = NVVM::WgmmaMmaAsyncOp::create(
-          b, loc, accType, acc, descA, descB,
-          NVVM::MMAShapeAttr::get(ctx, 64, cfg.bn, 32 / cfg.eb), typeAttr,
-          typeAttr, NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),
-          NVVM::WGMMAScaleOutAttr::get(ctx, NVVM::WGMMAScaleOut::one),
-          NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
-          NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
-          NVVM::MMALayoutAttr::get(ctx, c.aKContiguous ? NVVM::MMALayout::row
-                                                       : NVVM::MMALayout::col),
-          NVVM::MMALayoutAttr::get(ctx, c.bKContiguous ? NVVM::MMALayout::col
-                                                       : NVVM::MMALayout::row),
-          /*satfinite=*/nullptr);
-    }
-    NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+    Value acc = emitWgmmaStep(slot, loop.getRegionIterArgs()[0]);
     NVVM::WgmmaWaitGroupSyncOp::create(b, loc, b.getI64IntegerAttr(1));
     scf::YieldOp::create(b, loc, acc);
   }
@@ -1227,6 +1302,185 @@ SmallVector<Value> MmaEmitter::emitWgmmaMainLoop() {
     acc.push_back(LLVM::ExtractValueOp::create(b, loc, loop.getResult(0),
                                                ArrayRef<int64_t>{i}));
   return acc;
+}
+
+LogicalResult MmaEmitter::emitWarpSpecialized() {
+  MLIRContext *ctx = b.getContext();
+  auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  // Shared memory from a 1024-byte aligned base: the ring; the result
+  // tile, apart from the ring (the producer refills the ring during the
+  // epilogue), in column slices as wide as fit beside a ring of the
+  // configured depth (the depth is what hides the copies' latency); then
+  // the full and the empty mbarrier of each slot.
+  constexpr int64_t kMaxShared = 227 * 1024;
+  int64_t width = cfg.bn;
+  auto bytes = [&] {
+    return 1024 + cfg.ringBytes() + cfg.bm * (width + 8) * 4 + 16 * cfg.stages;
+  };
+  while (bytes() > kMaxShared && width > 32)
+    width /= 2;
+  while (bytes() > kMaxShared && cfg.stages > 2)
+    --cfg.stages;
+  if (bytes() > kMaxShared)
+    return op.emitOpError()
+           << "needs " << bytes() << " bytes of shared memory for its tiles";
+  int64_t cOffset = cfg.ringBytes(), cBytes = cfg.bm * (width + 8) * 4;
+  k.sharedBytes = bytes();
+
+  // A persistent grid: one block per multiprocessor of the H100/H200
+  // (132), each taking tiles bid, bid + grid, ... in the grouped order.
+  constexpr int64_t kPersistentBlocks = 132;
+  int64_t tilesN = llvm::divideCeil(c.extentN, cfg.bn);
+  int64_t tilesM = llvm::divideCeil(c.extentM, cfg.bm);
+  int64_t batchCount = 1;
+  for (unsigned p = 0; p < op.getNumParallel(); ++p)
+    if (p != c.m && p != c.n)
+      batchCount *= op.getExtent(p);
+  int64_t perBatch = tilesM * tilesN, tiles = perBatch * batchCount;
+  int64_t blocks = std::min(tiles, kPersistentBlocks);
+  int64_t consumers = cfg.threads();
+  // The register file (64 K) split: the producer warpgroup keeps 40 per
+  // thread, the consumers share the rest (a multiple of 8, at most 232).
+  constexpr int64_t kProducerRegisters = 40;
+  int64_t consumerRegisters = std::min<int64_t>(
+      232, (65536 / 128 - kProducerRegisters) / (consumers / 128) / 8 * 8);
+  k.grid = {blocks, 1, 1};
+  k.block = {consumers + 128, 1, 1};
+
+  Value smem = gpu::DynamicSharedMemoryOp::create(
+      b, loc,
+      MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), AffineMap(), wg));
+  Value addr = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, smem);
+  Value base =
+      rem(arith::SubIOp::create(b, loc, cst(1024), rem(addr, 1024)), 1024);
+  smemBase = add(addr, base);
+  tileC =
+      memref::ViewOp::create(
+          b, loc,
+          MemRefType::get({cfg.bm, width + 8}, b.getF32Type(), AffineMap(), wg),
+          smem, add(base, cst(cOffset)), ValueRange{})
+          .getResult();
+  barriers = add(smemBase, cst(cOffset + cBytes));
+  Value empty = add(barriers, cst(8 * cfg.stages));
+  createTensorMaps();
+  initBarriers(barriers, 1);
+  initBarriers(empty, consumers / 128);
+  gpu::BarrierOp::create(b, loc);
+
+  int64_t steps = static_cast<int64_t>(llvm::divideCeil(c.extentK, cfg.bk));
+  Value bid = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  auto forTiles = [&](Value it, function_ref<Value(Value)> body) {
+    auto loop = scf::ForOp::create(b, loc, bid, cst(tiles), cst(blocks),
+                                   ValueRange{it});
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value t = loop.getInductionVar();
+    setTile(rem(t, perBatch), div(t, perBatch));
+    scf::YieldOp::create(b, loc, body(loop.getRegionIterArgs()[0]));
+  };
+  auto roles =
+      scf::IfOp::create(b, loc,
+                        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge,
+                                              tid, cst(consumers)),
+                        /*withElseRegion=*/true);
+
+  // The producer: one thread fills slot it % stages once the consumers
+  // have released its previous contents (the empty barrier's phase of
+  // the round before; a fresh barrier passes the wait for parity 1).
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&roles.getThenRegion().front());
+    // Registers to the consumers: 40 here, 232 there (65536 in all for
+    // two consumer warpgroups).
+    NVVM::SetMaxRegisterOp::create(
+        b, loc, b.getI32IntegerAttr(kProducerRegisters),
+        NVVM::SetMaxRegisterActionAttr::get(
+            ctx, NVVM::SetMaxRegisterAction::decrease));
+    auto one = scf::IfOp::create(b, loc,
+                                 arith::CmpIOp::create(b, loc,
+                                                       arith::CmpIPredicate::eq,
+                                                       tid, cst(consumers)),
+                                 /*withElseRegion=*/false);
+    b.setInsertionPointToStart(&one.getThenRegion().front());
+    forTiles(cst(0), [&](Value it) {
+      auto loop = scf::ForOp::create(b, loc, cst(0), cst(steps), cst(1),
+                                     ValueRange{it});
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value i = loop.getRegionIterArgs()[0];
+      Value slot = rem(i, cfg.stages);
+      waitBarrier(empty, slot, rem(add(div(i, cfg.stages), cst(1)), 2));
+      emitTmaIssue(loop.getInductionVar(), slot);
+      scf::YieldOp::create(b, loc, add(i, cst(1)));
+      return loop.getResult(0);
+    });
+  }
+
+  // The consumers: wait for a slot, multiply, release the slot of the
+  // step before once its products are done (wait_group 1), then the
+  // epilogue, column half by column half.
+  LogicalResult result = success();
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&roles.getElseRegion().front());
+    NVVM::SetMaxRegisterOp::create(
+        b, loc, b.getI32IntegerAttr(consumerRegisters),
+        NVVM::SetMaxRegisterActionAttr::get(
+            ctx, NVVM::SetMaxRegisterAction::increase));
+    Type f32 = b.getF32Type();
+    auto accType = LLVM::LLVMStructType::getLiteral(
+        ctx, SmallVector<Type>(cfg.bn / 2, f32));
+    Value leader = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                         rem(tid, 128), cst(0));
+    auto release = [&](Value step) {
+      auto ifOp = scf::IfOp::create(b, loc, leader, /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+      NVVM::MBarrierArriveOp::create(
+          b, loc, Type(),
+          toSharedPointer(add(empty, mul(rem(step, cfg.stages), 8))), Value(),
+          NVVM::MemScopeKindAttr::get(ctx, NVVM::MemScopeKind::CTA));
+    };
+    forTiles(cst(0), [&](Value it) {
+      Value init = LLVM::ZeroOp::create(b, loc, accType);
+      auto loop = scf::ForOp::create(b, loc, cst(0), cst(steps), cst(1),
+                                     ValueRange{init, it});
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(loop.getBody());
+        Value kt = loop.getInductionVar();
+        Value i = loop.getRegionIterArgs()[1];
+        Value slot = rem(i, cfg.stages);
+        waitBarrier(barriers, slot, rem(div(i, cfg.stages), 2));
+        Value acc = emitWgmmaStep(slot, loop.getRegionIterArgs()[0]);
+        NVVM::WgmmaWaitGroupSyncOp::create(b, loc, b.getI64IntegerAttr(1));
+        auto notFirst = scf::IfOp::create(
+            b, loc,
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, kt, cst(0)),
+            /*withElseRegion=*/false);
+        {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(&notFirst.getThenRegion().front());
+          release(arith::SubIOp::create(b, loc, i, cst(1)));
+        }
+        scf::YieldOp::create(b, loc, ValueRange{acc, add(i, cst(1))});
+      }
+      NVVM::WgmmaWaitGroupSyncOp::create(b, loc, b.getI64IntegerAttr(0));
+      Value end = loop.getResult(1);
+      release(arith::SubIOp::create(b, loc, end, cst(1)));
+      SmallVector<Value> acc;
+      for (int64_t j = 0; j < cfg.bn / 2; ++j)
+        acc.push_back(LLVM::ExtractValueOp::create(b, loc, loop.getResult(0),
+                                                   ArrayRef<int64_t>{j}));
+      for (int64_t h = 0; h < cfg.bn / width && succeeded(result); ++h) {
+        result = emitEpilogue(acc, h * width, width);
+        // The staging tile is rewritten next.
+        syncConsumers();
+      }
+      return end;
+    });
+  }
+  return result;
 }
 
 } // namespace
@@ -1253,11 +1507,13 @@ Value mlir::tang::emitWgmmaDescriptor(OpBuilder &b, Location loc,
 LogicalResult mlir::tang::emitMmaKernel(OpBuilder &b, ComprehensionOp op,
                                         const MmaContraction &c,
                                         IRMapping &tensors, ValueRange outputs,
-                                        Kernel &k, bool wgmma, bool tma) {
+                                        Kernel &k, bool wgmma, bool tma,
+                                        bool warpSpecialize) {
   // wgmma's tf32 takes both operands contiguous in k; other tf32 products
   // run on mma.sync.
   bool mmaSyncOnly =
       c.elementType.isF32() && !(c.aKContiguous && c.bKContiguous);
-  return MmaEmitter(b, op, c, tensors, outputs, k, wgmma && !mmaSyncOnly, tma)
+  return MmaEmitter(b, op, c, tensors, outputs, k, wgmma && !mmaSyncOnly, tma,
+                    warpSpecialize)
       .emit();
 }

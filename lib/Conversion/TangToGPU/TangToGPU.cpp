@@ -135,9 +135,10 @@ bool isLowPrecision(ComprehensionOp op) {
 class KernelFormBuilder {
 public:
   KernelFormBuilder(ModuleOp module, gpu::GPUModuleOp kernels,
-                    StringRef tensorCores, bool tma, bool tf32)
+                    StringRef tensorCores, bool tma, bool warpSpecialize,
+                    bool tf32)
       : module(module), kernels(kernels), tensorCores(tensorCores.str()),
-        tma(tma), tf32(tf32) {}
+        tma(tma), warpSpecialize(warpSpecialize), tf32(tf32) {}
 
   LogicalResult convertFunc(func::FuncOp func);
 
@@ -157,6 +158,8 @@ private:
   std::string tensorCores;
   /// Bulk tensor copies for wgmma operands where their views allow.
   bool tma;
+  /// With tma: a producer warpgroup and a persistent grid.
+  bool warpSpecialize;
   /// Contractions of f32 operands on tensor cores as tf32.
   bool tf32;
 };
@@ -217,7 +220,7 @@ FailureOr<Kernel> KernelFormBuilder::buildKernel(ComprehensionOp op,
       return failure();
   } else if (mma) {
     if (failed(emitMmaKernel(b, op, *mma, tensors, outputs, k,
-                             tensorCores == "wgmma", tma)))
+                             tensorCores == "wgmma", tma, warpSpecialize)))
       return failure();
   } else if (int64_t threads = getRowKernelThreads(op)) {
     if (failed(emitRowKernel(b, op, tensors, outputs, k, threads)))
@@ -977,7 +980,8 @@ struct ConvertTangToGPUPass
                          << tensorCores << "'";
       return signalPassFailure();
     }
-    KernelFormBuilder builder(module, kernels, tensorCores, tma, tf32);
+    KernelFormBuilder builder(module, kernels, tensorCores, tma, warpSpecialize,
+                              tf32);
     for (func::FuncOp f : funcs)
       if (failed(builder.convertFunc(f)))
         return signalPassFailure();
