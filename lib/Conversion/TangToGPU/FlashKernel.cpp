@@ -63,6 +63,9 @@ struct FlashMatch {
   /// mask, any equivalent comparison), c = b - a: keys past i + c are
   /// masked, and key tiles wholly past a query tile are skipped.
   std::optional<int64_t> keyLimit;
+  /// With keyLimit: the comparison j + a <= i + b of the mask (true on key
+  /// tiles wholly at or before a query tile's first row + c).
+  Operation *maskCondition = nullptr;
 };
 
 /// `v` as index `index` plus a constant, if it is a tang.index of that form.
@@ -299,6 +302,9 @@ std::optional<FlashMatch> matchFlash(ComprehensionOp op, std::string &why) {
   if (dependsOn(m.score, d, body))
     return fail("the score depends on the value column");
   m.keyLimit = getKeyLimit(m.score, op.getIndex(m.i), m.j, m.lq, m.lk);
+  if (m.keyLimit)
+    m.maskCondition =
+        m.score.getDefiningOp<arith::SelectOp>().getCondition().getDefiningOp();
   return m;
 }
 
@@ -607,12 +613,22 @@ LogicalResult FlashEmitter::emit() {
     ub = arith::MinSIOp::create(b, loc, ub,
                                 arith::MaxSIOp::create(b, loc, tiles, cst(0)));
   }
-  auto loop = scf::ForOp::create(b, loc, cst(0), ub, cst(1), init);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    Value kb = loop.getInductionVar();
-    ValueRange carried = loop.getRegionIterArgs();
+  // Key tiles wholly inside the keys and (with a mask) wholly at or before
+  // the block's first row + c need neither check: a first loop without
+  // them, then the rest with them.
+  Value full = cst(std::min(m.lk / bn, steps));
+  if (m.keyLimit) {
+    Value first = add(row0, cst(*m.keyLimit + 1));
+    full = arith::MinSIOp::create(
+        b, loc, full,
+        arith::MaxSIOp::create(
+            b, loc, arith::FloorDivSIOp::create(b, loc, first, cst(bn)),
+            cst(0)));
+    full = arith::MinSIOp::create(b, loc, full, ub);
+  }
+  Value trueValue = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
+  auto emitStep = [&](Value kb, ValueRange carried, bool masked,
+                      SmallVector<Value> &yield) -> LogicalResult {
     SmallVector<Value> rowMax{carried[0], carried[1]};
     SmallVector<Value> rowSum{carried[2], carried[3]};
     SmallVector<Value> o(carried.drop_front(4));
@@ -684,15 +700,19 @@ LogicalResult FlashEmitter::emit() {
           mapping.map(m.j, jv);
         }
         mapping.map(m.red.getResult(0), raw);
+        if (!masked && m.maskCondition)
+          mapping.map(m.maskCondition->getResult(0), trueValue);
         for (Operation *inner : m.scoreOps)
-          if (failed(emitter.emit(b, inner, mapping)))
+          if ((masked || inner != m.maskCondition) &&
+              failed(emitter.emit(b, inner, mapping)))
             return failure();
         Value score = mapping.lookupOrNull(m.score);
         if (!score)
           return op.emitOpError() << "flash kernel: the score is not computed "
                                      "in the body";
-        Value inRange = lt(jv, m.lk);
-        s[t * 4 + x] = arith::SelectOp::create(b, loc, inRange, score, negInf);
+        if (masked)
+          score = arith::SelectOp::create(b, loc, lt(jv, m.lk), score, negInf);
+        s[t * 4 + x] = score;
       }
     }
 
@@ -784,13 +804,31 @@ LogicalResult FlashEmitter::emit() {
     nvgpu::DeviceAsyncWaitOp::create(b, loc, g, b.getI32IntegerAttr(0));
     fenceForTensorCores();
     gpu::BarrierOp::create(b, loc);
-    SmallVector<Value> yield{rowMax[0], rowMax[1], rowSum[0], rowSum[1]};
+    yield = {rowMax[0], rowMax[1], rowSum[0], rowSum[1]};
     yield.append(o);
+    return success();
+  };
+  auto emitLoop = [&](Value lb, Value ubound, ValueRange initial,
+                      bool masked) -> FailureOr<scf::ForOp> {
+    auto loop = scf::ForOp::create(b, loc, lb, ubound, cst(1), initial);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    SmallVector<Value> yield;
+    if (failed(emitStep(loop.getInductionVar(), loop.getRegionIterArgs(),
+                        masked, yield)))
+      return failure();
     scf::YieldOp::create(b, loc, yield);
-  }
+    return loop;
+  };
+  FailureOr<scf::ForOp> unmasked = emitLoop(cst(0), full, init, false);
+  if (failed(unmasked))
+    return failure();
+  FailureOr<scf::ForOp> loop = emitLoop(full, ub, unmasked->getResults(), true);
+  if (failed(loop))
+    return failure();
 
   // O / l, stored two columns at a time, rows past the end skipped.
-  ValueRange res = loop.getResults();
+  ValueRange res = loop->getResults();
   Value qRow = add(row0, add(warpRow, div(lane, 4)));
   for (int64_t r = 0; r < 2; ++r) {
     Value l = rowReduce(res[2 + r], /*max=*/false);

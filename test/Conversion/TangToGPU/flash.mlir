@@ -10,7 +10,9 @@
 // lanes of a row by shuffles, the output divided by the sum at the end. The
 // host allocates nothing: no L x L intermediate. The causal select bounds
 // the key loop: tiles past the block's last row are skipped, and the last
-// query tiles (the most keys) start first.
+// query tiles (the most keys) start first. Key tiles wholly at or before the
+// block's first row run a first loop without the mask's compare and select;
+// the rest (the diagonal) a second loop with them.
 // CHECK-LABEL: func.func @causal_attention
 // CHECK-NOT: memref.alloc
 // CHECK: gpu.launch_func @tang_kernels::@causal_attention_k0 blocks in (%{{.*}}, %{{.*}}, %{{.*}}) threads in (%{{.*}}, %{{.*}}, %{{.*}}) dynamic_shared_memory_size
@@ -29,7 +31,14 @@
 // CHECK: arith.floordivsi
 // CHECK: arith.maxsi
 // CHECK: %[[UB:.*]] = arith.minsi
-// CHECK: scf.for {{.*}} to %[[UB]] {{.*}} iter_args
+// CHECK: arith.floordivsi
+// CHECK: arith.maxsi
+// CHECK: arith.minsi
+// CHECK: %[[FULL:.*]] = arith.minsi {{.*}}, %[[UB]]
+// CHECK: scf.for {{.*}} to %[[FULL]] {{.*}} iter_args
+// CHECK-NOT: arith.cmpi sle
+// CHECK: scf.yield
+// CHECK: scf.for {{.*}} = %[[FULL]] to %[[UB]] {{.*}} iter_args
 // CHECK: nvgpu.device_async_copy
 // SYNC: nvvm.mma.sync
 // WG: nvvm.wgmma.fence.aligned
