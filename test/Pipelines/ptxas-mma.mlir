@@ -1,5 +1,6 @@
 // REQUIRES: ptxas
-// A bf16 matrix product lowers through --tang-lower-cuda to tensor-core PTX
+// A bf16 matrix product (of 128 x 256 tiles: the warp-specialised kernel)
+// lowers through --tang-lower-cuda to tensor-core PTX
 // that ptxas accepts with no spills: wgmma for sm_90a (operands by bulk
 // tensor copies on mbarriers, tensor maps passed by value; with tma=false by
 // cp.async), mma.sync (cp.async into shared memory, ldmatrix, f32
@@ -27,11 +28,11 @@
 // SM90: wgmma.commit_group.sync.aligned
 // SM90: wgmma.wait_group.sync.aligned
 // SM90: mbarrier.arrive.shared.b64
-// SM90: bar.sync 1, 128;
+// SM90: bar.sync 1, 256;
 // MANIFEST: "arg": 0,
 // MANIFEST-NEXT: "tensor_map": {
 // MANIFEST-NEXT: "box": [
-// MANIFEST-NEXT: 64,
+// MANIFEST-NEXT: 128,
 // MANIFEST-NEXT: 64
 // MANIFEST-NEXT: ],
 // MANIFEST-NEXT: "swizzle": 128
@@ -53,12 +54,12 @@
 // PTXAS: 0 bytes spill stores, 0 bytes spill loads
 // SM75-NOT: mma.sync
 // SM75: .target sm_75
-func.func @main(%A: tensor<1000x512xbf16>, %B: tensor<512x1000xbf16>) -> tensor<1000x1000xbf16> {
-  %C = tang.comprehension (%i, %j) reduce (%k) [1000, 1000, 512] monoid(add) : tensor<1000x1000xbf16> {
-    %a = tang.read %A[%i, %k] : tensor<1000x512xbf16>
-    %b = tang.read %B[%k, %j] : tensor<512x1000xbf16>
+func.func @main(%A: tensor<4000x512xbf16>, %B: tensor<512x4000xbf16>) -> tensor<4000x4000xbf16> {
+  %C = tang.comprehension (%i, %j) reduce (%k) [4000, 4000, 512] monoid(add) : tensor<4000x4000xbf16> {
+    %a = tang.read %A[%i, %k] : tensor<4000x512xbf16>
+    %b = tang.read %B[%k, %j] : tensor<512x4000xbf16>
     %p = arith.mulf %a, %b : bf16
     tang.yield %p : bf16
   }
-  return %C : tensor<1000x1000xbf16>
+  return %C : tensor<4000x4000xbf16>
 }

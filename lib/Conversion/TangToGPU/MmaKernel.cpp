@@ -410,6 +410,14 @@ MmaConfig getConfig(ComprehensionOp op, const MmaContraction &c, bool wgmma) {
     MmaConfig cfg = wgmma ? getWgmmaConfig(op, c) : MmaConfig();
     cfg.eb = 4;
     cfg.bk = 32;
+    // The schedule sizes f32 products for plain kernels (128 columns);
+    // on wgmma, 256 columns where the product still fills the H200's 132
+    // multiprocessors (the 16-bit products' tile: the same bytes a step).
+    if (wgmma && c.extentN >= 256 &&
+        llvm::divideCeil(c.extentM, cfg.bm) *
+                llvm::divideCeil(c.extentN, 256) >=
+            132)
+      cfg.bn = 256;
     while (!cfg.isValid() && cfg.stages > 3)
       --cfg.stages;
     return cfg;
@@ -440,7 +448,11 @@ public:
         tensors(tensors), outputs(outputs), k(k), cfg(getConfig(op, c, wgmma)) {
     cfg.tma = tma && cfg.wgmma && cfg.rowBytes() == 128 && isBox(c.a, true) &&
               isBox(c.b, false);
-    cfg.warpSpecialized = cfg.tma && warpSpecialize;
+    // Warp specialisation pays with 256-column tiles; narrower ones (small
+    // products) run better as single-role kernels, several blocks per
+    // multiprocessor (tf32 4096^3 in 128-column tiles: 235 against 338
+    // TFLOP/s, bench/results/2026-12-01-h200-tensor-cores-ws.md).
+    cfg.warpSpecialized = cfg.tma && warpSpecialize && cfg.bn >= 256;
   }
 
   LogicalResult emit();

@@ -2,9 +2,9 @@
 // RUN: not tang-opt %s --convert-tang-to-gpu=tensor-cores=wmma 2>&1 | FileCheck %s --check-prefix=OPTION
 // RUN: tang-opt %s --tang-schedule --convert-tang-to-gpu --split-input-file | FileCheck %s --check-prefix=PLAIN
 
-// RUN: tang-opt %s --tang-schedule --convert-tang-to-gpu=tensor-cores=wgmma --split-input-file | FileCheck %s --check-prefix=WGMMA
+// RUN: tang-opt %s --tang-schedule --convert-tang-to-gpu=tensor-cores=wgmma --split-input-file | FileCheck %s --check-prefixes=WGMMA,TMA
 // RUN: tang-opt %s --tang-schedule --convert-tang-to-gpu="tensor-cores=wgmma tma=false" --split-input-file | FileCheck %s --check-prefix=NOTMA
-// RUN: tang-opt %s --tang-schedule --convert-tang-to-gpu="tensor-cores=wgmma warp-specialize=false" --split-input-file | FileCheck %s --check-prefix=TMA1
+// RUN: tang-opt %s --tang-schedule --convert-tang-to-gpu="tensor-cores=wgmma warp-specialize=false" --split-input-file | FileCheck %s --check-prefixes=TMA,TMA1
 
 // OPTION: tensor-cores must be none, mma-sync or wgmma, got 'wmma'
 
@@ -204,14 +204,8 @@ func.func @floordiv_offset(%A: tensor<64x72xbf16>, %B: tensor<64x64xbf16>) -> te
 // them as its last parameters; thread 0 initialises one mbarrier per ring
 // slot, expects each step's bytes and issues the copies; every thread waits
 // on the slot's phase. With tma=false, cp.async as before.
-// By default (warp-specialize), the kernel is persistent (a block per
-// multiprocessor, 132, looping over the 16 tiles) with a producer warpgroup
-// past the consumers (256 threads for one consumer warpgroup of 64 rows):
-// it hands its registers over (setmaxnreg), and its first thread waits for
-// a slot's empty barrier before filling it; the consumers wait for the full
-// barrier, multiply, and release the step before's slot once its products
-// are done; the epilogue syncs the consumers only (named barrier 1). With
-// warp-specialize=false (TMA1), thread 0 of the computing warps issues the
+// Its 64-column tiles run the single-role kernel (as does every product
+// with warp-specialize=false): thread 0 of the computing warps issues the
 // copies and a block barrier per step orders the slots' reuse.
 // CHECK-LABEL: func.func @tma
 // WGMMA-LABEL: func.func @tma
@@ -221,48 +215,21 @@ func.func @floordiv_offset(%A: tensor<64x72xbf16>, %B: tensor<64x64xbf16>) -> te
 // WGMMA: %[[CB:.*]] = memref.cast %arg1 : memref<128x200xbf16> to memref<*xbf16>
 // WGMMA: nvgpu.tma.create.descriptor %[[CB]] {{.*}} -> <tensor = memref<64x64xbf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b
 // WGMMA: %[[PB:.*]] = builtin.unrealized_conversion_cast
-// WGMMA: gpu.launch_func @tang_kernels::@tma_k0 blocks in (%c16, {{.*}} threads in (%c256, {{.*}} args({{.*}}, %[[PA]] : !llvm.ptr, %[[PB]] : !llvm.ptr)
-// WGMMA: gpu.func @tma_k0({{.*}}, %[[MA:.*]]: !llvm.ptr, %[[MB:.*]]: !llvm.ptr) kernel attributes {known_block_size = array<i32: 256, 1, 1>, tang.tensor_map_params = array<i64: 3, 4>}
-// WGMMA-COUNT-4: nvvm.mbarrier.init %{{.*}}, %c1_i32
-// WGMMA: nvvm.fence.mbarrier.init
-// WGMMA-COUNT-4: nvvm.mbarrier.init %{{.*}}, %c1_i32
-// WGMMA: gpu.barrier
-// WGMMA: scf.if
-// WGMMA: nvvm.setmaxregister decrease 40
-// WGMMA: scf.for %{{.*}} = %block_id_x to %c16 step %c16
-// WGMMA: scf.for
-// WGMMA: nvvm.mbarrier.try_wait.parity
-// WGMMA: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c16384_i32
-// WGMMA: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[MA]], %{{.*}}, box[%{{.*}}, %{{.*}}, %{{.*}}]
-// WGMMA: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[MB]], %{{.*}}, box[%{{.*}}, %{{.*}}]
-// WGMMA: } else {
-// WGMMA: nvvm.setmaxregister increase 232
-// WGMMA: scf.for %{{.*}} = %block_id_x to %c16 step %c16
-// WGMMA: scf.for
-// WGMMA: nvvm.mbarrier.try_wait.parity
-// WGMMA: nvvm.wgmma.mma_async
-// WGMMA: nvvm.wgmma.wait.group.sync.aligned 1
-// WGMMA: nvvm.mbarrier.arrive
-// WGMMA: nvvm.wgmma.wait.group.sync.aligned 0
-// WGMMA: nvvm.mbarrier.arrive
-// WGMMA: nvvm.barrier id = %{{.*}} number_of_threads = %c128_i32
-// WGMMA-NOT: nvgpu.device_async
-// WGMMA: gpu.return
-// TMA1-LABEL: func.func @tma
-// TMA1: gpu.func @tma_k0({{.*}}, %[[MA:.*]]: !llvm.ptr, %[[MB:.*]]: !llvm.ptr) kernel attributes {known_block_size = array<i32: 128, 1, 1>, tang.tensor_map_params = array<i64: 3, 4>}
-// TMA1-COUNT-4: nvvm.mbarrier.init
-// TMA1: nvvm.fence.mbarrier.init
-// TMA1: gpu.barrier
-// TMA1: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c16384_i32
-// TMA1: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[MA]], %{{.*}}, box[%{{.*}}, %{{.*}}, %{{.*}}]
-// TMA1: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[MB]], %{{.*}}, box[%{{.*}}, %{{.*}}]
-// TMA1: scf.for
-// TMA1: gpu.barrier
-// TMA1: nvvm.mbarrier.try_wait.parity
-// TMA1-NOT: nvgpu.device_async_copy
-// TMA1: nvvm.wgmma.mma_async
-// TMA1-NOT: nvgpu.device_async
-// TMA1: gpu.return
+// WGMMA: gpu.launch_func @tang_kernels::@tma_k0 blocks in (%c4, {{.*}} threads in (%c128, {{.*}} args({{.*}}, %[[PA]] : !llvm.ptr, %[[PB]] : !llvm.ptr)
+// TMA: gpu.func @tma_k0({{.*}}, %[[MA:.*]]: !llvm.ptr, %[[MB:.*]]: !llvm.ptr) kernel attributes {known_block_size = array<i32: 128, 1, 1>, tang.tensor_map_params = array<i64: 3, 4>}
+// TMA-COUNT-4: nvvm.mbarrier.init
+// TMA: nvvm.fence.mbarrier.init
+// TMA: gpu.barrier
+// TMA: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c16384_i32
+// TMA: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[MA]], %{{.*}}, box[%{{.*}}, %{{.*}}, %{{.*}}]
+// TMA: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[MB]], %{{.*}}, box[%{{.*}}, %{{.*}}]
+// TMA: scf.for
+// TMA: gpu.barrier
+// TMA: nvvm.mbarrier.try_wait.parity
+// TMA-NOT: nvgpu.device_async_copy
+// TMA: nvvm.wgmma.mma_async
+// TMA-NOT: nvgpu.device_async
+// TMA: gpu.return
 // NOTMA-LABEL: func.func @tma
 // NOTMA-NOT: nvgpu.tma.create.descriptor
 // NOTMA: gpu.func @tma_k0
@@ -278,6 +245,60 @@ func.func @tma(%A: tensor<2x96x128xbf16>, %B: tensor<128x200xbf16>) -> tensor<2x
     tang.yield %p : bf16
   }
   return %C : tensor<2x96x200xbf16>
+}
+
+// -----
+
+// A product of 256-column tiles (the default warp-specialised kernel): a
+// persistent grid (a block per multiprocessor, 132, looping over the 256
+// tiles) with a producer warpgroup past two consumer warpgroups (384
+// threads): it hands its registers over (setmaxnreg), and its first thread
+// waits for a slot's empty barrier before filling it; the consumers wait for
+// the full barrier, multiply, and release the step before's slot once its
+// products are done (the empty barriers count both consumer warpgroups);
+// the epilogue syncs the consumers only (named barrier 1). With
+// warp-specialize=false, the single-role kernel of @tma.
+// CHECK-LABEL: func.func @tma_ws
+// WGMMA-LABEL: func.func @tma_ws
+// WGMMA: gpu.launch_func @tang_kernels::@tma_ws_k0 blocks in (%c132, {{.*}} threads in (%c384,
+// WGMMA: gpu.func @tma_ws_k0({{.*}}, %[[MA:.*]]: !llvm.ptr, %[[MB:.*]]: !llvm.ptr) kernel attributes {known_block_size = array<i32: 384, 1, 1>, tang.tensor_map_params = array<i64: 3, 4>}
+// WGMMA-COUNT-4: nvvm.mbarrier.init %{{.*}}, %c1_i32
+// WGMMA: nvvm.fence.mbarrier.init
+// WGMMA-COUNT-4: nvvm.mbarrier.init %{{.*}}, %c2_i32
+// WGMMA: gpu.barrier
+// WGMMA: scf.if
+// WGMMA: nvvm.setmaxregister decrease 40
+// WGMMA: scf.for %{{.*}} = %block_id_x to %c256{{.*}} step %c132
+// WGMMA: scf.for
+// WGMMA: nvvm.mbarrier.try_wait.parity
+// WGMMA: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c49152_i32
+// WGMMA: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[MA]], %{{.*}}, box[%{{.*}}, %{{.*}}]
+// WGMMA: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[MB]], %{{.*}}, box[%{{.*}}, %{{.*}}]
+// WGMMA: } else {
+// WGMMA: nvvm.setmaxregister increase 232
+// WGMMA: scf.for %{{.*}} = %block_id_x to %c256{{.*}} step %c132
+// WGMMA: scf.for
+// WGMMA: nvvm.mbarrier.try_wait.parity
+// WGMMA: nvvm.wgmma.mma_async
+// WGMMA: nvvm.wgmma.wait.group.sync.aligned 1
+// WGMMA: nvvm.mbarrier.arrive
+// WGMMA: nvvm.wgmma.wait.group.sync.aligned 0
+// WGMMA: nvvm.mbarrier.arrive
+// WGMMA: nvvm.barrier id = %{{.*}} number_of_threads = %c256_i32
+// WGMMA-NOT: nvgpu.device_async
+// WGMMA: gpu.return
+// TMA1-LABEL: func.func @tma_ws
+// TMA1: gpu.func @tma_ws_k0
+// TMA1-NOT: nvvm.setmaxregister
+// TMA1: gpu.return
+func.func @tma_ws(%A: tensor<2048x128xbf16>, %B: tensor<128x4096xbf16>) -> tensor<2048x4096xbf16> {
+  %C = tang.comprehension (%i, %j) reduce (%k) [2048, 4096, 128] monoid(add) : tensor<2048x4096xbf16> {
+    %a = tang.read %A[%i, %k] : tensor<2048x128xbf16>
+    %b = tang.read %B[%k, %j] : tensor<128x4096xbf16>
+    %p = arith.mulf %a, %b : bf16
+    tang.yield %p : bf16
+  }
+  return %C : tensor<2048x4096xbf16>
 }
 
 // -----
