@@ -768,8 +768,18 @@ LogicalResult FlashEmitter::emit() {
                                   /*nontemporal=*/false, llvm::Align(4));
         }
       }
+      // Each warpgroup reads back only its own P: its 128 threads alone
+      // sync (named barrier 1 + warpgroup), so the warpgroups need not
+      // move in step (one's softmax runs under the other's products).
       fenceForTensorCores();
-      gpu::BarrierOp::create(b, loc);
+      Type i32 = b.getI32Type();
+      NVVM::BarrierOp::create(
+          b, loc, Type(),
+          arith::AddIOp::create(b, loc,
+                                arith::ConstantIntOp::create(b, loc, i32, 1),
+                                arith::IndexCastOp::create(b, loc, i32, wgIdx)),
+          arith::ConstantIntOp::create(b, loc, i32, 128),
+          NVVM::BarrierReductionAttr(), Value());
       Value pBase = add(smemAddr, add(cst(qBytes + kBytes + vBytes),
                                       mul(wgIdx, 64 * bn * 2)));
       Value vBase =

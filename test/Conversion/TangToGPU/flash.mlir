@@ -52,7 +52,7 @@
 // SYNC: nvvm.mma.sync
 // WG: vector.store {{.*}} : memref<2x1x64x64xbf16, #gpu.address_space<workgroup>>, vector<2xbf16>
 // WG: nvvm.fence.proxy
-// WG: gpu.barrier
+// WG: nvvm.barrier id = %{{.*}} number_of_threads = %c128_i32
 // WG-COUNT-4: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
 // CHECK: scf.yield
 // CHECK: gpu.shuffle  xor
