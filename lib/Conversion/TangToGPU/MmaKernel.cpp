@@ -236,6 +236,8 @@ mlir::tang::matchMmaContraction(ComprehensionOp op, std::string &why,
   else
     return fail("the right operand is contiguous in neither the reduced nor "
                 "the column index");
+  if (c.extentK <= 0 || c.extentM <= 0 || c.extentN <= 0)
+    return fail("an extent is zero");
   if (c.extentK % 8 != 0 || (!c.bKContiguous && c.extentN % 8 != 0) ||
       (!c.aKContiguous && c.extentM % 8 != 0))
     return fail("a contiguous extent is not a multiple of 8");
