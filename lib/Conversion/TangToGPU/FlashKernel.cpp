@@ -311,7 +311,8 @@ std::optional<FlashMatch> matchFlash(ComprehensionOp op, std::string &why) {
 class FlashEmitter : TensorCoreEmitterBase {
 public:
   FlashEmitter(OpBuilder &b, ComprehensionOp op, const FlashMatch &m,
-               IRMapping &tensors, ValueRange outputs, Kernel &k, bool wgmma)
+               IRMapping &tensors, ValueRange outputs, Kernel &k, bool wgmma,
+               bool tma)
       : TensorCoreEmitterBase(b, op.getLoc(), m.elementType), op(op), m(m),
         tensors(tensors), outputs(outputs), k(k),
         emitter(tensors, &k.func.getBody().front()), wgmma(wgmma) {
@@ -322,6 +323,13 @@ public:
     bm = wgmma ? 128 : 64;
     bn = wgmma && std::max(m.dqk, m.dv) == 128 ? 128 : 64;
     threads = wgmma ? 256 : 128;
+    // Head dims of 128 and more: with 64 they ran 13-27% slower than the
+    // cp.async kernel (384 threads at 168 registers leave one block per
+    // multiprocessor where the smaller kernel fit two; four ring slots did
+    // not help; bench/results/2026-12-01-h200-flash-tma.md).
+    tmaKV = wgmma && tma && std::max(this->m.dqk, this->m.dv) >= 128 &&
+            isKVBox(this->m.k, this->m.red.getIndex(0)) &&
+            isKVBox(this->m.v, this->op.getIndex(this->m.d));
   }
 
   LogicalResult emit();
@@ -362,6 +370,15 @@ private:
   }
   /// Reduces `v` over the 4 lanes that share a row.
   Value rowReduce(Value v, bool max);
+  /// Whether the [bn, 64] tiles of `read` (keys or values: the key index in
+  /// one coordinate, `colIndex` plus other terms alone in the last) are
+  /// boxes of its tensor that a bulk tensor copy fills, zeros past the
+  /// keys included.
+  bool isKVBox(ReadOp read, Value colIndex);
+  /// The tensor coordinates of `read` at key j0 and column `col` of
+  /// `colIndex` (the batch point's, the block's).
+  SmallVector<Value> kvCoordinates(ReadOp read, Value j0, Value colIndex,
+                                   Value col);
 
   ComprehensionOp op;
   FlashMatch m;
@@ -370,6 +387,12 @@ private:
   Kernel &k;
   BodyEmitter emitter;
   bool wgmma;
+  /// Keys and values by bulk tensor copies from a producer warpgroup
+  /// (wgmma only): full and empty mbarriers per ring slot instead of a
+  /// block barrier per step.
+  bool tmaKV = false;
+  /// Slots of the key/value ring.
+  int64_t slots = 2;
   int64_t bm, bn, threads;
   Value tid, lane, warp, row0;
   SmallVector<Value> batch;
@@ -407,6 +430,82 @@ void FlashEmitter::loadRows(ReadOp read, Value tile, Value slot, int64_t rows,
         b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), tile, dst,
         memref, *coords, b.getIndexAttr(8), srcElements, b.getUnitAttr());
   }
+}
+
+bool FlashEmitter::isKVBox(ReadOp read, Value colIndex) {
+  MLIRContext *ctx = b.getContext();
+  AffineMap map = read.getMap();
+  unsigned rank = map.getNumResults(), numDims = map.getNumDims();
+  if (rank < 2 || rank > 5)
+    return false;
+  auto position = [&](Value v) -> std::optional<unsigned> {
+    auto it = llvm::find(read.getIndices(), v);
+    if (it == read.getIndices().end())
+      return std::nullopt;
+    return it - read.getIndices().begin();
+  };
+  std::optional<unsigned> jPos = position(m.j), cPos = position(colIndex);
+  if (!jPos || !cPos)
+    return false;
+  auto isBatch = [&](Value v) {
+    for (unsigned p = 0; p < op.getNumParallel(); ++p)
+      if (p != m.i && p != m.d && op.getIndex(p) == v)
+        return true;
+    return false;
+  };
+  // `e` is `index` plus terms of batch indices and constants only.
+  auto isUnitPlusBatch = [&](AffineExpr e, unsigned index) {
+    AffineExpr dim = getAffineDimExpr(index, ctx);
+    AffineExpr rest = simplifyAffineExpr(
+        e.replace(dim, getAffineConstantExpr(0, ctx)), numDims, 0);
+    if (simplifyAffineExpr(e - rest, numDims, 0) != dim)
+      return false;
+    for (auto [pos, v] : llvm::enumerate(read.getIndices()))
+      if (rest.isFunctionOfDim(pos) && !isBatch(v))
+        return false;
+    return true;
+  };
+  if (!isUnitPlusBatch(map.getResult(rank - 1), *cPos))
+    return false;
+  auto t = cast<RankedTensorType>(read.getTensor().getType());
+  std::optional<unsigned> rowCoord;
+  for (unsigned r = 0; r + 1 < rank; ++r) {
+    AffineExpr e = map.getResult(r);
+    if (e.isFunctionOfDim(*cPos))
+      return false;
+    if (!e.isFunctionOfDim(*jPos)) {
+      for (auto [pos, v] : llvm::enumerate(read.getIndices()))
+        if (e.isFunctionOfDim(pos) && !isBatch(v))
+          return false;
+      continue;
+    }
+    if (rowCoord || !isUnitPlusBatch(e, *jPos))
+      return false;
+    rowCoord = r;
+    // Keys past the end must read zeros: the tensor ends there, or no
+    // tile reaches past it.
+    if (m.lk % bn != 0 &&
+        (e != getAffineDimExpr(*jPos, ctx) || t.getDimSize(r) != m.lk))
+      return false;
+  }
+  return rowCoord.has_value();
+}
+
+SmallVector<Value> FlashEmitter::kvCoordinates(ReadOp read, Value j0,
+                                               Value colIndex, Value col) {
+  IRMapping idx;
+  for (unsigned p = 0; p < op.getNumParallel(); ++p)
+    if (batch[p])
+      idx.map(op.getIndex(p), batch[p]);
+  idx.map(op.getIndex(m.i), row0);
+  idx.map(op.getIndex(m.d), cst(0));
+  idx.map(m.red.getIndex(0), cst(0));
+  idx.map(m.j, j0);
+  idx.map(colIndex, col);
+  SmallVector<Value> operands = llvm::map_to_vector(
+      read.getIndices(), [&](Value v) { return idx.lookup(v); });
+  return SmallVector<Value>(
+      *affine::expandAffineMap(b, loc, read.getMap(), operands));
 }
 
 Value FlashEmitter::pack(Value lo, Value hi) {
@@ -486,8 +585,15 @@ LogicalResult FlashEmitter::emit() {
   bool approximate = out.isF16() || out.isBF16();
   emitter.setApproximate(approximate);
 
-  int64_t qBytes = bm * m.dqk * 2, kBytes = 2 * bn * m.dqk * 2,
-          vBytes = 2 * bn * m.dv * 2, pBytes = wgmma ? bm * bn * 2 : 0;
+  // The key/value ring: two slots, or with tmaKV as many as fit up to 4
+  // (short steps, head dim 64, need the copies further ahead).
+  int64_t qBytes = bm * m.dqk * 2, pBytes = wgmma ? bm * bn * 2 : 0;
+  int64_t slotBytes = bn * (m.dqk + m.dv) * 2;
+  slots = 2;
+  while (tmaKV && slots < 4 &&
+         1024 + qBytes + (slots + 1) * slotBytes + pBytes + 64 <= 227 * 1024)
+    ++slots;
+  int64_t kBytes = slots * bn * m.dqk * 2, vBytes = slots * bn * m.dv * 2;
   // wgmma's swizzled layouts need 1024-byte aligned tiles.
   k.sharedBytes = qBytes + kBytes + vBytes + pBytes + (wgmma ? 1024 : 0);
   int64_t batchCount = 1;
@@ -498,7 +604,11 @@ LogicalResult FlashEmitter::emit() {
     return op.emitOpError()
            << "has " << batchCount << " batch points: more than the grid holds";
   k.grid = {static_cast<int64_t>(llvm::divideCeil(m.lq, bm)), 1, batchCount};
-  k.block = {threads, 1, 1};
+  // With tmaKV, a producer warpgroup past the computing ones, and two full
+  // and two empty mbarriers past the tiles.
+  k.block = {threads + (tmaKV ? 128 : 0), 1, 1};
+  if (tmaKV)
+    k.sharedBytes += 16 * slots;
 
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   lane = rem(tid, 32);
@@ -563,8 +673,8 @@ LogicalResult FlashEmitter::emit() {
   Value tileQ, tileK, tileV, tileP;
   if (wgmma) {
     tileQ = view({1, m.dqk / 64, bm, 64}, 0);
-    tileK = view({2, m.dqk / 64, bn, 64}, qBytes);
-    tileV = view({2, m.dv / 64, bn, 64}, qBytes + kBytes);
+    tileK = view({slots, m.dqk / 64, bn, 64}, qBytes);
+    tileV = view({slots, m.dv / 64, bn, 64}, qBytes + kBytes);
     tileP = view({2, bn / 64, 64, 64}, qBytes + kBytes + vBytes);
   } else {
     tileQ = view({1, bm, m.dqk}, 0);
@@ -579,8 +689,54 @@ LogicalResult FlashEmitter::emit() {
     loadRows(m.v, tileV, slot, bn, m.dv, m.j, j0, m.lk, op.getIndex(m.d));
   };
 
-  loadRows(m.q, tileQ, cst(0), bm, m.dqk, op.getIndex(m.i), row0, m.lq, e);
-  loadKV(cst(0), cst(0));
+  Value mapK, mapV, fullBars, emptyBars;
+  if (tmaKV) {
+    auto param = [&](ReadOp read) {
+      unsigned jPos =
+          llvm::find(read.getIndices(), m.j) - read.getIndices().begin();
+      TensorMapParam t;
+      t.swizzleBytes = 128;
+      unsigned rank = read.getMap().getNumResults();
+      for (unsigned r = 0; r < rank; ++r)
+        t.box.push_back(r + 1 == rank                                      ? 64
+                        : read.getMap().getResult(r).isFunctionOfDim(jPos) ? bn
+                                                                           : 1);
+      t.buffer =
+          cast<BlockArgument>(tensors.lookup(read.getTensor())).getArgNumber();
+      return k.addTensorMap(std::move(t));
+    };
+    mapK = param(m.k);
+    mapV = param(m.v);
+    fullBars = add(smemAddr, cst(qBytes + kBytes + vBytes + pBytes));
+    emptyBars = add(fullBars, cst(8 * slots));
+    auto first =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, cst(0));
+    auto ifOp = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    Type i32 = b.getI32Type();
+    for (int64_t s = 0; s < slots; ++s) {
+      NVVM::MBarrierInitOp::create(
+          b, loc, toSharedPointer(add(fullBars, cst(8 * s))),
+          arith::ConstantIntOp::create(b, loc, i32, 1), Value());
+      NVVM::MBarrierInitOp::create(
+          b, loc, toSharedPointer(add(emptyBars, cst(8 * s))),
+          arith::ConstantIntOp::create(b, loc, i32, threads / 128), Value());
+    }
+    NVVM::FenceMbarrierInitOp::create(b, loc);
+  }
+  {
+    // Q by the computing threads; with tmaKV the producer loads K and V.
+    OpBuilder::InsertionGuard guard(b);
+    if (tmaKV) {
+      auto computing = scf::IfOp::create(b, loc, lt(tid, threads),
+                                         /*withElseRegion=*/false);
+      b.setInsertionPointToStart(&computing.getThenRegion().front());
+    }
+    loadRows(m.q, tileQ, cst(0), bm, m.dqk, op.getIndex(m.i), row0, m.lq, e);
+    if (!tmaKV)
+      loadKV(cst(0), cst(0));
+  }
   Value group =
       nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, tokenType, ValueRange{});
   nvgpu::DeviceAsyncWaitOp::create(b, loc, group, b.getI32IntegerAttr(0));
@@ -627,18 +783,83 @@ LogicalResult FlashEmitter::emit() {
     full = arith::MinSIOp::create(b, loc, full, ub);
   }
   Value trueValue = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
+
+  // With tmaKV: the producer warpgroup's first thread fills ring slot
+  // kb % 2 with step kb's keys and values once both computing warpgroups
+  // have released it (the empty barrier's phase of the round before; fresh
+  // barriers pass the wait for parity 1); the computing warpgroups
+  // continue below, in the else branch.
+  scf::IfOp roles;
+  if (tmaKV) {
+    roles = scf::IfOp::create(b, loc,
+                              arith::CmpIOp::create(b, loc,
+                                                    arith::CmpIPredicate::uge,
+                                                    tid, cst(threads)),
+                              /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&roles.getThenRegion().front());
+    NVVM::SetMaxRegisterOp::create(
+        b, loc, b.getI32IntegerAttr(40),
+        NVVM::SetMaxRegisterActionAttr::get(
+            ctx, NVVM::SetMaxRegisterAction::decrease));
+    auto one = scf::IfOp::create(b, loc,
+                                 arith::CmpIOp::create(b, loc,
+                                                       arith::CmpIPredicate::eq,
+                                                       tid, cst(threads)),
+                                 /*withElseRegion=*/false);
+    b.setInsertionPointToStart(&one.getThenRegion().front());
+    auto loop = scf::ForOp::create(b, loc, cst(0), ub, cst(1));
+    b.setInsertionPointToStart(loop.getBody());
+    Value kb = loop.getInductionVar();
+    Value slot = rem(kb, slots);
+    waitBarrier(emptyBars, slot, rem(add(div(kb, slots), cst(1)), 2));
+    Value bar = toSharedPointer(add(fullBars, mul(slot, 8)));
+    NVVM::MBarrierArriveExpectTxOp::create(
+        b, loc, Type(), bar,
+        arith::ConstantIntOp::create(b, loc, b.getI32Type(),
+                                     bn * (m.dqk + m.dv) * 2),
+        NVVM::MemScopeKindAttr::get(ctx, NVVM::MemScopeKind::CTA),
+        b.getBoolAttr(false), Value());
+    Value j0 = mul(kb, bn);
+    for (int64_t blk = 0; blk < m.dqk / 64; ++blk)
+      bulkTensorCopy(mapK, kvCoordinates(m.k, j0, e, cst(64 * blk)),
+                     add(smemAddr, add(cst(qBytes + blk * bn * 128),
+                                       mul(slot, bn * m.dqk * 2))),
+                     bar);
+    for (int64_t blk = 0; blk < m.dv / 64; ++blk)
+      bulkTensorCopy(mapV,
+                     kvCoordinates(m.v, j0, op.getIndex(m.d), cst(64 * blk)),
+                     add(smemAddr, add(cst(qBytes + kBytes + blk * bn * 128),
+                                       mul(slot, bn * m.dv * 2))),
+                     bar);
+  }
+  if (roles) {
+    b.setInsertionPointToStart(&roles.getElseRegion().front());
+    // Two computing warpgroups share what the producer leaves: 232 each.
+    NVVM::SetMaxRegisterOp::create(
+        b, loc, b.getI32IntegerAttr(232),
+        NVVM::SetMaxRegisterActionAttr::get(
+            ctx, NVVM::SetMaxRegisterAction::increase));
+  }
+
   auto emitStep = [&](Value kb, ValueRange carried, bool masked,
                       SmallVector<Value> &yield) -> LogicalResult {
     SmallVector<Value> rowMax{carried[0], carried[1]};
     SmallVector<Value> rowSum{carried[2], carried[3]};
     SmallVector<Value> o(carried.drop_front(4));
-    Value slot = rem(kb, 2);
-    // The next step's keys and values, into the other slot (every warp
-    // finished reading it before the barrier that ended the last step).
-    Value next = add(kb, cst(1));
-    loadKV(next, rem(next, 2));
-    Value g = nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, tokenType,
-                                                      ValueRange{});
+    Value slot = rem(kb, slots);
+    Value g;
+    if (tmaKV) {
+      // Step kb's keys and values have landed.
+      waitBarrier(fullBars, slot, rem(div(kb, slots), 2));
+    } else {
+      // The next step's keys and values, into the other slot (every warp
+      // finished reading it before the barrier that ended the last step).
+      Value next = add(kb, cst(1));
+      loadKV(next, rem(next, 2));
+      g = nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, tokenType,
+                                                  ValueRange{});
+    }
 
     // S = Q K^T: bn / 8 tiles of m16n8.
     SmallVector<Value> s(bn / 8 * 4, f32(0));
@@ -811,9 +1032,22 @@ LogicalResult FlashEmitter::emit() {
       }
     }
 
-    nvgpu::DeviceAsyncWaitOp::create(b, loc, g, b.getI32IntegerAttr(0));
-    fenceForTensorCores();
-    gpu::BarrierOp::create(b, loc);
+    if (tmaKV) {
+      // This warpgroup's products of the slot are done (the last wgmma
+      // waited): its first thread releases the slot to the producer.
+      auto leader = scf::IfOp::create(
+          b, loc,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, rem(tid, 128),
+                                cst(0)),
+          /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&leader.getThenRegion().front());
+      arriveBarrier(emptyBars, slot);
+    } else {
+      nvgpu::DeviceAsyncWaitOp::create(b, loc, g, b.getI32IntegerAttr(0));
+      fenceForTensorCores();
+      gpu::BarrierOp::create(b, loc);
+    }
     yield = {rowMax[0], rowMax[1], rowSum[0], rowSum[1]};
     yield.append(o);
     return success();
@@ -869,6 +1103,9 @@ LogicalResult FlashEmitter::emit() {
                               llvm::Align(2 * out.getIntOrFloatBitWidth() / 8));
     }
   }
+  // The kernel's return goes after the role split.
+  if (roles)
+    b.setInsertionPointAfter(roles);
   return success();
 }
 
@@ -877,9 +1114,9 @@ LogicalResult FlashEmitter::emit() {
 std::optional<LogicalResult>
 mlir::tang::emitFlashKernel(OpBuilder &b, ComprehensionOp op,
                             IRMapping &tensors, ValueRange outputs, Kernel &k,
-                            bool wgmma, std::string &why) {
+                            bool wgmma, bool tma, std::string &why) {
   std::optional<FlashMatch> m = matchFlash(op, why);
   if (!m)
     return std::nullopt;
-  return FlashEmitter(b, op, *m, tensors, outputs, k, wgmma).emit();
+  return FlashEmitter(b, op, *m, tensors, outputs, k, wgmma, tma).emit();
 }

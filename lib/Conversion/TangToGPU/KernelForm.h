@@ -67,6 +67,17 @@ protected:
   /// Four 32-bit operand registers (bf16 pairs as i32, f16 pairs as
   /// vector<2xf16>) from one ldmatrix.x4 of `tile`.
   SmallVector<Value> loadMatrix(Value tile, ValueRange indices, bool transpose);
+  /// A shared-memory address as an LLVM pointer in address space 3.
+  Value toSharedPointer(Value address);
+  /// Waits until the phase of parity `parity` of mbarrier `slot` (8 bytes
+  /// each) at shared address `at` has completed.
+  void waitBarrier(Value at, Value slot, Value parity);
+  /// Arrives (count 1) on mbarrier `slot` at `at`.
+  void arriveBarrier(Value at, Value slot);
+  /// A bulk tensor copy through tensor map `map` of the box at `coords`
+  /// (the tensor's coordinates, outermost first) to shared address `dst`,
+  /// completing on mbarrier `bar` (an address-space-3 pointer).
+  void bulkTensorCopy(Value map, ArrayRef<Value> coords, Value dst, Value bar);
   /// acc += a * b on one mma.sync.m16n8k16 tile (f32 accumulators).
   void mmaSync(ArrayRef<Value> a, ArrayRef<Value> bFrag,
                MutableArrayRef<Value> acc);
@@ -127,7 +138,8 @@ Value stripExtensions(Value v);
 std::optional<LogicalResult> emitFlashKernel(OpBuilder &b, ComprehensionOp op,
                                              IRMapping &tensors,
                                              ValueRange outputs, Kernel &k,
-                                             bool wgmma, std::string &why);
+                                             bool wgmma, bool tma,
+                                             std::string &why);
 
 /// Matches `op` (a function-level comprehension) against the contraction
 /// the tensor-core emitter handles; std::nullopt with `why` set otherwise.

@@ -325,6 +325,42 @@ void TensorCoreEmitterBase::mmaSync(ArrayRef<Value> a, ArrayRef<Value> bFrag,
                                           ArrayRef<int64_t>{i});
 }
 
+Value TensorCoreEmitterBase::toSharedPointer(Value address) {
+  MLIRContext *ctx = b.getContext();
+  Value i = arith::IndexCastOp::create(b, loc, b.getI64Type(), address);
+  return LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(ctx, 3),
+                                  i);
+}
+
+void TensorCoreEmitterBase::waitBarrier(Value at, Value slot, Value parity) {
+  Type i32 = b.getI32Type();
+  NVVM::MBarrierTryWaitParityOp::create(
+      b, loc, toSharedPointer(add(at, mul(slot, 8))),
+      arith::IndexCastOp::create(b, loc, i32, parity),
+      arith::ConstantIntOp::create(b, loc, i32, 10000000));
+}
+
+void TensorCoreEmitterBase::arriveBarrier(Value at, Value slot) {
+  NVVM::MBarrierArriveOp::create(
+      b, loc, Type(), toSharedPointer(add(at, mul(slot, 8))), Value(),
+      NVVM::MemScopeKindAttr::get(b.getContext(), NVVM::MemScopeKind::CTA));
+}
+
+void TensorCoreEmitterBase::bulkTensorCopy(Value map, ArrayRef<Value> coords,
+                                           Value dst, Value bar) {
+  MLIRContext *ctx = b.getContext();
+  // The copy takes coordinates innermost first, as i32.
+  SmallVector<Value> box;
+  for (Value v : llvm::reverse(coords))
+    box.push_back(arith::IndexCastOp::create(b, loc, b.getI32Type(), v));
+  Value cluster = LLVM::AddrSpaceCastOp::create(
+      b, loc, LLVM::LLVMPointerType::get(ctx, 7), toSharedPointer(dst));
+  NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+      b, loc, cluster, map, box, bar, ValueRange(), Value(), Value(),
+      NVVM::TMALoadModeAttr::get(ctx, NVVM::TMALoadMode::TILE),
+      b.getBoolAttr(false), NVVM::CTAGroupKindAttr(), Value());
+}
+
 //===----------------------------------------------------------------------===//
 // Emission
 //===----------------------------------------------------------------------===//
@@ -491,9 +527,7 @@ private:
   /// Expects step `kt`'s bytes on slot `slot`'s full barrier and issues its
   /// bulk copies (from the calling thread).
   void emitTmaIssue(Value kt, Value slot);
-  /// Waits until the phase of parity `parity` of mbarrier `slot` at `at`
-  /// has completed.
-  void waitBarrier(Value at, Value slot, Value parity);
+
   /// The tile of linear index `pid` (grouped order) of batch point
   /// `batchIndex`: sets m0, n0 and batch.
   void setTile(Value pid, Value batchIndex);
@@ -507,8 +541,7 @@ private:
   /// bm / 64 consumer warpgroups (products, then the epilogue through their
   /// own staging tile while the producer already loads the next tile).
   LogicalResult emitWarpSpecialized();
-  /// A shared-memory address as an LLVM pointer in address space 3.
-  Value toSharedPointer(Value address);
+
   /// Copies 16-byte chunks of `read` into `tile` (rows x chunks per row):
   /// row `r` of the tile is `rowIndex` = rowBase + r, chunk `ch` holds
   /// `colIndex` = colBase + 8 ch.
@@ -677,13 +710,6 @@ bool MmaEmitter::isBox(ReadOp read, bool isA) {
   return rowCoord.has_value();
 }
 
-Value MmaEmitter::toSharedPointer(Value address) {
-  MLIRContext *ctx = b.getContext();
-  Value i = arith::IndexCastOp::create(b, loc, b.getI64Type(), address);
-  return LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(ctx, 3),
-                                  i);
-}
-
 void MmaEmitter::emitTmaSetup() {
   createTensorMaps();
   initBarriers(barriers, 1);
@@ -756,18 +782,8 @@ void MmaEmitter::emitTmaIssue(Value kt, Value slot) {
   Value k0 = mul(kt, cfg.bk);
   auto copy = [&](Value map, ReadOp read, Value dst, Value rowIndex, Value row,
                   Value colIndex, Value col) {
-    SmallVector<Value> coords =
-        getCoordinates(read, rowIndex, row, colIndex, col);
-    // The copy takes coordinates innermost first, as i32.
-    SmallVector<Value> box;
-    for (Value v : llvm::reverse(coords))
-      box.push_back(arith::IndexCastOp::create(b, loc, i32, v));
-    Value cluster = LLVM::AddrSpaceCastOp::create(
-        b, loc, LLVM::LLVMPointerType::get(ctx, 7), toSharedPointer(dst));
-    NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
-        b, loc, cluster, map, box, bar, ValueRange(), Value(), Value(),
-        NVVM::TMALoadModeAttr::get(ctx, NVVM::TMALoadMode::TILE),
-        b.getBoolAttr(false), NVVM::CTAGroupKindAttr(), Value());
+    bulkTensorCopy(map, getCoordinates(read, rowIndex, row, colIndex, col), dst,
+                   bar);
   };
   auto operand = [&](Value map, ReadOp read, bool kContiguous, Value own,
                      int64_t ownTile, Value start, Value dst) {
@@ -788,14 +804,6 @@ void MmaEmitter::emitTmaIssue(Value kt, Value slot) {
 
 void MmaEmitter::emitTmaWait(Value kt, Value slot) {
   waitBarrier(barriers, slot, rem(div(kt, cfg.stages), 2));
-}
-
-void MmaEmitter::waitBarrier(Value at, Value slot, Value parity) {
-  Type i32 = b.getI32Type();
-  NVVM::MBarrierTryWaitParityOp::create(
-      b, loc, toSharedPointer(add(at, mul(slot, 8))),
-      arith::IndexCastOp::create(b, loc, i32, parity),
-      arith::ConstantIntOp::create(b, loc, i32, 10000000));
 }
 
 void MmaEmitter::emitLoads(Value kt, Value slot) {

@@ -201,7 +201,7 @@ FailureOr<Kernel> KernelFormBuilder::buildKernel(ComprehensionOp op,
   if (tensorCores != "none" &&
       op.getBuiltinMonoid() == MonoidKind::OnlineSoftmax) {
     flash = emitFlashKernel(b, op, tensors, outputs, k, tensorCores == "wgmma",
-                            why);
+                            tma, why);
     if (!flash && has16BitReads())
       op.emitRemark() << "not a flash-attention kernel: " << why;
   }

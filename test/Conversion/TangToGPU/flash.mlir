@@ -12,7 +12,8 @@
 // the key loop: tiles past the block's last row are skipped, and the last
 // query tiles (the most keys) start first. Key tiles wholly at or before the
 // block's first row run a first loop without the mask's compare and select;
-// the rest (the diagonal) a second loop with them.
+// the rest (the diagonal) a second loop with them. (Head dim 64: keys and
+// values by cp.async; @causal_128 below has them by bulk tensor copies.)
 // CHECK-LABEL: func.func @causal_attention
 // CHECK-NOT: memref.alloc
 // CHECK: gpu.launch_func @tang_kernels::@causal_attention_k0 blocks in (%{{.*}}, %{{.*}}, %{{.*}}) threads in (%{{.*}}, %{{.*}}, %{{.*}}) dynamic_shared_memory_size
@@ -195,4 +196,55 @@ func.func @bias(%Q: tensor<1x80x64xbf16>, %K: tensor<1x80x64xbf16>, %V: tensor<1
     tang.yield %t, %v : bf16, bf16
   }
   return %0 : tensor<1x80x64xbf16>
+}
+
+// -----
+
+// Head dim 128 with wgmma: keys and values come by bulk tensor copies from a
+// producer warpgroup (384 threads; its first thread waits for a slot's empty
+// barrier, expects the step's 64 KB, copies K and V in 64-column boxes of
+// 128 keys); the computing warpgroups wait for the slot's full barrier and
+// release it once their products are done: no block barrier per step.
+// WG-LABEL: func.func @causal_128
+// WG: nvgpu.tma.create.descriptor {{.*}} box[%c1{{.*}}, %c1{{.*}}, %c128{{.*}}, %c64{{.*}}]
+// WG: nvgpu.tma.create.descriptor {{.*}} box[%c1{{.*}}, %c1{{.*}}, %c128{{.*}}, %c64{{.*}}]
+// WG: gpu.launch_func @tang_kernels::@causal_128_k0 blocks in ({{.*}}) threads in (%c384,
+// WG: gpu.func @causal_128_k0
+// WG-COUNT-4: nvvm.mbarrier.init
+// WG: nvvm.setmaxregister decrease 40
+// WG: scf.for
+// WG: nvvm.mbarrier.try_wait.parity
+// WG: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c65536_i32
+// WG-COUNT-4: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// WG: } else {
+// WG: nvvm.setmaxregister increase 232
+// WG: scf.for
+// WG: nvvm.mbarrier.try_wait.parity
+// WG: nvvm.wgmma.mma_async
+// WG: nvvm.mbarrier.arrive
+// WG-NOT: gpu.barrier
+// WG: scf.yield
+// WG: gpu.return
+// SYNC-LABEL: func.func @causal_128
+// SYNC-NOT: cp.async.bulk.tensor
+// SYNC: gpu.return
+func.func @causal_128(%q: tensor<1x2x256x128xbf16>, %k: tensor<1x2x256x128xbf16>, %v: tensor<1x2x256x128xbf16>) -> tensor<1x2x256x128xbf16> {
+  %ninf = arith.constant 0xFF80 : bf16
+  %scale = arith.constant 8.837890e-02 : bf16
+  %o = tang.comprehension (%b, %h, %i, %d) reduce (%j) [1, 2, 256, 128, 256] monoid(online_softmax) : tensor<1x2x256x128xbf16> {
+    %s = tang.comprehension reduce (%e) [128] monoid(add) : bf16 {
+      %x = tang.read %q[%b, %h, %i, %e] : tensor<1x2x256x128xbf16>
+      %y = tang.read %k[%b, %h, %j, %e] : tensor<1x2x256x128xbf16>
+      %p = arith.mulf %x, %y : bf16
+      tang.yield %p : bf16
+    }
+    %sc = arith.mulf %s, %scale : bf16
+    %ii = tang.index %i : i32
+    %jj = tang.index %j : i32
+    %ok = arith.cmpi sle, %jj, %ii : i32
+    %m = arith.select %ok, %sc, %ninf : bf16
+    %w = tang.read %v[%b, %h, %j, %d] : tensor<1x2x256x128xbf16>
+    tang.yield %m, %w : bf16, bf16
+  }
+  return %o : tensor<1x2x256x128xbf16>
 }
