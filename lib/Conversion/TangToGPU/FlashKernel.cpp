@@ -21,6 +21,12 @@
 // m16n8 accumulator layout of two adjacent n8 tiles is the m16k16 operand
 // layout). No L x L intermediate exists anywhere.
 //
+// With wgmma (sm_90a): two warpgroups of 64 query rows each, S and P V by
+// wgmma from swizzled shared tiles (P written back per warpgroup). For head
+// dims of 128 and more a producer warpgroup fills the key/value ring by
+// bulk tensor copies on full/empty mbarriers; key tiles wholly before the
+// block's first row (with a causal-type mask) run without the mask's code.
+//
 //===----------------------------------------------------------------------===//
 
 #include "KernelForm.h"
