@@ -592,7 +592,7 @@ LogicalResult FlashEmitter::emit() {
   emitter.setApproximate(approximate);
 
   // The key/value ring: two slots, or with tmaKV as many as fit up to 4
-  // (short steps, head dim 64, need the copies further ahead).
+  // (copies further ahead).
   int64_t qBytes = bm * m.dqk * 2, pBytes = wgmma ? bm * bn * 2 : 0;
   int64_t slotBytes = bn * (m.dqk + m.dv) * 2;
   slots = 2;
@@ -610,8 +610,8 @@ LogicalResult FlashEmitter::emit() {
     return op.emitOpError()
            << "has " << batchCount << " batch points: more than the grid holds";
   k.grid = {static_cast<int64_t>(llvm::divideCeil(m.lq, bm)), 1, batchCount};
-  // With tmaKV, a producer warpgroup past the computing ones, and two full
-  // and two empty mbarriers past the tiles.
+  // With tmaKV, a producer warpgroup past the computing ones, and a full
+  // and an empty mbarrier per ring slot past the tiles.
   k.block = {threads + (tmaKV ? 128 : 0), 1, 1};
   if (tmaKV)
     k.sharedBytes += 16 * slots;
@@ -791,7 +791,7 @@ LogicalResult FlashEmitter::emit() {
   Value trueValue = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
 
   // With tmaKV: the producer warpgroup's first thread fills ring slot
-  // kb % 2 with step kb's keys and values once both computing warpgroups
+  // kb % slots with step kb's keys and values once both computing warpgroups
   // have released it (the empty barrier's phase of the round before; fresh
   // barriers pass the wait for parity 1); the computing warpgroups
   // continue below, in the else branch.
