@@ -458,6 +458,10 @@ CASES = [
      dict(B=1, H=4, L=1000, D=128, causal=True, G=4),
      "flash kernel, grouped-query heads through a view, L = 1000, "
      "interpreter-checked"),
+    ("attention_1x2x200x192_causal", "attention",
+     dict(B=1, H=2, L=200, D=192, causal=True),
+     "flash kernel, head dim 192 (a 3-slot key/value ring fed by bulk "
+     "tensor copies), ragged, causal, interpreter-checked"),
     ("attention_1x2x256x256", "attention",
      dict(B=1, H=2, L=256, D=256, causal=False),
      "flash kernel, head dim 256, interpreter-checked"),
