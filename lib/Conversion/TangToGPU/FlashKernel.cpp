@@ -385,6 +385,9 @@ private:
   /// `colIndex` (the batch point's, the block's).
   SmallVector<Value> kvCoordinates(ReadOp read, Value j0, Value colIndex,
                                    Value col);
+  /// The indices at the block's origin: the batch point's, the block's
+  /// first query row, 0 for the key, value-column and dot-product indices.
+  IRMapping getBlockIndices();
 
   ComprehensionOp op;
   FlashMatch m;
@@ -414,14 +417,7 @@ void FlashEmitter::loadRows(ReadOp read, Value tile, Value slot, int64_t rows,
     Value r = div(id, chunks), ch = rem(id, chunks);
     Value row = add(rowBase, r);
     Value valid = lt(row, rowExtent);
-    IRMapping idx;
-    for (unsigned p = 0; p < op.getNumParallel(); ++p)
-      if (batch[p])
-        idx.map(op.getIndex(p), batch[p]);
-    idx.map(op.getIndex(m.i), row0);
-    idx.map(op.getIndex(m.d), cst(0));
-    idx.map(m.j, cst(0));
-    idx.map(m.red.getIndex(0), cst(0));
+    IRMapping idx = getBlockIndices();
     idx.map(rowIndex, arith::MinUIOp::create(b, loc, row, cst(rowExtent - 1)));
     idx.map(colIndex, mul(ch, 8));
     SmallVector<Value> operands = llvm::map_to_vector(
@@ -439,73 +435,40 @@ void FlashEmitter::loadRows(ReadOp read, Value tile, Value slot, int64_t rows,
 }
 
 bool FlashEmitter::isKVBox(ReadOp read, Value colIndex) {
-  MLIRContext *ctx = b.getContext();
-  AffineMap map = read.getMap();
-  unsigned rank = map.getNumResults(), numDims = map.getNumDims();
-  if (rank < 2 || rank > 5)
-    return false;
-  auto position = [&](Value v) -> std::optional<unsigned> {
-    auto it = llvm::find(read.getIndices(), v);
-    if (it == read.getIndices().end())
-      return std::nullopt;
-    return it - read.getIndices().begin();
-  };
-  std::optional<unsigned> jPos = position(m.j), cPos = position(colIndex);
-  if (!jPos || !cPos)
-    return false;
-  auto isBatch = [&](Value v) {
-    for (unsigned p = 0; p < op.getNumParallel(); ++p)
-      if (p != m.i && p != m.d && op.getIndex(p) == v)
-        return true;
-    return false;
-  };
-  // `e` is `index` plus terms of batch indices and constants only.
-  auto isUnitPlusBatch = [&](AffineExpr e, unsigned index) {
-    AffineExpr dim = getAffineDimExpr(index, ctx);
-    AffineExpr rest = simplifyAffineExpr(
-        e.replace(dim, getAffineConstantExpr(0, ctx)), numDims, 0);
-    if (simplifyAffineExpr(e - rest, numDims, 0) != dim)
-      return false;
-    for (auto [pos, v] : llvm::enumerate(read.getIndices()))
-      if (rest.isFunctionOfDim(pos) && !isBatch(v))
+  std::optional<unsigned> rowCoord =
+      getBoxRowCoordinate(read, m.j, colIndex, [&](Value v) {
+        for (unsigned p = 0; p < op.getNumParallel(); ++p)
+          if (p != m.i && p != m.d && op.getIndex(p) == v)
+            return true;
         return false;
-    return true;
-  };
-  if (!isUnitPlusBatch(map.getResult(rank - 1), *cPos))
+      });
+  if (!rowCoord)
     return false;
+  // Keys past the end must read zeros: no tile reaches past them, or the
+  // key coordinate is j exactly and the tensor ends there.
+  unsigned jPos =
+      llvm::find(read.getIndices(), m.j) - read.getIndices().begin();
   auto t = cast<RankedTensorType>(read.getTensor().getType());
-  std::optional<unsigned> rowCoord;
-  for (unsigned r = 0; r + 1 < rank; ++r) {
-    AffineExpr e = map.getResult(r);
-    if (e.isFunctionOfDim(*cPos))
-      return false;
-    if (!e.isFunctionOfDim(*jPos)) {
-      for (auto [pos, v] : llvm::enumerate(read.getIndices()))
-        if (e.isFunctionOfDim(pos) && !isBatch(v))
-          return false;
-      continue;
-    }
-    if (rowCoord || !isUnitPlusBatch(e, *jPos))
-      return false;
-    rowCoord = r;
-    // Keys past the end must read zeros: the tensor ends there, or no
-    // tile reaches past it.
-    if (m.lk % bn != 0 &&
-        (e != getAffineDimExpr(*jPos, ctx) || t.getDimSize(r) != m.lk))
-      return false;
-  }
-  return rowCoord.has_value();
+  return m.lk % bn == 0 || (read.getMap().getResult(*rowCoord) ==
+                                getAffineDimExpr(jPos, b.getContext()) &&
+                            t.getDimSize(*rowCoord) == m.lk);
 }
 
-SmallVector<Value> FlashEmitter::kvCoordinates(ReadOp read, Value j0,
-                                               Value colIndex, Value col) {
+IRMapping FlashEmitter::getBlockIndices() {
   IRMapping idx;
   for (unsigned p = 0; p < op.getNumParallel(); ++p)
     if (batch[p])
       idx.map(op.getIndex(p), batch[p]);
   idx.map(op.getIndex(m.i), row0);
   idx.map(op.getIndex(m.d), cst(0));
+  idx.map(m.j, cst(0));
   idx.map(m.red.getIndex(0), cst(0));
+  return idx;
+}
+
+SmallVector<Value> FlashEmitter::kvCoordinates(ReadOp read, Value j0,
+                                               Value colIndex, Value col) {
+  IRMapping idx = getBlockIndices();
   idx.map(m.j, j0);
   idx.map(colIndex, col);
   SmallVector<Value> operands = llvm::map_to_vector(

@@ -120,6 +120,15 @@ Value emitWgmmaDescriptor(OpBuilder &b, Location loc, Value byteAddress,
 /// chunks: then 8 consecutive values of `v` are one aligned 16-byte load.
 bool isContiguousIn(ReadOp read, Value v);
 
+/// If the tiles of `read` along `row` (tile rows) and `col` (tile columns)
+/// are boxes of its tensor that a bulk tensor copy fills, the position of
+/// the coordinate holding `row`: `col` plus terms of `isBatch` indices in
+/// the last coordinate, `row` plus such terms in exactly one other, only
+/// `isBatch` indices elsewhere, at most 5 coordinates. (Whether positions
+/// past an extent read zeros is the caller's to check.)
+std::optional<unsigned> getBoxRowCoordinate(ReadOp read, Value row, Value col,
+                                            function_ref<bool(Value)> isBatch);
+
 /// Whether `e` is a sum of terms that are each a multiple of `m` for every
 /// value of the dimensions (constants, and products with such a factor).
 bool isSumOfMultiples(AffineExpr e, int64_t m);

@@ -260,6 +260,55 @@ mlir::tang::matchMmaContraction(ComprehensionOp op, std::string &why,
   return c;
 }
 
+std::optional<unsigned>
+mlir::tang::getBoxRowCoordinate(ReadOp read, Value row, Value col,
+                                function_ref<bool(Value)> isBatch) {
+  MLIRContext *ctx = read.getContext();
+  AffineMap map = read.getMap();
+  unsigned rank = map.getNumResults(), numDims = map.getNumDims();
+  if (rank < 2 || rank > 5)
+    return std::nullopt;
+  auto position = [&](Value v) -> std::optional<unsigned> {
+    auto it = llvm::find(read.getIndices(), v);
+    if (it == read.getIndices().end())
+      return std::nullopt;
+    return it - read.getIndices().begin();
+  };
+  std::optional<unsigned> rowPos = position(row), colPos = position(col);
+  if (!rowPos || !colPos)
+    return std::nullopt;
+  // Whether `e` uses batch indices only, besides index `pos` (if given).
+  auto onlyBatch = [&](AffineExpr e, std::optional<unsigned> pos) {
+    for (auto [p, v] : llvm::enumerate(read.getIndices()))
+      if (p != pos && e.isFunctionOfDim(p) && !isBatch(v))
+        return false;
+    return true;
+  };
+  // `e` is index `pos` plus batch terms.
+  auto isUnitPlusBatch = [&](AffineExpr e, unsigned pos) {
+    AffineExpr dim = getAffineDimExpr(pos, ctx);
+    AffineExpr rest = simplifyAffineExpr(
+        e.replace(dim, getAffineConstantExpr(0, ctx)), numDims, 0);
+    return simplifyAffineExpr(e - rest, numDims, 0) == dim &&
+           onlyBatch(rest, std::nullopt);
+  };
+  if (!isUnitPlusBatch(map.getResult(rank - 1), *colPos))
+    return std::nullopt;
+  std::optional<unsigned> rowCoord;
+  for (unsigned r = 0; r + 1 < rank; ++r) {
+    AffineExpr e = map.getResult(r);
+    if (!e.isFunctionOfDim(*rowPos)) {
+      if (!onlyBatch(e, std::nullopt))
+        return std::nullopt;
+      continue;
+    }
+    if (rowCoord || !isUnitPlusBatch(e, *rowPos))
+      return std::nullopt;
+    rowCoord = r;
+  }
+  return rowCoord;
+}
+
 //===----------------------------------------------------------------------===//
 // Shared by the tensor-core emitters
 //===----------------------------------------------------------------------===//
@@ -657,57 +706,24 @@ bool MmaEmitter::isBox(ReadOp read, bool isA) {
   Value own = op.getIndex(isA ? c.m : c.n);
   bool kContiguous = isA ? c.aKContiguous : c.bKContiguous;
   Value col = kContiguous ? kIndex : own, row = kContiguous ? own : kIndex;
-  AffineMap map = read.getMap();
-  auto t = cast<RankedTensorType>(read.getTensor().getType());
-  unsigned rank = map.getNumResults(), numDims = map.getNumDims();
-  if (rank < 2 || rank > 5)
-    return false;
-  auto position = [&](Value v) -> std::optional<unsigned> {
-    auto it = llvm::find(read.getIndices(), v);
-    if (it == read.getIndices().end())
-      return std::nullopt;
-    return it - read.getIndices().begin();
-  };
-  std::optional<unsigned> colPos = position(col), rowPos = position(row);
-  if (!colPos || !rowPos)
-    return false;
-  // The column index alone in the last coordinate; past the reduced
-  // index's extent the tensor must end (the box reads zeros there).
-  if (map.getResult(rank - 1) != getAffineDimExpr(*colPos, b.getContext()) ||
-      (col == kIndex && t.getShape().back() != c.extentK))
-    return false;
-  std::optional<unsigned> rowCoord;
-  for (unsigned r = 0; r + 1 < rank; ++r) {
-    AffineExpr e = map.getResult(r);
-    if (e.isFunctionOfDim(*colPos))
-      return false;
-    // Other indices than the batch's, the row's and the column's (a
-    // sliding window) are not a box.
-    auto isBatch = [&](Value v) {
-      for (unsigned p = 0; p < op.getNumParallel(); ++p)
-        if (p != c.m && p != c.n && op.getIndex(p) == v)
-          return true;
-      return false;
-    };
-    for (auto [pos, v] : llvm::enumerate(read.getIndices()))
-      if (e.isFunctionOfDim(pos) && v != row && v != col && !isBatch(v))
+  std::optional<unsigned> rowCoord =
+      getBoxRowCoordinate(read, row, col, [&](Value v) {
+        for (unsigned p = 0; p < op.getNumParallel(); ++p)
+          if (p != c.m && p != c.n && op.getIndex(p) == v)
+            return true;
         return false;
-    if (!e.isFunctionOfDim(*rowPos))
-      continue;
-    if (rowCoord)
-      return false;
-    rowCoord = r;
-    // row + (terms without it); the reduced index exactly, over the
-    // whole dimension.
-    AffineExpr dim = getAffineDimExpr(*rowPos, b.getContext());
-    AffineExpr rest = simplifyAffineExpr(
-        e.replace(dim, getAffineConstantExpr(0, b.getContext())), numDims, 0);
-    if (simplifyAffineExpr(e - rest, numDims, 0) != dim)
-      return false;
-    if (row == kIndex && (e != dim || t.getDimSize(r) != c.extentK))
-      return false;
-  }
-  return rowCoord.has_value();
+      });
+  if (!rowCoord)
+    return false;
+  // Past the reduced index's extent the box must read zeros: its
+  // coordinate is k exactly, over the tensor's whole dimension.
+  AffineMap map = read.getMap();
+  unsigned kCoord = col == kIndex ? map.getNumResults() - 1 : *rowCoord;
+  unsigned kPos =
+      llvm::find(read.getIndices(), kIndex) - read.getIndices().begin();
+  auto t = cast<RankedTensorType>(read.getTensor().getType());
+  return map.getResult(kCoord) == getAffineDimExpr(kPos, b.getContext()) &&
+         t.getDimSize(kCoord) == c.extentK;
 }
 
 void MmaEmitter::emitTmaSetup() {
