@@ -23,7 +23,8 @@ tang-run against NumPy (catches template bugs here).
 Then, on the GPU machine: `python3 bench/bench_gemm.py` (see bench/README.md).
 
 Usage: /usr/bin/python3 bench/prepare_gemm.py [--only CASE ...] [--variants]
-       [--cp-async]  (the products again with tma=false: operands by cp.async)
+       [--also SUFFIX=OPTIONS ...]  (the cases again with other pipeline
+       options, e.g. --also cpasync=tma=false --also tma1=warp-specialize=false)
 """
 
 import argparse
@@ -224,6 +225,28 @@ def block_matmul(name, a, w, B, L, K, N):
     tang.yield %p : bf16
   }}"""
 
+def block_residual(name, resid, read, a_type, w, w_type, K, B, L, D):
+    """%name = resid + A W: the [B, L, D] residual projection of the block
+    (`read` the element a[b, l, c] of A, reduced over c in [0, K))."""
+    X = f"tensor<{B}x{L}x{D}xbf16>"
+    return f"""
+  %{name} = tang.comprehension (%b, %l, %e) [{B}, {L}, {D}] : {X} {{
+    %acc = tang.comprehension reduce (%c) [{K}] monoid(add) : f32 {{
+      %a = tang.read {read} : {a_type}
+      %w = tang.read %{w}[%c, %e] : {w_type}
+      %af = arith.extf %a : bf16 to f32
+      %wf = arith.extf %w : bf16 to f32
+      %p = arith.mulf %af, %wf : f32
+      tang.yield %p : f32
+    }}
+    %v = tang.read %{resid}[%b, %l, %e] : {X}
+    %vf = arith.extf %v : bf16 to f32
+    %r = arith.addf %vf, %acc : f32
+    %rb = arith.truncf %r : f32 to bf16
+    tang.yield %rb : bf16
+  }}"""
+
+
 def block_program(B, L, D, H, F):
     HD = D // H
     X = f"tensor<{B}x{L}x{D}xbf16>"
@@ -259,22 +282,9 @@ func.func @main(%x: {X}, %wn1: tensor<{D}xbf16>, %Wqkv: tensor<{D}x{3 * D}xbf16>
     %v = tang.read %QKV[%b, %j, %h * {HD} + %d + {2 * D}] : {QKV}
     tang.yield %sm, %v : bf16, bf16
   }}
-  // h = x + O Wo
-  %hres = tang.comprehension (%b, %l, %e) [{B}, {L}, {D}] : {X} {{
-    %proj = tang.comprehension reduce (%c) [{D}] monoid(add) : f32 {{
-      %o = tang.read %Oh[%b, %l, %c floordiv {HD}, %c mod {HD}] : {O}
-      %w = tang.read %Wo[%c, %e] : {W}
-      %of = arith.extf %o : bf16 to f32
-      %wf = arith.extf %w : bf16 to f32
-      %p = arith.mulf %of, %wf : f32
-      tang.yield %p : f32
-    }}
-    %v = tang.read %x[%b, %l, %e] : {X}
-    %vf = arith.extf %v : bf16 to f32
-    %r = arith.addf %vf, %proj : f32
-    %rb = arith.truncf %r : f32 to bf16
-    tang.yield %rb : bf16
-  }}"""
+  // h = x + O Wo"""
+    s += block_residual("hres", "x", f"%Oh[%b, %l, %c floordiv {HD}, %c mod {HD}]",
+                        O, "Wo", W, D, B, L, D)
     s += block_rmsnorm("hn", "hres", "wn2", B, L, D)
     s += block_matmul("AU", "hn", "W13", B, L, D, 2 * F)
     s += f"""
@@ -293,22 +303,11 @@ func.func @main(%x: {X}, %wn1: tensor<{D}xbf16>, %Wqkv: tensor<{D}x{3 * D}xbf16>
     %gb = arith.truncf %g : f32 to bf16
     tang.yield %gb : bf16
   }}
-  // out = h + G W2
-  %out = tang.comprehension (%b, %l, %e) [{B}, {L}, {D}] : {X} {{
-    %down = tang.comprehension reduce (%f) [{F}] monoid(add) : f32 {{
-      %g = tang.read %G[%b, %l, %f] : tensor<{B}x{L}x{F}xbf16>
-      %w = tang.read %W2[%f, %e] : tensor<{F}x{D}xbf16>
-      %gf = arith.extf %g : bf16 to f32
-      %wf = arith.extf %w : bf16 to f32
-      %p = arith.mulf %gf, %wf : f32
-      tang.yield %p : f32
-    }}
-    %v = tang.read %hres[%b, %l, %e] : {X}
-    %vf = arith.extf %v : bf16 to f32
-    %r = arith.addf %vf, %down : f32
-    %rb = arith.truncf %r : f32 to bf16
-    tang.yield %rb : bf16
-  }}
+  // out = h + G W2"""
+    s += block_residual("out", "hres", "%G[%b, %l, %c]",
+                        f"tensor<{B}x{L}x{F}xbf16>", "W2",
+                        f"tensor<{F}x{D}xbf16>", F, B, L, D)
+    s += f"""
   return %out : {X}
 }}
 """
@@ -597,17 +596,21 @@ def main():
     ap.add_argument("--only", nargs="*", metavar="CASE")
     ap.add_argument("--variants", action="store_true",
                     help="also the tile variants of the 8192^3 product")
-    ap.add_argument("--cp-async", action="store_true",
-                    help="also every selected product compiled with "
-                         "tma=false (operands by cp.async; suffix _cpasync)")
+    ap.add_argument("--also", action="append", default=[],
+                    metavar="SUFFIX=OPTIONS",
+                    help="also every selected case compiled with these "
+                         "--tang-lower-cuda options, named <case>_SUFFIX "
+                         "(e.g. cpasync=tma=false, "
+                         "tma1=warp-specialize=false); repeatable")
     args = ap.parse_args()
     cases = [(*c, None, "") for c in CASES]
-    if args.cp_async:
-        cases += [(f"{c[0]}_cpasync", c[1], c[2], c[3] + " (cp.async)", None,
-                   "tma=false ")
-                  for c in CASES if c[1] in ("matmul", "matmul_tn", "linear",
-                                             "bmm", "block")
-                  and (not args.only or c[0] in args.only)]
+    for also in args.also:
+        suffix, sep, options = also.partition("=")
+        if not sep or not suffix or not options:
+            ap.error(f"--also wants SUFFIX=OPTIONS, got '{also}'")
+        cases += [(f"{c[0]}_{suffix}", c[1], c[2], f"{c[3]} ({options})",
+                   None, options + " ")
+                  for c in CASES if not args.only or c[0] in args.only]
     if args.variants:
         for size in (8192, 4096):
             for v in VARIANTS:
@@ -624,8 +627,9 @@ def main():
         bad += not ok
         print(f"  {k:8s} rel err {e:.2e} {'ok' if ok else 'FAIL'}")
     for name, kind_name, params, purpose, variant, options in cases:
-        if (args.only and name not in args.only
-                and name.removesuffix("_cpasync") not in args.only):
+        if args.only and name not in args.only and not any(
+                name == f"{o}_{a.partition('=')[0]}"
+                for o in args.only for a in args.also):
             continue
         kind = KINDS[kind_name]
         case = WORK / name

@@ -1,7 +1,10 @@
 """Helpers shared by the differential tests of the executable backends
-(test_vulkan_differential.py, test_opencl_differential.py): seeded inputs
-and the comparison with the float64 interpreter's outputs."""
+(test_{vulkan,glsl,opencl,c}_differential.py): lowering an example to a
+bundle, seeded inputs and the comparison with the float64 interpreter's
+outputs."""
 
+import json
+import os
 import subprocess
 import zlib
 
@@ -17,6 +20,21 @@ NUMPY_DTYPE = {"f32": np.float32, "f64": np.float64, "i32": np.int32}
 def run(args, timeout=120, **kwargs):
     return subprocess.run([str(a) for a in args], capture_output=True,
                           text=True, timeout=timeout, **kwargs)
+
+
+def lower_example(tang_bin, example, pipeline, bundle, fmt):
+    """`example` through `tang-opt --<pipeline>="fuse=1 bundle=<bundle>"`;
+    returns the bundle's manifest after checking its format is `fmt` and it
+    has functions. A failure names the pipeline, the example and the
+    diagnostics."""
+    r = run([tang_bin / "tang-opt", example,
+             f"--{pipeline}=fuse=1 bundle={bundle}", "-o", os.devnull])
+    assert r.returncode == 0, (
+        f"tang-opt --{pipeline} failed on {example.name}:\n{r.stderr}")
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    assert manifest["format"] == fmt, manifest["format"]
+    assert manifest["functions"], f"{example.name}: no functions"
+    return manifest
 
 
 def random_input(rng, spec):

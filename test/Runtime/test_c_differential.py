@@ -15,17 +15,15 @@ Skipped when no C compiler is found.
 """
 
 import ctypes
-import json
 import os
 import pathlib
 import shutil
-import subprocess
 import types
 
 import numpy as np
 import pytest
 
-from differential import check_functions, run  # noqa: E402
+from differential import check_functions, lower_example, run  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TANG_BIN = pathlib.Path(os.environ.get("TANG_BIN", ROOT / "build" / "bin"))
@@ -43,12 +41,7 @@ def compiler():
 
 def build(example, tmp_path, cc):
     bundle = tmp_path / "bundle"
-    r = run([TANG_BIN / "tang-opt", example,
-             f"--tang-lower-c=fuse=1 bundle={bundle}", "-o", os.devnull])
-    assert r.returncode == 0, (
-        f"tang-opt --tang-lower-c failed on {example.name}:\n{r.stderr}")
-    manifest = json.loads((bundle / "manifest.json").read_text())
-    assert manifest["format"] == "c", manifest["format"]
+    manifest = lower_example(TANG_BIN, example, "tang-lower-c", bundle, "c")
     lib = tmp_path / "kernels.so"
     r = run([cc, "-O2", "-std=c11", "-Wall", "-Werror", "-shared", "-fPIC",
              "-fopenmp", bundle / manifest["image"], "-o", lib, "-lm"])

@@ -13,14 +13,13 @@ Skipped when tang-vk-run is not built, finds no device, or glslangValidator
 is missing.
 """
 
-import json
 import os
 import pathlib
 import shutil
 
 import pytest
 
-from differential import check_functions, run  # noqa: E402
+from differential import check_functions, lower_example, run  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TANG_BIN = pathlib.Path(os.environ.get("TANG_BIN", ROOT / "build" / "bin"))
@@ -56,12 +55,8 @@ def test_example_matches_interpreter(example, backend, tmp_path, request):
         request.applymarker(pytest.mark.xfail(reason=reason, strict=True,
                                               raises=AssertionError))
     bundle = tmp_path / "bundle"
-    r = run([TANG_BIN / "tang-opt", example,
-             f"--tang-lower-glsl=fuse=1 bundle={bundle}", "-o", os.devnull])
-    assert r.returncode == 0, (
-        f"tang-opt --tang-lower-glsl failed on {example.name}:\n{r.stderr}")
-    manifest = json.loads((bundle / "manifest.json").read_text())
-    assert manifest["format"] == "spirv", manifest["format"]
+    manifest = lower_example(TANG_BIN, example, "tang-lower-glsl", bundle,
+                             "spirv")
     assert list(bundle.glob("*.comp")), "no GLSL sources in the bundle"
     check_functions(backend, example, manifest, tmp_path, TANG_BIN,
                     lambda name, inputs, out: run(

@@ -16,14 +16,13 @@ Run:  TANG_OCL_RUN=<build-ocl>/tang-ocl-run TANG_BIN=<build>/bin \\
 tang-ocl-run is not built or finds no OpenCL device.
 """
 
-import json
 import os
 import pathlib
 
 import numpy as np
 import pytest
 
-from differential import check_functions, run  # noqa: E402
+from differential import check_functions, lower_example, run  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TANG_BIN = pathlib.Path(os.environ.get("TANG_BIN", ROOT / "build" / "bin"))
@@ -55,12 +54,8 @@ def lower(example, bundle, fuse=1):
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
 def test_example_matches_interpreter(example, backend, tmp_path):
     bundle = tmp_path / "bundle"
-    r = lower(example, bundle)
-    assert r.returncode == 0, (
-        f"tang-opt --tang-lower-opencl failed on {example.name}:\n{r.stderr}")
-    manifest = json.loads((bundle / "manifest.json").read_text())
-    assert manifest["format"] == "opencl", manifest["format"]
-    assert manifest["functions"], f"{example.name}: no functions"
+    manifest = lower_example(TANG_BIN, example, "tang-lower-opencl", bundle,
+                             "opencl")
     check_functions(backend, example, manifest, tmp_path, TANG_BIN,
                     lambda name, inputs, out: run(
                         [OCL_RUN, bundle, name, *inputs, "--out", out],

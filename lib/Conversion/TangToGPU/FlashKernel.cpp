@@ -329,7 +329,7 @@ public:
     bm = wgmma ? 128 : 64;
     bn = wgmma && std::max(m.dqk, m.dv) == 128 ? 128 : 64;
     threads = wgmma ? 256 : 128;
-    // Head dims of 128 and more: with 64 they ran 13-27% slower than the
+    // Head dims of 128 and more: with 64 they ran 16-27% slower than the
     // cp.async kernel (384 threads at 168 registers leave one block per
     // multiprocessor where the smaller kernel fit two; four ring slots did
     // not help; bench/results/2026-12-01-h200-flash-tma.md).
@@ -678,21 +678,8 @@ LogicalResult FlashEmitter::emit() {
     mapV = param(m.v);
     fullBars = add(smemAddr, cst(qBytes + kBytes + vBytes + pBytes));
     emptyBars = add(fullBars, cst(8 * slots));
-    auto first =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, cst(0));
-    auto ifOp = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-    Type i32 = b.getI32Type();
-    for (int64_t s = 0; s < slots; ++s) {
-      NVVM::MBarrierInitOp::create(
-          b, loc, toSharedPointer(add(fullBars, cst(8 * s))),
-          arith::ConstantIntOp::create(b, loc, i32, 1), Value());
-      NVVM::MBarrierInitOp::create(
-          b, loc, toSharedPointer(add(emptyBars, cst(8 * s))),
-          arith::ConstantIntOp::create(b, loc, i32, threads / 128), Value());
-    }
-    NVVM::FenceMbarrierInitOp::create(b, loc);
+    initBarriers(tid, fullBars, slots, 1);
+    initBarriers(tid, emptyBars, slots, threads / 128);
   }
   {
     // Q by the computing threads; with tmaKV the producer loads K and V.
@@ -1004,14 +991,7 @@ LogicalResult FlashEmitter::emit() {
     if (tmaKV) {
       // This warpgroup's products of the slot are done (the last wgmma
       // waited): its first thread releases the slot to the producer.
-      auto leader = scf::IfOp::create(
-          b, loc,
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, rem(tid, 128),
-                                cst(0)),
-          /*withElseRegion=*/false);
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(&leader.getThenRegion().front());
-      arriveBarrier(emptyBars, slot);
+      releaseByWarpgroup(tid, emptyBars, slot);
     } else {
       nvgpu::DeviceAsyncWaitOp::create(b, loc, g, b.getI32IntegerAttr(0));
       fenceForTensorCores();

@@ -74,6 +74,12 @@ protected:
   void waitBarrier(Value at, Value slot, Value parity);
   /// Arrives (count 1) on mbarrier `slot` at `at`.
   void arriveBarrier(Value at, Value slot);
+  /// Thread `tid` 0 initialises `n` mbarriers at `at` (8 bytes apart) for
+  /// `count` arrivals each, and fences their initialisation.
+  void initBarriers(Value tid, Value at, int64_t n, int64_t count);
+  /// The first thread of each warpgroup arrives on mbarrier `slot` at `at`
+  /// (after the warpgroup's wgmma reading the slot has been waited for).
+  void releaseByWarpgroup(Value tid, Value at, Value slot);
   /// A bulk tensor copy through tensor map `map` of the box at `coords`
   /// (the tensor's coordinates, outermost first) to shared address `dst`,
   /// completing on mbarrier `bar` (an address-space-3 pointer).

@@ -395,6 +395,32 @@ void TensorCoreEmitterBase::arriveBarrier(Value at, Value slot) {
       NVVM::MemScopeKindAttr::get(b.getContext(), NVVM::MemScopeKind::CTA));
 }
 
+void TensorCoreEmitterBase::initBarriers(Value tid, Value at, int64_t n,
+                                         int64_t count) {
+  auto first =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, cst(0));
+  auto ifOp = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+  Value c = arith::ConstantIntOp::create(b, loc, b.getI32Type(), count);
+  for (int64_t s = 0; s < n; ++s)
+    NVVM::MBarrierInitOp::create(b, loc, toSharedPointer(add(at, cst(8 * s))),
+                                 c, Value());
+  NVVM::FenceMbarrierInitOp::create(b, loc);
+}
+
+void TensorCoreEmitterBase::releaseByWarpgroup(Value tid, Value at,
+                                               Value slot) {
+  auto leader =
+      scf::IfOp::create(b, loc,
+                        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                              rem(tid, 128), cst(0)),
+                        /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&leader.getThenRegion().front());
+  arriveBarrier(at, slot);
+}
+
 void TensorCoreEmitterBase::bulkTensorCopy(Value map, ArrayRef<Value> coords,
                                            Value dst, Value bar) {
   MLIRContext *ctx = b.getContext();
@@ -570,9 +596,6 @@ private:
   void emitTmaWait(Value kt, Value slot);
   /// TMA: the operands' tensor-map parameters.
   void createTensorMaps();
-  /// Thread 0 initialises the `stages` mbarriers at `at` (a shared
-  /// address) for `count` arrivals each.
-  void initBarriers(Value at, int64_t count);
   /// Expects step `kt`'s bytes on slot `slot`'s full barrier and issues its
   /// bulk copies (from the calling thread).
   void emitTmaIssue(Value kt, Value slot);
@@ -728,22 +751,8 @@ bool MmaEmitter::isBox(ReadOp read, bool isA) {
 
 void MmaEmitter::emitTmaSetup() {
   createTensorMaps();
-  initBarriers(barriers, 1);
+  initBarriers(tid, barriers, cfg.stages, 1);
   gpu::BarrierOp::create(b, loc);
-}
-
-void MmaEmitter::initBarriers(Value at, int64_t count) {
-  Type i32 = b.getI32Type();
-  auto first =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, cst(0));
-  auto ifOp = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-  Value n = arith::ConstantIntOp::create(b, loc, i32, count);
-  for (int64_t s = 0; s < cfg.stages; ++s)
-    NVVM::MBarrierInitOp::create(b, loc, toSharedPointer(add(at, cst(8 * s))),
-                                 n, Value());
-  NVVM::FenceMbarrierInitOp::create(b, loc);
 }
 
 void MmaEmitter::createTensorMaps() {
@@ -1401,8 +1410,8 @@ LogicalResult MmaEmitter::emitWarpSpecialized() {
   barriers = add(smemBase, cst(cOffset + cBytes));
   Value empty = add(barriers, cst(8 * cfg.stages));
   createTensorMaps();
-  initBarriers(barriers, 1);
-  initBarriers(empty, consumers / 128);
+  initBarriers(tid, barriers, cfg.stages, 1);
+  initBarriers(tid, empty, cfg.stages, consumers / 128);
   gpu::BarrierOp::create(b, loc);
 
   int64_t steps = static_cast<int64_t>(llvm::divideCeil(c.extentK, cfg.bk));
@@ -1468,16 +1477,8 @@ LogicalResult MmaEmitter::emitWarpSpecialized() {
     Type f32 = b.getF32Type();
     auto accType = LLVM::LLVMStructType::getLiteral(
         ctx, SmallVector<Type>(cfg.bn / 2, f32));
-    Value leader = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                         rem(tid, 128), cst(0));
     auto release = [&](Value step) {
-      auto ifOp = scf::IfOp::create(b, loc, leader, /*withElseRegion=*/false);
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-      NVVM::MBarrierArriveOp::create(
-          b, loc, Type(),
-          toSharedPointer(add(empty, mul(rem(step, cfg.stages), 8))), Value(),
-          NVVM::MemScopeKindAttr::get(ctx, NVVM::MemScopeKind::CTA));
+      releaseByWarpgroup(tid, empty, rem(step, cfg.stages));
     };
     forTiles(cst(0), [&](Value it) {
       Value init = LLVM::ZeroOp::create(b, loc, accType);
