@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs every Debian package tang needs (apt only; PyPI is not used).
-# Idempotent: installs nothing when everything is already there.
+# Installs every Debian package tang needs (apt only; PyPI is not used), then
+# the WGSL host's npm package and Mesa 25 files (scripts/install-webgpu.sh,
+# into .deps/). Idempotent: installs nothing when everything is already there.
 set -euo pipefail
 
 PACKAGES=(
@@ -21,13 +22,15 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "[tang] dependencies: all ${#PACKAGES[@]} packages present"
-  exit 0
+else
+  echo "[tang] dependencies: installing ${missing[*]}"
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -q
+  $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+  echo "[tang] dependencies: done"
 fi
 
-echo "[tang] dependencies: installing ${missing[*]}"
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -q
-$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
-echo "[tang] dependencies: done"
+# The WGSL host's Dawn (npm) and Mesa 25's lavapipe, project-local in .deps.
+bash "$(dirname "$0")/install-webgpu.sh"

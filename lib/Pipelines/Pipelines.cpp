@@ -26,7 +26,7 @@ void mlir::tang::registerTangPipelines() {
       "OpenCL C printer's bodies) and a launcher per kernel; a bundle with "
       "the .c, or the source on stdout",
       buildTangLowerCPipeline);
-  PassPipelineRegistration<TangLowerOpenCLOptions>(
+  PassPipelineRegistration<TangLowerMetalOptions>(
       "tang-lower-metal",
       "Lower tang to Metal Shading Language: (fusion,) the kernel form, the "
       "printer (the OpenCL C printer's bodies); a bundle with the .metal, or "
@@ -38,6 +38,12 @@ void mlir::tang::registerTangPipelines() {
       "printer; a bundle compiled with glslangValidator and spirv-link (run "
       "by the Vulkan host), or the shaders on stdout",
       buildTangLowerGLSLPipeline);
+  PassPipelineRegistration<TangLowerOpenCLOptions>(
+      "tang-lower-wgsl",
+      "Lower tang to WGSL (WebGPU compute): (fusion,) the kernel form, the "
+      "printer; a bundle with the .wgsl (run by runtime/webgpu on Dawn), or "
+      "the source on stdout",
+      buildTangLowerWGSLPipeline);
   PassPipelineRegistration<TangLowerCudaOptions>(
       "tang-lower-cuda",
       "Lower tang to CUDA: (fusion,) schedules, the kernel form, NVVM, and "

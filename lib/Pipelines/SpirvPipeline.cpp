@@ -49,13 +49,19 @@ struct AttachSpirvEntryPointsPass
 /// backends: one thread per point (the row kernels' subgroup and
 /// workgroup-memory paths are not mapped to SPIR-V storage classes, OpenCL
 /// 1.2 has no subgroups, the C launcher runs work items in turn).
-static void addPortableKernelForm(OpPassManager &pm, bool fuse) {
+/// With `matrixTile`, contractions that fit go on the subgroup matrix
+/// operations in tiles of that size, one 32-thread subgroup per tile.
+static void addPortableKernelForm(OpPassManager &pm, bool fuse,
+                                  int64_t matrixTile = 0) {
   if (fuse) {
     pm.addPass(createTangFuse());
     pm.addPass(createTangOnlineSoftmax());
   }
   pm.addPass(createCanonicalizerPass());
-  pm.addPass(createConvertTangToGPU());
+  ConvertTangToGPUOptions kernelForm;
+  kernelForm.matrixUnits = matrixTile;
+  kernelForm.subgroupSize = 32;
+  pm.addPass(createConvertTangToGPU(kernelForm));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 }
@@ -63,17 +69,28 @@ static void addPortableKernelForm(OpPassManager &pm, bool fuse) {
 LogicalResult
 mlir::tang::buildTangLowerSpirvPipeline(OpPassManager &pm,
                                         const TangLowerSpirvOptions &options) {
-  addPortableKernelForm(pm, options.fuse);
+  addPortableKernelForm(pm, options.fuse, options.matrixUnits ? 16 : 0);
   pm.addPass(std::make_unique<AttachSpirvEntryPointsPass>());
   // The kernel form -> SPIR-V (Vulkan compute), kernels only.
-  std::string pipeline =
-      "spirv-attach-target{ver=" + options.version.getValue() +
-      " caps=" + options.caps.getValue() +
-      " exts=SPV_KHR_storage_buffer_storage_class client_api=Vulkan},"
-      "gpu.module(lower-affine,convert-math-to-spirv),"
-      "map-memref-spirv-storage-class{client-api=vulkan},"
-      "convert-gpu-to-spirv,"
-      "spirv.module(spirv-lower-abi-attrs,spirv-update-vce)";
+  std::string caps = options.caps.getValue(),
+              exts = "SPV_KHR_storage_buffer_storage_class",
+              version = options.version.getValue();
+  if (options.matrixUnits) {
+    // The cooperative-matrix operations need SPIR-V 1.6; f16 operands load
+    // from 16-bit storage.
+    caps += ",CooperativeMatrixKHR,VulkanMemoryModel,Float16,"
+            "StorageBuffer16BitAccess";
+    exts += ",SPV_KHR_cooperative_matrix,SPV_KHR_vulkan_memory_model,"
+            "SPV_KHR_16bit_storage";
+    version = "v1.6";
+  }
+  std::string pipeline = "spirv-attach-target{ver=" + version +
+                         " caps=" + caps + " exts=" + exts +
+                         " client_api=Vulkan},"
+                         "gpu.module(lower-affine,convert-math-to-spirv),"
+                         "map-memref-spirv-storage-class{client-api=vulkan},"
+                         "convert-gpu-to-spirv,"
+                         "spirv.module(spirv-lower-abi-attrs,spirv-update-vce)";
   if (failed(parsePassPipeline(pipeline, pm)))
     return failure();
   if (!options.bundle.empty())
@@ -81,44 +98,53 @@ mlir::tang::buildTangLowerSpirvPipeline(OpPassManager &pm,
   return success();
 }
 
-enum class Printed { OpenCL, C, Metal, GLSL };
+enum class Printed { OpenCL, C, Metal, GLSL, WGSL };
 
-static void buildPrintedPipeline(OpPassManager &pm,
-                                 const TangLowerOpenCLOptions &options,
-                                 Printed language) {
-  addPortableKernelForm(pm, options.fuse);
+static void buildPrintedPipeline(OpPassManager &pm, bool fuse,
+                                 const std::string &bundle, Printed language,
+                                 int64_t matrixTile = 0) {
+  addPortableKernelForm(pm, fuse, matrixTile);
   switch (language) {
   case Printed::OpenCL:
-    pm.addPass(createExportOpenCLBundlePass(options.bundle));
+    pm.addPass(createExportOpenCLBundlePass(bundle));
     break;
   case Printed::C:
-    pm.addPass(createExportCBundlePass(options.bundle));
+    pm.addPass(createExportCBundlePass(bundle));
     break;
   case Printed::Metal:
-    pm.addPass(createExportMetalBundlePass(options.bundle));
+    pm.addPass(createExportMetalBundlePass(bundle));
     break;
   case Printed::GLSL:
-    pm.addPass(createExportGLSLBundlePass(options.bundle));
+    pm.addPass(createExportGLSLBundlePass(bundle));
+    break;
+  case Printed::WGSL:
+    pm.addPass(createExportWGSLBundlePass(bundle));
     break;
   }
 }
 
 void mlir::tang::buildTangLowerOpenCLPipeline(
     OpPassManager &pm, const TangLowerOpenCLOptions &options) {
-  buildPrintedPipeline(pm, options, Printed::OpenCL);
+  buildPrintedPipeline(pm, options.fuse, options.bundle, Printed::OpenCL);
 }
 
 void mlir::tang::buildTangLowerGLSLPipeline(
     OpPassManager &pm, const TangLowerOpenCLOptions &options) {
-  buildPrintedPipeline(pm, options, Printed::GLSL);
+  buildPrintedPipeline(pm, options.fuse, options.bundle, Printed::GLSL);
+}
+
+void mlir::tang::buildTangLowerWGSLPipeline(
+    OpPassManager &pm, const TangLowerOpenCLOptions &options) {
+  buildPrintedPipeline(pm, options.fuse, options.bundle, Printed::WGSL);
 }
 
 void mlir::tang::buildTangLowerMetalPipeline(
-    OpPassManager &pm, const TangLowerOpenCLOptions &options) {
-  buildPrintedPipeline(pm, options, Printed::Metal);
+    OpPassManager &pm, const TangLowerMetalOptions &options) {
+  buildPrintedPipeline(pm, options.fuse, options.bundle, Printed::Metal,
+                       options.matrixUnits ? 8 : 0);
 }
 
 void mlir::tang::buildTangLowerCPipeline(
     OpPassManager &pm, const TangLowerOpenCLOptions &options) {
-  buildPrintedPipeline(pm, options, Printed::C);
+  buildPrintedPipeline(pm, options.fuse, options.bundle, Printed::C);
 }

@@ -927,9 +927,25 @@ Status Runner::run(const FunctionSpec &f, const std::vector<uint32_t> &spirv,
   submit.commandBufferCount = 1;
   submit.pCommandBuffers = &cmd;
   VK_CALL(vkQueueSubmit, queue, 1, &submit, fence);
-  // A minute at most: lavapipe runs kernels on the CPU.
-  VK_CALL(vkWaitForFences, device, 1, &fence, VK_TRUE,
-          uint64_t(60) * 1000 * 1000 * 1000);
+  // Ten minutes by default (lavapipe runs kernels on the CPU; the fused
+  // transformer block's point kernels take minutes there),
+  // TANG_VK_TIMEOUT_S otherwise.
+  uint64_t seconds = 600;
+  if (const char *s = std::getenv("TANG_VK_TIMEOUT_S")) {
+    char *end = nullptr;
+    unsigned long long v = std::strtoull(s, &end, 10);
+    if (!*s || *end || v == 0)
+      return Status::error(std::string("TANG_VK_TIMEOUT_S='") + s +
+                           "' is not a positive number of seconds");
+    seconds = v;
+  }
+  VkResult waited = vk.vkWaitForFences(device, 1, &fence, VK_TRUE,
+                                       seconds * 1000 * 1000 * 1000);
+  if (waited == VK_TIMEOUT)
+    return Status::error("the launches did not finish within " +
+                         std::to_string(seconds) +
+                         " s (set TANG_VK_TIMEOUT_S for longer)");
+  TRY(check(waited, "vkWaitForFences"));
   VK_CALL(vkInvalidateMappedMemoryRanges, device, uint32_t(ranges.size()),
           ranges.data());
 
@@ -1033,7 +1049,8 @@ const char *const kUsage =
     "  -h, --help  this text\n"
     "\n"
     "environment: TANG_VK_VALIDATE=1 enables VK_LAYER_KHRONOS_validation when\n"
-    "it is installed.\n"
+    "it is installed; TANG_VK_TIMEOUT_S bounds the wait for the launches\n"
+    "(600 s by default).\n"
     "\n"
     "exit codes: 0 success, 1 error, 2 no Vulkan loader, driver or device\n";
 

@@ -5,6 +5,7 @@ outputs."""
 
 import json
 import os
+import pathlib
 import subprocess
 import zlib
 
@@ -12,14 +13,61 @@ import numpy as np
 import pytest
 
 # Relative error bounds per output dtype; integer outputs compare exactly.
-TOLERANCE = {"f32": 1e-5, "f64": 1e-12}
+# f16 results are rounded once from f32 arithmetic: 2^-11 relative each.
+TOLERANCE = {"f16": 1e-3, "f32": 1e-5, "f64": 1e-12}
 INTEGER_DTYPES = {"i32"}
-NUMPY_DTYPE = {"f32": np.float32, "f64": np.float64, "i32": np.int32}
+NUMPY_DTYPE = {"f16": np.float16, "f32": np.float32, "f64": np.float64,
+               "i32": np.int32}
+
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+MESA25 = pathlib.Path(os.environ.get("TANG_DEPS_DIR", ROOT / ".deps")) / "mesa25"
 
 
 def run(args, timeout=120, **kwargs):
     return subprocess.run([str(a) for a in args], capture_output=True,
                           text=True, timeout=timeout, **kwargs)
+
+
+def vulkan_env():
+    """The environment tang-vk-run runs in: Vulkan pointed at Mesa 25's
+    lavapipe when scripts/install-webgpu.sh has unpacked it into
+    .deps/mesa25 (TANG_DEPS_DIR), whose loops have no iteration limit;
+    None (the system's drivers: Debian 12's Mesa 22.3 lavapipe) otherwise."""
+    icd = MESA25 / "lvp_icd.json"
+    if not icd.is_file():
+        return None
+    env = dict(os.environ, VK_DRIVER_FILES=str(icd), VK_ICD_FILENAMES=str(icd))
+    libs = (MESA25 / "library_path").read_text().strip()
+    if env.get("LD_LIBRARY_PATH"):
+        libs += ":" + env["LD_LIBRARY_PATH"]
+    env["LD_LIBRARY_PATH"] = libs
+    return env
+
+
+def run_vulkan(args, timeout=900):
+    """`run` in vulkan_env(); lavapipe runs the fused transformer block's
+    point kernels for minutes."""
+    return run(args, timeout=timeout, env=vulkan_env())
+
+
+def vulkan_backend(vk_run):
+    """The Vulkan backend's name from `tang-vk-run --probe`:
+    "vulkan-lavapipe-mesa25" (no loop limit), "vulkan-lavapipe" (Mesa 22.3:
+    loops stop after 65535 iterations per invocation) or "vulkan-<device>";
+    skips the module when there is no device."""
+    if not (vk_run.is_file() and os.access(vk_run, os.X_OK)):
+        pytest.skip(f"tang-vk-run not built at {vk_run} (build runtime/vulkan "
+                    "into build-vk, or set TANG_VK_RUN)")
+    r = run_vulkan([vk_run, "--probe"], timeout=60)
+    if r.returncode == 2:
+        pytest.skip("no Vulkan device (tang-vk-run --probe): "
+                    + r.stderr.strip())
+    assert r.returncode == 0, f"tang-vk-run --probe failed:\n{r.stderr}"
+    device = r.stdout.strip()
+    if "llvmpipe" in device:
+        return "vulkan-lavapipe" + ("-mesa25" if vulkan_env() else "")
+    return "vulkan-" + device.split(" (")[0].replace(" ", "-")
 
 
 def lower_example(tang_bin, example, pipeline, bundle, fmt):

@@ -140,7 +140,16 @@ def ConvertTangToGPU : Pass<"convert-tang-to-gpu", "::mlir::ModuleOp"> {
            "(mma.sync m16n8k8: each operand rounded to nearest with 10 "
            "mantissa bits, "
            "f32 accumulation; like torch.backends.cuda.matmul.allow_tf32). "
-           "Off: f32 contractions keep full f32 precision">
+           "Off: f32 contractions keep full f32 precision">,
+    Option<"matrixUnits", "matrix-units", "int64_t", /*default=*/"0",
+           "With tensor-cores=none: contractions of f32 or f16 operands "
+           "(f32 results, no epilogue, box views, extents multiples of the "
+           "tile) on the target-neutral subgroup matrix operations "
+           "(gpu.subgroup_mma_*) in tiles of this size: 16 for SPIR-V "
+           "KHR_cooperative_matrix, 8 for Metal simdgroup_matrix; 0: off">,
+    Option<"subgroupSize", "subgroup-size", "int64_t", /*default=*/"32",
+           "The threads of one subgroup: the workgroup size of matrix-unit "
+           "kernels (one subgroup per tile)">
   ];
 }
 

@@ -77,6 +77,15 @@ struct TangLowerSpirvOptions
       llvm::cl::desc("Also write the .spv and the launch sequence to this "
                      "directory (see docs/CudaBundle.md, format spirv)"),
       llvm::cl::init("")};
+  PassOptions::Option<bool> matrixUnits{
+      *this, "matrix-units",
+      llvm::cl::desc("Contractions on KHR_cooperative_matrix (16x16 tiles, "
+                     "one 32-thread subgroup each): SPIR-V 1.6 with the "
+                     "CooperativeMatrixKHR, VulkanMemoryModel, Float16 and "
+                     "StorageBuffer16BitAccess capabilities and their "
+                     "extensions; for devices that have them (lavapipe does "
+                     "not)"),
+      llvm::cl::init(false)};
 };
 
 /// tang IR -> (fusion) -> the kernel form (one thread per point) -> a
@@ -110,12 +119,40 @@ void buildTangLowerOpenCLPipeline(OpPassManager &pm,
 void buildTangLowerGLSLPipeline(OpPassManager &pm,
                                 const TangLowerOpenCLOptions &options);
 
+/// tang IR -> (fusion) -> the kernel form (one thread per point) -> one WGSL
+/// module (a bundle run by runtime/webgpu on Dawn, or stdout). Same options
+/// as --tang-lower-opencl.
+void buildTangLowerWGSLPipeline(OpPassManager &pm,
+                                const TangLowerOpenCLOptions &options);
+
+/// Options of --tang-lower-metal: those of --tang-lower-opencl, and the
+/// matrix units.
+struct TangLowerMetalOptions
+    : public PassPipelineOptions<TangLowerMetalOptions> {
+  PassOptions::Option<bool> fuse{
+      *this, "fuse",
+      llvm::cl::desc("Run --tang-fuse and --tang-online-softmax first"),
+      llvm::cl::init(false)};
+  PassOptions::Option<std::string> bundle{
+      *this, "bundle",
+      llvm::cl::desc("Write tang_kernels.metal and the launch sequence to "
+                     "this directory (format metal); without it, print the "
+                     "source to stdout"),
+      llvm::cl::init("")};
+  PassOptions::Option<bool> matrixUnits{
+      *this, "matrix-units",
+      llvm::cl::desc("Contractions on simdgroup_matrix (8x8 tiles, one "
+                     "32-thread SIMD group each), which every Apple GPU "
+                     "Metal 2.3 runs on has"),
+      llvm::cl::init(true)};
+};
+
 /// tang IR -> (fusion) -> the kernel form (one thread per point) -> Metal
 /// Shading Language (a bundle, or stdout). Same options as
 /// --tang-lower-opencl. No Metal compiler runs here: the tests lint the
 /// output as C++ against a stub metal_stdlib.
 void buildTangLowerMetalPipeline(OpPassManager &pm,
-                                 const TangLowerOpenCLOptions &options);
+                                 const TangLowerMetalOptions &options);
 
 /// tang IR -> (fusion) -> the kernel form (one thread per point) -> C11 with
 /// a launcher per kernel (a bundle, or stdout). Same options as

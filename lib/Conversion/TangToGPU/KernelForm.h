@@ -178,6 +178,15 @@ LogicalResult emitMmaKernel(OpBuilder &b, ComprehensionOp op,
                             ValueRange outputs, Kernel &k, bool wgmma, bool tma,
                             bool warpSpecialize);
 
+/// Emits `op` on the gpu dialect's subgroup matrix operations in `tile` x
+/// `tile` tiles, one subgroup of `subgroupSize` threads per tile
+/// (SubgroupMmaKernel.cpp); std::nullopt with `why` set if `op` is not a
+/// contraction those loads can address.
+std::optional<LogicalResult>
+emitSubgroupMmaKernel(OpBuilder &b, ComprehensionOp op, IRMapping &tensors,
+                      ValueRange outputs, Kernel &k, int64_t tile,
+                      int64_t subgroupSize, std::string &why);
+
 } // namespace mlir::tang
 
 #endif // TANG_LIB_CONVERSION_TANGTOGPU_KERNELFORM_H

@@ -136,9 +136,10 @@ class KernelFormBuilder {
 public:
   KernelFormBuilder(ModuleOp module, gpu::GPUModuleOp kernels,
                     StringRef tensorCores, bool tma, bool warpSpecialize,
-                    bool tf32)
+                    bool tf32, int64_t matrixUnits, int64_t subgroupSize)
       : module(module), kernels(kernels), tensorCores(tensorCores.str()),
-        tma(tma), warpSpecialize(warpSpecialize), tf32(tf32) {}
+        tma(tma), warpSpecialize(warpSpecialize), tf32(tf32),
+        matrixUnits(matrixUnits), subgroupSize(subgroupSize) {}
 
   LogicalResult convertFunc(func::FuncOp func);
 
@@ -162,6 +163,8 @@ private:
   bool warpSpecialize;
   /// Contractions of f32 operands on tensor cores as tf32.
   bool tf32;
+  /// The tile of subgroup matrix kernels (0: none) and their workgroup.
+  int64_t matrixUnits, subgroupSize;
 };
 
 FailureOr<Kernel> KernelFormBuilder::buildKernel(ComprehensionOp op,
@@ -215,7 +218,19 @@ FailureOr<Kernel> KernelFormBuilder::buildKernel(ComprehensionOp op,
     if (!mma && (has16BitReads() || tf32))
       op.emitRemark() << "not on tensor cores: " << why;
   }
-  if (flash) {
+  // Portable matrix units: gpu.subgroup_mma_* kernels.
+  std::optional<LogicalResult> subgroupMma;
+  if (!flash && !mma && tensorCores == "none" && matrixUnits &&
+      classifyComprehension(op) == ShapeClass::MatmulLike) {
+    subgroupMma = emitSubgroupMmaKernel(b, op, tensors, outputs, k, matrixUnits,
+                                        subgroupSize, why);
+    if (!subgroupMma)
+      op.emitRemark() << "not on matrix units: " << why;
+  }
+  if (subgroupMma) {
+    if (failed(*subgroupMma))
+      return failure();
+  } else if (flash) {
     if (failed(*flash))
       return failure();
   } else if (mma) {
@@ -980,8 +995,15 @@ struct ConvertTangToGPUPass
                          << tensorCores << "'";
       return signalPassFailure();
     }
+    if (matrixUnits < 0 || matrixUnits > 64 || subgroupSize < 1 ||
+        subgroupSize > 1024) {
+      module.emitError() << "convert-tang-to-gpu: matrix-units must be 0 to "
+                            "64 and subgroup-size 1 to 1024, got "
+                         << matrixUnits << " and " << subgroupSize;
+      return signalPassFailure();
+    }
     KernelFormBuilder builder(module, kernels, tensorCores, tma, warpSpecialize,
-                              tf32);
+                              tf32, matrixUnits, subgroupSize);
     for (func::FuncOp f : funcs)
       if (failed(builder.convertFunc(f)))
         return signalPassFailure();

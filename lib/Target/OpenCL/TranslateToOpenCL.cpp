@@ -37,9 +37,10 @@ using namespace mlir::tang;
 
 namespace {
 
-/// The C-family language printed: OpenCL C 1.2, or C11 whose prelude
-/// defines the few OpenCL built-ins the bodies use (see translateKernelsToC).
-enum class Language { OpenCL, C, Metal, GLSL };
+/// The language printed: OpenCL C 1.2; C11 or Metal, whose preludes define
+/// the few OpenCL built-ins the bodies use (see translateKernelsToC); GLSL
+/// and WGSL, which differ in declarations, conversions and built-in names.
+enum class Language { OpenCL, C, Metal, GLSL, WGSL };
 
 class OpenCLPrinter {
 public:
@@ -50,6 +51,10 @@ public:
   /// A GLSL compute shader for `func`: its buffers as storage blocks bound
   /// in parameter order, its body in main().
   LogicalResult printGLSLShader(gpu::GPUFuncOp func);
+  /// A WGSL entry point for `func`: its buffers as storage variables named
+  /// after the kernel (one module holds every kernel), bound in parameter
+  /// order in group 0.
+  LogicalResult printWGSLEntryPoint(gpu::GPUFuncOp func);
 
 private:
   FailureOr<std::string> typeName(Operation *at, Type t);
@@ -60,8 +65,14 @@ private:
     return it->second;
   }
   raw_ostream &indent() { return os.indent(2 * depth); }
-  /// Declares `v` (`T vN = `) and returns the stream for its value.
+  /// Declares `v` (`T vN = `; WGSL: `let vN: T = `) and returns the stream
+  /// for its value.
   FailureOr<raw_ostream *> define(Operation *at, Value v);
+  /// Declares `v` as a variable that is assigned later (a loop-carried
+  /// value, an scf.if result): `T vN` or WGSL's `var vN: T`, no `;`.
+  LogicalResult declareVariable(Operation *at, Value v);
+  /// The target's name for an OpenCL C built-in function.
+  StringRef builtinName(StringRef function) const;
 
   LogicalResult printBlock(Block &block);
   LogicalResult printOp(Operation *op);
@@ -76,21 +87,26 @@ private:
   LogicalResult printFor(scf::ForOp op);
   LogicalResult printIf(scf::IfOp op);
   LogicalResult printId(Operation *op, StringRef function, gpu::Dimension dim);
+  /// gpu.subgroup_mma_*: Metal simdgroup_matrix calls; other targets have
+  /// no matrix type (a diagnostic).
+  LogicalResult printMatrixOp(Operation *op);
   std::string linearIndex(Value memref, ValueRange indices);
   static bool isBool(Operation *op) {
     return op->getResult(0).getType().isSignlessInteger(1);
   }
   /// The unsigned type of `t`'s width.
   StringRef unsignedType(Type t) {
+    if (language == Language::WGSL)
+      return "u32";
     if (t.isSignlessInteger(32) || language == Language::GLSL)
       return "uint";
     if (t.isSignlessInteger(8))
       return "uchar";
     return "ulong";
   }
-  /// `expr` converted to `type`: a C cast, or a GLSL constructor.
+  /// `expr` converted to `type`: a C cast, or a GLSL/WGSL constructor.
   std::string convert(StringRef type, const std::string &expr) {
-    if (language == Language::GLSL)
+    if (language == Language::GLSL || language == Language::WGSL)
       return (type + "(" + expr + ")").str();
     return ("(" + type + ")" + expr).str();
   }
@@ -100,9 +116,26 @@ private:
   llvm::DenseMap<Value, std::string> names;
   unsigned next = 0;
   unsigned depth = 1;
+  /// The kernel's workgroup size (WGSL has no built-in for it).
+  SmallVector<int32_t, 3> blockSize;
 };
 
 FailureOr<std::string> OpenCLPrinter::typeName(Operation *at, Type t) {
+  if (language == Language::WGSL) {
+    // 32-bit indices, as in GLSL (buffers are checked to hold fewer than
+    // 2^31 elements); f16 needs the `shader-f16` feature (`enable f16`).
+    if (t.isIndex() || t.isSignlessInteger(32))
+      return std::string("i32");
+    if (t.isSignlessInteger(1))
+      return std::string("bool");
+    if (t.isF32())
+      return std::string("f32");
+    if (t.isF16())
+      return std::string("f16");
+    return at->emitOpError() << "uses " << t
+                             << ", which WGSL does not have (32-bit int, "
+                                "f32, f16 and bool only)";
+  }
   if (language == Language::GLSL) {
     // 32-bit indices: GLSL indexes arrays with int (buffers are checked to
     // hold fewer than 2^31 elements).
@@ -128,6 +161,18 @@ FailureOr<std::string> OpenCLPrinter::typeName(Operation *at, Type t) {
     return std::string("float");
   if (t.isF64() && language == Language::Metal)
     return at->emitOpError() << "uses f64: Metal has no 64-bit float";
+  if (auto m = dyn_cast<gpu::MMAMatrixType>(t)) {
+    if (language != Language::Metal)
+      return at->emitOpError()
+             << "uses " << t << ": the target has no matrix type";
+    if (m.getShape() != ArrayRef<int64_t>{8, 8} ||
+        !(m.getElementType().isF32() || m.getElementType().isF16()))
+      return at->emitOpError()
+             << "uses " << t
+             << ": Metal's simdgroup matrices are 8x8 of float or half";
+    return std::string(m.getElementType().isF32() ? "simdgroup_float8x8"
+                                                  : "simdgroup_half8x8");
+  }
   if (t.isF64())
     return std::string("double");
   if (t.isF16() && language == Language::Metal)
@@ -149,8 +194,33 @@ FailureOr<raw_ostream *> OpenCLPrinter::define(Operation *at, Value v) {
   FailureOr<std::string> t = typeName(at, v.getType());
   if (failed(t))
     return failure();
-  indent() << *t << " " << name(v) << " = ";
+  if (language == Language::WGSL)
+    indent() << "let " << name(v) << ": " << *t << " = ";
+  else
+    indent() << *t << " " << name(v) << " = ";
   return &os;
+}
+
+LogicalResult OpenCLPrinter::declareVariable(Operation *at, Value v) {
+  FailureOr<std::string> t = typeName(at, v.getType());
+  if (failed(t))
+    return failure();
+  if (language == Language::WGSL)
+    indent() << "var " << name(v) << ": " << *t;
+  else
+    indent() << *t << " " << name(v);
+  return success();
+}
+
+StringRef OpenCLPrinter::builtinName(StringRef function) const {
+  if (language != Language::WGSL)
+    return function; // GLSL's prelude #defines the differing ones.
+  return llvm::StringSwitch<StringRef>(function)
+      .Case("fmax", "max")
+      .Case("fmin", "min")
+      .Case("fabs", "abs")
+      .Case("rsqrt", "inverseSqrt")
+      .Default(function);
 }
 
 std::string OpenCLPrinter::linearIndex(Value memref, ValueRange indices) {
@@ -173,19 +243,33 @@ LogicalResult OpenCLPrinter::printConstant(arith::ConstantOp op) {
   Attribute value = op.getValue();
   if (auto f = dyn_cast<FloatAttr>(value)) {
     double d = f.getValueAsDouble();
-    if (std::isinf(d))
+    if (language == Language::WGSL && !std::isfinite(d)) {
+      // A constant expression may not be infinite or NaN in WGSL: these
+      // come from private variables, at run time.
+      std::string bits = std::isnan(d) ? "bitcast<f32>(tang_nan_bits)"
+                                       : "bitcast<f32>(tang_inf_bits)";
+      if (!f.getType().isF32())
+        bits = "f16(" + bits + ")";
+      **o << (d < 0 ? "-" : "") << bits;
+    } else if (std::isinf(d)) {
       **o << (d < 0 ? "-INFINITY" : "INFINITY");
-    else if (std::isnan(d))
+    } else if (std::isnan(d)) {
       **o << "NAN";
-    else
-      **o << llvm::formatv("{0:e16}", d).str()
-          << (f.getType().isF32() ? "f" : "");
+    } else {
+      StringRef suffix = f.getType().isF32() ? "f" : "";
+      if (language == Language::WGSL && f.getType().isF16())
+        suffix = "h";
+      **o << llvm::formatv("{0:e16}", d).str() << suffix;
+    }
   } else if (auto i = dyn_cast<IntegerAttr>(value)) {
     if (i.getType().isSignlessInteger(1))
       **o << (i.getValue().isZero() ? "false" : "true");
     else
       **o << i.getValue().getSExtValue()
-          << (op.getType().isIndex() && language != Language::GLSL ? "L" : "");
+          << (op.getType().isIndex() && language != Language::GLSL &&
+                      language != Language::WGSL
+                  ? "L"
+                  : "");
   } else {
     return op.emitOpError() << "is a constant the OpenCL C printer cannot "
                                "print (vectors and tensors are not "
@@ -208,7 +292,7 @@ LogicalResult OpenCLPrinter::printCall(Operation *op, StringRef function) {
   FailureOr<raw_ostream *> o = define(op, op->getResult(0));
   if (failed(o))
     return failure();
-  **o << function << "(";
+  **o << builtinName(function) << "(";
   llvm::interleaveComma(op->getOperands(), **o,
                         [&](Value v) { **o << name(v); });
   **o << ");\n";
@@ -342,7 +426,80 @@ LogicalResult OpenCLPrinter::printId(Operation *op, StringRef function,
     **o << "int(" << builtin << "[" << static_cast<unsigned>(dim) << "]);\n";
     return success();
   }
+  if (language == Language::WGSL) {
+    if (function == "get_local_size") {
+      **o << blockSize[static_cast<unsigned>(dim)] << ";\n";
+      return success();
+    }
+    StringRef builtin = llvm::StringSwitch<StringRef>(function)
+                            .Case("get_group_id", "tang_group")
+                            .Case("get_local_id", "tang_local")
+                            .Default("tang_groups");
+    **o << "i32(" << builtin << "[" << static_cast<unsigned>(dim) << "]);\n";
+    return success();
+  }
   **o << "(long)" << function << "(" << static_cast<unsigned>(dim) << ");\n";
+  return success();
+}
+
+LogicalResult OpenCLPrinter::printMatrixOp(Operation *op) {
+  if (language != Language::Metal)
+    return op->emitOpError() << "is a subgroup matrix operation, which this "
+                                "target's printer does not map (Metal "
+                                "simdgroup_matrix only)";
+  // `simdgroup_load(d, base + offset, lead, ulong2(0, 0), transpose)` and
+  // its store: the tile's origin as a pointer, its row stride, and whether
+  // the buffer holds it transposed.
+  auto tileAccess = [&](Value memref, ValueRange indices, uint64_t lead,
+                        bool transpose) {
+    os << name(memref) << " + " << linearIndex(memref, indices) << ", " << lead
+       << ", ulong2(0, 0), " << (transpose ? "true" : "false") << ");\n";
+  };
+  if (auto c = dyn_cast<gpu::SubgroupMmaConstantMatrixOp>(op)) {
+    auto type = cast<gpu::MMAMatrixType>(c.getType());
+    FailureOr<raw_ostream *> o = define(op, c.getResult());
+    if (failed(o))
+      return failure();
+    **o << "make_filled_simdgroup_matrix<"
+        << (type.getElementType().isF32() ? "float" : "half") << ", 8, 8>("
+        << name(c.getValue()) << ");\n";
+    return success();
+  }
+  if (auto load = dyn_cast<gpu::SubgroupMmaLoadMatrixOp>(op)) {
+    if (failed(declareVariable(op, load.getRes())))
+      return failure();
+    os << ";\n";
+    indent() << "simdgroup_load(" << name(load.getRes()) << ", ";
+    tileAccess(load.getSrcMemref(), load.getIndices(),
+               load.getLeadDimension().getZExtValue(),
+               load.getTranspose().value_or(false));
+    return success();
+  }
+  if (auto store = dyn_cast<gpu::SubgroupMmaStoreMatrixOp>(op)) {
+    indent() << "simdgroup_store(" << name(store.getSrc()) << ", ";
+    tileAccess(store.getDstMemref(), store.getIndices(),
+               store.getLeadDimension().getZExtValue(),
+               store.getTranspose().value_or(false));
+    return success();
+  }
+  auto compute = cast<gpu::SubgroupMmaComputeOp>(op);
+  auto elementOf = [](Value v) {
+    return cast<gpu::MMAMatrixType>(v.getType()).getElementType();
+  };
+  if (elementOf(compute.getOpA()) != elementOf(compute.getOpC()) ||
+      elementOf(compute.getOpB()) != elementOf(compute.getOpC()))
+    return op->emitOpError() << "multiplies matrices of another type than "
+                                "its accumulator: Metal's "
+                                "simdgroup_multiply_accumulate takes one type";
+  if (compute.getATranspose() || compute.getBTranspose())
+    return op->emitOpError() << "transposes an operand in the product: "
+                                "Metal transposes at the load only";
+  if (failed(declareVariable(op, compute.getRes())))
+    return failure();
+  os << ";\n";
+  indent() << "simdgroup_multiply_accumulate(" << name(compute.getRes()) << ", "
+           << name(compute.getOpA()) << ", " << name(compute.getOpB()) << ", "
+           << name(compute.getOpC()) << ");\n";
   return success();
 }
 
@@ -351,10 +508,9 @@ LogicalResult OpenCLPrinter::printFor(scf::ForOp op) {
   // the end of each iteration; the loop's results are those variables.
   for (auto [init, arg, res] :
        llvm::zip(op.getInitArgs(), op.getRegionIterArgs(), op.getResults())) {
-    FailureOr<raw_ostream *> o = define(op, arg);
-    if (failed(o))
+    if (failed(declareVariable(op, arg)))
       return failure();
-    **o << name(init) << ";\n";
+    os << " = " << name(init) << ";\n";
     names[res] = name(arg);
   }
   Value iv = op.getInductionVar();
@@ -362,8 +518,10 @@ LogicalResult OpenCLPrinter::printFor(scf::ForOp op) {
   FailureOr<std::string> indexType = typeName(op, iv.getType());
   if (failed(indexType))
     return failure();
-  indent() << "for (" << *indexType << " " << ivName << " = "
-           << name(op.getLowerBound()) << "; " << ivName << " < "
+  indent() << "for ("
+           << (language == Language::WGSL ? "var " + ivName + ": " + *indexType
+                                          : *indexType + " " + ivName)
+           << " = " << name(op.getLowerBound()) << "; " << ivName << " < "
            << name(op.getUpperBound()) << "; " << ivName
            << " += " << name(op.getStep()) << ") {\n";
   ++depth;
@@ -377,7 +535,10 @@ LogicalResult OpenCLPrinter::printFor(scf::ForOp op) {
     if (failed(t))
       return failure();
     std::string tmp = "t" + std::to_string(next++);
-    indent() << *t << " " << tmp << " = " << name(v) << ";\n";
+    if (language == Language::WGSL)
+      indent() << "let " << tmp << ": " << *t << " = " << name(v) << ";\n";
+    else
+      indent() << *t << " " << tmp << " = " << name(v) << ";\n";
     temps.push_back(tmp);
   }
   for (auto [tmp, arg] : llvm::zip(temps, op.getRegionIterArgs()))
@@ -389,10 +550,9 @@ LogicalResult OpenCLPrinter::printFor(scf::ForOp op) {
 
 LogicalResult OpenCLPrinter::printIf(scf::IfOp op) {
   for (Value r : op.getResults()) {
-    FailureOr<std::string> t = typeName(op, r.getType());
-    if (failed(t))
+    if (failed(declareVariable(op, r)))
       return failure();
-    indent() << *t << " " << name(r) << ";\n";
+    os << ";\n";
   }
   auto branch = [&](Region &region) -> LogicalResult {
     ++depth;
@@ -469,8 +629,13 @@ LogicalResult OpenCLPrinter::printOp(Operation *op) {
         FailureOr<raw_ostream *> s = define(o, o.getResult());
         if (failed(s))
           return failure();
-        **s << name(o.getCondition()) << " ? " << name(o.getTrueValue())
-            << " : " << name(o.getFalseValue()) << ";\n";
+        if (language == Language::WGSL)
+          **s << "select(" << name(o.getFalseValue()) << ", "
+              << name(o.getTrueValue()) << ", " << name(o.getCondition())
+              << ");\n";
+        else
+          **s << name(o.getCondition()) << " ? " << name(o.getTrueValue())
+              << " : " << name(o.getFalseValue()) << ";\n";
         return success();
       })
       .Case<arith::MaximumFOp, arith::MaxNumFOp>(
@@ -495,9 +660,10 @@ LogicalResult OpenCLPrinter::printOp(Operation *op) {
       .Case([&](math::SqrtOp o) { return printCall(o, "sqrt"); })
       .Case([&](math::AbsFOp o) { return printCall(o, "fabs"); })
       .Case([&](math::ErfOp o) -> LogicalResult {
-        if (language == Language::Metal || language == Language::GLSL)
-          return o.emitOpError() << "has no equivalent in the target (neither "
-                                    "Metal nor GLSL has erf)";
+        if (language == Language::Metal || language == Language::GLSL ||
+            language == Language::WGSL)
+          return o.emitOpError() << "has no equivalent in the target (Metal, "
+                                    "GLSL and WGSL have no erf)";
         return printCall(o, "erf");
       })
       .Case([&](math::PowFOp o) { return printCall(o, "pow"); })
@@ -522,6 +688,9 @@ LogicalResult OpenCLPrinter::printOp(Operation *op) {
       .Case([&](gpu::GridDimOp o) {
         return printId(o, "get_num_groups", o.getDimension());
       })
+      .Case<gpu::SubgroupMmaConstantMatrixOp, gpu::SubgroupMmaLoadMatrixOp,
+            gpu::SubgroupMmaComputeOp, gpu::SubgroupMmaStoreMatrixOp>(
+          [&](Operation *o) { return printMatrixOp(o); })
       .Case([&](gpu::ShuffleOp o) {
         return o.emitOpError() << "is a subgroup operation, which OpenCL 1.2 "
                                   "(PoCL) does not have: lower without "
@@ -541,6 +710,8 @@ LogicalResult OpenCLPrinter::printKernel(gpu::GPUFuncOp func) {
                                  "control flow only)";
   if (language == Language::GLSL)
     return printGLSLShader(func);
+  if (language == Language::WGSL)
+    return printWGSLEntryPoint(func);
   if (language == Language::OpenCL)
     os << "__kernel void " << func.getName() << "(";
   else if (language == Language::Metal)
@@ -616,7 +787,74 @@ LogicalResult OpenCLPrinter::printGLSLShader(gpu::GPUFuncOp func) {
   return success();
 }
 
+LogicalResult OpenCLPrinter::printWGSLEntryPoint(gpu::GPUFuncOp func) {
+  std::optional<ArrayRef<int32_t>> size = func.getKnownBlockSize();
+  if (!size)
+    return func.emitOpError() << "has no known_block_size for the WGSL "
+                                 "workgroup size";
+  blockSize.assign(size->begin(), size->end());
+  for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
+    auto type = dyn_cast<MemRefType>(arg.getType());
+    if (!type || !type.hasStaticShape())
+      return func.emitOpError() << "has an argument " << arg.getType()
+                                << " that is not a static memref";
+    if (type.getNumElements() >= (int64_t(1) << 31))
+      return func.emitOpError()
+             << "has a buffer of " << type.getNumElements()
+             << " elements: the WGSL target indexes with 32-bit i32";
+    if (type.getElementType().isSignlessInteger(1))
+      return func.emitOpError() << "has a buffer of i1: WGSL storage "
+                                   "buffers cannot hold bool";
+    FailureOr<std::string> t = typeName(func, type.getElementType());
+    if (failed(t))
+      return failure();
+    // Entry points of one module may share bindings; the names may not.
+    names[arg] = (func.getName() + "_a" + Twine(i)).str();
+    os << "@group(0) @binding(" << i << ") var<storage, read_write> "
+       << names[arg] << ": array<" << *t << ">;\n";
+  }
+  os << "\n@compute @workgroup_size(" << (*size)[0] << ", " << (*size)[1]
+     << ", " << (*size)[2] << ")\n"
+     << "fn " << func.getName()
+     << "(@builtin(workgroup_id) tang_group: vec3<u32>, "
+        "@builtin(local_invocation_id) tang_local: vec3<u32>, "
+        "@builtin(num_workgroups) tang_groups: vec3<u32>) {\n";
+  if (failed(printBlock(func.getBody().front())))
+    return failure();
+  os << "}\n\n";
+  return success();
+}
+
 } // namespace
+
+LogicalResult mlir::tang::translateKernelsToWGSL(gpu::GPUModuleOp kernels,
+                                                 raw_ostream &os) {
+  std::string text;
+  llvm::raw_string_ostream body(text);
+  bool needsHalf = false;
+  kernels.walk([&](Operation *op) {
+    for (Type t : op->getResultTypes())
+      needsHalf |= t.isF16();
+    if (auto f = dyn_cast<gpu::GPUFuncOp>(op))
+      for (Type t : f.getArgumentTypes())
+        if (auto m = dyn_cast<MemRefType>(t))
+          needsHalf |= m.getElementType().isF16();
+  });
+  for (auto func : kernels.getOps<gpu::GPUFuncOp>()) {
+    OpenCLPrinter printer(body, Language::WGSL);
+    if (failed(printer.printKernel(func)))
+      return failure();
+  }
+  os << "// WGSL, printed by tang from the kernel form\n";
+  if (needsHalf)
+    os << "enable f16;\n";
+  // A constant expression may not evaluate to an infinity or a NaN: the
+  // kernels read them from private variables.
+  os << "\nvar<private> tang_inf_bits: u32 = 0x7f800000u;\n"
+     << "var<private> tang_nan_bits: u32 = 0x7fc00000u;\n\n"
+     << text;
+  return success();
+}
 
 LogicalResult mlir::tang::translateKernelsToOpenCL(gpu::GPUModuleOp kernels,
                                                    raw_ostream &os) {
@@ -837,26 +1075,47 @@ std::unique_ptr<Pass> mlir::tang::createExportGLSLBundlePass(std::string dir) {
 }
 
 namespace {
-struct ExportOpenCLBundlePass
-    : PassWrapper<ExportOpenCLBundlePass, OperationPass<ModuleOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ExportOpenCLBundlePass)
-  ExportOpenCLBundlePass(std::string dir, bool c, bool metal = false)
-      : dir(std::move(dir)), c(c), metal(metal) {}
-  StringRef getArgument() const override { return "tang-export-opencl-bundle"; }
+/// What a single-source bundle of one printed language holds.
+struct SourceBundle {
+  LogicalResult (*translate)(gpu::GPUModuleOp, raw_ostream &);
+  StringRef image, format, chip;
+};
+
+SourceBundle getSourceBundle(Language language) {
+  switch (language) {
+  case Language::C:
+    return {translateKernelsToC, "tang_kernels.c", "c", "c11"};
+  case Language::Metal:
+    return {translateKernelsToMetal, "tang_kernels.metal", "metal", "msl"};
+  case Language::WGSL:
+    return {translateKernelsToWGSL, "tang_kernels.wgsl", "wgsl", "webgpu"};
+  default:
+    return {translateKernelsToOpenCL, "tang_kernels.cl", "opencl", "opencl1.2"};
+  }
+}
+
+/// Writes the bundle of one source file (OpenCL C, C, Metal or WGSL) and
+/// its manifest, or prints the source when no directory is given.
+struct ExportSourceBundlePass
+    : PassWrapper<ExportSourceBundlePass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ExportSourceBundlePass)
+  ExportSourceBundlePass(std::string dir, Language language)
+      : dir(std::move(dir)), language(language) {}
+  StringRef getArgument() const override { return "tang-export-source-bundle"; }
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    SourceBundle bundle = getSourceBundle(language);
     SmallVector<gpu::GPUModuleOp> kernels(module.getOps<gpu::GPUModuleOp>());
     if (kernels.size() != 1) {
-      module.emitError() << "an OpenCL bundle needs exactly one gpu.module "
-                            "(the kernel form), found "
+      module.emitError() << "a " << bundle.format
+                         << " bundle needs exactly one gpu.module (the "
+                            "kernel form), found "
                          << kernels.size();
       return signalPassFailure();
     }
     std::string source;
     llvm::raw_string_ostream os(source);
-    if (failed(metal ? translateKernelsToMetal(kernels.front(), os)
-               : c   ? translateKernelsToC(kernels.front(), os)
-                     : translateKernelsToOpenCL(kernels.front(), os)))
+    if (failed(bundle.translate(kernels.front(), os)))
       return signalPassFailure();
     if (dir.empty()) {
       llvm::outs() << source;
@@ -868,10 +1127,7 @@ struct ExportOpenCLBundlePass
       return signalPassFailure();
     }
     SmallString<256> path(dir);
-    StringRef image = metal ? "tang_kernels.metal"
-                      : c   ? "tang_kernels.c"
-                            : "tang_kernels.cl";
-    llvm::sys::path::append(path, image);
+    llvm::sys::path::append(path, bundle.image);
     std::error_code ec;
     llvm::raw_fd_ostream file(path, ec, llvm::sys::fs::OF_Text);
     if (ec) {
@@ -879,30 +1135,31 @@ struct ExportOpenCLBundlePass
       return signalPassFailure();
     }
     file << source;
-    if (failed(writeBundleManifest(module, dir,
-                                   metal ? "metal"
-                                   : c   ? "c"
-                                         : "opencl",
-                                   image,
-                                   metal ? "msl"
-                                   : c   ? "c11"
-                                         : "opencl1.2")))
+    if (failed(writeBundleManifest(module, dir, bundle.format, bundle.image,
+                                   bundle.chip)))
       signalPassFailure();
   }
   std::string dir;
-  bool c, metal;
+  Language language;
 };
 } // namespace
 
 std::unique_ptr<Pass>
 mlir::tang::createExportOpenCLBundlePass(std::string dir) {
-  return std::make_unique<ExportOpenCLBundlePass>(std::move(dir), false);
+  return std::make_unique<ExportSourceBundlePass>(std::move(dir),
+                                                  Language::OpenCL);
 }
 
 std::unique_ptr<Pass> mlir::tang::createExportCBundlePass(std::string dir) {
-  return std::make_unique<ExportOpenCLBundlePass>(std::move(dir), true);
+  return std::make_unique<ExportSourceBundlePass>(std::move(dir), Language::C);
 }
 
 std::unique_ptr<Pass> mlir::tang::createExportMetalBundlePass(std::string dir) {
-  return std::make_unique<ExportOpenCLBundlePass>(std::move(dir), false, true);
+  return std::make_unique<ExportSourceBundlePass>(std::move(dir),
+                                                  Language::Metal);
+}
+
+std::unique_ptr<Pass> mlir::tang::createExportWGSLBundlePass(std::string dir) {
+  return std::make_unique<ExportSourceBundlePass>(std::move(dir),
+                                                  Language::WGSL);
 }

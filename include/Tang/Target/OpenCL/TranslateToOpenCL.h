@@ -44,6 +44,16 @@ LogicalResult translateKernelsToGLSL(
 /// shaders to stdout.
 std::unique_ptr<Pass> createExportGLSLBundlePass(std::string dir);
 
+/// Prints the kernels of `kernels` as one WGSL module: an entry point per
+/// kernel, its buffers storage variables in group 0 bound in parameter
+/// order (32-bit indices; f16 through `enable f16`).
+LogicalResult translateKernelsToWGSL(gpu::GPUModuleOp kernels, raw_ostream &os);
+
+/// Writes a WGSL bundle (tang_kernels.wgsl and manifest.json, format
+/// "wgsl"; runtime/webgpu runs it), or with an empty `dir` prints the WGSL
+/// to stdout.
+std::unique_ptr<Pass> createExportWGSLBundlePass(std::string dir);
+
 /// Writes an OpenCL bundle to `dir` (tang_kernels.cl and manifest.json,
 /// format "opencl"), or with an empty `dir` prints the OpenCL C to stdout.
 std::unique_ptr<Pass> createExportOpenCLBundlePass(std::string dir);

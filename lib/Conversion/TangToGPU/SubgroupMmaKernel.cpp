@@ -1,0 +1,178 @@
+//===- SubgroupMmaKernel.cpp - contractions on portable matrix units -----===//
+//
+// The contraction of MmaKernel.cpp's matcher, emitted with the target-neutral
+// subgroup matrix operations of the gpu dialect (gpu.subgroup_mma_*) for the
+// portable backends whose hardware has matrix units: SPIR-V
+// KHR_cooperative_matrix (through upstream convert-gpu-to-spirv) and Metal
+// simdgroup_matrix (through the printer). One subgroup per T x T tile of the
+// result: the accumulator starts at zero, each step of T along the reduced
+// index loads a T x T tile of each operand straight from its buffer (row
+// stride: the operand's leading dimension; a [n, k] operand loads
+// transposed) and multiplies-accumulates, and the tile is stored once.
+//
+// It takes what the loads can address: operands whose views are boxes of
+// their tensors (getBoxRowCoordinate), extents that are multiples of T, a
+// result whose last two indices are the rows and columns, no epilogue.
+// Anything else is a remark and the plain kernels.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelForm.h"
+
+#include "mlir/Dialect/Affine/Utils.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+using namespace mlir;
+using namespace mlir::tang;
+
+namespace {
+
+/// One operand of the product as the loads see it.
+struct TileOperand {
+  ReadOp read;
+  /// The indices along the tile's rows and columns in the buffer.
+  Value row, col;
+  /// The buffer's elements between consecutive tile rows.
+  int64_t leadDimension;
+  /// Whether the buffer holds the tile transposed ([n, k] for B).
+  bool transpose;
+};
+
+/// `read` as a tile operand along `row` x `col` (possibly stored the other
+/// way round, `transpose`), or a reason it is not one.
+std::optional<TileOperand> getTileOperand(ComprehensionOp op, ReadOp read,
+                                          Value row, Value col, bool transpose,
+                                          function_ref<bool(Value)> isBatch,
+                                          std::string &why) {
+  Value bufferRow = transpose ? col : row, bufferCol = transpose ? row : col;
+  std::optional<unsigned> rowCoord =
+      getBoxRowCoordinate(read, bufferRow, bufferCol, isBatch);
+  if (!rowCoord) {
+    why = "an operand's view is not a box of its tensor (the tile index in "
+          "the last coordinate, the other in one more, batch indices "
+          "elsewhere)";
+    return std::nullopt;
+  }
+  auto type = cast<RankedTensorType>(read.getTensor().getType());
+  int64_t lead = 1;
+  for (int64_t d = *rowCoord + 1; d < type.getRank(); ++d)
+    lead *= type.getDimSize(d);
+  return TileOperand{read, row, col, lead, transpose};
+}
+
+} // namespace
+
+std::optional<LogicalResult> mlir::tang::emitSubgroupMmaKernel(
+    OpBuilder &b, ComprehensionOp op, IRMapping &tensors, ValueRange outputs,
+    Kernel &k, int64_t tile, int64_t subgroupSize, std::string &why) {
+  std::optional<MmaContraction> c =
+      matchMmaContraction(op, why, /*allowTransposedA=*/false,
+                          /*allowTf32=*/true);
+  if (!c)
+    return std::nullopt;
+  auto fail = [&](const Twine &reason) -> std::optional<LogicalResult> {
+    why = reason.str();
+    return std::nullopt;
+  };
+  if (c->red != op)
+    return fail("the product has an epilogue (subgroup matrices store the "
+                "sum as it is)");
+  Type resultType = getElementTypeOrSelf(op.getResultTypes()[0]);
+  if (!resultType.isF32() ||
+      !(c->elementType.isF32() || c->elementType.isF16()))
+    return fail("subgroup matrices take f32 or f16 operands with an f32 "
+                "result");
+  if (c->extentM % tile || c->extentN % tile || c->extentK % tile)
+    return fail("an extent is not a multiple of the " + Twine(tile) + "x" +
+                Twine(tile) + " tile");
+  unsigned numParallel = op.getNumParallel();
+  if (c->m != numParallel - 2 || c->n != numParallel - 1)
+    return fail("the result's last two indices are not its rows and columns");
+
+  auto isBatch = [&](Value v) {
+    for (unsigned p = 0; p + 2 < numParallel; ++p)
+      if (op.getIndex(p) == v)
+        return true;
+    return false;
+  };
+  Value kIndex = c->red.getIndex(c->red.getNumIndices() - 1);
+  Value mIndex = op.getIndex(c->m), nIndex = op.getIndex(c->n);
+  std::optional<TileOperand> a = getTileOperand(
+      op, c->a, mIndex, kIndex, /*transpose=*/false, isBatch, why);
+  if (!a)
+    return std::nullopt;
+  std::optional<TileOperand> bOperand = getTileOperand(
+      op, c->b, kIndex, nIndex, /*transpose=*/c->bKContiguous, isBatch, why);
+  if (!bOperand)
+    return std::nullopt;
+  int64_t batchCount = 1;
+  for (unsigned p = 0; p + 2 < numParallel; ++p)
+    batchCount *= op.getExtent(p);
+  if (c->extentN / tile > 65535 || c->extentM / tile > 65535 ||
+      batchCount > 65535)
+    return fail("more tiles or batch points than the grid holds");
+
+  // The grid: column tiles over x, row tiles over y, batch points over z;
+  // one subgroup per block.
+  k.grid = {c->extentN / tile, c->extentM / tile, batchCount};
+  k.block = {subgroupSize, 1, 1};
+  Location loc = op.getLoc();
+  auto cst = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  Value row0 = arith::MulIOp::create(
+      b, loc, gpu::BlockIdOp::create(b, loc, gpu::Dimension::y), cst(tile));
+  Value col0 = arith::MulIOp::create(
+      b, loc, gpu::BlockIdOp::create(b, loc, gpu::Dimension::x), cst(tile));
+  IRMapping at;
+  Value rest = gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
+  SmallVector<Value> resultIndices(numParallel);
+  for (int p = static_cast<int>(numParallel) - 3; p >= 0; --p) {
+    Value extent = cst(op.getExtent(p));
+    resultIndices[p] = arith::RemUIOp::create(b, loc, rest, extent);
+    at.map(op.getIndex(p), resultIndices[p]);
+    rest = arith::DivUIOp::create(b, loc, rest, extent);
+  }
+  resultIndices[c->m] = row0;
+  resultIndices[c->n] = col0;
+  at.map(mIndex, row0);
+  at.map(nIndex, col0);
+
+  MLIRContext *ctx = b.getContext();
+  auto matrixType = [&](Type element, StringRef operand) {
+    return gpu::MMAMatrixType::get({tile, tile}, element, operand);
+  };
+  Type accType = matrixType(b.getF32Type(), "COp");
+  Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0));
+  Value acc0 = gpu::SubgroupMmaConstantMatrixOp::create(b, loc, accType, zero);
+  auto loop = scf::ForOp::create(b, loc, cst(0), cst(c->extentK), cst(tile),
+                                 ValueRange{acc0});
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    at.map(kIndex, loop.getInductionVar());
+    auto load = [&](TileOperand o, StringRef kind) -> Value {
+      SmallVector<Value> operands = llvm::map_to_vector(
+          o.read.getIndices(), [&](Value v) { return at.lookup(v); });
+      SmallVector<Value> indices(
+          *affine::expandAffineMap(b, loc, o.read.getMap(), operands));
+      return gpu::SubgroupMmaLoadMatrixOp::create(
+          b, loc, matrixType(c->elementType, kind),
+          tensors.lookup(o.read.getTensor()), indices,
+          b.getIndexAttr(o.leadDimension),
+          o.transpose ? UnitAttr::get(ctx) : UnitAttr());
+    };
+    Value lhs = load(*a, "AOp");
+    Value rhs = load(*bOperand, "BOp");
+    Value sum = gpu::SubgroupMmaComputeOp::create(b, loc, accType, lhs, rhs,
+                                                  loop.getRegionIterArgs()[0],
+                                                  UnitAttr(), UnitAttr());
+    scf::YieldOp::create(b, loc, sum);
+  }
+  gpu::SubgroupMmaStoreMatrixOp::create(b, loc, loop.getResult(0), outputs[0],
+                                        resultIndices,
+                                        b.getIndexAttr(c->extentN), UnitAttr());
+  return success();
+}
