@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs every Debian package tang needs (apt only; PyPI is not used), then
-# the WGSL host's npm package and Mesa 25 files (scripts/install-webgpu.sh,
-# into .deps/). Idempotent: installs nothing when everything is already there.
+# the WGSL host's npm package and Mesa 25 files (scripts/install-webgpu.sh)
+# and a newer spirv-val built from Debian 13's source
+# (scripts/install-spirv-val.sh), both into .deps/. Idempotent: installs nothing when everything is already there.
 set -euo pipefail
 
 PACKAGES=(
@@ -11,6 +12,7 @@ PACKAGES=(
   spirv-tools glslang-tools                                 # spirv-val, spirv-link, glslangValidator
   mesa-vulkan-drivers libvulkan-dev vulkan-tools            # Vulkan (lavapipe)
   pocl-opencl-icd ocl-icd-opencl-dev opencl-headers         # OpenCL (PoCL)
+  curl                                                      # install-spirv-val.sh
 )
 
 missing=()
@@ -32,5 +34,7 @@ else
   echo "[tang] dependencies: done"
 fi
 
-# The WGSL host's Dawn (npm) and Mesa 25's lavapipe, project-local in .deps.
+# The WGSL host's Dawn (npm) and Mesa 25's lavapipe, and a spirv-val that
+# knows KHR_cooperative_matrix: project-local, in .deps.
 bash "$(dirname "$0")/install-webgpu.sh"
+bash "$(dirname "$0")/install-spirv-val.sh"

@@ -20,7 +20,7 @@ void mlir::tang::registerTangPipelines() {
       "Lower tang to OpenCL C 1.2: (fusion,) the kernel form, the OpenCL C "
       "printer; a bundle with the .cl, or the source on stdout",
       buildTangLowerOpenCLPipeline);
-  PassPipelineRegistration<TangLowerOpenCLOptions>(
+  PassPipelineRegistration<TangLowerCOptions>(
       "tang-lower-c",
       "Lower tang to C11: (fusion,) the kernel form, the C printer (the "
       "OpenCL C printer's bodies) and a launcher per kernel; a bundle with "

@@ -50,9 +50,11 @@ struct AttachSpirvEntryPointsPass
 /// workgroup-memory paths are not mapped to SPIR-V storage classes, OpenCL
 /// 1.2 has no subgroups, the C launcher runs work items in turn).
 /// With `matrixTile`, contractions that fit go on the subgroup matrix
-/// operations in tiles of that size, one 32-thread subgroup per tile.
+/// operations in tiles of that size, one 32-thread subgroup per tile (f16
+/// operands too with `matrixF16`).
 static void addPortableKernelForm(OpPassManager &pm, bool fuse,
-                                  int64_t matrixTile = 0) {
+                                  int64_t matrixTile = 0,
+                                  bool matrixF16 = true) {
   if (fuse) {
     pm.addPass(createTangFuse());
     pm.addPass(createTangOnlineSoftmax());
@@ -60,6 +62,7 @@ static void addPortableKernelForm(OpPassManager &pm, bool fuse,
   pm.addPass(createCanonicalizerPass());
   ConvertTangToGPUOptions kernelForm;
   kernelForm.matrixUnits = matrixTile;
+  kernelForm.matrixUnitsF16 = matrixF16;
   kernelForm.subgroupSize = 32;
   pm.addPass(createConvertTangToGPU(kernelForm));
   pm.addPass(createCanonicalizerPass());
@@ -103,7 +106,8 @@ enum class Printed { OpenCL, C, Metal, GLSL, WGSL };
 static void buildPrintedPipeline(OpPassManager &pm, bool fuse,
                                  const std::string &bundle, Printed language,
                                  int64_t matrixTile = 0) {
-  addPortableKernelForm(pm, fuse, matrixTile);
+  // Metal's simdgroup products and the C emulation take f32 only.
+  addPortableKernelForm(pm, fuse, matrixTile, /*matrixF16=*/false);
   switch (language) {
   case Printed::OpenCL:
     pm.addPass(createExportOpenCLBundlePass(bundle));
@@ -144,7 +148,8 @@ void mlir::tang::buildTangLowerMetalPipeline(
                        options.matrixUnits ? 8 : 0);
 }
 
-void mlir::tang::buildTangLowerCPipeline(
-    OpPassManager &pm, const TangLowerOpenCLOptions &options) {
-  buildPrintedPipeline(pm, options.fuse, options.bundle, Printed::C);
+void mlir::tang::buildTangLowerCPipeline(OpPassManager &pm,
+                                         const TangLowerCOptions &options) {
+  buildPrintedPipeline(pm, options.fuse, options.bundle, Printed::C,
+                       options.matrixUnits);
 }

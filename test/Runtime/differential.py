@@ -70,13 +70,14 @@ def vulkan_backend(vk_run):
     return "vulkan-" + device.split(" (")[0].replace(" ", "-")
 
 
-def lower_example(tang_bin, example, pipeline, bundle, fmt):
-    """`example` through `tang-opt --<pipeline>="fuse=1 bundle=<bundle>"`;
-    returns the bundle's manifest after checking its format is `fmt` and it
-    has functions. A failure names the pipeline, the example and the
-    diagnostics."""
+def lower_example(tang_bin, example, pipeline, bundle, fmt, options=""):
+    """`example` through `tang-opt --<pipeline>="fuse=1 bundle=<bundle>
+    <options>"`; returns the bundle's manifest after checking its format is
+    `fmt` and it has functions. A failure names the pipeline, the example
+    and the diagnostics."""
     r = run([tang_bin / "tang-opt", example,
-             f"--{pipeline}=fuse=1 bundle={bundle}", "-o", os.devnull])
+             f"--{pipeline}=fuse=1 bundle={bundle} {options}".strip(), "-o",
+             os.devnull])
     assert r.returncode == 0, (
         f"tang-opt --{pipeline} failed on {example.name}:\n{r.stderr}")
     manifest = json.loads((bundle / "manifest.json").read_text())
@@ -159,3 +160,45 @@ def check_functions(backend, example, manifest, tmp_path, tang_bin, runner):
             compare(backend, where, k, spec, out, ref)
         extra = sorted(p.name for p in out_dir.glob("output_*.npy"))
         assert len(extra) == len(outputs), f"{where}: outputs {extra}"
+
+
+# Contractions the matrix-unit kernels take: [k, n] and [n, k] right
+# operands, a batch index, operand views with offsets (a column block of a
+# wider tensor).
+MATRIX_PROGRAMS = {
+    "kn": """\
+func.func @main(%A: tensor<32x64xf32>, %B: tensor<64x48xf32>) -> tensor<32x48xf32> {
+  %C = tang.comprehension (%i, %j) reduce (%k) [32, 48, 64] monoid(add) : tensor<32x48xf32> {
+    %a = tang.read %A[%i, %k] : tensor<32x64xf32>
+    %b = tang.read %B[%k, %j] : tensor<64x48xf32>
+    %p = arith.mulf %a, %b : f32
+    tang.yield %p : f32
+  }
+  return %C : tensor<32x48xf32>
+}
+""",
+    "batched_nk": """\
+func.func @main(%A: tensor<3x32x64xf32>, %B: tensor<3x48x64xf32>) -> tensor<3x32x48xf32> {
+  %C = tang.comprehension (%b, %i, %j) reduce (%k) [3, 32, 48, 64] monoid(add) : tensor<3x32x48xf32> {
+    %a = tang.read %A[%b, %i, %k] : tensor<3x32x64xf32>
+    %w = tang.read %B[%b, %j, %k] : tensor<3x48x64xf32>
+    %p = arith.mulf %a, %w : f32
+    tang.yield %p : f32
+  }
+  return %C : tensor<3x32x48xf32>
+}
+""",
+    "heads": """\
+func.func @main(%Q: tensor<16x64xf32>, %K: tensor<32x64xf32>) -> tensor<2x16x32xf32> {
+  %Qh = tang.view %Q by affine_map<(h, i, k) -> (i, h * 32 + k)> : tensor<16x64xf32> to tensor<2x16x32xf32>
+  %Kh = tang.view %K by affine_map<(h, j, k) -> (j, h * 32 + k)> : tensor<32x64xf32> to tensor<2x32x32xf32>
+  %S = tang.comprehension (%h, %i, %j) reduce (%k) [2, 16, 32, 32] monoid(add) : tensor<2x16x32xf32> {
+    %q = tang.read %Qh[%h, %i, %k] : tensor<2x16x32xf32>
+    %c = tang.read %Kh[%h, %j, %k] : tensor<2x32x32xf32>
+    %p = arith.mulf %q, %c : f32
+    tang.yield %p : f32
+  }
+  return %S : tensor<2x16x32xf32>
+}
+""",
+}

@@ -23,7 +23,8 @@ import types
 import numpy as np
 import pytest
 
-from differential import check_functions, lower_example, run  # noqa: E402
+from differential import (MATRIX_PROGRAMS, check_functions,  # noqa: E402
+                          lower_example, run)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TANG_BIN = pathlib.Path(os.environ.get("TANG_BIN", ROOT / "build" / "bin"))
@@ -39,9 +40,10 @@ def compiler():
     return cc
 
 
-def build(example, tmp_path, cc):
+def build(example, tmp_path, cc, options=""):
     bundle = tmp_path / "bundle"
-    manifest = lower_example(TANG_BIN, example, "tang-lower-c", bundle, "c")
+    manifest = lower_example(TANG_BIN, example, "tang-lower-c", bundle, "c",
+                             options)
     lib = tmp_path / "kernels.so"
     r = run([cc, "-O2", "-std=c11", "-Wall", "-Werror", "-shared", "-fPIC",
              "-fopenmp", bundle / manifest["image"], "-o", lib, "-lm"])
@@ -88,6 +90,26 @@ def test_example_matches_interpreter(example, compiler, tmp_path):
     for fn in manifest["functions"]:
         check_functions("c-" + compiler, example, {"functions": [fn]},
                         tmp_path, TANG_BIN, runner(lib, fn))
+
+
+@pytest.mark.parametrize("tile", [8, 16])
+@pytest.mark.parametrize("name", sorted(MATRIX_PROGRAMS))
+def test_matrix_unit_kernels_match_interpreter(name, tile, compiler,
+                                               tmp_path):
+    """The subgroup-matrix kernels of the portable backends (SPIR-V
+    KHR_cooperative_matrix: 16, Metal simdgroup_matrix: 8), run with the
+    matrix operations emulated in C: their tiles, leading dimensions,
+    transposed loads and batch indices against the interpreter."""
+    program = tmp_path / f"{name}.mlir"
+    program.write_text(MATRIX_PROGRAMS[name])
+    manifest, lib = build(program, tmp_path, compiler,
+                          f"matrix-units={tile}")
+    source = (tmp_path / "bundle" / manifest["image"]).read_text()
+    assert f"tang_mma{tile}_mad(" in source, "no matrix-unit kernel"
+    launch = manifest["functions"][0]["launches"][0]
+    assert launch["block"] == [32, 1, 1], launch
+    check_functions(f"c-matrix-units-{tile}", program, manifest, tmp_path,
+                    TANG_BIN, runner(lib, manifest["functions"][0]))
 
 
 def test_unsigned_i32_division(compiler, tmp_path):

@@ -147,6 +147,10 @@ def ConvertTangToGPU : Pass<"convert-tang-to-gpu", "::mlir::ModuleOp"> {
            "tile) on the target-neutral subgroup matrix operations "
            "(gpu.subgroup_mma_*) in tiles of this size: 16 for SPIR-V "
            "KHR_cooperative_matrix, 8 for Metal simdgroup_matrix; 0: off">,
+    Option<"matrixUnitsF16", "matrix-units-f16", "bool", /*default=*/"true",
+           "With matrix-units: f16 operands too, with f32 sums (Metal's "
+           "simdgroup products take one type, so its pipeline turns this "
+           "off)">,
     Option<"subgroupSize", "subgroup-size", "int64_t", /*default=*/"32",
            "The threads of one subgroup: the workgroup size of matrix-unit "
            "kernels (one subgroup per tile)">

@@ -154,11 +154,33 @@ struct TangLowerMetalOptions
 void buildTangLowerMetalPipeline(OpPassManager &pm,
                                  const TangLowerMetalOptions &options);
 
+/// Options of --tang-lower-c: those of --tang-lower-opencl, and the scalar
+/// emulation of subgroup matrices.
+struct TangLowerCOptions : public PassPipelineOptions<TangLowerCOptions> {
+  PassOptions::Option<bool> fuse{
+      *this, "fuse",
+      llvm::cl::desc("Run --tang-fuse and --tang-online-softmax first"),
+      llvm::cl::init(false)};
+  PassOptions::Option<std::string> bundle{
+      *this, "bundle",
+      llvm::cl::desc("Write tang_kernels.c and the launch sequence to this "
+                     "directory (format c); without it, print the source to "
+                     "stdout"),
+      llvm::cl::init("")};
+  PassOptions::Option<int64_t> matrixUnits{
+      *this, "matrix-units",
+      llvm::cl::desc("Emit the matrix-unit kernels of the portable backends "
+                     "(subgroup matrices in tiles of this size: 16 as for "
+                     "SPIR-V, 8 as for Metal) with the subgroup matrix "
+                     "operations emulated by scalar loops, which checks "
+                     "those kernels on the CPU; 0: plain kernels"),
+      llvm::cl::init(0)};
+};
+
 /// tang IR -> (fusion) -> the kernel form (one thread per point) -> C11 with
-/// a launcher per kernel (a bundle, or stdout). Same options as
-/// --tang-lower-opencl.
+/// a launcher per kernel (a bundle, or stdout).
 void buildTangLowerCPipeline(OpPassManager &pm,
-                             const TangLowerOpenCLOptions &options);
+                             const TangLowerCOptions &options);
 
 /// Registers tang's pipelines with the pass registry.
 void registerTangPipelines();

@@ -180,12 +180,13 @@ LogicalResult emitMmaKernel(OpBuilder &b, ComprehensionOp op,
 
 /// Emits `op` on the gpu dialect's subgroup matrix operations in `tile` x
 /// `tile` tiles, one subgroup of `subgroupSize` threads per tile
-/// (SubgroupMmaKernel.cpp); std::nullopt with `why` set if `op` is not a
-/// contraction those loads can address.
+/// (SubgroupMmaKernel.cpp): f32 operands, and f16 ones with `allowF16`;
+/// std::nullopt with `why` set if `op` is not a contraction those loads can
+/// address.
 std::optional<LogicalResult>
 emitSubgroupMmaKernel(OpBuilder &b, ComprehensionOp op, IRMapping &tensors,
                       ValueRange outputs, Kernel &k, int64_t tile,
-                      int64_t subgroupSize, std::string &why);
+                      bool allowF16, int64_t subgroupSize, std::string &why);
 
 } // namespace mlir::tang
 

@@ -64,9 +64,11 @@ std::optional<TileOperand> getTileOperand(ComprehensionOp op, ReadOp read,
 
 } // namespace
 
-std::optional<LogicalResult> mlir::tang::emitSubgroupMmaKernel(
-    OpBuilder &b, ComprehensionOp op, IRMapping &tensors, ValueRange outputs,
-    Kernel &k, int64_t tile, int64_t subgroupSize, std::string &why) {
+std::optional<LogicalResult>
+mlir::tang::emitSubgroupMmaKernel(OpBuilder &b, ComprehensionOp op,
+                                  IRMapping &tensors, ValueRange outputs,
+                                  Kernel &k, int64_t tile, bool allowF16,
+                                  int64_t subgroupSize, std::string &why) {
   std::optional<MmaContraction> c =
       matchMmaContraction(op, why, /*allowTransposedA=*/false,
                           /*allowTf32=*/true);
@@ -81,9 +83,11 @@ std::optional<LogicalResult> mlir::tang::emitSubgroupMmaKernel(
                 "sum as it is)");
   Type resultType = getElementTypeOrSelf(op.getResultTypes()[0]);
   if (!resultType.isF32() ||
-      !(c->elementType.isF32() || c->elementType.isF16()))
-    return fail("subgroup matrices take f32 or f16 operands with an f32 "
-                "result");
+      !(c->elementType.isF32() || (allowF16 && c->elementType.isF16())))
+    return fail(allowF16 ? "subgroup matrices take f32 or f16 operands with "
+                           "an f32 result"
+                         : "the target's subgroup matrices take f32 operands "
+                           "with an f32 result");
   if (c->extentM % tile || c->extentN % tile || c->extentK % tile)
     return fail("an extent is not a multiple of the " + Twine(tile) + "x" +
                 Twine(tile) + " tile");

@@ -136,10 +136,12 @@ class KernelFormBuilder {
 public:
   KernelFormBuilder(ModuleOp module, gpu::GPUModuleOp kernels,
                     StringRef tensorCores, bool tma, bool warpSpecialize,
-                    bool tf32, int64_t matrixUnits, int64_t subgroupSize)
+                    bool tf32, int64_t matrixUnits, bool matrixUnitsF16,
+                    int64_t subgroupSize)
       : module(module), kernels(kernels), tensorCores(tensorCores.str()),
         tma(tma), warpSpecialize(warpSpecialize), tf32(tf32),
-        matrixUnits(matrixUnits), subgroupSize(subgroupSize) {}
+        matrixUnits(matrixUnits), matrixUnitsF16(matrixUnitsF16),
+        subgroupSize(subgroupSize) {}
 
   LogicalResult convertFunc(func::FuncOp func);
 
@@ -163,8 +165,11 @@ private:
   bool warpSpecialize;
   /// Contractions of f32 operands on tensor cores as tf32.
   bool tf32;
-  /// The tile of subgroup matrix kernels (0: none) and their workgroup.
-  int64_t matrixUnits, subgroupSize;
+  /// The tile of subgroup matrix kernels (0: none), whether they take f16
+  /// operands, and their workgroup.
+  int64_t matrixUnits;
+  bool matrixUnitsF16;
+  int64_t subgroupSize;
 };
 
 FailureOr<Kernel> KernelFormBuilder::buildKernel(ComprehensionOp op,
@@ -223,7 +228,7 @@ FailureOr<Kernel> KernelFormBuilder::buildKernel(ComprehensionOp op,
   if (!flash && !mma && tensorCores == "none" && matrixUnits &&
       classifyComprehension(op) == ShapeClass::MatmulLike) {
     subgroupMma = emitSubgroupMmaKernel(b, op, tensors, outputs, k, matrixUnits,
-                                        subgroupSize, why);
+                                        matrixUnitsF16, subgroupSize, why);
     if (!subgroupMma)
       op.emitRemark() << "not on matrix units: " << why;
   }
@@ -999,11 +1004,12 @@ struct ConvertTangToGPUPass
         subgroupSize > 1024) {
       module.emitError() << "convert-tang-to-gpu: matrix-units must be 0 to "
                             "64 and subgroup-size 1 to 1024, got "
-                         << matrixUnits << " and " << subgroupSize;
+                         << matrixUnits.getValue() << " and "
+                         << subgroupSize.getValue();
       return signalPassFailure();
     }
     KernelFormBuilder builder(module, kernels, tensorCores, tma, warpSpecialize,
-                              tf32, matrixUnits, subgroupSize);
+                              tf32, matrixUnits, matrixUnitsF16, subgroupSize);
     for (func::FuncOp f : funcs)
       if (failed(builder.convertFunc(f)))
         return signalPassFailure();

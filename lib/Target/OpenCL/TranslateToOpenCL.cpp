@@ -23,6 +23,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FileSystem.h"
@@ -87,9 +88,11 @@ private:
   LogicalResult printFor(scf::ForOp op);
   LogicalResult printIf(scf::IfOp op);
   LogicalResult printId(Operation *op, StringRef function, gpu::Dimension dim);
-  /// gpu.subgroup_mma_*: Metal simdgroup_matrix calls; other targets have
-  /// no matrix type (a diagnostic).
+  /// gpu.subgroup_mma_*: Metal simdgroup_matrix calls, C calls to the
+  /// prelude's scalar emulation; other targets have no matrix type (a
+  /// diagnostic).
   LogicalResult printMatrixOp(Operation *op);
+  LogicalResult printEmulatedMatrixOp(Operation *op);
   std::string linearIndex(Value memref, ValueRange indices);
   static bool isBool(Operation *op) {
     return op->getResult(0).getType().isSignlessInteger(1);
@@ -162,6 +165,10 @@ FailureOr<std::string> OpenCLPrinter::typeName(Operation *at, Type t) {
   if (t.isF64() && language == Language::Metal)
     return at->emitOpError() << "uses f64: Metal has no 64-bit float";
   if (auto m = dyn_cast<gpu::MMAMatrixType>(t)) {
+    // C emulates square f32 matrices with scalar loops (the prelude).
+    if (language == Language::C && m.getElementType().isF32() &&
+        m.getShape()[0] == m.getShape()[1])
+      return ("tang_mma" + Twine(m.getShape()[0])).str();
     if (language != Language::Metal)
       return at->emitOpError()
              << "uses " << t << ": the target has no matrix type";
@@ -443,10 +450,12 @@ LogicalResult OpenCLPrinter::printId(Operation *op, StringRef function,
 }
 
 LogicalResult OpenCLPrinter::printMatrixOp(Operation *op) {
+  if (language == Language::C)
+    return printEmulatedMatrixOp(op);
   if (language != Language::Metal)
     return op->emitOpError() << "is a subgroup matrix operation, which this "
                                 "target's printer does not map (Metal "
-                                "simdgroup_matrix only)";
+                                "simdgroup_matrix, and C by emulation)";
   // `simdgroup_load(d, base + offset, lead, ulong2(0, 0), transpose)` and
   // its store: the tile's origin as a pointer, its row stride, and whether
   // the buffer holds it transposed.
@@ -500,6 +509,42 @@ LogicalResult OpenCLPrinter::printMatrixOp(Operation *op) {
   indent() << "simdgroup_multiply_accumulate(" << name(compute.getRes()) << ", "
            << name(compute.getOpA()) << ", " << name(compute.getOpB()) << ", "
            << name(compute.getOpC()) << ");\n";
+  return success();
+}
+
+LogicalResult OpenCLPrinter::printEmulatedMatrixOp(Operation *op) {
+  auto prefix = [](Type t) {
+    return "tang_mma" +
+           std::to_string(cast<gpu::MMAMatrixType>(t).getShape()[0]);
+  };
+  if (auto store = dyn_cast<gpu::SubgroupMmaStoreMatrixOp>(op)) {
+    indent() << prefix(store.getSrc().getType()) << "_store("
+             << name(store.getSrc()) << ", " << name(store.getDstMemref())
+             << " + " << linearIndex(store.getDstMemref(), store.getIndices())
+             << ", " << store.getLeadDimension().getZExtValue() << ", "
+             << (store.getTranspose().value_or(false) ? "true" : "false")
+             << ");\n";
+    return success();
+  }
+  FailureOr<raw_ostream *> o = define(op, op->getResult(0));
+  if (failed(o))
+    return failure();
+  std::string fn = prefix(op->getResult(0).getType());
+  if (auto c = dyn_cast<gpu::SubgroupMmaConstantMatrixOp>(op)) {
+    **o << fn << "_fill(" << name(c.getValue()) << ");\n";
+  } else if (auto load = dyn_cast<gpu::SubgroupMmaLoadMatrixOp>(op)) {
+    **o << fn << "_load(" << name(load.getSrcMemref()) << " + "
+        << linearIndex(load.getSrcMemref(), load.getIndices()) << ", "
+        << load.getLeadDimension().getZExtValue() << ", "
+        << (load.getTranspose().value_or(false) ? "true" : "false") << ");\n";
+  } else {
+    auto compute = cast<gpu::SubgroupMmaComputeOp>(op);
+    if (compute.getATranspose() || compute.getBTranspose())
+      return op->emitOpError() << "transposes an operand in the product: "
+                                  "transposes happen at the load";
+    **o << fn << "_mad(" << name(compute.getOpA()) << ", "
+        << name(compute.getOpB()) << ", " << name(compute.getOpC()) << ");\n";
+  }
   return success();
 }
 
@@ -907,7 +952,51 @@ typedef unsigned char uchar;
 #define get_local_size(d) (tang_ids[6 + (d)])
 #define get_num_groups(d) (tang_ids[9 + (d)])
 
-)" << text;
+)";
+  // The subgroup matrix operations, emulated: every work item of a
+  // subgroup computes the whole tile (they store the same values).
+  llvm::SmallSetVector<int64_t, 2> tiles;
+  kernels.walk([&](Operation *op) {
+    for (Type t : op->getResultTypes())
+      if (auto m = dyn_cast<gpu::MMAMatrixType>(t))
+        tiles.insert(m.getShape()[0]);
+  });
+  for (int64_t t : tiles)
+    os << llvm::formatv(R"(/* {0}x{0} f32 subgroup matrices, emulated */
+typedef struct {{ float e[{0}][{0}]; } tang_mma{0};
+static inline tang_mma{0} tang_mma{0}_fill(float v) {{
+  tang_mma{0} m;
+  for (int r = 0; r < {0}; ++r)
+    for (int c = 0; c < {0}; ++c)
+      m.e[r][c] = v;
+  return m;
+}
+static inline tang_mma{0} tang_mma{0}_load(const float *p, long lead,
+                                          bool transpose) {{
+  tang_mma{0} m;
+  for (int r = 0; r < {0}; ++r)
+    for (int c = 0; c < {0}; ++c)
+      m.e[r][c] = transpose ? p[c * lead + r] : p[r * lead + c];
+  return m;
+}
+static inline void tang_mma{0}_store(tang_mma{0} m, float *p, long lead,
+                                     bool transpose) {{
+  for (int r = 0; r < {0}; ++r)
+    for (int c = 0; c < {0}; ++c)
+      p[transpose ? c * lead + r : r * lead + c] = m.e[r][c];
+}
+static inline tang_mma{0} tang_mma{0}_mad(tang_mma{0} a, tang_mma{0} b,
+                                         tang_mma{0} c) {{
+  for (int r = 0; r < {0}; ++r)
+    for (int k = 0; k < {0}; ++k)
+      for (int j = 0; j < {0}; ++j)
+        c.e[r][j] += a.e[r][k] * b.e[k][j];
+  return c;
+}
+
+)",
+                        t);
+  os << text;
   // One launcher per kernel: every work item independently (the kernels a
   // C target gets are one thread per point, with no barriers), in parallel
   // when compiled with OpenMP.
