@@ -113,6 +113,88 @@ def TangOnlineSoftmax : Pass<"tang-online-softmax", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::tang::TangDialect"];
 }
 
+def TangGrad : Pass<"tang-grad", "::mlir::ModuleOp"> {
+  let summary = "Reverse-mode differentiation: the vector-Jacobian product of a function, as tang ops";
+  let description = [{
+    For a function `@f(inputs) -> results` made of function-level
+    comprehensions and views, adds `@f_grad(inputs, cotangents) ->
+    gradients`: one cotangent per floating-point result, one gradient per
+    differentiated argument (`wrt`, default every floating-point tensor
+    argument). The gradient is built only from tang ops, so it goes through
+    `--tang-fuse`, scheduling and every backend like a forward program.
+
+    * The forward program is recomputed first (its intermediate tensors are
+      saved). A comprehension nested in another's body is hoisted to a
+      function-level tensor over the outer indices it uses (saved;
+      statistic `saved-nested`) or, for a sum whose tensor would be large
+      (`policy`), recomputed inside the gradient's bodies (statistic
+      `recomputed-nested`): the gradients of fused attention hold no
+      L x L tensor.
+    * The cotangent of a tensor read at `X[f(i)]` in a comprehension is a
+      comprehension over X's index space: each coordinate of `f` that is a
+      unit index plus other terms solves for that index; the indices left
+      free are summed over (add monoid); solved indices that may leave
+      their range, and coordinates nothing solved (diagonals, strides), are
+      masked, reading at coordinates taken modulo the extent so that every
+      read stays in bounds. Contributions of several reads add up.
+    * The body's derivative is reverse-mode over its scalar graph
+      (recomputed in the gradient's body): add, sub, mul, div, neg, exp,
+      log, tanh, erf, rsqrt, sqrt, abs, pow, sin, cos, max/min (the larger
+      / smaller operand takes the cotangent, the first on ties), select
+      (the chosen branch), float casts. Comparisons only steer selects.
+      Reductions under `add` pass the cotangent to every term; under `max`
+      and `min` to the terms equal to the result, shared equally among
+      ties (as torch.amax does).
+
+    ```mlir
+    // C = A B  gives  dA[i, k] = sum_j dC[i, j] B[k, j],  dB[k, j] = sum_i dC[i, j] A[i, k]
+    func.func @main_grad(%A: tensor<16x32xf32>, %B: tensor<32x24xf32>, %dC: tensor<16x24xf32>)
+        -> (tensor<16x32xf32>, tensor<32x24xf32>) {
+      ...
+      %dA = tang.comprehension (%i, %k) reduce (%j) [16, 32, 24] monoid(add) : tensor<16x32xf32> {
+        %b = tang.read %B[%k, %j] : tensor<32x24xf32>
+        %dc = tang.read %dC[%i, %j] : tensor<16x24xf32>
+        %g = arith.mulf %dc, %b : f32
+        tang.yield %g : f32
+      }
+      ...
+    }
+    ```
+
+    Differentiating through an operation with no rule (integer arithmetic
+    on the path, `fptosi`, a monoid other than add, max and min) is a
+    diagnostic naming the operation; nothing is treated as constant
+    silently.
+  }];
+  let options = [
+    ListOption<"wrt", "wrt", "int64_t",
+               "The arguments to differentiate, by position (default: every "
+               "floating-point tensor argument)">,
+    Option<"policy", "policy", "std::string", /*default=*/"\"auto\"",
+           "Nested sums in a comprehension's body: `save` hoists every "
+           "nested comprehension to a tensor the gradient reads; "
+           "`recompute` keeps nested sums (add monoid, indices and "
+           "function-level tensors only) in the gradient's bodies and "
+           "recomputes them there; `auto` saves a nested comprehension "
+           "unless its tensor would be larger than the function's largest "
+           "argument or result (attention's scores), which it recomputes">,
+    Option<"function", "function", "std::string", /*default=*/"\"\"",
+           "The function to differentiate (default: every function of tang "
+           "ops that has no `_grad` companion yet)">,
+  ];
+  let statistics = [
+    Statistic<"numGradients", "gradient-comprehensions",
+              "Comprehensions built for cotangents of reads">,
+    Statistic<"numSavedNested", "saved-nested",
+              "Nested comprehensions hoisted to saved tensors">,
+    Statistic<"numRecomputedNested", "recomputed-nested",
+              "Nested sums recomputed in the gradient's bodies">,
+  ];
+  let dependentDialects = ["::mlir::tang::TangDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect"];
+}
+
 def TangSchedule : Pass<"tang-schedule", "::mlir::ModuleOp"> {
   let summary = "Attach a #tang.schedule to every function-level comprehension";
   let description = [{

@@ -1,0 +1,101 @@
+// RUN: tang-opt %s --tang-grad --split-input-file --verify-diagnostics | FileCheck %s
+// RUN: tang-opt %s --tang-grad="policy=save" --split-input-file --verify-diagnostics | FileCheck %s --check-prefix=SAVE
+// RUN: not tang-opt %s --tang-grad="policy=sometimes" --split-input-file 2>&1 | FileCheck %s --check-prefix=POLICY
+// RUN: tang-opt %s --tang-grad="wrt=0" --split-input-file --verify-diagnostics | FileCheck %s --check-prefix=WRT
+
+// WRT-LABEL: func.func @matmul_grad
+// WRT-SAME: -> tensor<16x32xf32>
+
+// POLICY: --tang-grad: policy must be auto, save or recompute, got 'sometimes'
+
+// The gradient of a product: one comprehension per read, over the read
+// tensor's index space, the other indices summed over; the forward product
+// is not needed and not kept.
+// CHECK-LABEL: func.func @matmul_grad
+// CHECK-SAME: (%[[A:.*]]: tensor<16x32xf32>, %[[B:.*]]: tensor<32x24xf32>, %[[DC:.*]]: tensor<16x24xf32>) -> (tensor<16x32xf32>, tensor<32x24xf32>)
+// CHECK-NOT: monoid(add) : tensor<16x24xf32>
+// CHECK: %[[DA:.*]] = tang.comprehension (%[[I:.*]], %[[K:.*]]) reduce (%[[J:.*]]) [16, 32, 24] monoid(add) : tensor<16x32xf32>
+// CHECK-DAG: tang.read %[[B]][%[[K]], %[[J]]]
+// CHECK-DAG: tang.read %[[DC]][%[[I]], %[[J]]]
+// CHECK: %[[DB:.*]] = tang.comprehension (%{{.*}}, %{{.*}}) reduce (%{{.*}}) [32, 24, 16] monoid(add) : tensor<32x24xf32>
+// CHECK: return %[[DA]], %[[DB]]
+func.func @matmul(%A: tensor<16x32xf32>, %B: tensor<32x24xf32>) -> tensor<16x24xf32> {
+  %C = tang.comprehension (%i, %j) reduce (%k) [16, 24, 32] monoid(add) : tensor<16x24xf32> {
+    %a = tang.read %A[%i, %k] : tensor<16x32xf32>
+    %b = tang.read %B[%k, %j] : tensor<32x24xf32>
+    %p = arith.mulf %a, %b : f32
+    tang.yield %p : f32
+  }
+  return %C : tensor<16x24xf32>
+}
+
+// -----
+
+// A sliding window: the input's gradient reads the output cotangent at the
+// shifted index, taken modulo the extent (always in bounds) and masked
+// where the shift leaves the range.
+// CHECK-LABEL: func.func @conv_grad
+// CHECK: tang.comprehension (%[[P:.*]]) reduce (%[[R:.*]]) [10, 3] monoid(add) : tensor<10xf32>
+// CHECK: tang.read %{{.*}}[(%[[P]] - %[[R]]) mod 8] : tensor<8xf32>
+// CHECK: %[[AT:.*]] = tang.index [%[[P]] - %[[R]]] : i64
+// CHECK: arith.cmpi sge, %[[AT]]
+// CHECK: arith.cmpi slt, %[[AT]]
+// CHECK: arith.select
+func.func @conv(%x: tensor<10xf32>, %w: tensor<3xf32>) -> tensor<8xf32> {
+  %y = tang.comprehension (%i) reduce (%r) [8, 3] monoid(add) : tensor<8xf32> {
+    %a = tang.read %x[%i + %r] : tensor<10xf32>
+    %b = tang.read %w[%r] : tensor<3xf32>
+    %p = arith.mulf %a, %b : f32
+    tang.yield %p : f32
+  }
+  return %y : tensor<8xf32>
+}
+
+// -----
+
+// A nested sum (RMSNorm's mean square) is saved: hoisted to a tensor over
+// the row index, which the gradients read.
+// CHECK-LABEL: func.func @rmsnorm_grad
+// CHECK: %[[SS:.*]] = tang.comprehension (%{{.*}}) reduce (%{{.*}}) [8, 32] monoid(add) : tensor<8xf32>
+// CHECK: tang.read %[[SS]]
+// SAVE-LABEL: func.func @rmsnorm_grad
+// SAVE: tang.comprehension (%{{.*}}) reduce (%{{.*}}) [8, 32] monoid(add) : tensor<8xf32>
+func.func @rmsnorm(%X: tensor<8x32xf32>) -> tensor<8x32xf32> {
+  %Y = tang.comprehension (%i, %j) [8, 32] : tensor<8x32xf32> {
+    %ss = tang.comprehension reduce (%k) [32] monoid(add) : f32 {
+      %x = tang.read %X[%i, %k] : tensor<8x32xf32>
+      %x2 = arith.mulf %x, %x : f32
+      tang.yield %x2 : f32
+    }
+    %r = math.rsqrt %ss : f32
+    %x = tang.read %X[%i, %j] : tensor<8x32xf32>
+    %y = arith.mulf %x, %r : f32
+    tang.yield %y : f32
+  }
+  return %Y : tensor<8x32xf32>
+}
+
+// -----
+
+func.func @floor(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %y = tang.comprehension (%i) [8] : tensor<8xf32> {
+    %a = tang.read %x[%i] : tensor<8xf32>
+    %n = arith.fptosi %a : f32 to i32
+    // expected-error @+1 {{'arith.sitofp' op converts an integer on a differentiated path: --tang-grad has no rule through integer arithmetic}}
+    %f = arith.sitofp %n : i32 to f32
+    tang.yield %f : f32
+  }
+  return %y : tensor<8xf32>
+}
+
+// -----
+
+func.func @argmax(%x: tensor<4x8xf32>) -> (tensor<4xf32>, tensor<4xi32>) {
+  // expected-error @+1 {{reduces under a monoid --tang-grad has no derivative rule for (#tang.monoid<argmax>)}}
+  %v, %i = tang.comprehension (%r) reduce (%c) [4, 8] monoid(argmax) : tensor<4xf32>, tensor<4xi32> {
+    %a = tang.read %x[%r, %c] : tensor<4x8xf32>
+    %ci = tang.index %c : i32
+    tang.yield %a, %ci : f32, i32
+  }
+  return %v, %i : tensor<4xf32>, tensor<4xi32>
+}
