@@ -112,6 +112,26 @@ def test_matrix_unit_kernels_match_interpreter(name, tile, compiler,
                     TANG_BIN, runner(lib, manifest["functions"][0]))
 
 
+GRADIENT_EXAMPLES = ["attention", "conv2d", "cross_entropy", "layernorm",
+                     "matmul_bias_gelu", "rmsnorm", "softmax"]
+
+
+@pytest.mark.parametrize("name", GRADIENT_EXAMPLES)
+def test_gradient_programs_match_interpreter(name, compiler, tmp_path):
+    """Gradient programs (--tang-grad) are tang programs: fused, lowered
+    to C and run, @main_grad matches the interpreter like any function."""
+    grad = tmp_path / f"{name}_grad.mlir"
+    r = run([TANG_BIN / "tang-opt", ROOT / "examples" / f"{name}.mlir",
+             "--tang-grad", "-o", grad])
+    assert r.returncode == 0, r.stderr
+    manifest, lib = build(grad, tmp_path, compiler)
+    names = [fn["name"] for fn in manifest["functions"]]
+    assert "main_grad" in names, names
+    for fn in manifest["functions"]:
+        check_functions("c-" + compiler, grad, {"functions": [fn]},
+                        tmp_path, TANG_BIN, runner(lib, fn))
+
+
 def test_unsigned_i32_division(compiler, tmp_path):
     """divui/remui/cmpi ult on negative i32 values: unsigned in 32 bits."""
     program = tmp_path / "udiv.mlir"
