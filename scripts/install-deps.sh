@@ -13,6 +13,7 @@ PACKAGES=(
   mesa-vulkan-drivers libvulkan-dev vulkan-tools            # Vulkan (lavapipe)
   pocl-opencl-icd ocl-icd-opencl-dev opencl-headers         # OpenCL (PoCL)
   curl                                                      # install-spirv-val.sh
+  libglpk-dev libgmp-dev                                    # traffic-bound LP, exact checks
 )
 
 missing=()

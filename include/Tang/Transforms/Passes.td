@@ -195,6 +195,45 @@ def TangGrad : Pass<"tang-grad", "::mlir::ModuleOp"> {
                            "::mlir::math::MathDialect"];
 }
 
+def TangTrafficBound : Pass<"tang-traffic-bound", "::mlir::ModuleOp"> {
+  let summary = "Certified lower bounds on memory traffic (an LP per comprehension and memory level)";
+  let description = [{
+    For every function-level comprehension and every memory level of the
+    `levels` option, a remark with a lower bound on the elements that must
+    move between that level (capacity M elements) and the slower memory,
+    for any order and tiling of the iterations, and its certificate: the
+    HBL-type LP of `Tang/Analysis/TrafficBound.h` solved with GLPK, its
+    dual (s per access, t per index) rounded to rationals and its tile
+    rounded to integers, both checked exactly (GMP): every footprint of the
+    tile fits in M, the dual covers every index, and weak duality holds.
+    The remark also gives the compulsory traffic (every element read and
+    written once), which any level at least moves from DRAM.
+
+    ```
+    matmul.mlir:8:8: remark: traffic bound at shared (M = 58368 elements of
+      4 bytes): >= 0 elements moved (0 bytes); compulsory 1280 elements; the
+      largest tile that fits runs M^1.07 iterations: tile [16, 24, 32];
+      dual s = [1/2, 1/2, 1/2], t = [...]; certificate checked
+    ```
+
+    Comprehensions the LP cannot express (nested comprehensions, reads
+    whose coordinates are not single indices) get a warning naming why.
+  }];
+  let options = [
+    Option<"levels", "levels", "std::string",
+           /*default=*/"\"registers=262144,shared=233472,l2=52428800\"",
+           "Memory levels as name=bytes, comma-separated (defaults: an "
+           "H100/H200 multiprocessor's register file and shared memory, "
+           "the L2 cache)">,
+  ];
+  let statistics = [
+    Statistic<"numBounds", "bounds", "Bounds computed and certified">,
+    Statistic<"numRefused", "refused",
+              "Comprehensions the LP cannot express">,
+  ];
+  let dependentDialects = ["::mlir::tang::TangDialect"];
+}
+
 def TangSchedule : Pass<"tang-schedule", "::mlir::ModuleOp"> {
   let summary = "Attach a #tang.schedule to every function-level comprehension";
   let description = [{

@@ -1,0 +1,133 @@
+"""--tang-traffic-bound's certificates, re-checked independently.
+
+For seeded random projective loop nests (2 to 5 indices, random extents, 1 to
+4 reads over random index subsets) and random fast-memory capacities, every
+remark of `tang-opt --tang-traffic-bound` is parsed and its certificate
+re-checked here in exact arithmetic (Python fractions and big integers),
+without GLPK:
+- the tile: 1 <= b_j <= L_j, every access's footprint prod_{j in S_a} b_j <= M;
+- the dual: s, t >= 0 and sum_{a : j in S_a} s_a + t_j >= 1 for every index;
+- weak duality: prod b_j <= M^{sum s} prod L_j^{t_j} (raised to the common
+  denominator's power);
+- strong duality, in floating point: the dual's objective sum s + sum t
+  log_M L_j equals the printed optimum kappa (1e-6), so the bound is the
+  LP's best, not merely a valid one;
+- the bound: M (ceil(N / F) - 1) with F = (2M)^{sum s} prod L_j^{t_j}.
+
+Run:  TANG_BIN=<build>/bin /usr/bin/python3 -m pytest -q \\
+      test/Transforms/test_traffic_bound.py
+"""
+
+import math
+import os
+import pathlib
+import random
+import re
+import subprocess
+from fractions import Fraction
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+TANG_BIN = pathlib.Path(os.environ.get("TANG_BIN", ROOT / "build" / "bin"))
+
+REMARK = re.compile(
+    r"traffic bound at (\w+) \(M = (\d+) elements of (\d+) bytes\): >= (\d+) "
+    r"elements moved \((\d+) bytes\); compulsory (\d+) elements; the largest "
+    r"tile that fits runs M\^([0-9.]+) iterations: tile \[([0-9, ]+)\]; dual "
+    r"s = \[([0-9/, ]*)\], t = \[([0-9/, ]*)\]; certificate checked")
+
+NAMES = "ijklm"
+
+
+def random_program(rng):
+    """A comprehension with random extents and reads over random index
+    subsets (each read of its own tensor); returns (text, extents,
+    supports) with the result's support (the parallel indices) last."""
+    d = rng.randint(2, 5)
+    extents = [rng.choice([1, 3, 7, 16, 100, 512, 4096, 65536])
+               for _ in range(d)]
+    parallel = rng.randint(1, d - 1)
+    supports, args, reads = [], [], []
+    for a in range(rng.randint(1, 4)):
+        support = sorted(rng.sample(range(d), rng.randint(1, d)))
+        supports.append(support)
+        shape = "x".join(str(extents[j]) for j in support)
+        args.append(f"%t{a}: tensor<{shape}xf32>")
+        idx = ", ".join("%" + NAMES[j] for j in support)
+        reads.append(f"    %v{a} = tang.read %t{a}[{idx}] : "
+                     f"tensor<{shape}xf32>")
+    body = "\n".join(reads)
+    acc = "%v0"
+    for a in range(1, len(supports)):
+        body += f"\n    %s{a} = arith.addf {acc}, %v{a} : f32"
+        acc = f"%s{a}"
+    out = "x".join(str(e) for e in extents[:parallel])
+    par = ", ".join("%" + NAMES[j] for j in range(parallel))
+    red = ", ".join("%" + NAMES[j] for j in range(parallel, d))
+    ext = ", ".join(str(e) for e in extents)
+    text = f"""\
+func.func @main({", ".join(args)}) -> tensor<{out}xf32> {{
+  %y = tang.comprehension ({par}) reduce ({red}) [{ext}] monoid(add) : tensor<{out}xf32> {{
+{body}
+    tang.yield {acc} : f32
+  }}
+  return %y : tensor<{out}xf32>
+}}
+"""
+    supports.append(list(range(parallel)))
+    return text, extents, supports
+
+
+def fractions(text):
+    return [Fraction(x) for x in text.split(", ")] if text else []
+
+
+def check(remark, extents, supports):
+    (_, m, _, words, _, _, kappa, tile, s, t) = remark.groups()
+    m, words, kappa = int(m), int(words), float(kappa)
+    tile = [int(b) for b in tile.split(", ")]
+    s, t = fractions(s), fractions(t)
+    d = len(extents)
+    assert len(tile) == d and len(t) == d and len(s) == len(supports)
+    for b, e in zip(tile, extents):
+        assert 1 <= b <= e
+    for support in supports:
+        assert math.prod(tile[j] for j in support) <= m
+    assert all(x >= 0 for x in s + t)
+    for j in range(d):
+        cover = t[j] + sum(s[a] for a, sup in enumerate(supports) if j in sup)
+        assert cover >= 1, f"index {j} covered {cover}"
+    q = math.lcm(*[x.denominator for x in s + t])
+    lhs = math.prod(tile) ** q
+    rhs = m ** int(q * sum(s)) * math.prod(
+        e ** int(q * tj) for e, tj in zip(extents, t))
+    assert lhs <= rhs, "weak duality"
+    dual = float(sum(s)) + sum(float(tj) * math.log(e) / math.log(m)
+                               for e, tj in zip(extents, t))
+    assert abs(dual - kappa) < 1e-3 + 1e-6, (dual, kappa)
+    # The printed bound (the pass rounds F up by 1e-9 relative).
+    log_f = float(sum(s)) * math.log(2 * m) + sum(
+        float(tj) * math.log(e) for e, tj in zip(extents, t))
+    n = math.prod(extents)
+    segments = math.ceil(n / (math.exp(log_f) * (1 + 1e-9)))
+    assert words == max(0, m * (segments - 1)), (words, m, segments)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_certificates(seed, tmp_path):
+    rng = random.Random(seed)
+    text, extents, supports = random_program(rng)
+    program = tmp_path / "p.mlir"
+    program.write_text(text)
+    levels = ",".join(f"l{i}={rng.choice([64, 4096, 233472, 52428800])}"
+                      for i in range(2))
+    r = subprocess.run([str(TANG_BIN / "tang-opt"), str(program),
+                        f"--tang-traffic-bound=levels={levels}", "-o",
+                        os.devnull], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, f"{text}\n{r.stderr}"
+    remarks = list(REMARK.finditer(r.stderr))
+    assert len(remarks) == 2, r.stderr
+    for remark in remarks:
+        check(remark, extents, supports)
