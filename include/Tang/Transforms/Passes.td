@@ -225,6 +225,17 @@ def TangTrafficBound : Pass<"tang-traffic-bound", "::mlir::ModuleOp"> {
            "Memory levels as name=bytes, comma-separated (defaults: an "
            "H100/H200 multiprocessor's register file and shared memory, "
            "the L2 cache)">,
+    Option<"summary", "summary", "std::string", /*default=*/"\"\"",
+           "Also write, to this file, one JSON object per function-level "
+           "comprehension (every one, nested or not): its function and "
+           "location, compulsory DRAM bytes (the distinct elements its "
+           "projective reads touch, and its results, at their element "
+           "sizes), arithmetic operations (each body operation once per "
+           "distinct evaluation), its shape class, whether it reads 16-bit "
+           "floats and whether an index mask selects its values, and the "
+           "certified lower bound in elements per "
+           "level where the LP applies: what bench/floor_report.py turns "
+           "into time floors">,
   ];
   let statistics = [
     Statistic<"numBounds", "bounds", "Bounds computed and certified">,
