@@ -11,8 +11,9 @@ function-level comprehension (one kernel each) the floor is
 with DRAM bytes = max(compulsory bytes, the certified LP bound at the L2
 level), the peak the bf16 tensor rate for contractions of 16-bit operands
 (or f32 ones compiled with tf32; the tf32 rate is lower, so this is safe)
-and attention, the f32 rate otherwise, no compute term where an index mask
-selects the values (causal attention: masked work may be skipped), and the constants of bench/devices/<device>.json
+and attention, the f32 rate otherwise, the arithmetic scaled by the share
+of iterations an index mask keeps (causal attention: masked work may be
+skipped; counted exactly by the analysis), and the constants of bench/devices/<device>.json
 (bench/measure_device.py, measured on the device). A case's floor is the sum
 over its kernels. Reported: measured / floor (>= 1 always; below 1 is a bug
 in the bound or in the constants) and its distribution.
@@ -66,8 +67,9 @@ def kernel_floors(program, fuse, tf32, device):
         peak = (device["tensor_bf16_ops_per_s"] if on_tensor_cores(rec, tf32)
                 else device["fp32_ops_per_s"])
         memory_s = dram / device["dram_bytes_per_s"]
-        # Masked work (causal attention) may be skipped: no compute floor.
-        compute_s = 0 if rec["index_masked"] else rec["arithmetic_ops"] / peak
+        # Masked work (causal attention) may be skipped: only the share an
+        # index mask keeps counts.
+        compute_s = rec["kept_fraction"] * rec["arithmetic_ops"] / peak
         seconds = max(memory_s, compute_s) + device["launch_s"]
         floors.append((seconds, dict(rec, dram_bytes=dram, memory_s=memory_s,
                                      compute_s=compute_s)))

@@ -127,28 +127,246 @@ bool readsSixteenBit(ComprehensionOp op) {
   return sixteen;
 }
 
-/// Whether a select of `op`'s bodies has a condition computed from indices
-/// (a mask: a kernel may skip the masked work, so its operations are no
-/// lower bound).
-bool hasIndexMask(ComprehensionOp op) {
-  bool masked = false;
+/// The value of `e` at the dimension values `dims`.
+int64_t evaluate(AffineExpr e, ArrayRef<int64_t> dims) {
+  if (auto d = dyn_cast<AffineDimExpr>(e))
+    return dims[d.getPosition()];
+  if (auto c = dyn_cast<AffineConstantExpr>(e))
+    return c.getValue();
+  auto bin = cast<AffineBinaryOpExpr>(e);
+  int64_t l = evaluate(bin.getLHS(), dims), r = evaluate(bin.getRHS(), dims);
+  switch (bin.getKind()) {
+  case AffineExprKind::Add:
+    return l + r;
+  case AffineExprKind::Mul:
+    return l * r;
+  case AffineExprKind::Mod:
+    return llvm::mod(l, r);
+  case AffineExprKind::FloorDiv:
+    return llvm::divideFloorSigned(l, r);
+  default:
+    return llvm::divideCeilSigned(l, r);
+  }
+}
+
+/// The share of iterations a select keeps working, given the share where
+/// its condition holds: the masked-out side is the constant one (-inf, 0);
+/// with no constant side, the smaller share.
+double keptShare(arith::SelectOp s, double share) {
+  bool falseMasked = s.getFalseValue().getDefiningOp<arith::ConstantOp>();
+  bool trueMasked = s.getTrueValue().getDefiningOp<arith::ConstantOp>();
+  if (falseMasked && !trueMasked)
+    return share;
+  if (trueMasked && !falseMasked)
+    return 1.0 - share;
+  return std::min(share, 1.0 - share);
+}
+
+/// Index masks: selects whose condition is computed from indices only
+/// (causal attention's `j <= i`). A kernel may skip the iterations a mask
+/// drops, so only the ones it keeps are a lower bound on the work: the
+/// fraction kept, counted exactly over the indices the conditions use (the
+/// least over several masks), 1 without masks; 0 (no compute floor) when a
+/// condition is too large to count or uses operations this count does not
+/// evaluate.
+double getKeptFraction(ComprehensionOp op) {
+  double kept = 1.0;
   op.walk([&](arith::SelectOp s) {
+    if (kept == 0.0)
+      return;
+    // The condition's slice, in program order; data-dependent conditions
+    // are not masks.
+    llvm::SetVector<Operation *> slice;
     SmallVector<Value> work{s.getCondition()};
-    llvm::DenseSet<Value> seen;
-    while (!work.empty() && !masked) {
+    bool pure = true, usesIndex = false;
+    while (!work.empty()) {
       Value v = work.pop_back_val();
-      if (!seen.insert(v).second)
-        continue;
       Operation *def = v.getDefiningOp();
-      if (!def)
+      if (!def) {
+        pure = false;
+        break;
+      }
+      if (!slice.insert(def))
         continue;
-      if (isa<IndexOp>(def))
-        masked = true;
-      else if (def->getNumRegions() == 0)
-        work.append(def->operand_begin(), def->operand_end());
+      if (isa<IndexOp>(def)) {
+        usesIndex = true;
+        continue;
+      }
+      if (!isa<arith::ConstantOp, arith::CmpIOp, arith::AndIOp, arith::OrIOp,
+               arith::XOrIOp, arith::AddIOp, arith::SubIOp, arith::MulIOp,
+               arith::ExtSIOp, arith::ExtUIOp, arith::TruncIOp,
+               arith::IndexCastOp>(def)) {
+        pure = false;
+        break;
+      }
+      work.append(def->operand_begin(), def->operand_end());
     }
+    if (!pure || !usesIndex)
+      return;
+    // Counted when the condition is computed in the select's block.
+    SmallVector<Operation *> ordered(slice.begin(), slice.end());
+    if (llvm::any_of(ordered, [&](Operation *o) {
+          return o->getBlock() != s->getBlock();
+        })) {
+      kept = 0.0;
+      return;
+    }
+    llvm::sort(ordered, [](Operation *a, Operation *b) {
+      return a->isBeforeInBlock(b);
+    });
+    // The common mask, cmpi(f(x), g(y)) of two different indices: counted
+    // over sorted values in O(n log n) (causal attention at L = 8192).
+    auto indexOf = [](Value v) -> IndexOp {
+      while (Operation *d = v.getDefiningOp()) {
+        if (auto i = dyn_cast<IndexOp>(d))
+          return i.getIndices().size() == 1 ? i : IndexOp();
+        if (!isa<arith::ExtSIOp, arith::IndexCastOp>(d))
+          return IndexOp();
+        v = d->getOperand(0);
+      }
+      return IndexOp();
+    };
+    if (auto cmp = s.getCondition().getDefiningOp<arith::CmpIOp>()) {
+      IndexOp fx = indexOf(cmp.getLhs()), gy = indexOf(cmp.getRhs());
+      if (fx && gy && fx.getIndices()[0] != gy.getIndices()[0] &&
+          cmp.getPredicate() != arith::CmpIPredicate::eq &&
+          cmp.getPredicate() != arith::CmpIPredicate::ne) {
+        auto values = [&](IndexOp i) {
+          SmallVector<int64_t> v;
+          for (int64_t a = 0; a < extentOf(i.getIndices()[0]); ++a)
+            v.push_back(evaluate(i.getMap().getResult(0), {a}));
+          return v;
+        };
+        SmallVector<int64_t> xs = values(fx), ys = values(gy);
+        llvm::sort(ys);
+        double count = 0;
+        using P = arith::CmpIPredicate;
+        for (int64_t x : xs) {
+          // How many y make `x pred y` true.
+          auto lower = llvm::lower_bound(ys, x) - ys.begin();
+          auto upper = llvm::upper_bound(ys, x) - ys.begin();
+          int64_t n = ys.size();
+          switch (cmp.getPredicate()) {
+          case P::slt:
+          case P::ult:
+            count += n - upper;
+            break; // x < y
+          case P::sle:
+          case P::ule:
+            count += n - lower;
+            break; // x <= y
+          case P::sgt:
+          case P::ugt:
+            count += lower;
+            break; // x > y
+          default:
+            count += upper;
+            break; // x >= y
+          }
+        }
+        kept = std::min(kept, keptShare(s, count / (double(xs.size()) *
+                                                    double(ys.size()))));
+        return;
+      }
+    }
+    // Otherwise every combination of the indices the condition reads.
+    llvm::SetVector<Value> indices;
+    for (Operation *o : ordered)
+      if (auto i = dyn_cast<IndexOp>(o))
+        indices.insert(i.getIndices().begin(), i.getIndices().end());
+    double combos = 1;
+    for (Value v : indices)
+      combos *= double(extentOf(v));
+    if (combos > double(1 << 24)) {
+      kept = 0.0;
+      return;
+    }
+    int64_t total = 0, count = 0;
+    SmallVector<int64_t> at(indices.size(), 0);
+    llvm::DenseMap<Value, int64_t> value;
+    bool ok = true;
+    for (;;) {
+      for (Operation *o : ordered) {
+        int64_t r = 0;
+        auto in = [&](unsigned k) { return value.lookup(o->getOperand(k)); };
+        if (auto i = dyn_cast<IndexOp>(o)) {
+          SmallVector<int64_t> dims;
+          for (Value v : i.getIndices())
+            dims.push_back(at[llvm::find(indices, v) - indices.begin()]);
+          r = evaluate(i.getMap().getResult(0), dims);
+        } else if (auto c = dyn_cast<arith::ConstantOp>(o)) {
+          auto attr = dyn_cast<IntegerAttr>(c.getValue());
+          if (!attr) {
+            ok = false;
+            break;
+          }
+          r = attr.getType().isInteger(1) ? attr.getValue().getBoolValue()
+                                          : attr.getInt();
+        } else if (auto c = dyn_cast<arith::CmpIOp>(o)) {
+          using P = arith::CmpIPredicate;
+          int64_t a = in(0), b = in(1);
+          switch (c.getPredicate()) {
+          case P::eq:
+            r = a == b;
+            break;
+          case P::ne:
+            r = a != b;
+            break;
+          case P::slt:
+          case P::ult:
+            r = a < b;
+            break;
+          case P::sle:
+          case P::ule:
+            r = a <= b;
+            break;
+          case P::sgt:
+          case P::ugt:
+            r = a > b;
+            break;
+          case P::sge:
+          case P::uge:
+            r = a >= b;
+            break;
+          }
+        } else if (isa<arith::AndIOp>(o)) {
+          r = in(0) & in(1);
+        } else if (isa<arith::OrIOp>(o)) {
+          r = in(0) | in(1);
+        } else if (isa<arith::XOrIOp>(o)) {
+          r = in(0) ^ in(1);
+        } else if (isa<arith::AddIOp>(o)) {
+          r = in(0) + in(1);
+        } else if (isa<arith::SubIOp>(o)) {
+          r = in(0) - in(1);
+        } else if (isa<arith::MulIOp>(o)) {
+          r = in(0) * in(1);
+        } else {
+          r = in(0); // extensions, truncations and casts of small values
+        }
+        value[o->getResult(0)] = r;
+      }
+      if (!ok)
+        break;
+      ++total;
+      count += value.lookup(s.getCondition()) != 0;
+      // The next combination.
+      unsigned k = 0;
+      for (; k < at.size(); ++k) {
+        if (++at[k] < extentOf(indices[k]))
+          break;
+        at[k] = 0;
+      }
+      if (k == at.size())
+        break;
+    }
+    if (!ok) {
+      kept = 0.0;
+      return;
+    }
+    kept = std::min(kept, keptShare(s, double(count) / double(total)));
   });
-  return masked;
+  return kept;
 }
 
 struct TangTrafficBoundPass
@@ -186,7 +404,7 @@ struct TangTrafficBoundPass
         ShapeClass shape = classifyComprehension(op);
         record["shape_class"] = stringifyShapeClass(shape).str();
         record["sixteen_bit"] = readsSixteenBit(op);
-        record["index_masked"] = hasIndexMask(op);
+        record["kept_fraction"] = getKeptFraction(op);
         llvm::json::Object levelWords;
         std::string why;
         FailureOr<LoopNest> nest = getLoopNest(op, why);

@@ -232,7 +232,8 @@ def TangTrafficBound : Pass<"tang-traffic-bound", "::mlir::ModuleOp"> {
            "projective reads touch, and its results, at their element "
            "sizes), arithmetic operations (each body operation once per "
            "distinct evaluation), its shape class, whether it reads 16-bit "
-           "floats and whether an index mask selects its values, and the "
+           "floats, the share of iterations its index masks keep (causal "
+           "attention: about half; counted exactly), and the "
            "certified lower bound in elements per "
            "level where the LP applies: what bench/floor_report.py turns "
            "into time floors">,
