@@ -26,6 +26,7 @@ Run here, after fetching the reports:
 
 import argparse
 import json
+import os
 import pathlib
 import re
 import statistics
@@ -34,7 +35,8 @@ import sys
 import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-TANG_OPT = ROOT / "build" / "bin" / "tang-opt"
+TANG_OPT = pathlib.Path(os.environ.get("TANG_OPT",
+                                       ROOT / "build" / "bin" / "tang-opt"))
 
 
 def on_tensor_cores(rec, tf32):

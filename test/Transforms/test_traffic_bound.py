@@ -131,3 +131,87 @@ def test_random_certificates(seed, tmp_path):
     assert len(remarks) == 2, r.stderr
     for remark in remarks:
         check(remark, extents, supports)
+
+
+def test_summary_closed_forms(tmp_path):
+    """The floor's inputs: a product's compulsory bytes and operations,
+    and the share of a causal mask's iterations (exactly (L + 1) / 2L)."""
+    program = tmp_path / "p.mlir"
+    program.write_text("""\
+func.func @mm(%A: tensor<64x48xf32>, %B: tensor<48x32xf16>) -> tensor<64x32xf32> {
+  %C = tang.comprehension (%i, %j) reduce (%k) [64, 32, 48] monoid(add) : tensor<64x32xf32> {
+    %a = tang.read %A[%i, %k] : tensor<64x48xf32>
+    %b = tang.read %B[%k, %j] : tensor<48x32xf16>
+    %b32 = arith.extf %b : f16 to f32
+    %p = arith.mulf %a, %b32 : f32
+    tang.yield %p : f32
+  }
+  return %C : tensor<64x32xf32>
+}
+func.func @causal(%S: tensor<100x100xf32>) -> tensor<100xf32> {
+  %m = tang.comprehension (%i) reduce (%j) [100, 100] monoid(add) : tensor<100xf32> {
+    %s = tang.read %S[%i, %j] : tensor<100x100xf32>
+    %e = math.exp %s : f32
+    %ii = tang.index %i : i32
+    %jj = tang.index %j : i32
+    %keep = arith.cmpi sle, %jj, %ii : i32
+    %zero = arith.constant 0.0 : f32
+    %v = arith.select %keep, %e, %zero : f32
+    tang.yield %v : f32
+  }
+  return %m : tensor<100xf32>
+}
+""")
+    summary = tmp_path / "summary.json"
+    r = subprocess.run([str(TANG_BIN / "tang-opt"), str(program),
+                        f"--tang-traffic-bound=levels=l2=1000000 "
+                        f"summary={summary}", "-o", os.devnull],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    mm, causal = __import__("json").loads(summary.read_text())
+    assert mm["compulsory_bytes"] == 64 * 48 * 4 + 48 * 32 * 2 + 64 * 32 * 4
+    assert mm["arithmetic_ops"] == 2 * 64 * 32 * 48  # the product, the sum
+    assert mm["shape_class"] == "matmul_like" and mm["sixteen_bit"]
+    assert mm["kept_fraction"] == 1
+    assert causal["kept_fraction"] == pytest.approx(101 / 200, abs=1e-12)
+    assert causal["arithmetic_ops"] == 2 * 100 * 100  # exp, the sum
+
+
+def test_floor_report_flags_a_kernel_below_its_floor(tmp_path):
+    """bench/floor_report.py exits 1 and names a case measured faster than
+    its floor (a bug in the bound or in the constants)."""
+    work = ROOT / "gpu-work" / "floortest"
+    case = work / "tiny_matmul"
+    case.mkdir(parents=True, exist_ok=True)
+    try:
+        (case / "program.mlir").write_text(
+            (ROOT / "examples" / "matmul.mlir").read_text())
+        (case / "meta.json").write_text(
+            '{"compile": {"command": "fuse=1"}}')
+        device = tmp_path / "device.json"
+        device.write_text('{"device": "test", "date": "x", '
+                          '"dram_bytes_per_s": 1e9, '
+                          '"tensor_bf16_ops_per_s": 1e12, '
+                          '"fp32_ops_per_s": 1e9, "launch_s": 1e-6, '
+                          '"l2_bytes": 1000000}')
+        report = tmp_path / "report.json"
+
+        def floor_run(ms):
+            report.write_text('{"cases": [{"case": "tiny_matmul", '
+                              f'"status": "ok", "tang": {{"ms": {ms}}}}}]}}')
+            return subprocess.run(
+                ["/usr/bin/python3", str(ROOT / "bench" / "floor_report.py"),
+                 "--device", str(device), "--report", f"floortest={report}"],
+                capture_output=True, text=True, timeout=120,
+                env=dict(os.environ, TANG_OPT=str(TANG_BIN / "tang-opt")))
+        # 16x24x32 f32: 6656 bytes at 1 GB/s = 6.7 us, 24576 ops at 1e9/s
+        # = 24.6 us, plus 1 us: a floor of 25.6 us.
+        fast = floor_run(0.010)
+        assert fast.returncode == 1, fast.stdout + fast.stderr
+        assert "Cases faster than their floor: 1 (tiny_matmul)" in fast.stdout
+        slow = floor_run(0.050)
+        assert slow.returncode == 0, slow.stdout + slow.stderr
+        assert "| floortest | tiny_matmul | 1 | 0.0256 |" in slow.stdout
+    finally:
+        import shutil
+        shutil.rmtree(work, ignore_errors=True)
