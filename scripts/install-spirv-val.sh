@@ -17,30 +17,11 @@ if [ -x "$out/bin/spirv-val" ]; then
   exit 0
 fi
 
-# The mirror this machine already uses, suite trixie.
-uri=$(sed -n 's/^URIs: *\(http[^ ]*debian\/*\)$/\1/p' \
-        /etc/apt/sources.list.d/*.sources 2>/dev/null | head -n1 || true)
-if [ -z "$uri" ]; then
-  uri=$(sed -n 's/^deb \(\[[^]]*\] \)\{0,1\}\(http[^ ]*debian\/*\) bookworm .*/\2/p' \
-          /etc/apt/sources.list 2>/dev/null | head -n1 || true)
-fi
-uri="${uri:-http://deb.debian.org/debian}"
 work="$out/work"
 rm -rf "$out"
-mkdir -p "$work/apt/lists/partial" "$work/apt/cache/archives/partial"
-key=/usr/share/keyrings/debian-archive-keyring.gpg
-{
-  echo "deb [signed-by=$key] $uri trixie main"
-  echo "deb-src [signed-by=$key] $uri trixie main"
-} > "$work/apt/sources.list"
-apt_opts=(-o "Dir::Etc::SourceList=$work/apt/sources.list"
-          -o "Dir::Etc::SourceParts=/dev/null"
-          -o "Dir::State::Lists=$work/apt/lists"
-          -o "Dir::Cache=$work/apt/cache"
-          -o "Debug::NoLocking=1"
-          -o "APT::Sandbox::User=root")
-echo "[tang] spirv-val: fetching SPIRV-Tools and SPIRV-Headers (Debian trixie) from $uri"
-apt-get -q "${apt_opts[@]}" update >/dev/null
+echo "[tang] spirv-val: fetching SPIRV-Tools and SPIRV-Headers (Debian trixie)"
+source scripts/private-apt.sh
+private_apt "$work/apt" trixie deb-src
 
 # 'URL' file size SHA256:sum, from the signed indices; fetch and check each.
 fetch() {

@@ -39,28 +39,14 @@ if [ -f "$mesa/lvp_icd.json" ]; then
   exit 0
 fi
 
-# A private apt configuration whose only source is bookworm-backports on the
-# mirror this machine already uses; its lists and cache stay in .deps.
-uri=$(sed -n 's/^URIs: *\(http[^ ]*debian\/*\)$/\1/p' \
-        /etc/apt/sources.list.d/*.sources 2>/dev/null | head -n1 || true)
-if [ -z "$uri" ]; then
-  uri=$(sed -n 's/^deb \(\[[^]]*\] \)\{0,1\}\(http[^ ]*debian\/*\) bookworm .*/\2/p' \
-          /etc/apt/sources.list 2>/dev/null | head -n1 || true)
-fi
-uri="${uri:-http://deb.debian.org/debian}"
-echo "[tang] webgpu: downloading ${MESA_PACKAGES[*]} from $uri bookworm-backports"
+# Mesa's packages from bookworm-backports, with a private apt configuration
+# whose lists and cache stay in .deps.
+echo "[tang] webgpu: downloading ${MESA_PACKAGES[*]} (bookworm-backports)"
 apt_dir="$mesa/apt"
 rm -rf "$mesa"
-mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial" "$mesa/debs"
-echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $uri bookworm-backports main" \
-  > "$apt_dir/sources.list"
-apt_opts=(-o "Dir::Etc::SourceList=$apt_dir/sources.list"
-          -o "Dir::Etc::SourceParts=/dev/null"
-          -o "Dir::State::Lists=$apt_dir/lists"
-          -o "Dir::Cache=$apt_dir/cache"
-          -o "Debug::NoLocking=1"
-          -o "APT::Sandbox::User=root")
-apt-get -q "${apt_opts[@]}" update >/dev/null
+mkdir -p "$mesa/debs"
+source scripts/private-apt.sh
+private_apt "$apt_dir" bookworm-backports
 (cd "$mesa/debs" && apt-get -q "${apt_opts[@]}" download "${MESA_PACKAGES[@]}" >/dev/null)
 for deb in "$mesa"/debs/*.deb; do
   dpkg -x "$deb" "$mesa/root"
