@@ -9,6 +9,12 @@ gpu-work/check/<example>-<dtype>/:
                  saved as float32 (exactly);
   ref/output_<i>.npy  the float64 reference interpreter's outputs.
 
+With --gradients, instead: for every example --tang-grad can differentiate,
+gpu-work/check/<example>-grad-f32/ holds its gradient function alone
+(`@main_grad` of `tang-opt --tang-grad`, renamed @main: inputs, then one
+cotangent per result), so the same check runs the gradient programs through
+the CUDA pipeline.
+
 Then, on the GPU machine: `python3 bench/gpu_check.py` (see bench/README.md).
 """
 
@@ -46,11 +52,20 @@ def run(cmd, **kw):
     return r
 
 
-def prepare(example, dtype, rng):
-    case = OUT / f"{example.stem}-{dtype}"
+def gradient_program(example):
+    """The text of `example`'s gradient function alone, named @main."""
+    text = run([BIN / "tang-opt", example, "--tang-grad"]).stdout
+    start = text.index("  func.func @main_grad(")
+    end = text.index("\n  }\n", start) + len("\n  }\n")
+    return ("module {\n" + text[start:end].replace("@main_grad(", "@main(")
+            + "}\n")
+
+
+def prepare(example, dtype, rng, gradient=False):
+    case = OUT / f"{example.stem}-{'grad-' if gradient else ''}{dtype}"
     shutil.rmtree(case, ignore_errors=True)
     case.mkdir(parents=True)
-    text = example.read_text()
+    text = gradient_program(example) if gradient else example.read_text()
     if dtype != "f32":
         # Scalars (`: f32`) and tensor element types (`tensor<4x8xf32>`).
         text = re.sub(r"(\bf32\b|(?<=\dx)f32\b)", dtype, text)
@@ -80,20 +95,26 @@ def prepare(example, dtype, rng):
     return case
 
 
+# Examples --tang-grad refuses (the argmax monoid has no derivative).
+NOT_DIFFERENTIABLE = {"argmax"}
+
+
 def main():
     rng = np.random.default_rng(2026)
     examples = sorted((ROOT / "examples").glob("*.mlir"))
+    gradients = "--gradients" in sys.argv[1:]
+    jobs = ([(e, "f32") for e in examples if e.stem not in NOT_DIFFERENTIABLE]
+            if gradients else [(e, d) for e in examples for d in DTYPES])
     failed = 0
-    for example in examples:
-        for dtype in DTYPES:
-            try:
-                case = prepare(example, dtype, rng)
-                print(f"[prepare] {case.name}")
-            except RuntimeError as e:
-                failed += 1
-                print(f"[prepare] FAILED {example.stem}-{dtype}: {e}",
-                      file=sys.stderr)
-    print(f"[prepare] {len(examples) * len(DTYPES) - failed} cases in {OUT}")
+    for example, dtype in jobs:
+        try:
+            case = prepare(example, dtype, rng, gradients)
+            print(f"[prepare] {case.name}")
+        except RuntimeError as e:
+            failed += 1
+            print(f"[prepare] FAILED {example.stem}-{dtype}: {e}",
+                  file=sys.stderr)
+    print(f"[prepare] {len(jobs) - failed} cases in {OUT}")
     return 1 if failed else 0
 
 
