@@ -403,7 +403,8 @@ private:
   /// For a max/min reduction: the number of terms equal to the result.
   Value tieCount(ComprehensionOp c);
   /// For an online_softmax reduction: its running max and sum (m, l), by
-  /// a softmax_norm reduction of the same scores.
+  /// a softmax_norm reduction of the same scores over the parallel indices
+  /// they use (attention: per row, [B, H, L]).
   std::pair<Value, Value> normalizer(ComprehensionOp c);
 
   func::FuncOp grad;
@@ -411,6 +412,9 @@ private:
   unsigned &numGradients;
   /// Tensors whose gradient is wanted or flows to one that is.
   llvm::DenseSet<Value> needsGradient;
+  /// Per online_softmax comprehension: the parallel indices its saved
+  /// (m, l) are indexed by.
+  llvm::DenseMap<Operation *, SmallVector<unsigned>> normalizerIndices;
   /// Cotangent contributions per tensor.
   llvm::MapVector<Value, SmallVector<Value>> contributions;
   /// Where gradient comprehensions go: before the return.
@@ -485,19 +489,59 @@ Value Differentiator::tieCount(ComprehensionOp c) {
 std::pair<Value, Value> Differentiator::normalizer(ComprehensionOp c) {
   OpBuilder &b = builder;
   Location loc = c.getLoc();
-  Type t = c.getResult(0).getType();
+  // The scores' operations (the backward slice of the yielded score) and
+  // the parallel indices they use: attention's scores do not use the
+  // output's column index, so (m, l) are saved per row, [B, H, L].
+  Value score = c.getYield().getValues()[0];
+  llvm::SetVector<Operation *> slice;
+  SmallVector<Value> work{score};
+  llvm::SmallDenseSet<unsigned, 8> used;
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    if (auto arg = dyn_cast<BlockArgument>(v)) {
+      if (arg.getOwner() == &c.getBodyBlock())
+        used.insert(arg.getArgNumber());
+      continue;
+    }
+    Operation *def = v.getDefiningOp();
+    if (!c->isAncestor(def))
+      continue;
+    // An operation of a nested comprehension: the slice holds the
+    // comprehension of c's body that contains it.
+    while (def->getParentOp() != c.getOperation())
+      def = def->getParentOp();
+    if (!slice.insert(def))
+      continue;
+    def->walk([&](Operation *inner) {
+      for (Value operand : inner->getOperands())
+        work.push_back(operand);
+    });
+  }
+  SmallVector<unsigned> parallel;
+  SmallVector<int64_t> extents;
+  for (unsigned p = 0; p < c.getNumParallel(); ++p)
+    if (used.contains(p)) {
+      parallel.push_back(p);
+      extents.push_back(c.getExtent(p));
+    }
+  normalizerIndices[c] = parallel;
+  auto elementType = getElementTypeOrSelf(c.getResult(0).getType());
+  Type t = RankedTensorType::get(extents, elementType);
   auto norm = ComprehensionOp::create(
-      b, loc, TypeRange{t, t}, c.getParallelExtents(), c.getReducedExtents(),
+      b, loc, TypeRange{t, t}, extents, c.getReducedExtents(),
       MonoidKindAttr::get(b.getContext(), MonoidKind::SoftmaxNorm),
       ScheduleAttr());
   OpBuilder::InsertionGuard guard(b);
   Block *body = b.createBlock(&norm.getBody());
   IRMapping map;
-  for (BlockArgument a : c.getBodyBlock().getArguments())
-    map.map(a, body->addArgument(b.getIndexType(), loc));
+  for (unsigned p : parallel)
+    map.map(c.getIndex(p), body->addArgument(b.getIndexType(), loc));
+  for (unsigned r = c.getNumParallel(); r < c.getNumIndices(); ++r)
+    map.map(c.getIndex(r), body->addArgument(b.getIndexType(), loc));
   for (Operation &op : c.getBodyBlock().without_terminator())
-    b.clone(op, map);
-  YieldOp::create(b, loc, ValueRange{map.lookup(c.getYield().getValues()[0])});
+    if (slice.contains(&op))
+      b.clone(op, map);
+  YieldOp::create(b, loc, ValueRange{map.lookup(score)});
   return {norm.getResult(0), norm.getResult(1)};
 }
 
@@ -777,7 +821,21 @@ LogicalResult Differentiator::emitReadGradient(ComprehensionOp c, ReadOp read,
     auto cst = [&](double v) -> Value {
       return arith::ConstantOp::create(b, loc, b.getFloatAttr(t, v));
     };
-    Value m = readAt(saved[0], t), l = readAt(saved[1], t);
+    // (m, l): the comprehension's results (softmax_norm), or saved over
+    // the parallel indices the scores use (online_softmax).
+    auto readSaved = [&](Value tensor) -> Value {
+      if (monoid == MonoidKind::SoftmaxNorm)
+        return readAt(tensor, t);
+      SmallVector<AffineExpr> exprs;
+      for (unsigned p : normalizerIndices.lookup(c))
+        exprs.push_back(s.safeIndex[p]);
+      Value v = ReadOp::create(b, loc, tensor,
+                               AffineMap::get(gDims, 0, exprs, ctx), gIndices);
+      if (v.getType() != t)
+        v = arith::ExtFOp::create(b, loc, t, v);
+      return v;
+    };
+    Value m = readSaved(saved[0]), l = readSaved(saved[1]);
     Value e =
         math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, score, m));
     if (monoid == MonoidKind::SoftmaxNorm) {
