@@ -84,6 +84,8 @@ def main():
     ap.add_argument("--report", action="append", required=True,
                     help="JOB=PATH: bench (memory-bound) or gemm report")
     ap.add_argument("--out", type=pathlib.Path)
+    ap.add_argument("--work", type=pathlib.Path, default=ROOT / "gpu-work",
+                    help="where the cases' programs are (gpu-work)")
     args = ap.parse_args()
     device = json.loads(args.device.read_text())
 
@@ -95,7 +97,7 @@ def main():
             tang = case.get("tang") or {}
             if case.get("status", "ok") != "ok" or "ms" not in tang:
                 continue
-            work = ROOT / "gpu-work" / job / case["case"]
+            work = args.work / job / case["case"]
             meta = json.loads((work / "meta.json").read_text())
             command = meta.get("compile", {}).get("command", "")
             fuse = "fuse=1" in command or "fuse=true" in command

@@ -16,6 +16,7 @@
 
 #include "Tang/Transforms/Passes.h"
 
+#include "mlir/Analysis/FlatLinearValueConstraints.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -190,35 +191,16 @@ struct Linear {
   int64_t constant = 0;
 };
 
-/// `e` as a linear form over `numDims` dimensions, if it is one.
+/// `e` as a linear form over `numDims` dimensions, if it is one (upstream's
+/// flattener; floordiv and mod introduce local variables: not linear).
 std::optional<Linear> getLinear(AffineExpr e, unsigned numDims) {
-  Linear l;
-  l.coeff.assign(numDims, 0);
-  std::function<bool(AffineExpr, int64_t)> add = [&](AffineExpr x,
-                                                     int64_t scale) {
-    if (auto d = dyn_cast<AffineDimExpr>(x)) {
-      l.coeff[d.getPosition()] += scale;
-      return true;
-    }
-    if (auto c = dyn_cast<AffineConstantExpr>(x)) {
-      l.constant += scale * c.getValue();
-      return true;
-    }
-    auto bin = dyn_cast<AffineBinaryOpExpr>(x);
-    if (!bin)
-      return false;
-    if (bin.getKind() == AffineExprKind::Add)
-      return add(bin.getLHS(), scale) && add(bin.getRHS(), scale);
-    if (bin.getKind() == AffineExprKind::Mul) {
-      if (auto c = dyn_cast<AffineConstantExpr>(bin.getRHS()))
-        return add(bin.getLHS(), scale * c.getValue());
-      if (auto c = dyn_cast<AffineConstantExpr>(bin.getLHS()))
-        return add(bin.getRHS(), scale * c.getValue());
-    }
-    return false;
-  };
-  if (!add(e, 1))
+  SmallVector<int64_t> flat;
+  if (failed(getFlattenedAffineExpr(e, numDims, 0, &flat)) ||
+      flat.size() != numDims + 1)
     return std::nullopt;
+  Linear l;
+  l.coeff.assign(flat.begin(), flat.begin() + numDims);
+  l.constant = flat.back();
   return l;
 }
 

@@ -180,38 +180,34 @@ func.func @causal(%S: tensor<100x100xf32>) -> tensor<100xf32> {
 def test_floor_report_flags_a_kernel_below_its_floor(tmp_path):
     """bench/floor_report.py exits 1 and names a case measured faster than
     its floor (a bug in the bound or in the constants)."""
-    work = ROOT / "gpu-work" / "floortest"
-    case = work / "tiny_matmul"
-    case.mkdir(parents=True, exist_ok=True)
-    try:
-        (case / "program.mlir").write_text(
-            (ROOT / "examples" / "matmul.mlir").read_text())
-        (case / "meta.json").write_text(
-            '{"compile": {"command": "fuse=1"}}')
-        device = tmp_path / "device.json"
-        device.write_text('{"device": "test", "date": "x", '
-                          '"dram_bytes_per_s": 1e9, '
-                          '"tensor_bf16_ops_per_s": 1e12, '
-                          '"fp32_ops_per_s": 1e9, "launch_s": 1e-6, '
-                          '"l2_bytes": 1000000}')
-        report = tmp_path / "report.json"
+    case = tmp_path / "work" / "floortest" / "tiny_matmul"
+    case.mkdir(parents=True)
+    (case / "program.mlir").write_text(
+        (ROOT / "examples" / "matmul.mlir").read_text())
+    (case / "meta.json").write_text(
+        '{"compile": {"command": "fuse=1"}}')
+    device = tmp_path / "device.json"
+    device.write_text('{"device": "test", "date": "x", '
+                      '"dram_bytes_per_s": 1e9, '
+                      '"tensor_bf16_ops_per_s": 1e12, '
+                      '"fp32_ops_per_s": 1e9, "launch_s": 1e-6, '
+                      '"l2_bytes": 1000000}')
+    report = tmp_path / "report.json"
 
-        def floor_run(ms):
-            report.write_text('{"cases": [{"case": "tiny_matmul", '
-                              f'"status": "ok", "tang": {{"ms": {ms}}}}}]}}')
-            return subprocess.run(
-                ["/usr/bin/python3", str(ROOT / "bench" / "floor_report.py"),
-                 "--device", str(device), "--report", f"floortest={report}"],
-                capture_output=True, text=True, timeout=120,
-                env=dict(os.environ, TANG_OPT=str(TANG_BIN / "tang-opt")))
-        # 16x24x32 f32: 6656 bytes at 1 GB/s = 6.7 us, 24576 ops at 1e9/s
-        # = 24.6 us, plus 1 us: a floor of 25.6 us.
-        fast = floor_run(0.010)
-        assert fast.returncode == 1, fast.stdout + fast.stderr
-        assert "Cases faster than their floor: 1 (tiny_matmul)" in fast.stdout
-        slow = floor_run(0.050)
-        assert slow.returncode == 0, slow.stdout + slow.stderr
-        assert "| floortest | tiny_matmul | 1 | 0.0256 |" in slow.stdout
-    finally:
-        import shutil
-        shutil.rmtree(work, ignore_errors=True)
+    def floor_run(ms):
+        report.write_text('{"cases": [{"case": "tiny_matmul", '
+                          f'"status": "ok", "tang": {{"ms": {ms}}}}}]}}')
+        return subprocess.run(
+            ["/usr/bin/python3", str(ROOT / "bench" / "floor_report.py"),
+             "--device", str(device), "--report", f"floortest={report}",
+             "--work", str(tmp_path / "work")],
+            capture_output=True, text=True, timeout=120,
+            env=dict(os.environ, TANG_OPT=str(TANG_BIN / "tang-opt")))
+    # 16x24x32 f32: 6656 bytes at 1 GB/s = 6.7 us, 24576 ops at 1e9/s
+    # = 24.6 us, plus 1 us: a floor of 25.6 us.
+    fast = floor_run(0.010)
+    assert fast.returncode == 1, fast.stdout + fast.stderr
+    assert "Cases faster than their floor: 1 (tiny_matmul)" in fast.stdout
+    slow = floor_run(0.050)
+    assert slow.returncode == 0, slow.stdout + slow.stderr
+    assert "| floortest | tiny_matmul | 1 | 0.0256 |" in slow.stdout
