@@ -150,7 +150,7 @@ Value substituteProducer(ReadOp read, ComprehensionOp producer,
 //===----------------------------------------------------------------------===//
 
 /// Why a read of a producer is fused or kept.
-enum class Decision { Fuse, KeepRecompute, KeepBroadcast, KeepSize };
+enum class Decision { Fuse, KeepRecompute, KeepBroadcast, KeepSize, KeepSaved };
 
 /// The tensors read anywhere in `op`'s body (nested bodies included).
 llvm::SetVector<Value> getTensorsRead(Operation *op, ReadOp except = {}) {
@@ -238,6 +238,8 @@ struct FusionPolicy {
 
   Decision decide(ReadOp read, ComprehensionOp producer) const {
     // The outermost (function-level) comprehension around the read.
+    if (producer->hasAttr(kSavedAttrName))
+      return Decision::KeepSaved;
     auto consumer = read->getParentOfType<ComprehensionOp>();
     while (auto outer = consumer->getParentOfType<ComprehensionOp>())
       consumer = outer;
@@ -293,6 +295,9 @@ struct ReadOfComprehension_Fuse : OpRewritePattern<ReadOp> {
     case Decision::KeepSize:
       return rewriter.notifyMatchFailure(
           read, "the consumer's body would exceed max-body-ops");
+    case Decision::KeepSaved:
+      return rewriter.notifyMatchFailure(
+          read, "the producer holds values --tang-grad saved (tang.saved)");
     case Decision::Fuse:
       break;
     }

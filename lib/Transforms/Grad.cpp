@@ -21,8 +21,10 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -120,6 +122,7 @@ LogicalResult hoistNested(ComprehensionOp nested, ComprehensionOp top) {
   auto hoisted = ComprehensionOp::create(
       b, nested.getLoc(), types, extents, nested.getReducedExtents(),
       nested.getMonoidAttr(), ScheduleAttr());
+  hoisted->setAttr(kSavedAttrName, b.getUnitAttr());
   Block *body = b.createBlock(&hoisted.getBody());
   IRMapping map;
   for (Value v : outer)
@@ -360,6 +363,65 @@ Operation *cloneSubstituted(OpBuilder &b, Operation *op, IRMapping &mapping,
   return copy;
 }
 
+/// `v` in `type` (floating point), extended or truncated.
+Value castFloat(OpBuilder &b, Location loc, Value v, Type type) {
+  if (v.getType() == type)
+    return v;
+  if (cast<FloatType>(v.getType()).getWidth() <
+      cast<FloatType>(type).getWidth())
+    return arith::ExtFOp::create(b, loc, type, v);
+  return arith::TruncFOp::create(b, loc, type, v);
+}
+
+/// The type saved statistics and softmax derivatives are computed in: f32
+/// for 16-bit types (a running max rounded to bf16 would shift every
+/// probability by up to exp(2^-8 |m|)), else `t`.
+Type getStatisticsType(Type t) {
+  auto f = cast<FloatType>(getElementTypeOrSelf(t));
+  return f.getWidth() < 32 ? Float32Type::get(t.getContext()) : Type(f);
+}
+
+/// The operations of `c`'s body that `v` depends on (a nested
+/// comprehension stands for its contents) and the indices of `c` they use.
+void getBodySlice(ComprehensionOp c, Value v,
+                  llvm::SetVector<Operation *> &slice,
+                  llvm::SmallDenseSet<unsigned, 8> &used) {
+  SmallVector<Value> work{v};
+  while (!work.empty()) {
+    Value cur = work.pop_back_val();
+    if (auto arg = dyn_cast<BlockArgument>(cur)) {
+      if (arg.getOwner() == &c.getBodyBlock())
+        used.insert(arg.getArgNumber());
+      continue;
+    }
+    Operation *def = cur.getDefiningOp();
+    if (!c->isAncestor(def))
+      continue;
+    while (def->getParentOp() != c.getOperation())
+      def = def->getParentOp();
+    if (!slice.insert(def))
+      continue;
+    def->walk([&](Operation *inner) {
+      for (Value operand : inner->getOperands())
+        work.push_back(operand);
+    });
+  }
+}
+
+/// The cotangent of an online_softmax reduction's scores,
+///
+///   ds(i, j) = p(i, j) (sum_e dO(i, e) v(j, e) - D(i)),
+///   D(i) = sum_e dO(i, e) O(i, e),   p = exp(s - m) / l,
+///
+/// seeded in the gradients of the reads the scores use, over the
+/// normalizer's indices (i, j): the output's columns e are summed once, in
+/// the nested dot product and in D, not around the whole gradient (which
+/// would make attention's dQ a sum over (j, e) with the score inside).
+struct ScoreSeed {
+  ComprehensionOp online;
+  Value m, l, d, dOut;
+};
+
 class Differentiator {
 public:
   Differentiator(func::FuncOp grad, ArrayRef<unsigned> wrt,
@@ -376,18 +438,29 @@ private:
   /// `saved`: the tie counts of a max/min reduction; (m, l, tie counts)
   /// of a softmax_norm one; (m, l) of an online_softmax one.
   /// `nested`: the recomputed nested sum in `c`'s body holding `read`.
+  /// With `score`, `c` is an online_softmax reduction's normalizer and
+  /// the scores are seeded with ScoreSeed's cotangent.
   LogicalResult emitReadGradient(ComprehensionOp c, ReadOp read,
                                  ComprehensionOp nested,
                                  ArrayRef<Value> resultCotangents,
-                                 ArrayRef<Value> saved);
+                                 ArrayRef<Value> saved,
+                                 const ScoreSeed *score = nullptr);
+  /// An online_softmax reduction: the values' reads through c (seeded
+  /// dO p), the scores' reads through its normalizer (ScoreSeed).
+  LogicalResult differentiateOnlineSoftmax(ComprehensionOp c,
+                                           ArrayRef<Value> cotangents);
   /// The sum of `parts` (tensors of type `type`), or zeros.
   Value sum(ArrayRef<Value> parts, RankedTensorType type, Location loc);
   /// For a max/min reduction: the number of terms equal to the result.
   Value tieCount(ComprehensionOp c);
   /// For an online_softmax reduction: its running max and sum (m, l), by
   /// a softmax_norm reduction of the same scores over the parallel indices
-  /// they use (attention: per row, [B, H, L]).
-  std::pair<Value, Value> normalizer(ComprehensionOp c);
+  /// they use (attention: per row, [B, H, L]), in getStatisticsType.
+  /// `clones` maps c's score operations to the normalizer's.
+  ComprehensionOp normalizer(ComprehensionOp c, IRMapping &clones);
+  /// D = sum_e dO(.., e) O(.., e) over the normalizer's indices of the
+  /// online_softmax reduction `c` (ScoreSeed).
+  Value rowDot(ComprehensionOp c, Value dOut);
 
   func::FuncOp grad;
   ArrayRef<unsigned> wrt;
@@ -441,6 +514,7 @@ Value Differentiator::tieCount(ComprehensionOp c) {
   auto count = ComprehensionOp::create(
       b, loc, TypeRange{type}, c.getParallelExtents(), c.getReducedExtents(),
       MonoidKindAttr::get(b.getContext(), MonoidKind::Add), ScheduleAttr());
+  count->setAttr(kSavedAttrName, b.getUnitAttr());
   OpBuilder::InsertionGuard guard(b);
   Block *body = b.createBlock(&count.getBody());
   IRMapping map;
@@ -468,37 +542,17 @@ Value Differentiator::tieCount(ComprehensionOp c) {
   return count.getResult(0);
 }
 
-std::pair<Value, Value> Differentiator::normalizer(ComprehensionOp c) {
+ComprehensionOp Differentiator::normalizer(ComprehensionOp c,
+                                           IRMapping &clones) {
   OpBuilder &b = builder;
   Location loc = c.getLoc();
-  // The scores' operations (the backward slice of the yielded score) and
-  // the parallel indices they use: attention's scores do not use the
-  // output's column index, so (m, l) are saved per row, [B, H, L].
+  // The scores' operations and the parallel indices they use: attention's
+  // scores do not use the output's column index, so (m, l) are saved per
+  // row, [B, H, L].
   Value score = c.getYield().getValues()[0];
   llvm::SetVector<Operation *> slice;
-  SmallVector<Value> work{score};
   llvm::SmallDenseSet<unsigned, 8> used;
-  while (!work.empty()) {
-    Value v = work.pop_back_val();
-    if (auto arg = dyn_cast<BlockArgument>(v)) {
-      if (arg.getOwner() == &c.getBodyBlock())
-        used.insert(arg.getArgNumber());
-      continue;
-    }
-    Operation *def = v.getDefiningOp();
-    if (!c->isAncestor(def))
-      continue;
-    // An operation of a nested comprehension: the slice holds the
-    // comprehension of c's body that contains it.
-    while (def->getParentOp() != c.getOperation())
-      def = def->getParentOp();
-    if (!slice.insert(def))
-      continue;
-    def->walk([&](Operation *inner) {
-      for (Value operand : inner->getOperands())
-        work.push_back(operand);
-    });
-  }
+  getBodySlice(c, score, slice, used);
   SmallVector<unsigned> parallel;
   SmallVector<int64_t> extents;
   for (unsigned p = 0; p < c.getNumParallel(); ++p)
@@ -507,24 +561,63 @@ std::pair<Value, Value> Differentiator::normalizer(ComprehensionOp c) {
       extents.push_back(c.getExtent(p));
     }
   normalizerIndices[c] = parallel;
-  auto elementType = getElementTypeOrSelf(c.getResult(0).getType());
+  Type elementType = getStatisticsType(c.getResult(0).getType());
   Type t = RankedTensorType::get(extents, elementType);
   auto norm = ComprehensionOp::create(
       b, loc, TypeRange{t, t}, extents, c.getReducedExtents(),
       MonoidKindAttr::get(b.getContext(), MonoidKind::SoftmaxNorm),
       ScheduleAttr());
+  norm->setAttr(kSavedAttrName, b.getUnitAttr());
   OpBuilder::InsertionGuard guard(b);
   Block *body = b.createBlock(&norm.getBody());
-  IRMapping map;
   for (unsigned p : parallel)
-    map.map(c.getIndex(p), body->addArgument(b.getIndexType(), loc));
+    clones.map(c.getIndex(p), body->addArgument(b.getIndexType(), loc));
   for (unsigned r = c.getNumParallel(); r < c.getNumIndices(); ++r)
-    map.map(c.getIndex(r), body->addArgument(b.getIndexType(), loc));
+    clones.map(c.getIndex(r), body->addArgument(b.getIndexType(), loc));
   for (Operation &op : c.getBodyBlock().without_terminator())
     if (slice.contains(&op))
-      b.clone(op, map);
-  YieldOp::create(b, loc, ValueRange{map.lookup(score)});
-  return {norm.getResult(0), norm.getResult(1)};
+      b.clone(op, clones);
+  YieldOp::create(
+      b, loc, castFloat(b, loc, clones.lookupOrDefault(score), elementType));
+  return norm;
+}
+
+Value Differentiator::rowDot(ComprehensionOp c, Value dOut) {
+  OpBuilder &b = builder;
+  Location loc = c.getLoc();
+  ArrayRef<unsigned> rows = normalizerIndices[c];
+  SmallVector<int64_t> rowExtents, columnExtents;
+  SmallVector<unsigned> columns;
+  for (unsigned p = 0; p < c.getNumParallel(); ++p) {
+    if (llvm::is_contained(rows, p)) {
+      rowExtents.push_back(c.getExtent(p));
+    } else {
+      columns.push_back(p);
+      columnExtents.push_back(c.getExtent(p));
+    }
+  }
+  Type e = getStatisticsType(c.getResult(0).getType());
+  auto d = ComprehensionOp::create(
+      b, loc, TypeRange{RankedTensorType::get(rowExtents, e)}, rowExtents,
+      columnExtents,
+      columns.empty() ? Attribute()
+                      : MonoidKindAttr::get(b.getContext(), MonoidKind::Add),
+      ScheduleAttr());
+  d->setAttr(kSavedAttrName, b.getUnitAttr());
+  OpBuilder::InsertionGuard guard(b);
+  Block *body = b.createBlock(&d.getBody());
+  SmallVector<Value> indices(c.getNumParallel());
+  for (unsigned p : rows)
+    indices[p] = body->addArgument(b.getIndexType(), loc);
+  for (unsigned p : columns)
+    indices[p] = body->addArgument(b.getIndexType(), loc);
+  AffineMap id =
+      AffineMap::getMultiDimIdentityMap(indices.size(), b.getContext());
+  Value g = castFloat(b, loc, ReadOp::create(b, loc, dOut, id, indices), e);
+  Value o =
+      castFloat(b, loc, ReadOp::create(b, loc, c.getResult(0), id, indices), e);
+  YieldOp::create(b, loc, ValueRange{arith::MulFOp::create(b, loc, g, o)});
+  return d.getResult(0);
 }
 
 /// Reverse mode over the scalar ops `ops` (in program order) of a body at
@@ -702,7 +795,8 @@ LogicalResult backpropagate(OpBuilder &b, ArrayRef<Operation *> ops,
 LogicalResult Differentiator::emitReadGradient(ComprehensionOp c, ReadOp read,
                                                ComprehensionOp nested,
                                                ArrayRef<Value> cotangents,
-                                               ArrayRef<Value> saved) {
+                                               ArrayRef<Value> saved,
+                                               const ScoreSeed *score) {
   OpBuilder &b = builder;
   MLIRContext *ctx = b.getContext();
   Location loc = read.getLoc();
@@ -786,78 +880,130 @@ LogicalResult Differentiator::emitReadGradient(ComprehensionOp c, ReadOp read,
   std::optional<MonoidKind> monoid = c.getBuiltinMonoid();
   // `tensor` at the comprehension's parallel indices, in `type`.
   auto readAt = [&](Value tensor, Type type) -> Value {
-    Value v = ReadOp::create(b, loc, tensor, atParallel, gIndices);
-    if (v.getType() != type)
-      v = arith::ExtFOp::create(b, loc, type, v);
-    return v;
+    return castFloat(
+        b, loc, ReadOp::create(b, loc, tensor, atParallel, gIndices), type);
   };
   auto seedAdd = [&](Value v, Value a) {
     auto [it, inserted] = adjoint.try_emplace(v, a);
     if (!inserted)
       it->second = arith::AddFOp::create(b, loc, it->second, a);
   };
-  if (monoid == MonoidKind::SoftmaxNorm ||
-      monoid == MonoidKind::OnlineSoftmax) {
+  if (score) {
+    // c is the normalizer of score->online: its parallel indices are the
+    // scores' (the rows), its reduced ones the keys.
+    ComprehensionOp online = score->online;
+    Value sc = mapping.lookup(c.getYield().getValues()[0]);
+    Type t = getStatisticsType(sc.getType());
+    Value p = arith::DivFOp::create(
+        b, loc,
+        math::ExpOp::create(b, loc,
+                            arith::SubFOp::create(b, loc,
+                                                  castFloat(b, loc, sc, t),
+                                                  readAt(score->m, t))),
+        readAt(score->l, t));
+    // sum_e dO(i, e) v(j, e): the values' operations over the output's
+    // columns e, nested.
+    ArrayRef<unsigned> rows = normalizerIndices[online];
+    SmallVector<int64_t> columnExtents;
+    SmallVector<unsigned> columns;
+    for (unsigned q = 0; q < online.getNumParallel(); ++q)
+      if (!llvm::is_contained(rows, q)) {
+        columns.push_back(q);
+        columnExtents.push_back(online.getExtent(q));
+      }
+    auto dot = ComprehensionOp::create(
+        b, loc, TypeRange{t}, ArrayRef<int64_t>{}, columnExtents,
+        MonoidKindAttr::get(ctx, MonoidKind::Add), ScheduleAttr());
+    {
+      OpBuilder::InsertionGuard inner(b);
+      Block *dotBody = b.createBlock(&dot.getBody());
+      llvm::DenseMap<Value, AffineExpr> at;
+      size_t before = operands.size();
+      for (auto [k, q] : llvm::enumerate(rows))
+        at[online.getIndex(q)] = s.safeIndex[k];
+      for (unsigned r = 0; r < online.getNumReduced(); ++r)
+        at[online.getIndex(online.getNumParallel() + r)] =
+            s.safeIndex[c.getNumParallel() + r];
+      for (unsigned q : columns) {
+        at[online.getIndex(q)] = getAffineDimExpr(operands.size(), ctx);
+        operands.push_back(dotBody->addArgument(b.getIndexType(), loc));
+      }
+      Value value = online.getYield().getValues()[1];
+      llvm::SetVector<Operation *> valueOps;
+      llvm::SmallDenseSet<unsigned, 8> unused;
+      getBodySlice(online, value, valueOps, unused);
+      IRMapping valueMap;
+      for (Operation &op : online.getBodyBlock().without_terminator())
+        if (valueOps.contains(&op))
+          cloneSubstituted(b, &op, valueMap, at, operands);
+      SmallVector<AffineExpr> outAt;
+      for (unsigned q = 0; q < online.getNumParallel(); ++q)
+        outAt.push_back(at[online.getIndex(q)]);
+      Value dOut = ReadOp::create(
+          b, loc, score->dOut, AffineMap::get(operands.size(), 0, outAt, ctx),
+          operands);
+      YieldOp::create(
+          b, loc,
+          ValueRange{arith::MulFOp::create(
+              b, loc, castFloat(b, loc, dOut, t),
+              castFloat(b, loc, valueMap.lookupOrDefault(value), t))});
+      operands.resize(before);
+    }
+    Value ds = arith::MulFOp::create(
+        b, loc, p,
+        arith::SubFOp::create(b, loc, dot.getResult(0), readAt(score->d, t)));
+    seedAdd(sc, castFloat(b, loc, ds, sc.getType()));
+  } else if (monoid == MonoidKind::SoftmaxNorm) {
     Value score = mapping.lookup(c.getYield().getValues()[0]);
     Type t = score.getType();
     auto cst = [&](double v) -> Value {
       return arith::ConstantOp::create(b, loc, b.getFloatAttr(t, v));
     };
-    // (m, l): the comprehension's results (softmax_norm), or saved over
-    // the parallel indices the scores use (online_softmax).
+    // m = max s (ties share), l = sum exp(s - m):
+    // ds = dm share + dl (exp(s - m) - l share).
+    Value m = readAt(saved[0], t), l = readAt(saved[1], t);
+    Value e =
+        math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, score, m));
+    Value eq =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, score, m);
+    Value share = arith::SelectOp::create(
+        b, loc, eq,
+        arith::DivFOp::create(b, loc, cst(1.0), readAt(saved[2], t)), cst(0.0));
+    Value seed = cst(0.0);
+    if (cotangents[0])
+      seed = arith::MulFOp::create(b, loc, readAt(cotangents[0], t), share);
+    if (cotangents[1]) {
+      Value dl = readAt(cotangents[1], t);
+      Value d = arith::SubFOp::create(b, loc, e,
+                                      arith::MulFOp::create(b, loc, l, share));
+      seed = arith::AddFOp::create(b, loc, seed,
+                                   arith::MulFOp::create(b, loc, dl, d));
+    }
+    seedAdd(score, seed);
+  } else if (monoid == MonoidKind::OnlineSoftmax && cotangents[0]) {
+    // o = sum_j p_j v_j, p_j = exp(s_j - m) / l: dv_j = do p_j (the
+    // scores' part goes through the normalizer, ScoreSeed). (m, l) are
+    // saved over the parallel indices the scores use.
+    Value score = mapping.lookup(c.getYield().getValues()[0]);
+    Value value = mapping.lookup(c.getYield().getValues()[1]);
+    Type t = getStatisticsType(score.getType());
     auto readSaved = [&](Value tensor) -> Value {
-      if (monoid == MonoidKind::SoftmaxNorm)
-        return readAt(tensor, t);
       SmallVector<AffineExpr> exprs;
       for (unsigned p : normalizerIndices.lookup(c))
         exprs.push_back(s.safeIndex[p]);
-      Value v = ReadOp::create(b, loc, tensor,
-                               AffineMap::get(gDims, 0, exprs, ctx), gIndices);
-      if (v.getType() != t)
-        v = arith::ExtFOp::create(b, loc, t, v);
-      return v;
+      return castFloat(b, loc,
+                       ReadOp::create(b, loc, tensor,
+                                      AffineMap::get(gDims, 0, exprs, ctx),
+                                      gIndices),
+                       t);
     };
-    Value m = readSaved(saved[0]), l = readSaved(saved[1]);
-    Value e =
-        math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, score, m));
-    if (monoid == MonoidKind::SoftmaxNorm) {
-      // m = max s (ties share), l = sum exp(s - m):
-      // ds = dm share + dl (exp(s - m) - l share).
-      Value eq =
-          arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, score, m);
-      Value share = arith::SelectOp::create(
-          b, loc, eq,
-          arith::DivFOp::create(b, loc, cst(1.0), readAt(saved[2], t)),
-          cst(0.0));
-      Value seed = cst(0.0);
-      if (cotangents[0])
-        seed = arith::MulFOp::create(b, loc, readAt(cotangents[0], t), share);
-      if (cotangents[1]) {
-        Value dl = readAt(cotangents[1], t);
-        Value d = arith::SubFOp::create(
-            b, loc, e, arith::MulFOp::create(b, loc, l, share));
-        seed = arith::AddFOp::create(b, loc, seed,
-                                     arith::MulFOp::create(b, loc, dl, d));
-      }
-      seedAdd(score, seed);
-    } else if (cotangents[0]) {
-      // o = sum_j p_j v_j, p_j = exp(s_j - m) / l:
-      // dv_j = do p_j, ds_j = do p_j (v_j - o).
-      Value value = mapping.lookup(c.getYield().getValues()[1]);
-      Value p = arith::DivFOp::create(b, loc, e, l);
-      Value dOut = readAt(cotangents[0], t);
-      Value out = readAt(c.getResult(0), t);
-      Value dp = arith::MulFOp::create(b, loc, dOut, p);
-      seedAdd(value, value.getType() == t
-                         ? dp
-                         : arith::TruncFOp::create(b, loc, value.getType(), dp)
-                               .getResult());
-      Value v = value;
-      if (v.getType() != t)
-        v = arith::ExtFOp::create(b, loc, t, v);
-      seedAdd(score, arith::MulFOp::create(
-                         b, loc, dp, arith::SubFOp::create(b, loc, v, out)));
-    }
+    Value e = math::ExpOp::create(
+        b, loc,
+        arith::SubFOp::create(b, loc, castFloat(b, loc, score, t),
+                              readSaved(saved[0])));
+    Value p = arith::DivFOp::create(b, loc, e, readSaved(saved[1]));
+    Value dp = arith::MulFOp::create(b, loc, readAt(cotangents[0], t), p);
+    seedAdd(value, castFloat(b, loc, dp, value.getType()));
   }
   for (auto [k, dy] : llvm::enumerate(cotangents)) {
     if (!dy || monoid == MonoidKind::SoftmaxNorm ||
@@ -978,8 +1124,7 @@ LogicalResult Differentiator::differentiate(ComprehensionOp c,
     } else if (monoid == MonoidKind::SoftmaxNorm) {
       saved = {c.getResult(0), c.getResult(1), tieCount(c)};
     } else if (monoid == MonoidKind::OnlineSoftmax) {
-      auto [m, l] = normalizer(c);
-      saved = {m, l};
+      return differentiateOnlineSoftmax(c, cotangents);
     } else if (monoid != MonoidKind::Add) {
       InFlightDiagnostic d = c.emitOpError()
                              << "reduces under a monoid --tang-grad has no "
@@ -999,6 +1144,53 @@ LogicalResult Differentiator::differentiate(ComprehensionOp c,
       for (ReadOp r : llvm::to_vector(n.getBodyBlock().getOps<ReadOp>()))
         if (needsGradient.contains(r.getTensor()) &&
             failed(emitReadGradient(c, r, n, cotangents, saved)))
+          return failure();
+    }
+  }
+  return success();
+}
+
+LogicalResult
+Differentiator::differentiateOnlineSoftmax(ComprehensionOp c,
+                                           ArrayRef<Value> cotangents) {
+  if (!cotangents[0])
+    return success();
+  // The output itself is saved for D (fused into D's sum it would be
+  // recomputed there off the tensor cores).
+  c->setAttr(kSavedAttrName, OpBuilder(c).getUnitAttr());
+  IRMapping clones;
+  ComprehensionOp norm = normalizer(c, clones);
+  ScoreSeed seed{c, norm.getResult(0), norm.getResult(1),
+                 rowDot(c, cotangents[0]), cotangents[0]};
+  SmallVector<Value> saved{seed.m, seed.l};
+  llvm::SetVector<Operation *> valueOps;
+  llvm::SmallDenseSet<unsigned, 8> unused;
+  getBodySlice(c, c.getYield().getValues()[1], valueOps, unused);
+  // A read (of c's body or of a nested reduction `n` in it) feeds the
+  // values, the scores, or both: each part its own gradient.
+  auto visit = [&](ReadOp r, ComprehensionOp n) -> LogicalResult {
+    if (!needsGradient.contains(r.getTensor()))
+      return success();
+    Operation *top = n ? n.getOperation() : r.getOperation();
+    if (valueOps.contains(top) &&
+        failed(emitReadGradient(c, r, n, cotangents, saved)))
+      return failure();
+    if (auto copy =
+            dyn_cast_or_null<ReadOp>(clones.lookupOrNull(r.getOperation())))
+      return emitReadGradient(
+          norm, copy,
+          n ? cast<ComprehensionOp>(clones.lookup(n.getOperation()))
+            : ComprehensionOp(),
+          {}, {}, &seed);
+    return success();
+  };
+  for (Operation &op : llvm::make_early_inc_range(c.getBodyBlock())) {
+    if (auto r = dyn_cast<ReadOp>(op)) {
+      if (failed(visit(r, {})))
+        return failure();
+    } else if (auto n = dyn_cast<ComprehensionOp>(op)) {
+      for (ReadOp r : llvm::to_vector(n.getBodyBlock().getOps<ReadOp>()))
+        if (failed(visit(r, n)))
           return failure();
     }
   }
@@ -1100,11 +1292,36 @@ struct TangGradPass : tang::impl::TangGradBase<TangGradPass> {
     auto grad = func::FuncOp::create(b, f.getLoc(), name,
                                      b.getFunctionType(inputs, outputs));
     Block *entry = grad.addEntryBlock();
+    // The forward as fusion leaves it: a copy of f fused in a scratch module
+    // (f itself stays as written).
+    func::FuncOp source = f;
+    ModuleOp scratch;
+    llvm::scope_exit eraseScratch([&] {
+      if (scratch)
+        scratch.erase();
+    });
+    if (fuseForward) {
+      OpBuilder sb = OpBuilder::atBlockEnd(module.getBody());
+      scratch = ModuleOp::create(sb, f.getLoc());
+      sb.setInsertionPointToStart(scratch.getBody());
+      // What f may refer to (user monoids), then f.
+      for (Operation &op : module.getBody()->without_terminator())
+        if (!isa<func::FuncOp>(op) && &op != scratch.getOperation())
+          sb.clone(op);
+      source = cast<func::FuncOp>(sb.clone(*f));
+      OpPassManager pm(ModuleOp::getOperationName());
+      pm.addPass(createTangFuse());
+      pm.addPass(createTangOnlineSoftmax());
+      if (failed(runPipeline(pm, scratch)))
+        return f.emitOpError() << "--tang-grad: fusing the forward program "
+                                  "failed (fuse-forward=false differentiates "
+                                  "it as written)";
+    }
     IRMapping map;
     for (unsigned i = 0; i < f.getNumArguments(); ++i)
-      map.map(f.getArgument(i), entry->getArgument(i));
+      map.map(source.getArgument(i), entry->getArgument(i));
     b.setInsertionPointToStart(entry);
-    for (Operation &op : f.getBody().front())
+    for (Operation &op : source.getBody().front())
       b.clone(op, map);
 
     // Views fold into the reads that use them.

@@ -451,7 +451,6 @@ _TENSOR_MAP_SWIZZLE = {0: 0, 32: 1, 64: 2, 128: 3}
 _CU_TENSOR_MAP_L2_PROMOTION_L2_256B = 3
 _CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75
 _CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76
-_DEFAULT_SHARED_LIMIT = 48 * 1024
 _LOG_BYTES = 1 << 16
 
 _c_int_p = ctypes.POINTER(ctypes.c_int)
@@ -854,9 +853,10 @@ class Bundle:
                                 f"{self.path / self.manifest.image}")
             drv.check(r, f"cuModuleGetFunction('{launch.kernel}')")
             k = self._kernels[launch.kernel] = f.value
-        # Over 48 KiB of dynamic shared memory must be allowed explicitly.
-        if (launch.shared_bytes > _DEFAULT_SHARED_LIMIT and
-                launch.shared_bytes > self._shared_limit.get(k, 0)):
+        # Over 48 KiB of shared memory, static and dynamic together, must be
+        # allowed explicitly: allowed for every dynamic size (the kernels'
+        # few static bytes could tip a launch of exactly 48 KiB over).
+        if launch.shared_bytes > self._shared_limit.get(k, 0):
             drv.check(drv.cuFuncSetAttribute(
                 k, _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                 launch.shared_bytes),

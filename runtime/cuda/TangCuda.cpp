@@ -578,11 +578,11 @@ Expected<Bundle> Bundle::load(const Context &context, const std::string &dir,
           return k.takeError().withContext("function '" + f.name + "'");
         it = kernels.emplace(launchSpec.kernel, *k).first;
       }
-      // Over 48 KiB of dynamic shared memory must be allowed explicitly.
-      constexpr unsigned kDefaultSharedLimit = 48 * 1024;
+      // Over 48 KiB of shared memory, static and dynamic together, must be
+      // allowed explicitly: allowed for every dynamic size (the kernels'
+      // few static bytes could tip a launch of exactly 48 KiB over).
       unsigned &limit = sharedSet[it->second];
-      if (launchSpec.sharedBytes > kDefaultSharedLimit &&
-          launchSpec.sharedBytes > limit) {
+      if (launchSpec.sharedBytes > limit) {
         if (Error e =
                 setMaxDynamicSharedBytes(it->second, launchSpec.sharedBytes))
           return std::move(e).withContext("kernel '" + launchSpec.kernel + "'");

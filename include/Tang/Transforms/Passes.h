@@ -9,6 +9,12 @@
 
 namespace mlir::tang {
 
+/// The unit attribute --tang-grad puts on the comprehensions whose values it
+/// saves (hoisted nested reductions, softmax statistics, tie counts):
+/// --tang-fuse keeps them materialised instead of recomputing them inside
+/// their readers.
+inline constexpr llvm::StringLiteral kSavedAttrName = "tang.saved";
+
 #define GEN_PASS_DECL
 #include "Tang/Transforms/Passes.h.inc"
 

@@ -124,7 +124,10 @@ def TangGrad : Pass<"tang-grad", "::mlir::ModuleOp"> {
     `--tang-fuse`, scheduling and every backend like a forward program.
 
     * The forward program is recomputed first (its intermediate tensors are
-      saved). A comprehension nested in another's body is hoisted to a
+      saved). With `fuse-forward` (the default) it is the forward as
+      `--tang-fuse` and `--tang-online-softmax` leave it, so attention
+      written as scores, max, sum, probabilities and product is
+      differentiated as one online-softmax reduction. A comprehension nested in another's body is hoisted to a
       function-level tensor over the outer indices it uses (saved;
       statistic `saved-nested`) or, for a sum whose tensor would be large
       (`policy`), recomputed inside the gradient's bodies (statistic
@@ -145,6 +148,18 @@ def TangGrad : Pass<"tang-grad", "::mlir::ModuleOp"> {
       Reductions under `add` pass the cotangent to every term; under `max`
       and `min` to the terms equal to the result, shared equally among
       ties (as torch.amax does).
+    * An online-softmax reduction `O = sum_j p(i, j) v(j, e)` (p the
+      softmax of scores s over j) has the flash-attention backward: its
+      statistics (m, l) are recomputed by a softmax_norm reduction over
+      the indices the scores use, `D(i) = sum_e dO(i, e) O(i, e)` is
+      computed once, the values get `dO p` and the scores
+      `p (sum_e dO(i, e) v(j, e) - D(i))`, a nested dot product: attention's
+      dQ, dK and dV are each one sum over keys (or queries) of dot-product
+      scores, which `--tang-lower-cuda` emits on tensor cores. Statistics
+      are kept in f32 for 16-bit programs.
+    * Saved comprehensions (hoisted nested ones, softmax statistics, D, tie
+      counts, the output D reads) carry the unit attribute `tang.saved`:
+      `--tang-fuse` keeps them materialised.
 
     ```mlir
     // C = A B  gives  dA[i, k] = sum_j dC[i, j] B[k, j],  dB[k, j] = sum_i dC[i, j] A[i, k]
@@ -181,6 +196,10 @@ def TangGrad : Pass<"tang-grad", "::mlir::ModuleOp"> {
     Option<"function", "function", "std::string", /*default=*/"\"\"",
            "The function to differentiate (default: every function of tang "
            "ops that has no `_grad` companion yet)">,
+    Option<"fuseForward", "fuse-forward", "bool", /*default=*/"true",
+           "Differentiate the forward program as --tang-fuse and "
+           "--tang-online-softmax leave it (the function itself is left "
+           "as it is)">,
   ];
   let statistics = [
     Statistic<"numGradients", "gradient-comprehensions",

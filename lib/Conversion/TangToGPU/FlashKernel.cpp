@@ -158,40 +158,6 @@ std::optional<int64_t> getKeyLimit(Value score, Value i, Value j,
   }
 }
 
-/// Whether `v` depends on `index` (through operands and nested bodies).
-bool dependsOn(Value v, Value index, Block &scope) {
-  SmallVector<Value> work{v};
-  llvm::DenseSet<Value> seen;
-  while (!work.empty()) {
-    Value cur = work.pop_back_val();
-    if (cur == index)
-      return true;
-    if (!seen.insert(cur).second)
-      continue;
-    Operation *def = cur.getDefiningOp();
-    if (!def || !scope.getParentOp()->isAncestor(def))
-      continue;
-    for (Value o : def->getOperands())
-      work.push_back(o);
-    def->walk([&](Operation *inner) {
-      for (Value o : inner->getOperands())
-        work.push_back(o);
-    });
-  }
-  return false;
-}
-
-/// The leaves of the product tree rooted at `v` (through mulf and extf).
-void getFactors(Value v, SmallVectorImpl<Value> &leaves) {
-  v = stripExtensions(v);
-  if (auto mul = v.getDefiningOp<arith::MulFOp>()) {
-    getFactors(mul.getLhs(), leaves);
-    getFactors(mul.getRhs(), leaves);
-    return;
-  }
-  leaves.push_back(v);
-}
-
 std::optional<FlashMatch> matchFlash(ComprehensionOp op, std::string &why) {
   auto fail = [&](const Twine &reason) -> std::optional<FlashMatch> {
     why = reason.str();
@@ -362,8 +328,6 @@ private:
   emitWgmma(ArrayRef<Value> acc, int64_t n, int64_t steps, bool accumulate,
             bool bTransposed,
             function_ref<std::pair<Value, Value>(int64_t)> descs);
-  /// Two f32 values as one operand register (a pair of 16-bit values).
-  Value pack(Value lo, Value hi);
   /// With wgmma: orders this thread's shared-memory writes (cp.async or
   /// stores) before the tensor cores' reads.
   void fenceForTensorCores() {
@@ -374,8 +338,6 @@ private:
         b, loc, NVVM::ProxyKindAttr::get(ctx, NVVM::ProxyKind::async_shared),
         NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
   }
-  /// Reduces `v` over the 4 lanes that share a row.
-  Value rowReduce(Value v, bool max);
   /// Whether the [bn, 64] tiles of `read` (keys or values: the key index in
   /// one coordinate, `colIndex` plus other terms alone in the last) are
   /// boxes of its tensor that a bulk tensor copy fills, zeros past the
@@ -477,18 +439,6 @@ SmallVector<Value> FlashEmitter::kvCoordinates(ReadOp read, Value j0,
       *affine::expandAffineMap(b, loc, read.getMap(), operands));
 }
 
-Value FlashEmitter::pack(Value lo, Value hi) {
-  Type e = m.elementType;
-  Value pair = vector::FromElementsOp::create(
-      b, loc, VectorType::get({2}, b.getF32Type()), ValueRange{lo, hi});
-  pair = arith::TruncFOp::create(b, loc, VectorType::get({2}, e), pair);
-  if (!e.isBF16())
-    return pair;
-  Value word = vector::BitCastOp::create(
-      b, loc, VectorType::get({1}, b.getI32Type()), pair);
-  return vector::ExtractOp::create(b, loc, word, ArrayRef<int64_t>{0});
-}
-
 SmallVector<Value>
 FlashEmitter::emitWgmma(ArrayRef<Value> acc, int64_t n, int64_t steps,
                         bool accumulate, bool bTransposed,
@@ -531,20 +481,6 @@ FlashEmitter::emitWgmma(ArrayRef<Value> acc, int64_t n, int64_t steps,
     out.push_back(
         LLVM::ExtractValueOp::create(b, loc, st, ArrayRef<int64_t>{i}));
   return out;
-}
-
-Value FlashEmitter::rowReduce(Value v, bool max) {
-  for (int32_t offset : {1, 2}) {
-    Value o = gpu::ShuffleOp::create(
-                  b, loc, v,
-                  arith::ConstantIntOp::create(b, loc, b.getI32Type(), offset),
-                  arith::ConstantIntOp::create(b, loc, b.getI32Type(), 32),
-                  gpu::ShuffleMode::XOR)
-                  .getShuffleResult();
-    v = max ? arith::MaximumFOp::create(b, loc, v, o).getResult()
-            : arith::AddFOp::create(b, loc, v, o).getResult();
-  }
-  return v;
 }
 
 LogicalResult FlashEmitter::emit() {
@@ -972,10 +908,10 @@ LogicalResult FlashEmitter::emit() {
     // O += P V: P's tiles 2 t2 and 2 t2 + 1 are the m16k16 operand of keys
     // 16 t2 .. 16 t2 + 15; V [keys, dv] read transposed.
     for (int64_t t2 = 0; t2 < (wgmma ? 0 : bn / 16); ++t2) {
-      SmallVector<Value> a{pack(s[t2 * 8 + 0], s[t2 * 8 + 1]),
-                           pack(s[t2 * 8 + 2], s[t2 * 8 + 3]),
-                           pack(s[t2 * 8 + 4], s[t2 * 8 + 5]),
-                           pack(s[t2 * 8 + 6], s[t2 * 8 + 7])};
+      SmallVector<Value> a{packPair(s[t2 * 8 + 0], s[t2 * 8 + 1]),
+                           packPair(s[t2 * 8 + 2], s[t2 * 8 + 3]),
+                           packPair(s[t2 * 8 + 4], s[t2 * 8 + 5]),
+                           packPair(s[t2 * 8 + 6], s[t2 * 8 + 7])};
       for (int64_t d2 = 0; d2 < m.dv / 16; ++d2) {
         Value row =
             add(cst(t2 * 16), add(rem(lane, 8), mul(rem(div(lane, 8), 2), 8)));

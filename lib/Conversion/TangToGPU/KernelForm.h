@@ -84,6 +84,11 @@ protected:
   /// (the tensor's coordinates, outermost first) to shared address `dst`,
   /// completing on mbarrier `bar` (an address-space-3 pointer).
   void bulkTensorCopy(Value map, ArrayRef<Value> coords, Value dst, Value bar);
+  /// Two f32 values as one operand register (a pair of 16-bit values of
+  /// elementType).
+  Value packPair(Value lo, Value hi);
+  /// Reduces `v` over the 4 lanes that share an mma.sync accumulator row.
+  Value rowReduce(Value v, bool max);
   /// acc += a * b on one mma.sync.m16n8k16 tile (f32 accumulators).
   void mmaSync(ArrayRef<Value> a, ArrayRef<Value> bFrag,
                MutableArrayRef<Value> acc);
@@ -139,6 +144,13 @@ std::optional<unsigned> getBoxRowCoordinate(ReadOp read, Value row, Value col,
 /// value of the dimensions (constants, and products with such a factor).
 bool isSumOfMultiples(AffineExpr e, int64_t m);
 
+/// Whether `v` depends on `index` (through operands and nested bodies of
+/// operations inside `scope`'s parent).
+bool dependsOn(Value v, Value index, Block &scope);
+
+/// The leaves of the product tree rooted at `v` (through mulf and extf).
+void getFactors(Value v, SmallVectorImpl<Value> &leaves);
+
 /// Whether `read` uses the index `v` in any coordinate.
 bool readUses(ReadOp read, Value v);
 
@@ -154,6 +166,16 @@ std::optional<LogicalResult> emitFlashKernel(OpBuilder &b, ComprehensionOp op,
                                              IRMapping &tensors,
                                              ValueRange outputs, Kernel &k,
                                              bool wgmma, bool tma,
+                                             std::string &why);
+
+/// Emits `op`, an add (or softmax_norm) reduction over one key index whose
+/// body computes scores from one or two nested dot products of 16-bit reads
+/// (attention's gradients and saved statistics as --tang-grad derives
+/// them), as an mma.sync kernel (ScoreKernel.cpp); std::nullopt with `why`
+/// set if `op` is not such a reduction, failure() on an emission error.
+std::optional<LogicalResult> emitScoreKernel(OpBuilder &b, ComprehensionOp op,
+                                             IRMapping &tensors,
+                                             ValueRange outputs, Kernel &k,
                                              std::string &why);
 
 /// Matches `op` (a function-level comprehension) against the contraction

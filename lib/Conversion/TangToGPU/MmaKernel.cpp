@@ -134,6 +134,40 @@ Value mlir::tang::stripExtensions(Value v) {
   return v;
 }
 
+/// Whether `v` depends on `index` (through operands and nested bodies).
+bool mlir::tang::dependsOn(Value v, Value index, Block &scope) {
+  SmallVector<Value> work{v};
+  llvm::DenseSet<Value> seen;
+  while (!work.empty()) {
+    Value cur = work.pop_back_val();
+    if (cur == index)
+      return true;
+    if (!seen.insert(cur).second)
+      continue;
+    Operation *def = cur.getDefiningOp();
+    if (!def || !scope.getParentOp()->isAncestor(def))
+      continue;
+    for (Value o : def->getOperands())
+      work.push_back(o);
+    def->walk([&](Operation *inner) {
+      for (Value o : inner->getOperands())
+        work.push_back(o);
+    });
+  }
+  return false;
+}
+
+/// The leaves of the product tree rooted at `v` (through mulf and extf).
+void mlir::tang::getFactors(Value v, SmallVectorImpl<Value> &leaves) {
+  v = stripExtensions(v);
+  if (auto mul = v.getDefiningOp<arith::MulFOp>()) {
+    getFactors(mul.getLhs(), leaves);
+    getFactors(mul.getRhs(), leaves);
+    return;
+  }
+  leaves.push_back(v);
+}
+
 std::optional<MmaContraction>
 mlir::tang::matchMmaContraction(ComprehensionOp op, std::string &why,
                                 bool allowTransposedA, bool allowTf32) {
@@ -312,6 +346,32 @@ mlir::tang::getBoxRowCoordinate(ReadOp read, Value row, Value col,
 //===----------------------------------------------------------------------===//
 // Shared by the tensor-core emitters
 //===----------------------------------------------------------------------===//
+
+Value TensorCoreEmitterBase::packPair(Value lo, Value hi) {
+  Type e = elementType;
+  Value pair = vector::FromElementsOp::create(
+      b, loc, VectorType::get({2}, b.getF32Type()), ValueRange{lo, hi});
+  pair = arith::TruncFOp::create(b, loc, VectorType::get({2}, e), pair);
+  if (!e.isBF16())
+    return pair;
+  Value word = vector::BitCastOp::create(
+      b, loc, VectorType::get({1}, b.getI32Type()), pair);
+  return vector::ExtractOp::create(b, loc, word, ArrayRef<int64_t>{0});
+}
+
+Value TensorCoreEmitterBase::rowReduce(Value v, bool max) {
+  for (int32_t offset : {1, 2}) {
+    Value o = gpu::ShuffleOp::create(
+                  b, loc, v,
+                  arith::ConstantIntOp::create(b, loc, b.getI32Type(), offset),
+                  arith::ConstantIntOp::create(b, loc, b.getI32Type(), 32),
+                  gpu::ShuffleMode::XOR)
+                  .getShuffleResult();
+    v = max ? arith::MaximumFOp::create(b, loc, v, o).getResult()
+            : arith::AddFOp::create(b, loc, v, o).getResult();
+  }
+  return v;
+}
 
 Value TensorCoreEmitterBase::cst(int64_t v) {
   return arith::ConstantIndexOp::create(b, loc, v);

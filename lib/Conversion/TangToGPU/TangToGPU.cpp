@@ -213,6 +213,17 @@ FailureOr<Kernel> KernelFormBuilder::buildKernel(ComprehensionOp op,
     if (!flash && has16BitReads())
       op.emitRemark() << "not a flash-attention kernel: " << why;
   }
+  // Sums over keys of dot-product scores (attention's gradients, its
+  // saved statistics): a tensor-core kernel streaming the keys.
+  bool nestsReductions = llvm::any_of(
+      op.getBodyBlock(), [](Operation &o) { return isa<ComprehensionOp>(o); });
+  if (!flash && tensorCores != "none" && nestsReductions &&
+      (op.getBuiltinMonoid() == MonoidKind::Add ||
+       op.getBuiltinMonoid() == MonoidKind::SoftmaxNorm)) {
+    flash = emitScoreKernel(b, op, tensors, outputs, k, why);
+    if (!flash && has16BitReads())
+      op.emitRemark() << "not a score kernel: " << why;
+  }
   // Narrow contractions (matrix-vector) stay on the row kernels: they are
   // memory-bound.
   if (!flash && tensorCores != "none" &&

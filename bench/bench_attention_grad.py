@@ -1,0 +1,247 @@
+#!/usr/bin/env python3
+"""Checks and times tang's attention forward + backward on the GPU, next to
+PyTorch's SDPA (FLASH_ATTENTION and CUDNN_ATTENTION backends) forward +
+backward in the same process, on the same inputs.
+
+For every gpu-work/attention-grad/<case>/meta.json
+(bench/prepare_attention_grad.py):
+
+1. correctness of the backward bundle (Q, K, V, dO -> dQ, dK, dV; outputs
+   poisoned with NaN first, every element must be written): where the case
+   has them, the saved inputs against the float64 interpreter's gradients;
+   always, fresh random bf16 inputs against float64 autograd of the same
+   attention on the GPU (batch 0, first two heads). ||out - ref|| / ||ref||
+   must be <= REL_TOL per gradient (bf16 outputs, and P and dS rounded to
+   bf16 as tensor-core operands, as FlashAttention does) and a second run
+   must give the same bits;
+2. times tang's forward, backward, and forward + backward (one callable, CUDA
+   events, median), and each peer's forward + backward
+   (torch.autograd.grad of SDPA's output with dO);
+3. with --profile, the backward's kernels by time (torch.profiler).
+
+Writes $OUT/attention_grad.json and .md; prints a table last.
+Usage: python3 bench/bench_attention_grad.py [--cases NAME ...] [--reps N]
+"""
+
+import argparse
+import datetime
+import json
+import math
+import os
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "python"))
+sys.path.insert(0, str(ROOT / "bench"))
+WORK = ROOT / "gpu-work" / "attention-grad"
+REL_TOL = 2e-2
+
+from bench_memory_bound import plan, probe_ms, summary, time_ms  # noqa: E402
+
+
+def rel_err(torch, out, ref):
+    if not bool(torch.isfinite(out).all()):
+        return math.inf
+    out = out.double()
+    return float(torch.linalg.vector_norm(out - ref) /
+                 torch.linalg.vector_norm(ref))
+
+
+def reference(torch, q, k, v, do, causal, scale):
+    """float64 autograd of softmax(scale q k^T [causal]) v: (dq, dk, dv)."""
+    q, k, v = (t.double().requires_grad_() for t in (q, k, v))
+    s = (q @ k.transpose(-1, -2)) * scale
+    if causal:
+        L = s.shape[-1]
+        mask = torch.ones(L, L, dtype=torch.bool, device=s.device).tril()
+        s = s.masked_fill(~mask, float("-inf"))
+    o = torch.softmax(s, dim=-1) @ v
+    return torch.autograd.grad(o, (q, k, v), do.double())
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cases", nargs="*")
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--profile", nargs="*", default=[],
+                    help="cases whose backward kernels are profiled")
+    ap.add_argument("--out", default=os.environ.get("OUT")
+                    or str(ROOT / "gpu-work" / "attention-grad-out"))
+    args = ap.parse_args()
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    import tang.cuda as tang_cuda
+
+    metas = [json.loads(p.read_text())
+             for p in sorted(WORK.glob("*/meta.json"))]
+    if args.cases:
+        metas = [m for m in metas if m["case"] in args.cases]
+    if not metas:
+        print(f"no meta.json under {WORK}: run "
+              "bench/prepare_attention_grad.py and carry gpu-work",
+              file=sys.stderr)
+        return 2
+    metas.sort(key=lambda m: m["flops_forward"])
+    report = {"date": datetime.datetime.now(datetime.timezone.utc)
+              .isoformat(timespec="seconds"),
+              "device": torch.cuda.get_device_name(0),
+              "torch": torch.__version__, "cases": []}
+    bad = 0
+    for meta in metas:
+        p = meta["params"]
+        B, H, L, D, causal = p["B"], p["H"], p["L"], p["D"], p["causal"]
+        res = {"case": meta["case"], "params": p, "status": "ok",
+               "checks": []}
+        report["cases"].append(res)
+        if not meta["ok"]:
+            res.update(status="compile failed", note=meta["error"][:400])
+            bad += 1
+            continue
+        case = WORK / meta["case"]
+        try:
+            fwd = tang_cuda.Bundle(case / "forward")
+            bwd = tang_cuda.Bundle(case / "backward")
+            scale = float(torch.tensor(1.0 / D ** 0.5).to(torch.bfloat16))
+            shape = (B, H, L, D)
+            bf = torch.bfloat16
+            outs = [torch.empty(shape, device="cuda", dtype=bf)
+                    for _ in range(3)]
+            o = torch.empty(shape, device="cuda", dtype=bf)
+
+            def backward(ins):
+                bwd.run("main", *ins, outputs=outs)
+                return outs
+
+            checks = []
+            if meta["interpreter_ref"]:
+                ins = [torch.from_numpy(np.load(case / f"input_{i}.npy"))
+                       .cuda().to(bf) for i in range(4)]
+                refs = [torch.from_numpy(
+                    np.load(case / "ref" / f"output_{i}.npy")).cuda()
+                    .double() for i in range(3)]
+                checks.append(("interpreter", ins, refs, None))
+            g = torch.Generator(device="cuda").manual_seed(4321)
+            fresh = [(torch.rand(shape, device="cuda", generator=g) * 2 - 1)
+                     .to(bf) for _ in range(4)]
+            sl = (slice(0, 1), slice(0, min(H, 2)))
+            refs = reference(torch, *(t[sl] for t in fresh), causal, scale)
+            checks.append(("gpu float64", fresh, refs, sl))
+            for what, ins, refs, part in checks:
+                runs = []
+                for _ in range(2):
+                    for t in outs:
+                        t.fill_(float("nan"))
+                    backward(ins)
+                    torch.cuda.synchronize()
+                    runs.append([t.clone() for t in outs])
+                errs = []
+                for got, ref in zip(runs[0], refs):
+                    if not bool(torch.isfinite(got).all()):
+                        errs.append(math.inf)
+                    else:
+                        errs.append(rel_err(torch, got[part] if part else got,
+                                            ref))
+                same = all(torch.equal(a, b) for a, b in zip(*runs))
+                res["checks"].append({"against": what, "rel_err": errs,
+                                      "deterministic": same})
+                if not all(e <= REL_TOL for e in errs) or not same:
+                    res["status"] = "incorrect"
+            if res["status"] != "ok":
+                bad += 1
+                print(json.dumps(res), flush=True)
+                continue
+
+            q, k, v, do = fresh
+            call_f = lambda i: fwd.run("main", q, k, v, outputs=[o])
+            call_b = lambda i: backward(fresh)
+
+            def call_fb(i):
+                fwd.run("main", q, k, v, outputs=[o])
+                backward(fresh)
+
+            for name, fn in (("forward", call_f), ("backward", call_b),
+                             ("forward_backward", call_fb)):
+                res[name] = summary(time_ms(torch, fn, 1,
+                                            *plan(probe_ms(torch, fn), args)))
+            res["peers"] = []
+            for be in (SDPBackend.FLASH_ATTENTION, SDPBackend.CUDNN_ATTENTION):
+                pr = {"id": be.name.lower()}
+                try:
+                    qg, kg, vg = (t.detach().clone().requires_grad_()
+                                  for t in (q, k, v))
+
+                    def peer(i, be=be):
+                        with sdpa_kernel(be):
+                            out = F.scaled_dot_product_attention(
+                                qg, kg, vg, is_causal=causal, scale=scale)
+                        return torch.autograd.grad(out, (qg, kg, vg), do)
+
+                    got = peer(0)
+                    pr["rel_err"] = [rel_err(torch, t[sl], r)
+                                     for t, r in zip(got, refs)]
+                    pr.update(summary(time_ms(
+                        torch, peer, 1, *plan(probe_ms(torch, peer), args))))
+                    pr["peer_over_tang"] = pr["ms"] / \
+                        res["forward_backward"]["ms"]
+                except Exception as e:  # a backend that does not run this
+                    pr["error"] = f"{type(e).__name__}: {e}"[:200]
+                res["peers"].append(pr)
+            flops = meta["flops_forward"] + meta["flops_backward"]
+            res["tflops"] = flops / res["forward_backward"]["ms"] / 1e9
+            if meta["case"] in args.profile:
+                from torch.profiler import ProfilerActivity, profile
+                with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                    for _ in range(3):
+                        call_b(0)
+                    torch.cuda.synchronize()
+                res["profile"] = [
+                    {"kernel": e.key, "ms": e.device_time_total / 3e3}
+                    for e in sorted(prof.key_averages(),
+                                    key=lambda e: -e.device_time_total)][:10]
+        except Exception as e:  # a load or launch failure
+            res.update(status="failed", note=f"{type(e).__name__}: {e}"[:400])
+            bad += 1
+        print(json.dumps(res), flush=True)
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "attention_grad.json").write_text(json.dumps(report, indent=1)
+                                             + "\n")
+    f = lambda x, fmt: "-" if x is None else format(x, fmt)
+    lines = [f"# Attention forward + backward, {report['device']}, "
+             f"{report['date']}, torch {report['torch']}", "",
+             "| case | status | max rel err (dQ, dK, dV) | tang fwd ms | "
+             "tang bwd ms | tang fwd+bwd ms | TFLOP/s | FA2 fwd+bwd ms | "
+             "FA2/tang | cuDNN fwd+bwd ms | cuDNN/tang |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in report["cases"]:
+        errs = [max(c["rel_err"]) for c in r.get("checks", [])]
+        peers = {p["id"]: p for p in r.get("peers", [])}
+        fa, cu = peers.get("flash_attention", {}), peers.get(
+            "cudnn_attention", {})
+        lines.append(
+            f"| {r['case']} | {r['status']} | "
+            f"{f(max(errs) if errs else None, '.2e')} | "
+            f"{f(r.get('forward', {}).get('ms'), '.3f')} | "
+            f"{f(r.get('backward', {}).get('ms'), '.3f')} | "
+            f"{f(r.get('forward_backward', {}).get('ms'), '.3f')} | "
+            f"{f(r.get('tflops'), '.0f')} | {f(fa.get('ms'), '.3f')} | "
+            f"{f(fa.get('peer_over_tang'), '.3f')} | "
+            f"{f(cu.get('ms'), '.3f')} | "
+            f"{f(cu.get('peer_over_tang'), '.3f')} |")
+    for r in report["cases"]:
+        for e in r.get("profile", []):
+            lines.append(f"- {r['case']}: {e['ms']:.3f} ms {e['kernel']}")
+    text = "\n".join(lines) + "\n"
+    (out / "attention_grad.md").write_text(text)
+    print(text)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,711 @@
+//===- ScoreKernel.cpp - reductions over keys of dot-product scores -------===//
+//
+// A reduction over one index y (the keys) whose body computes scores from
+// dot products, nested add-reductions over an index e of their own,
+//
+//   s_k(x, y) = c_k sum_e A_k[.., x, e] B_k[.., y, e]     (one or two)
+//
+// of 16-bit reads (A_k uses the row index x, B_k the key index y), is
+// emitted on tensor cores when it is
+//
+//   add:          O[.., x, c] = sum_y g(x, y) W[.., y, c]
+//   softmax_norm: (m, l)[.., x] = (max_y g(x, y), sum_y exp(g(x, y) - m))
+//
+// with g any scalar code of the dot products, the indices and other reads
+// (probabilities from saved row statistics, a mask). These are the kernels
+// of attention's gradient as --tang-grad derives it: dQ (s = Q K^T and
+// dP = dO V^T, W = K), dK and dV (rows are the keys, y the queries), and
+// the saved (m, l); matched on the graph's shape, never on names.
+//
+// A block of 4 warps owns 64 rows (16 per warp). The A operands' row tiles
+// stay in shared memory; the key-indexed tiles (the B operands and W, one
+// tile where two reads address the same rows) stream through shared memory
+// in 64-key steps (cp.async, double buffered, zero-filled past the end).
+// Per step and warp: the dot products on mma.sync m16n8k16, g on every
+// element in registers, then O += G W on mma.sync with G's accumulators
+// reused as the A operand (the m16n8 layout of two n8 tiles is the m16k16
+// operand layout), or the running max and sum.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelForm.h"
+
+#include "BodyEmitter.h"
+
+#include "mlir/Dialect/Affine/Utils.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "llvm/ADT/SetVector.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::tang;
+
+namespace {
+
+/// One dot product of the body: sum_e a[.., x, e] b[.., y, e] times
+/// constant factors.
+struct ScoreDot {
+  ComprehensionOp red;
+  ReadOp a, b;
+  SmallVector<Value> factors;
+};
+
+/// The pieces of a reduction over keys of dot-product scores.
+struct ScoreMatch {
+  SmallVector<ScoreDot, 2> dots;
+  MonoidKind monoid;
+  unsigned x; // The row index (parallel).
+  /// With add: the output's column index (the last parallel one) and the
+  /// read W[.., y, c] the per-element value multiplies.
+  std::optional<unsigned> c;
+  ReadOp w;
+  Value y; // The key index (the op's reduced index).
+  /// The per-element value g and the body operations computing it (not
+  /// the dot products, not W's chain).
+  Value g;
+  SmallVector<Operation *> scoreOps;
+  Type elementType;
+  int64_t lx, ly, dc = 0;
+};
+
+/// `v` without float extensions and truncations.
+Value stripCasts(Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    if (!isa<arith::ExtFOp, arith::TruncFOp>(def))
+      break;
+    v = def->getOperand(0);
+  }
+  return v;
+}
+
+std::optional<ScoreMatch> matchScoreReduction(ComprehensionOp op,
+                                              std::string &why) {
+  auto fail = [&](const Twine &reason) -> std::optional<ScoreMatch> {
+    why = reason.str();
+    return std::nullopt;
+  };
+  std::optional<MonoidKind> monoid = op.getBuiltinMonoid();
+  bool add = monoid == MonoidKind::Add && op.getNumResults() == 1;
+  bool norm = monoid == MonoidKind::SoftmaxNorm && op.getNumResults() == 2;
+  if (op.getNumReduced() != 1 || op.getNumParallel() < 1 || (!add && !norm))
+    return fail("not a one-index add or softmax_norm reduction");
+  ScoreMatch m;
+  m.monoid = *monoid;
+  m.y = op.getIndex(op.getNumParallel());
+  m.ly = op.getExtent(op.getNumParallel());
+  Block &body = op.getBodyBlock();
+  ValueRange yields = op.getYield().getValues();
+
+  // W's chain: the yield's casts, the product, W's read and its casts.
+  llvm::SetVector<Operation *> wOps;
+  if (m.monoid == MonoidKind::Add) {
+    m.c = op.getNumParallel() - 1;
+    Value c = op.getIndex(*m.c);
+    Value cur = yields[0];
+    while (Operation *def = cur.getDefiningOp()) {
+      if (!isa<arith::ExtFOp, arith::TruncFOp>(def))
+        break;
+      wOps.insert(def);
+      cur = def->getOperand(0);
+    }
+    auto mul = cur.getDefiningOp<arith::MulFOp>();
+    if (!mul)
+      return fail("the summand is not a product");
+    wOps.insert(mul);
+    for (int side = 0; side < 2 && !m.w; ++side) {
+      auto read = stripCasts(mul->getOperand(side)).getDefiningOp<ReadOp>();
+      if (read && readUses(read, c) && readUses(read, m.y)) {
+        m.w = read;
+        m.g = mul->getOperand(1 - side);
+        for (Value v = mul->getOperand(side); v != read.getResult();
+             v = v.getDefiningOp()->getOperand(0))
+          wOps.insert(v.getDefiningOp());
+        wOps.insert(read);
+      }
+    }
+    if (!m.w || !isContiguousIn(m.w, c))
+      return fail("the summand is not a per-key value times a read "
+                  "contiguous in the output's last index");
+    if (dependsOn(m.g, c, body))
+      return fail("the per-key value depends on the output column");
+    m.dc = op.getExtent(*m.c);
+  } else {
+    m.g = yields[0];
+  }
+
+  for (Operation &inner : body.without_terminator()) {
+    auto nested = dyn_cast<ComprehensionOp>(inner);
+    if (!nested)
+      continue;
+    if (m.dots.size() == 2)
+      return fail("more than two nested reductions");
+    if (nested.getBuiltinMonoid() != MonoidKind::Add ||
+        nested.getNumReduced() != 1 || nested.getNumParallel() != 0)
+      return fail("a nested reduction is not a dot product");
+    ScoreDot dot;
+    dot.red = nested;
+    Value e = nested.getIndex(0);
+    SmallVector<Value> leaves;
+    getFactors(nested.getYield().getValues()[0], leaves);
+    for (Value leaf : leaves) {
+      auto read = leaf.getDefiningOp<ReadOp>();
+      if (read && readUses(read, e)) {
+        if (!dot.a)
+          dot.a = read;
+        else if (!dot.b)
+          dot.b = read;
+        else
+          return fail("a dot product has more than two reads of its index");
+        continue;
+      }
+      if (dependsOn(leaf, e, nested.getBodyBlock()))
+        return fail("a factor of a dot product depends on its index");
+      for (unsigned p = 0; p < op.getNumIndices(); ++p)
+        if (dependsOn(leaf, op.getIndex(p), nested.getBodyBlock()))
+          return fail("a factor of a dot product depends on an index");
+      dot.factors.push_back(leaf);
+    }
+    if (!dot.a || !dot.b)
+      return fail("a dot product is not a product of two reads");
+    if (readUses(dot.a, m.y))
+      std::swap(dot.a, dot.b);
+    if (readUses(dot.a, m.y) || !readUses(dot.b, m.y))
+      return fail("the key index is not read by exactly one factor of a dot "
+                  "product");
+    if (!isContiguousIn(dot.a, e) || !isContiguousIn(dot.b, e))
+      return fail("a dot product's operands are not contiguous in its index");
+    int64_t extent = nested.getExtent(0);
+    if (extent % 64 || extent > 256)
+      return fail("a dot product's length is not 64, 128, 192 or 256");
+    m.dots.push_back(dot);
+  }
+  if (m.dots.empty())
+    return fail("no dot product in the body");
+
+  // The row index: the parallel index the first dot's row operand uses and
+  // its key operand does not; every dot agrees, W does not use it.
+  std::optional<unsigned> xi;
+  for (unsigned p = 0; p < op.getNumParallel(); ++p)
+    if (p != m.c && readUses(m.dots[0].a, op.getIndex(p)) &&
+        !readUses(m.dots[0].b, op.getIndex(p)))
+      xi = p;
+  if (!xi)
+    return fail("no row index");
+  m.x = *xi;
+  Value x = op.getIndex(m.x);
+  for (ScoreDot &dot : m.dots)
+    if (!readUses(dot.a, x) || readUses(dot.b, x))
+      return fail("the dot products do not share one row index");
+  if (m.w && readUses(m.w, x))
+    return fail("the summand's read depends on the row index");
+
+  Type t = cast<RankedTensorType>(m.dots[0].a.getTensor().getType())
+               .getElementType();
+  SmallVector<ReadOp> operands;
+  for (ScoreDot &dot : m.dots)
+    operands.append({dot.a, dot.b});
+  if (m.w)
+    operands.push_back(m.w);
+  for (ReadOp r : operands)
+    if (cast<RankedTensorType>(r.getTensor().getType()).getElementType() != t)
+      return fail("the operands' element types differ");
+  if (!t.isF16() && !t.isBF16())
+    return fail("the operands are not f16 or bf16");
+  m.elementType = t;
+  if (m.c && (m.dc % 64 || m.dc > 256))
+    return fail("the output's last extent is not 64, 128, 192 or 256");
+  for (Type r : op.getResultTypes()) {
+    Type e = cast<RankedTensorType>(r).getElementType();
+    if (!e.isF32() && !e.isF16() && !e.isBF16())
+      return fail("a result is not f32, f16 or bf16");
+  }
+  int64_t batchCount = 1;
+  for (unsigned p = 0; p < op.getNumParallel(); ++p)
+    if (p != m.x && p != m.c)
+      batchCount *= op.getExtent(p);
+  if (batchCount > 65535)
+    return fail("more batch points than the grid holds");
+  m.lx = op.getExtent(m.x);
+
+  // The per-element code: every other body operation (none may use the
+  // output column).
+  for (Operation &inner : body.without_terminator()) {
+    if (wOps.contains(&inner) || llvm::any_of(m.dots, [&](const ScoreDot &d) {
+          return d.red == &inner;
+        }))
+      continue;
+    if (m.c)
+      for (Value r : inner.getResults())
+        if (dependsOn(r, op.getIndex(*m.c), body))
+          return fail("the per-key value depends on the output column");
+    m.scoreOps.push_back(&inner);
+  }
+  return m;
+}
+
+/// A tile streamed through shared memory per key step: `read`'s rows at
+/// the keys, its contiguous index `col` whole.
+struct StreamedTile {
+  ReadOp read;
+  Value col;
+  int64_t width;
+  Value tile;
+
+  /// Whether `other`'s rows with `otherCol` whole are this tile: one
+  /// tensor through one map, the indices differing only in the contiguous
+  /// one (K in Q K^T and in dS K).
+  bool holds(ReadOp other, Value otherCol) const {
+    ReadOp read = this->read;
+    return read.getTensor() == other.getTensor() &&
+           read.getMap() == other.getMap() &&
+           llvm::all_of(llvm::zip(read.getIndices(), other.getIndices()),
+                        [&](auto pair) {
+                          auto [u, v] = pair;
+                          return u == v || (u == col && v == otherCol);
+                        });
+  }
+};
+
+class ScoreEmitter : TensorCoreEmitterBase {
+public:
+  ScoreEmitter(OpBuilder &b, ComprehensionOp op, const ScoreMatch &m,
+               IRMapping &tensors, ValueRange outputs, Kernel &k)
+      : TensorCoreEmitterBase(b, op.getLoc(), m.elementType), op(op), m(m),
+        tensors(tensors), outputs(outputs), k(k),
+        emitter(tensors, &k.func.getBody().front()) {}
+
+  LogicalResult emit();
+
+private:
+  static constexpr int64_t bm = 64, bn = 64, threads = 128;
+
+  Value f32(double v) {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+  }
+  /// The 16-byte chunk of `chunk` in row `row` (rows of >= 128 bytes).
+  Value swizzle(Value row, Value chunk) {
+    return arith::XOrIOp::create(b, loc, chunk, rem(row, 8));
+  }
+  /// The indices at the block's origin: the batch point's, the block's
+  /// first row, 0 for the key, the output column and the dot products'.
+  IRMapping getBlockIndices();
+  /// cp.async of `rows` rows of `read` (its `rowIndex` from `rowBase`,
+  /// `colIndex` whole, `cols` wide) into tile[slot] ([slot, row, col],
+  /// 16-byte chunks swizzled by row).
+  void loadRows(ReadOp read, Value tile, Value slot, int64_t rows, int64_t cols,
+                Value rowIndex, Value rowBase, int64_t rowExtent,
+                Value colIndex);
+  /// The streamed tile holding `read`'s rows with `col` whole.
+  const StreamedTile &getStreamed(ReadOp read, Value col);
+  /// Emits the constant factors of the dot products (once per kernel).
+  LogicalResult emitFactors();
+
+  ComprehensionOp op;
+  ScoreMatch m;
+  IRMapping &tensors;
+  ValueRange outputs;
+  Kernel &k;
+  BodyEmitter emitter;
+  SmallVector<StreamedTile> streamed;
+  SmallVector<Value> factor;
+  Value tid, lane, warp, row0;
+  SmallVector<Value> batch;
+};
+
+IRMapping ScoreEmitter::getBlockIndices() {
+  IRMapping idx;
+  for (unsigned p = 0; p < op.getNumParallel(); ++p)
+    if (batch[p])
+      idx.map(op.getIndex(p), batch[p]);
+  idx.map(op.getIndex(m.x), row0);
+  if (m.c)
+    idx.map(op.getIndex(*m.c), cst(0));
+  idx.map(m.y, cst(0));
+  for (ScoreDot &dot : m.dots)
+    idx.map(dot.red.getIndex(0), cst(0));
+  return idx;
+}
+
+void ScoreEmitter::loadRows(ReadOp read, Value tile, Value slot, int64_t rows,
+                            int64_t cols, Value rowIndex, Value rowBase,
+                            int64_t rowExtent, Value colIndex) {
+  Value memref = tensors.lookup(read.getTensor());
+  int64_t chunks = cols / 8;
+  for (int64_t c = 0; c < rows * chunks / threads; ++c) {
+    Value id = add(tid, cst(c * threads));
+    Value r = div(id, chunks), ch = rem(id, chunks);
+    Value row = add(rowBase, r);
+    IRMapping idx = getBlockIndices();
+    idx.map(rowIndex, minU(row, rowExtent - 1));
+    idx.map(colIndex, mul(ch, 8));
+    SmallVector<Value> operands = llvm::map_to_vector(
+        read.getIndices(), [&](Value v) { return idx.lookup(v); });
+    std::optional<SmallVector<Value, 8>> coords =
+        affine::expandAffineMap(b, loc, read.getMap(), operands);
+    Value srcElements =
+        arith::SelectOp::create(b, loc, lt(row, rowExtent), cst(8), cst(0));
+    nvgpu::DeviceAsyncCopyOp::create(
+        b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), tile,
+        ValueRange{slot, r, mul(swizzle(r, ch), 8)}, memref, *coords,
+        b.getIndexAttr(8), srcElements, b.getUnitAttr());
+  }
+}
+
+const StreamedTile &ScoreEmitter::getStreamed(ReadOp read, Value col) {
+  for (const StreamedTile &t : streamed)
+    if (t.holds(read, col))
+      return t;
+  llvm_unreachable("every streamed read has a tile");
+}
+
+LogicalResult ScoreEmitter::emitFactors() {
+  for (ScoreDot &dot : m.dots) {
+    Value product;
+    IRMapping none;
+    for (Value f : dot.factors) {
+      for (Operation &inner : dot.red.getBodyBlock().without_terminator())
+        if (inner.getNumResults() &&
+            (inner.getResult(0) == f ||
+             dependsOn(f, inner.getResult(0), dot.red.getBodyBlock())))
+          if (failed(emitter.emit(b, &inner, none)))
+            return failure();
+      Value fv = none.lookupOrNull(f);
+      if (!fv) {
+        auto c = f.getDefiningOp<arith::ConstantOp>();
+        if (!c || failed(emitter.emit(b, c, none)))
+          return op.emitOpError() << "score kernel: a dot product's factor "
+                                     "is not computed in its body";
+        fv = none.lookup(f);
+      }
+      product =
+          product ? arith::MulFOp::create(b, loc, product, fv).getResult() : fv;
+    }
+    factor.push_back(product);
+  }
+  return success();
+}
+
+LogicalResult ScoreEmitter::emit() {
+  MLIRContext *ctx = b.getContext();
+  auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  bool approximate = llvm::all_of(op.getResultTypes(), [](Type t) {
+    Type e = cast<RankedTensorType>(t).getElementType();
+    return e.isF16() || e.isBF16();
+  });
+  emitter.setApproximate(approximate);
+
+  // Shared memory: the row tiles of the A operands, then the streamed
+  // tiles (two slots each).
+  SmallVector<std::tuple<ReadOp, Value, int64_t>> toStream;
+  for (ScoreDot &dot : m.dots)
+    toStream.emplace_back(dot.b, dot.red.getIndex(0), dot.red.getExtent(0));
+  if (m.w)
+    toStream.emplace_back(m.w, op.getIndex(*m.c), m.dc);
+  int64_t bytes = 0;
+  SmallVector<int64_t> aOffsets;
+  for (ScoreDot &dot : m.dots) {
+    aOffsets.push_back(bytes);
+    bytes += bm * dot.red.getExtent(0) * 2;
+  }
+  SmallVector<int64_t> streamOffsets;
+  for (auto [read, col, width] : toStream) {
+    if (llvm::any_of(streamed,
+                     [&, read = read, col = col](const StreamedTile &t) {
+                       return t.holds(read, col);
+                     }))
+      continue;
+    streamed.push_back({read, col, width, Value()});
+    streamOffsets.push_back(bytes);
+    bytes += 2 * bn * width * 2;
+  }
+  k.sharedBytes = bytes;
+  if (bytes > 227 * 1024)
+    return op.emitOpError() << "score kernel: " << bytes
+                            << " bytes of shared memory, more than the "
+                               "227 KiB a block may have";
+  int64_t batchCount = 1;
+  for (unsigned p = 0; p < op.getNumParallel(); ++p)
+    if (p != m.x && p != m.c)
+      batchCount *= op.getExtent(p);
+  k.grid = {static_cast<int64_t>(llvm::divideCeil(m.lx, bm)), 1, batchCount};
+  k.block = {threads, 1, 1};
+
+  tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  lane = rem(tid, 32);
+  warp = div(tid, 32);
+  row0 = mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::x), bm);
+  batch.assign(op.getNumParallel(), Value());
+  Value rest = gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
+  for (int p = static_cast<int>(op.getNumParallel()) - 1; p >= 0; --p) {
+    if (static_cast<unsigned>(p) == m.x || static_cast<unsigned>(p) == m.c)
+      continue;
+    batch[p] = rem(rest, op.getExtent(p));
+    rest = div(rest, op.getExtent(p));
+  }
+  if (failed(emitFactors()))
+    return failure();
+
+  Value smem = gpu::DynamicSharedMemoryOp::create(
+      b, loc,
+      MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), AffineMap(), wg));
+  auto view = [&](ArrayRef<int64_t> shape, int64_t offset) {
+    return memref::ViewOp::create(
+               b, loc, MemRefType::get(shape, m.elementType, AffineMap(), wg),
+               smem, cst(offset), ValueRange{})
+        .getResult();
+  };
+  SmallVector<Value> tileA;
+  for (auto [dot, offset] : llvm::zip(m.dots, aOffsets))
+    tileA.push_back(view({1, bm, dot.red.getExtent(0)}, offset));
+  for (auto [t, offset] : llvm::zip(streamed, streamOffsets))
+    t.tile = view({2, bn, t.width}, offset);
+  auto tokenType = nvgpu::DeviceAsyncTokenType::get(ctx);
+  auto loadStep = [&](Value step, Value slot) {
+    Value y0 = mul(step, bn);
+    for (const StreamedTile &t : streamed)
+      loadRows(t.read, t.tile, slot, bn, t.width, m.y, y0, m.ly, t.col);
+  };
+  Value x = op.getIndex(m.x);
+  for (auto [dot, tile] : llvm::zip(m.dots, tileA))
+    loadRows(dot.a, tile, cst(0), bm, dot.red.getExtent(0), x, row0, m.lx,
+             dot.red.getIndex(0));
+  loadStep(cst(0), cst(0));
+  Value group =
+      nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, tokenType, ValueRange{});
+  nvgpu::DeviceAsyncWaitOp::create(b, loc, group, b.getI32IntegerAttr(0));
+  gpu::BarrierOp::create(b, loc);
+
+  // Carried: add: the output accumulators (dc / 8 tiles of 4);
+  // softmax_norm: the running max and sum of this thread's two rows.
+  Value negInf = f32(-std::numeric_limits<double>::infinity());
+  SmallVector<Value> init;
+  if (m.c)
+    init.assign(m.dc / 8 * 4, f32(0));
+  else
+    init = {negInf, negInf, f32(0), f32(0)};
+  int64_t steps = static_cast<int64_t>(llvm::divideCeil(m.ly, bn));
+  Value warpRow = mul(warp, 16);
+  bool scoreReads = llvm::any_of(m.scoreOps, [](Operation *o) {
+    bool reads = false;
+    o->walk([&](ReadOp) { reads = true; });
+    return reads;
+  });
+
+  auto emitStep = [&](Value kb, ValueRange carried, bool masked,
+                      SmallVector<Value> &yield) -> LogicalResult {
+    Value slot = rem(kb, 2);
+    // The next step's tiles into the other slot (every warp finished
+    // reading it before the barrier that ended the last step).
+    Value next = add(kb, cst(1));
+    loadStep(next, rem(next, 2));
+    Value g = nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, tokenType,
+                                                      ValueRange{});
+
+    // The dot products: bn / 8 tiles of m16n8 each.
+    SmallVector<SmallVector<Value>> s;
+    for (auto [dot, tile] : llvm::zip(m.dots, tileA)) {
+      const StreamedTile &kt = getStreamed(dot.b, dot.red.getIndex(0));
+      SmallVector<Value> acc(bn / 8 * 4, f32(0));
+      for (int64_t kq = 0; kq < dot.red.getExtent(0) / 16; ++kq) {
+        Value arow = add(warpRow, rem(lane, 16));
+        Value achunk = add(div(lane, 16), cst(2 * kq));
+        SmallVector<Value> a = loadMatrix(
+            tile, {cst(0), arow, mul(swizzle(arow, achunk), 8)}, false);
+        for (int64_t n2 = 0; n2 < bn / 16; ++n2) {
+          Value row =
+              add(cst(n2 * 16), add(rem(lane, 8), mul(div(lane, 16), 8)));
+          Value chunk = add(rem(div(lane, 8), 2), cst(2 * kq));
+          SmallVector<Value> br = loadMatrix(
+              kt.tile, {slot, row, mul(swizzle(row, chunk), 8)}, false);
+          mmaSync(a, {br[0], br[1]},
+                  MutableArrayRef<Value>(acc).slice(n2 * 8, 4));
+          mmaSync(a, {br[2], br[3]},
+                  MutableArrayRef<Value>(acc).slice(n2 * 8 + 4, 4));
+        }
+      }
+      s.push_back(std::move(acc));
+    }
+
+    // g on every element: rows lane / 4 (+ 8), keys 2 (lane % 4) (+ 1) of
+    // each n8 tile; keys past the end contribute nothing.
+    Value xRow = add(row0, add(warpRow, div(lane, 4)));
+    Value yCol = add(mul(kb, bn), mul(rem(lane, 4), 2));
+    SmallVector<Value> gv(bn / 8 * 4);
+    Type f32Type = b.getF32Type();
+    for (int64_t t = 0; t < bn / 8; ++t) {
+      for (int64_t e = 0; e < 4; ++e) {
+        Value iv = e >= 2 ? add(xRow, cst(8)) : xRow;
+        Value jv = add(yCol, cst(t * 8 + e % 2));
+        IRMapping mapping;
+        for (unsigned p = 0; p < op.getNumParallel(); ++p)
+          if (batch[p])
+            mapping.map(op.getIndex(p), batch[p]);
+        // Rows and keys past the end (discarded) read in bounds.
+        mapping.map(x, scoreReads ? minU(iv, m.lx - 1) : iv);
+        mapping.map(m.y, scoreReads ? minU(jv, m.ly - 1) : jv);
+        for (auto [dot, acc, f] : llvm::zip(m.dots, s, factor)) {
+          Value raw = acc[t * 4 + e];
+          if (f)
+            raw = arith::MulFOp::create(b, loc, raw, f);
+          mapping.map(dot.red.getResult(0), raw);
+        }
+        for (Operation *inner : m.scoreOps)
+          if (failed(emitter.emit(b, inner, mapping)))
+            return failure();
+        Value v = mapping.lookupOrNull(m.g);
+        if (!v)
+          return op.emitOpError() << "score kernel: the per-key value is not "
+                                     "computed in the body";
+        if (v.getType() != f32Type)
+          v = arith::ExtFOp::create(b, loc, f32Type, v);
+        if (masked)
+          v = arith::SelectOp::create(b, loc, lt(jv, m.ly), v,
+                                      m.c ? f32(0) : negInf);
+        gv[t * 4 + e] = v;
+      }
+    }
+
+    if (m.c) {
+      // O += G W: G's tiles 2 t2 and 2 t2 + 1 are the m16k16 operand of
+      // keys 16 t2 .. 16 t2 + 15; W [keys, dc] read transposed.
+      const StreamedTile &wt = getStreamed(m.w, op.getIndex(*m.c));
+      SmallVector<Value> o(carried);
+      for (int64_t t2 = 0; t2 < bn / 16; ++t2) {
+        SmallVector<Value> a{packPair(gv[t2 * 8 + 0], gv[t2 * 8 + 1]),
+                             packPair(gv[t2 * 8 + 2], gv[t2 * 8 + 3]),
+                             packPair(gv[t2 * 8 + 4], gv[t2 * 8 + 5]),
+                             packPair(gv[t2 * 8 + 6], gv[t2 * 8 + 7])};
+        for (int64_t d2 = 0; d2 < m.dc / 16; ++d2) {
+          Value row = add(cst(t2 * 16),
+                          add(rem(lane, 8), mul(rem(div(lane, 8), 2), 8)));
+          Value chunk = add(cst(d2 * 2), div(lane, 16));
+          SmallVector<Value> wr = loadMatrix(
+              wt.tile, {slot, row, mul(swizzle(row, chunk), 8)}, true);
+          mmaSync(a, {wr[0], wr[1]},
+                  MutableArrayRef<Value>(o).slice(d2 * 8, 4));
+          mmaSync(a, {wr[2], wr[3]},
+                  MutableArrayRef<Value>(o).slice(d2 * 8 + 4, 4));
+        }
+      }
+      yield = o;
+    } else {
+      // The running max (agreed by the 4 lanes of a row) and sum.
+      SmallVector<Value> mx{carried[0], carried[1]},
+          sum{carried[2], carried[3]};
+      for (int64_t r = 0; r < 2; ++r) {
+        Value cur = mx[r];
+        for (int64_t t = 0; t < bn / 8; ++t)
+          for (int64_t e = 2 * r; e < 2 * r + 2; ++e)
+            cur = arith::MaximumFOp::create(b, loc, cur, gv[t * 4 + e]);
+        cur = rowReduce(cur, /*max=*/true);
+        // A row with no finite score yet subtracts 0 (exp(-inf) = 0).
+        Value isInf = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                            cur, negInf);
+        Value safe = arith::SelectOp::create(b, loc, isInf, f32(0), cur);
+        auto expOf = [&](Value v) {
+          auto ex = math::ExpOp::create(b, loc,
+                                        arith::SubFOp::create(b, loc, v, safe));
+          if (approximate)
+            allowApproximation(ex);
+          return ex.getResult();
+        };
+        Value total = arith::MulFOp::create(b, loc, sum[r], expOf(mx[r]));
+        for (int64_t t = 0; t < bn / 8; ++t)
+          for (int64_t e = 2 * r; e < 2 * r + 2; ++e)
+            total = arith::AddFOp::create(b, loc, total, expOf(gv[t * 4 + e]));
+        mx[r] = cur;
+        sum[r] = total;
+      }
+      yield = {mx[0], mx[1], sum[0], sum[1]};
+    }
+    nvgpu::DeviceAsyncWaitOp::create(b, loc, g, b.getI32IntegerAttr(0));
+    gpu::BarrierOp::create(b, loc);
+    return success();
+  };
+  auto emitLoop = [&](Value lb, Value ubound, ValueRange initial,
+                      bool masked) -> FailureOr<scf::ForOp> {
+    auto loop = scf::ForOp::create(b, loc, lb, ubound, cst(1), initial);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    SmallVector<Value> yield;
+    if (failed(emitStep(loop.getInductionVar(), loop.getRegionIterArgs(),
+                        masked, yield)))
+      return failure();
+    scf::YieldOp::create(b, loc, yield);
+    return loop;
+  };
+  // Whole key tiles first, without the end-of-keys check.
+  Value full = cst(m.ly / bn);
+  FailureOr<scf::ForOp> unmasked = emitLoop(cst(0), full, init, false);
+  if (failed(unmasked))
+    return failure();
+  FailureOr<scf::ForOp> loop =
+      emitLoop(full, cst(steps), unmasked->getResults(), true);
+  if (failed(loop))
+    return failure();
+
+  // The results, rows past the end skipped.
+  ValueRange res = loop->getResults();
+  Value xRow = add(row0, add(warpRow, div(lane, 4)));
+  for (int64_t r = 0; r < 2; ++r) {
+    Value iv = r ? add(xRow, cst(8)) : xRow;
+    SmallVector<Value> total;
+    if (!m.c)
+      total = {res[r], rowReduce(res[2 + r], /*max=*/false)};
+    Value inRange = lt(iv, m.lx);
+    if (!m.c)
+      inRange = arith::AndIOp::create(
+          b, loc, inRange,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, rem(lane, 4),
+                                cst(0)));
+    auto ifOp = scf::IfOp::create(b, loc, inRange, false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    SmallVector<Value> idx;
+    for (unsigned p = 0; p < op.getNumParallel(); ++p)
+      idx.push_back(p == m.x ? iv : batch[p]);
+    if (!m.c) {
+      for (auto [v, out] : llvm::zip(total, outputs)) {
+        Type e = cast<MemRefType>(out.getType()).getElementType();
+        if (!e.isF32())
+          v = arith::TruncFOp::create(b, loc, e, v);
+        memref::StoreOp::create(b, loc, v, out, idx);
+      }
+      continue;
+    }
+    Type out = cast<MemRefType>(outputs[0].getType()).getElementType();
+    for (int64_t t = 0; t < m.dc / 8; ++t) {
+      idx[*m.c] = add(mul(rem(lane, 4), 2), cst(t * 8));
+      Value pair = vector::FromElementsOp::create(
+          b, loc, VectorType::get({2}, b.getF32Type()),
+          ValueRange{res[t * 4 + 2 * r], res[t * 4 + 2 * r + 1]});
+      if (!out.isF32())
+        pair = arith::TruncFOp::create(b, loc, VectorType::get({2}, out), pair);
+      // Pairs of columns start at even c, the output's last dimension (a
+      // multiple of 64 long); buffers are 16-byte aligned (the runtimes
+      // check).
+      vector::StoreOp::create(b, loc, pair, outputs[0], idx,
+                              /*nontemporal=*/false,
+                              llvm::Align(2 * out.getIntOrFloatBitWidth() / 8));
+    }
+  }
+  return success();
+}
+
+} // namespace
+
+std::optional<LogicalResult>
+mlir::tang::emitScoreKernel(OpBuilder &b, ComprehensionOp op,
+                            IRMapping &tensors, ValueRange outputs, Kernel &k,
+                            std::string &why) {
+  std::optional<ScoreMatch> m = matchScoreReduction(op, why);
+  if (!m)
+    return std::nullopt;
+  return ScoreEmitter(b, op, *m, tensors, outputs, k).emit();
+}
