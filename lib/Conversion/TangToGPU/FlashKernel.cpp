@@ -49,33 +49,7 @@
 using namespace mlir;
 using namespace mlir::tang;
 
-namespace {
-
-/// The pieces of an attention-shaped online-softmax reduction.
-struct FlashMatch {
-  ComprehensionOp red; // The nested dot product over e.
-  ReadOp q, k, v;
-  unsigned i, d; // Query and value-column indices (parallel).
-  Value j;       // The key index (the op's reduced index).
-  /// Body operations of `red` that do not depend on e: constant factors of
-  /// the summand, computed once.
-  SmallVector<Value> factors;
-  /// Body operations of the op computing the score from red's result.
-  SmallVector<Operation *> scoreOps;
-  Value score;
-  Type elementType;
-  int64_t lq, lk, dqk, dv;
-  /// If the score is select(j + a <= i + b, x, -inf) (a causal or banded
-  /// mask, any equivalent comparison), c = b - a: keys past i + c are
-  /// masked, and key tiles wholly past a query tile are skipped.
-  std::optional<int64_t> keyLimit;
-  /// With keyLimit: the comparison j + a <= i + b of the mask (true on key
-  /// tiles wholly at or before a query tile's first row + c).
-  Operation *maskCondition = nullptr;
-};
-
-/// `v` as index `index` plus a constant, if it is a tang.index of that form.
-std::optional<int64_t> getIndexOffset(Value v, Value index) {
+std::optional<int64_t> mlir::tang::getIndexOffset(Value v, Value index) {
   auto idx = v.getDefiningOp<IndexOp>();
   if (!idx || idx.getMap().getNumResults() != 1)
     return std::nullopt;
@@ -95,10 +69,9 @@ std::optional<int64_t> getIndexOffset(Value v, Value index) {
   return offset;
 }
 
-/// The key limit c of a score select(j + a <= i + b, x, -inf) (see
-/// FlashMatch::keyLimit).
-std::optional<int64_t> getKeyLimit(Value score, Value i, Value j,
-                                   int64_t extentI, int64_t extentJ) {
+std::optional<int64_t> mlir::tang::getKeyLimit(Value score, Value i, Value j,
+                                               int64_t extentI,
+                                               int64_t extentJ) {
   auto sel = score.getDefiningOp<arith::SelectOp>();
   if (!sel)
     return std::nullopt;
@@ -157,6 +130,31 @@ std::optional<int64_t> getKeyLimit(Value score, Value i, Value j,
     return std::nullopt;
   }
 }
+
+namespace {
+
+/// The pieces of an attention-shaped online-softmax reduction.
+struct FlashMatch {
+  ComprehensionOp red; // The nested dot product over e.
+  ReadOp q, k, v;
+  unsigned i, d; // Query and value-column indices (parallel).
+  Value j;       // The key index (the op's reduced index).
+  /// Body operations of `red` that do not depend on e: constant factors of
+  /// the summand, computed once.
+  SmallVector<Value> factors;
+  /// Body operations of the op computing the score from red's result.
+  SmallVector<Operation *> scoreOps;
+  Value score;
+  Type elementType;
+  int64_t lq, lk, dqk, dv;
+  /// If the score is select(j + a <= i + b, x, -inf) (a causal or banded
+  /// mask, any equivalent comparison), c = b - a: keys past i + c are
+  /// masked, and key tiles wholly past a query tile are skipped.
+  std::optional<int64_t> keyLimit;
+  /// With keyLimit: the comparison j + a <= i + b of the mask (true on key
+  /// tiles wholly at or before a query tile's first row + c).
+  Operation *maskCondition = nullptr;
+};
 
 std::optional<FlashMatch> matchFlash(ComprehensionOp op, std::string &why) {
   auto fail = [&](const Twine &reason) -> std::optional<FlashMatch> {

@@ -151,6 +151,16 @@ bool dependsOn(Value v, Value index, Block &scope);
 /// The leaves of the product tree rooted at `v` (through mulf and extf).
 void getFactors(Value v, SmallVectorImpl<Value> &leaves);
 
+/// `v` as index `index` plus a constant, if it is a tang.index of that form.
+std::optional<int64_t> getIndexOffset(Value v, Value index);
+
+/// If `score` is select(j + a <= i + b, x, -inf) (a causal or banded mask,
+/// any equivalent comparison of tang.index values of `i` and `j`, exact
+/// over extents `extentI`, `extentJ`): c = b - a, keys j past i + c are
+/// masked.
+std::optional<int64_t> getKeyLimit(Value score, Value i, Value j,
+                                   int64_t extentI, int64_t extentJ);
+
 /// Whether `read` uses the index `v` in any coordinate.
 bool readUses(ReadOp read, Value v);
 

@@ -72,6 +72,12 @@ struct ScoreMatch {
   SmallVector<Operation *> scoreOps;
   Type elementType;
   int64_t lx, ly, dc = 0;
+  /// A causal-type mask select(y + a <= x + b, s, -inf) among the score
+  /// code, with g vanishing (add) or -inf (softmax_norm) where it masks:
+  /// keys past x + keysUpTo (dQ), or before x - keysFrom (dK, dV, where the
+  /// rows are keys and y the queries), contribute nothing, and key tiles
+  /// wholly there are skipped.
+  std::optional<int64_t> keysUpTo, keysFrom;
 };
 
 /// `v` without float extensions and truncations.
@@ -82,6 +88,52 @@ Value stripCasts(Value v) {
     v = def->getOperand(0);
   }
   return v;
+}
+
+/// Whether `v` is -inf wherever `sel` is (through casts, the sum or
+/// difference with another value, a product with a positive constant).
+bool isNegInfWith(Value v, Value sel) {
+  v = stripCasts(v);
+  if (v == sel)
+    return true;
+  Operation *def = v.getDefiningOp();
+  if (isa_and_nonnull<arith::SubFOp>(def))
+    return isNegInfWith(def->getOperand(0), sel);
+  if (isa_and_nonnull<arith::AddFOp>(def))
+    return isNegInfWith(def->getOperand(0), sel) ||
+           isNegInfWith(def->getOperand(1), sel);
+  if (isa_and_nonnull<arith::MulFOp>(def))
+    for (int side = 0; side < 2; ++side) {
+      auto c = def->getOperand(1 - side).getDefiningOp<arith::ConstantOp>();
+      auto f = c ? dyn_cast<FloatAttr>(c.getValue()) : FloatAttr();
+      if (f && f.getValueAsDouble() > 0 &&
+          isNegInfWith(def->getOperand(side), sel))
+        return true;
+    }
+  return false;
+}
+
+/// Whether `v` is 0 wherever `sel` is -inf: a product (or quotient) with
+/// a factor exp(-inf), a select between such values and zeros.
+bool vanishesWith(Value v, Value sel) {
+  v = stripCasts(v);
+  Operation *def = v.getDefiningOp();
+  if (auto choice = dyn_cast_or_null<arith::SelectOp>(def)) {
+    auto zeroOr = [&](Value w) {
+      auto c = stripCasts(w).getDefiningOp<arith::ConstantOp>();
+      auto f = c ? dyn_cast<FloatAttr>(c.getValue()) : FloatAttr();
+      return (f && f.getValue().isZero()) || vanishesWith(w, sel);
+    };
+    return zeroOr(choice.getTrueValue()) && zeroOr(choice.getFalseValue());
+  }
+  if (isa_and_nonnull<arith::MulFOp>(def))
+    return vanishesWith(def->getOperand(0), sel) ||
+           vanishesWith(def->getOperand(1), sel);
+  if (isa_and_nonnull<arith::DivFOp>(def))
+    return vanishesWith(def->getOperand(0), sel);
+  if (auto ex = dyn_cast_or_null<math::ExpOp>(def))
+    return isNegInfWith(ex.getOperand(), sel);
+  return false;
 }
 
 std::optional<ScoreMatch> matchScoreReduction(ComprehensionOp op,
@@ -245,6 +297,21 @@ std::optional<ScoreMatch> matchScoreReduction(ComprehensionOp op,
         if (dependsOn(r, op.getIndex(*m.c), body))
           return fail("the per-key value depends on the output column");
     m.scoreOps.push_back(&inner);
+  }
+  // A causal-type mask the contributions vanish under.
+  for (Operation *inner : m.scoreOps) {
+    auto sel = dyn_cast<arith::SelectOp>(inner);
+    if (!sel || !(m.monoid == MonoidKind::Add ? vanishesWith(m.g, sel)
+                                              : isNegInfWith(m.g, sel)))
+      continue;
+    if (std::optional<int64_t> c = getKeyLimit(sel, x, m.y, m.lx, m.ly)) {
+      m.keysUpTo = c;
+      break;
+    }
+    if (std::optional<int64_t> c = getKeyLimit(sel, m.y, x, m.ly, m.lx)) {
+      m.keysFrom = c;
+      break;
+    }
   }
   return m;
 }
@@ -439,7 +506,12 @@ LogicalResult ScoreEmitter::emit() {
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   lane = rem(tid, 32);
   warp = div(tid, 32);
-  row0 = mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::x), bm);
+  // With keys up to a limit, the last row tiles have the most keys: they
+  // start first.
+  Value tileX = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  if (m.keysUpTo)
+    tileX = arith::SubIOp::create(b, loc, cst(k.grid[0] - 1), tileX);
+  row0 = mul(tileX, bm);
   batch.assign(op.getNumParallel(), Value());
   Value rest = gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
   for (int p = static_cast<int>(op.getNumParallel()) - 1; p >= 0; --p) {
@@ -475,7 +547,25 @@ LogicalResult ScoreEmitter::emit() {
   for (auto [dot, tile] : llvm::zip(m.dots, tileA))
     loadRows(dot.a, tile, cst(0), bm, dot.red.getExtent(0), x, row0, m.lx,
              dot.red.getIndex(0));
-  loadStep(cst(0), cst(0));
+  // The key tiles to visit: [first, steps), less those a mask empties.
+  int64_t steps = static_cast<int64_t>(llvm::divideCeil(m.ly, bn));
+  Value first = cst(0), ub = cst(steps);
+  if (m.keysUpTo) {
+    // Tiles wholly past the block's last row + c.
+    Value last = add(row0, cst(bm - 1 + *m.keysUpTo));
+    Value tiles =
+        add(arith::FloorDivSIOp::create(b, loc, last, cst(bn)), cst(1));
+    ub = arith::MinSIOp::create(b, loc, ub,
+                                arith::MaxSIOp::create(b, loc, tiles, cst(0)));
+  }
+  if (m.keysFrom) {
+    // Tiles wholly before the block's first row - c.
+    Value from = arith::FloorDivSIOp::create(
+        b, loc, arith::SubIOp::create(b, loc, row0, cst(*m.keysFrom)), cst(bn));
+    first = arith::MinSIOp::create(
+        b, loc, ub, arith::MaxSIOp::create(b, loc, from, cst(0)));
+  }
+  loadStep(first, rem(first, 2));
   Value group =
       nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, tokenType, ValueRange{});
   nvgpu::DeviceAsyncWaitOp::create(b, loc, group, b.getI32IntegerAttr(0));
@@ -489,7 +579,6 @@ LogicalResult ScoreEmitter::emit() {
     init.assign(m.dc / 8 * 4, f32(0));
   else
     init = {negInf, negInf, f32(0), f32(0)};
-  int64_t steps = static_cast<int64_t>(llvm::divideCeil(m.ly, bn));
   Value warpRow = mul(warp, 16);
   bool scoreReads = llvm::any_of(m.scoreOps, [](Operation *o) {
     bool reads = false;
@@ -641,12 +730,12 @@ LogicalResult ScoreEmitter::emit() {
     return loop;
   };
   // Whole key tiles first, without the end-of-keys check.
-  Value full = cst(m.ly / bn);
-  FailureOr<scf::ForOp> unmasked = emitLoop(cst(0), full, init, false);
+  Value full = arith::MaxSIOp::create(
+      b, loc, first, arith::MinSIOp::create(b, loc, cst(m.ly / bn), ub));
+  FailureOr<scf::ForOp> unmasked = emitLoop(first, full, init, false);
   if (failed(unmasked))
     return failure();
-  FailureOr<scf::ForOp> loop =
-      emitLoop(full, cst(steps), unmasked->getResults(), true);
+  FailureOr<scf::ForOp> loop = emitLoop(full, ub, unmasked->getResults(), true);
   if (failed(loop))
     return failure();
 
