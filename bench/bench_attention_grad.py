@@ -6,18 +6,19 @@ backward in the same process, on the same inputs.
 For every gpu-work/attention-grad/<case>/meta.json
 (bench/prepare_attention_grad.py):
 
-1. correctness of the backward bundle (Q, K, V, dO -> dQ, dK, dV; outputs
-   poisoned with NaN first, every element must be written): where the case
-   has them, the saved inputs against the float64 interpreter's gradients;
-   always, fresh random bf16 inputs against float64 autograd of the same
-   attention on the GPU (batch 0, first two heads). ||out - ref|| / ||ref||
-   must be <= REL_TOL per gradient (bf16 outputs, and P and dS rounded to
-   bf16 as tensor-core operands, as FlashAttention does) and a second run
-   must give the same bits;
+1. correctness of the training step the bundle holds, @main_fwd (Q, K, V
+   -> O, softmax statistics) then @main_bwd (Q, K, V, O, statistics, dO ->
+   dQ, dK, dV), outputs poisoned with NaN first (every element must be
+   written): where the case has them, the saved inputs against the float64
+   interpreter's O and gradients; always, fresh random bf16 inputs against
+   float64 autograd of the same attention on the GPU (batch 0, first two
+   heads). ||out - ref|| / ||ref|| must be <= REL_TOL per tensor (bf16
+   outputs, and P and dS rounded to bf16 as tensor-core operands, as
+   FlashAttention does) and a second run must give the same bits;
 2. times tang's forward, backward, and forward + backward (one callable, CUDA
    events, median), and each peer's forward + backward
    (torch.autograd.grad of SDPA's output with dO);
-3. with --profile, the backward's kernels by time (torch.profiler).
+3. with --profile, the training step's kernels by time (torch.profiler).
 
 Writes $OUT/attention_grad.json and .md; prints a table last.
 Usage: python3 bench/bench_attention_grad.py [--cases NAME ...] [--reps N]
@@ -28,7 +29,6 @@ import datetime
 import json
 import math
 import os
-import statistics
 import sys
 from pathlib import Path
 
@@ -50,7 +50,8 @@ def rel_err(torch, out, ref):
 
 
 def reference(torch, q, k, v, do, causal, scale):
-    """float64 autograd of softmax(scale q k^T [causal]) v: (dq, dk, dv)."""
+    """float64 attention softmax(scale q k^T [causal]) v and its autograd:
+    (o, dq, dk, dv)."""
     q, k, v = (t.double().requires_grad_() for t in (q, k, v))
     s = (q @ k.transpose(-1, -2)) * scale
     if causal:
@@ -58,7 +59,7 @@ def reference(torch, q, k, v, do, causal, scale):
         mask = torch.ones(L, L, dtype=torch.bool, device=s.device).tril()
         s = s.masked_fill(~mask, float("-inf"))
     o = torch.softmax(s, dim=-1) @ v
-    return torch.autograd.grad(o, (q, k, v), do.double())
+    return (o.detach(), *torch.autograd.grad(o, (q, k, v), do.double()))
 
 
 def main():
@@ -104,26 +105,35 @@ def main():
             continue
         case = WORK / meta["case"]
         try:
-            fwd = tang_cuda.Bundle(case / "forward")
-            bwd = tang_cuda.Bundle(case / "backward")
+            train = tang_cuda.Bundle(case / "train")
             scale = float(torch.tensor(1.0 / D ** 0.5).to(torch.bfloat16))
             shape = (B, H, L, D)
             bf = torch.bfloat16
-            outs = [torch.empty(shape, device="cuda", dtype=bf)
-                    for _ in range(3)]
             o = torch.empty(shape, device="cuda", dtype=bf)
+            stats = [torch.empty((B, H, L), device="cuda",
+                                 dtype=torch.float32) for _ in range(2)]
+            grads = [torch.empty(shape, device="cuda", dtype=bf)
+                     for _ in range(3)]
+            written = [o, *stats, *grads]
+
+            def forward(ins):
+                train.run("main_fwd", *ins[:3], outputs=[o, *stats])
 
             def backward(ins):
-                bwd.run("main", *ins, outputs=outs)
-                return outs
+                train.run("main_bwd", *ins[:3], o, *stats, ins[3],
+                          outputs=grads)
+
+            def step(ins):
+                forward(ins)
+                backward(ins)
 
             checks = []
             if meta["interpreter_ref"]:
                 ins = [torch.from_numpy(np.load(case / f"input_{i}.npy"))
                        .cuda().to(bf) for i in range(4)]
-                refs = [torch.from_numpy(
-                    np.load(case / "ref" / f"output_{i}.npy")).cuda()
-                    .double() for i in range(3)]
+                load = lambda p: torch.from_numpy(np.load(p)).cuda().double()
+                refs = [load(case / "ref_fwd" / "output_0.npy")] + [
+                    load(case / "ref" / f"output_{i}.npy") for i in range(3)]
                 checks.append(("interpreter", ins, refs, None))
             g = torch.Generator(device="cuda").manual_seed(4321)
             fresh = [(torch.rand(shape, device="cuda", generator=g) * 2 - 1)
@@ -134,20 +144,23 @@ def main():
             for what, ins, refs, part in checks:
                 runs = []
                 for _ in range(2):
-                    for t in outs:
+                    for t in written:
                         t.fill_(float("nan"))
-                    backward(ins)
+                    step(ins)
                     torch.cuda.synchronize()
-                    runs.append([t.clone() for t in outs])
+                    runs.append([t.clone() for t in written])
                 errs = []
-                for got, ref in zip(runs[0], refs):
-                    if not bool(torch.isfinite(got).all()):
-                        errs.append(math.inf)
-                    else:
-                        errs.append(rel_err(torch, got[part] if part else got,
-                                            ref))
+                # O, dQ, dK, dV (the statistics: checked through the
+                # gradients, and finite).
+                outs = [runs[0][0]] + runs[0][3:]
+                if not all(bool(torch.isfinite(t).all()) for t in runs[0]):
+                    errs = [math.inf]
+                else:
+                    errs = [rel_err(torch, got[part] if part else got, ref)
+                            for got, ref in zip(outs, refs)]
                 same = all(torch.equal(a, b) for a, b in zip(*runs))
-                res["checks"].append({"against": what, "rel_err": errs,
+                res["checks"].append({"against": what,
+                                      "rel_err_o_dq_dk_dv": errs,
                                       "deterministic": same})
                 if not all(e <= REL_TOL for e in errs) or not same:
                     res["status"] = "incorrect"
@@ -157,13 +170,9 @@ def main():
                 continue
 
             q, k, v, do = fresh
-            call_f = lambda i: fwd.run("main", q, k, v, outputs=[o])
+            call_f = lambda i: forward(fresh)
             call_b = lambda i: backward(fresh)
-
-            def call_fb(i):
-                fwd.run("main", q, k, v, outputs=[o])
-                backward(fresh)
-
+            call_fb = lambda i: step(fresh)
             for name, fn in (("forward", call_f), ("backward", call_b),
                              ("forward_backward", call_fb)):
                 res[name] = summary(time_ms(torch, fn, 1,
@@ -182,8 +191,8 @@ def main():
                         return torch.autograd.grad(out, (qg, kg, vg), do)
 
                     got = peer(0)
-                    pr["rel_err"] = [rel_err(torch, t[sl], r)
-                                     for t, r in zip(got, refs)]
+                    pr["rel_err_dq_dk_dv"] = [rel_err(torch, t[sl], r)
+                                              for t, r in zip(got, refs[1:])]
                     pr.update(summary(time_ms(
                         torch, peer, 1, *plan(probe_ms(torch, peer), args))))
                     pr["peer_over_tang"] = pr["ms"] / \
@@ -197,7 +206,7 @@ def main():
                 from torch.profiler import ProfilerActivity, profile
                 with profile(activities=[ProfilerActivity.CUDA]) as prof:
                     for _ in range(3):
-                        call_b(0)
+                        call_fb(0)
                     torch.cuda.synchronize()
                 res["profile"] = [
                     {"kernel": e.key, "ms": e.device_time_total / 3e3}
@@ -215,12 +224,12 @@ def main():
     f = lambda x, fmt: "-" if x is None else format(x, fmt)
     lines = [f"# Attention forward + backward, {report['device']}, "
              f"{report['date']}, torch {report['torch']}", "",
-             "| case | status | max rel err (dQ, dK, dV) | tang fwd ms | "
+             "| case | status | max rel err (O, dQ, dK, dV) | tang fwd ms | "
              "tang bwd ms | tang fwd+bwd ms | TFLOP/s | FA2 fwd+bwd ms | "
              "FA2/tang | cuDNN fwd+bwd ms | cuDNN/tang |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in report["cases"]:
-        errs = [max(c["rel_err"]) for c in r.get("checks", [])]
+        errs = [max(c["rel_err_o_dq_dk_dv"]) for c in r.get("checks", [])]
         peers = {p["id"]: p for p in r.get("peers", [])}
         fa, cu = peers.get("flash_attention", {}), peers.get(
             "cudnn_attention", {})

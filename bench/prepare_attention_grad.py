@@ -3,13 +3,14 @@
 
 For every case, under gpu-work/attention-grad/<case>/:
 
-  forward.mlir, forward/      the attention as a user writes it (scores, max,
+  forward.mlir                the attention as a user writes it (scores, max,
                               sum, probabilities, product; bench/prepare_gemm.py's
-                              attention_program), bf16, through
+                              attention_program), bf16;
+  train.mlir, train/          `tang-opt --tang-grad=split=1` of it: @main_fwd
+                              (Q, K, V -> O and the residuals: the softmax's
+                              running max and sum, f32) and @main_bwd (Q, K, V,
+                              O, residuals, dO -> dQ, dK, dV), through
                               `--tang-lower-cuda="fuse=1 format=bin"`;
-  backward.mlir, backward/    its gradient, `tang-opt --tang-grad` (@main_grad:
-                              Q, K, V, dO -> dQ, dK, dV) renamed @main, through
-                              the same pipeline;
   meta.json                   shapes, FLOPs (forward 4 B H L^2 D, backward
                               2.5x that, half with a causal mask), kernels;
   input_*.npy, ref/           small cases: inputs and the float64
@@ -56,13 +57,15 @@ def run(cmd, timeout=1800):
     return r.stdout
 
 
-def gradient_program(forward: Path) -> str:
-    """`forward`'s gradient function alone, named @main."""
-    text = run([TANG_OPT, forward, "--tang-grad"])
-    start = text.index("  func.func @main_grad(")
-    end = text.index("\n  }\n", start) + len("\n  }\n")
-    return ("module {\n" + text[start:end].replace("@main_grad(", "@main(")
-            + "}\n")
+def training_program(forward: Path) -> str:
+    """`forward`'s split gradient: @main_fwd and @main_bwd alone."""
+    text = run([TANG_OPT, forward, "--tang-grad=split=1"])
+    funcs = []
+    for name in ("@main_fwd(", "@main_bwd("):
+        start = text.index(f"  func.func {name}")
+        end = text.index("\n  }\n", start) + len("\n  }\n")
+        funcs.append(text[start:end])
+    return "module {\n" + "".join(funcs) + "}\n"
 
 
 def compile_bundle(program: Path, bundle: Path):
@@ -75,12 +78,14 @@ def compile_bundle(program: Path, bundle: Path):
                        cwd=ROOT)
     if r.returncode != 0:
         raise RuntimeError(f"compile failed: {r.stderr.strip()[-2000:]}")
-    launches = json.loads((bundle / "manifest.json").read_text())[
-        "functions"][0]["launches"]
+    functions = json.loads((bundle / "manifest.json").read_text())[
+        "functions"]
     return {"command": " ".join(map(str, cmd)),
             "seconds": round(time.monotonic() - t0, 2),
-            "kernels": [(l["kernel"], l["grid"], l["block"], l["shared_bytes"])
-                        for l in launches],
+            "kernels": {f["name"]: [(l["kernel"], l["grid"], l["block"],
+                                     l["shared_bytes"])
+                                    for l in f["launches"]]
+                        for f in functions},
             "remarks": [l for l in r.stderr.splitlines() if "remark" in l]}
 
 
@@ -98,16 +103,15 @@ def main():
         case.mkdir(parents=True)
         fwd = case / "forward.mlir"
         fwd.write_text(attention_program(B, H, L, D, causal))
-        bwd = case / "backward.mlir"
+        train = case / "train.mlir"
         meta = {"case": name, "params": dict(B=B, H=H, L=L, D=D,
                                              causal=causal),
                 "flops_forward": (2 if causal else 4) * B * H * L * L * D,
                 "interpreter_ref": False}
         meta["flops_backward"] = int(2.5 * meta["flops_forward"])
         try:
-            bwd.write_text(gradient_program(fwd))
-            meta["forward"] = compile_bundle(fwd, case / "forward")
-            meta["backward"] = compile_bundle(bwd, case / "backward")
+            train.write_text(training_program(fwd))
+            meta["train"] = compile_bundle(train, case / "train")
             meta["ok"] = True
         except RuntimeError as e:
             meta["ok"] = False
@@ -115,25 +119,33 @@ def main():
             bad += 1
         if meta["ok"] and check:
             # Q, K, V, dO in [-1, 1) rounded to bf16; the interpreter's
-            # gradients in float64 (tang-run computes in the program's
-            # types: bf16 storage, f32 statistics).
+            # forward (O, residuals) and gradients (tang-run computes in the
+            # program's types: bf16 storage, f32 statistics).
             paths = []
             for i in range(4):
                 a = bf16_round(rng.uniform(-1, 1, (B, H, L, D)))
                 paths.append(case / f"input_{i}.npy")
                 np.save(paths[-1], a)
-            cmd = [TANG_RUN, bwd, "--output-dir", case / "ref"]
-            for p in paths:
-                cmd += ["--input", p]
             t0 = time.monotonic()
+            cmd = [TANG_RUN, train, "--entry=main_fwd", "--output-dir",
+                   case / "ref_fwd"]
+            for p in paths[:3]:
+                cmd += ["--input", p]
+            run(cmd)
+            saved = sorted((case / "ref_fwd").glob("output_*.npy"),
+                           key=lambda p: int(p.stem.split("_")[1]))
+            cmd = [TANG_RUN, train, "--entry=main_bwd", "--output-dir",
+                   case / "ref"]
+            for p in paths[:3] + saved + paths[3:]:
+                cmd += ["--input", p]
             run(cmd)
             meta["interpreter_ref"] = True
             meta["interpreter_seconds"] = round(time.monotonic() - t0, 1)
         (case / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
-        kernels = [k[0] for k in meta.get("backward", {}).get("kernels", [])]
-        print(f"  {name:28s} {'ok' if meta['ok'] else 'FAIL'} backward "
-              f"kernels {len(kernels)} interp-ref {meta['interpreter_ref']}",
-              flush=True)
+        kernels = meta.get("train", {}).get("kernels", {})
+        print(f"  {name:28s} {'ok' if meta['ok'] else 'FAIL'} kernels "
+              f"{ {f: len(k) for f, k in kernels.items()} } interp-ref "
+              f"{meta['interpreter_ref']}", flush=True)
         if not meta["ok"]:
             print("    " + meta["error"][-800:])
     return 1 if bad else 0

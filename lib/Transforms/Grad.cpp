@@ -1371,12 +1371,163 @@ struct TangGradPass : tang::impl::TangGradBase<TangGradPass> {
       return failure();
     numGradients += count;
     b.setInsertionPoint(ret);
-    func::ReturnOp::create(b, ret.getLoc(), *gradients);
+    // With split, the forward's results stay returned until the split.
+    SmallVector<Value> returned(*gradients);
+    if (split)
+      returned.append(ret.getOperands().begin(), ret.getOperands().end());
+    auto gradRet = func::ReturnOp::create(b, ret.getLoc(), returned);
     ret.erase();
     // Drop what the gradients do not use (forward values, recomputed
     // operations off the differentiated paths).
-    if (failed(applyPatternsGreedily(grad, RewritePatternSet(&getContext()))))
-      return grad.emitOpError() << "could not simplify the gradient";
+    auto simplify = [&](func::FuncOp fn) -> LogicalResult {
+      if (failed(applyPatternsGreedily(fn, RewritePatternSet(&getContext()))))
+        return fn.emitOpError() << "could not simplify the gradient";
+      return success();
+    };
+    if (failed(simplify(grad)))
+      return failure();
+    if (split) {
+      if (failed(splitGradient(f, grad, gradients->size())))
+        return failure();
+      gradRet->eraseOperands(gradients->size(),
+                             gradRet.getNumOperands() - gradients->size());
+      if (failed(simplify(grad)) ||
+          failed(simplify(module.lookupSymbol<func::FuncOp>(
+              (f.getName() + "_fwd").str()))) ||
+          failed(simplify(module.lookupSymbol<func::FuncOp>(
+              (f.getName() + "_bwd").str()))))
+        return failure();
+    }
+    return success();
+  }
+
+  /// From `grad` (inputs, cotangents -> the first `numGradients` returned
+  /// values, then f's results), @f_fwd(inputs) -> (results, residuals) and
+  /// @f_bwd(inputs, results, residuals, cotangents) -> gradients: the
+  /// operations that do not depend on a cotangent go forward, the tensors
+  /// other than the results they pass to the others are the residuals
+  /// (scalar constants are recomputed).
+  LogicalResult splitGradient(func::FuncOp f, func::FuncOp grad,
+                              unsigned numGradients) {
+    ModuleOp module = getOperation();
+    Block &entry = grad.getBody().front();
+    auto ret = cast<func::ReturnOp>(entry.getTerminator());
+    unsigned numInputs = f.getNumArguments();
+    // Backward values: the cotangents and what depends on them.
+    llvm::DenseSet<Value> backward(entry.args_begin() + numInputs,
+                                   entry.args_end());
+    SmallVector<Operation *> forwardOps, backwardOps;
+    auto usesBackward = [&](Operation &op) {
+      bool uses = false;
+      op.walk([&](Operation *inner) {
+        for (Value v : inner->getOperands())
+          uses |= backward.contains(v);
+      });
+      return uses;
+    };
+    for (Operation &op : entry.without_terminator()) {
+      if (usesBackward(op)) {
+        backwardOps.push_back(&op);
+        backward.insert(op.result_begin(), op.result_end());
+      } else {
+        forwardOps.push_back(&op);
+      }
+    }
+    // Residuals: forward tensors the backward operations or the gradients
+    // use; scalar constants are cloned instead.
+    llvm::SetVector<Value> residuals;
+    SmallVector<Operation *> constants;
+    ValueRange results = ret.getOperands().drop_front(numGradients);
+    auto need = [&](Value v) {
+      Operation *def = v.getDefiningOp();
+      if (!def || def->getBlock() != &entry || backward.contains(v) ||
+          llvm::is_contained(results, v))
+        return;
+      if (isa<RankedTensorType>(v.getType()))
+        residuals.insert(v);
+      else if (!llvm::is_contained(constants, def))
+        constants.push_back(def);
+    };
+    for (Operation *op : backwardOps)
+      op->walk([&](Operation *inner) {
+        for (Value v : inner->getOperands())
+          need(v);
+      });
+    for (Value v : ret.getOperands().take_front(numGradients))
+      need(v);
+    for (Operation *c : constants)
+      if (!isa<arith::ConstantOp>(c))
+        return c->emitOpError() << "--tang-grad split: a scalar the backward "
+                                   "function needs is not a constant";
+
+    OpBuilder b(module.getContext());
+    b.setInsertionPointAfter(grad);
+    Location loc = grad.getLoc();
+    for (StringRef suffix : {"_fwd", "_bwd"})
+      if (module.lookupSymbol((f.getName() + suffix).str()))
+        return f.emitOpError()
+               << "already has a function @" << f.getName() << suffix;
+    // @f_fwd(inputs) -> (results, residuals).
+    SmallVector<Type> inputTypes(f.getArgumentTypes());
+    SmallVector<Type> fwdResults(f.getResultTypes());
+    for (Value r : residuals)
+      fwdResults.push_back(r.getType());
+    auto fwd = func::FuncOp::create(b, loc, (f.getName() + "_fwd").str(),
+                                    b.getFunctionType(inputTypes, fwdResults));
+    {
+      OpBuilder::InsertionGuard guard(b);
+      Block *body = fwd.addEntryBlock();
+      b.setInsertionPointToStart(body);
+      IRMapping map;
+      for (unsigned i = 0; i < numInputs; ++i)
+        map.map(entry.getArgument(i), body->getArgument(i));
+      for (Operation *op : forwardOps)
+        b.clone(*op, map);
+      SmallVector<Value> values;
+      for (Value v : results)
+        values.push_back(map.lookupOrDefault(v));
+      for (Value r : residuals)
+        values.push_back(map.lookup(r));
+      func::ReturnOp::create(b, loc, values);
+    }
+    // @f_bwd(inputs, results, residuals, cotangents) -> gradients.
+    SmallVector<Type> bwdInputs(inputTypes);
+    llvm::append_range(bwdInputs, f.getResultTypes());
+    for (Value r : residuals)
+      bwdInputs.push_back(r.getType());
+    for (BlockArgument a : entry.getArguments().drop_front(numInputs))
+      bwdInputs.push_back(a.getType());
+    b.setInsertionPointAfter(fwd);
+    auto bwd = func::FuncOp::create(
+        b, loc, (f.getName() + "_bwd").str(),
+        b.getFunctionType(bwdInputs,
+                          ret.getOperands().take_front(numGradients).getTypes()));
+    OpBuilder::InsertionGuard guard(b);
+    Block *body = bwd.addEntryBlock();
+    b.setInsertionPointToStart(body);
+    IRMapping map;
+    for (unsigned i = 0; i < numInputs; ++i)
+      map.map(entry.getArgument(i), body->getArgument(i));
+    unsigned next = numInputs;
+    for (Value r : results) {
+      // A result returned twice keeps its first argument.
+      if (!map.contains(r))
+        map.map(r, body->getArgument(next));
+      ++next;
+    }
+    for (Value r : residuals)
+      map.map(r, body->getArgument(next++));
+    for (BlockArgument a : entry.getArguments().drop_front(numInputs))
+      map.map(a, body->getArgument(next++));
+    for (Operation *c : constants)
+      b.clone(*c, map);
+    for (Operation *op : backwardOps)
+      b.clone(*op, map);
+    SmallVector<Value> grads;
+    for (Value v : ret.getOperands().take_front(numGradients))
+      grads.push_back(map.lookupOrDefault(v));
+    func::ReturnOp::create(b, loc, grads);
+    numResiduals += residuals.size();
     return success();
   }
 

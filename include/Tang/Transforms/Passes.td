@@ -196,6 +196,11 @@ def TangGrad : Pass<"tang-grad", "::mlir::ModuleOp"> {
     Option<"function", "function", "std::string", /*default=*/"\"\"",
            "The function to differentiate (default: every function of tang "
            "ops that has no `_grad` companion yet)">,
+    Option<"split", "split", "bool", /*default=*/"false",
+           "Also emit @f_fwd(inputs) -> (results, residuals) and "
+           "@f_bwd(inputs, results, residuals, cotangents) -> gradients: the "
+           "forward computes what the backward reuses (attention's output "
+           "and softmax statistics) once, for a training step">,
     Option<"fuseForward", "fuse-forward", "bool", /*default=*/"true",
            "Differentiate the forward program as --tang-fuse and "
            "--tang-online-softmax leave it (the function itself is left "
@@ -208,6 +213,8 @@ def TangGrad : Pass<"tang-grad", "::mlir::ModuleOp"> {
               "Nested comprehensions hoisted to saved tensors">,
     Statistic<"numRecomputedNested", "recomputed-nested",
               "Nested sums recomputed in the gradient's bodies">,
+    Statistic<"numResiduals", "residuals",
+              "Tensors @f_fwd passes to @f_bwd (split)">,
   ];
   let dependentDialects = ["::mlir::tang::TangDialect",
                            "::mlir::arith::ArithDialect",
