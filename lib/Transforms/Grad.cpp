@@ -1394,8 +1394,8 @@ struct TangGradPass : tang::impl::TangGradBase<TangGradPass> {
       if (failed(simplify(grad)) ||
           failed(simplify(module.lookupSymbol<func::FuncOp>(
               (f.getName() + "_fwd").str()))) ||
-          failed(simplify(module.lookupSymbol<func::FuncOp>(
-              (f.getName() + "_bwd").str()))))
+          failed(simplify(
+              module.lookupSymbol<func::FuncOp>((f.getName() + "_bwd").str()))))
         return failure();
     }
     return success();
@@ -1434,19 +1434,24 @@ struct TangGradPass : tang::impl::TangGradBase<TangGradPass> {
       }
     }
     // Residuals: forward tensors the backward operations or the gradients
-    // use; scalar constants are cloned instead.
+    // use; scalar constants and views (of inputs) are cloned instead.
     llvm::SetVector<Value> residuals;
     SmallVector<Operation *> constants;
     ValueRange results = ret.getOperands().drop_front(numGradients);
-    auto need = [&](Value v) {
+    std::function<void(Value)> need = [&](Value v) {
       Operation *def = v.getDefiningOp();
       if (!def || def->getBlock() != &entry || backward.contains(v) ||
           llvm::is_contained(results, v))
         return;
-      if (isa<RankedTensorType>(v.getType()))
+      if (isa<RankedTensorType>(v.getType()) && !isa<ViewOp>(def)) {
         residuals.insert(v);
-      else if (!llvm::is_contained(constants, def))
-        constants.push_back(def);
+        return;
+      }
+      if (llvm::is_contained(constants, def))
+        return;
+      for (Value operand : def->getOperands())
+        need(operand);
+      constants.push_back(def);
     };
     for (Operation *op : backwardOps)
       op->walk([&](Operation *inner) {
@@ -1456,7 +1461,7 @@ struct TangGradPass : tang::impl::TangGradBase<TangGradPass> {
     for (Value v : ret.getOperands().take_front(numGradients))
       need(v);
     for (Operation *c : constants)
-      if (!isa<arith::ConstantOp>(c))
+      if (!isa<arith::ConstantOp, ViewOp>(c))
         return c->emitOpError() << "--tang-grad split: a scalar the backward "
                                    "function needs is not a constant";
 
@@ -1500,8 +1505,8 @@ struct TangGradPass : tang::impl::TangGradBase<TangGradPass> {
     b.setInsertionPointAfter(fwd);
     auto bwd = func::FuncOp::create(
         b, loc, (f.getName() + "_bwd").str(),
-        b.getFunctionType(bwdInputs,
-                          ret.getOperands().take_front(numGradients).getTypes()));
+        b.getFunctionType(
+            bwdInputs, ret.getOperands().take_front(numGradients).getTypes()));
     OpBuilder::InsertionGuard guard(b);
     Block *body = bwd.addEntryBlock();
     b.setInsertionPointToStart(body);

@@ -312,3 +312,41 @@ func.func @main(%x: tensor<8xf32>) -> tensor<8xf32> {
     assert "floor.mlir:5:" in r.stderr, r.stderr  # the conversion back
     assert "'arith.sitofp' op converts an integer on a differentiated path" \
         in r.stderr, r.stderr
+
+
+SPLIT_EXAMPLES = ["attention", "causal_attention", "rmsnorm", "layernorm",
+                  "softmax", "matmul_bias_gelu", "transformer_block"]
+
+
+@pytest.mark.parametrize("example", SPLIT_EXAMPLES)
+def test_split_gradient_equals_the_gradient(example, tmp_path):
+    """split=1: @main_fwd's results are @main's, and @main_bwd on @main_fwd's
+    results and residuals gives @main_grad's gradients (the same operations,
+    so equal to rounding)."""
+    program = ROOT / "examples" / f"{example}.mlir"
+    out = tmp_path / "split.mlir"
+    r = run([TANG_BIN / "tang-opt", program, "--tang-grad=split=1", "-o", out])
+    assert r.returncode == 0, r.stderr
+    text = out.read_text()
+    assert "func.func @main_fwd(" in text and "func.func @main_bwd(" in text
+    dump = tmp_path / "inputs"
+    r = run([TANG_BIN / "tang-run", program, f"--dump-inputs={dump}",
+             f"--output-dir={tmp_path / 'y'}"])
+    assert r.returncode == 0, r.stderr
+    xs = sorted(dump.glob("input_*.npy"),
+                key=lambda p: int(p.stem.split("_")[1]))
+    ys = interpret(program, "main", xs, tmp_path / "y")
+    rng = np.random.default_rng(zlib.crc32(example.encode()))
+    dys = save_all([rng.uniform(-1, 1, y.shape) for y in ys], tmp_path / "dy",
+                   "dy")
+    grads = interpret(out, "main_grad", xs + dys, tmp_path / "g")
+    forward = interpret(out, "main_fwd", xs, tmp_path / "f")
+    assert len(forward) >= len(ys)
+    for y, f in zip(ys, forward):
+        np.testing.assert_allclose(f, y, rtol=1e-12, atol=1e-12)
+    saved = save_all(forward, tmp_path / "saved", "s")
+    split = interpret(out, "main_bwd", xs + saved + dys, tmp_path / "b")
+    assert len(split) == len(grads)
+    for g, s in zip(grads, split):
+        assert np.all(np.isfinite(s))
+        np.testing.assert_allclose(s, g, rtol=1e-12, atol=1e-12)

@@ -915,16 +915,35 @@ LogicalResult KernelFormBuilder::convertFunc(func::FuncOp func) {
   for (auto [t, m] : llvm::zip(func.getArguments(), entry->getArguments()))
     buffers.map(t, m);
   auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
-  llvm::DenseMap<Value, Value> outputOf;
-  for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
-    Value out = entry->getArgument(func.getNumArguments() + i);
-    if (isa<BlockArgument>(v) || outputOf.count(v))
-      return ret.emitOpError()
-             << "returns #" << i
-             << " an argument or a value already returned: the kernel form "
-                "writes each result once, in place";
-    outputOf[v] = out;
+  // An argument or a value returned twice is copied into its result by a
+  // point comprehension (the kernel form writes each result once, in
+  // place).
+  {
+    llvm::DenseSet<Value> seen;
+    OpBuilder rb(ret);
+    for (OpOperand &operand : ret->getOpOperands()) {
+      Value v = operand.get();
+      if (!isa<BlockArgument>(v) && seen.insert(v).second)
+        continue;
+      auto t = cast<RankedTensorType>(v.getType());
+      auto copy = ComprehensionOp::create(rb, ret.getLoc(), TypeRange{t},
+                                          t.getShape(), ArrayRef<int64_t>{},
+                                          Attribute(), ScheduleAttr());
+      OpBuilder::InsertionGuard guard(rb);
+      Block *body = rb.createBlock(&copy.getBody());
+      SmallVector<Value> idx;
+      for (int64_t d = 0; d < t.getRank(); ++d)
+        idx.push_back(body->addArgument(rb.getIndexType(), ret.getLoc()));
+      Value x = ReadOp::create(
+          rb, ret.getLoc(), v,
+          AffineMap::getMultiDimIdentityMap(t.getRank(), rb.getContext()), idx);
+      YieldOp::create(rb, ret.getLoc(), ValueRange{x});
+      operand.set(copy.getResult(0));
+    }
   }
+  llvm::DenseMap<Value, Value> outputOf;
+  for (auto [i, v] : llvm::enumerate(ret.getOperands()))
+    outputOf[v] = entry->getArgument(func.getNumArguments() + i);
 
   SmallVector<Value> temporaries;
   unsigned kernelNo = 0;

@@ -87,14 +87,19 @@ func.func @attention(%S: tensor<4x16xf32>, %V: tensor<16x8xf32>) -> tensor<4x8xf
 
 // -----
 
-// A tensor returned twice cannot be written in place twice.
-func.func @returned_twice(%X: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+// A tensor returned twice, and an argument returned, are copied into their
+// results by point kernels (each result is written once, in place).
+// CHECK-LABEL: func.func @returned_twice
+// CHECK-SAME: (%[[X:.*]]: memref<4xf32>, %[[Y0:.*]]: memref<4xf32>, %[[Y1:.*]]: memref<4xf32>, %[[X1:.*]]: memref<4xf32>)
+// CHECK: gpu.launch_func @tang_kernels::@returned_twice_k0 {{.*}} args(%[[X]] : memref<4xf32>, %[[Y0]] : memref<4xf32>)
+// CHECK: gpu.launch_func @tang_kernels::@returned_twice_k1 {{.*}} args(%[[Y0]] : memref<4xf32>, %[[Y1]] : memref<4xf32>)
+// CHECK: gpu.launch_func @tang_kernels::@returned_twice_k2 {{.*}} args(%[[X]] : memref<4xf32>, %[[X1]] : memref<4xf32>)
+func.func @returned_twice(%X: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
   %y = tang.comprehension (%i) [4] : tensor<4xf32> {
     %x = tang.read %X[%i] : tensor<4xf32>
     tang.yield %x : f32
   }
-  // expected-error @+1 {{returns #1 an argument or a value already returned}}
-  return %y, %y : tensor<4xf32>, tensor<4xf32>
+  return %y, %y, %X : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
 }
 
 // -----
