@@ -281,10 +281,10 @@ std::optional<FlashMatch> matchFlash(ComprehensionOp op, std::string &why) {
 class FlashEmitter : TensorCoreEmitterBase {
 public:
   FlashEmitter(OpBuilder &b, ComprehensionOp op, const FlashMatch &m,
-               IRMapping &tensors, ValueRange outputs, Kernel &k, bool wgmma,
-               bool tma)
+               IRMapping &tensors, ValueRange outputs, ValueRange statsOutputs,
+               Kernel &k, bool wgmma, bool tma)
       : TensorCoreEmitterBase(b, op.getLoc(), m.elementType), op(op), m(m),
-        tensors(tensors), outputs(outputs), k(k),
+        tensors(tensors), outputs(outputs), statsOutputs(statsOutputs), k(k),
         emitter(tensors, &k.func.getBody().front()), wgmma(wgmma) {
     // mma.sync: 4 warps of 16 query rows, 64-key steps. wgmma: 2
     // warpgroups of 64 rows, 128-key steps for head dim 128, else 64 (on the
@@ -353,6 +353,8 @@ private:
   FlashMatch m;
   IRMapping &tensors;
   ValueRange outputs;
+  /// The running max and sum per row, if asked (emitFlashKernel).
+  ValueRange statsOutputs;
   Kernel &k;
   BodyEmitter emitter;
   bool wgmma;
@@ -963,6 +965,27 @@ LogicalResult FlashEmitter::emit() {
     if (approximate)
       allowApproximation(inv);
     Value iv = r ? add(qRow, cst(8)) : qRow;
+    if (!statsOutputs.empty()) {
+      // The row's running max (agreed by its 4 lanes) and sum, by its
+      // first lane.
+      Value first = arith::AndIOp::create(
+          b, loc, lt(iv, m.lq),
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, rem(lane, 4),
+                                cst(0)));
+      auto ifStats = scf::IfOp::create(b, loc, first, false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&ifStats.getThenRegion().front());
+      SmallVector<Value> idx;
+      for (unsigned p = 0; p < op.getNumParallel(); ++p)
+        if (p != m.d)
+          idx.push_back(p == m.i ? iv : batch[p]);
+      for (auto [v, buffer] : llvm::zip(ValueRange{res[r], l}, statsOutputs)) {
+        Type e = cast<MemRefType>(buffer.getType()).getElementType();
+        if (e != v.getType())
+          v = arith::TruncFOp::create(b, loc, e, v);
+        memref::StoreOp::create(b, loc, v, buffer, idx);
+      }
+    }
     auto ifOp = scf::IfOp::create(b, loc, lt(iv, m.lq), false);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(&ifOp.getThenRegion().front());
@@ -996,10 +1019,12 @@ LogicalResult FlashEmitter::emit() {
 
 std::optional<LogicalResult>
 mlir::tang::emitFlashKernel(OpBuilder &b, ComprehensionOp op,
-                            IRMapping &tensors, ValueRange outputs, Kernel &k,
-                            bool wgmma, bool tma, std::string &why) {
+                            IRMapping &tensors, ValueRange outputs,
+                            ValueRange statsOutputs, Kernel &k, bool wgmma,
+                            bool tma, std::string &why) {
   std::optional<FlashMatch> m = matchFlash(op, why);
   if (!m)
     return std::nullopt;
-  return FlashEmitter(b, op, *m, tensors, outputs, k, wgmma, tma).emit();
+  return FlashEmitter(b, op, *m, tensors, outputs, statsOutputs, k, wgmma, tma)
+      .emit();
 }

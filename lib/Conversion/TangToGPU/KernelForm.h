@@ -43,6 +43,9 @@ struct Kernel {
   int64_t sharedBytes = 0;
   /// Tensor maps, the kernel's last parameters in this order.
   SmallVector<TensorMapParam> tensorMaps;
+  /// Whether a flash kernel also wrote the softmax statistics it was
+  /// offered (buildKernel's `stats`).
+  bool wroteStats = false;
 
   /// Appends a tensor-map parameter for `param` to the kernel and returns
   /// it (a generic pointer to the map).
@@ -172,11 +175,13 @@ Value stripExtensions(Value v);
 /// values are a 16-bit read, as a flash-attention kernel on tensor cores
 /// (FlashKernel.cpp); std::nullopt with `why` set if `op` is not such a
 /// reduction, failure() on an emission error.
-std::optional<LogicalResult> emitFlashKernel(OpBuilder &b, ComprehensionOp op,
-                                             IRMapping &tensors,
-                                             ValueRange outputs, Kernel &k,
-                                             bool wgmma, bool tma,
-                                             std::string &why);
+/// With `statsOutputs` (two buffers indexed like the output without its
+/// last index), the kernel also writes each row's running max and sum of
+/// the scores (a softmax_norm reduction's results).
+std::optional<LogicalResult>
+emitFlashKernel(OpBuilder &b, ComprehensionOp op, IRMapping &tensors,
+                ValueRange outputs, ValueRange statsOutputs, Kernel &k,
+                bool wgmma, bool tma, std::string &why);
 
 /// Emits `op`, an add (or softmax_norm) reduction over one key index whose
 /// body computes scores from one or two nested dot products of 16-bit reads

@@ -146,8 +146,17 @@ public:
   LogicalResult convertFunc(func::FuncOp func);
 
 private:
+  /// A softmax_norm comprehension after `c` (an online_softmax reduction)
+  /// over the same keys, indexed by c's parallel indices but the value
+  /// column, whose scores are c's: the running max and sum a flash kernel
+  /// for `c` computes anyway.
+  ComprehensionOp findStatistics(ComprehensionOp c);
+  /// `stats`: a softmax_norm comprehension computing the running max and
+  /// sum of `op`'s scores (an online_softmax reduction), whose results the
+  /// flash kernel may write too (Kernel::wroteStats).
   FailureOr<Kernel> buildKernel(ComprehensionOp op, StringRef name,
-                                ArrayRef<Value> inputs);
+                                ArrayRef<Value> inputs,
+                                ComprehensionOp stats = {});
   LogicalResult emitPointKernel(OpBuilder &b, ComprehensionOp op,
                                 IRMapping &tensors, ValueRange outputs,
                                 Kernel &k);
@@ -174,13 +183,17 @@ private:
 
 FailureOr<Kernel> KernelFormBuilder::buildKernel(ComprehensionOp op,
                                                  StringRef name,
-                                                 ArrayRef<Value> inputs) {
+                                                 ArrayRef<Value> inputs,
+                                                 ComprehensionOp stats) {
   Location loc = op.getLoc();
   SmallVector<Type> argTypes;
   for (Value t : inputs)
     argTypes.push_back(getMemRefType(t.getType()));
   for (Type t : op.getResultTypes())
     argTypes.push_back(getMemRefType(t));
+  if (stats)
+    for (Type t : stats.getResultTypes())
+      argTypes.push_back(getMemRefType(t));
   OpBuilder b = OpBuilder::atBlockEnd(kernels.getBody());
   auto func =
       gpu::GPUFuncOp::create(b, loc, name, b.getFunctionType(argTypes, {}));
@@ -193,6 +206,11 @@ FailureOr<Kernel> KernelFormBuilder::buildKernel(ComprehensionOp op,
     tensors.map(t, arg);
   // A copy: workgroup attributions added later append block arguments.
   SmallVector<Value> outputs(entry.getArguments().drop_front(inputs.size()));
+  SmallVector<Value> statsOutputs;
+  if (stats) {
+    statsOutputs.assign(outputs.begin() + op.getNumResults(), outputs.end());
+    outputs.resize(op.getNumResults());
+  }
 
   Kernel k;
   k.func = func;
@@ -208,8 +226,9 @@ FailureOr<Kernel> KernelFormBuilder::buildKernel(ComprehensionOp op,
   std::optional<LogicalResult> flash;
   if (tensorCores != "none" &&
       op.getBuiltinMonoid() == MonoidKind::OnlineSoftmax) {
-    flash = emitFlashKernel(b, op, tensors, outputs, k, tensorCores == "wgmma",
-                            tma, why);
+    flash = emitFlashKernel(b, op, tensors, outputs, statsOutputs, k,
+                            tensorCores == "wgmma", tma, why);
+    k.wroteStats = flash && succeeded(*flash) && stats;
     if (!flash && has16BitReads())
       op.emitRemark() << "not a flash-attention kernel: " << why;
   }
@@ -880,6 +899,71 @@ LogicalResult KernelFormBuilder::emitPointKernel(OpBuilder &b,
   return success();
 }
 
+/// Whether `a` (in `c`'s body) and `b` (in `n`'s) compute the same value,
+/// `c`'s indices standing for `n`'s as `indices` maps them.
+static bool sameValue(Value a, Value b, IRMapping &indices,
+                      llvm::DenseMap<Value, Value> &known) {
+  if (Value m = indices.lookupOrNull(a))
+    return m == b;
+  if (auto it = known.find(a); it != known.end())
+    return it->second == b;
+  Operation *da = a.getDefiningOp(), *db = b.getDefiningOp();
+  if (!da || !db || da->getNumResults() != db->getNumResults() ||
+      cast<OpResult>(a).getResultNumber() !=
+          cast<OpResult>(b).getResultNumber())
+    return a == b;
+  bool same = OperationEquivalence::isEquivalentTo(
+      da, db,
+      [&](Value x, Value y) {
+        return success(sameValue(x, y, indices, known));
+      },
+      [&](Value x, Value y) { indices.map(x, y); },
+      OperationEquivalence::IgnoreLocations);
+  if (same)
+    for (auto [x, y] : llvm::zip(da->getResults(), db->getResults()))
+      known[x] = y;
+  return same;
+}
+
+ComprehensionOp KernelFormBuilder::findStatistics(ComprehensionOp c) {
+  if (c.getBuiltinMonoid() != MonoidKind::OnlineSoftmax ||
+      c.getNumParallel() < 2 || c.getNumReduced() != 1)
+    return {};
+  unsigned column = c.getNumParallel() - 1;
+  Value score = c.getYield().getValues()[0];
+  for (Operation *op = c->getNextNode(); op; op = op->getNextNode()) {
+    auto n = dyn_cast<ComprehensionOp>(op);
+    if (!n || n.getBuiltinMonoid() != MonoidKind::SoftmaxNorm ||
+        n.getNumParallel() != column || n.getNumReduced() != 1 ||
+        n.getReducedExtents() != c.getReducedExtents())
+      continue;
+    // Everything it reads exists where c runs.
+    bool available = llvm::all_of(getTensorsRead(n), [&](Value t) {
+      Operation *def = t.getDefiningOp();
+      return !def || def->isBeforeInBlock(c);
+    });
+    if (!available)
+      continue;
+    IRMapping indices;
+    bool extents = true;
+    for (unsigned p = 0; p < column; ++p) {
+      extents &= c.getExtent(p) == n.getExtent(p);
+      indices.map(c.getIndex(p), n.getIndex(p));
+    }
+    indices.map(c.getIndex(c.getNumParallel()), n.getIndex(column));
+    if (!extents)
+      continue;
+    // The statistics' score (through a widening) is c's.
+    Value theirs = n.getYield().getValues()[0];
+    if (auto ext = theirs.getDefiningOp<arith::ExtFOp>())
+      theirs = ext.getIn();
+    llvm::DenseMap<Value, Value> known;
+    if (sameValue(score, theirs, indices, known))
+      return n;
+  }
+  return {};
+}
+
 LogicalResult KernelFormBuilder::convertFunc(func::FuncOp func) {
   Location loc = func.getLoc();
   if (!func.getBody().hasOneBlock())
@@ -947,11 +1031,21 @@ LogicalResult KernelFormBuilder::convertFunc(func::FuncOp func) {
 
   SmallVector<Value> temporaries;
   unsigned kernelNo = 0;
+  // Softmax statistics a flash kernel wrote (their comprehensions emit no
+  // kernel of their own).
+  llvm::DenseSet<Operation *> written;
   for (Operation &op : func.getBody().front()) {
+    if (written.contains(&op))
+      continue;
     if (auto c = dyn_cast<ComprehensionOp>(op)) {
+      ComprehensionOp stats;
+      if (tensorCores != "none")
+        stats = findStatistics(c);
       SmallVector<Value> results;
-      for (Value r : c.getResults()) {
-        Value m = outputOf.lookup(r);
+      auto bufferOf = [&](Value r) {
+        Value m = buffers.lookupOrNull(r);
+        if (!m)
+          m = outputOf.lookup(r);
         if (!m) {
           m = memref::AllocOp::create(b, c.getLoc(),
                                       getMemRefType(r.getType()));
@@ -959,12 +1053,19 @@ LogicalResult KernelFormBuilder::convertFunc(func::FuncOp func) {
         }
         buffers.map(r, m);
         results.push_back(m);
-      }
+      };
+      for (Value r : c.getResults())
+        bufferOf(r);
+      if (stats)
+        for (Value r : stats.getResults())
+          bufferOf(r);
       SmallVector<Value> inputs = getTensorsRead(c);
       std::string name = (func.getSymName() + "_k" + Twine(kernelNo++)).str();
-      FailureOr<Kernel> k = buildKernel(c, name, inputs);
+      FailureOr<Kernel> k = buildKernel(c, name, inputs, stats);
       if (failed(k))
         return failure();
+      if (k->wroteStats)
+        written.insert(stats);
       auto cst = [&](int64_t v) {
         return arith::ConstantIndexOp::create(b, c.getLoc(), v).getResult();
       };

@@ -12,11 +12,12 @@
 // with the summand's read on mma.sync, whatever the tensor-core option
 // (the same kernels with tensor-cores=wgmma).
 
-// The statistics: one dot product, the running max and sum, stored once
-// per row by the first lane of the row; the causal select bounds the keys
-// (tiles past the block's last row skipped; the last rows first).
+// The forward: the flash kernel computes the running max and sum of the
+// softmax_norm comprehension after it (the same scores) and writes them:
+// that comprehension has no kernel of its own.
 // CHECK-LABEL: func.func @main_fwd
-// CHECK: gpu.launch_func @tang_kernels::@main_fwd_k1 blocks in (%{{.*}}, %{{.*}}, %{{.*}}) threads in (%c128{{.*}}) dynamic_shared_memory_size %c24576_i32
+// CHECK: gpu.launch_func @tang_kernels::@main_fwd_k0
+// CHECK-NOT: gpu.launch_func
 // The backward: D on a row kernel, then dQ, dK, dV on score kernels.
 // CHECK-LABEL: func.func @main_bwd
 // CHECK: gpu.launch_func @tang_kernels::@main_bwd_k0
@@ -25,20 +26,12 @@
 // CHECK: gpu.launch_func @tang_kernels::@main_bwd_k3 {{.*}} threads in (%c128{{.*}}) dynamic_shared_memory_size %c40960_i32
 // WG: gpu.launch_func @tang_kernels::@main_bwd_k1 {{.*}} threads in (%c128{{.*}}) dynamic_shared_memory_size %c49152_i32
 
-// CHECK-LABEL: gpu.func @main_fwd_k1
-// CHECK: arith.subi %c1{{.*}}, %block_id_x
-// CHECK: memref.view {{.*}} to memref<1x64x64xbf16, #gpu.address_space<workgroup>>
-// CHECK: memref.view {{.*}} to memref<2x64x64xbf16, #gpu.address_space<workgroup>>
-// CHECK: arith.floordivsi
+// CHECK-LABEL: gpu.func @main_fwd_k0
 // CHECK: scf.for
-// CHECK: nvgpu.device_async_copy
-// CHECK: nvvm.mma.sync
-// CHECK: arith.cmpi sle
-// CHECK: arith.maximumf
-// CHECK: gpu.shuffle  xor
-// CHECK: math.exp
+// CHECK: arith.cmpi eq
 // CHECK: memref.store {{.*}} : memref<1x2x80xf32>
 // CHECK: memref.store {{.*}} : memref<1x2x80xf32>
+// CHECK: vector.store {{.*}} : memref<1x2x80x64xbf16>, vector<2xbf16>
 
 // dQ: rows are queries; two dot products (Q K^T, dO V^T) from two resident
 // row tiles; K (dot and summand) and V streamed: 16 + 32 KiB; keys past
@@ -73,6 +66,24 @@
 // CHECK-NOT: memref.view
 // CHECK: scf.for
 // CHECK: nvvm.mma.sync
+// The statistics alone: one dot product, the running max and sum, stored
+// once per row by the first lane of the row; the causal select bounds the
+// keys (tiles past the block's last row skipped; the last rows first).
+// CHECK-LABEL: gpu.func @stats_k0
+// CHECK: arith.subi %c1{{.*}}, %block_id_x
+// CHECK: memref.view {{.*}} to memref<1x64x64xbf16, #gpu.address_space<workgroup>>
+// CHECK: memref.view {{.*}} to memref<2x64x64xbf16, #gpu.address_space<workgroup>>
+// CHECK: arith.floordivsi
+// CHECK: scf.for
+// CHECK: nvgpu.device_async_copy
+// CHECK: nvvm.mma.sync
+// CHECK: arith.cmpi sle
+// CHECK: arith.maximumf
+// CHECK: gpu.shuffle  xor
+// CHECK: math.exp
+// CHECK: memref.store {{.*}} : memref<1x2x80xf32>
+// CHECK: memref.store {{.*}} : memref<1x2x80xf32>
+
 func.func @main_fwd(%arg0: tensor<1x2x80x64xbf16>, %arg1: tensor<1x2x80x64xbf16>, %arg2: tensor<1x2x80x64xbf16>) -> (tensor<1x2x80x64xbf16>, tensor<1x2x80xf32>, tensor<1x2x80xf32>) {
   %cst = arith.constant 0xFF80 : bf16
   %cst_0 = arith.constant 1.250000e-01 : bf16
@@ -217,4 +228,24 @@ func.func @main_bwd(%arg0: tensor<1x2x80x64xbf16>, %arg1: tensor<1x2x80x64xbf16>
     tang.yield %19 : bf16
   }
   return %1, %2, %3 : tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>
+}
+func.func @stats(%arg0: tensor<1x2x80x64xbf16>, %arg1: tensor<1x2x80x64xbf16>) -> (tensor<1x2x80xf32>, tensor<1x2x80xf32>) {
+  %cst = arith.constant 0xFF80 : bf16
+  %cst_0 = arith.constant 1.250000e-01 : bf16
+  %1:2 = tang.comprehension (%p0, %p1, %p2) reduce (%r0) [1, 2, 80, 80] monoid(softmax_norm) attributes {tang.saved} : tensor<1x2x80xf32>, tensor<1x2x80xf32> {
+    %2 = tang.comprehension reduce (%r0_1) [64] monoid(add) : bf16 {
+      %9 = tang.read %arg0[%p0, %p1, %p2, %r0_1] : tensor<1x2x80x64xbf16>
+      %10 = tang.read %arg1[%p0, %p1, %r0, %r0_1] : tensor<1x2x80x64xbf16>
+      %11 = arith.mulf %9, %10 : bf16
+      tang.yield %11 : bf16
+    }
+    %3 = arith.mulf %2, %cst_0 : bf16
+    %4 = tang.index %p2 : i32
+    %5 = tang.index %r0 : i32
+    %6 = arith.cmpi sle, %5, %4 : i32
+    %7 = arith.select %6, %3, %cst : bf16
+    %8 = arith.extf %7 : bf16 to f32
+    tang.yield %8 : f32
+  }
+  return %1#0, %1#1 : tensor<1x2x80xf32>, tensor<1x2x80xf32>
 }
