@@ -320,21 +320,11 @@ private:
   void loadRows(ReadOp read, Value tile, Value slot, int64_t rows, int64_t cols,
                 Value rowIndex, Value rowBase, int64_t rowExtent,
                 Value colIndex);
-  /// acc (scalars in accumulator order) += A B on wgmma m64nNk16, over
-  /// `steps` k16 steps with operand addresses `descs(step)`; waits for it.
-  SmallVector<Value>
-  emitWgmma(ArrayRef<Value> acc, int64_t n, int64_t steps, bool accumulate,
-            bool bTransposed,
-            function_ref<std::pair<Value, Value>(int64_t)> descs);
   /// With wgmma: orders this thread's shared-memory writes (cp.async or
   /// stores) before the tensor cores' reads.
   void fenceForTensorCores() {
-    if (!wgmma)
-      return;
-    MLIRContext *ctx = b.getContext();
-    NVVM::FenceProxyOp::create(
-        b, loc, NVVM::ProxyKindAttr::get(ctx, NVVM::ProxyKind::async_shared),
-        NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+    if (wgmma)
+      fenceProxyAsync();
   }
   /// Whether the [bn, 64] tiles of `read` (keys or values: the key index in
   /// one coordinate, `colIndex` plus other terms alone in the last) are
@@ -437,50 +427,6 @@ SmallVector<Value> FlashEmitter::kvCoordinates(ReadOp read, Value j0,
       read.getIndices(), [&](Value v) { return idx.lookup(v); });
   return SmallVector<Value>(
       *affine::expandAffineMap(b, loc, read.getMap(), operands));
-}
-
-SmallVector<Value>
-FlashEmitter::emitWgmma(ArrayRef<Value> acc, int64_t n, int64_t steps,
-                        bool accumulate, bool bTransposed,
-                        function_ref<std::pair<Value, Value>(int64_t)> descs) {
-  MLIRContext *ctx = b.getContext();
-  auto accType = LLVM::LLVMStructType::getLiteral(
-      ctx, SmallVector<Type>(n / 2, b.getF32Type()));
-  Value st = LLVM::ZeroOp::create(b, loc, accType);
-  if (accumulate)
-    for (int64_t i = 0; i < n / 2; ++i)
-      st =
-          LLVM::InsertValueOp::create(b, loc, st, acc[i], ArrayRef<int64_t>{i});
-  auto type = NVVM::WGMMATypesAttr::get(ctx, m.elementType.isBF16()
-                                                 ? NVVM::WGMMATypes::bf16
-                                                 : NVVM::WGMMATypes::f16);
-  auto one = NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one);
-  NVVM::WgmmaFenceAlignedOp::create(b, loc);
-  for (int64_t step = 0; step < steps; ++step) {
-    auto [a, bAddr] = descs(step);
-    Value da = emitWgmmaDescriptor(b, loc, a, 16, 1024, 128);
-    // A [k, n] operand: 64-column blocks of bn rows.
-    Value db = bTransposed
-                   ? emitWgmmaDescriptor(b, loc, bAddr, bn * 128, 1024, 128)
-                   : emitWgmmaDescriptor(b, loc, bAddr, 16, 1024, 128);
-    st = NVVM::WgmmaMmaAsyncOp::create(
-        b, loc, accType, st, da, db, NVVM::MMAShapeAttr::get(ctx, 64, n, 16),
-        type, type, NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),
-        NVVM::WGMMAScaleOutAttr::get(ctx, accumulate || step
-                                              ? NVVM::WGMMAScaleOut::one
-                                              : NVVM::WGMMAScaleOut::zero),
-        one, one, NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row),
-        NVVM::MMALayoutAttr::get(ctx, bTransposed ? NVVM::MMALayout::row
-                                                  : NVVM::MMALayout::col),
-        /*satfinite=*/nullptr);
-  }
-  NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
-  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, b.getI64IntegerAttr(0));
-  SmallVector<Value> out;
-  for (int64_t i = 0; i < n / 2; ++i)
-    out.push_back(
-        LLVM::ExtractValueOp::create(b, loc, st, ArrayRef<int64_t>{i}));
-  return out;
 }
 
 LogicalResult FlashEmitter::emit() {
@@ -762,7 +708,7 @@ LogicalResult FlashEmitter::emit() {
       Value qBase = add(smemAddr, mul(wgIdx, 64 * 128));
       Value kBase = add(smemAddr, add(cst(qBytes), mul(slot, bn * m.dqk * 2)));
       s = emitWgmma(s, bn, m.dqk / 16, /*accumulate=*/false,
-                    /*bTransposed=*/false, [&](int64_t kq) {
+                    /*bTransposed=*/false, bn, [&](int64_t kq) {
                       int64_t blk = kq / 4, in = (kq % 4) * 32;
                       return std::make_pair(
                           add(qBase, cst(blk * bm * 128 + in)),
@@ -898,7 +844,7 @@ LogicalResult FlashEmitter::emit() {
       Value vBase =
           add(smemAddr, add(cst(qBytes + kBytes), mul(slot, bn * m.dv * 2)));
       o = emitWgmma(o, m.dv, bn / 16, /*accumulate=*/true,
-                    /*bTransposed=*/true, [&](int64_t kk) {
+                    /*bTransposed=*/true, bn, [&](int64_t kk) {
                       int64_t blk = kk / 4, in = (kk % 4) * 32;
                       return std::make_pair(
                           add(pBase, cst(blk * 64 * 128 + in)),

@@ -92,6 +92,18 @@ protected:
   Value packPair(Value lo, Value hi);
   /// Reduces `v` over the 4 lanes that share an mma.sync accumulator row.
   Value rowReduce(Value v, bool max);
+  /// acc (scalars in accumulator order) += A B on wgmma m64nNk16 of
+  /// elementType, over `steps` k16 steps with operand addresses
+  /// `descs(step)` (128-byte swizzled tiles of 64 columns; a transposed,
+  /// [k, n], B operand has 64-column blocks `bRows` rows long); waits for
+  /// it.
+  SmallVector<Value>
+  emitWgmma(ArrayRef<Value> acc, int64_t n, int64_t steps, bool accumulate,
+            bool bTransposed, int64_t bRows,
+            function_ref<std::pair<Value, Value>(int64_t)> descs);
+  /// Orders this thread's shared-memory writes (cp.async or stores) before
+  /// the tensor cores' (async proxy) reads.
+  void fenceProxyAsync();
   /// acc += a * b on one mma.sync.m16n8k16 tile (f32 accumulators).
   void mmaSync(ArrayRef<Value> a, ArrayRef<Value> bFrag,
                MutableArrayRef<Value> acc);
@@ -186,12 +198,13 @@ emitFlashKernel(OpBuilder &b, ComprehensionOp op, IRMapping &tensors,
 /// Emits `op`, an add (or softmax_norm) reduction over one key index whose
 /// body computes scores from one or two nested dot products of 16-bit reads
 /// (attention's gradients and saved statistics as --tang-grad derives
-/// them), as an mma.sync kernel (ScoreKernel.cpp); std::nullopt with `why`
-/// set if `op` is not such a reduction, failure() on an emission error.
+/// them), as an mma.sync kernel, or with `wgmma` a wgmma kernel
+/// (ScoreKernel.cpp); std::nullopt with `why` set if `op` is not such a
+/// reduction, failure() on an emission error.
 std::optional<LogicalResult> emitScoreKernel(OpBuilder &b, ComprehensionOp op,
                                              IRMapping &tensors,
                                              ValueRange outputs, Kernel &k,
-                                             std::string &why);
+                                             bool wgmma, std::string &why);
 
 /// Matches `op` (a function-level comprehension) against the contraction
 /// the tensor-core emitter handles; std::nullopt with `why` set otherwise.

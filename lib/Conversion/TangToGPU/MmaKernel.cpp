@@ -373,6 +373,57 @@ Value TensorCoreEmitterBase::rowReduce(Value v, bool max) {
   return v;
 }
 
+SmallVector<Value> TensorCoreEmitterBase::emitWgmma(
+    ArrayRef<Value> acc, int64_t n, int64_t steps, bool accumulate,
+    bool bTransposed, int64_t bRows,
+    function_ref<std::pair<Value, Value>(int64_t)> descs) {
+  MLIRContext *ctx = b.getContext();
+  auto accType = LLVM::LLVMStructType::getLiteral(
+      ctx, SmallVector<Type>(n / 2, b.getF32Type()));
+  Value st = LLVM::ZeroOp::create(b, loc, accType);
+  if (accumulate)
+    for (int64_t i = 0; i < n / 2; ++i)
+      st =
+          LLVM::InsertValueOp::create(b, loc, st, acc[i], ArrayRef<int64_t>{i});
+  auto type = NVVM::WGMMATypesAttr::get(ctx, elementType.isBF16()
+                                                 ? NVVM::WGMMATypes::bf16
+                                                 : NVVM::WGMMATypes::f16);
+  auto one = NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one);
+  NVVM::WgmmaFenceAlignedOp::create(b, loc);
+  for (int64_t step = 0; step < steps; ++step) {
+    auto [a, bAddr] = descs(step);
+    Value da = emitWgmmaDescriptor(b, loc, a, 16, 1024, 128);
+    // A [k, n] operand: 64-column blocks of bn rows.
+    Value db = bTransposed
+                   ? emitWgmmaDescriptor(b, loc, bAddr, bRows * 128, 1024, 128)
+                   : emitWgmmaDescriptor(b, loc, bAddr, 16, 1024, 128);
+    st = NVVM::WgmmaMmaAsyncOp::create(
+        b, loc, accType, st, da, db, NVVM::MMAShapeAttr::get(ctx, 64, n, 16),
+        type, type, NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),
+        NVVM::WGMMAScaleOutAttr::get(ctx, accumulate || step
+                                              ? NVVM::WGMMAScaleOut::one
+                                              : NVVM::WGMMAScaleOut::zero),
+        one, one, NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row),
+        NVVM::MMALayoutAttr::get(ctx, bTransposed ? NVVM::MMALayout::row
+                                                  : NVVM::MMALayout::col),
+        /*satfinite=*/nullptr);
+  }
+  NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, b.getI64IntegerAttr(0));
+  SmallVector<Value> out;
+  for (int64_t i = 0; i < n / 2; ++i)
+    out.push_back(
+        LLVM::ExtractValueOp::create(b, loc, st, ArrayRef<int64_t>{i}));
+  return out;
+}
+
+void TensorCoreEmitterBase::fenceProxyAsync() {
+  MLIRContext *ctx = b.getContext();
+  NVVM::FenceProxyOp::create(
+      b, loc, NVVM::ProxyKindAttr::get(ctx, NVVM::ProxyKind::async_shared),
+      NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+}
+
 Value TensorCoreEmitterBase::cst(int64_t v) {
   return arith::ConstantIndexOp::create(b, loc, v);
 }

@@ -34,6 +34,7 @@
 
 #include "mlir/Dialect/Affine/Utils.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
@@ -323,6 +324,8 @@ struct StreamedTile {
   Value col;
   int64_t width;
   Value tile;
+  /// Byte offset of slot 0 in the kernel's shared memory.
+  int64_t offset;
 
   /// Whether `other`'s rows with `otherCol` whole are this tile: one
   /// tensor through one map, the indices differing only in the contiguous
@@ -342,15 +345,16 @@ struct StreamedTile {
 class ScoreEmitter : TensorCoreEmitterBase {
 public:
   ScoreEmitter(OpBuilder &b, ComprehensionOp op, const ScoreMatch &m,
-               IRMapping &tensors, ValueRange outputs, Kernel &k)
+               IRMapping &tensors, ValueRange outputs, Kernel &k, bool wgmma)
       : TensorCoreEmitterBase(b, op.getLoc(), m.elementType), op(op), m(m),
         tensors(tensors), outputs(outputs), k(k),
-        emitter(tensors, &k.func.getBody().front()) {}
+        emitter(tensors, &k.func.getBody().front()), wgmma(wgmma),
+        bm(wgmma ? 128 : 64), threads(wgmma ? 256 : 128) {}
 
   LogicalResult emit();
 
 private:
-  static constexpr int64_t bm = 64, bn = 64, threads = 128;
+  static constexpr int64_t bn = 64;
 
   Value f32(double v) {
     return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
@@ -381,6 +385,11 @@ private:
   BodyEmitter emitter;
   SmallVector<StreamedTile> streamed;
   SmallVector<Value> factor;
+  /// wgmma (sm_90a): 2 warpgroups of 64 rows, operands from 128-byte
+  /// swizzled tiles of 64 columns ([slot, cols / 64, rows, 64]), G through
+  /// shared memory per warpgroup; else mma.sync, 4 warps of 16 rows.
+  bool wgmma;
+  int64_t bm, threads;
   Value tid, lane, warp, row0;
   SmallVector<Value> batch;
 };
@@ -417,10 +426,12 @@ void ScoreEmitter::loadRows(ReadOp read, Value tile, Value slot, int64_t rows,
         affine::expandAffineMap(b, loc, read.getMap(), operands);
     Value srcElements =
         arith::SelectOp::create(b, loc, lt(row, rowExtent), cst(8), cst(0));
+    SmallVector<Value> dst{slot, r, mul(swizzle(r, ch), 8)};
+    if (wgmma)
+      dst = {slot, div(ch, 8), r, mul(swizzle(r, rem(ch, 8)), 8)};
     nvgpu::DeviceAsyncCopyOp::create(
-        b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), tile,
-        ValueRange{slot, r, mul(swizzle(r, ch), 8)}, memref, *coords,
-        b.getIndexAttr(8), srcElements, b.getUnitAttr());
+        b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), tile, dst,
+        memref, *coords, b.getIndexAttr(8), srcElements, b.getUnitAttr());
   }
 }
 
@@ -487,10 +498,15 @@ LogicalResult ScoreEmitter::emit() {
                        return t.holds(read, col);
                      }))
       continue;
-    streamed.push_back({read, col, width, Value()});
+    streamed.push_back({read, col, width, Value(), bytes});
     streamOffsets.push_back(bytes);
     bytes += 2 * bn * width * 2;
   }
+  // With wgmma, G per warpgroup ([2, bn / 64, 64, 64]), and the 1024-byte
+  // alignment of the swizzled tiles.
+  int64_t pOffset = bytes;
+  if (wgmma)
+    bytes += (m.c ? 2 * 64 * bn * 2 : 0) + 1024;
   k.sharedBytes = bytes;
   if (bytes > 227 * 1024)
     return op.emitOpError() << "score kernel: " << bytes
@@ -526,17 +542,30 @@ LogicalResult ScoreEmitter::emit() {
   Value smem = gpu::DynamicSharedMemoryOp::create(
       b, loc,
       MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), AffineMap(), wg));
+  Value base = cst(0), smemAddr;
+  if (wgmma) {
+    Value addr = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, smem);
+    base = rem(arith::SubIOp::create(b, loc, cst(1024), rem(addr, 1024)), 1024);
+    smemAddr = add(addr, base);
+  }
   auto view = [&](ArrayRef<int64_t> shape, int64_t offset) {
     return memref::ViewOp::create(
                b, loc, MemRefType::get(shape, m.elementType, AffineMap(), wg),
-               smem, cst(offset), ValueRange{})
+               smem, add(base, cst(offset)), ValueRange{})
         .getResult();
   };
   SmallVector<Value> tileA;
-  for (auto [dot, offset] : llvm::zip(m.dots, aOffsets))
-    tileA.push_back(view({1, bm, dot.red.getExtent(0)}, offset));
+  for (auto [dot, offset] : llvm::zip(m.dots, aOffsets)) {
+    int64_t e = dot.red.getExtent(0);
+    tileA.push_back(wgmma ? view({1, e / 64, bm, 64}, offset)
+                          : view({1, bm, e}, offset));
+  }
   for (auto [t, offset] : llvm::zip(streamed, streamOffsets))
-    t.tile = view({2, bn, t.width}, offset);
+    t.tile = wgmma ? view({2, t.width / 64, bn, 64}, offset)
+                   : view({2, bn, t.width}, offset);
+  Value tileP;
+  if (wgmma && m.c)
+    tileP = view({2, bn / 64, 64, 64}, pOffset);
   auto tokenType = nvgpu::DeviceAsyncTokenType::get(ctx);
   auto loadStep = [&](Value step, Value slot) {
     Value y0 = mul(step, bn);
@@ -569,6 +598,8 @@ LogicalResult ScoreEmitter::emit() {
   Value group =
       nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, tokenType, ValueRange{});
   nvgpu::DeviceAsyncWaitOp::create(b, loc, group, b.getI32IntegerAttr(0));
+  if (wgmma)
+    fenceProxyAsync();
   gpu::BarrierOp::create(b, loc);
 
   // Carried: add: the output accumulators (dc / 8 tiles of 4);
@@ -596,11 +627,29 @@ LogicalResult ScoreEmitter::emit() {
     Value g = nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, tokenType,
                                                       ValueRange{});
 
-    // The dot products: bn / 8 tiles of m16n8 each.
+    // The dot products: bn / 8 tiles of m16n8 each (with wgmma: this
+    // warpgroup's 64 rows of the A tile, the keys' tile as the [n, k]
+    // operand; a k16 step is 32 bytes along a 128-byte row, 64-column
+    // blocks apart).
     SmallVector<SmallVector<Value>> s;
-    for (auto [dot, tile] : llvm::zip(m.dots, tileA)) {
+    Value wgIdx = div(tid, 128);
+    for (auto [dot, tile, offset] : llvm::zip(m.dots, tileA, aOffsets)) {
       const StreamedTile &kt = getStreamed(dot.b, dot.red.getIndex(0));
       SmallVector<Value> acc(bn / 8 * 4, f32(0));
+      if (wgmma) {
+        Value aBase = add(smemAddr, add(cst(offset), mul(wgIdx, 64 * 128)));
+        Value bBase =
+            add(smemAddr, add(cst(kt.offset), mul(slot, bn * kt.width * 2)));
+        acc = emitWgmma(
+            acc, bn, dot.red.getExtent(0) / 16,
+            /*accumulate=*/false, /*bTransposed=*/false, bn, [&](int64_t kq) {
+              int64_t blk = kq / 4, in = (kq % 4) * 32;
+              return std::make_pair(add(aBase, cst(blk * bm * 128 + in)),
+                                    add(bBase, cst(blk * bn * 128 + in)));
+            });
+        s.push_back(std::move(acc));
+        continue;
+      }
       for (int64_t kq = 0; kq < dot.red.getExtent(0) / 16; ++kq) {
         Value arow = add(warpRow, rem(lane, 16));
         Value achunk = add(div(lane, 16), cst(2 * kq));
@@ -665,7 +714,49 @@ LogicalResult ScoreEmitter::emit() {
       // keys 16 t2 .. 16 t2 + 15; W [keys, dc] read transposed.
       const StreamedTile &wt = getStreamed(m.w, op.getIndex(*m.c));
       SmallVector<Value> o(carried);
-      for (int64_t t2 = 0; t2 < bn / 16; ++t2) {
+      if (wgmma) {
+        // G to this warpgroup's [bn / 64][64][64] tile (rows swizzled like
+        // the operands), read back after the warpgroup's own barrier
+        // (named barrier 1 + warpgroup), then O += G W with W as the
+        // [k, n] operand: a k16 step is 16 rows of W, 64-column blocks bn
+        // rows long.
+        Value r0 = add(mul(rem(warp, 4), 16), div(lane, 4));
+        for (int64_t t = 0; t < bn / 8; ++t) {
+          for (int64_t h = 0; h < 2; ++h) {
+            Value r = h ? add(r0, cst(8)) : r0;
+            Value pair = vector::FromElementsOp::create(
+                b, loc, VectorType::get({2}, b.getF32Type()),
+                ValueRange{gv[t * 4 + 2 * h], gv[t * 4 + 2 * h + 1]});
+            pair = arith::TruncFOp::create(
+                b, loc, VectorType::get({2}, m.elementType), pair);
+            Value col =
+                add(mul(swizzle(r, cst(t % 8)), 8), mul(rem(lane, 4), 2));
+            vector::StoreOp::create(b, loc, pair, tileP,
+                                    ValueRange{wgIdx, cst(t / 8), r, col},
+                                    /*nontemporal=*/false, llvm::Align(4));
+          }
+        }
+        fenceProxyAsync();
+        Type i32 = b.getI32Type();
+        NVVM::BarrierOp::create(
+            b, loc, Type(),
+            arith::AddIOp::create(
+                b, loc, arith::ConstantIntOp::create(b, loc, i32, 1),
+                arith::IndexCastOp::create(b, loc, i32, wgIdx)),
+            arith::ConstantIntOp::create(b, loc, i32, 128),
+            NVVM::BarrierReductionAttr(), Value());
+        Value pBase = add(smemAddr, add(cst(pOffset), mul(wgIdx, 64 * bn * 2)));
+        Value wBase =
+            add(smemAddr, add(cst(wt.offset), mul(slot, bn * m.dc * 2)));
+        yield = emitWgmma(o, m.dc, bn / 16, /*accumulate=*/true,
+                          /*bTransposed=*/true, bn, [&](int64_t kk) {
+                            int64_t blk = kk / 4, in = (kk % 4) * 32;
+                            return std::make_pair(
+                                add(pBase, cst(blk * 64 * 128 + in)),
+                                add(wBase, cst(kk * 16 * 128)));
+                          });
+      }
+      for (int64_t t2 = 0; t2 < (wgmma ? 0 : bn / 16); ++t2) {
         SmallVector<Value> a{packPair(gv[t2 * 8 + 0], gv[t2 * 8 + 1]),
                              packPair(gv[t2 * 8 + 2], gv[t2 * 8 + 3]),
                              packPair(gv[t2 * 8 + 4], gv[t2 * 8 + 5]),
@@ -682,7 +773,8 @@ LogicalResult ScoreEmitter::emit() {
                   MutableArrayRef<Value>(o).slice(d2 * 8 + 4, 4));
         }
       }
-      yield = o;
+      if (!wgmma)
+        yield = o;
     } else {
       // The running max (agreed by the 4 lanes of a row) and sum.
       SmallVector<Value> mx{carried[0], carried[1]},
@@ -714,6 +806,8 @@ LogicalResult ScoreEmitter::emit() {
       yield = {mx[0], mx[1], sum[0], sum[1]};
     }
     nvgpu::DeviceAsyncWaitOp::create(b, loc, g, b.getI32IntegerAttr(0));
+    if (wgmma)
+      fenceProxyAsync();
     gpu::BarrierOp::create(b, loc);
     return success();
   };
@@ -792,9 +886,9 @@ LogicalResult ScoreEmitter::emit() {
 std::optional<LogicalResult>
 mlir::tang::emitScoreKernel(OpBuilder &b, ComprehensionOp op,
                             IRMapping &tensors, ValueRange outputs, Kernel &k,
-                            std::string &why) {
+                            bool wgmma, std::string &why) {
   std::optional<ScoreMatch> m = matchScoreReduction(op, why);
   if (!m)
     return std::nullopt;
-  return ScoreEmitter(b, op, *m, tensors, outputs, k).emit();
+  return ScoreEmitter(b, op, *m, tensors, outputs, k, wgmma).emit();
 }

@@ -239,7 +239,8 @@ FailureOr<Kernel> KernelFormBuilder::buildKernel(ComprehensionOp op,
   if (!flash && tensorCores != "none" && nestsReductions &&
       (op.getBuiltinMonoid() == MonoidKind::Add ||
        op.getBuiltinMonoid() == MonoidKind::SoftmaxNorm)) {
-    flash = emitScoreKernel(b, op, tensors, outputs, k, why);
+    flash = emitScoreKernel(b, op, tensors, outputs, k, tensorCores == "wgmma",
+                            why);
     if (!flash && has16BitReads())
       op.emitRemark() << "not a score kernel: " << why;
   }
