@@ -43,9 +43,10 @@ struct Kernel {
   int64_t sharedBytes = 0;
   /// Tensor maps, the kernel's last parameters in this order.
   SmallVector<TensorMapParam> tensorMaps;
-  /// Whether a flash kernel also wrote the softmax statistics it was
-  /// offered (buildKernel's `stats`).
-  bool wroteStats = false;
+  /// Whether the kernel also wrote the results of the sibling comprehension
+  /// it was offered (softmax statistics beside a flash kernel, a second
+  /// score reduction beside a score kernel).
+  bool wroteSibling = false;
 
   /// Appends a tensor-map parameter for `param` to the kernel and returns
   /// it (a generic pointer to the map).
@@ -176,6 +177,13 @@ std::optional<int64_t> getIndexOffset(Value v, Value index);
 std::optional<int64_t> getKeyLimit(Value score, Value i, Value j,
                                    int64_t extentI, int64_t extentJ);
 
+/// Whether `a` (in one comprehension's body) and `b` (in another's) compute
+/// the same value, the first one's indices standing for the second's as
+/// `indices` maps them (block arguments of nested bodies are added as they
+/// are matched); `known` memoises matched values.
+bool sameValue(Value a, Value b, IRMapping &indices,
+               llvm::DenseMap<Value, Value> &known);
+
 /// Whether `read` uses the index `v` in any coordinate.
 bool readUses(ReadOp read, Value v);
 
@@ -201,10 +209,20 @@ emitFlashKernel(OpBuilder &b, ComprehensionOp op, IRMapping &tensors,
 /// them), as an mma.sync kernel, or with `wgmma` a wgmma kernel
 /// (ScoreKernel.cpp); std::nullopt with `why` set if `op` is not such a
 /// reduction, failure() on an emission error.
-std::optional<LogicalResult> emitScoreKernel(OpBuilder &b, ComprehensionOp op,
-                                             IRMapping &tensors,
-                                             ValueRange outputs, Kernel &k,
-                                             bool wgmma, std::string &why);
+/// Whether one score kernel can compute `op` and `sibling` (both score
+/// reductions over the same rows and keys, `sibling`'s dot products among
+/// `op`'s; see emitScoreKernel).
+bool isScoreSibling(ComprehensionOp op, ComprehensionOp sibling);
+
+/// With `sibling` (a later score reduction over the same rows and keys
+/// whose dot products are among `op`'s: attention's dV beside dK), the
+/// kernel may compute its results too, into `siblingOutputs`, sharing the
+/// dot products and the streamed tiles (Kernel::wroteSibling).
+std::optional<LogicalResult>
+emitScoreKernel(OpBuilder &b, ComprehensionOp op, IRMapping &tensors,
+                ValueRange outputs, ComprehensionOp sibling,
+                ValueRange siblingOutputs, Kernel &k, bool wgmma,
+                std::string &why);
 
 /// Matches `op` (a function-level comprehension) against the contraction
 /// the tensor-core emitter handles; std::nullopt with `why` set otherwise.

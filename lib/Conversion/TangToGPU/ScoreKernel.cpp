@@ -330,26 +330,81 @@ struct StreamedTile {
   /// Whether `other`'s rows with `otherCol` whole are this tile: one
   /// tensor through one map, the indices differing only in the contiguous
   /// one (K in Q K^T and in dS K).
-  bool holds(ReadOp other, Value otherCol) const {
+  /// `sameIndex` says whether two index values (of the two comprehensions
+  /// a kernel may compute) are the same index.
+  bool holds(ReadOp other, Value otherCol,
+             function_ref<bool(Value, Value)> sameIndex) const {
     ReadOp read = this->read;
     return read.getTensor() == other.getTensor() &&
            read.getMap() == other.getMap() &&
            llvm::all_of(llvm::zip(read.getIndices(), other.getIndices()),
                         [&](auto pair) {
                           auto [u, v] = pair;
-                          return u == v || (u == col && v == otherCol);
+                          return (u == col && v == otherCol) ||
+                                 (u != col && v != otherCol && sameIndex(u, v));
                         });
   }
 };
 
+/// One comprehension a score kernel computes: its match, its outputs, and
+/// for each of its dot products the kernel's (the first part's) equal one.
+struct ScorePart {
+  ComprehensionOp op;
+  ScoreMatch m;
+  ValueRange outputs;
+  SmallVector<unsigned> dotOf;
+};
+
+/// The dots of `second` as indices of `first`'s equal dots (both score
+/// reductions over the same rows, batch indices and keys), or nullopt.
+std::optional<SmallVector<unsigned>> matchDots(ComprehensionOp first,
+                                               const ScoreMatch &m1,
+                                               ComprehensionOp second,
+                                               const ScoreMatch &m2) {
+  if (m1.monoid != MonoidKind::Add || m2.monoid != MonoidKind::Add ||
+      m1.x != m2.x || m1.c != m2.c || m1.ly != m2.ly || m1.lx != m2.lx ||
+      m1.elementType != m2.elementType ||
+      first.getNumParallel() != second.getNumParallel())
+    return std::nullopt;
+  SmallVector<unsigned> dotOf;
+  for (const ScoreDot &d2 : m2.dots) {
+    std::optional<unsigned> found;
+    for (auto [i, d1] : llvm::enumerate(m1.dots)) {
+      IRMapping indices;
+      for (unsigned p = 0; p < first.getNumIndices(); ++p)
+        if (p != *m1.c)
+          indices.map(first.getIndex(p), second.getIndex(p));
+      llvm::DenseMap<Value, Value> known;
+      ComprehensionOp r1 = d1.red, r2 = d2.red;
+      if (sameValue(r1.getResult(0), r2.getResult(0), indices, known)) {
+        found = i;
+        break;
+      }
+    }
+    if (!found)
+      return std::nullopt;
+    dotOf.push_back(*found);
+  }
+  return dotOf;
+}
+
 class ScoreEmitter : TensorCoreEmitterBase {
 public:
-  ScoreEmitter(OpBuilder &b, ComprehensionOp op, const ScoreMatch &m,
-               IRMapping &tensors, ValueRange outputs, Kernel &k, bool wgmma)
-      : TensorCoreEmitterBase(b, op.getLoc(), m.elementType), op(op), m(m),
-        tensors(tensors), outputs(outputs), k(k),
+  ScoreEmitter(OpBuilder &b, ArrayRef<ScorePart> parts, IRMapping &tensors,
+               Kernel &k, bool wgmma)
+      : TensorCoreEmitterBase(b, parts[0].op->getLoc(), parts[0].m.elementType),
+        parts(parts), op(parts[0].op), m(parts[0].m), tensors(tensors),
+        outputs(parts[0].outputs), k(k),
         emitter(tensors, &k.func.getBody().front()), wgmma(wgmma),
-        bm(wgmma ? 128 : 64), threads(wgmma ? 256 : 128) {}
+        bm(wgmma ? 128 : 64), threads(wgmma ? 256 : 128) {
+    // Key tiles are skipped only where every part's contributions vanish.
+    for (const ScorePart &p : this->parts.drop_front()) {
+      if (p.m.keysUpTo != m.keysUpTo)
+        m.keysUpTo.reset();
+      if (p.m.keysFrom != m.keysFrom)
+        m.keysFrom.reset();
+    }
+  }
 
   LogicalResult emit();
 
@@ -374,9 +429,14 @@ private:
                 Value colIndex);
   /// The streamed tile holding `read`'s rows with `col` whole.
   const StreamedTile &getStreamed(ReadOp read, Value col);
+  /// Whether `u` and `v` are the same index of the parts (the same
+  /// position among their comprehensions' indices).
+  bool sameIndex(Value u, Value v);
   /// Emits the constant factors of the dot products (once per kernel).
   LogicalResult emitFactors();
 
+  ArrayRef<ScorePart> parts;
+  /// The first part: its dot products are the kernel's.
   ComprehensionOp op;
   ScoreMatch m;
   IRMapping &tensors;
@@ -396,16 +456,39 @@ private:
 
 IRMapping ScoreEmitter::getBlockIndices() {
   IRMapping idx;
-  for (unsigned p = 0; p < op.getNumParallel(); ++p)
-    if (batch[p])
-      idx.map(op.getIndex(p), batch[p]);
-  idx.map(op.getIndex(m.x), row0);
-  if (m.c)
-    idx.map(op.getIndex(*m.c), cst(0));
-  idx.map(m.y, cst(0));
-  for (ScoreDot &dot : m.dots)
-    idx.map(dot.red.getIndex(0), cst(0));
+  for (const ScorePart &part : parts) {
+    ComprehensionOp pop = part.op;
+    for (unsigned p = 0; p < pop.getNumParallel(); ++p)
+      if (batch[p])
+        idx.map(pop.getIndex(p), batch[p]);
+    idx.map(pop.getIndex(m.x), row0);
+    if (m.c)
+      idx.map(pop.getIndex(*m.c), cst(0));
+    idx.map(part.m.y, cst(0));
+    for (const ScoreDot &dot : part.m.dots) {
+      ComprehensionOp red = dot.red;
+      idx.map(red.getIndex(0), cst(0));
+    }
+  }
   return idx;
+}
+
+bool ScoreEmitter::sameIndex(Value u, Value v) {
+  if (u == v)
+    return true;
+  auto position = [&](Value w) -> int {
+    auto arg = dyn_cast<BlockArgument>(w);
+    if (!arg)
+      return -1;
+    for (const ScorePart &part : parts) {
+      ComprehensionOp pop = part.op;
+      if (arg.getOwner() == &pop.getBodyBlock())
+        return arg.getArgNumber();
+    }
+    return -1;
+  };
+  int pu = position(u);
+  return pu >= 0 && pu == position(v);
 }
 
 void ScoreEmitter::loadRows(ReadOp read, Value tile, Value slot, int64_t rows,
@@ -437,7 +520,7 @@ void ScoreEmitter::loadRows(ReadOp read, Value tile, Value slot, int64_t rows,
 
 const StreamedTile &ScoreEmitter::getStreamed(ReadOp read, Value col) {
   for (const StreamedTile &t : streamed)
-    if (t.holds(read, col))
+    if (t.holds(read, col, [&](Value u, Value v) { return sameIndex(u, v); }))
       return t;
   llvm_unreachable("every streamed read has a tile");
 }
@@ -483,8 +566,11 @@ LogicalResult ScoreEmitter::emit() {
   SmallVector<std::tuple<ReadOp, Value, int64_t>> toStream;
   for (ScoreDot &dot : m.dots)
     toStream.emplace_back(dot.b, dot.red.getIndex(0), dot.red.getExtent(0));
-  if (m.w)
-    toStream.emplace_back(m.w, op.getIndex(*m.c), m.dc);
+  for (const ScorePart &part : parts) {
+    ComprehensionOp pop = part.op;
+    if (part.m.w)
+      toStream.emplace_back(part.m.w, pop.getIndex(*m.c), part.m.dc);
+  }
   int64_t bytes = 0;
   SmallVector<int64_t> aOffsets;
   for (ScoreDot &dot : m.dots) {
@@ -493,10 +579,11 @@ LogicalResult ScoreEmitter::emit() {
   }
   SmallVector<int64_t> streamOffsets;
   for (auto [read, col, width] : toStream) {
-    if (llvm::any_of(streamed,
-                     [&, read = read, col = col](const StreamedTile &t) {
-                       return t.holds(read, col);
-                     }))
+    if (llvm::any_of(
+            streamed, [&, read = read, col = col](const StreamedTile &t) {
+              return t.holds(read, col,
+                             [&](Value u, Value v) { return sameIndex(u, v); });
+            }))
       continue;
     streamed.push_back({read, col, width, Value(), bytes});
     streamOffsets.push_back(bytes);
@@ -606,15 +693,19 @@ LogicalResult ScoreEmitter::emit() {
   // softmax_norm: the running max and sum of this thread's two rows.
   Value negInf = f32(-std::numeric_limits<double>::infinity());
   SmallVector<Value> init;
-  if (m.c)
-    init.assign(m.dc / 8 * 4, f32(0));
-  else
+  if (m.c) {
+    for (const ScorePart &part : parts)
+      init.append(part.m.dc / 8 * 4, f32(0));
+  } else {
     init = {negInf, negInf, f32(0), f32(0)};
+  }
   Value warpRow = mul(warp, 16);
-  bool scoreReads = llvm::any_of(m.scoreOps, [](Operation *o) {
-    bool reads = false;
-    o->walk([&](ReadOp) { reads = true; });
-    return reads;
+  bool scoreReads = llvm::any_of(parts, [](const ScorePart &part) {
+    return llvm::any_of(part.m.scoreOps, [](Operation *o) {
+      bool reads = false;
+      o->walk([&](ReadOp) { reads = true; });
+      return reads;
+    });
   });
 
   auto emitStep = [&](Value kb, ValueRange carried, bool masked,
@@ -674,109 +765,130 @@ LogicalResult ScoreEmitter::emit() {
     // each n8 tile; keys past the end contribute nothing.
     Value xRow = add(row0, add(warpRow, div(lane, 4)));
     Value yCol = add(mul(kb, bn), mul(rem(lane, 4), 2));
-    SmallVector<Value> gv(bn / 8 * 4);
     Type f32Type = b.getF32Type();
-    for (int64_t t = 0; t < bn / 8; ++t) {
-      for (int64_t e = 0; e < 4; ++e) {
-        Value iv = e >= 2 ? add(xRow, cst(8)) : xRow;
-        Value jv = add(yCol, cst(t * 8 + e % 2));
-        IRMapping mapping;
-        for (unsigned p = 0; p < op.getNumParallel(); ++p)
-          if (batch[p])
-            mapping.map(op.getIndex(p), batch[p]);
-        // Rows and keys past the end (discarded) read in bounds.
-        mapping.map(x, scoreReads ? minU(iv, m.lx - 1) : iv);
-        mapping.map(m.y, scoreReads ? minU(jv, m.ly - 1) : jv);
-        for (auto [dot, acc, f] : llvm::zip(m.dots, s, factor)) {
-          Value raw = acc[t * 4 + e];
-          if (f)
-            raw = arith::MulFOp::create(b, loc, raw, f);
-          mapping.map(dot.red.getResult(0), raw);
+    auto evaluate = [&](const ScorePart &part,
+                        SmallVector<Value> &gv) -> LogicalResult {
+      ComprehensionOp pop = part.op;
+      const ScoreMatch &pm = part.m;
+      gv.assign(bn / 8 * 4, Value());
+      for (int64_t t = 0; t < bn / 8; ++t) {
+        for (int64_t e = 0; e < 4; ++e) {
+          Value iv = e >= 2 ? add(xRow, cst(8)) : xRow;
+          Value jv = add(yCol, cst(t * 8 + e % 2));
+          IRMapping mapping;
+          for (unsigned p = 0; p < pop.getNumParallel(); ++p)
+            if (batch[p])
+              mapping.map(pop.getIndex(p), batch[p]);
+          // Rows and keys past the end (discarded) read in bounds.
+          mapping.map(pop.getIndex(m.x), scoreReads ? minU(iv, m.lx - 1) : iv);
+          mapping.map(pm.y, scoreReads ? minU(jv, m.ly - 1) : jv);
+          for (auto [dot, which] : llvm::zip(pm.dots, part.dotOf)) {
+            Value raw = s[which][t * 4 + e];
+            if (Value f = factor[which])
+              raw = arith::MulFOp::create(b, loc, raw, f);
+            ComprehensionOp red = dot.red;
+            mapping.map(red.getResult(0), raw);
+          }
+          for (Operation *inner : pm.scoreOps)
+            if (failed(emitter.emit(b, inner, mapping)))
+              return failure();
+          Value v = mapping.lookupOrNull(pm.g);
+          if (!v)
+            return pop.emitOpError() << "score kernel: the per-key value is "
+                                        "not computed in the body";
+          if (v.getType() != f32Type)
+            v = arith::ExtFOp::create(b, loc, f32Type, v);
+          if (masked)
+            v = arith::SelectOp::create(b, loc, lt(jv, m.ly), v,
+                                        m.c ? f32(0) : negInf);
+          gv[t * 4 + e] = v;
         }
-        for (Operation *inner : m.scoreOps)
-          if (failed(emitter.emit(b, inner, mapping)))
-            return failure();
-        Value v = mapping.lookupOrNull(m.g);
-        if (!v)
-          return op.emitOpError() << "score kernel: the per-key value is not "
-                                     "computed in the body";
-        if (v.getType() != f32Type)
-          v = arith::ExtFOp::create(b, loc, f32Type, v);
-        if (masked)
-          v = arith::SelectOp::create(b, loc, lt(jv, m.ly), v,
-                                      m.c ? f32(0) : negInf);
-        gv[t * 4 + e] = v;
       }
-    }
+      return success();
+    };
 
     if (m.c) {
-      // O += G W: G's tiles 2 t2 and 2 t2 + 1 are the m16k16 operand of
-      // keys 16 t2 .. 16 t2 + 15; W [keys, dc] read transposed.
-      const StreamedTile &wt = getStreamed(m.w, op.getIndex(*m.c));
-      SmallVector<Value> o(carried);
-      if (wgmma) {
-        // G to this warpgroup's [bn / 64][64][64] tile (rows swizzled like
-        // the operands), read back after the warpgroup's own barrier
-        // (named barrier 1 + warpgroup), then O += G W with W as the
-        // [k, n] operand: a k16 step is 16 rows of W, 64-column blocks bn
-        // rows long.
-        Value r0 = add(mul(rem(warp, 4), 16), div(lane, 4));
-        for (int64_t t = 0; t < bn / 8; ++t) {
-          for (int64_t h = 0; h < 2; ++h) {
-            Value r = h ? add(r0, cst(8)) : r0;
-            Value pair = vector::FromElementsOp::create(
-                b, loc, VectorType::get({2}, b.getF32Type()),
-                ValueRange{gv[t * 4 + 2 * h], gv[t * 4 + 2 * h + 1]});
-            pair = arith::TruncFOp::create(
-                b, loc, VectorType::get({2}, m.elementType), pair);
-            Value col =
-                add(mul(swizzle(r, cst(t % 8)), 8), mul(rem(lane, 4), 2));
-            vector::StoreOp::create(b, loc, pair, tileP,
-                                    ValueRange{wgIdx, cst(t / 8), r, col},
-                                    /*nontemporal=*/false, llvm::Align(4));
+      // Per part: O += G W: G's tiles 2 t2 and 2 t2 + 1 are the m16k16
+      // operand of keys 16 t2 .. 16 t2 + 15; W [keys, dc] read transposed.
+      int64_t at = 0;
+      for (const ScorePart &part : parts) {
+        ComprehensionOp pop = part.op;
+        const ScoreMatch &pm = part.m;
+        SmallVector<Value> gv;
+        if (failed(evaluate(part, gv)))
+          return failure();
+        const StreamedTile &wt = getStreamed(pm.w, pop.getIndex(*m.c));
+        int64_t nO = pm.dc / 8 * 4;
+        SmallVector<Value> o(carried.slice(at, nO));
+        at += nO;
+        if (wgmma) {
+          // G to this warpgroup's [bn / 64][64][64] tile (rows swizzled
+          // like the operands), read back after the warpgroup's own
+          // barrier (named barrier 1 + warpgroup), then O += G W with W as
+          // the [k, n] operand: a k16 step is 16 rows of W, 64-column
+          // blocks bn rows long. (A second part reuses the tile after the
+          // first part's product has waited.)
+          Value r0 = add(mul(rem(warp, 4), 16), div(lane, 4));
+          for (int64_t t = 0; t < bn / 8; ++t) {
+            for (int64_t h = 0; h < 2; ++h) {
+              Value r = h ? add(r0, cst(8)) : r0;
+              Value pair = vector::FromElementsOp::create(
+                  b, loc, VectorType::get({2}, b.getF32Type()),
+                  ValueRange{gv[t * 4 + 2 * h], gv[t * 4 + 2 * h + 1]});
+              pair = arith::TruncFOp::create(
+                  b, loc, VectorType::get({2}, m.elementType), pair);
+              Value col =
+                  add(mul(swizzle(r, cst(t % 8)), 8), mul(rem(lane, 4), 2));
+              vector::StoreOp::create(b, loc, pair, tileP,
+                                      ValueRange{wgIdx, cst(t / 8), r, col},
+                                      /*nontemporal=*/false, llvm::Align(4));
+            }
+          }
+          fenceProxyAsync();
+          Type i32 = b.getI32Type();
+          NVVM::BarrierOp::create(
+              b, loc, Type(),
+              arith::AddIOp::create(
+                  b, loc, arith::ConstantIntOp::create(b, loc, i32, 1),
+                  arith::IndexCastOp::create(b, loc, i32, wgIdx)),
+              arith::ConstantIntOp::create(b, loc, i32, 128),
+              NVVM::BarrierReductionAttr(), Value());
+          Value pBase =
+              add(smemAddr, add(cst(pOffset), mul(wgIdx, 64 * bn * 2)));
+          Value wBase =
+              add(smemAddr, add(cst(wt.offset), mul(slot, bn * pm.dc * 2)));
+          o = emitWgmma(o, pm.dc, bn / 16, /*accumulate=*/true,
+                        /*bTransposed=*/true, bn, [&](int64_t kk) {
+                          int64_t blk = kk / 4, in = (kk % 4) * 32;
+                          return std::make_pair(
+                              add(pBase, cst(blk * 64 * 128 + in)),
+                              add(wBase, cst(kk * 16 * 128)));
+                        });
+        }
+        for (int64_t t2 = 0; t2 < (wgmma ? 0 : bn / 16); ++t2) {
+          SmallVector<Value> a{packPair(gv[t2 * 8 + 0], gv[t2 * 8 + 1]),
+                               packPair(gv[t2 * 8 + 2], gv[t2 * 8 + 3]),
+                               packPair(gv[t2 * 8 + 4], gv[t2 * 8 + 5]),
+                               packPair(gv[t2 * 8 + 6], gv[t2 * 8 + 7])};
+          for (int64_t d2 = 0; d2 < pm.dc / 16; ++d2) {
+            Value row = add(cst(t2 * 16),
+                            add(rem(lane, 8), mul(rem(div(lane, 8), 2), 8)));
+            Value chunk = add(cst(d2 * 2), div(lane, 16));
+            SmallVector<Value> wr = loadMatrix(
+                wt.tile, {slot, row, mul(swizzle(row, chunk), 8)}, true);
+            mmaSync(a, {wr[0], wr[1]},
+                    MutableArrayRef<Value>(o).slice(d2 * 8, 4));
+            mmaSync(a, {wr[2], wr[3]},
+                    MutableArrayRef<Value>(o).slice(d2 * 8 + 4, 4));
           }
         }
-        fenceProxyAsync();
-        Type i32 = b.getI32Type();
-        NVVM::BarrierOp::create(
-            b, loc, Type(),
-            arith::AddIOp::create(
-                b, loc, arith::ConstantIntOp::create(b, loc, i32, 1),
-                arith::IndexCastOp::create(b, loc, i32, wgIdx)),
-            arith::ConstantIntOp::create(b, loc, i32, 128),
-            NVVM::BarrierReductionAttr(), Value());
-        Value pBase = add(smemAddr, add(cst(pOffset), mul(wgIdx, 64 * bn * 2)));
-        Value wBase =
-            add(smemAddr, add(cst(wt.offset), mul(slot, bn * m.dc * 2)));
-        yield = emitWgmma(o, m.dc, bn / 16, /*accumulate=*/true,
-                          /*bTransposed=*/true, bn, [&](int64_t kk) {
-                            int64_t blk = kk / 4, in = (kk % 4) * 32;
-                            return std::make_pair(
-                                add(pBase, cst(blk * 64 * 128 + in)),
-                                add(wBase, cst(kk * 16 * 128)));
-                          });
+        yield.append(o);
       }
-      for (int64_t t2 = 0; t2 < (wgmma ? 0 : bn / 16); ++t2) {
-        SmallVector<Value> a{packPair(gv[t2 * 8 + 0], gv[t2 * 8 + 1]),
-                             packPair(gv[t2 * 8 + 2], gv[t2 * 8 + 3]),
-                             packPair(gv[t2 * 8 + 4], gv[t2 * 8 + 5]),
-                             packPair(gv[t2 * 8 + 6], gv[t2 * 8 + 7])};
-        for (int64_t d2 = 0; d2 < m.dc / 16; ++d2) {
-          Value row = add(cst(t2 * 16),
-                          add(rem(lane, 8), mul(rem(div(lane, 8), 2), 8)));
-          Value chunk = add(cst(d2 * 2), div(lane, 16));
-          SmallVector<Value> wr = loadMatrix(
-              wt.tile, {slot, row, mul(swizzle(row, chunk), 8)}, true);
-          mmaSync(a, {wr[0], wr[1]},
-                  MutableArrayRef<Value>(o).slice(d2 * 8, 4));
-          mmaSync(a, {wr[2], wr[3]},
-                  MutableArrayRef<Value>(o).slice(d2 * 8 + 4, 4));
-        }
-      }
-      if (!wgmma)
-        yield = o;
     } else {
       // The running max (agreed by the 4 lanes of a row) and sum.
+      SmallVector<Value> gv;
+      if (failed(evaluate(parts[0], gv)))
+        return failure();
       SmallVector<Value> mx{carried[0], carried[1]},
           sum{carried[2], carried[3]};
       for (int64_t r = 0; r < 2; ++r) {
@@ -862,20 +974,27 @@ LogicalResult ScoreEmitter::emit() {
       }
       continue;
     }
-    Type out = cast<MemRefType>(outputs[0].getType()).getElementType();
-    for (int64_t t = 0; t < m.dc / 8; ++t) {
-      idx[*m.c] = add(mul(rem(lane, 4), 2), cst(t * 8));
-      Value pair = vector::FromElementsOp::create(
-          b, loc, VectorType::get({2}, b.getF32Type()),
-          ValueRange{res[t * 4 + 2 * r], res[t * 4 + 2 * r + 1]});
-      if (!out.isF32())
-        pair = arith::TruncFOp::create(b, loc, VectorType::get({2}, out), pair);
-      // Pairs of columns start at even c, the output's last dimension (a
-      // multiple of 64 long); buffers are 16-byte aligned (the runtimes
-      // check).
-      vector::StoreOp::create(b, loc, pair, outputs[0], idx,
-                              /*nontemporal=*/false,
-                              llvm::Align(2 * out.getIntOrFloatBitWidth() / 8));
+    int64_t at = 0;
+    for (const ScorePart &part : parts) {
+      Value buffer = part.outputs[0];
+      Type out = cast<MemRefType>(buffer.getType()).getElementType();
+      for (int64_t t = 0; t < part.m.dc / 8; ++t) {
+        idx[*m.c] = add(mul(rem(lane, 4), 2), cst(t * 8));
+        Value pair = vector::FromElementsOp::create(
+            b, loc, VectorType::get({2}, b.getF32Type()),
+            ValueRange{res[at + t * 4 + 2 * r], res[at + t * 4 + 2 * r + 1]});
+        if (!out.isF32())
+          pair =
+              arith::TruncFOp::create(b, loc, VectorType::get({2}, out), pair);
+        // Pairs of columns start at even c, the output's last dimension (a
+        // multiple of 64 long); buffers are 16-byte aligned (the runtimes
+        // check).
+        vector::StoreOp::create(
+            b, loc, pair, buffer, idx,
+            /*nontemporal=*/false,
+            llvm::Align(2 * out.getIntOrFloatBitWidth() / 8));
+      }
+      at += part.m.dc / 8 * 4;
     }
   }
   return success();
@@ -885,10 +1004,57 @@ LogicalResult ScoreEmitter::emit() {
 
 std::optional<LogicalResult>
 mlir::tang::emitScoreKernel(OpBuilder &b, ComprehensionOp op,
-                            IRMapping &tensors, ValueRange outputs, Kernel &k,
-                            bool wgmma, std::string &why) {
+                            IRMapping &tensors, ValueRange outputs,
+                            ComprehensionOp sibling, ValueRange siblingOutputs,
+                            Kernel &k, bool wgmma, std::string &why) {
   std::optional<ScoreMatch> m = matchScoreReduction(op, why);
   if (!m)
     return std::nullopt;
-  return ScoreEmitter(b, op, *m, tensors, outputs, k, wgmma).emit();
+  SmallVector<ScorePart, 2> parts;
+  SmallVector<unsigned> own = llvm::to_vector(
+      llvm::seq<unsigned>(0, static_cast<unsigned>(m->dots.size())));
+  parts.push_back({op, *m, outputs, own});
+  if (sibling) {
+    std::string ignored;
+    std::optional<ScoreMatch> m2 = matchScoreReduction(sibling, ignored);
+    std::optional<SmallVector<unsigned>> dotOf;
+    if (m2)
+      dotOf = matchDots(op, *m, sibling, *m2);
+    if (dotOf)
+      parts.push_back({sibling, *m2, siblingOutputs, *dotOf});
+  }
+  LogicalResult result = ScoreEmitter(b, parts, tensors, k, wgmma).emit();
+  k.wroteSibling = succeeded(result) && parts.size() == 2;
+  return result;
+}
+
+bool mlir::tang::sameValue(Value a, Value b, IRMapping &indices,
+                           llvm::DenseMap<Value, Value> &known) {
+  if (Value m = indices.lookupOrNull(a))
+    return m == b;
+  if (auto it = known.find(a); it != known.end())
+    return it->second == b;
+  Operation *da = a.getDefiningOp(), *db = b.getDefiningOp();
+  if (!da || !db || da->getNumResults() != db->getNumResults() ||
+      cast<OpResult>(a).getResultNumber() !=
+          cast<OpResult>(b).getResultNumber())
+    return a == b;
+  bool same = OperationEquivalence::isEquivalentTo(
+      da, db,
+      [&](Value x, Value y) {
+        return success(sameValue(x, y, indices, known));
+      },
+      [&](Value x, Value y) { indices.map(x, y); },
+      OperationEquivalence::IgnoreLocations);
+  if (same)
+    for (auto [x, y] : llvm::zip(da->getResults(), db->getResults()))
+      known[x] = y;
+  return same;
+}
+
+bool mlir::tang::isScoreSibling(ComprehensionOp op, ComprehensionOp sibling) {
+  std::string ignored;
+  std::optional<ScoreMatch> m = matchScoreReduction(op, ignored);
+  std::optional<ScoreMatch> m2 = matchScoreReduction(sibling, ignored);
+  return m && m2 && matchDots(op, *m, sibling, *m2);
 }

@@ -151,12 +151,18 @@ private:
   /// column, whose scores are c's: the running max and sum a flash kernel
   /// for `c` computes anyway.
   ComprehensionOp findStatistics(ComprehensionOp c);
-  /// `stats`: a softmax_norm comprehension computing the running max and
-  /// sum of `op`'s scores (an online_softmax reduction), whose results the
-  /// flash kernel may write too (Kernel::wroteStats).
+  /// A later add reduction with nested reductions over the same rows and
+  /// keys as `c` (the same extents but the last parallel one) that reads
+  /// nothing made after `c`: a candidate for the score kernel of `c`, which
+  /// checks that its dot products are among c's.
+  ComprehensionOp findScoreSibling(ComprehensionOp c);
+  /// `sibling`: a comprehension whose results the kernel for `op` may
+  /// compute too (Kernel::wroteSibling): the softmax statistics of an
+  /// online_softmax reduction (findStatistics), or a second score
+  /// reduction (findScoreSibling). `inputs` covers both.
   FailureOr<Kernel> buildKernel(ComprehensionOp op, StringRef name,
                                 ArrayRef<Value> inputs,
-                                ComprehensionOp stats = {});
+                                ComprehensionOp sibling = {});
   LogicalResult emitPointKernel(OpBuilder &b, ComprehensionOp op,
                                 IRMapping &tensors, ValueRange outputs,
                                 Kernel &k);
@@ -184,15 +190,15 @@ private:
 FailureOr<Kernel> KernelFormBuilder::buildKernel(ComprehensionOp op,
                                                  StringRef name,
                                                  ArrayRef<Value> inputs,
-                                                 ComprehensionOp stats) {
+                                                 ComprehensionOp sibling) {
   Location loc = op.getLoc();
   SmallVector<Type> argTypes;
   for (Value t : inputs)
     argTypes.push_back(getMemRefType(t.getType()));
   for (Type t : op.getResultTypes())
     argTypes.push_back(getMemRefType(t));
-  if (stats)
-    for (Type t : stats.getResultTypes())
+  if (sibling)
+    for (Type t : sibling.getResultTypes())
       argTypes.push_back(getMemRefType(t));
   OpBuilder b = OpBuilder::atBlockEnd(kernels.getBody());
   auto func =
@@ -206,9 +212,9 @@ FailureOr<Kernel> KernelFormBuilder::buildKernel(ComprehensionOp op,
     tensors.map(t, arg);
   // A copy: workgroup attributions added later append block arguments.
   SmallVector<Value> outputs(entry.getArguments().drop_front(inputs.size()));
-  SmallVector<Value> statsOutputs;
-  if (stats) {
-    statsOutputs.assign(outputs.begin() + op.getNumResults(), outputs.end());
+  SmallVector<Value> siblingOutputs;
+  if (sibling) {
+    siblingOutputs.assign(outputs.begin() + op.getNumResults(), outputs.end());
     outputs.resize(op.getNumResults());
   }
 
@@ -226,9 +232,12 @@ FailureOr<Kernel> KernelFormBuilder::buildKernel(ComprehensionOp op,
   std::optional<LogicalResult> flash;
   if (tensorCores != "none" &&
       op.getBuiltinMonoid() == MonoidKind::OnlineSoftmax) {
-    flash = emitFlashKernel(b, op, tensors, outputs, statsOutputs, k,
-                            tensorCores == "wgmma", tma, why);
-    k.wroteStats = flash && succeeded(*flash) && stats;
+    bool stats =
+        sibling && sibling.getBuiltinMonoid() == MonoidKind::SoftmaxNorm;
+    flash = emitFlashKernel(b, op, tensors, outputs,
+                            stats ? ValueRange(siblingOutputs) : ValueRange(),
+                            k, tensorCores == "wgmma", tma, why);
+    k.wroteSibling = flash && succeeded(*flash) && stats;
     if (!flash && has16BitReads())
       op.emitRemark() << "not a flash-attention kernel: " << why;
   }
@@ -239,8 +248,8 @@ FailureOr<Kernel> KernelFormBuilder::buildKernel(ComprehensionOp op,
   if (!flash && tensorCores != "none" && nestsReductions &&
       (op.getBuiltinMonoid() == MonoidKind::Add ||
        op.getBuiltinMonoid() == MonoidKind::SoftmaxNorm)) {
-    flash = emitScoreKernel(b, op, tensors, outputs, k, tensorCores == "wgmma",
-                            why);
+    flash = emitScoreKernel(b, op, tensors, outputs, sibling, siblingOutputs, k,
+                            tensorCores == "wgmma", why);
     if (!flash && has16BitReads())
       op.emitRemark() << "not a score kernel: " << why;
   }
@@ -900,32 +909,6 @@ LogicalResult KernelFormBuilder::emitPointKernel(OpBuilder &b,
   return success();
 }
 
-/// Whether `a` (in `c`'s body) and `b` (in `n`'s) compute the same value,
-/// `c`'s indices standing for `n`'s as `indices` maps them.
-static bool sameValue(Value a, Value b, IRMapping &indices,
-                      llvm::DenseMap<Value, Value> &known) {
-  if (Value m = indices.lookupOrNull(a))
-    return m == b;
-  if (auto it = known.find(a); it != known.end())
-    return it->second == b;
-  Operation *da = a.getDefiningOp(), *db = b.getDefiningOp();
-  if (!da || !db || da->getNumResults() != db->getNumResults() ||
-      cast<OpResult>(a).getResultNumber() !=
-          cast<OpResult>(b).getResultNumber())
-    return a == b;
-  bool same = OperationEquivalence::isEquivalentTo(
-      da, db,
-      [&](Value x, Value y) {
-        return success(sameValue(x, y, indices, known));
-      },
-      [&](Value x, Value y) { indices.map(x, y); },
-      OperationEquivalence::IgnoreLocations);
-  if (same)
-    for (auto [x, y] : llvm::zip(da->getResults(), db->getResults()))
-      known[x] = y;
-  return same;
-}
-
 ComprehensionOp KernelFormBuilder::findStatistics(ComprehensionOp c) {
   if (c.getBuiltinMonoid() != MonoidKind::OnlineSoftmax ||
       c.getNumParallel() < 2 || c.getNumReduced() != 1)
@@ -960,6 +943,37 @@ ComprehensionOp KernelFormBuilder::findStatistics(ComprehensionOp c) {
       theirs = ext.getIn();
     llvm::DenseMap<Value, Value> known;
     if (sameValue(score, theirs, indices, known))
+      return n;
+  }
+  return {};
+}
+
+ComprehensionOp KernelFormBuilder::findScoreSibling(ComprehensionOp c) {
+  auto nests = [](ComprehensionOp x) {
+    return llvm::any_of(x.getBodyBlock(),
+                        [](Operation &o) { return isa<ComprehensionOp>(o); });
+  };
+  if (c.getBuiltinMonoid() != MonoidKind::Add || c.getNumReduced() != 1 ||
+      c.getNumResults() != 1 || !nests(c))
+    return {};
+  unsigned column = c.getNumParallel() - 1;
+  for (Operation *op = c->getNextNode(); op; op = op->getNextNode()) {
+    auto n = dyn_cast<ComprehensionOp>(op);
+    if (!n || n.getBuiltinMonoid() != MonoidKind::Add ||
+        n.getNumResults() != 1 || n.getNumParallel() != c.getNumParallel() ||
+        n.getReducedExtents() != c.getReducedExtents() || !nests(n))
+      continue;
+    bool extents = true;
+    for (unsigned p = 0; p < column; ++p)
+      extents &= c.getExtent(p) == n.getExtent(p);
+    if (!extents)
+      continue;
+    // It neither reads c's result nor anything made after c.
+    bool available = llvm::all_of(getTensorsRead(n), [&](Value t) {
+      Operation *def = t.getDefiningOp();
+      return !def || def->isBeforeInBlock(c);
+    });
+    if (available && isScoreSibling(c, n))
       return n;
   }
   return {};
@@ -1039,9 +1053,11 @@ LogicalResult KernelFormBuilder::convertFunc(func::FuncOp func) {
     if (written.contains(&op))
       continue;
     if (auto c = dyn_cast<ComprehensionOp>(op)) {
-      ComprehensionOp stats;
+      ComprehensionOp sibling;
       if (tensorCores != "none")
-        stats = findStatistics(c);
+        sibling = findStatistics(c);
+      if (tensorCores != "none" && !sibling)
+        sibling = findScoreSibling(c);
       SmallVector<Value> results;
       auto bufferOf = [&](Value r) {
         Value m = buffers.lookupOrNull(r);
@@ -1057,16 +1073,20 @@ LogicalResult KernelFormBuilder::convertFunc(func::FuncOp func) {
       };
       for (Value r : c.getResults())
         bufferOf(r);
-      if (stats)
-        for (Value r : stats.getResults())
+      if (sibling)
+        for (Value r : sibling.getResults())
           bufferOf(r);
       SmallVector<Value> inputs = getTensorsRead(c);
+      if (sibling)
+        for (Value t : getTensorsRead(sibling))
+          if (!llvm::is_contained(inputs, t))
+            inputs.push_back(t);
       std::string name = (func.getSymName() + "_k" + Twine(kernelNo++)).str();
-      FailureOr<Kernel> k = buildKernel(c, name, inputs, stats);
+      FailureOr<Kernel> k = buildKernel(c, name, inputs, sibling);
       if (failed(k))
         return failure();
-      if (k->wroteStats)
-        written.insert(stats);
+      if (k->wroteSibling)
+        written.insert(sibling);
       auto cst = [&](int64_t v) {
         return arith::ConstantIndexOp::create(b, c.getLoc(), v).getResult();
       };

@@ -18,12 +18,16 @@
 // CHECK-LABEL: func.func @main_fwd
 // CHECK: gpu.launch_func @tang_kernels::@main_fwd_k0
 // CHECK-NOT: gpu.launch_func
-// The backward: D on a row kernel, then dQ, dK, dV on score kernels.
+// The backward: D on a row kernel, then dQ, and dK with dV, on score
+// kernels: dV's comprehension (rows keys, sum over queries, its one dot
+// product the scores, equal to dK's first) is computed by dK's kernel,
+// which writes both results (its tiles, Q and dO, serve both).
 // CHECK-LABEL: func.func @main_bwd
+// CHECK-SAME: (%{{.*}}: memref<1x2x80x64xbf16>, %{{.*}}: memref<1x2x80x64xbf16>, %{{.*}}: memref<1x2x80x64xbf16>, %{{.*}}: memref<1x2x80x64xbf16>, %{{.*}}: memref<1x2x80xf32>, %{{.*}}: memref<1x2x80xf32>, %{{.*}}: memref<1x2x80x64xbf16>, %[[GQ:.*]]: memref<1x2x80x64xbf16>, %[[GK:.*]]: memref<1x2x80x64xbf16>, %[[GV:.*]]: memref<1x2x80x64xbf16>)
 // CHECK: gpu.launch_func @tang_kernels::@main_bwd_k0
 // CHECK: gpu.launch_func @tang_kernels::@main_bwd_k1 {{.*}} threads in (%c128{{.*}}) dynamic_shared_memory_size %c49152_i32
-// CHECK: gpu.launch_func @tang_kernels::@main_bwd_k2 {{.*}} threads in (%c128{{.*}}) dynamic_shared_memory_size %c49152_i32
-// CHECK: gpu.launch_func @tang_kernels::@main_bwd_k3 {{.*}} threads in (%c128{{.*}}) dynamic_shared_memory_size %c40960_i32
+// CHECK: gpu.launch_func @tang_kernels::@main_bwd_k2 {{.*}} threads in (%c128{{.*}}) dynamic_shared_memory_size %c49152_i32{{.*}} args({{.*}}%[[GK]] : memref<1x2x80x64xbf16>, %[[GV]] : memref<1x2x80x64xbf16>)
+// CHECK-NOT: @main_bwd_k3
 // With wgmma: 2 warpgroups of 64 rows; the tiles in 128-byte swizzled
 // blocks of 64 columns (1024-byte aligned), the dot products and G W by
 // wgmma, G through shared memory per warpgroup.
@@ -72,15 +76,14 @@
 // CHECK: %[[FROM:.*]] = arith.subi %[[ROW0]], %c0
 // CHECK: arith.floordivsi %[[FROM]]
 // CHECK: scf.for
-// CHECK: nvvm.mma.sync
-
-// dV: one dot product (the probabilities), dO as the summand's read.
-// CHECK-LABEL: gpu.func @main_bwd_k3
-// CHECK: memref.view {{.*}} to memref<1x64x64xbf16, #gpu.address_space<workgroup>>
-// CHECK-COUNT-2: memref.view {{.*}} to memref<2x64x64xbf16, #gpu.address_space<workgroup>>
-// CHECK-NOT: memref.view
-// CHECK: scf.for
-// CHECK: nvvm.mma.sync
+// The two dot products (shared by dK and dV), then G_K Q and G_V dO.
+// CHECK-COUNT-32: nvvm.mma.sync
+// CHECK: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = true}
+// CHECK-COUNT-8: nvvm.mma.sync
+// CHECK: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = true}
+// CHECK-COUNT-8: nvvm.mma.sync
+// CHECK: vector.store {{.*}} : memref<1x2x80x64xbf16>, vector<2xbf16>
+// CHECK: vector.store {{.*}} : memref<1x2x80x64xbf16>, vector<2xbf16>
 // The statistics alone: one dot product, the running max and sum, stored
 // once per row by the first lane of the row; the causal select bounds the
 // keys (tiles past the block's last row skipped; the last rows first).
