@@ -69,6 +69,8 @@ def main():
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--profile", nargs="*", default=[],
                     help="cases whose backward kernels are profiled")
+    ap.add_argument("--work", default=str(WORK),
+                    help="where bench/prepare_attention_grad.py left the cases")
     ap.add_argument("--out", default=os.environ.get("OUT")
                     or str(ROOT / "gpu-work" / "attention-grad-out"))
     args = ap.parse_args()
@@ -78,12 +80,13 @@ def main():
     from torch.nn.attention import SDPBackend, sdpa_kernel
     import tang.cuda as tang_cuda
 
+    work = Path(args.work)
     metas = [json.loads(p.read_text())
-             for p in sorted(WORK.glob("*/meta.json"))]
+             for p in sorted(work.glob("*/meta.json"))]
     if args.cases:
         metas = [m for m in metas if m["case"] in args.cases]
     if not metas:
-        print(f"no meta.json under {WORK}: run "
+        print(f"no meta.json under {work}: run "
               "bench/prepare_attention_grad.py and carry gpu-work",
               file=sys.stderr)
         return 2
@@ -103,7 +106,7 @@ def main():
             res.update(status="compile failed", note=meta["error"][:400])
             bad += 1
             continue
-        case = WORK / meta["case"]
+        case = work / meta["case"]
         try:
             train = tang_cuda.Bundle(case / "train")
             scale = float(torch.tensor(1.0 / D ** 0.5).to(torch.bfloat16))
@@ -219,8 +222,8 @@ def main():
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "attention_grad.json").write_text(json.dumps(report, indent=1)
-                                             + "\n")
+    stem = "attention_grad" + ("" if work == WORK else "_" + work.name)
+    (out / f"{stem}.json").write_text(json.dumps(report, indent=1) + "\n")
     f = lambda x, fmt: "-" if x is None else format(x, fmt)
     lines = [f"# Attention forward + backward, {report['device']}, "
              f"{report['date']}, torch {report['torch']}", "",
@@ -247,7 +250,7 @@ def main():
         for e in r.get("profile", []):
             lines.append(f"- {r['case']}: {e['ms']:.3f} ms {e['kernel']}")
     text = "\n".join(lines) + "\n"
-    (out / "attention_grad.md").write_text(text)
+    (out / f"{stem}.md").write_text(text)
     print(text)
     return 1 if bad else 0
 

@@ -24,7 +24,15 @@
 // Per step and warp: the dot products on mma.sync m16n8k16, g on every
 // element in registers, then O += G W on mma.sync with G's accumulators
 // reused as the A operand (the m16n8 layout of two n8 tiles is the m16k16
-// operand layout), or the running max and sum.
+// operand layout), or the running max and sum. With wgmma (sm_90a) the
+// block is one warpgroup: the tiles are 128-byte swizzled blocks of 64
+// columns, the dot products and G W are wgmma, G goes through shared
+// memory.
+//
+// A second reduction over the same rows and keys whose dot products are
+// among the first's (attention's dV beside dK) can share the kernel: the
+// dot products and the streamed tiles once, a G and an accumulator set per
+// reduction.
 //
 //===----------------------------------------------------------------------===//
 
@@ -396,7 +404,7 @@ public:
         parts(parts), op(parts[0].op), m(parts[0].m), tensors(tensors),
         outputs(parts[0].outputs), k(k),
         emitter(tensors, &k.func.getBody().front()), wgmma(wgmma),
-        bm(wgmma ? 128 : 64), threads(wgmma ? 256 : 128) {
+        bm(64), threads(128) {
     // Key tiles are skipped only where every part's contributions vanish.
     for (const ScorePart &p : this->parts.drop_front()) {
       if (p.m.keysUpTo != m.keysUpTo)
@@ -445,10 +453,16 @@ private:
   BodyEmitter emitter;
   SmallVector<StreamedTile> streamed;
   SmallVector<Value> factor;
-  /// wgmma (sm_90a): 2 warpgroups of 64 rows, operands from 128-byte
+  /// wgmma (sm_90a): a warpgroup of 64 rows, operands from 128-byte
   /// swizzled tiles of 64 columns ([slot, cols / 64, rows, 64]), G through
   /// shared memory per warpgroup; else mma.sync, 4 warps of 16 rows.
   bool wgmma;
+  /// 64 rows per block: one warpgroup (wgmma) or 4 warps (mma.sync). With
+  /// wgmma, one warpgroup per block ran 7-16% faster than two on the H200
+  /// (two blocks fit a multiprocessor where one of two warpgroups did, at
+  /// up to 255 registers a thread; bench/results/
+  /// 2026-12-01-h200-attention-grad.md).
+  static constexpr int64_t warpgroups = 1;
   int64_t bm, threads;
   Value tid, lane, warp, row0;
   SmallVector<Value> batch;
@@ -593,7 +607,7 @@ LogicalResult ScoreEmitter::emit() {
   // alignment of the swizzled tiles.
   int64_t pOffset = bytes;
   if (wgmma)
-    bytes += (m.c ? 2 * 64 * bn * 2 : 0) + 1024;
+    bytes += (m.c ? warpgroups * 64 * bn * 2 : 0) + 1024;
   k.sharedBytes = bytes;
   if (bytes > 227 * 1024)
     return op.emitOpError() << "score kernel: " << bytes
@@ -652,7 +666,7 @@ LogicalResult ScoreEmitter::emit() {
                    : view({2, bn, t.width}, offset);
   Value tileP;
   if (wgmma && m.c)
-    tileP = view({2, bn / 64, 64, 64}, pOffset);
+    tileP = view({warpgroups, bn / 64, 64, 64}, pOffset);
   auto tokenType = nvgpu::DeviceAsyncTokenType::get(ctx);
   auto loadStep = [&](Value step, Value slot) {
     Value y0 = mul(step, bn);
