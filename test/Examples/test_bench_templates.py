@@ -8,6 +8,7 @@ benchmarked shapes to the plain kernels fails here, not on the GPU.
 Run:  TANG_BIN=<build>/bin /usr/bin/python3 -m pytest -q test/Examples
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -72,4 +73,37 @@ def test_template_on_tensor_cores(kind, chip, instruction):
                 "k8.f32.tf32.tf32" if (chip, kind) == ("sm_90a",
                                                        "matmul_nt_tf32")
                 else "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32")
+        assert instruction in ptx
+
+
+@pytest.mark.skipif(not HAS_LIBDEVICE,
+                    reason="the CUDA toolkit's libdevice is not installed")
+@pytest.mark.parametrize("chip,instruction", [("sm_90a", "wgmma.mma_async"),
+                                              ("sm_80", "mma.sync.aligned")])
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_training_step_on_tensor_cores(causal, chip, instruction):
+    """bench/prepare_attention_grad.py's program: the split gradient of the
+    attention template lowers to one forward kernel (the flash kernel, which
+    writes the softmax statistics) and three backward kernels (D, dQ, dK
+    with dV), every sum over keys on tensor cores, no remark."""
+    sys.path.insert(0, str(REPO / "bench"))
+    import prepare_attention_grad as pag
+    pag.TANG_OPT = BIN / "tang-opt"
+    with tempfile.TemporaryDirectory(prefix="tang-train-") as d:
+        forward = Path(d) / "forward.mlir"
+        forward.write_text(pg.attention_program(1, 2, 72, 64, causal))
+        program = Path(d) / "train.mlir"
+        program.write_text(pag.training_program(forward))
+        r = subprocess.run(
+            [str(BIN / "tang-opt"), str(program),
+             f"--tang-lower-cuda=fuse=1 chip={chip} features=+ptx80 "
+             f"bundle={d}/b", "-o", "/dev/null"],
+            capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        assert "remark" not in r.stderr, r.stderr
+        manifest = json.loads((Path(d) / "b" / "manifest.json").read_text())
+        launches = {f["name"]: len(f["launches"])
+                    for f in manifest["functions"]}
+        assert launches == {"main_fwd": 1, "main_bwd": 3}, launches
+        ptx = (Path(d) / "b" / "tang_kernels.ptx").read_text()
         assert instruction in ptx
