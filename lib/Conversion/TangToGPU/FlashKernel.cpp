@@ -308,10 +308,6 @@ private:
   Value f32(double v) {
     return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
   }
-  /// The 16-byte chunk of `chunk` in row `row` (rows of >= 128 bytes).
-  Value swizzle(Value row, Value chunk) {
-    return arith::XOrIOp::create(b, loc, chunk, rem(row, 8));
-  }
 
   /// cp.async of `rows` rows of `read` (its `rowIndex` from `rowBase`, its
   /// contiguous index `colIndex` whole) into `tile[slot]`. With wgmma the
@@ -470,41 +466,12 @@ LogicalResult FlashEmitter::emit() {
   if (m.keyLimit)
     tileM = arith::SubIOp::create(b, loc, cst(k.grid[0] - 1), tileM);
   row0 = mul(tileM, bm);
-  batch.assign(op.getNumParallel(), Value());
-  Value rest = gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
-  for (int p = static_cast<int>(op.getNumParallel()) - 1; p >= 0; --p) {
-    if (static_cast<unsigned>(p) == m.i || static_cast<unsigned>(p) == m.d)
-      continue;
-    batch[p] = rem(rest, op.getExtent(p));
-    rest = div(rest, op.getExtent(p));
-  }
+  batch = decomposeBatch(op, [&](unsigned p) { return p == m.i || p == m.d; });
 
   // The summand's constant factors, once.
-  Value factor;
-  {
-    IRMapping none;
-    for (Value f : m.factors) {
-      SmallVector<Operation *> chain;
-      // Emit the factor's defining ops in body order.
-      for (Operation &inner : m.red.getBodyBlock().without_terminator())
-        if (dependsOn(f, inner.getNumResults() ? inner.getResult(0) : Value(),
-                      m.red.getBodyBlock()) ||
-            (inner.getNumResults() && inner.getResult(0) == f))
-          chain.push_back(&inner);
-      for (Operation *inner : chain)
-        if (failed(emitter.emit(b, inner, none)))
-          return failure();
-      Value fv = none.lookupOrNull(f);
-      if (!fv) {
-        auto c = f.getDefiningOp<arith::ConstantOp>();
-        if (!c || failed(emitter.emit(b, c, none)))
-          return failure();
-        fv = none.lookup(f);
-      }
-      factor =
-          factor ? arith::MulFOp::create(b, loc, factor, fv).getResult() : fv;
-    }
-  }
+  FailureOr<Value> factor = emitConstantFactors(b, emitter, m.red, m.factors);
+  if (failed(factor))
+    return failure();
 
   Value smem = gpu::DynamicSharedMemoryOp::create(
       b, loc,
@@ -742,8 +709,8 @@ LogicalResult FlashEmitter::emit() {
         Value iv = x >= 2 ? add(qRow, cst(8)) : qRow;
         Value jv = add(kCol, cst(t * 8 + x % 2));
         Value raw = s[t * 4 + x];
-        if (factor)
-          raw = arith::MulFOp::create(b, loc, raw, factor);
+        if (*factor)
+          raw = arith::MulFOp::create(b, loc, raw, *factor);
         IRMapping mapping;
         for (unsigned p = 0; p < op.getNumParallel(); ++p)
           if (batch[p])
@@ -812,33 +779,10 @@ LogicalResult FlashEmitter::emit() {
       // P to shared memory (this warpgroup's [bn / 64][64][64] tile, rows
       // swizzled like the operands), then O += P V with V as the [k, n]
       // operand: a k16 step is 16 rows of V, 64-column blocks bn rows long.
-      Value r0 = add(mul(rem(warp, 4), 16), div(lane, 4));
-      for (int64_t t = 0; t < bn / 8; ++t) {
-        for (int64_t h = 0; h < 2; ++h) {
-          Value r = h ? add(r0, cst(8)) : r0;
-          Value pair = vector::FromElementsOp::create(
-              b, loc, VectorType::get({2}, b.getF32Type()),
-              ValueRange{s[t * 4 + 2 * h], s[t * 4 + 2 * h + 1]});
-          pair = arith::TruncFOp::create(
-              b, loc, VectorType::get({2}, m.elementType), pair);
-          Value col = add(mul(swizzle(r, cst(t % 8)), 8), mul(rem(lane, 4), 2));
-          vector::StoreOp::create(b, loc, pair, tileP,
-                                  ValueRange{wgIdx, cst(t / 8), r, col},
-                                  /*nontemporal=*/false, llvm::Align(4));
-        }
-      }
       // Each warpgroup reads back only its own P: its 128 threads alone
-      // sync (named barrier 1 + warpgroup), so the warpgroups need not
-      // move in step (one's softmax runs under the other's products).
-      fenceForTensorCores();
-      Type i32 = b.getI32Type();
-      NVVM::BarrierOp::create(
-          b, loc, Type(),
-          arith::AddIOp::create(b, loc,
-                                arith::ConstantIntOp::create(b, loc, i32, 1),
-                                arith::IndexCastOp::create(b, loc, i32, wgIdx)),
-          arith::ConstantIntOp::create(b, loc, i32, 128),
-          NVVM::BarrierReductionAttr(), Value());
+      // sync, so the warpgroups need not move in step (one's softmax runs
+      // under the other's products).
+      storeWarpgroupOperand(tileP, wgIdx, lane, warp, s);
       Value pBase = add(smemAddr, add(cst(qBytes + kBytes + vBytes),
                                       mul(wgIdx, 64 * bn * 2)));
       Value vBase =

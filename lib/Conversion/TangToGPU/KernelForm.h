@@ -21,6 +21,8 @@
 
 namespace mlir::tang {
 
+class BodyEmitter;
+
 /// A tensor map (CUtensorMap) the kernel takes by value: a tiled view of
 /// one of its buffer parameters for bulk tensor copies (TMA). The host
 /// launch describes it with nvgpu.tma.create.descriptor; the runtime
@@ -105,6 +107,20 @@ protected:
   /// Orders this thread's shared-memory writes (cp.async or stores) before
   /// the tensor cores' (async proxy) reads.
   void fenceProxyAsync();
+  /// The 16-byte chunk of `chunk` in row `row` of a 128-byte swizzled tile.
+  Value swizzle(Value row, Value chunk);
+  /// The batch point of a block: `op`'s parallel indices but those `skip`
+  /// accepts, decomposed from the grid's z index (innermost last); null
+  /// for the skipped ones.
+  SmallVector<Value> decomposeBatch(ComprehensionOp op,
+                                    function_ref<bool(unsigned)> skip);
+  /// With wgmma: the accumulators `acc` (m64nN layout, N = 8 x acc.size() /
+  /// 4) as elementType into warpgroup `wg`'s [N / 64][64][64] block of
+  /// `tile` (rows swizzled like wgmma's operands), fenced for the tensor
+  /// cores, then the warpgroup's 128 threads alone synchronised (named
+  /// barrier 1 + wg) so that it may read them back as an operand.
+  void storeWarpgroupOperand(Value tile, Value wg, Value lane, Value warp,
+                             ArrayRef<Value> acc);
   /// acc += a * b on one mma.sync.m16n8k16 tile (f32 accumulators).
   void mmaSync(ArrayRef<Value> a, ArrayRef<Value> bFrag,
                MutableArrayRef<Value> acc);
@@ -183,6 +199,13 @@ std::optional<int64_t> getKeyLimit(Value score, Value i, Value j,
 /// are matched); `known` memoises matched values.
 bool sameValue(Value a, Value b, IRMapping &indices,
                llvm::DenseMap<Value, Value> &known);
+
+/// The product of the summand factors `factors` of the dot product `red`
+/// that depend on no index (a scale), emitted once at `b`; null if there
+/// are none, failure() if one cannot be emitted there.
+FailureOr<Value> emitConstantFactors(OpBuilder &b, BodyEmitter &emitter,
+                                     ComprehensionOp red,
+                                     ArrayRef<Value> factors);
 
 /// Whether `read` uses the index `v` in any coordinate.
 bool readUses(ReadOp read, Value v);

@@ -417,6 +417,83 @@ SmallVector<Value> TensorCoreEmitterBase::emitWgmma(
   return out;
 }
 
+Value TensorCoreEmitterBase::swizzle(Value row, Value chunk) {
+  return arith::XOrIOp::create(b, loc, chunk, rem(row, 8));
+}
+
+SmallVector<Value>
+TensorCoreEmitterBase::decomposeBatch(ComprehensionOp op,
+                                      function_ref<bool(unsigned)> skip) {
+  SmallVector<Value> batch(op.getNumParallel());
+  Value rest = gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
+  for (int p = static_cast<int>(op.getNumParallel()) - 1; p >= 0; --p) {
+    if (skip(p))
+      continue;
+    batch[p] = rem(rest, op.getExtent(p));
+    rest = div(rest, op.getExtent(p));
+  }
+  return batch;
+}
+
+void TensorCoreEmitterBase::storeWarpgroupOperand(Value tile, Value wg,
+                                                  Value lane, Value warp,
+                                                  ArrayRef<Value> acc) {
+  Value r0 = add(mul(rem(warp, 4), 16), div(lane, 4));
+  for (int64_t t = 0; t < static_cast<int64_t>(acc.size()) / 4; ++t) {
+    for (int64_t h = 0; h < 2; ++h) {
+      Value r = h ? add(r0, cst(8)) : r0;
+      Value pair = vector::FromElementsOp::create(
+          b, loc, VectorType::get({2}, b.getF32Type()),
+          ValueRange{acc[t * 4 + 2 * h], acc[t * 4 + 2 * h + 1]});
+      pair = arith::TruncFOp::create(b, loc, VectorType::get({2}, elementType),
+                                     pair);
+      Value col = add(mul(swizzle(r, cst(t % 8)), 8), mul(rem(lane, 4), 2));
+      vector::StoreOp::create(b, loc, pair, tile,
+                              ValueRange{wg, cst(t / 8), r, col},
+                              /*nontemporal=*/false, llvm::Align(4));
+    }
+  }
+  fenceProxyAsync();
+  Type i32 = b.getI32Type();
+  NVVM::BarrierOp::create(
+      b, loc, Type(),
+      arith::AddIOp::create(b, loc,
+                            arith::ConstantIntOp::create(b, loc, i32, 1),
+                            arith::IndexCastOp::create(b, loc, i32, wg)),
+      arith::ConstantIntOp::create(b, loc, i32, 128),
+      NVVM::BarrierReductionAttr(), Value());
+}
+
+FailureOr<Value> mlir::tang::emitConstantFactors(OpBuilder &b,
+                                                 BodyEmitter &emitter,
+                                                 ComprehensionOp red,
+                                                 ArrayRef<Value> factors) {
+  Value product;
+  IRMapping none;
+  Block &body = red.getBodyBlock();
+  for (Value f : factors) {
+    // The factor's defining operations, in body order.
+    for (Operation &inner : body.without_terminator())
+      if (inner.getNumResults() &&
+          (inner.getResult(0) == f || dependsOn(f, inner.getResult(0), body)) &&
+          failed(emitter.emit(b, &inner, none)))
+        return failure();
+    Value fv = none.lookupOrNull(f);
+    if (!fv) {
+      auto c = f.getDefiningOp<arith::ConstantOp>();
+      if (!c || failed(emitter.emit(b, c, none)))
+        return red.emitOpError()
+               << "a factor of the dot product is not computed in its body";
+      fv = none.lookup(f);
+    }
+    product =
+        product
+            ? arith::MulFOp::create(b, red.getLoc(), product, fv).getResult()
+            : fv;
+  }
+  return product;
+}
+
 void TensorCoreEmitterBase::fenceProxyAsync() {
   MLIRContext *ctx = b.getContext();
   NVVM::FenceProxyOp::create(

@@ -42,7 +42,6 @@
 
 #include "mlir/Dialect/Affine/Utils.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
@@ -403,8 +402,8 @@ public:
       : TensorCoreEmitterBase(b, parts[0].op->getLoc(), parts[0].m.elementType),
         parts(parts), op(parts[0].op), m(parts[0].m), tensors(tensors),
         outputs(parts[0].outputs), k(k),
-        emitter(tensors, &k.func.getBody().front()), wgmma(wgmma),
-        bm(64), threads(128) {
+        emitter(tensors, &k.func.getBody().front()), wgmma(wgmma), bm(64),
+        threads(128) {
     // Key tiles are skipped only where every part's contributions vanish.
     for (const ScorePart &p : this->parts.drop_front()) {
       if (p.m.keysUpTo != m.keysUpTo)
@@ -421,10 +420,6 @@ private:
 
   Value f32(double v) {
     return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
-  }
-  /// The 16-byte chunk of `chunk` in row `row` (rows of >= 128 bytes).
-  Value swizzle(Value row, Value chunk) {
-    return arith::XOrIOp::create(b, loc, chunk, rem(row, 8));
   }
   /// The indices at the block's origin: the batch point's, the block's
   /// first row, 0 for the key, the output column and the dot products'.
@@ -541,27 +536,10 @@ const StreamedTile &ScoreEmitter::getStreamed(ReadOp read, Value col) {
 
 LogicalResult ScoreEmitter::emitFactors() {
   for (ScoreDot &dot : m.dots) {
-    Value product;
-    IRMapping none;
-    for (Value f : dot.factors) {
-      for (Operation &inner : dot.red.getBodyBlock().without_terminator())
-        if (inner.getNumResults() &&
-            (inner.getResult(0) == f ||
-             dependsOn(f, inner.getResult(0), dot.red.getBodyBlock())))
-          if (failed(emitter.emit(b, &inner, none)))
-            return failure();
-      Value fv = none.lookupOrNull(f);
-      if (!fv) {
-        auto c = f.getDefiningOp<arith::ConstantOp>();
-        if (!c || failed(emitter.emit(b, c, none)))
-          return op.emitOpError() << "score kernel: a dot product's factor "
-                                     "is not computed in its body";
-        fv = none.lookup(f);
-      }
-      product =
-          product ? arith::MulFOp::create(b, loc, product, fv).getResult() : fv;
-    }
-    factor.push_back(product);
+    FailureOr<Value> f = emitConstantFactors(b, emitter, dot.red, dot.factors);
+    if (failed(f))
+      return failure();
+    factor.push_back(*f);
   }
   return success();
 }
@@ -629,14 +607,7 @@ LogicalResult ScoreEmitter::emit() {
   if (m.keysUpTo)
     tileX = arith::SubIOp::create(b, loc, cst(k.grid[0] - 1), tileX);
   row0 = mul(tileX, bm);
-  batch.assign(op.getNumParallel(), Value());
-  Value rest = gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
-  for (int p = static_cast<int>(op.getNumParallel()) - 1; p >= 0; --p) {
-    if (static_cast<unsigned>(p) == m.x || static_cast<unsigned>(p) == m.c)
-      continue;
-    batch[p] = rem(rest, op.getExtent(p));
-    rest = div(rest, op.getExtent(p));
-  }
+  batch = decomposeBatch(op, [&](unsigned p) { return p == m.x || p == m.c; });
   if (failed(emitFactors()))
     return failure();
 
@@ -842,31 +813,7 @@ LogicalResult ScoreEmitter::emit() {
           // the [k, n] operand: a k16 step is 16 rows of W, 64-column
           // blocks bn rows long. (A second part reuses the tile after the
           // first part's product has waited.)
-          Value r0 = add(mul(rem(warp, 4), 16), div(lane, 4));
-          for (int64_t t = 0; t < bn / 8; ++t) {
-            for (int64_t h = 0; h < 2; ++h) {
-              Value r = h ? add(r0, cst(8)) : r0;
-              Value pair = vector::FromElementsOp::create(
-                  b, loc, VectorType::get({2}, b.getF32Type()),
-                  ValueRange{gv[t * 4 + 2 * h], gv[t * 4 + 2 * h + 1]});
-              pair = arith::TruncFOp::create(
-                  b, loc, VectorType::get({2}, m.elementType), pair);
-              Value col =
-                  add(mul(swizzle(r, cst(t % 8)), 8), mul(rem(lane, 4), 2));
-              vector::StoreOp::create(b, loc, pair, tileP,
-                                      ValueRange{wgIdx, cst(t / 8), r, col},
-                                      /*nontemporal=*/false, llvm::Align(4));
-            }
-          }
-          fenceProxyAsync();
-          Type i32 = b.getI32Type();
-          NVVM::BarrierOp::create(
-              b, loc, Type(),
-              arith::AddIOp::create(
-                  b, loc, arith::ConstantIntOp::create(b, loc, i32, 1),
-                  arith::IndexCastOp::create(b, loc, i32, wgIdx)),
-              arith::ConstantIntOp::create(b, loc, i32, 128),
-              NVVM::BarrierReductionAttr(), Value());
+          storeWarpgroupOperand(tileP, wgIdx, lane, warp, gv);
           Value pBase =
               add(smemAddr, add(cst(pOffset), mul(wgIdx, 64 * bn * 2)));
           Value wBase =
