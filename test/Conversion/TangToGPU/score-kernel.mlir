@@ -102,6 +102,10 @@
 // CHECK: memref.store {{.*}} : memref<1x2x80xf32>
 // CHECK: memref.store {{.*}} : memref<1x2x80xf32>
 
+// CHECK-LABEL: gpu.func @not_a_dot_k0
+// CHECK-NOT: nvvm.mma.sync
+// CHECK: gpu.return
+
 func.func @main_fwd(%arg0: tensor<1x2x80x64xbf16>, %arg1: tensor<1x2x80x64xbf16>, %arg2: tensor<1x2x80x64xbf16>) -> (tensor<1x2x80x64xbf16>, tensor<1x2x80xf32>, tensor<1x2x80xf32>) {
   %cst = arith.constant 0xFF80 : bf16
   %cst_0 = arith.constant 1.250000e-01 : bf16
@@ -266,4 +270,25 @@ func.func @stats(%arg0: tensor<1x2x80x64xbf16>, %arg1: tensor<1x2x80x64xbf16>) -
     tang.yield %8 : f32
   }
   return %1#0, %1#1 : tensor<1x2x80xf32>, tensor<1x2x80xf32>
+}
+
+// A sum over keys whose nested sum is not a dot product (three reads of
+// its index): the plain kernels, and remarks saying why.
+func.func @not_a_dot(%Q: tensor<1x64x64xbf16>, %K: tensor<1x64x64xbf16>, %W: tensor<1x64x64xbf16>) -> tensor<1x64x64xbf16> {
+  // expected-remark @+2 {{not a score kernel: a dot product has more than two reads of its index}}
+  // expected-remark @+1 {{not on tensor cores: the product's factors are not reads}}
+  %O = tang.comprehension (%b, %i, %c) reduce (%j) [1, 64, 64, 64] monoid(add) : tensor<1x64x64xbf16> {
+    %s = tang.comprehension reduce (%e) [64] monoid(add) : bf16 {
+      %q = tang.read %Q[%b, %i, %e] : tensor<1x64x64xbf16>
+      %k = tang.read %K[%b, %j, %e] : tensor<1x64x64xbf16>
+      %w = tang.read %W[%b, %j, %e] : tensor<1x64x64xbf16>
+      %qk = arith.mulf %q, %k : bf16
+      %qkw = arith.mulf %qk, %w : bf16
+      tang.yield %qkw : bf16
+    }
+    %v = tang.read %W[%b, %j, %c] : tensor<1x64x64xbf16>
+    %t = arith.mulf %s, %v : bf16
+    tang.yield %t : bf16
+  }
+  return %O : tensor<1x64x64xbf16>
 }
