@@ -237,9 +237,9 @@ struct FusionPolicy {
   }
 
   Decision decide(ReadOp read, ComprehensionOp producer) const {
-    // The outermost (function-level) comprehension around the read.
     if (producer->hasAttr(kSavedAttrName))
       return Decision::KeepSaved;
+    // The outermost (function-level) comprehension around the read.
     auto consumer = read->getParentOfType<ComprehensionOp>();
     while (auto outer = consumer->getParentOfType<ComprehensionOp>())
       consumer = outer;

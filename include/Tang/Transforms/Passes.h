@@ -10,9 +10,9 @@
 namespace mlir::tang {
 
 /// The unit attribute --tang-grad puts on the comprehensions whose values it
-/// saves (hoisted nested reductions, softmax statistics, tie counts):
-/// --tang-fuse keeps them materialised instead of recomputing them inside
-/// their readers.
+/// saves (hoisted nested reductions, softmax statistics, D = rowsum(dO O),
+/// tie counts, the online-softmax output D reads): --tang-fuse keeps them
+/// materialised instead of recomputing them inside their readers.
 inline constexpr llvm::StringLiteral kSavedAttrName = "tang.saved";
 
 #define GEN_PASS_DECL

@@ -52,8 +52,9 @@ def TangFuse : Pass<"tang-fuse", "::mlir::ModuleOp"> {
     producer reads (a row reduction shared across its row, as in softmax).
     A fusion that would grow the consumer's body past `max-body-ops`
     (producers read at several points are copied once per point, which
-    multiplies along chains) is not made. A producer whose result is no
-    longer read is erased.
+    multiplies along chains) is not made. A producer marked `tang.saved`
+    (a value `--tang-grad` chose to save) stays materialised. A producer
+    whose result is no longer read is erased.
   }];
   let options = [
     Option<"maxRecompute", "max-recompute", "double", "1.0",
