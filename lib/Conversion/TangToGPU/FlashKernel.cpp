@@ -427,7 +427,6 @@ SmallVector<Value> FlashEmitter::kvCoordinates(ReadOp read, Value j0,
 
 LogicalResult FlashEmitter::emit() {
   MLIRContext *ctx = b.getContext();
-  auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
   Type out = cast<RankedTensorType>(op.getResultTypes()[0]).getElementType();
   bool approximate = out.isF16() || out.isBF16();
   emitter.setApproximate(approximate);
@@ -473,20 +472,10 @@ LogicalResult FlashEmitter::emit() {
   if (failed(factor))
     return failure();
 
-  Value smem = gpu::DynamicSharedMemoryOp::create(
-      b, loc,
-      MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), AffineMap(), wg));
-  Value base = cst(0), smemAddr;
-  if (wgmma) {
-    Value addr = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, smem);
-    base = rem(arith::SubIOp::create(b, loc, cst(1024), rem(addr, 1024)), 1024);
-    smemAddr = add(addr, base);
-  }
+  SharedMemory shared = getSharedMemory(/*align1024=*/wgmma);
+  Value smemAddr = shared.address;
   auto view = [&](ArrayRef<int64_t> shape, int64_t offset) {
-    return memref::ViewOp::create(
-               b, loc, MemRefType::get(shape, m.elementType, AffineMap(), wg),
-               smem, add(base, cst(offset)), ValueRange{})
-        .getResult();
+    return shared.view(*this, shape, offset);
   };
   Value tileQ, tileK, tileV, tileP;
   if (wgmma) {

@@ -107,6 +107,18 @@ protected:
   /// Orders this thread's shared-memory writes (cp.async or stores) before
   /// the tensor cores' (async proxy) reads.
   void fenceProxyAsync();
+  /// The block's dynamic shared memory, its start rounded up to 1024 bytes
+  /// with `align1024` (wgmma's swizzled tiles; the kernel must ask for
+  /// 1024 bytes more).
+  struct SharedMemory {
+    Value memory, base;
+    /// The aligned start as a shared-memory address (with align1024).
+    Value address;
+    /// A view of elementType of `shape` at byte `offset` from the start.
+    Value view(TensorCoreEmitterBase &e, ArrayRef<int64_t> shape,
+               int64_t offset) const;
+  };
+  SharedMemory getSharedMemory(bool align1024);
   /// The 16-byte chunk of `chunk` in row `row` of a 128-byte swizzled tile.
   Value swizzle(Value row, Value chunk);
   /// The batch point of a block: `op`'s parallel indices but those `skip`

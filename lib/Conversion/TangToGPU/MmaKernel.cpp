@@ -494,6 +494,36 @@ FailureOr<Value> mlir::tang::emitConstantFactors(OpBuilder &b,
   return product;
 }
 
+TensorCoreEmitterBase::SharedMemory
+TensorCoreEmitterBase::getSharedMemory(bool align1024) {
+  auto wg =
+      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+  SharedMemory s;
+  s.memory = gpu::DynamicSharedMemoryOp::create(
+      b, loc,
+      MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), AffineMap(), wg));
+  s.base = cst(0);
+  if (align1024) {
+    Value addr =
+        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, s.memory);
+    s.base =
+        rem(arith::SubIOp::create(b, loc, cst(1024), rem(addr, 1024)), 1024);
+    s.address = add(addr, s.base);
+  }
+  return s;
+}
+
+Value TensorCoreEmitterBase::SharedMemory::view(TensorCoreEmitterBase &e,
+                                                ArrayRef<int64_t> shape,
+                                                int64_t offset) const {
+  auto wg = gpu::AddressSpaceAttr::get(e.b.getContext(),
+                                       gpu::AddressSpace::Workgroup);
+  return memref::ViewOp::create(
+             e.b, e.loc, MemRefType::get(shape, e.elementType, AffineMap(), wg),
+             memory, e.add(base, e.cst(offset)), ValueRange{})
+      .getResult();
+}
+
 void TensorCoreEmitterBase::fenceProxyAsync() {
   MLIRContext *ctx = b.getContext();
   NVVM::FenceProxyOp::create(

@@ -553,7 +553,6 @@ LogicalResult ScoreEmitter::emitFactors() {
 
 LogicalResult ScoreEmitter::emit() {
   MLIRContext *ctx = b.getContext();
-  auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
   bool approximate = llvm::all_of(op.getResultTypes(), [](Type t) {
     Type e = cast<RankedTensorType>(t).getElementType();
     return e.isF16() || e.isBF16();
@@ -618,20 +617,10 @@ LogicalResult ScoreEmitter::emit() {
   if (failed(emitFactors()))
     return failure();
 
-  Value smem = gpu::DynamicSharedMemoryOp::create(
-      b, loc,
-      MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), AffineMap(), wg));
-  Value base = cst(0), smemAddr;
-  if (wgmma) {
-    Value addr = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, smem);
-    base = rem(arith::SubIOp::create(b, loc, cst(1024), rem(addr, 1024)), 1024);
-    smemAddr = add(addr, base);
-  }
+  SharedMemory shared = getSharedMemory(/*align1024=*/wgmma);
+  Value smemAddr = shared.address;
   auto view = [&](ArrayRef<int64_t> shape, int64_t offset) {
-    return memref::ViewOp::create(
-               b, loc, MemRefType::get(shape, m.elementType, AffineMap(), wg),
-               smem, add(base, cst(offset)), ValueRange{})
-        .getResult();
+    return shared.view(*this, shape, offset);
   };
   SmallVector<Value> tileA;
   for (auto [dot, offset] : llvm::zip(m.dots, aOffsets)) {
