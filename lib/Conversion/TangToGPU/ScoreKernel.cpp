@@ -460,7 +460,7 @@ private:
   /// shared memory per warpgroup; else mma.sync, 4 warps of 16 rows.
   bool wgmma;
   /// 64 rows per block: one warpgroup (wgmma) or 4 warps (mma.sync). With
-  /// wgmma, one warpgroup per block ran 7-16% faster than two on the H200
+  /// wgmma, one warpgroup per block ran 6-14% faster than two on the H200
   /// (two blocks fit a multiprocessor where one of two warpgroups did, at
   /// up to 255 registers a thread; bench/results/
   /// 2026-12-01-h200-attention-grad.md).
