@@ -207,6 +207,12 @@ std::optional<Linear> getLinear(AffineExpr e, unsigned numDims) {
   return l;
 }
 
+/// Bounds of `e` over dimensions ranging over [0, extent): the least and
+/// greatest values for linear forms; through floordiv and mod by
+/// constants, an interval holding every value.
+std::optional<std::pair<int64_t, int64_t>> getBounds(AffineExpr e,
+                                                     ArrayRef<int64_t> extents);
+
 /// The least and greatest values of `e` over dimensions ranging over
 /// [0, extent): exact for linear forms, none otherwise.
 std::optional<std::pair<int64_t, int64_t>> getRange(AffineExpr e,
@@ -219,6 +225,42 @@ std::optional<std::pair<int64_t, int64_t>> getRange(AffineExpr e,
     (c > 0 ? hi : lo) += c * (n - 1);
   }
   return std::make_pair(lo, hi);
+}
+
+std::optional<std::pair<int64_t, int64_t>>
+getBounds(AffineExpr e, ArrayRef<int64_t> extents) {
+  if (auto range = getRange(e, extents))
+    return range;
+  auto bin = dyn_cast<AffineBinaryOpExpr>(e);
+  if (!bin)
+    return std::nullopt;
+  auto lhs = getBounds(bin.getLHS(), extents);
+  auto rhs = getBounds(bin.getRHS(), extents);
+  if (!lhs || !rhs)
+    return std::nullopt;
+  auto [a, b] = *lhs;
+  auto [c, d] = *rhs;
+  switch (bin.getKind()) {
+  case AffineExprKind::Add:
+    return std::make_pair(a + c, b + d);
+  case AffineExprKind::Mul: {
+    int64_t p[] = {a * c, a * d, b * c, b * d};
+    return std::make_pair(*llvm::min_element(p), *llvm::max_element(p));
+  }
+  case AffineExprKind::FloorDiv:
+    if (c != d || c <= 0)
+      return std::nullopt;
+    return std::make_pair(llvm::divideFloorSigned(a, c),
+                          llvm::divideFloorSigned(b, c));
+  case AffineExprKind::Mod:
+    if (c != d || c <= 0)
+      return std::nullopt;
+    if (a >= 0 && b < c)
+      return std::make_pair(a, b);
+    return std::make_pair(int64_t(0), c - 1);
+  default:
+    return std::nullopt;
+  }
 }
 
 /// How the indices of a comprehension map to the gradient comprehension of
@@ -313,6 +355,127 @@ Solution solve(ArrayRef<AffineExpr> coords, ArrayRef<int64_t> extents,
                          0, 1);
   }
   return s;
+}
+
+/// A condition lower <= expression < upper (an equality as (e, 0, 1)).
+using Mask = std::tuple<AffineExpr, int64_t, int64_t>;
+
+/// The inverse of a read's coordinates on their image, for reads injective
+/// in the indices they use: coordinates that are mixed-radix sums of
+/// indices (`h * 64 + e + 128`, e in [0, 64)) and (u floordiv q, u mod q)
+/// pairs (a reshape).
+struct Inverse {
+  /// The indices the read uses, in coordinate order (within a coordinate,
+  /// by decreasing coefficient): the dimensions of the read-shaped
+  /// gradient.
+  SmallVector<unsigned> used;
+  /// Per forward index (null where unused): its value over the tensor's
+  /// coordinates.
+  SmallVector<AffineExpr> of;
+};
+
+/// A contribution to a tensor's cotangent: `tensor` read at `map` (over
+/// the cotangent's coordinates; the identity where null) where `masks`
+/// hold, zero elsewhere.
+struct Part {
+  Value tensor;
+  AffineMap map;
+  SmallVector<Mask> masks;
+};
+
+/// The conjunction of `masks` (over `indices`), or null when there are
+/// none.
+Value emitMasks(OpBuilder &b, Location loc, ArrayRef<Mask> masks,
+                ValueRange indices) {
+  Value keep;
+  for (auto [expr, lo, hi] : masks) {
+    Value at = IndexOp::create(b, loc, b.getI64Type(), indices,
+                               AffineMapAttr::get(AffineMap::get(
+                                   indices.size(), 0, {expr}, b.getContext())));
+    auto bound = [&](int64_t v) -> Value {
+      return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(v));
+    };
+    Value ok = arith::AndIOp::create(
+        b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, at, bound(lo)),
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, at,
+                              bound(hi)));
+    keep = keep ? arith::AndIOp::create(b, loc, keep, ok).getResult() : ok;
+  }
+  return keep;
+}
+
+std::optional<Inverse> invert(ArrayRef<AffineExpr> coords,
+                              ArrayRef<int64_t> extents, MLIRContext *ctx) {
+  unsigned n = coords.size(), m = extents.size();
+  Inverse inv;
+  inv.of.assign(m, AffineExpr());
+  auto assign = [&](unsigned j, AffineExpr e) {
+    if (inv.of[j])
+      return false;
+    inv.of[j] = e;
+    inv.used.push_back(j);
+    return true;
+  };
+  // (u floordiv q, u mod q): the coordinate of the other half.
+  auto split = [&](AffineExpr e, AffineExprKind kind, unsigned &u, int64_t &q) {
+    auto bin = dyn_cast<AffineBinaryOpExpr>(e);
+    if (!bin || bin.getKind() != kind)
+      return false;
+    auto dim = dyn_cast<AffineDimExpr>(bin.getLHS());
+    auto cst = dyn_cast<AffineConstantExpr>(bin.getRHS());
+    if (!dim || !cst || cst.getValue() <= 0)
+      return false;
+    u = dim.getPosition();
+    q = cst.getValue();
+    return true;
+  };
+  llvm::SmallDenseSet<unsigned, 4> partners;
+  for (unsigned d = 0; d < n; ++d) {
+    if (partners.contains(d))
+      continue;
+    AffineExpr x = getAffineDimExpr(d, ctx);
+    unsigned u;
+    int64_t q;
+    if (split(coords[d], AffineExprKind::FloorDiv, u, q)) {
+      std::optional<unsigned> low;
+      for (unsigned d2 = d + 1; d2 < n && !low; ++d2) {
+        unsigned u2;
+        int64_t q2;
+        if (split(coords[d2], AffineExprKind::Mod, u2, q2) && u2 == u &&
+            q2 == q)
+          low = d2;
+      }
+      if (!low || !assign(u, x * q + getAffineDimExpr(*low, ctx)))
+        return std::nullopt;
+      partners.insert(*low);
+      continue;
+    }
+    std::optional<Linear> l = getLinear(coords[d], m);
+    if (!l)
+      return std::nullopt;
+    SmallVector<unsigned> js;
+    for (unsigned j = 0; j < m; ++j)
+      if (l->coeff[j] < 0)
+        return std::nullopt;
+      else if (l->coeff[j] > 0)
+        js.push_back(j);
+    llvm::sort(
+        js, [&](unsigned a, unsigned b) { return l->coeff[a] > l->coeff[b]; });
+    // Injective: each coefficient at least the next one's whole range.
+    for (unsigned k = 0; k + 1 < js.size(); ++k)
+      if (l->coeff[js[k]] < l->coeff[js[k + 1]] * extents[js[k + 1]])
+        return std::nullopt;
+    AffineExpr rest = x - l->constant;
+    for (auto [k, j] : llvm::enumerate(js)) {
+      AffineExpr e = rest.floorDiv(l->coeff[j]);
+      if (k != 0)
+        e = e % extents[j];
+      if (!assign(j, e))
+        return std::nullopt;
+    }
+  }
+  return inv;
 }
 
 //===----------------------------------------------------------------------===//
@@ -450,7 +613,7 @@ private:
   LogicalResult differentiateOnlineSoftmax(ComprehensionOp c,
                                            ArrayRef<Value> cotangents);
   /// The sum of `parts` (tensors of type `type`), or zeros.
-  Value sum(ArrayRef<Value> parts, RankedTensorType type, Location loc);
+  Value sum(ArrayRef<Part> parts, RankedTensorType type, Location loc);
   /// For a max/min reduction: the number of terms equal to the result.
   Value tieCount(ComprehensionOp c);
   /// For an online_softmax reduction: its running max and sum (m, l), by
@@ -471,15 +634,15 @@ private:
   /// (m, l) are indexed by.
   llvm::DenseMap<Operation *, SmallVector<unsigned>> normalizerIndices;
   /// Cotangent contributions per tensor.
-  llvm::MapVector<Value, SmallVector<Value>> contributions;
+  llvm::MapVector<Value, SmallVector<Part>> contributions;
   /// Where gradient comprehensions go: before the return.
   OpBuilder builder{grad.getContext()};
 };
 
-Value Differentiator::sum(ArrayRef<Value> parts, RankedTensorType type,
+Value Differentiator::sum(ArrayRef<Part> parts, RankedTensorType type,
                           Location loc) {
-  if (parts.size() == 1)
-    return parts.front();
+  if (parts.size() == 1 && !parts.front().map)
+    return parts.front().tensor;
   OpBuilder &b = builder;
   auto c =
       ComprehensionOp::create(b, loc, TypeRange{type}, type.getShape(),
@@ -497,8 +660,12 @@ Value Differentiator::sum(ArrayRef<Value> parts, RankedTensorType type,
   } else {
     AffineMap id =
         AffineMap::getMultiDimIdentityMap(idx.size(), b.getContext());
-    for (Value p : parts) {
-      Value v = ReadOp::create(b, loc, p, id, idx);
+    for (const Part &p : parts) {
+      Value v = ReadOp::create(b, loc, p.tensor, p.map ? p.map : id, idx);
+      if (Value keep = emitMasks(b, loc, p.masks, idx))
+        v = arith::SelectOp::create(
+            b, loc, keep, v,
+            arith::ConstantOp::create(b, loc, b.getFloatAttr(e, 0.0)));
       total = total ? arith::AddFOp::create(b, loc, total, v).getResult() : v;
     }
   }
@@ -824,10 +991,35 @@ LogicalResult Differentiator::emitReadGradient(ComprehensionOp c, ReadOp read,
   for (AffineExpr e : read.getMap().getResults())
     coords.push_back(e.replaceDims(toIndex));
   Solution s = solve(coords, extents, type.getShape(), ctx);
-  unsigned gDims = type.getRank() + s.freeExtents.size();
+  // Where a coordinate combines indices (`h * 64 + e`, a reshape's pair),
+  // the solution sums over indices the read determines, under masks (one
+  // term in 2 of a 2-head sum, L^2 terms for a reshape): the gradient is
+  // then computed over the read's own indices (its G reads like the
+  // forward) and gathered into the tensor through the inverse map.
+  std::optional<Inverse> inv;
+  RankedTensorType gType = type;
+  bool maskedSum = false;
+  for (unsigned j = 0; j < extents.size(); ++j) {
+    auto dim = dyn_cast<AffineDimExpr>(s.index[j]);
+    maskedSum |= dim && dim.getPosition() >= type.getRank() &&
+                 llvm::any_of(coords, [&](AffineExpr e) {
+                   return e.isFunctionOfDim(j);
+                 });
+  }
+  if (maskedSum && (inv = invert(coords, extents, ctx))) {
+    SmallVector<int64_t> shape;
+    SmallVector<AffineExpr> own;
+    for (unsigned j : inv->used) {
+      shape.push_back(extents[j]);
+      own.push_back(getAffineDimExpr(j, ctx));
+    }
+    gType = RankedTensorType::get(shape, type.getElementType());
+    s = solve(own, extents, shape, ctx);
+  }
+  unsigned gDims = gType.getRank() + s.freeExtents.size();
 
   auto g = ComprehensionOp::create(
-      b, loc, TypeRange{type}, type.getShape(), s.freeExtents,
+      b, loc, TypeRange{gType}, gType.getShape(), s.freeExtents,
       s.freeExtents.empty() ? Attribute()
                             : MonoidKindAttr::get(ctx, MonoidKind::Add),
       ScheduleAttr());
@@ -1081,27 +1273,39 @@ LogicalResult Differentiator::emitReadGradient(ComprehensionOp c, ReadOp read,
     value = arith::TruncFOp::create(b, loc, e, value);
   // Masks: solved indices within their extents, unsolved coordinates equal
   // to the read's.
-  Value keep;
-  for (auto [expr, lo, hi] : s.masks) {
-    Value at = IndexOp::create(
-        b, loc, b.getI64Type(), gIndices,
-        AffineMapAttr::get(AffineMap::get(gDims, 0, {expr}, ctx)));
-    auto bound = [&](int64_t v) -> Value {
-      return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(v));
-    };
-    Value ok = arith::AndIOp::create(
-        b, loc,
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, at, bound(lo)),
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, at,
-                              bound(hi)));
-    keep = keep ? arith::AndIOp::create(b, loc, keep, ok).getResult() : ok;
-  }
-  if (keep)
+  if (Value keep = emitMasks(b, loc, s.masks, gIndices))
     value = arith::SelectOp::create(
         b, loc, keep, value,
         arith::ConstantOp::create(b, loc, b.getFloatAttr(e, 0.0)));
   YieldOp::create(b, loc, ValueRange{value});
-  contributions[read.getTensor()].push_back(g.getResult(0));
+  Part part{g.getResult(0), AffineMap(), {}};
+  if (inv) {
+    // The gather: each coordinate x reads G at the indices that read it,
+    // where they are in range and read exactly x.
+    SmallVector<AffineExpr> of(inv->of), at;
+    for (AffineExpr &e : of)
+      if (!e)
+        e = getAffineConstantExpr(0, ctx);
+    for (unsigned j : inv->used) {
+      AffineExpr e = simplifyAffineExpr(of[j], type.getRank(), 0);
+      auto range = getBounds(e, type.getShape());
+      if (range && range->first >= 0 && range->second < extents[j]) {
+        at.push_back(e);
+        continue;
+      }
+      part.masks.emplace_back(e, 0, extents[j]);
+      at.push_back(e % extents[j]);
+    }
+    for (auto [d, coord] : llvm::enumerate(coords)) {
+      AffineExpr diff = simplifyAffineExpr(
+          coord.replaceDims(of) - getAffineDimExpr(d, ctx), type.getRank(), 0);
+      auto range = getBounds(diff, type.getShape());
+      if (!range || range->first != 0 || range->second != 0)
+        part.masks.emplace_back(diff, 0, 1);
+    }
+    part.map = AffineMap::get(type.getRank(), 0, at, ctx);
+  }
+  contributions[read.getTensor()].push_back(part);
   ++numGradients;
   return success();
 }
@@ -1224,7 +1428,7 @@ Differentiator::run(ArrayRef<std::pair<Value, Value>> seeds) {
           needsGradient.insert(r);
   }
   for (auto [value, dy] : seeds)
-    contributions[value].push_back(dy);
+    contributions[value].push_back(Part{dy, AffineMap(), {}});
   for (ComprehensionOp c : llvm::reverse(program)) {
     SmallVector<Value> cotangents;
     bool any = false;
@@ -1249,6 +1453,54 @@ Differentiator::run(ArrayRef<std::pair<Value, Value>> seeds) {
                             grad.getLoc()));
   }
   return gradients;
+}
+
+/// Whether `c` copies a tensor element by element, through float casts
+/// only (a cotangent widened to f32 for a product computed in f32): its
+/// read, or null.
+ReadOp getCopiedRead(ComprehensionOp c) {
+  if (c.getNumReduced() != 0 || c.getNumResults() != 1)
+    return {};
+  Block &body = c.getBodyBlock();
+  auto read = dyn_cast<ReadOp>(&body.front());
+  if (!read || !read.getMap().isIdentity() ||
+      !llvm::equal(read.getIndices(), body.getArguments()))
+    return {};
+  Value v = read.getResult();
+  for (Operation &op : llvm::drop_begin(body.without_terminator())) {
+    if (!isa<arith::ExtFOp, arith::TruncFOp>(op) || op.getOperand(0) != v)
+      return {};
+    v = op.getResult(0);
+  }
+  return c.getYield().getValues()[0] == v ? read : ReadOp();
+}
+
+/// Reads of copies (getCopiedRead) read the copied tensor instead, casts
+/// applied at the read: a GEMM of a 16-bit cotangent then reads 16-bit
+/// operands, and the copy goes away.
+void forwardCopies(func::FuncOp f) {
+  for (auto c :
+       llvm::to_vector(f.getBody().front().getOps<ComprehensionOp>())) {
+    ReadOp copied = getCopiedRead(c);
+    if (!copied)
+      continue;
+    for (OpOperand &use :
+         llvm::make_early_inc_range(c.getResult(0).getUses())) {
+      auto read = dyn_cast<ReadOp>(use.getOwner());
+      if (!read)
+        continue;
+      OpBuilder b(read);
+      IRMapping map;
+      Value v = ReadOp::create(b, read.getLoc(), copied.getTensor(),
+                               read.getMap(), read.getIndices());
+      map.map(copied.getResult(), v);
+      for (Operation &op :
+           llvm::drop_begin(c.getBodyBlock().without_terminator()))
+        v = b.clone(op, map)->getResult(0);
+      read.replaceAllUsesWith(v);
+      read.erase();
+    }
+  }
 }
 
 struct TangGradPass : tang::impl::TangGradBase<TangGradPass> {
@@ -1348,8 +1600,11 @@ struct TangGradPass : tang::impl::TangGradBase<TangGradPass> {
       top.getBodyBlock().walk<WalkOrder::PostOrder>(
           [&](ComprehensionOp n) { nested.push_back(n); });
       for (ComprehensionOp n : nested) {
-        if (policy != "save" &&
-            isRecomputable(n, top, largest, policy == "recompute")) {
+        // The scores of an online-softmax reduction are recomputed in
+        // the flash backward as in the forward, whatever their size.
+        bool always = policy == "recompute" ||
+                      top.getBuiltinMonoid() == MonoidKind::OnlineSoftmax;
+        if (policy != "save" && isRecomputable(n, top, largest, always)) {
           ++numRecomputedNested;
           continue;
         }
@@ -1384,6 +1639,9 @@ struct TangGradPass : tang::impl::TangGradBase<TangGradPass> {
         return fn.emitOpError() << "could not simplify the gradient";
       return success();
     };
+    if (failed(simplify(grad)))
+      return failure();
+    forwardCopies(grad);
     if (failed(simplify(grad)))
       return failure();
     if (split) {

@@ -206,10 +206,14 @@ mlir::tang::matchMmaContraction(ComprehensionOp op, std::string &why,
       !isTensorCoreResult(getElementTypeOrSelf(op.getResultTypes()[0])))
     return fail("the sum or the result is not f32, f16 or bf16");
 
-  // The summand: a product of two reads (possibly widened), nothing else.
+  // The summand: a product of two reads (possibly widened; the product
+  // possibly narrowed to the sum's type, which the tensor cores' f32
+  // accumulation subsumes), nothing else.
   Block &body = c.red.getBodyBlock();
-  auto mul = stripExtensions(c.red.getYield().getValues()[0])
-                 .getDefiningOp<arith::MulFOp>();
+  Value summand = c.red.getYield().getValues()[0];
+  if (auto trunc = summand.getDefiningOp<arith::TruncFOp>())
+    summand = trunc.getIn();
+  auto mul = stripExtensions(summand).getDefiningOp<arith::MulFOp>();
   if (!mul || mul->getBlock() != &body)
     return fail("the summand is not a product");
   c.a = stripExtensions(mul.getLhs()).getDefiningOp<ReadOp>();
@@ -217,7 +221,7 @@ mlir::tang::matchMmaContraction(ComprehensionOp op, std::string &why,
   if (!c.a || !c.b)
     return fail("the product's factors are not reads");
   for (Operation &inner : body.without_terminator())
-    if (!isa<ReadOp, arith::ExtFOp, arith::MulFOp>(inner))
+    if (!isa<ReadOp, arith::ExtFOp, arith::MulFOp, arith::TruncFOp>(inner))
       return fail("the summand holds more than a product of two reads");
   Type ta = cast<RankedTensorType>(c.a.getTensor().getType()).getElementType();
   Type tb = cast<RankedTensorType>(c.b.getTensor().getType()).getElementType();

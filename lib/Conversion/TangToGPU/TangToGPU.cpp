@@ -1127,6 +1127,114 @@ LogicalResult KernelFormBuilder::convertFunc(func::FuncOp func) {
   return success();
 }
 
+/// Rewrites `op`'s reduction over several indices, read by every read as
+/// consecutive coordinates in their order (a weight gradient's sum over
+/// batch and length: `X[b, l, k]`), into one reduction over their product
+/// (`X[r floordiv L, r mod L, k]`): a contraction over one index that the
+/// tensor-core kernels take. Returns false (leaving `op` as it is) when a
+/// reduced index is used otherwise, or when the rewritten comprehension
+/// would not be a tensor-core contraction either.
+bool collapseReductions(ComprehensionOp op, bool wgmma, bool tf32) {
+  unsigned np = op.getNumParallel(), nr = op.getNumReduced();
+  if (nr < 2 || op.getNumResults() != 1)
+    return false;
+  Block &body = op.getBodyBlock();
+  SmallVector<Value> reduced(body.getArguments().drop_front(np));
+  SmallVector<int64_t> extents(op.getReducedExtents());
+  for (Value r : reduced)
+    for (OpOperand &use : r.getUses()) {
+      auto read = dyn_cast<ReadOp>(use.getOwner());
+      if (!read || read->getBlock() != &body)
+        return false;
+    }
+  // Every read using them: coordinates q..q+nr-1 are exactly the reduced
+  // indices in order, inner dimensions of their extents, no other
+  // coordinate uses one.
+  SmallVector<ReadOp> reads;
+  for (ReadOp read : body.getOps<ReadOp>()) {
+    if (llvm::none_of(read.getIndices(),
+                      [&](Value v) { return llvm::is_contained(reduced, v); }))
+      continue;
+    ArrayRef<int64_t> shape =
+        cast<RankedTensorType>(read.getTensor().getType()).getShape();
+    std::optional<unsigned> first;
+    for (auto [d, e] : llvm::enumerate(read.getMap().getResults())) {
+      auto dim = dyn_cast<AffineDimExpr>(e);
+      Value v = dim ? read.getIndices()[dim.getPosition()] : Value();
+      auto t = llvm::find(reduced, v) - reduced.begin();
+      if (v && t < nr) {
+        if (!first && t == 0)
+          first = d;
+        if (!first || d != *first + static_cast<size_t>(t) ||
+            (t != 0 && shape[d] != extents[t]))
+          return false;
+        continue;
+      }
+      for (Value r : reduced)
+        for (auto [i, idx] : llvm::enumerate(read.getIndices()))
+          if (idx == r && e.isFunctionOfDim(i))
+            return false;
+    }
+    if (!first || *first + nr > shape.size())
+      return false;
+    reads.push_back(read);
+  }
+
+  // The rewrite, on a copy: the reduced arguments become one.
+  OpBuilder b(op);
+  auto copy = cast<ComprehensionOp>(b.clone(*op));
+  int64_t product = 1;
+  for (int64_t e : extents)
+    product *= e;
+  copy.setReducedExtents(ArrayRef<int64_t>{product});
+  Block &cb = copy.getBodyBlock();
+  Value k = cb.addArgument(b.getIndexType(), op.getLoc());
+  SmallVector<Value> oldArgs(cb.getArguments().slice(np, nr));
+  MLIRContext *ctx = op.getContext();
+  for (ReadOp read : llvm::to_vector(cb.getOps<ReadOp>())) {
+    SmallVector<Value> indices;
+    SmallVector<AffineExpr> replace;
+    auto position = [&](Value v) -> AffineExpr {
+      auto it = llvm::find(indices, v);
+      if (it == indices.end()) {
+        indices.push_back(v);
+        it = indices.end() - 1;
+      }
+      return getAffineDimExpr(it - indices.begin(), ctx);
+    };
+    for (Value v : read.getIndices()) {
+      auto t = llvm::find(oldArgs, v) - oldArgs.begin();
+      if (t == nr) {
+        replace.push_back(position(v));
+        continue;
+      }
+      int64_t stride = 1;
+      for (unsigned u = t + 1; u < nr; ++u)
+        stride *= extents[u];
+      AffineExpr e = position(k).floorDiv(stride);
+      if (t != 0)
+        e = e % extents[t];
+      replace.push_back(e);
+    }
+    AffineMap map =
+        read.getMap().replaceDimsAndSymbols(replace, {}, indices.size(), 0);
+    OpBuilder rb(read);
+    auto collapsed = ReadOp::create(rb, read.getLoc(), read.getTensor(),
+                                    simplifyAffineMap(map), indices);
+    read.replaceAllUsesWith(collapsed.getResult());
+    read.erase();
+  }
+  cb.eraseArguments(np, nr);
+  std::string why;
+  if (!matchMmaContraction(copy, why, wgmma, tf32)) {
+    copy.erase();
+    return false;
+  }
+  op.replaceAllUsesWith(copy.getResults());
+  op.erase();
+  return true;
+}
+
 struct ConvertTangToGPUPass
     : tang::impl::ConvertTangToGPUBase<ConvertTangToGPUPass> {
   using Base::Base;
@@ -1160,6 +1268,13 @@ struct ConvertTangToGPUPass
                          << subgroupSize.getValue();
       return signalPassFailure();
     }
+    // Sums over several adjacent indices as one (weight gradients).
+    if (tensorCores != "none")
+      for (func::FuncOp f : funcs)
+        for (auto op :
+             llvm::to_vector(f.getBody().front().getOps<ComprehensionOp>()))
+          if (classifyComprehension(op) == ShapeClass::MatmulLike)
+            collapseReductions(op, tensorCores == "wgmma", tf32);
     KernelFormBuilder builder(module, kernels, tensorCores, tma, warpSpecialize,
                               tf32, matrixUnits, matrixUnitsF16, subgroupSize);
     for (func::FuncOp f : funcs)
