@@ -68,10 +68,10 @@ def training_program(forward: Path) -> str:
     return "module {\n" + "".join(funcs) + "}\n"
 
 
-def compile_bundle(program: Path, bundle: Path):
+def compile_bundle(program: Path, bundle: Path, options="fuse=1"):
     rel = lambda p: str(p.relative_to(ROOT))
     cmd = [TANG_OPT, rel(program),
-           f"--tang-lower-cuda=fuse=1 format=bin bundle={rel(bundle)}",
+           f"--tang-lower-cuda={options} format=bin bundle={rel(bundle)}",
            "-o", "/dev/null"]
     t0 = time.monotonic()
     r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True,

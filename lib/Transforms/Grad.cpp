@@ -1006,7 +1006,12 @@ LogicalResult Differentiator::emitReadGradient(ComprehensionOp c, ReadOp read,
                    return e.isFunctionOfDim(j);
                  });
   }
-  if (maskedSum && (inv = invert(coords, extents, ctx))) {
+  // So is a read of part of the tensor (`AU[b, l, f + F]`): its gradient
+  // over the read's indices needs no mask, the gather masks once.
+  bool partial = llvm::any_of(s.masks, [&](const Mask &m) {
+    return std::get<2>(m) != 1 || std::get<1>(m) != 0;
+  });
+  if ((maskedSum || partial) && (inv = invert(coords, extents, ctx))) {
     SmallVector<int64_t> shape;
     SmallVector<AffineExpr> own;
     for (unsigned j : inv->used) {

@@ -107,3 +107,39 @@ def test_attention_training_step_on_tensor_cores(causal, chip, instruction):
         assert launches == {"main_fwd": 1, "main_bwd": 3}, launches
         ptx = (Path(d) / "b" / "tang_kernels.ptx").read_text()
         assert instruction in ptx
+
+
+@pytest.mark.skipif(not HAS_LIBDEVICE,
+                    reason="the CUDA toolkit's libdevice is not installed")
+def test_block_training_step_on_tensor_cores():
+    """bench/prepare_block_grad.py's program: the split gradient of the
+    transformer block (concatenated q/k/v and gate/up weights, heads read as
+    column offsets, a reshape view) lowers for sm_90a with every product on
+    tensor cores (the weight gradients' sums over batch and length as one
+    index, the attention's gradients as score kernels) and no remark."""
+    sys.path.insert(0, str(REPO / "bench"))
+    import prepare_block_grad as pbg
+    pbg.TANG_OPT = BIN / "tang-opt"
+    with tempfile.TemporaryDirectory(prefix="tang-block-train-") as d:
+        forward = Path(d) / "forward.mlir"
+        forward.write_text(pg.block_program(2, 64, 128, 2, 256))
+        program = Path(d) / "train.mlir"
+        program.write_text(pbg.training_program(forward))
+        r = subprocess.run(
+            [str(BIN / "tang-opt"), str(program),
+             f"--tang-lower-cuda=fuse=0 chip=sm_90a features=+ptx80 "
+             f"bundle={d}/b", "-o", "/dev/null"],
+            capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        assert "remark" not in r.stderr, r.stderr
+        manifest = json.loads((Path(d) / "b" / "manifest.json").read_text())
+        launches = {f["name"]: len(f["launches"])
+                    for f in manifest["functions"]}
+        assert launches == {"main_fwd": 12, "main_bwd": 26}, launches
+        ptx = (Path(d) / "b" / "tang_kernels.ptx").read_text()
+        # Entries holding wgmma: the 4 forward GEMMs and the flash kernel;
+        # the 8 backward GEMMs (4 of them weight gradients), dQ and dK with
+        # dV.
+        kernels = ptx.split(".entry")[1:]
+        assert sum("wgmma.mma_async" in k for k in kernels) == 15, \
+            sum("wgmma.mma_async" in k for k in kernels)

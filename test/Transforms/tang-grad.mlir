@@ -99,3 +99,63 @@ func.func @argmax(%x: tensor<4x8xf32>) -> (tensor<4xf32>, tensor<4xi32>) {
   }
   return %v, %i : tensor<4xf32>, tensor<4xi32>
 }
+
+// -----
+
+// Coordinates that combine indices: a head's columns of a concatenated
+// projection (`h * 4 + e + 8`, e in [0, 4)) and a reshape's (c floordiv 4,
+// c mod 4). Their gradients are computed over the read's own indices (no
+// sum over the head, which the column determines) and gathered into the
+// tensor through the inverse map, masked to the columns the read covers.
+// CHECK-LABEL: func.func @heads_grad
+// CHECK: %[[DRESHAPED:.*]] = tang.comprehension (%{{.*}}, %{{.*}}) [6, 8] : tensor<6x8xf32>
+// CHECK: %[[DK:.*]] = tang.comprehension (%{{.*}}, %{{.*}}, %{{.*}}) reduce (%{{.*}}) [6, 2, 4, 4] monoid(add) : tensor<6x2x4xf32>
+// CHECK: tang.comprehension (%[[L:.*]], %[[X:.*]]) [6, 24] : tensor<6x24xf32>
+// CHECK: tang.read %[[DK]][%[[L]], (%[[X]] floordiv 4) mod 2, %[[X]] mod 4]
+// CHECK: %[[AT:.*]] = tang.index [%[[X]] floordiv 4 - 2] : i64
+// CHECK: arith.cmpi sge, %[[AT]]
+// CHECK: arith.cmpi slt, %[[AT]]
+// CHECK: arith.select
+// CHECK: tang.comprehension (%[[B:.*]], %[[H:.*]], %[[D:.*]]) [6, 2, 4] : tensor<6x2x4xf32>
+// CHECK-NEXT: %[[V:.*]] = tang.read %[[DRESHAPED]][%[[B]], %[[H]] * 4 + %[[D]]]
+// CHECK-NEXT: tang.yield %[[V]]
+func.func @heads(%qkv: tensor<6x24xf32>, %w: tensor<4x4xf32>, %o: tensor<6x2x4xf32>) -> (tensor<6x2x4xf32>, tensor<6x8xf32>) {
+  %y = tang.comprehension (%l, %h, %d) reduce (%e) [6, 2, 4, 4] monoid(add) : tensor<6x2x4xf32> {
+    %k = tang.read %qkv[%l, %h * 4 + %e + 8] : tensor<6x24xf32>
+    %v = tang.read %w[%e, %d] : tensor<4x4xf32>
+    %p = arith.mulf %k, %v : f32
+    tang.yield %p : f32
+  }
+  %z = tang.comprehension (%l, %c) [6, 8] : tensor<6x8xf32> {
+    %v = tang.read %o[%l, %c floordiv 4, %c mod 4] : tensor<6x2x4xf32>
+    %t = math.tanh %v : f32
+    tang.yield %t : f32
+  }
+  return %y, %z : tensor<6x2x4xf32>, tensor<6x8xf32>
+}
+
+// -----
+
+// A cotangent widened to f32 for a product computed in f32 is read as the
+// 16-bit tensor it copies (extended at the read): the gradient's products
+// take 16-bit operands, and no f32 copy is made.
+// CHECK-LABEL: func.func @widened_grad
+// CHECK-SAME: %[[DY:[^:]*]]: tensor<8x16xbf16>) -> (tensor<8x12xbf16>, tensor<12x16xbf16>)
+// CHECK-NOT: tensor<8x16xf32>
+// CHECK: tang.read %[[DY]]
+// CHECK-NEXT: arith.extf
+func.func @widened(%a: tensor<8x12xbf16>, %b: tensor<12x16xbf16>) -> tensor<8x16xbf16> {
+  %c = tang.comprehension (%i, %j) [8, 16] : tensor<8x16xbf16> {
+    %s = tang.comprehension reduce (%k) [12] monoid(add) : f32 {
+      %x = tang.read %a[%i, %k] : tensor<8x12xbf16>
+      %y = tang.read %b[%k, %j] : tensor<12x16xbf16>
+      %xf = arith.extf %x : bf16 to f32
+      %yf = arith.extf %y : bf16 to f32
+      %p = arith.mulf %xf, %yf : f32
+      tang.yield %p : f32
+    }
+    %t = arith.truncf %s : f32 to bf16
+    tang.yield %t : bf16
+  }
+  return %c : tensor<8x16xbf16>
+}

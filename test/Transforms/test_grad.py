@@ -191,6 +191,35 @@ func.func @main(%x: tensor<12xf32>, %y: tensor<12xf32>) -> tensor<12xf32> {
   return %z : tensor<12xf32>
 }
 """,
+    # A head's columns of a concatenated projection, a reshape, a read of
+    # part of a tensor, and a sum over two adjacent indices: gradients over
+    # the reads' own indices, gathered through the inverse maps.
+    "heads_reshape_and_parts": """\
+func.func @main(%qkv: tensor<6x24xf32>, %w: tensor<4x4xf32>, %o: tensor<6x2x4xf32>, %x: tensor<2x3x8xf32>) -> (tensor<6x2x4xf32>, tensor<6x8xf32>, tensor<8x5xf32>) {
+  %y = tang.comprehension (%l, %h, %d) reduce (%e) [6, 2, 4, 4] monoid(add) : tensor<6x2x4xf32> {
+    %q = tang.read %qkv[%l, %h * 4 + %e] : tensor<6x24xf32>
+    %k = tang.read %qkv[%l, %h * 4 + %e + 8] : tensor<6x24xf32>
+    %v = tang.read %w[%e, %d] : tensor<4x4xf32>
+    %p = arith.mulf %q, %k : f32
+    %pv = arith.mulf %p, %v : f32
+    tang.yield %pv : f32
+  }
+  %z = tang.comprehension (%l, %c) [6, 8] : tensor<6x8xf32> {
+    %v = tang.read %o[%l, %c floordiv 4, %c mod 4] : tensor<6x2x4xf32>
+    %u = tang.read %qkv[%l, %c + 16] : tensor<6x24xf32>
+    %t = math.tanh %v : f32
+    %tu = arith.mulf %t, %u : f32
+    tang.yield %tu : f32
+  }
+  %g = tang.comprehension (%i, %j) reduce (%b, %s) [8, 5, 2, 3] monoid(add) : tensor<8x5xf32> {
+    %a = tang.read %x[%b, %s, %i] : tensor<2x3x8xf32>
+    %c = tang.read %x[%b, %s, %j + 2] : tensor<2x3x8xf32>
+    %p = arith.mulf %a, %c : f32
+    tang.yield %p : f32
+  }
+  return %y, %z, %g : tensor<6x2x4xf32>, tensor<6x8xf32>, tensor<8x5xf32>
+}
+""",
     "max_min_reductions": """\
 func.func @main(%x: tensor<4x9xf32>) -> (tensor<4xf32>, tensor<9xf32>) {
   %m = tang.comprehension (%i) reduce (%j) [4, 9] monoid(max) : tensor<4xf32> {

@@ -100,6 +100,12 @@ def ConvertTangToGPU : Pass<"convert-tang-to-gpu", "::mlir::ModuleOp"> {
     in order with `gpu.launch_func` (grid, block, shared memory and
     argument order explicit). Views are folded into reads first.
 
+    With tensor cores, a sum over several indices that every read takes as
+    consecutive coordinates in their order (a weight gradient's sum over
+    batch and length, `X[b, l, k] dY[b, l, n]`) is first rewritten as one
+    sum over their product (`X[r floordiv L, r mod L, k]`), where that makes
+    it a contraction the tensor-core kernels take.
+
     ```mlir
     // After: the host sequence and one kernel.
     func.func @main(%X: memref<8x32xf32>, %Y: memref<8x32xf32>) attributes {tang.kernel_form} {

@@ -140,7 +140,16 @@ def TangGrad : Pass<"tang-grad", "::mlir::ModuleOp"> {
       free are summed over (add monoid); solved indices that may leave
       their range, and coordinates nothing solved (diagonals, strides), are
       masked, reading at coordinates taken modulo the extent so that every
-      read stays in bounds. Contributions of several reads add up.
+      read stays in bounds. Contributions of several reads add up. A read
+      whose coordinates combine indices the read determines (a head's
+      columns of a concatenated projection, `h * 64 + e` with e in [0, 64);
+      a reshape's `(c floordiv 64, c mod 64)`) or that covers part of the
+      tensor (`AU[b, l, f + F]`) gets its gradient over its own indices
+      instead, gathered into the tensor through the inverse map (masked to
+      the part it covers): no sum over the head index, no masked half.
+      A cotangent that only widens another tensor (f32 for a product
+      computed in f32) is read as that tensor, so the gradient's products
+      keep 16-bit operands.
     * The body's derivative is reverse-mode over its scalar graph
       (recomputed in the gradient's body): add, sub, mul, div, neg, exp,
       log, tanh, erf, rsqrt, sqrt, abs, pow, sin, cos, max/min (the larger
@@ -193,7 +202,9 @@ def TangGrad : Pass<"tang-grad", "::mlir::ModuleOp"> {
            "function-level tensors only) in the gradient's bodies and "
            "recomputes them there; `auto` saves a nested comprehension "
            "unless its tensor would be larger than the function's largest "
-           "argument or result (attention's scores), which it recomputes">,
+           "argument or result, which it recomputes; the scores of an "
+           "online-softmax reduction are always recomputed (the flash "
+           "backward)">,
     Option<"function", "function", "std::string", /*default=*/"\"\"",
            "The function to differentiate (default: every function of tang "
            "ops that has no `_grad` companion yet)">,

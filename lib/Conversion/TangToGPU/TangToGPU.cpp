@@ -144,6 +144,9 @@ public:
         subgroupSize(subgroupSize) {}
 
   LogicalResult convertFunc(func::FuncOp func);
+  /// Why `op`, a sum over several indices that collapseReductions could
+  /// rewrite, is not a tensor-core contraction even so (its remark).
+  llvm::DenseMap<Operation *, std::string> collapseFailures;
 
 private:
   /// A softmax_norm comprehension after `c` (an online_softmax reduction)
@@ -260,8 +263,12 @@ FailureOr<Kernel> KernelFormBuilder::buildKernel(ComprehensionOp op,
     mma = matchMmaContraction(op, why, tensorCores == "wgmma", tf32);
     // Say why a contraction of 16-bit operands (or any, with tf32) stays
     // off the tensor cores.
-    if (!mma && (has16BitReads() || tf32))
+    if (!mma && (has16BitReads() || tf32)) {
+      auto it = collapseFailures.find(op);
+      if (it != collapseFailures.end())
+        why = "summed over its reduced indices as one: " + it->second;
       op.emitRemark() << "not on tensor cores: " << why;
+    }
   }
   // Portable matrix units: gpu.subgroup_mma_* kernels.
   std::optional<LogicalResult> subgroupMma;
@@ -1133,8 +1140,9 @@ LogicalResult KernelFormBuilder::convertFunc(func::FuncOp func) {
 /// (`X[r floordiv L, r mod L, k]`): a contraction over one index that the
 /// tensor-core kernels take. Returns false (leaving `op` as it is) when a
 /// reduced index is used otherwise, or when the rewritten comprehension
-/// would not be a tensor-core contraction either.
-bool collapseReductions(ComprehensionOp op, bool wgmma, bool tf32) {
+/// would not be a tensor-core contraction either (then `why` says why).
+bool collapseReductions(ComprehensionOp op, bool wgmma, bool tf32,
+                        std::string &why) {
   unsigned np = op.getNumParallel(), nr = op.getNumReduced();
   if (nr < 2 || op.getNumResults() != 1)
     return false;
@@ -1225,7 +1233,6 @@ bool collapseReductions(ComprehensionOp op, bool wgmma, bool tf32) {
     read.erase();
   }
   cb.eraseArguments(np, nr);
-  std::string why;
   if (!matchMmaContraction(copy, why, wgmma, tf32)) {
     copy.erase();
     return false;
@@ -1268,15 +1275,19 @@ struct ConvertTangToGPUPass
                          << subgroupSize.getValue();
       return signalPassFailure();
     }
+    KernelFormBuilder builder(module, kernels, tensorCores, tma, warpSpecialize,
+                              tf32, matrixUnits, matrixUnitsF16, subgroupSize);
     // Sums over several adjacent indices as one (weight gradients).
     if (tensorCores != "none")
       for (func::FuncOp f : funcs)
         for (auto op :
-             llvm::to_vector(f.getBody().front().getOps<ComprehensionOp>()))
-          if (classifyComprehension(op) == ShapeClass::MatmulLike)
-            collapseReductions(op, tensorCores == "wgmma", tf32);
-    KernelFormBuilder builder(module, kernels, tensorCores, tma, warpSpecialize,
-                              tf32, matrixUnits, matrixUnitsF16, subgroupSize);
+             llvm::to_vector(f.getBody().front().getOps<ComprehensionOp>())) {
+          std::string why;
+          if (classifyComprehension(op) == ShapeClass::MatmulLike &&
+              !collapseReductions(op, tensorCores == "wgmma", tf32, why) &&
+              !why.empty())
+            builder.collapseFailures[op] = why;
+        }
     for (func::FuncOp f : funcs)
       if (failed(builder.convertFunc(f)))
         return signalPassFailure();

@@ -332,3 +332,44 @@ func.func @not_boxes(%A: tensor<64x2x64xbf16>, %B: tensor<128x64xbf16>, %A2: ten
   }
   return %C, %D : tensor<64x64xbf16>, tensor<64x64xbf16>
 }
+
+// -----
+
+// A sum over two indices read as consecutive coordinates (a weight
+// gradient's batch and length) is one contraction over their product, the
+// coordinates (r floordiv 32, r mod 32): rows contiguous in the summed pair.
+// CHECK-LABEL: func.func @summed_pair
+// CHECK: gpu.func @summed_pair_k0
+// CHECK: arith.divsi %{{.*}}, %c32
+// CHECK: arith.remsi %{{.*}}, %c32
+// CHECK: nvvm.mma.sync
+// WGMMA-LABEL: func.func @summed_pair
+// WGMMA: nvvm.wgmma.mma_async {{.*}} A[<bf16>, <one>, <row>]
+func.func @summed_pair(%X: tensor<48x2x32xbf16>, %Y: tensor<2x32x40xbf16>) -> tensor<48x40xbf16> {
+  %W = tang.comprehension (%i, %j) reduce (%b, %l) [48, 40, 2, 32] monoid(add) : tensor<48x40xbf16> {
+    %x = tang.read %X[%i, %b, %l] : tensor<48x2x32xbf16>
+    %y = tang.read %Y[%b, %l, %j] : tensor<2x32x40xbf16>
+    %p = arith.mulf %x, %y : bf16
+    tang.yield %p : bf16
+  }
+  return %W : tensor<48x40xbf16>
+}
+
+// -----
+
+// The weight gradient itself, X^T dY: the left operand contiguous in its
+// rows, which wgmma reads transposed; mma.sync takes it off the tensor
+// cores and says why.
+// CHECK-LABEL: func.func @weight_gradient
+// WGMMA-LABEL: func.func @weight_gradient
+// WGMMA: nvvm.wgmma.mma_async {{.*}} A[<bf16>, <one>, <col>]
+func.func @weight_gradient(%X: tensor<2x32x48xbf16>, %dY: tensor<2x32x40xbf16>) -> tensor<48x40xbf16> {
+  // expected-remark @below {{not on tensor cores: summed over its reduced indices as one: the left operand is not contiguous in the reduced index}}
+  %dW = tang.comprehension (%i, %j) reduce (%b, %l) [48, 40, 2, 32] monoid(add) : tensor<48x40xbf16> {
+    %x = tang.read %X[%b, %l, %i] : tensor<2x32x48xbf16>
+    %d = tang.read %dY[%b, %l, %j] : tensor<2x32x40xbf16>
+    %p = arith.mulf %x, %d : bf16
+    tang.yield %p : bf16
+  }
+  return %dW : tensor<48x40xbf16>
+}
