@@ -544,6 +544,16 @@ Type getStatisticsType(Type t) {
   return f.getWidth() < 32 ? Float32Type::get(t.getContext()) : Type(f);
 }
 
+/// The softmax probability of score `s` given the running max `m` and sum
+/// `l`, exp(s - m) / l, as exp(s - (m + log l)): one exponential per
+/// score, and the log-sum-exp shared by every score of a row (a GPU kernel
+/// computes it once per row and tile; the division by l would cost a
+/// second special-function instruction per score).
+Value probability(OpBuilder &b, Location loc, Value s, Value m, Value l) {
+  Value lse = arith::AddFOp::create(b, loc, m, math::LogOp::create(b, loc, l));
+  return math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, s, lse));
+}
+
 /// The operations of `c`'s body that `v` depends on (a nested
 /// comprehension stands for its contents) and the indices of `c` they use.
 void getBodySlice(ComprehensionOp c, Value v,
@@ -1091,13 +1101,8 @@ LogicalResult Differentiator::emitReadGradient(ComprehensionOp c, ReadOp read,
     ComprehensionOp online = score->online;
     Value sc = mapping.lookup(c.getYield().getValues()[0]);
     Type t = getStatisticsType(sc.getType());
-    Value p = arith::DivFOp::create(
-        b, loc,
-        math::ExpOp::create(b, loc,
-                            arith::SubFOp::create(b, loc,
-                                                  castFloat(b, loc, sc, t),
-                                                  readAt(score->m, t))),
-        readAt(score->l, t));
+    Value p = probability(b, loc, castFloat(b, loc, sc, t),
+                          readAt(score->m, t), readAt(score->l, t));
     // sum_e dO(i, e) v(j, e): the values' operations over the output's
     // columns e, nested.
     ArrayRef<unsigned> rows = normalizerIndices[online];
@@ -1194,11 +1199,8 @@ LogicalResult Differentiator::emitReadGradient(ComprehensionOp c, ReadOp read,
                                       gIndices),
                        t);
     };
-    Value e = math::ExpOp::create(
-        b, loc,
-        arith::SubFOp::create(b, loc, castFloat(b, loc, score, t),
-                              readSaved(saved[0])));
-    Value p = arith::DivFOp::create(b, loc, e, readSaved(saved[1]));
+    Value p = probability(b, loc, castFloat(b, loc, score, t),
+                          readSaved(saved[0]), readSaved(saved[1]));
     Value dp = arith::MulFOp::create(b, loc, readAt(cotangents[0], t), p);
     seedAdd(value, castFloat(b, loc, dp, value.getType()));
   }
