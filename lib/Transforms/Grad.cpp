@@ -1101,8 +1101,8 @@ LogicalResult Differentiator::emitReadGradient(ComprehensionOp c, ReadOp read,
     ComprehensionOp online = score->online;
     Value sc = mapping.lookup(c.getYield().getValues()[0]);
     Type t = getStatisticsType(sc.getType());
-    Value p = probability(b, loc, castFloat(b, loc, sc, t),
-                          readAt(score->m, t), readAt(score->l, t));
+    Value p = probability(b, loc, castFloat(b, loc, sc, t), readAt(score->m, t),
+                          readAt(score->l, t));
     // sum_e dO(i, e) v(j, e): the values' operations over the output's
     // columns e, nested.
     ArrayRef<unsigned> rows = normalizerIndices[online];

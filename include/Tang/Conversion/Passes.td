@@ -93,8 +93,9 @@ def ConvertTangToGPU : Pass<"convert-tang-to-gpu", "::mlir::ModuleOp"> {
     form that every backend starts from: one `gpu.func` kernel per
     comprehension in `gpu.module @tang_kernels` (scf loops, memref loads
     and stores, f16/bf16 computed in f32; for results stored in f16/bf16,
-    math functions and divisions use their fast approximations, whose few
-    f32 ulps of error the storage rounding dwarfs), and a host `func.func` of the
+    math functions and divisions use their fast approximations and products
+    may fuse with sums into multiply-adds, whose few f32 ulps of difference
+    the storage rounding dwarfs), and a host `func.func` of the
     same name whose arguments are memrefs (the inputs, then one per result,
     written in place) that allocates intermediates and launches the kernels
     in order with `gpu.launch_func` (grid, block, shared memory and

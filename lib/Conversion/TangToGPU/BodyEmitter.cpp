@@ -20,12 +20,18 @@ Type mlir::tang::getComputeType(Type t) {
 }
 
 void mlir::tang::allowApproximation(Operation *op) {
-  if (!isa<math::MathDialect>(op->getDialect()) && !isa<arith::DivFOp>(op))
+  // Products and sums may contract into fused multiply-adds (one rounding
+  // instead of two, as nvcc's default); math functions and divisions may
+  // use their approximations.
+  bool contract = isa<arith::AddFOp, arith::SubFOp, arith::MulFOp>(op);
+  if (!contract && !isa<math::MathDialect>(op->getDialect()) &&
+      !isa<arith::DivFOp>(op))
     return;
   auto name = StringAttr::get(op->getContext(), "fastmath");
   if (!llvm::is_contained(op->getName().getAttributeNames(), name))
     return;
-  auto flags = arith::FastMathFlags::afn;
+  auto flags =
+      contract ? arith::FastMathFlags::contract : arith::FastMathFlags::afn;
   if (auto old = op->getAttrOfType<arith::FastMathFlagsAttr>(name))
     flags = flags | old.getValue();
   op->setAttr(name, arith::FastMathFlagsAttr::get(op->getContext(), flags));

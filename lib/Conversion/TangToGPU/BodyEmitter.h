@@ -22,8 +22,9 @@ namespace mlir::tang {
 Type getComputeType(Type t);
 
 /// Lets `op` (a math op or a float division) use its fast approximation
-/// (`afn`). Used when results are stored in f16/bf16, whose rounding (2^-11,
-/// 2^-8) dwarfs the approximations' few f32 ulps.
+/// (`afn`), and a float add, sub or mul contract into fused multiply-adds
+/// (`contract`). Used when results are stored in f16/bf16, whose rounding
+/// (2^-11, 2^-8) dwarfs the approximations' few f32 ulps.
 void allowApproximation(Operation *op);
 
 /// Code for one monoid: its carrier in compute types, identity, lift,
