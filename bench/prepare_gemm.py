@@ -30,6 +30,7 @@ Usage: /usr/bin/python3 bench/prepare_gemm.py [--only CASE ...] [--variants]
 import argparse
 import json
 import math
+import re
 import shutil
 import subprocess
 import sys
@@ -479,6 +480,9 @@ CASES = [
      "benchmark: tf32, [n, k] B, vs cuBLAS TF32"),
     ("matmul_tn_8192", "matmul_tn", dict(M=8192, N=8192, K=8192),
      "benchmark: A^T B (a weight gradient's shape)"),
+    ("matmul_1536", "matmul", dict(M=1536, N=1536, K=1536),
+     "benchmark: a small product (72 tiles of 128 x 256 for 132 "
+     "multiprocessors: the heuristic narrows the tiles)"),
     ("matmul_4096", "matmul", dict(M=4096, N=4096, K=4096), "benchmark"),
     ("matmul_8192", "matmul", dict(M=8192, N=8192, K=8192), "benchmark"),
     ("matmul_16384x3072x1024", "matmul", dict(M=16384, N=3072, K=1024),
@@ -503,7 +507,11 @@ CASES = [
 ]
 
 
-#: Tile variants of the 8192^3 and 4096^3 products (--variants): (BM, BN,
+#: The products the tile variants run on (--variants): (M, N, K).
+VARIANT_SHAPES = [(8192, 8192, 8192), (4096, 4096, 4096), (1536, 1536, 1536),
+                  (16384, 3072, 1024), (16384, 8192, 1024)]
+
+#: Tile variants of the VARIANT_SHAPES products (--variants): (BM, BN,
 #: BK, warps along M, warps along N, stages), given to the comprehension as
 #: its schedule (threads = [warps M, 32 x warps N]).
 #: On sm_90a (wgmma) only BM (64, 128), BN (64-256) and the stages count;
@@ -518,6 +526,8 @@ VARIANTS = [
     (128, 256, 32, 2, 4, 6),
     (128, 256, 32, 2, 4, 8),
     (128, 128, 32, 2, 2, 8),
+    (64, 128, 64, 2, 2, 4),
+    (64, 64, 64, 2, 2, 4),
 ]
 
 
@@ -549,6 +559,24 @@ def bf16_round(a):
     bits = a.astype(np.float32).view(np.uint32).astype(np.uint64)
     bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
     return bits.astype(np.uint32).view(np.float32)
+
+
+def schedule_tiles(program, options):
+    """The schedule --tang-lower-cuda gives the program's first
+    comprehension (its tile; with tile-source=traffic-bound, the LP's tile
+    too), as {"schedule_tile": [...], "traffic_tile": [...]}."""
+    source = re.search(r"tile-source=([a-z-]+)", options)
+    flag = "--tang-schedule" + (f"=tile-source={source.group(1)}"
+                                if source else "")
+    rc, out, _ = run([TANG_OPT, program, "--tang-fuse", flag])
+    found = {}
+    for key, pattern in (("schedule_tile", r"schedule<tile = \[([0-9, ]*)\]"),
+                         ("traffic_tile", r"tang.traffic_tile = array<i64: "
+                                          r"([0-9, ]*)>")):
+        m = re.search(pattern, out) if rc == 0 else None
+        if m:
+            found[key] = [int(x) for x in m.group(1).split(",")]
+    return found
 
 
 def run(cmd, timeout=1800):
@@ -612,10 +640,11 @@ def main():
                    None, options + " ")
                   for c in CASES if not args.only or c[0] in args.only]
     if args.variants:
-        for size in (8192, 4096):
+        for M, N, K in VARIANT_SHAPES:
+            base = (f"matmul_{M}" if M == N == K else f"matmul_{M}x{N}x{K}")
             for v in VARIANTS:
-                cases.append((f"matmul_{size}_t" + "x".join(map(str, v)),
-                              "matmul", dict(M=size, N=size, K=size),
+                cases.append((f"{base}_t" + "x".join(map(str, v)),
+                              "matmul", dict(M=M, N=N, K=K),
                               "tile variant", v, ""))
     rng = np.random.default_rng(2026)
     print("small-instance checks (tang-run vs NumPy float64):")
@@ -629,7 +658,9 @@ def main():
     for name, kind_name, params, purpose, variant, options in cases:
         if args.only and name not in args.only and not any(
                 name == f"{o}_{a.partition('=')[0]}"
-                for o in args.only for a in args.also):
+                for o in args.only for a in args.also) and not (
+                variant and any(name.startswith(o + "_t")
+                                for o in args.only)):
             continue
         kind = KINDS[kind_name]
         case = WORK / name
@@ -664,6 +695,7 @@ def main():
         if rc == 0:
             m = json.loads((case / "bundle" / "manifest.json").read_text())
             meta["launches"] = m["functions"][0]["launches"]
+            meta.update(schedule_tiles(program, options))
         macs = meta["flops"] // 2
         if rc == 0 and macs <= CHECK_MACS:
             paths = []

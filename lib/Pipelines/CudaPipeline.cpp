@@ -115,7 +115,9 @@ void mlir::tang::buildTangLowerCudaPipeline(
   }
   pm.addPass(createCanonicalizerPass());
   // tang -> tang with schedules.
-  pm.addPass(createTangSchedule());
+  TangScheduleOptions schedule;
+  schedule.tileSource = options.tileSource;
+  pm.addPass(createTangSchedule(schedule));
   // tang -> the kernel form (gpu, scf, memref, arith, math; host launches).
   // Tensor cores: mma.sync from sm_80 on, wgmma on sm_90a.
   ConvertTangToGPUOptions kernelForm;

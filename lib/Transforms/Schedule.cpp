@@ -20,6 +20,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Tang/Analysis/ShapeClass.h"
+#include "Tang/Analysis/TrafficBound.h"
 #include "Tang/Transforms/Passes.h"
 
 #include "llvm/Support/MathExtras.h"
@@ -34,10 +35,27 @@ using namespace mlir::tang;
 
 namespace {
 
-/// The device facts the heuristics are sized by.
+/// The device facts the heuristics are sized by, and where matmul-like
+/// output tiles come from (tile-source).
 struct DeviceFacts {
   int64_t smCount, sharedMemory, warpSize, maxThreads;
+  bool trafficTiles = false;
 };
+
+/// The certified tile of `op`'s traffic bound at shared memory (capacity:
+/// `bytes` over the element size), or none when the LP cannot express `op`.
+std::optional<SmallVector<int64_t>> getTrafficTile(ComprehensionOp op,
+                                                   int64_t bytes) {
+  std::string why;
+  FailureOr<LoopNest> nest = getLoopNest(op, why);
+  if (failed(nest))
+    return std::nullopt;
+  FailureOr<TrafficBound> bound = computeTrafficBound(
+      *nest, bytes / std::max<int64_t>(1, nest->elementBytes), why);
+  if (failed(bound))
+    return std::nullopt;
+  return bound->tile;
+}
 
 /// The largest power of two <= n (n >= 1).
 int64_t floorPow2(int64_t n) { return int64_t(1) << llvm::Log2_64(n); }
@@ -129,7 +147,6 @@ ScheduleAttr scheduleFor(ComprehensionOp op, ShapeClass cls,
   SmallVector<unsigned> parallel = llvm::to_vector(llvm::seq(0u, np));
   Type storage = b.getStorage();
   MLIRContext *ctx = op.getContext();
-  (void)ctx;
   auto roundToWarps = [&](int64_t t) {
     t = floorPow2(std::max<int64_t>(1, t));
     return std::min(dev.maxThreads, std::max(t, dev.warpSize));
@@ -208,6 +225,20 @@ ScheduleAttr scheduleFor(ComprehensionOp op, ShapeClass cls,
       tn /= 2;
     while (tensorCores && tiles() < dev.smCount && tm > 64)
       tm /= 2;
+    // tile-source=traffic-bound: the output tile is the traffic bound's
+    // (the LP's certified tile at shared memory), rounded down to powers
+    // of two within what the kernels take (the tensor-core kernels round
+    // again to their own sizes); no adjustment for filling the device.
+    std::optional<SmallVector<int64_t>> lp;
+    if (dev.trafficTiles && (lp = getTrafficTile(op, dev.sharedMemory))) {
+      op->setAttr("tang.traffic_tile", DenseI64ArrayAttr::get(ctx, *lp));
+      auto clip = [&](int64_t t, int64_t most, unsigned index) {
+        return floorPow2(
+            std::clamp<int64_t>(t, 1, std::min(most, op.getExtent(index))));
+      };
+      tm = clip((*lp)[i], 128, i);
+      tn = clip((*lp)[j], tensorCores ? 256 : 128, j);
+    }
     b.spread(j, tn, Mapping::BlockX);
     b.spread(i, tm, Mapping::BlockY);
     b.setThreads(j, tensorCores ? 128 : std::min<int64_t>(16, tn));
@@ -256,7 +287,16 @@ struct TangSchedulePass : tang::impl::TangScheduleBase<TangSchedulePass> {
              "power of two and max-threads at least the warp size";
       return signalPassFailure();
     }
-    DeviceFacts dev{smCount, sharedMemory, warpSize, maxThreads};
+    if (!llvm::is_contained({"heuristic", "traffic-bound"},
+                            tileSource.getValue())) {
+      getOperation().emitError()
+          << "tang-schedule: tile-source must be heuristic or traffic-bound, "
+             "got '"
+          << tileSource << "'";
+      return signalPassFailure();
+    }
+    DeviceFacts dev{smCount, sharedMemory, warpSize, maxThreads,
+                    tileSource == "traffic-bound"};
     getOperation().walk([&](ComprehensionOp op) {
       if (op->getParentOfType<ComprehensionOp>() || op.getScheduleAttr())
         return;

@@ -1,6 +1,10 @@
 // RUN: tang-opt %s --tang-schedule --split-input-file | FileCheck %s
 // RUN: tang-opt %s --tang-schedule="max-threads=256" --split-input-file | FileCheck %s --check-prefix=SMALL
 // RUN: not tang-opt %s --tang-schedule="warp-size=24" --split-input-file 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: tang-opt %s --tang-schedule="tile-source=traffic-bound shared-memory=16384" --split-input-file | FileCheck %s --check-prefix=LP
+// RUN: not tang-opt %s --tang-schedule="tile-source=guess" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADSRC
+
+// BADSRC: error: tang-schedule: tile-source must be heuristic or traffic-bound, got 'guess'
 
 // BAD: error: tang-schedule: device facts must be positive, the warp size a power of two and max-threads at least the warp size
 
@@ -77,6 +81,12 @@ func.func @gemv(%W: tensor<12288x4096xbf16>, %x: tensor<4096xbf16>) -> tensor<12
 // tiles, 64-deep steps, 8 warps for the tensor cores, 4 stages in shared
 // memory, f32 accumulation.
 // CHECK-LABEL: func.func @batched_matmul
+// With tile-source=traffic-bound, the output tile is the LP's certified
+// tile at shared memory (16 KiB: 8192 bf16 elements, a cube of side
+// sqrt(8192) = 90) rounded down to a power of two, with one stage.
+// LP-LABEL: func.func @batched_matmul
+// LP: tang.schedule<tile = [1, 64, 64, 64], mapping = [block_z, block_y, block_x, serial], threads = [1, 2, 64, 1], vector = 8, stages = 1,
+// LP-SAME: tang.traffic_tile = array<i64: 1, 90, 90, 90>
 // CHECK: tang.schedule<tile = [1, 128, 256, 64], mapping = [block_z, block_y, block_x, serial], threads = [1, 2, 128, 1], vector = 8, stages = 4, storage = bf16, accumulate = f32, memory = [shared, shared, shared, shared]>
 // CHECK-SAME: tang.shape_class = "matmul_like"
 func.func @batched_matmul(%A: tensor<8x1024x512xbf16>, %B: tensor<512x1024xbf16>) -> tensor<8x1024x1024xbf16> {

@@ -18,6 +18,7 @@ Run:  TANG_BIN=<build>/bin /usr/bin/python3 -m pytest -q \\
       test/Transforms/test_traffic_bound.py
 """
 
+import json
 import math
 import os
 import pathlib
@@ -211,3 +212,34 @@ def test_floor_report_flags_a_kernel_below_its_floor(tmp_path):
     slow = floor_run(0.050)
     assert slow.returncode == 0, slow.stdout + slow.stderr
     assert "| floortest | tiny_matmul | 1 | 0.0256 |" in slow.stdout
+
+
+def test_tile_report_ratios(tmp_path):
+    """bench/tile_report.py puts the LP tile's and the heuristic's times
+    against the best of every candidate of a product."""
+    work = tmp_path / "gemm"
+    times = {"matmul_4096": 0.20, "matmul_4096_lp": 0.22,
+             "matmul_4096_t128x128x64x2x2x3": 0.25,
+             "matmul_4096_t128x256x64x2x4x4": 0.11}
+    tiles = {"matmul_4096": [128, 256, 64], "matmul_4096_lp": [128, 128, 64],
+             "matmul_4096_t128x128x64x2x2x3": [128, 128, 64],
+             "matmul_4096_t128x256x64x2x4x4": [128, 256, 64]}
+    for name, tile in tiles.items():
+        (work / name).mkdir(parents=True)
+        meta = {"schedule_tile": tile}
+        if name.endswith("_lp"):
+            meta["traffic_tile"] = [340, 340, 340]
+        (work / name / "meta.json").write_text(json.dumps(meta))
+    report = tmp_path / "gemm.json"
+    report.write_text(json.dumps({"cases": [
+        {"case": n, "status": "ok", "tang": {"ms": t}}
+        for n, t in times.items()]}))
+    r = subprocess.run(["/usr/bin/python3", str(ROOT / "bench" /
+                                                 "tile_report.py"),
+                        str(report), "--work", str(work)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert ("| 4096x4096x4096 | [128, 256, 64] | 0.200 | [340, 340, 340]; "
+            "[128, 128, 64] | 0.220 | 128x256x64x2x4x4 | 0.110 | 1.82 | "
+            "2.00 |") in r.stdout, r.stdout
+    assert "LP tile / best over 1 products: median 2.00" in r.stdout

@@ -51,6 +51,11 @@ struct TangLowerCudaOptions : public PassPipelineOptions<TangLowerCudaOptions> {
       llvm::cl::desc("Contractions of f32 operands on tensor cores as tf32 "
                      "(sm_80 and up; off: full f32 precision)"),
       llvm::cl::init(false)};
+  PassOptions::Option<std::string> tileSource{
+      *this, "tile-source",
+      llvm::cl::desc("Matmul-like output tiles from `heuristic` or "
+                     "`traffic-bound` (--tang-schedule's tile-source)"),
+      llvm::cl::init("heuristic")};
 };
 
 /// tang IR -> (fusion) -> schedules -> the kernel form -> NVVM -> PTX/cubin

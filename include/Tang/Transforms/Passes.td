@@ -315,6 +315,14 @@ def TangSchedule : Pass<"tang-schedule", "::mlir::ModuleOp"> {
            "Threads per warp (subgroup)">,
     Option<"maxThreads", "max-threads", "int64_t", "1024",
            "Threads a block may have">,
+    Option<"tileSource", "tile-source", "std::string", "\"heuristic\"",
+           "Where matmul-like output tiles come from: `heuristic` (128 x "
+           "256 on tensor cores, narrowed until the grid fills the "
+           "device) or `traffic-bound` (the certified tile of "
+           "--tang-traffic-bound's LP at shared memory, kept as the "
+           "attribute `tang.traffic_tile`, rounded down to powers of two "
+           "within the kernels' limits; programs the LP cannot express "
+           "keep the heuristic's)">,
   ];
   let statistics = [
     Statistic<"numScheduled", "scheduled", "Comprehensions given a schedule">,
