@@ -51,17 +51,22 @@ FailureOr<LoopNest> mlir::tang::getLoopNest(ComprehensionOp op,
       tensor = view.getSource();
     }
     SmallVector<unsigned> support;
+    SmallVector<std::string> dropped;
     for (AffineExpr e : map.getResults()) {
       auto dim = dyn_cast<AffineDimExpr>(e);
       if (!dim) {
+        // Not a projection: the coordinate is left out (see
+        // LoopNest::relaxed).
+        // Printed over the comprehension's indices (d<position>).
+        SmallVector<AffineExpr> byPosition;
+        for (Value v : read.getIndices())
+          byPosition.push_back(getAffineDimExpr(
+              cast<BlockArgument>(v).getArgNumber(), op.getContext()));
         std::string s;
         llvm::raw_string_ostream os(s);
-        e.print(os);
-        why = "a read has the coordinate " + s +
-              ", not a single index: the LP handles projective views only "
-              "(sliding windows, strides and reshapes need the general "
-              "affine bound)";
-        return failure();
+        e.replaceDims(byPosition).print(os);
+        dropped.push_back(s);
+        continue;
       }
       auto arg = cast<BlockArgument>(read.getIndices()[dim.getPosition()]);
       if (!llvm::is_contained(support, arg.getArgNumber()))
@@ -73,6 +78,9 @@ FailureOr<LoopNest> mlir::tang::getLoopNest(ComprehensionOp op,
     llvm::raw_string_ostream os(name);
     tensor.printAsOperand(os, OpPrintingFlags());
     nest.names.push_back(name);
+    if (!dropped.empty())
+      nest.relaxed.push_back(name + " (coordinates " +
+                             llvm::join(dropped, ", ") + ")");
     bytes = std::min(bytes, elementBytes(read.getType()));
   }
   // The result: the parallel indices.

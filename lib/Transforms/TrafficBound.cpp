@@ -417,6 +417,16 @@ struct TangTrafficBoundPass
           continue;
         }
         record["element_bytes"] = nest->elementBytes;
+        if (!nest->relaxed.empty()) {
+          op.emitRemark() << "traffic bound relaxed: "
+                          << llvm::join(nest->relaxed, "; ")
+                          << " bounded through single-index coordinates "
+                             "only (a valid, possibly weaker bound)";
+          llvm::json::Array relaxed;
+          for (const std::string &r : nest->relaxed)
+            relaxed.push_back(r);
+          record["relaxed"] = std::move(relaxed);
+        }
         // Compulsory: every tensor read, and the result, once.
         llvm::SmallPtrSet<void *, 8> seen;
         int64_t compulsory = 0;

@@ -47,10 +47,13 @@ func.func @transposed(%A: tensor<64x32xf32>) -> tensor<32xf32> {
 
 // -----
 
-// A sliding window (through its view) is not a projection: refused.
+// A sliding window (through its view) is not a projection: the LP sees the
+// read through its single-index coordinates (here none), a valid and
+// possibly weaker bound, and says so.
 func.func @window(%x: tensor<10xf32>) -> tensor<8xf32> {
   %W = tang.view %x by affine_map<(i, r) -> (i + r)> : tensor<10xf32> to tensor<8x3xf32>
-  // expected-warning @+1 {{no traffic bound: a read has the coordinate d0 + d1, not a single index: the LP handles projective views only}}
+  // expected-remark @+2 {{traffic bound relaxed: %arg0 (coordinates d0 + d1) bounded through single-index coordinates only (a valid, possibly weaker bound)}}
+  // expected-remark @+1 {{traffic bound at shared}}
   %y = tang.comprehension (%i) reduce (%r) [8, 3] monoid(add) : tensor<8xf32> {
     %a = tang.read %W[%i, %r] : tensor<8x3xf32>
     tang.yield %a : f32
@@ -70,4 +73,22 @@ func.func @nested(%X: tensor<8x32xf32>) -> tensor<8x32xf32> {
     tang.yield %ss : f32
   }
   return %Y : tensor<8x32xf32>
+}
+
+// -----
+
+// A 1-d convolution y[i] = sum_r x[i + r] w[r] (N = 4096, R = 8): the
+// window read relaxed, segments of 2M R iterations, so the bound
+// M (ceil(N / 2M) - 1) is 0 here, where M = 58368 >= N / 2
+// (test_traffic_bound.py checks the closed form at small M).
+func.func @conv1d(%x: tensor<4103xf32>, %w: tensor<8xf32>) -> tensor<4096xf32> {
+  // expected-remark @+2 {{traffic bound relaxed: %arg0 (coordinates d0 + d1)}}
+  // expected-remark @+1 {{traffic bound at shared (M = 58368 elements of 4 bytes): >= 0 elements moved}}
+  %y = tang.comprehension (%i) reduce (%r) [4096, 8] monoid(add) : tensor<4096xf32> {
+    %a = tang.read %x[%i + %r] : tensor<4103xf32>
+    %b = tang.read %w[%r] : tensor<8xf32>
+    %p = arith.mulf %a, %b : f32
+    tang.yield %p : f32
+  }
+  return %y : tensor<4096xf32>
 }

@@ -243,3 +243,55 @@ def test_tile_report_ratios(tmp_path):
             "[128, 128, 64] | 0.220 | 128x256x64x2x4x4 | 0.110 | 1.82 | "
             "2.00 |") in r.stdout, r.stdout
     assert "LP tile / best over 1 products: median 2.00" in r.stdout
+
+
+def test_convolution_closed_forms(tmp_path):
+    """Sliding windows: the window read is seen through its single-index
+    coordinates (a valid relaxation). 1-d, y[i] = sum_r x[i + r] w[r]: the
+    LP's optimum weights y alone with r free (s_y = 1, t_r = 1), segments
+    of 2M R iterations, >= M (ceil(N / 2M) - 1) elements moved. 2-d, the
+    CNN layer out[k, h, w] = sum_{c, r, s} in[c, h + r, w + s] W[k, c, r,
+    s]: in is seen through c; at M below every extent product, the bound
+    is that of the contraction of out and W over (k, c, h, w, r, s) with
+    in's support {c}."""
+    program = tmp_path / "conv.mlir"
+    program.write_text("""\
+func.func @conv1d(%x: tensor<4103xf32>, %w: tensor<8xf32>) -> tensor<4096xf32> {
+  %y = tang.comprehension (%i) reduce (%r) [4096, 8] monoid(add) : tensor<4096xf32> {
+    %a = tang.read %x[%i + %r] : tensor<4103xf32>
+    %b = tang.read %w[%r] : tensor<8xf32>
+    %p = arith.mulf %a, %b : f32
+    tang.yield %p : f32
+  }
+  return %y : tensor<4096xf32>
+}
+func.func @conv2d(%in: tensor<16x34x34xf32>, %W: tensor<32x16x3x3xf32>) -> tensor<32x32x32xf32> {
+  %out = tang.comprehension (%k, %h, %w) reduce (%c, %r, %s) [32, 32, 32, 16, 3, 3] monoid(add) : tensor<32x32x32xf32> {
+    %a = tang.read %in[%c, %h + %r, %w + %s] : tensor<16x34x34xf32>
+    %b = tang.read %W[%k, %c, %r, %s] : tensor<32x16x3x3xf32>
+    %p = arith.mulf %a, %b : f32
+    tang.yield %p : f32
+  }
+  return %out : tensor<32x32x32xf32>
+}
+""")
+    r = subprocess.run([str(TANG_BIN / "tang-opt"), str(program),
+                        "--tang-traffic-bound=levels=shared=256", "-o",
+                        os.devnull], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    bounds = [l for l in r.stderr.splitlines() if "traffic bound at" in l]
+    relaxed = [l for l in r.stderr.splitlines() if "bound relaxed" in l]
+    assert len(bounds) == 2 and len(relaxed) == 2, r.stderr
+    M, N, R = 64, 4096, 8
+    words = M * (math.ceil(N * R / (2 * M * R)) - 1)
+    assert f">= {words} elements moved" in bounds[0], bounds[0]
+    assert "dual s = [0, 0, 1], t = [0, 1]" in bounds[0], bounds[0]
+    assert "(coordinates d1 + d4, d2 + d5)" in relaxed[1], relaxed[1]
+    # 2-d: the relaxed LP over supports in {c}, W {k, c, r, s}, out
+    # {k, h, w}: maximise the tile exponents with every footprint <= M.
+    # Its optimum weights W and out (s = 1 each): F = (2M)^2 iterations
+    # per segment, N = 32^3 16 9 iterations.
+    iterations = 32 ** 3 * 16 * 9
+    words = M * (math.ceil(iterations / (2 * M) ** 2) - 1)
+    assert f">= {words} elements moved" in bounds[1], bounds[1]

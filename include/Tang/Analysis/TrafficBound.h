@@ -53,6 +53,14 @@ struct LoopNest {
   SmallVector<std::string> names;
   /// The smallest element size of the accesses, in bytes.
   int64_t elementBytes = 4;
+  /// Accesses with coordinates that are not single indices (sliding
+  /// windows `x[i + r]`, strides, reshapes), described: the LP sees each
+  /// through its single-index coordinates only. Distinct values of those
+  /// coordinates are distinct elements, so such an access touches at least
+  /// as many elements as its relaxed support says: the bound stays a valid
+  /// lower bound, possibly weaker than the exact one (and the tile's
+  /// footprint in such an access is not checked).
+  SmallVector<std::string> relaxed;
 };
 
 /// A bound at one memory level, with its certificate.

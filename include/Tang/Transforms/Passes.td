@@ -254,8 +254,14 @@ def TangTrafficBound : Pass<"tang-traffic-bound", "::mlir::ModuleOp"> {
       dual s = [1/2, 1/2, 1/2], t = [...]; certificate checked
     ```
 
-    Comprehensions the LP cannot express (nested comprehensions, reads
-    whose coordinates are not single indices) get a warning naming why.
+    A read whose coordinates are not all single indices (a sliding window
+    `x[i + r]`, a stride, a reshape) enters the LP through its
+    single-index coordinates only, with a remark saying so: distinct values
+    of those coordinates are distinct elements, so the bound stays valid,
+    possibly weaker than the exact general-affine one (for a 1-d
+    convolution it is M (ceil(N / 2M) - 1), for a 2-d convolution layer
+    that of its weights and output). Comprehensions the LP cannot express
+    (nested comprehensions) get a warning naming why.
   }];
   let options = [
     Option<"levels", "levels", "std::string",
