@@ -38,7 +38,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 WORK = ROOT / "gpu-work" / "attention-grad"
 REL_TOL = 2e-2
 
-from bench_memory_bound import plan, probe_ms, summary, time_ms  # noqa: E402
+from bench_memory_bound import (load_metas, plan, probe_ms,  # noqa: E402
+                                profile_kernels, summary, time_ms)
 
 
 def rel_err(torch, out, ref):
@@ -81,16 +82,8 @@ def main():
     import tang.cuda as tang_cuda
 
     work = Path(args.work)
-    metas = [json.loads(p.read_text())
-             for p in sorted(work.glob("*/meta.json"))]
-    if args.cases:
-        metas = [m for m in metas if m["case"] in args.cases]
-    if not metas:
-        print(f"no meta.json under {work}: run "
-              "bench/prepare_attention_grad.py and carry gpu-work",
-              file=sys.stderr)
-        return 2
-    metas.sort(key=lambda m: m["flops_forward"])
+    metas = load_metas(work, args.cases, "bench/prepare_attention_grad.py",
+                       "flops_forward")
     report = {"date": datetime.datetime.now(datetime.timezone.utc)
               .isoformat(timespec="seconds"),
               "device": torch.cuda.get_device_name(0),
@@ -206,15 +199,7 @@ def main():
             flops = meta["flops_forward"] + meta["flops_backward"]
             res["tflops"] = flops / res["forward_backward"]["ms"] / 1e9
             if meta["case"] in args.profile:
-                from torch.profiler import ProfilerActivity, profile
-                with profile(activities=[ProfilerActivity.CUDA]) as prof:
-                    for _ in range(3):
-                        call_fb(0)
-                    torch.cuda.synchronize()
-                res["profile"] = [
-                    {"kernel": e.key, "ms": e.device_time_total / 3e3}
-                    for e in sorted(prof.key_averages(),
-                                    key=lambda e: -e.device_time_total)][:10]
+                res["profile"] = profile_kernels(torch, lambda: call_fb(0))
         except Exception as e:  # a load or launch failure
             res.update(status="failed", note=f"{type(e).__name__}: {e}"[:400])
             bad += 1

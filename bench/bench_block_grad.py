@@ -41,7 +41,8 @@ WORK = ROOT / "gpu-work" / "block-grad"
 REL_TOL = 3e-2
 
 from bench_gemm import block_forward  # noqa: E402
-from bench_memory_bound import plan, probe_ms, summary, time_ms  # noqa: E402
+from bench_memory_bound import (load_metas, plan, probe_ms,  # noqa: E402
+                                profile_kernels, summary, time_ms)
 
 NAMES = ["out", "dx", "dwn1", "dWqkv", "dWo", "dwn2", "dW13", "dW2"]
 
@@ -108,15 +109,8 @@ def main():
     import tang.cuda as tang_cuda
 
     work = Path(args.work)
-    metas = [json.loads(p.read_text())
-             for p in sorted(work.glob("*/meta.json"))]
-    if args.cases:
-        metas = [m for m in metas if m["case"] in args.cases]
-    if not metas:
-        print(f"no meta.json under {work}: run bench/prepare_block_grad.py "
-              "and carry gpu-work/block-grad", file=sys.stderr)
-        return 2
-    metas.sort(key=lambda m: m["flops_forward"])
+    metas = load_metas(work, args.cases, "bench/prepare_block_grad.py",
+                       "flops_forward")
     report = {"date": datetime.datetime.now(datetime.timezone.utc)
               .isoformat(timespec="seconds"),
               "device": torch.cuda.get_device_name(0),
@@ -258,15 +252,8 @@ def main():
             flops = meta["flops_forward"] + meta["flops_backward"]
             res["tflops"] = flops / res["forward_backward"]["ms"] / 1e9
             if meta["case"] in args.profile:
-                from torch.profiler import ProfilerActivity, profile
-                with profile(activities=[ProfilerActivity.CUDA]) as prof:
-                    for _ in range(3):
-                        step(fresh)
-                    torch.cuda.synchronize()
-                res["profile"] = [
-                    {"kernel": e.key, "ms": e.device_time_total / 3e3}
-                    for e in sorted(prof.key_averages(),
-                                    key=lambda e: -e.device_time_total)][:16]
+                res["profile"] = profile_kernels(torch, lambda: step(fresh),
+                                                 top=16)
         except Exception as e:  # a load or launch failure
             res.update(status="failed", note=f"{type(e).__name__}: {e}"[:400])
             bad += 1

@@ -173,6 +173,33 @@ def probe_ms(torch, fn) -> float:
     return a.elapsed_time(b)
 
 
+def load_metas(work, cases, prepare: str, key: str) -> list:
+    """The meta.json of every case under `work` (only `cases` when given),
+    sorted by meta[key]; exits with a hint to run `prepare` (and carry the
+    folder) when there is none."""
+    work = Path(work)
+    metas = [json.loads(p.read_text()) for p in sorted(work.glob("*/meta.json"))]
+    if cases:
+        metas = [m for m in metas if m["case"] in cases]
+    if not metas:
+        sys.exit(f"no meta.json under {work}: run {prepare} and carry "
+                 f"{work.relative_to(ROOT) if work.is_relative_to(ROOT) else work}")
+    return sorted(metas, key=lambda m: m[key])
+
+
+def profile_kernels(torch, fn, calls=3, top=10) -> list:
+    """The `top` kernels of `calls` calls of fn() by GPU time, as
+    [{"kernel", "ms" per call}] (torch.profiler)."""
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    return [{"kernel": e.key, "ms": e.device_time_total / (calls * 1e3)}
+            for e in sorted(prof.key_averages(),
+                            key=lambda e: -e.device_time_total)][:top]
+
+
 def summary(times: list) -> dict:
     """Median, min, 10th and 90th percentile (ms) of `times`."""
     t = sorted(times)

@@ -27,7 +27,6 @@ Usage: /usr/bin/python3 bench/prepare_block_grad.py [--only CASE ...]
 import argparse
 import json
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
