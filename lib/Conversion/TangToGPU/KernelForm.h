@@ -104,6 +104,16 @@ protected:
   emitWgmma(ArrayRef<Value> acc, int64_t n, int64_t steps, bool accumulate,
             bool bTransposed, int64_t bRows,
             function_ref<std::pair<Value, Value>(int64_t)> descs);
+  /// emitWgmma's first half: issues the products and commits them as one
+  /// group, without waiting; returns the accumulator struct, whose values
+  /// (takeWgmma) may be read only after a wgmma wait that covers the group.
+  Value issueWgmma(ArrayRef<Value> acc, int64_t n, int64_t steps,
+                   bool accumulate, bool bTransposed, int64_t bRows,
+                   function_ref<std::pair<Value, Value>(int64_t)> descs);
+  /// Waits until at most `pending` committed wgmma groups are in flight.
+  void waitWgmma(int64_t pending = 0);
+  /// The n / 2 accumulator values of an issued wgmma's struct.
+  SmallVector<Value> takeWgmma(Value st, int64_t n);
   /// Orders this thread's shared-memory writes (cp.async or stores) before
   /// the tensor cores' (async proxy) reads.
   void fenceProxyAsync();

@@ -381,6 +381,27 @@ SmallVector<Value> TensorCoreEmitterBase::emitWgmma(
     ArrayRef<Value> acc, int64_t n, int64_t steps, bool accumulate,
     bool bTransposed, int64_t bRows,
     function_ref<std::pair<Value, Value>(int64_t)> descs) {
+  Value st = issueWgmma(acc, n, steps, accumulate, bTransposed, bRows, descs);
+  waitWgmma();
+  return takeWgmma(st, n);
+}
+
+void TensorCoreEmitterBase::waitWgmma(int64_t pending) {
+  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, b.getI64IntegerAttr(pending));
+}
+
+SmallVector<Value> TensorCoreEmitterBase::takeWgmma(Value st, int64_t n) {
+  SmallVector<Value> out;
+  for (int64_t i = 0; i < n / 2; ++i)
+    out.push_back(
+        LLVM::ExtractValueOp::create(b, loc, st, ArrayRef<int64_t>{i}));
+  return out;
+}
+
+Value TensorCoreEmitterBase::issueWgmma(
+    ArrayRef<Value> acc, int64_t n, int64_t steps, bool accumulate,
+    bool bTransposed, int64_t bRows,
+    function_ref<std::pair<Value, Value>(int64_t)> descs) {
   MLIRContext *ctx = b.getContext();
   auto accType = LLVM::LLVMStructType::getLiteral(
       ctx, SmallVector<Type>(n / 2, b.getF32Type()));
@@ -413,12 +434,7 @@ SmallVector<Value> TensorCoreEmitterBase::emitWgmma(
         /*satfinite=*/nullptr);
   }
   NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
-  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, b.getI64IntegerAttr(0));
-  SmallVector<Value> out;
-  for (int64_t i = 0; i < n / 2; ++i)
-    out.push_back(
-        LLVM::ExtractValueOp::create(b, loc, st, ArrayRef<int64_t>{i}));
-  return out;
+  return st;
 }
 
 Value TensorCoreEmitterBase::swizzle(Value row, Value chunk) {

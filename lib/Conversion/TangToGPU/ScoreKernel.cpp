@@ -708,6 +708,9 @@ LogicalResult ScoreEmitter::emit() {
     // operand; a k16 step is 32 bytes along a 128-byte row, 64-column
     // blocks apart).
     SmallVector<SmallVector<Value>> s;
+    // With wgmma, the dot products are issued back to back and waited for
+    // once (they are independent: S and dP of attention's dK/dV).
+    SmallVector<Value> issued;
     Value wgIdx = div(tid, 128);
     for (auto [dot, tile, offset] : llvm::zip(m.dots, tileA, aOffsets)) {
       const StreamedTile &kt = getStreamed(dot.b, dot.red.getIndex(0));
@@ -716,14 +719,13 @@ LogicalResult ScoreEmitter::emit() {
         Value aBase = add(smemAddr, add(cst(offset), mul(wgIdx, 64 * 128)));
         Value bBase =
             add(smemAddr, add(cst(kt.offset), mul(slot, bn * kt.width * 2)));
-        acc = emitWgmma(
+        issued.push_back(issueWgmma(
             acc, bn, dot.red.getExtent(0) / 16,
             /*accumulate=*/false, /*bTransposed=*/false, bn, [&](int64_t kq) {
               int64_t blk = kq / 4, in = (kq % 4) * 32;
               return std::make_pair(add(aBase, cst(blk * bm * 128 + in)),
                                     add(bBase, cst(blk * bn * 128 + in)));
-            });
-        s.push_back(std::move(acc));
+            }));
         continue;
       }
       for (int64_t kq = 0; kq < dot.red.getExtent(0) / 16; ++kq) {
@@ -744,6 +746,11 @@ LogicalResult ScoreEmitter::emit() {
         }
       }
       s.push_back(std::move(acc));
+    }
+    if (!issued.empty()) {
+      waitWgmma();
+      for (Value st : issued)
+        s.push_back(takeWgmma(st, bn));
     }
 
     // g on every element: rows lane / 4 (+ 8), keys 2 (lane % 4) (+ 1) of
