@@ -764,44 +764,13 @@ LogicalResult FlashEmitter::emit() {
         o[t * 4 + x] =
             arith::MulFOp::create(b, loc, o[t * 4 + x], alpha[x / 2]);
 
-    if (wgmma) {
-      // P to shared memory (this warpgroup's [bn / 64][64][64] tile, rows
-      // swizzled like the operands), then O += P V with V as the [k, n]
-      // operand: a k16 step is 16 rows of V, 64-column blocks bn rows long.
-      // Each warpgroup reads back only its own P: its 128 threads alone
-      // sync, so the warpgroups need not move in step (one's softmax runs
-      // under the other's products).
-      storeWarpgroupOperand(tileP, wgIdx, lane, warp, s);
-      Value pBase = add(smemAddr, add(cst(qBytes + kBytes + vBytes),
-                                      mul(wgIdx, 64 * bn * 2)));
-      Value vBase =
-          add(smemAddr, add(cst(qBytes + kBytes), mul(slot, bn * m.dv * 2)));
-      o = emitWgmma(o, m.dv, bn / 16, /*accumulate=*/true,
-                    /*bTransposed=*/true, bn, [&](int64_t kk) {
-                      int64_t blk = kk / 4, in = (kk % 4) * 32;
-                      return std::make_pair(
-                          add(pBase, cst(blk * 64 * 128 + in)),
-                          add(vBase, cst(kk * 16 * 128)));
-                    });
-    }
-    // O += P V: P's tiles 2 t2 and 2 t2 + 1 are the m16k16 operand of keys
-    // 16 t2 .. 16 t2 + 15; V [keys, dv] read transposed.
-    for (int64_t t2 = 0; t2 < (wgmma ? 0 : bn / 16); ++t2) {
-      SmallVector<Value> a{packPair(s[t2 * 8 + 0], s[t2 * 8 + 1]),
-                           packPair(s[t2 * 8 + 2], s[t2 * 8 + 3]),
-                           packPair(s[t2 * 8 + 4], s[t2 * 8 + 5]),
-                           packPair(s[t2 * 8 + 6], s[t2 * 8 + 7])};
-      for (int64_t d2 = 0; d2 < m.dv / 16; ++d2) {
-        Value row =
-            add(cst(t2 * 16), add(rem(lane, 8), mul(rem(div(lane, 8), 2), 8)));
-        Value chunk = add(cst(d2 * 2), div(lane, 16));
-        SmallVector<Value> vr =
-            loadMatrix(tileV, {slot, row, mul(swizzle(row, chunk), 8)}, true);
-        mmaSync(a, {vr[0], vr[1]}, MutableArrayRef<Value>(o).slice(d2 * 8, 4));
-        mmaSync(a, {vr[2], vr[3]},
-                MutableArrayRef<Value>(o).slice(d2 * 8 + 4, 4));
-      }
-    }
+    // O += P V, V [keys, dv] read transposed. With wgmma each warpgroup
+    // reads back only its own P: its 128 threads alone sync, so the
+    // warpgroups need not move in step (one's softmax runs under the
+    // other's products).
+    accumulateKeyProduct(o, s, bn, m.dv, wgmma, smemAddr, tileP,
+                         qBytes + kBytes + vBytes, tileV, qBytes + kBytes, slot,
+                         wgIdx, lane, warp);
 
     if (tmaKV) {
       // This warpgroup's products of the slot are done (the last wgmma

@@ -146,6 +146,19 @@ protected:
   /// acc += a * b on one mma.sync.m16n8k16 tile (f32 accumulators).
   void mmaSync(ArrayRef<Value> a, ArrayRef<Value> bFrag,
                MutableArrayRef<Value> acc);
+  /// o += G W for one key step of bn keys (attention's P V, a score
+  /// kernel's G W): G is per-key values in accumulator order (this
+  /// thread's), W the key-indexed [bn, n] tile `wTile` of the ring (`slot`;
+  /// with wgmma, slot 0 at byte `wOffset` of the shared memory at
+  /// `smemAddr`), read transposed. With wgmma, G goes through this
+  /// warpgroup's block of `gTile` (warpgroup 0's at byte `gOffset`;
+  /// storeWarpgroupOperand) and the product waits; with mma.sync, G's
+  /// accumulators are the A operand directly.
+  void accumulateKeyProduct(MutableArrayRef<Value> o, ArrayRef<Value> g,
+                            int64_t bn, int64_t n, bool wgmma, Value smemAddr,
+                            Value gTile, int64_t gOffset, Value wTile,
+                            int64_t wOffset, Value slot, Value wg, Value lane,
+                            Value warp);
 
   OpBuilder &b;
   Location loc;

@@ -455,6 +455,47 @@ TensorCoreEmitterBase::decomposeBatch(ComprehensionOp op,
   return batch;
 }
 
+void TensorCoreEmitterBase::accumulateKeyProduct(
+    MutableArrayRef<Value> o, ArrayRef<Value> g, int64_t bn, int64_t n,
+    bool wgmma, Value smemAddr, Value gTile, int64_t gOffset, Value wTile,
+    int64_t wOffset, Value slot, Value wg, Value lane, Value warp) {
+  if (wgmma) {
+    // G to this warpgroup's [bn / 64][64][64] block (rows swizzled like
+    // the operands), read back after the warpgroup's own barrier, then
+    // o += G W with W as the [k, n] operand: a k16 step is 16 rows of W,
+    // 64-column blocks bn rows long.
+    storeWarpgroupOperand(gTile, wg, lane, warp, g);
+    Value gAt = add(smemAddr, add(cst(gOffset), mul(wg, 64 * bn * 2)));
+    Value wAt = add(smemAddr, add(cst(wOffset), mul(slot, bn * n * 2)));
+    SmallVector<Value> out =
+        emitWgmma(o, n, bn / 16, /*accumulate=*/true,
+                  /*bTransposed=*/true, bn, [&](int64_t kk) {
+                    int64_t blk = kk / 4, in = (kk % 4) * 32;
+                    return std::make_pair(add(gAt, cst(blk * 64 * 128 + in)),
+                                          add(wAt, cst(kk * 16 * 128)));
+                  });
+    llvm::copy(out, o.begin());
+    return;
+  }
+  // G's tiles 2 t2 and 2 t2 + 1 are the m16k16 operand of keys
+  // 16 t2 .. 16 t2 + 15.
+  for (int64_t t2 = 0; t2 < bn / 16; ++t2) {
+    SmallVector<Value> a{packPair(g[t2 * 8 + 0], g[t2 * 8 + 1]),
+                         packPair(g[t2 * 8 + 2], g[t2 * 8 + 3]),
+                         packPair(g[t2 * 8 + 4], g[t2 * 8 + 5]),
+                         packPair(g[t2 * 8 + 6], g[t2 * 8 + 7])};
+    for (int64_t d2 = 0; d2 < n / 16; ++d2) {
+      Value row =
+          add(cst(t2 * 16), add(rem(lane, 8), mul(rem(div(lane, 8), 2), 8)));
+      Value chunk = add(cst(d2 * 2), div(lane, 16));
+      SmallVector<Value> wr =
+          loadMatrix(wTile, {slot, row, mul(swizzle(row, chunk), 8)}, true);
+      mmaSync(a, {wr[0], wr[1]}, o.slice(d2 * 8, 4));
+      mmaSync(a, {wr[2], wr[3]}, o.slice(d2 * 8 + 4, 4));
+    }
+  }
+}
+
 void TensorCoreEmitterBase::storeWarpgroupOperand(Value tile, Value wg,
                                                   Value lane, Value warp,
                                                   ArrayRef<Value> acc) {

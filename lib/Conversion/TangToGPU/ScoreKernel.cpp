@@ -805,8 +805,7 @@ LogicalResult ScoreEmitter::emit() {
     };
 
     if (m.c) {
-      // Per part: O += G W: G's tiles 2 t2 and 2 t2 + 1 are the m16k16
-      // operand of keys 16 t2 .. 16 t2 + 15; W [keys, dc] read transposed.
+      // Per part: O += G W, W [keys, dc] read transposed.
       int64_t at = 0;
       for (const ScorePart &part : parts) {
         ComprehensionOp pop = part.op;
@@ -818,43 +817,10 @@ LogicalResult ScoreEmitter::emit() {
         int64_t nO = pm.dc / 8 * 4;
         SmallVector<Value> o(carried.slice(at, nO));
         at += nO;
-        if (wgmma) {
-          // G to this warpgroup's [bn / 64][64][64] tile (rows swizzled
-          // like the operands), read back after the warpgroup's own
-          // barrier (named barrier 1 + warpgroup), then O += G W with W as
-          // the [k, n] operand: a k16 step is 16 rows of W, 64-column
-          // blocks bn rows long. (A second part reuses the tile after the
-          // first part's product has waited.)
-          storeWarpgroupOperand(tileP, wgIdx, lane, warp, gv);
-          Value pBase =
-              add(smemAddr, add(cst(pOffset), mul(wgIdx, 64 * bn * 2)));
-          Value wBase =
-              add(smemAddr, add(cst(wt.offset), mul(slot, bn * pm.dc * 2)));
-          o = emitWgmma(o, pm.dc, bn / 16, /*accumulate=*/true,
-                        /*bTransposed=*/true, bn, [&](int64_t kk) {
-                          int64_t blk = kk / 4, in = (kk % 4) * 32;
-                          return std::make_pair(
-                              add(pBase, cst(blk * 64 * 128 + in)),
-                              add(wBase, cst(kk * 16 * 128)));
-                        });
-        }
-        for (int64_t t2 = 0; t2 < (wgmma ? 0 : bn / 16); ++t2) {
-          SmallVector<Value> a{packPair(gv[t2 * 8 + 0], gv[t2 * 8 + 1]),
-                               packPair(gv[t2 * 8 + 2], gv[t2 * 8 + 3]),
-                               packPair(gv[t2 * 8 + 4], gv[t2 * 8 + 5]),
-                               packPair(gv[t2 * 8 + 6], gv[t2 * 8 + 7])};
-          for (int64_t d2 = 0; d2 < pm.dc / 16; ++d2) {
-            Value row = add(cst(t2 * 16),
-                            add(rem(lane, 8), mul(rem(div(lane, 8), 2), 8)));
-            Value chunk = add(cst(d2 * 2), div(lane, 16));
-            SmallVector<Value> wr = loadMatrix(
-                wt.tile, {slot, row, mul(swizzle(row, chunk), 8)}, true);
-            mmaSync(a, {wr[0], wr[1]},
-                    MutableArrayRef<Value>(o).slice(d2 * 8, 4));
-            mmaSync(a, {wr[2], wr[3]},
-                    MutableArrayRef<Value>(o).slice(d2 * 8 + 4, 4));
-          }
-        }
+        // (With wgmma a second part reuses the G tile after the first
+        // part's product has waited.)
+        accumulateKeyProduct(o, gv, bn, pm.dc, wgmma, smemAddr, tileP, pOffset,
+                             wt.tile, wt.offset, slot, wgIdx, lane, warp);
         yield.append(o);
       }
     } else {
