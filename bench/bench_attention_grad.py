@@ -38,16 +38,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 WORK = ROOT / "gpu-work" / "attention-grad"
 REL_TOL = 2e-2
 
-from bench_memory_bound import (load_metas, plan, probe_ms,  # noqa: E402
-                                profile_kernels, summary, time_ms)
-
-
-def rel_err(torch, out, ref):
-    if not bool(torch.isfinite(out).all()):
-        return math.inf
-    out = out.double()
-    return float(torch.linalg.vector_norm(out - ref) /
-                 torch.linalg.vector_norm(ref))
+from bench_memory_bound import (load_metas, plan,  # noqa: E402
+                                poisoned_runs, probe_ms, profile_kernels,
+                                rel_err, summary, time_ms)
 
 
 def reference(torch, q, k, v, do, causal, scale):
@@ -138,13 +131,7 @@ def main():
             refs = reference(torch, *(t[sl] for t in fresh), causal, scale)
             checks.append(("gpu float64", fresh, refs, sl))
             for what, ins, refs, part in checks:
-                runs = []
-                for _ in range(2):
-                    for t in written:
-                        t.fill_(float("nan"))
-                    step(ins)
-                    torch.cuda.synchronize()
-                    runs.append([t.clone() for t in written])
+                runs = poisoned_runs(torch, written, lambda: step(ins))
                 errs = []
                 # O, dQ, dK, dV (the statistics: checked through the
                 # gradients, and finite).

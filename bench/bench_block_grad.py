@@ -29,7 +29,6 @@ Usage: python3 bench/bench_block_grad.py [--cases NAME ...] [--reps N]
 import argparse
 import datetime
 import json
-import math
 import os
 import sys
 from pathlib import Path
@@ -41,17 +40,11 @@ WORK = ROOT / "gpu-work" / "block-grad"
 REL_TOL = 3e-2
 
 from bench_gemm import block_forward  # noqa: E402
-from bench_memory_bound import (load_metas, plan, probe_ms,  # noqa: E402
-                                profile_kernels, summary, time_ms)
+from bench_memory_bound import (load_metas, plan,  # noqa: E402
+                                poisoned_runs, probe_ms, profile_kernels,
+                                rel_err, summary, time_ms)
 
 NAMES = ["out", "dx", "dwn1", "dWqkv", "dWo", "dwn2", "dW13", "dW2"]
-
-
-def rel_err(torch, out, ref):
-    if not bool(torch.isfinite(out).all()):
-        return math.inf
-    return float(torch.linalg.vector_norm(out.double() - ref) /
-                 torch.linalg.vector_norm(ref))
 
 
 def module_block(torch, F, ins, H):
@@ -175,13 +168,7 @@ def main():
             checks.append(("gpu float64 autograd", fresh, reference(fresh)))
             torch.cuda.empty_cache()
             for what, ins, refs in checks:
-                runs = []
-                for _ in range(2):
-                    for t in written:
-                        t.fill_(float("nan"))
-                    step(ins)
-                    torch.cuda.synchronize()
-                    runs.append([t.clone() for t in written])
+                runs = poisoned_runs(torch, written, lambda: step(ins))
                 got = [runs[0][0]] + runs[0][len(fwd_outs):]
                 errs = [rel_err(torch, a, r) for a, r in zip(got, refs)]
                 finite = all(bool(torch.isfinite(t).all()) for t in runs[0])

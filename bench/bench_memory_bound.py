@@ -173,6 +173,20 @@ def probe_ms(torch, fn) -> float:
     return a.elapsed_time(b)
 
 
+def poisoned_runs(torch, written, step, times=2) -> list:
+    """Runs step() `times` times, every tensor of `written` filled with NaN
+    before each (so every element must be written); the copies of `written`
+    after each run."""
+    runs = []
+    for _ in range(times):
+        for t in written:
+            t.fill_(float("nan"))
+        step()
+        torch.cuda.synchronize()
+        runs.append([t.clone() for t in written])
+    return runs
+
+
 def load_metas(work, cases, prepare: str, key: str) -> list:
     """The meta.json of every case under `work` (only `cases` when given),
     sorted by meta[key]; exits with a hint to run `prepare` (and carry the

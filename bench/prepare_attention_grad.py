@@ -57,9 +57,10 @@ def run(cmd, timeout=1800):
     return r.stdout
 
 
-def training_program(forward: Path) -> str:
-    """`forward`'s split gradient: @main_fwd and @main_bwd alone."""
-    text = run([TANG_OPT, forward, "--tang-grad=split=1"])
+def training_program(forward: Path, options: str = "split=1") -> str:
+    """`forward`'s split gradient (`--tang-grad=<options>`, which include
+    split=1): @main_fwd and @main_bwd alone."""
+    text = run([TANG_OPT, forward, f"--tang-grad={options}"])
     funcs = []
     for name in ("@main_fwd(", "@main_bwd("):
         start = text.index(f"  func.func {name}")

@@ -36,10 +36,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 from prepare_gemm import block_program, draw  # noqa: E402
+import prepare_attention_grad as pag  # noqa: E402
 from prepare_attention_grad import compile_bundle, run  # noqa: E402
 
 WORK = ROOT / "gpu-work" / "block-grad"
-TANG_OPT = ROOT / "build" / "bin" / "tang-opt"
 TANG_RUN = ROOT / "build" / "bin" / "tang-run"
 
 #: (case, B, L, D, H, F, interpreter-checked)
@@ -49,14 +49,9 @@ CASES = [("block_grad_small", 1, 64, 128, 2, 256, True)] + [
 
 
 def training_program(forward: Path) -> str:
-    """`forward`'s split gradient (@main_fwd and @main_bwd alone)."""
-    text = run([TANG_OPT, forward, "--tang-grad=split=1 fuse-forward=0"])
-    funcs = []
-    for name in ("@main_fwd(", "@main_bwd("):
-        start = text.index(f"  func.func {name}")
-        end = text.index("\n  }\n", start) + len("\n  }\n")
-        funcs.append(text[start:end])
-    return "module {\n" + "".join(funcs) + "}\n"
+    """`forward`'s split gradient (@main_fwd and @main_bwd alone), the
+    forward differentiated as written (it is already kernel-sized)."""
+    return pag.training_program(forward, "split=1 fuse-forward=0")
 
 
 def flops_forward(B, L, D, H, F):

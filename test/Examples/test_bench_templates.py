@@ -76,6 +76,31 @@ def test_template_on_tensor_cores(kind, chip, instruction):
         assert instruction in ptx
 
 
+def lower_training_step(forward_text, prepare, options):
+    """A training bench's module (bench/<prepare>.py's training_program of
+    `forward_text`) lowered by `--tang-lower-cuda=<options>` with no remark:
+    (launches per function, PTX)."""
+    sys.path.insert(0, str(REPO / "bench"))
+    import prepare_attention_grad as pag
+    pag.TANG_OPT = BIN / "tang-opt"
+    module = __import__(prepare)
+    with tempfile.TemporaryDirectory(prefix="tang-train-") as d:
+        forward = Path(d) / "forward.mlir"
+        forward.write_text(forward_text)
+        program = Path(d) / "train.mlir"
+        program.write_text(module.training_program(forward))
+        r = subprocess.run(
+            [str(BIN / "tang-opt"), str(program),
+             f"--tang-lower-cuda={options} features=+ptx80 bundle={d}/b",
+             "-o", "/dev/null"], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        assert "remark" not in r.stderr, r.stderr
+        manifest = json.loads((Path(d) / "b" / "manifest.json").read_text())
+        return ({f["name"]: len(f["launches"])
+                 for f in manifest["functions"]},
+                (Path(d) / "b" / "tang_kernels.ptx").read_text())
+
+
 @pytest.mark.skipif(not HAS_LIBDEVICE,
                     reason="the CUDA toolkit's libdevice is not installed")
 @pytest.mark.parametrize("chip,instruction", [("sm_90a", "wgmma.mma_async"),
@@ -86,27 +111,11 @@ def test_attention_training_step_on_tensor_cores(causal, chip, instruction):
     attention template lowers to one forward kernel (the flash kernel, which
     writes the softmax statistics) and three backward kernels (D, dQ, dK
     with dV), every sum over keys on tensor cores, no remark."""
-    sys.path.insert(0, str(REPO / "bench"))
-    import prepare_attention_grad as pag
-    pag.TANG_OPT = BIN / "tang-opt"
-    with tempfile.TemporaryDirectory(prefix="tang-train-") as d:
-        forward = Path(d) / "forward.mlir"
-        forward.write_text(pg.attention_program(1, 2, 72, 64, causal))
-        program = Path(d) / "train.mlir"
-        program.write_text(pag.training_program(forward))
-        r = subprocess.run(
-            [str(BIN / "tang-opt"), str(program),
-             f"--tang-lower-cuda=fuse=1 chip={chip} features=+ptx80 "
-             f"bundle={d}/b", "-o", "/dev/null"],
-            capture_output=True, text=True)
-        assert r.returncode == 0, r.stderr
-        assert "remark" not in r.stderr, r.stderr
-        manifest = json.loads((Path(d) / "b" / "manifest.json").read_text())
-        launches = {f["name"]: len(f["launches"])
-                    for f in manifest["functions"]}
-        assert launches == {"main_fwd": 1, "main_bwd": 3}, launches
-        ptx = (Path(d) / "b" / "tang_kernels.ptx").read_text()
-        assert instruction in ptx
+    launches, ptx = lower_training_step(
+        pg.attention_program(1, 2, 72, 64, causal), "prepare_attention_grad",
+        f"fuse=1 chip={chip}")
+    assert launches == {"main_fwd": 1, "main_bwd": 3}, launches
+    assert instruction in ptx
 
 
 @pytest.mark.skipif(not HAS_LIBDEVICE,
@@ -117,29 +126,12 @@ def test_block_training_step_on_tensor_cores():
     column offsets, a reshape view) lowers for sm_90a with every product on
     tensor cores (the weight gradients' sums over batch and length as one
     index, the attention's gradients as score kernels) and no remark."""
-    sys.path.insert(0, str(REPO / "bench"))
-    import prepare_block_grad as pbg
-    pbg.TANG_OPT = BIN / "tang-opt"
-    with tempfile.TemporaryDirectory(prefix="tang-block-train-") as d:
-        forward = Path(d) / "forward.mlir"
-        forward.write_text(pg.block_program(2, 64, 128, 2, 256))
-        program = Path(d) / "train.mlir"
-        program.write_text(pbg.training_program(forward))
-        r = subprocess.run(
-            [str(BIN / "tang-opt"), str(program),
-             f"--tang-lower-cuda=fuse=0 chip=sm_90a features=+ptx80 "
-             f"bundle={d}/b", "-o", "/dev/null"],
-            capture_output=True, text=True)
-        assert r.returncode == 0, r.stderr
-        assert "remark" not in r.stderr, r.stderr
-        manifest = json.loads((Path(d) / "b" / "manifest.json").read_text())
-        launches = {f["name"]: len(f["launches"])
-                    for f in manifest["functions"]}
-        assert launches == {"main_fwd": 12, "main_bwd": 26}, launches
-        ptx = (Path(d) / "b" / "tang_kernels.ptx").read_text()
-        # Entries holding wgmma: the 4 forward GEMMs and the flash kernel;
-        # the 8 backward GEMMs (4 of them weight gradients), dQ and dK with
-        # dV.
-        kernels = ptx.split(".entry")[1:]
-        assert sum("wgmma.mma_async" in k for k in kernels) == 15, \
-            sum("wgmma.mma_async" in k for k in kernels)
+    launches, ptx = lower_training_step(
+        pg.block_program(2, 64, 128, 2, 256), "prepare_block_grad",
+        "fuse=0 chip=sm_90a")
+    assert launches == {"main_fwd": 12, "main_bwd": 26}, launches
+    # Entries holding wgmma: the 4 forward GEMMs and the flash kernel; the
+    # 8 backward GEMMs (4 of them weight gradients), dQ and dK with dV.
+    kernels = ptx.split(".entry")[1:]
+    assert sum("wgmma.mma_async" in k for k in kernels) == 15, \
+        sum("wgmma.mma_async" in k for k in kernels)
