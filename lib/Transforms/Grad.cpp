@@ -263,6 +263,9 @@ getBounds(AffineExpr e, ArrayRef<int64_t> extents) {
   }
 }
 
+/// A condition lower <= expression < upper (an equality as (e, 0, 1)).
+using Mask = std::tuple<AffineExpr, int64_t, int64_t>;
+
 /// How the indices of a comprehension map to the gradient comprehension of
 /// one of its reads: G's dimensions are the read tensor's coordinates, then
 /// the free indices.
@@ -276,7 +279,7 @@ struct Solution {
   SmallVector<int64_t> freeExtents;
   /// Conditions for a contribution: (expression, lower, upper) meaning
   /// lower <= expression < upper, and (expression == 0) as (e, 0, 1).
-  SmallVector<std::tuple<AffineExpr, int64_t, int64_t>> masks;
+  SmallVector<Mask> masks;
 };
 
 /// Solves the coordinates `coords` (affine over the forward comprehension's
@@ -356,9 +359,6 @@ Solution solve(ArrayRef<AffineExpr> coords, ArrayRef<int64_t> extents,
   }
   return s;
 }
-
-/// A condition lower <= expression < upper (an equality as (e, 0, 1)).
-using Mask = std::tuple<AffineExpr, int64_t, int64_t>;
 
 /// The inverse of a read's coordinates on their image, for reads injective
 /// in the indices they use: coordinates that are mixed-radix sums of
