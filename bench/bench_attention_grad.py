@@ -25,11 +25,9 @@ Usage: python3 bench/bench_attention_grad.py [--cases NAME ...] [--reps N]
 """
 
 import argparse
-import datetime
-import json
-import math
-import os
+import statistics
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,9 +36,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 WORK = ROOT / "gpu-work" / "attention-grad"
 REL_TOL = 2e-2
 
-from bench_memory_bound import (load_metas, plan,  # noqa: E402
-                                poisoned_runs, probe_ms, profile_kernels,
-                                rel_err, summary, time_ms)
+from bench_memory_bound import load_metas, profile_kernels  # noqa: E402
+import harness  # noqa: E402
 
 
 def reference(torch, q, k, v, do, causal, scale):
@@ -56,174 +53,232 @@ def reference(torch, q, k, v, do, causal, scale):
     return (o.detach(), *torch.autograd.grad(o, (q, k, v), do.double()))
 
 
+#: Float64 score matrices (and their autograd tensors) of at most this many
+#: bytes at a time.
+REF_CHUNK_BYTES = 1 << 30
+
+
+def full_reference(torch, q, k, v, do, causal, scale):
+    """reference() over every (batch, head), in chunks of heads: float64
+    (o, dq, dk, dv) of the whole tensors."""
+    B, H, L, D = q.shape
+    outs = [torch.empty((B, H, L, D), dtype=torch.float64, device=q.device)
+            for _ in range(4)]
+    hc = max(1, min(H, REF_CHUNK_BYTES // (L * L * 8 * 3)))
+    for b in range(B):
+        for h0 in range(0, H, hc):
+            sl = (slice(b, b + 1), slice(h0, min(H, h0 + hc)))
+            for dst, got in zip(outs, reference(
+                    torch, *(t[sl] for t in (q, k, v, do)), causal, scale)):
+                dst[sl] = got
+    return outs
+
+
+def tolerances(L, peer=False):
+    """O: bf16 storage, f32 sums over the keys, the program's roundings of
+    scores, probabilities and output (R 3); the gradients add the bf16
+    tensor-core operands P and dS and dP (R 6). Peers: three more."""
+    e = 3 if peer else 0
+    return [harness.Tolerance("bf16", reduction=L, roundings=3 + e)] + \
+        [harness.Tolerance("bf16", reduction=L, roundings=6 + e)] * 3
+
+
+def run_case(torch, F, tang_cuda, meta, work, args, deadline):
+    import numpy as np
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    p = meta["params"]
+    B, H, L, D, causal = p["B"], p["H"], p["L"], p["D"], p["causal"]
+    res = harness.case_result(meta["case"], params=p,
+                              flops=meta["flops_forward"]
+                              + meta["flops_backward"])
+    if not meta["ok"]:
+        res.update(status="compile failed", note=meta["error"][-400:])
+        return res
+    case = work / meta["case"]
+    train = tang_cuda.Bundle(case / "train")
+    scale = float(torch.tensor(1.0 / D ** 0.5).to(torch.bfloat16))
+    shape = (B, H, L, D)
+    bf = torch.bfloat16
+    o = torch.empty(shape, device="cuda", dtype=bf)
+    stats = [torch.empty((B, H, L), device="cuda", dtype=torch.float32)
+             for _ in range(2)]
+    grads = [torch.empty(shape, device="cuda", dtype=bf) for _ in range(3)]
+    written = [o, *stats, *grads]
+
+    def forward(ins):
+        train.run("main_fwd", *ins[:3], outputs=[o, *stats])
+
+    def backward(ins):
+        train.run("main_bwd", *ins[:3], o, *stats, ins[3], outputs=grads)
+
+    def step(ins):
+        forward(ins)
+        backward(ins)
+
+    tols, tols_p = tolerances(L), tolerances(L, peer=True)
+    res["tolerance"] = {"o": tols[0].describe(), "grads": tols[1].describe(),
+                        "peers": tols_p[1].describe()}
+    checks = []
+    if meta["interpreter_ref"]:
+        ins = [torch.from_numpy(np.load(case / f"input_{i}.npy"))
+               .cuda().to(bf) for i in range(4)]
+        load = lambda q: torch.from_numpy(np.load(q)).cuda().double()
+        refs = [load(case / "ref_fwd" / "output_0.npy")] + [
+            load(case / "ref" / f"output_{i}.npy") for i in range(3)]
+        checks.append(("interpreter", ins, refs))
+    g = torch.Generator(device="cuda").manual_seed(4321)
+    fresh = [(torch.rand(shape, device="cuda", generator=g) * 2 - 1).to(bf)
+             for _ in range(4)]
+    refs_fresh = full_reference(torch, *fresh, causal, scale)
+    checks.append(("gpu float64 autograd", fresh, refs_fresh))
+    same_all = True
+    for what, ins, refs in checks:
+        first, same = harness.poisoned_runs(torch, written, lambda: step(ins))
+        same_all &= same
+        got = [first[0]] + first[3:]
+        for name, a, r, t in zip(("O", "dQ", "dK", "dV"), got, refs, tols):
+            res["checks"].append(harness.check_tensor(a, r, t,
+                                                      f"{what}: {name}"))
+        res["checks"].append({"name": f"{what}: statistics finite",
+                              "ok": all(bool(torch.isfinite(x).all())
+                                        for x in first[1:3]),
+                              "max_err": None})
+        del first, got
+    res["deterministic"] = same_all
+    ok, res["max_err"] = harness.summarize_checks(res["checks"])
+    if not ok or not same_all:
+        res["status"] = "incorrect"
+        res["note"] = ("" if same_all else "runs differ or elements "
+                       "unwritten; ") + "; ".join(
+            f"{c['name']}: {c.get('bad')} bad, worst {c.get('worst')}"
+            for c in res["checks"] if not c["ok"])
+        return res
+
+    q, k, v, do = fresh
+    graphs = {}
+    call, gr, why = harness.try_graphed(torch, lambda: step(fresh))
+    graphs["tang"] = gr or why
+    contenders = [("tang", call)]
+    peer_checks = {}
+    backends = [("flash_attention", SDPBackend.FLASH_ATTENTION, None),
+                ("cudnn_attention", SDPBackend.CUDNN_ATTENTION, None)]
+    if not args.quick:
+        backends.append(("torch_compile", None, "max-autotune-no-cudagraphs"))
+    else:
+        res.setdefault("peer_status", {})["torch_compile"] = (
+            "skipped: --quick (SDPA's compiled graph calls the same "
+            "FlashAttention/cuDNN kernels)")
+    for pid, be, mode in backends:
+        try:
+            qg, kg, vg = (t.detach().clone().requires_grad_()
+                          for t in (q, k, v))
+            if mode:
+                if deadline.passed(args.compile_reserve_s):
+                    res.setdefault("peer_status", {})[pid] = "skipped: budget"
+                    continue
+                fwd = torch.compile(
+                    lambda a, b_, c: F.scaled_dot_product_attention(
+                        a, b_, c, is_causal=causal, scale=scale), mode=mode)
+
+                def peer(qg=qg, kg=kg, vg=vg, fwd=fwd):
+                    out = fwd(qg, kg, vg)
+                    return torch.autograd.grad(out, (qg, kg, vg), do)
+            else:
+                def peer(qg=qg, kg=kg, vg=vg, be=be):
+                    with sdpa_kernel(be):
+                        out = F.scaled_dot_product_attention(
+                            qg, kg, vg, is_causal=causal, scale=scale)
+                    return torch.autograd.grad(out, (qg, kg, vg), do)
+            got = peer()
+            peer_checks[pid] = [harness.check_tensor(a, r, t, f"{pid} {n}")
+                                for n, a, r, t in zip(("dQ", "dK", "dV"), got,
+                                                      refs_fresh[1:],
+                                                      tols_p[1:])]
+            del got
+            call, gr, why = harness.try_graphed(torch, peer)
+            graphs[pid] = gr or why
+            contenders.append((pid, call))
+        except Exception as e:  # a backend that does not run this
+            res.setdefault("peer_status", {})[pid] = "failed: " + \
+                harness.short(e)
+    del refs_fresh
+    res["cuda_graphs"] = graphs
+    res["peer_checks"] = {k_: [{kk: c[kk] for kk in ("name", "ok", "max_err",
+                                                      "bad", "worst")}
+                               for c in v_] for k_, v_ in peer_checks.items()}
+    timed = harness.interleaved_rounds(
+        torch, contenders, rounds=args.rounds_n, target_ms=args.target_ms,
+        deadline=deadline.monotonic())
+    wrong = [k_ for k_, v_ in peer_checks.items()
+             if not all(c["ok"] for c in v_)]
+    res.update(harness.compare("tang", timed, excluded=wrong))
+    res["incorrect_peers"] = wrong
+    res["timing"] = timed
+    if res["tang_ms"]:
+        res["tang_tflops"] = res["flops"] / res["tang_ms"] / 1e9
+    if not args.quick:
+        for name, fn in (("forward", lambda i: forward(fresh)),
+                         ("backward", lambda i: backward(fresh))):
+            pl = harness.plan_calls(torch, fn, args.target_ms)
+            res[f"tang_{name}_ms"] = statistics.median(harness.time_calls(
+                torch, fn, pl.reps, 1, pl.hold_ms))
+    if meta["case"] in args.profile:
+        res["profile"] = profile_kernels(torch, lambda: step(fresh))
+    return res
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cases", nargs="*")
-    ap.add_argument("--reps", type=int, default=20)
-    ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--profile", nargs="*", default=[],
                     help="cases whose backward kernels are profiled")
     ap.add_argument("--work", default=str(WORK),
                     help="where bench/prepare_attention_grad.py left the cases")
-    ap.add_argument("--out", default=os.environ.get("OUT")
-                    or str(ROOT / "gpu-work" / "attention-grad-out"))
+    ap.add_argument("--compile-reserve-s", type=float, default=90,
+                    help="skip a torch.compile peer when less than this is "
+                         "left before --deadline (default 90)")
+    harness.add_common_args(ap)
     args = ap.parse_args()
-    import numpy as np
+    args.rounds_n = harness.rounds_of(args)
+    args.target_ms = harness.target_ms_of(args)
+    deadline = harness.Deadline(args.deadline)
+    t_start = time.monotonic()
     import torch
     import torch.nn.functional as F
-    from torch.nn.attention import SDPBackend, sdpa_kernel
     import tang.cuda as tang_cuda
 
     work = Path(args.work)
     metas = load_metas(work, args.cases, "bench/prepare_attention_grad.py",
                        "flops_forward")
-    report = {"date": datetime.datetime.now(datetime.timezone.utc)
-              .isoformat(timespec="seconds"),
-              "device": torch.cuda.get_device_name(0),
-              "torch": torch.__version__, "cases": []}
+    out = Path(args.out) if args.out else harness.out_dir(
+        "attention-grad-out")
+    stem = "attention_grad" + ("" if work == WORK else "_" + work.name)
+    path = out / f"{stem}.json"
+    report = harness.new_report("attention_grad", torch, settings={
+        "rounds": args.rounds_n, "target_ms": args.target_ms,
+        "quick": args.quick})
     bad = 0
     for meta in metas:
-        p = meta["params"]
-        B, H, L, D, causal = p["B"], p["H"], p["L"], p["D"], p["causal"]
-        res = {"case": meta["case"], "params": p, "status": "ok",
-               "checks": []}
+        t0 = time.monotonic()
+        if deadline.passed(5):
+            res = harness.case_result(meta["case"], status="skipped: budget")
+        else:
+            try:
+                res = run_case(torch, F, tang_cuda, meta, work, args, deadline)
+            except Exception as e:  # a load or launch failure
+                res = harness.case_result(meta["case"], status="failed",
+                                          note=harness.short(e))
+        torch.cuda.empty_cache()
+        res["wall_s"] = round(time.monotonic() - t0, 1)
+        bad += res["status"] != "ok"
         report["cases"].append(res)
-        if not meta["ok"]:
-            res.update(status="compile failed", note=meta["error"][:400])
-            bad += 1
-            continue
-        case = work / meta["case"]
-        try:
-            train = tang_cuda.Bundle(case / "train")
-            scale = float(torch.tensor(1.0 / D ** 0.5).to(torch.bfloat16))
-            shape = (B, H, L, D)
-            bf = torch.bfloat16
-            o = torch.empty(shape, device="cuda", dtype=bf)
-            stats = [torch.empty((B, H, L), device="cuda",
-                                 dtype=torch.float32) for _ in range(2)]
-            grads = [torch.empty(shape, device="cuda", dtype=bf)
-                     for _ in range(3)]
-            written = [o, *stats, *grads]
-
-            def forward(ins):
-                train.run("main_fwd", *ins[:3], outputs=[o, *stats])
-
-            def backward(ins):
-                train.run("main_bwd", *ins[:3], o, *stats, ins[3],
-                          outputs=grads)
-
-            def step(ins):
-                forward(ins)
-                backward(ins)
-
-            checks = []
-            if meta["interpreter_ref"]:
-                ins = [torch.from_numpy(np.load(case / f"input_{i}.npy"))
-                       .cuda().to(bf) for i in range(4)]
-                load = lambda p: torch.from_numpy(np.load(p)).cuda().double()
-                refs = [load(case / "ref_fwd" / "output_0.npy")] + [
-                    load(case / "ref" / f"output_{i}.npy") for i in range(3)]
-                checks.append(("interpreter", ins, refs, None))
-            g = torch.Generator(device="cuda").manual_seed(4321)
-            fresh = [(torch.rand(shape, device="cuda", generator=g) * 2 - 1)
-                     .to(bf) for _ in range(4)]
-            sl = (slice(0, 1), slice(0, min(H, 2)))
-            refs = reference(torch, *(t[sl] for t in fresh), causal, scale)
-            checks.append(("gpu float64", fresh, refs, sl))
-            for what, ins, refs, part in checks:
-                runs = poisoned_runs(torch, written, lambda: step(ins))
-                errs = []
-                # O, dQ, dK, dV (the statistics: checked through the
-                # gradients, and finite).
-                outs = [runs[0][0]] + runs[0][3:]
-                if not all(bool(torch.isfinite(t).all()) for t in runs[0]):
-                    errs = [math.inf]
-                else:
-                    errs = [rel_err(torch, got[part] if part else got, ref)
-                            for got, ref in zip(outs, refs)]
-                same = all(torch.equal(a, b) for a, b in zip(*runs))
-                res["checks"].append({"against": what,
-                                      "rel_err_o_dq_dk_dv": errs,
-                                      "deterministic": same})
-                if not all(e <= REL_TOL for e in errs) or not same:
-                    res["status"] = "incorrect"
-            if res["status"] != "ok":
-                bad += 1
-                print(json.dumps(res), flush=True)
-                continue
-
-            q, k, v, do = fresh
-            call_f = lambda i: forward(fresh)
-            call_b = lambda i: backward(fresh)
-            call_fb = lambda i: step(fresh)
-            for name, fn in (("forward", call_f), ("backward", call_b),
-                             ("forward_backward", call_fb)):
-                res[name] = summary(time_ms(torch, fn, 1,
-                                            *plan(probe_ms(torch, fn), args)))
-            res["peers"] = []
-            for be in (SDPBackend.FLASH_ATTENTION, SDPBackend.CUDNN_ATTENTION):
-                pr = {"id": be.name.lower()}
-                try:
-                    qg, kg, vg = (t.detach().clone().requires_grad_()
-                                  for t in (q, k, v))
-
-                    def peer(i, be=be):
-                        with sdpa_kernel(be):
-                            out = F.scaled_dot_product_attention(
-                                qg, kg, vg, is_causal=causal, scale=scale)
-                        return torch.autograd.grad(out, (qg, kg, vg), do)
-
-                    got = peer(0)
-                    pr["rel_err_dq_dk_dv"] = [rel_err(torch, t[sl], r)
-                                              for t, r in zip(got, refs[1:])]
-                    pr.update(summary(time_ms(
-                        torch, peer, 1, *plan(probe_ms(torch, peer), args))))
-                    pr["peer_over_tang"] = pr["ms"] / \
-                        res["forward_backward"]["ms"]
-                except Exception as e:  # a backend that does not run this
-                    pr["error"] = f"{type(e).__name__}: {e}"[:200]
-                res["peers"].append(pr)
-            flops = meta["flops_forward"] + meta["flops_backward"]
-            res["tflops"] = flops / res["forward_backward"]["ms"] / 1e9
-            if meta["case"] in args.profile:
-                res["profile"] = profile_kernels(torch, lambda: call_fb(0))
-        except Exception as e:  # a load or launch failure
-            res.update(status="failed", note=f"{type(e).__name__}: {e}"[:400])
-            bad += 1
-        print(json.dumps(res), flush=True)
-
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    stem = "attention_grad" + ("" if work == WORK else "_" + work.name)
-    (out / f"{stem}.json").write_text(json.dumps(report, indent=1) + "\n")
-    f = lambda x, fmt: "-" if x is None else format(x, fmt)
-    lines = [f"# Attention forward + backward, {report['device']}, "
-             f"{report['date']}, torch {report['torch']}", "",
-             "| case | status | max rel err (O, dQ, dK, dV) | tang fwd ms | "
-             "tang bwd ms | tang fwd+bwd ms | TFLOP/s | FA2 fwd+bwd ms | "
-             "FA2/tang | cuDNN fwd+bwd ms | cuDNN/tang |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in report["cases"]:
-        errs = [max(c["rel_err_o_dq_dk_dv"]) for c in r.get("checks", [])]
-        peers = {p["id"]: p for p in r.get("peers", [])}
-        fa, cu = peers.get("flash_attention", {}), peers.get(
-            "cudnn_attention", {})
-        lines.append(
-            f"| {r['case']} | {r['status']} | "
-            f"{f(max(errs) if errs else None, '.2e')} | "
-            f"{f(r.get('forward', {}).get('ms'), '.3f')} | "
-            f"{f(r.get('backward', {}).get('ms'), '.3f')} | "
-            f"{f(r.get('forward_backward', {}).get('ms'), '.3f')} | "
-            f"{f(r.get('tflops'), '.0f')} | {f(fa.get('ms'), '.3f')} | "
-            f"{f(fa.get('peer_over_tang'), '.3f')} | "
-            f"{f(cu.get('ms'), '.3f')} | "
-            f"{f(cu.get('peer_over_tang'), '.3f')} |")
-    for r in report["cases"]:
-        for e in r.get("profile", []):
-            lines.append(f"- {r['case']}: {e['ms']:.3f} ms {e['kernel']}")
-    text = "\n".join(lines) + "\n"
-    (out / f"{stem}.md").write_text(text)
-    print(text)
+        print(f"{res['case']}: {res['status']} max_err {res['max_err']} tang "
+              f"{res['tang_ms']} peers {res['peers']} ratio {res['ratio']} "
+              f"spread {res['spread']} {res['note'][:300]}", flush=True)
+        harness.write_report(report, path)
+    harness.finish_report(report, t_start)
+    harness.write_report(report, path)
+    print(f"wrote {path}")
     return 1 if bad else 0
 
 

@@ -27,10 +27,9 @@ Usage: python3 bench/bench_block_grad.py [--cases NAME ...] [--reps N]
 """
 
 import argparse
-import datetime
-import json
-import os
+import statistics
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,9 +39,8 @@ WORK = ROOT / "gpu-work" / "block-grad"
 REL_TOL = 3e-2
 
 from bench_gemm import block_forward  # noqa: E402
-from bench_memory_bound import (load_metas, plan,  # noqa: E402
-                                poisoned_runs, probe_ms, profile_kernels,
-                                rel_err, summary, time_ms)
+from bench_memory_bound import load_metas, profile_kernels  # noqa: E402
+import harness  # noqa: E402
 
 NAMES = ["out", "dx", "dwn1", "dWqkv", "dWo", "dwn2", "dW13", "dW2"]
 
@@ -84,206 +82,251 @@ def module_block(torch, F, ins, H):
     return blk
 
 
+def tolerances(peer=False):
+    """out: bf16 storage, f32 sums (longest: the SwiGLU's 4096), the
+    program's eight stored bf16 steps (R 8); the gradients pass through
+    about twice as many (R 16). Peers: three more."""
+    e = 3 if peer else 0
+    return [harness.Tolerance("bf16", reduction=4096, roundings=8 + e)] + \
+        [harness.Tolerance("bf16", reduction=4096, roundings=16 + e)] * 7
+
+
+def run_case(torch, F, tang_cuda, meta, work, args, deadline):
+    import numpy as np
+    p = meta["params"]
+    B, L, D, H = p["B"], p["L"], p["D"], p["H"]
+    res = harness.case_result(meta["case"], params=p,
+                              flops=meta["flops_forward"]
+                              + meta["flops_backward"])
+    if not meta["ok"]:
+        res.update(status="compile failed", note=meta["error"][-400:])
+        return res
+    case = work / meta["case"]
+    train = tang_cuda.Bundle(case / "train")
+    bf = torch.bfloat16
+    g = torch.Generator(device="cuda").manual_seed(4321)
+    fresh = []
+    for s_ in meta["inputs"]:
+        a = torch.randn(s_, generator=g, device="cuda")
+        if len(s_) == 2:
+            a /= s_[0] ** 0.5
+        elif len(s_) == 1:
+            a = 1 + 0.1 * a
+        fresh.append(a.to(bf))
+    dout = torch.randn((B, L, D), generator=g, device="cuda").to(bf)
+    fwd_outs = list(train.run("main_fwd", *fresh))
+    grads = list(train.run("main_bwd", *fresh, *fwd_outs, dout))
+    written = fwd_outs + grads
+
+    def forward(ins):
+        train.run("main_fwd", *ins[:7], outputs=fwd_outs)
+
+    def backward(ins):
+        train.run("main_bwd", *ins[:7], *fwd_outs, ins[7], outputs=grads)
+
+    def step(ins):
+        forward(ins)
+        backward(ins)
+
+    def reference(ins):
+        """float64 out and gradients of the block at `ins`."""
+        xs = [t.double().requires_grad_() for t in ins[:7]]
+        out = block_forward(torch, F, xs, H)
+        return [out.detach(), *torch.autograd.grad(out, xs, ins[7].double())]
+
+    tols, tols_p = tolerances(), tolerances(peer=True)
+    res["tolerance"] = {"out": tols[0].describe(), "grads": tols[1].describe(),
+                        "peers": tols_p[1].describe()}
+    checks = []
+    if meta["interpreter_ref"]:
+        ins = [torch.from_numpy(np.load(case / f"input_{i}.npy"))
+               .cuda().to(bf) for i in range(8)]
+        load = lambda q: torch.from_numpy(np.load(q)).cuda().double()
+        refs = [load(case / "ref_fwd" / "output_0.npy")] + [
+            load(case / "ref" / f"output_{i}.npy") for i in range(7)]
+        checks.append(("interpreter", ins, refs))
+    fresh.append(dout)
+    refs_fresh = reference(fresh)
+    checks.append(("gpu float64 autograd", fresh, refs_fresh))
+    torch.cuda.empty_cache()
+    same_all = True
+    for what, ins, refs in checks:
+        first, same = harness.poisoned_runs(torch, written, lambda: step(ins))
+        same_all &= same
+        got = [first[0]] + first[len(fwd_outs):]
+        for name, a, r, t in zip(NAMES, got, refs, tols):
+            res["checks"].append(harness.check_tensor(a, r, t,
+                                                      f"{what}: {name}"))
+        del first, got
+    res["deterministic"] = same_all
+    ok, res["max_err"] = harness.summarize_checks(res["checks"])
+    if not ok or not same_all:
+        res["status"] = "incorrect"
+        res["note"] = ("" if same_all else "runs differ or elements "
+                       "unwritten; ") + "; ".join(
+            f"{c['name']}: {c.get('bad')} bad, worst {c.get('worst')}"
+            for c in res["checks"] if not c["ok"])
+        return res
+
+    graphs, peer_checks = {}, {}
+    call, gr, why = harness.try_graphed(torch, lambda: step(fresh))
+    graphs["tang"] = gr or why
+    contenders = [("tang", call)]
+
+    def add_peer(pid, fn, tf32, check=True):
+        old = torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+
+        def run(fn=fn, tf32=tf32):
+            o = torch.backends.cuda.matmul.allow_tf32
+            torch.backends.cuda.matmul.allow_tf32 = tf32
+            try:
+                return fn()
+            finally:
+                torch.backends.cuda.matmul.allow_tf32 = o
+        try:
+            got = run()
+            if check:
+                peer_checks[pid] = [harness.check_tensor(a, r, t, f"{pid} {n}")
+                                    for n, a, r, t in zip(NAMES[1:], got,
+                                                          refs_fresh[1:],
+                                                          tols_p[1:])]
+            del got
+            c, gr, why = harness.try_graphed(torch, run)
+            graphs[pid] = gr or why
+            contenders.append((pid, c))
+        except Exception as e:  # a peer that does not run here
+            res.setdefault("peer_status", {})[pid] = "failed: " + \
+                harness.short(e)
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = old
+
+    keep = []
+    for dt, tag in ((torch.float32, "fp32_tf32"), (bf, "bf16")):
+        ws = [t.to(dt).requires_grad_() for t in fresh[:7]]
+        do = dout.to(dt)
+        keep.append((ws, do))
+
+        def functional(ws=ws, do=do):
+            out = block_forward(torch, F, ws, H)
+            return torch.autograd.grad(out, ws, do)
+
+        add_peer(f"torch_eager_{tag}", functional, tag == "fp32_tf32")
+        if tag == "fp32_tf32":
+            blk = module_block(torch, F, [t.float() for t in fresh[:7]], H)
+            xg = fresh[0].float().requires_grad_()
+            params = [xg] + list(blk.parameters())
+
+            def module(blk=blk, xg=xg, params=params, do=do):
+                out = blk(xg)
+                return torch.autograd.grad(out, params, do)
+
+            # The module's weights are transposed ([out, in]) and its
+            # gradients come in parameter order: timed here, checked
+            # through the functional form above (the same math).
+            add_peer("torch_eager_fp32_tf32_module", module, True,
+                     check=False)
+        else:
+            pid = "torch_compile_bf16"
+            if deadline.passed(args.compile_reserve_s):
+                res.setdefault("peer_status", {})[pid] = "skipped: budget"
+            else:
+                t0 = time.monotonic()
+                cf = torch.compile(
+                    lambda *w: block_forward(torch, F, list(w), H),
+                    mode="max-autotune-no-cudagraphs")
+
+                def compiled(ws=ws, do=do, cf=cf):
+                    out = cf(*ws)
+                    return torch.autograd.grad(out, ws, do)
+
+                add_peer(pid, compiled, False)
+                res["compile_s"] = round(time.monotonic() - t0, 1)
+    res["cuda_graphs"] = graphs
+    res["peer_checks"] = {k_: [{kk: c[kk] for kk in ("name", "ok", "max_err",
+                                                      "bad", "worst")}
+                               for c in v_] for k_, v_ in peer_checks.items()}
+    # The module peer computes what the functional fp32 peer does.
+    if "torch_eager_fp32_tf32" in peer_checks:
+        peer_checks["torch_eager_fp32_tf32_module"] = \
+            peer_checks["torch_eager_fp32_tf32"]
+    refs_fresh = None
+    torch.cuda.empty_cache()
+    timed = harness.interleaved_rounds(
+        torch, contenders, rounds=args.rounds_n, target_ms=args.target_ms,
+        deadline=deadline.monotonic())
+    wrong = [k_ for k_, v_ in peer_checks.items()
+             if not all(c["ok"] for c in v_)]
+    res.update(harness.compare("tang", timed, excluded=wrong))
+    res["incorrect_peers"] = wrong
+    res["timing"] = timed
+    if res["tang_ms"]:
+        res["tang_tflops"] = res["flops"] / res["tang_ms"] / 1e9
+    if not args.quick:
+        for name, fn in (("forward", lambda i: forward(fresh)),
+                         ("backward", lambda i: backward(fresh))):
+            pl = harness.plan_calls(torch, fn, args.target_ms)
+            res[f"tang_{name}_ms"] = statistics.median(harness.time_calls(
+                torch, fn, pl.reps, 1, pl.hold_ms))
+    if meta["case"] in args.profile:
+        res["profile"] = profile_kernels(torch, lambda: step(fresh), top=16)
+    del keep
+    return res
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cases", nargs="*")
-    ap.add_argument("--reps", type=int, default=20)
-    ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--profile", nargs="*", default=[],
                     help="cases whose training-step kernels are profiled")
     ap.add_argument("--work", default=str(WORK),
                     help="where bench/prepare_block_grad.py left the cases")
-    ap.add_argument("--out", default=os.environ.get("OUT")
-                    or str(ROOT / "gpu-work" / "block-grad-out"))
+    ap.add_argument("--compile-reserve-s", type=float, default=150,
+                    help="skip the torch.compile peer when less than this "
+                         "is left before --deadline (default 150)")
+    harness.add_common_args(ap)
     args = ap.parse_args()
-    import numpy as np
+    args.rounds_n = harness.rounds_of(args)
+    args.target_ms = harness.target_ms_of(args)
+    deadline = harness.Deadline(args.deadline)
+    t_start = time.monotonic()
     import torch
     import torch.nn.functional as F
     import tang.cuda as tang_cuda
 
     work = Path(args.work)
+    # Largest first: the headline case gets the torch.compile peer first
+    # when the budget is short.
     metas = load_metas(work, args.cases, "bench/prepare_block_grad.py",
-                       "flops_forward")
-    report = {"date": datetime.datetime.now(datetime.timezone.utc)
-              .isoformat(timespec="seconds"),
-              "device": torch.cuda.get_device_name(0),
-              "torch": torch.__version__, "cases": []}
+                       "flops_forward")[::-1]
+    out = Path(args.out) if args.out else harness.out_dir("block-grad-out")
+    stem = "block_grad" + ("" if work == WORK else "_" + work.name)
+    path = out / f"{stem}.json"
+    report = harness.new_report("block_grad", torch, settings={
+        "rounds": args.rounds_n, "target_ms": args.target_ms,
+        "quick": args.quick})
     bad = 0
     for meta in metas:
-        p = meta["params"]
-        B, L, D, H = p["B"], p["L"], p["D"], p["H"]
-        res = {"case": meta["case"], "params": p, "status": "ok",
-               "checks": []}
-        report["cases"].append(res)
-        if not meta["ok"]:
-            res.update(status="compile failed", note=meta["error"][:400])
-            bad += 1
-            continue
-        case = work / meta["case"]
-        try:
-            train = tang_cuda.Bundle(case / "train")
-            bf = torch.bfloat16
-            g = torch.Generator(device="cuda").manual_seed(4321)
-            fresh = []
-            for s in meta["inputs"]:
-                a = torch.randn(s, generator=g, device="cuda")
-                if len(s) == 2:
-                    a /= s[0] ** 0.5
-                elif len(s) == 1:
-                    a = 1 + 0.1 * a
-                fresh.append(a.to(bf))
-            dout = torch.randn((B, L, D), generator=g, device="cuda").to(bf)
-            # Output buffers: the first run allocates them.
-            fwd_outs = list(train.run("main_fwd", *fresh))
-            grads = list(train.run("main_bwd", *fresh, *fwd_outs, dout))
-            written = fwd_outs + grads
-
-            def forward(ins):
-                train.run("main_fwd", *ins[:7], outputs=fwd_outs)
-
-            def backward(ins):
-                train.run("main_bwd", *ins[:7], *fwd_outs, ins[7],
-                          outputs=grads)
-
-            def step(ins):
-                forward(ins)
-                backward(ins)
-
-            def reference(ins):
-                """float64 out and gradients of the block at `ins`."""
-                xs = [t.double().requires_grad_() for t in ins[:7]]
-                out = block_forward(torch, F, xs, H)
-                return [out.detach(), *torch.autograd.grad(
-                    out, xs, ins[7].double())]
-
-            checks = []
-            if meta["interpreter_ref"]:
-                ins = [torch.from_numpy(np.load(case / f"input_{i}.npy"))
-                       .cuda().to(bf) for i in range(8)]
-                load = lambda p: torch.from_numpy(np.load(p)).cuda().double()
-                refs = [load(case / "ref_fwd" / "output_0.npy")] + [
-                    load(case / "ref" / f"output_{i}.npy") for i in range(7)]
-                checks.append(("interpreter", ins, refs))
-            fresh.append(dout)
-            checks.append(("gpu float64 autograd", fresh, reference(fresh)))
-            torch.cuda.empty_cache()
-            for what, ins, refs in checks:
-                runs = poisoned_runs(torch, written, lambda: step(ins))
-                got = [runs[0][0]] + runs[0][len(fwd_outs):]
-                errs = [rel_err(torch, a, r) for a, r in zip(got, refs)]
-                finite = all(bool(torch.isfinite(t).all()) for t in runs[0])
-                same = all(torch.equal(a, b) for a, b in zip(*runs))
-                res["checks"].append({"against": what,
-                                      "rel_err": dict(zip(NAMES, errs)),
-                                      "all_finite": finite,
-                                      "deterministic": same})
-                if not all(e <= REL_TOL for e in errs) or not same or \
-                        not finite:
-                    res["status"] = "incorrect"
-            if res["status"] != "ok":
-                bad += 1
-                print(json.dumps(res), flush=True)
-                continue
-
-            for name, fn in (("forward", lambda i: forward(fresh)),
-                             ("backward", lambda i: backward(fresh)),
-                             ("forward_backward", lambda i: step(fresh))):
-                res[name] = summary(time_ms(torch, fn, 1,
-                                            *plan(probe_ms(torch, fn), args)))
-
-            res["peers"] = []
-
-            def add_peer(pid, fn, tf32):
-                pr = {"id": pid}
-                old = torch.backends.cuda.matmul.allow_tf32
-                torch.backends.cuda.matmul.allow_tf32 = tf32
-                try:
-                    fn(0)
-                    pr.update(summary(time_ms(
-                        torch, fn, 1, *plan(probe_ms(torch, fn), args))))
-                    pr["peer_over_tang"] = pr["ms"] / \
-                        res["forward_backward"]["ms"]
-                    # Eager PyTorch's medians swing with host-side launch
-                    # time at small sizes: the ratio of the best times too.
-                    pr["peer_min_over_tang_min"] = pr["min_ms"] / \
-                        res["forward_backward"]["min_ms"]
-                except Exception as e:  # a peer that does not run here
-                    pr["error"] = f"{type(e).__name__}: {e}"[:200]
-                finally:
-                    torch.backends.cuda.matmul.allow_tf32 = old
-                res["peers"].append(pr)
-
-            for dt, tag in ((torch.float32, "fp32_tf32"), (bf, "bf16")):
-                ws = [t.to(dt).requires_grad_() for t in fresh[:7]]
-                do = dout.to(dt)
-
-                def functional(i, ws=ws, do=do):
-                    out = block_forward(torch, F, ws, H)
-                    return torch.autograd.grad(out, ws, do)
-
-                add_peer(f"torch_eager_{tag}_functional", functional,
-                         tag == "fp32_tf32")
-                if tag == "fp32_tf32":
-                    blk = module_block(torch, F, [t.float() for t in fresh[:7]],
-                                       H)
-                    xg = fresh[0].float().requires_grad_()
-                    params = [xg] + list(blk.parameters())
-
-                    def module(i, blk=blk, xg=xg, params=params, do=do):
-                        out = blk(xg)
-                        return torch.autograd.grad(out, params, do)
-
-                    add_peer("torch_eager_fp32_tf32_module", module, True)
-                del ws
-                torch.cuda.empty_cache()
-            flops = meta["flops_forward"] + meta["flops_backward"]
-            res["tflops"] = flops / res["forward_backward"]["ms"] / 1e9
-            if meta["case"] in args.profile:
-                res["profile"] = profile_kernels(torch, lambda: step(fresh),
-                                                 top=16)
-        except Exception as e:  # a load or launch failure
-            res.update(status="failed", note=f"{type(e).__name__}: {e}"[:400])
-            bad += 1
-        print(json.dumps(res), flush=True)
+        t0 = time.monotonic()
+        if deadline.passed(5):
+            res = harness.case_result(meta["case"], status="skipped: budget")
+        else:
+            try:
+                res = run_case(torch, F, tang_cuda, meta, work, args, deadline)
+            except Exception as e:  # a load or launch failure
+                res = harness.case_result(meta["case"], status="failed",
+                                          note=harness.short(e))
         torch.cuda.empty_cache()
-
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    stem = "block_grad" + ("" if work == WORK else "_" + work.name)
-    (out / f"{stem}.json").write_text(json.dumps(report, indent=1) + "\n")
-    f = lambda x, fmt: "-" if x is None else format(x, fmt)
-    lines = [f"# Transformer block forward + backward, {report['device']}, "
-             f"{report['date']}, torch {report['torch']}", "",
-             "| case | status | max rel err | tang fwd ms | tang bwd ms | "
-             "tang fwd+bwd ms | TFLOP/s | torch fp32/TF32 eager ms "
-             "(best of module, functional) | peer/tang (medians; best "
-             "times) | torch bf16 eager ms | peer/tang (medians; best "
-             "times) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in report["cases"]:
-        errs = [max(c["rel_err"].values()) for c in r.get("checks", [])]
-        peers = {q["id"]: q for q in r.get("peers", []) if "ms" in q}
-        tf = [q for k, q in peers.items() if "tf32" in k]
-        tf = min(tf, key=lambda q: q["ms"]) if tf else {}
-        b16 = peers.get("torch_eager_bf16_functional", {})
-        lines.append(
-            f"| {r['case']} | {r['status']} | "
-            f"{f(max(errs) if errs else None, '.2e')} | "
-            f"{f(r.get('forward', {}).get('ms'), '.3f')} | "
-            f"{f(r.get('backward', {}).get('ms'), '.3f')} | "
-            f"{f(r.get('forward_backward', {}).get('ms'), '.3f')} | "
-            f"{f(r.get('tflops'), '.0f')} | {f(tf.get('ms'), '.3f')} | "
-            f"{f(tf.get('peer_over_tang'), '.3f')}; "
-            f"{f(tf.get('peer_min_over_tang_min'), '.3f')} | "
-            f"{f(b16.get('ms'), '.3f')} | "
-            f"{f(b16.get('peer_over_tang'), '.3f')}; "
-            f"{f(b16.get('peer_min_over_tang_min'), '.3f')} |")
-    for r in report["cases"]:
-        for e in r.get("profile", []):
-            lines.append(f"- {r['case']}: {e['ms']:.3f} ms {e['kernel']}")
-    text = "\n".join(lines) + "\n"
-    (out / f"{stem}.md").write_text(text)
-    print(text)
+        res["wall_s"] = round(time.monotonic() - t0, 1)
+        bad += res["status"] != "ok"
+        report["cases"].append(res)
+        print(f"{res['case']}: {res['status']} max_err {res['max_err']} tang "
+              f"{res['tang_ms']} peers {res['peers']} ratio {res['ratio']} "
+              f"spread {res['spread']} {res['note'][:300]}", flush=True)
+        harness.write_report(report, path)
+    harness.finish_report(report, t_start)
+    harness.write_report(report, path)
+    print(f"wrote {path}")
     return 1 if bad else 0
 
 

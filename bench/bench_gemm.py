@@ -22,12 +22,10 @@ Usage: python3 bench/bench_gemm.py [--cases NAME ...] [--reps N]
 """
 
 import argparse
-import datetime
 import json
 import math
 import os
 import re
-import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -38,7 +36,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 WORK = ROOT / "gpu-work" / "gemm"
 REL_TOL = 1e-2
 
-from bench_memory_bound import plan, probe_ms, summary, time_ms  # noqa: E402
+import harness  # noqa: E402
 
 
 def dtype_of(torch, meta):
@@ -252,19 +250,85 @@ def sass_counts(bundle_dir):
     return counts
 
 
-def run_case(torch, F, tang_cuda, meta, args):
+def tolerance(meta, peer=False):
+    """The elementwise tolerance of a case's output (bench/harness.py's
+    rule): bf16 storage with f32 accumulation over K (tf32 operands for the
+    tf32 cases); R counts the program's roundings to bf16 on the way (the
+    GELU epilogue's product; attention's scores, probabilities and output;
+    the block's eight stored steps). A peer gets three more (eager PyTorch
+    rounds every step)."""
+    kind, p = meta["kind"], meta["params"]
+    extra = 3 if peer else 0
+    if kind in ("matmul_tf32", "matmul_nt_tf32"):
+        return harness.Tolerance("f32", reduction=p["K"], roundings=1 + extra,
+                                 operand="tf32")
+    if kind == "attention":
+        return harness.Tolerance("bf16", reduction=max(p["L"], p["D"]),
+                                 roundings=3 + extra)
+    if kind == "block":
+        return harness.Tolerance("bf16", reduction=p["F"], roundings=8 + extra)
+    R = 2 if kind == "linear" else 1
+    return harness.Tolerance("bf16", reduction=p["K"], roundings=R + extra)
+
+
+#: Float64 score matrices of at most this many bytes at a time.
+REF_CHUNK_BYTES = 2 << 30
+
+
+def full_reference(torch, F, kind, ins, params):
+    """The float64 reference of the whole output, computed on the GPU in
+    chunks (attention: groups of heads; the block: one sequence at a
+    time)."""
+    if kind == "attention":
+        q, k, v = ins
+        B, H, L, D = q.shape
+        G = H // k.shape[1]
+        c = torch.tensor(1.0 / D ** 0.5).to(torch.bfloat16).double()
+        out = torch.empty((B, H, L, D), dtype=torch.float64, device=q.device)
+        hc = max(1, min(H, REF_CHUNK_BYTES // (L * L * 8)))
+        mask = None
+        if params["causal"]:
+            mask = torch.ones(L, L, dtype=torch.bool, device=q.device).tril()
+        for b in range(B):
+            for h0 in range(0, H, hc):
+                hs = slice(h0, min(H, h0 + hc))
+                idx = torch.arange(hs.start, hs.stop, device=q.device) // G
+                qq = q[b, hs].double()
+                kk, vv = (t[b].index_select(0, idx).double() for t in (k, v))
+                s = (qq @ kk.transpose(-1, -2)) * c
+                if mask is not None:
+                    s.masked_fill_(~mask, float("-inf"))
+                out[b, hs] = torch.softmax(s, -1) @ vv
+                del s
+        return out
+    if kind == "block":
+        outs = [block_forward(torch, F, [ins[0][b:b + 1].double()]
+                              + [t.double() for t in ins[1:]], params["H"])
+                for b in range(ins[0].shape[0])]
+        return torch.cat(outs, 0)
+    return reference(torch, F, kind, ins, params)
+
+
+def run_case(torch, F, tang_cuda, meta, args, deadline):
+    """Checks every element of tang's output (interpreter on saved inputs
+    where the case has them; a float64 GPU reference on fresh inputs) and
+    the peers', then times tang and the peers in interleaved rounds (the
+    block and its peers as CUDA graphs). A common-schema case."""
     import numpy as np
-    res = {"case": meta["case"], "kind": meta["kind"],
-           "params": meta["params"], "flops": meta["flops"],
-           "purpose": meta["purpose"], "status": "ok", "checks": []}
+    kind = meta["kind"]
+    res = harness.case_result(meta["case"], kind=kind, params=meta["params"],
+                              flops=meta["flops"], purpose=meta["purpose"])
     if not meta["compile"]["ok"]:
-        res.update(status="compile failed", note=meta["compile"]["stderr"][:300])
+        res.update(status="compile failed",
+                   note=meta["compile"]["stderr"][-300:])
         return res
     bdir = WORK / meta["case"] / "bundle"
     res["sass"] = sass_counts(bdir)
     bundle = tang_cuda.Bundle(bdir)
     out = torch.empty(meta["output"], device="cuda",
                       dtype=dtype_of(torch, meta))
+    tol, tol_p = tolerance(meta), tolerance(meta, peer=True)
+    res["tolerance"] = {"tang": tol.describe(), "peers": tol_p.describe()}
 
     def tang(ins):
         bundle.run("main", *ins, outputs=[out])
@@ -278,74 +342,81 @@ def run_case(torch, F, tang_cuda, meta, args):
         ref = torch.from_numpy(np.load(case / "ref" / "output_0.npy")).cuda()
         checks.append(("interpreter", ins, ref))
     fresh = inputs_for(torch, meta, 4321)
-    kind = meta["kind"]
-    checks.append(("gpu float64", fresh,
-                   reference(torch, F, kind, fresh, meta["params"])))
+    ref_fresh = full_reference(torch, F, kind, fresh, meta["params"])
+    checks.append(("gpu float64", fresh, ref_fresh))
+    same_all = True
     for what, ins, ref in checks:
-        outs = []
-        for _ in range(2):
-            out.fill_(float("nan"))
-            tang(ins)
-            torch.cuda.synchronize()
-            outs.append(out.clone())
-        # Every element written (the reference may cover a slice only).
-        if not bool(torch.isfinite(outs[0]).all()):
-            e = math.inf
-        elif what == "gpu float64":
-            e = rel_err(torch, out_slice(kind, outs[0]), ref)
-        else:
-            e = rel_err(torch, outs[0], ref)
-        same = bool(torch.equal(outs[0], outs[1]))
-        res["checks"].append({"against": what, "rel_err": e,
-                              "deterministic": same})
-        if not (e <= REL_TOL) or not same:
-            res["status"] = "incorrect"
-    if res["status"] != "ok":
+        first, same = harness.poisoned_runs(torch, [out], lambda: tang(ins))
+        same_all &= same
+        res["checks"].append(harness.check_tensor(first[0], ref, tol, what))
+        del first
+    res["deterministic"] = same_all
+    ok, res["max_err"] = harness.summarize_checks(res["checks"])
+    if not ok or not same_all:
+        res["status"] = "incorrect"
+        res["note"] = ("" if same_all else "runs differ or elements "
+                       "unwritten; ") + "; ".join(
+            f"{c['name']}: {c['bad']} of {c['elements']} bad, worst "
+            f"{c['worst']}" for c in res["checks"] if not c["ok"])
         return res
 
     sets = [fresh]
-    call_t = lambda k: tang(sets[k])
+    contenders, graphs = [], {}
     if kind == "block":
-        # Launched through a CUDA graph, like the peer.
-        call_t = graphed(torch, lambda: tang(sets[0]))
-    t_plan = plan(probe_ms(torch, call_t), args)
-    t1 = time_ms(torch, call_t, 1, *t_plan)
-    res["peers"] = []
+        fn, g, why = harness.try_graphed(torch, lambda: tang(sets[0]))
+        graphs["tang"] = g if g else why
+        contenders.append(("tang", fn))
+    else:
+        contenders.append(("tang", lambda k: tang(sets[k])))
+    res["peer_how"], peer_checks = {}, {}
     for pid, how, fn in peers(torch, F, kind, meta["params"]):
-        pr = {"id": pid, "how": how}
+        res["peer_how"][pid] = how
         try:
-            pr["rel_err"] = rel_err(torch, out_slice(kind, fn(*fresh)),
-                                    checks[-1][2])
-            call_p = lambda k, fn=fn: fn(*sets[k])
+            got = fn(*fresh)
+            peer_checks[pid] = harness.check_tensor(got, ref_fresh, tol_p, pid)
+            del got
             if kind == "block":
-                call_p = graphed(torch, lambda fn=fn: fn(*sets[0]))
-            pr.update(summary(time_ms(torch, call_p, 1,
-                                      *plan(probe_ms(torch, call_p), args))))
-            pr["tflops"] = meta["flops"] / pr["ms"] / 1e9
+                call, g, why = harness.try_graphed(
+                    torch, lambda fn=fn: fn(*sets[0]))
+                graphs[pid] = g if g else why
+            else:
+                call = lambda k, fn=fn: fn(*sets[k])
+            contenders.append((pid, call))
         except Exception as e:  # a backend that does not run this shape
-            pr["error"] = f"{type(e).__name__}: {e}"[:200]
-        res["peers"].append(pr)
-    t2 = time_ms(torch, call_t, 1, *t_plan)
-    res["tang"] = summary(t1 + t2)
-    res["tang"]["spread"] = abs(statistics.median(t1) - statistics.median(t2)) \
-        / statistics.median(t1 + t2)
-    res["tang"]["tflops"] = meta["flops"] / res["tang"]["ms"] / 1e9
-    timed = [p for p in res["peers"] if "ms" in p]
-    res["peer"] = timed[0] if timed else {}
-    for p in timed:
-        p["peer_over_tang"] = p["ms"] / res["tang"]["ms"]
-    res["speedup"] = res["peer"].get("peer_over_tang")
+            res.setdefault("peer_status", {})[pid] = "failed: " + \
+                harness.short(e)
+    del ref_fresh
+    res["peer_checks"] = {k: {kk: c[kk] for kk in ("ok", "max_err", "bad",
+                                                     "worst")}
+                          for k, c in peer_checks.items()}
+    if graphs:
+        res["cuda_graphs"] = graphs
+    timed = harness.interleaved_rounds(
+        torch, contenders, rounds=args.rounds_n, target_ms=args.target_ms,
+        deadline=deadline.monotonic())
+    wrong = [k for k, c in peer_checks.items() if not c["ok"]]
+    res.update(harness.compare("tang", timed, excluded=wrong))
+    res["incorrect_peers"] = wrong
+    res["timing"] = timed
+    for k, v in timed.items():
+        if "error" in v:
+            res.setdefault("peer_status", {})[k] = "failed: " + v["error"]
+    if res["tang_ms"]:
+        res["tang_tflops"] = meta["flops"] / res["tang_ms"] / 1e9
+    bundle.close()
     return res
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cases", nargs="*")
-    ap.add_argument("--reps", type=int, default=50)
-    ap.add_argument("--warmup", type=int, default=10)
-    ap.add_argument("--out", default=os.environ.get("OUT")
-                    or str(ROOT / "gpu-work" / "gemm-out"))
+    harness.add_common_args(ap)
     args = ap.parse_args()
+    args.rounds_n = harness.rounds_of(args)
+    args.target_ms = harness.target_ms_of(args)
+    deadline = harness.Deadline(args.deadline)
+    import time
+    t_start = time.monotonic()
     import torch
     import torch.nn.functional as F
     import tang.cuda as tang_cuda
@@ -358,46 +429,33 @@ def main():
         return 2
     metas.sort(key=lambda m: m["flops"])
     torch.manual_seed(0)
-    report = {"date": datetime.datetime.now(datetime.timezone.utc)
-              .isoformat(timespec="seconds"),
-              "device": torch.cuda.get_device_name(0),
-              "torch": torch.__version__, "cases": []}
+    out = Path(args.out) if args.out else harness.out_dir("gemm-out")
+    path = out / "gemm.json"
+    report = harness.new_report("gemm", torch, settings={
+        "rounds": args.rounds_n, "target_ms": args.target_ms,
+        "quick": args.quick})
+    bad = 0
     for meta in metas:
-        try:
-            r = run_case(torch, F, tang_cuda, meta, args)
-        except Exception as e:  # a load or launch failure
-            r = {"case": meta["case"], "status": "failed",
-                 "note": f"{type(e).__name__}: {e}"[:400]}
+        t0 = time.monotonic()
+        if deadline.passed(5):
+            r = harness.case_result(meta["case"], status="skipped: budget")
+        else:
+            try:
+                r = run_case(torch, F, tang_cuda, meta, args, deadline)
+            except Exception as e:  # a load or launch failure
+                r = harness.case_result(meta["case"], status="failed",
+                                        note=harness.short(e))
+        torch.cuda.empty_cache()
+        r["wall_s"] = round(time.monotonic() - t0, 1)
+        bad += r["status"] != "ok"
         report["cases"].append(r)
-        print(json.dumps(r), flush=True)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "gemm.json").write_text(json.dumps(report, indent=1) + "\n")
-    L = [f"# tang tensor-core GEMM vs cuBLAS, {report['date']}, "
-         f"{report['device']}, torch {report['torch']}", "",
-         "| case | status | max rel err | tang ms | tang TFLOP/s | peer ms | "
-         "peer TFLOP/s | peer/tang | second peer: TFLOP/s, peer/tang | "
-         "SASS HMMA/HGMMA | spread |",
-         "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in report["cases"]:
-        t, p = r.get("tang") or {}, r.get("peer") or {}
-        errs = [c["rel_err"] for c in r.get("checks", [])]
-        sass = r.get("sass") or {}
-        f = lambda v, s: "-" if v is None else format(v, s)
-        peers_ = r.get("peers") or []
-        q = peers_[1] if len(peers_) > 1 else None
-        second = (f"{q['id']}: {f(q.get('tflops'), '.0f')}, "
-                  f"{f(q.get('peer_over_tang'), '.3f')}" if q else "-")
-        L.append(f"| {r['case']} | {r['status']} {r.get('note', '')} | "
-                 f"{f(max(errs) if errs else None, '.2e')} | "
-                 f"{f(t.get('ms'), '.4f')} | {f(t.get('tflops'), '.0f')} | "
-                 f"{f(p.get('ms'), '.4f')} | {f(p.get('tflops'), '.0f')} | "
-                 f"{f(r.get('speedup'), '.3f')} | {second} | "
-                 f"{sass.get('HMMA', '-')}/{sass.get('HGMMA', '-')} | "
-                 f"{f(t.get('spread'), '.3f')} |")
-    (out / "gemm.md").write_text("\n".join(L) + "\n")
-    print("\n".join(L))
-    bad = [r for r in report["cases"] if r["status"] != "ok"]
+        print(f"{r['case']}: {r['status']} max_err {r['max_err']} tang "
+              f"{r['tang_ms']} peers {r['peers']} ratio {r['ratio']} spread "
+              f"{r['spread']} {r['note'][:300]}", flush=True)
+        harness.write_report(report, path)
+    harness.finish_report(report, t_start)
+    harness.write_report(report, path)
+    print(f"wrote {path}")
     return 1 if bad else 0
 
 

@@ -44,6 +44,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
+sys.path.insert(0, str(ROOT / "bench"))
+import harness  # noqa: E402
 WORK = ROOT / "gpu-work" / "bench"
 
 #: Largest ||out - ref|| / ||ref|| accepted for a bf16 output.
@@ -238,26 +240,28 @@ def copy_rate(torch, reps: int) -> dict:
 
 
 # ---------------------------------------------------------------------------
-# One case
+# One case (common schema, bench/harness.py)
 # ---------------------------------------------------------------------------
 
 
-def run_case(torch, F, tang_cuda, meta: dict, args, l2_bytes: int,
-             deadline: float) -> dict:
-    """Checks and times tang's kernel and the peers on one case. Returns the
-    case's result (status 'ok', 'compile failed', 'no bundle',
-    'load failed', 'run failed' or 'incorrect')."""
-    kind, params = meta["kind"], meta["params"]
-    res = {"case": meta["case"], "kind": kind, "params": params,
-           "bytes_min": meta["bytes_min"], "flops": meta["flops"],
-           "target": meta["target"]["min_fraction_of_copy_rate"],
-           "status": "ok", "note": "", "tang": None, "peers": [],
-           "compile": {k: meta["compile"].get(k) for k in
-                       ("ok", "launches", "temporaries", "returncode")}}
-    dev = "cuda"
-    bf16 = torch.bfloat16
+def tolerances(kind: str, params: dict):
+    """(tang's, the peers') elementwise tolerances: bf16 storage, f32
+    arithmetic, one rounding (the result); the reduction is a row (or the
+    GEMV's inner dimension). Eager peers round each step to bf16: R 4."""
+    K = params.get("cols") or params.get("inn") or params.get("in") or 4096
+    return (harness.Tolerance("bf16", reduction=K, roundings=1),
+            harness.Tolerance("bf16", reduction=K, roundings=4))
 
-    # Inputs: one set, or several when one set would sit in L2.
+
+def run_case_common(torch, F, tang_cuda, meta: dict, args, l2_bytes: int,
+                    deadline) -> dict:
+    """Checks tang's kernel and the peers elementwise on two input draws and
+    times them in interleaved rounds; a result in the common schema."""
+    kind, params = meta["kind"], meta["params"]
+    res = harness.case_result(meta["case"], kind=kind, params=params,
+                              bytes_min=meta["bytes_min"],
+                              target=meta["target"]["min_fraction_of_copy_rate"])
+    dev, bf16 = "cuda", torch.bfloat16
     ws = meta["bytes_min"]
     nsets = 1
     if ws < ROTATE_BELOW_L2 * l2_bytes:
@@ -271,114 +275,91 @@ def run_case(torch, F, tang_cuda, meta: dict, args, l2_bytes: int,
                 for s in meta["inputs"]]
 
     sets = [draw(SEED + k) for k in range(nsets)]
-    out_shapes = [s["shape"] for s in meta["outputs"]]
-    assert len(out_shapes) == 1, "every case has one output"
-    outs = [torch.empty(out_shapes[0], device=dev, dtype=bf16)
+    out_shape = meta["outputs"][0]["shape"]
+    outs = [torch.empty(out_shape, device=dev, dtype=bf16)
             for _ in range(nsets)]
-    refs = [reference(torch, F, kind, params, sets[0])]
     fresh = draw(FRESH_SEED)
-    refs.append(reference(torch, F, kind, params, fresh))
-    torch.cuda.synchronize()
+    draws = [(sets[0], reference(torch, F, kind, params, sets[0])),
+             (fresh, reference(torch, F, kind, params, fresh))]
+    tol_t, tol_p = tolerances(kind, params)
+    res["tolerance"] = {"tang": tol_t.describe(), "peers": tol_p.describe()}
 
-    # -- tang: load, check, time ------------------------------------------
-    bundle = None
     if not meta["compile"]["ok"]:
         err = (meta["compile"].get("stderr") or "").strip().splitlines()
-        res.update(status="compile failed",
-                   note=(err[0] if err else "")[:200])
-    elif not (ROOT / meta["bundle"] / "manifest.json").exists():
-        res.update(status="no bundle",
-                   note=f"{meta['bundle']}/manifest.json is missing "
-                        f"(was gpu-work carried?)")
-    else:
-        try:
-            bundle = tang_cuda.Bundle(ROOT / meta["bundle"])
-        except Exception as e:  # a PTX the driver rejects, say
-            res.update(status="load failed", note=_short(e))
+        res.update(status="compile failed", note=(err[0] if err else "")[:200])
+        return res
+    if not (ROOT / meta["bundle"] / "manifest.json").exists():
+        res.update(status="failed", note="no bundle (was gpu-work carried?)")
+        return res
+    bundle = tang_cuda.Bundle(ROOT / meta["bundle"])
+    run = lambda k, ins=None: bundle.run(
+        "main", *(ins if ins is not None else sets[k]), outputs=[outs[k]])
+    try:
+        same_all = True
+        for i, (ins, ref) in enumerate(draws):
+            first, same = harness.poisoned_runs(
+                torch, [outs[0]], lambda: run(0, ins))
+            same_all &= same
+            res["checks"].append(harness.check_tensor(
+                first[0], ref, tol_t, f"tang draw {i}"))
+        res["deterministic"] = same_all
+        ok, res["max_err"] = harness.summarize_checks(res["checks"])
+        if not ok or not same_all:
+            res.update(status="incorrect", note=(
+                "" if same_all else "result moves between runs or elements "
+                "unwritten; ") + "; ".join(
+                f"{c['name']}: {c['bad']} bad, worst {c['worst']}"
+                for c in res["checks"] if not c["ok"]))
+            return res
 
-    tang_times, tang_plan = [], None
-    if bundle is not None:
-        run = lambda k, ins=None: bundle.run(
-            "main", *(ins if ins is not None else sets[k]),
-            outputs=[outs[k]])
-        try:
-            # Each input draw twice, into outputs poisoned with NaN: right
-            # within REL_TOL, every element written, and the same bits both
-            # times. The event times of these runs size the timing below.
-            errs, runs, est = [], [], []
-            for ins, ref in ((sets[0], refs[0]), (fresh, refs[1])):
-                for _ in range(2):
-                    outs[0].fill_(float("nan"))
-                    est.append(probe_ms(torch, lambda k: run(0, ins)))
-                    errs.append(rel_err(torch, outs[0], ref))
-                    runs.append(outs[0].clone())
-            same = (bool(torch.equal(runs[0], runs[1]))
-                    and bool(torch.equal(runs[2], runs[3])))
-            del runs
-            res["tang_check"] = {"rel_errs": errs, "deterministic": same,
-                                 "tol": REL_TOL, "run_ms": est}
-            if max(errs) > REL_TOL or not same:
-                if math.isinf(max(errs)):
-                    note = "NaN, inf or unwritten elements in the output"
+        fns = peer_functions(torch, F, kind, params)
+        contenders = [("tang", run)]
+        peer_checks, how = {}, {}
+        for peer in meta["peers"]:
+            pid = peer["id"]
+            how[pid] = peer["how"]
+            try:
+                if pid == "compile":
+                    if deadline.passed(args.compile_reserve_s):
+                        res["peer_status"] = res.get("peer_status", {})
+                        res["peer_status"][pid] = "skipped: budget"
+                        continue
+                    t0 = time.monotonic()
+                    fn = torch.compile(fns["eager"], mode=args.compile_mode)
+                    fn(*sets[0])
+                    torch.cuda.synchronize()
+                    how[pid] += (f" (mode={args.compile_mode}, compiled in "
+                                 f"{time.monotonic() - t0:.0f} s)")
                 else:
-                    note = f"rel err {max(errs):.3g}" + (
-                        "" if same else ", result moves between runs")
-                res.update(status="incorrect", note=note)
-            else:
-                tang_plan = plan(min(est), args)
-                tang_times = time_ms(torch, run, nsets, *tang_plan)
-        except Exception as e:
-            res.update(status="run failed", note=_short(e))
-
-    # -- peers -------------------------------------------------------------
-    fns = peer_functions(torch, F, kind, params)
-    for peer in meta["peers"]:
-        pid = peer["id"]
-        pres = {"id": pid, "how": peer["how"]}
-        res["peers"].append(pres)
-        try:
-            if pid == "compile":
-                if time.monotonic() > deadline:
-                    pres["skipped"] = "time budget spent"
-                    continue
-                t0 = time.monotonic()
-                fn = torch.compile(fns["eager"], mode=args.compile_mode)
-                fn(*sets[0])  # compiles
-                torch.cuda.synchronize()
-                pres["compile_s"] = round(time.monotonic() - t0, 1)
-                pres["how"] += f" (mode={args.compile_mode})"
-            else:
-                fn = fns[pid]
-            errs = [rel_err(torch, fn(*ins), ref)
-                    for ins, ref in ((sets[0], refs[0]), (fresh, refs[1]))]
-            pres["rel_err"] = max(errs)
-            pres["correct"] = pres["rel_err"] <= REL_TOL
-            call = lambda k: fn(*sets[k])
-            pres.update(summary(time_ms(
-                torch, call, nsets, *plan(probe_ms(torch, call), args))))
-            pres["gbps"] = meta["bytes_min"] / pres["ms"] / 1e6
-        except Exception as e:
-            pres["error"] = _short(e)
-
-    # tang once more after the peers: the spread between the two medians
-    # says how much of a difference is noise. The pooled median is reported.
-    # (Skipped for a kernel too slow to time twice in the budget.)
-    if tang_times:
-        m1 = statistics.median(tang_times)
-        again = []
-        if m1 * sum(tang_plan) <= 2 * MEASURE_BUDGET_MS:
-            again = time_ms(torch, run, nsets, *tang_plan)
-        res["tang"] = summary(tang_times + again)
-        res["tang"].update(first_ms=m1, warmup=tang_plan[1],
-                           gbps=meta["bytes_min"] / res["tang"]["ms"] / 1e6)
-        if again:
-            m2 = statistics.median(again)
-            res["tang"].update(second_ms=m2,
-                               spread=abs(m1 - m2) / min(m1, m2))
-    if bundle is not None:
+                    fn = fns[pid]
+                cks = [harness.check_tensor(fn(*ins), ref, tol_p,
+                                            f"{pid} draw {i}")
+                       for i, (ins, ref) in enumerate(draws)]
+                peer_checks[pid] = cks
+                contenders.append((pid, lambda k, fn=fn: fn(*sets[k])))
+            except Exception as e:
+                res.setdefault("peer_status", {})[pid] = "failed: " + _short(e)
+        res["peer_checks"] = {k: [{kk: c[kk] for kk in
+                                   ("name", "ok", "max_err", "bad", "worst")}
+                                  for c in v] for k, v in peer_checks.items()}
+        res["peer_how"] = how
+        timed = harness.interleaved_rounds(
+            torch, contenders, rounds=args.rounds_n, target_ms=args.target_ms,
+            nsets=nsets, deadline=deadline.monotonic())
+        wrong = [k for k, v in peer_checks.items()
+                 if not all(c["ok"] for c in v)]
+        res.update(harness.compare("tang", timed, excluded=wrong))
+        res["timing"] = timed
+        res["incorrect_peers"] = wrong
+        for k, v in timed.items():
+            if "error" in v:
+                res.setdefault("peer_status", {})[k] = "failed: " + v["error"]
+        if res["tang_ms"]:
+            res["tang_gbps"] = meta["bytes_min"] / res["tang_ms"] / 1e6
+    except Exception as e:
+        res.update(status="failed", note=_short(e))
+    finally:
         bundle.close()
-    sets = outs = refs = fresh = None  # free the inputs before the next case
-    torch.cuda.empty_cache()
     return res
 
 
@@ -551,24 +532,20 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cases", nargs="*", metavar="NAME",
                     help="only these cases (default: every meta.json)")
-    ap.add_argument("--reps", type=int, default=100,
-                    help="timed repeats per measurement (default 100)")
-    ap.add_argument("--warmup", type=int, default=10,
-                    help="untimed repeats first (default 10)")
     ap.add_argument("--compile-mode", default="default",
                     help="torch.compile mode of the 'compile' peers "
                          "(default: default; max-autotune-no-cudagraphs "
                          "autotunes, which takes minutes)")
-    ap.add_argument("--budget-s", type=float, default=300,
-                    help="after this many seconds, skip the torch.compile "
-                         "peers still to come (default 300)")
-    ap.add_argument("--out", default=os.environ.get("OUT") or
-                    str(ROOT / "gpu-work" / "bench-out"),
-                    help="where bench.md and bench.json go (default $OUT)")
+    ap.add_argument("--compile-reserve-s", type=float, default=60,
+                    help="skip a torch.compile peer when less than this is "
+                         "left before --deadline (default 60)")
+    harness.add_common_args(ap)
     args = ap.parse_args()
+    args.rounds_n = harness.rounds_of(args)
+    args.target_ms = harness.target_ms_of(args)
+    deadline = harness.Deadline(args.deadline)
     t_start = time.monotonic()
-    deadline = t_start + args.budget_s
-    out_dir = Path(args.out)
+    out_dir = Path(args.out) if args.out else harness.out_dir("bench-out")
 
     metas = sorted(WORK.glob("*/meta.json"))
     metas = [json.loads(p.read_text()) for p in metas]
@@ -578,7 +555,6 @@ def main() -> int:
         print(f"no meta.json under {WORK} (run bench/prepare_bench.py "
               f"first and carry gpu-work)", file=sys.stderr)
         return 2
-    # Norms first, then GEMV, in the order prepare_bench.py lists them.
     order = ["rmsnorm", "softmax", "layernorm", "gemv"]
     metas.sort(key=lambda m: (order.index(m["kind"]) if m["kind"] in order
                               else len(order), m["bytes_min"], m["case"]))
@@ -586,74 +562,49 @@ def main() -> int:
     import torch
     import torch.nn.functional as F
     import tang.cuda as tang_cuda
-    try:
-        import triton
-        triton_version = triton.__version__
-    except ImportError:
-        triton_version = "absent"
 
     torch.manual_seed(SEED)
     torch.cuda.init()
     props = torch.cuda.get_device_properties(0)
     l2 = getattr(props, "L2_cache_size", 50 << 20) or (50 << 20)
-    report = {
-        "date": datetime.datetime.now(datetime.timezone.utc)
-                .isoformat(timespec="seconds"),
-        "device": torch.cuda.get_device_name(0),
-        "sm_count": props.multi_processor_count,
-        "l2_bytes": l2,
-        "torch": torch.__version__,
-        "cuda": torch.version.cuda,
-        "triton": triton_version,
-        "python": platform.python_version(),
-        "git": metas[0].get("git"),
-        "settings": {"reps": args.reps, "warmup": args.warmup,
-                     "compile_mode": args.compile_mode, "rel_tol": REL_TOL,
-                     "copy_bytes": COPY_BYTES, "seed": SEED,
-                     "fresh_seed": FRESH_SEED},
-        "copy": {"start": None, "end": None},
-        "cases": [],
-    }
-    print(f"{report['device']}, torch {report['torch']}, CUDA "
-          f"{report['cuda']}, Triton {triton_version}, L2 {l2 >> 20} MiB",
-          flush=True)
-
-    report["copy"]["start"] = copy_rate(torch, args.reps)
+    report = harness.new_report("memory_bound", torch, settings={
+        "rounds": args.rounds_n, "target_ms": args.target_ms,
+        "compile_mode": args.compile_mode, "quick": args.quick,
+        "seed": SEED, "fresh_seed": FRESH_SEED, "l2_bytes": l2})
+    path = out_dir / "memory_bound.json"
+    report["copy"] = {"start": copy_rate(torch, 20), "end": None}
     print(f"copy rate (start): {report['copy']['start']['gbps']:.0f} GB/s",
           flush=True)
-
     for meta in metas:
         t0 = time.monotonic()
-        try:
-            res = run_case(torch, F, tang_cuda, meta, args, l2, deadline)
-        except Exception as e:  # keep going: report the case as failed
-            traceback.print_exc()
-            res = {"case": meta["case"], "kind": meta["kind"],
-                   "params": meta["params"], "bytes_min": meta["bytes_min"],
-                   "flops": meta["flops"],
-                   "target": meta["target"]["min_fraction_of_copy_rate"],
-                   "status": "error", "note": _short(e), "tang": None,
-                   "peers": [], "compile": {}}
-            torch.cuda.empty_cache()
+        if deadline.passed(5):
+            res = harness.case_result(meta["case"], status="skipped: budget")
+        else:
+            try:
+                res = run_case_common(torch, F, tang_cuda, meta, args, l2,
+                                      deadline)
+            except Exception as e:
+                traceback.print_exc()
+                res = harness.case_result(meta["case"], status="failed",
+                                          note=_short(e))
+        torch.cuda.empty_cache()
         res["wall_s"] = round(time.monotonic() - t0, 1)
         report["cases"].append(res)
-        t = res.get("tang") or {}
-        print(f"{res['case']}: {res['status']}"
-              + (f" ({res['note']})" if res["note"] else "")
-              + (f", tang {t['ms']:.4f} ms" if t else "")
-              + "".join(f", {p['id']} {p['ms']:.4f} ms"
-                        for p in res["peers"] if "ms" in p)
-              + f" [{res['wall_s']} s]", flush=True)
-        report["wall_s"] = time.monotonic() - t_start
-        write_report(report, out_dir)
-
-    report["copy"]["end"] = copy_rate(torch, args.reps)
-    print(f"copy rate (end): {report['copy']['end']['gbps']:.0f} GB/s",
-          flush=True)
-    report["wall_s"] = time.monotonic() - t_start
-    write_report(report, out_dir)
-    print_table(report)
-    print(f"\nwrote {out_dir / 'bench.md'} and {out_dir / 'bench.json'}")
+        print(f"{res['case']}: {res['status']} max_err {res['max_err']} "
+              f"tang {res['tang_ms']} peers {res['peers']} ratio "
+              f"{res['ratio']} spread {res['spread']} {res['note']}",
+              flush=True)
+        harness.write_report(report, path)
+    report["copy"]["end"] = copy_rate(torch, 20)
+    rates = [c["gbps"] for c in report["copy"].values() if c]
+    report["copy_gbps"] = max(rates)
+    for r in report["cases"]:
+        if r.get("tang_gbps"):
+            r["fraction_of_copy"] = r["tang_gbps"] / report["copy_gbps"]
+            r["target_met"] = r["fraction_of_copy"] >= r["target"]
+    harness.finish_report(report, t_start)
+    harness.write_report(report, path)
+    print(f"wrote {path}")
     return 0
 
 

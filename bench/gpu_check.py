@@ -1,99 +1,155 @@
 #!/usr/bin/env python3
 """Runs every case prepared by scripts/prepare-gpu-check.py on the GPU and
-compares each output with the float64 reference interpreter's.
+compares every element of every output with the float64 reference
+interpreter's.
 
-Tolerance on ||out - ref|| / ||ref|| follows from the storage type: f32
-1e-5, f16 5e-3, bf16 2e-2 (bf16 keeps 8 bits: outputs and intermediates
-stored in it carry ~4e-3 relative error each). Integer outputs must match
-exactly; NaN never passes. Outputs are poisoned with NaN (0x7f.. bytes for
-integers) before each run, so an unwritten element fails.
+The comparison is bench/harness.py's elementwise rule (see its docstring):
+
+    |got - ref| <= atol + rtol |ref|  for every element with a finite ref,
+    rtol = 2 u(storage),
+    atol = 8 rms(ref) sqrt(R u(storage)^2 + K u(acc)^2),
+
+u the unit roundoff (bf16 2^-8, f16 2^-11, f32 2^-24). The examples spell
+their arithmetic in the storage type (prepare-gpu-check.py replaces f32 by
+f16/bf16 everywhere), so the accumulation type is the storage type; K is the
+longest reduction of the program (the product of a comprehension's reduced
+extents) and R the number of comprehensions (each may store its result in
+the storage type). Where ref is NaN or +-inf, got must hold the same NaN or
+the same infinity; where ref is finite, got must be finite. Integer outputs
+must be equal. Outputs are poisoned with NaN (0x7f.. for integers) before a
+first run and with a finite sentinel before a second, and the two runs must
+give the same bits: an element neither run wrote, or a race, fails even
+where the reference is NaN. A failure reports the worst element's index,
+got and ref.
 
 Usage (GPU machine, repository root): python3 bench/gpu_check.py [--filter S]
-Writes $OUT/gpu_check.json and prints a table; exits 1 if any case fails.
+Writes $OUT/gpu_check.json (bench/harness.py's common schema: one case per
+example and type, status ok/incorrect/failed, max_err = the largest
+|got - ref| / (atol + rtol |ref|), <= 1 passes) and prints a table; exits 1
+if any case fails.
 """
 
 import argparse
 import json
-import os
 import pathlib
+import re
 import sys
+import time
 
 import numpy as np
-import torch
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
-import tang.cuda  # noqa: E402
+sys.path.insert(0, str(ROOT / "bench"))
+import harness  # noqa: E402
 
-TORCH_DTYPES = {"f32": torch.float32, "f16": torch.float16,
-                "bf16": torch.bfloat16, "f64": torch.float64,
-                "i32": torch.int32, "i8": torch.int8}
-TOLERANCE = {"f32": 1e-5, "f16": 5e-3, "bf16": 2e-2, "f64": 1e-12}
+_COMP = re.compile(r"tang\.comprehension\s*(\(([^)]*)\))?\s*"
+                   r"(reduce\s*\(([^)]*)\))?\s*\[([^\]]*)\]")
 
 
-def check_case(case):
+def program_shape(text: str):
+    """(K, R): the longest reduction (product of a comprehension's reduced
+    extents) and the number of comprehensions in a tang program."""
+    K, R = 1, 0
+    for m in _COMP.finditer(text):
+        R += 1
+        if not m.group(3):
+            continue
+        nred = len([x for x in m.group(4).split(",") if x.strip()])
+        ext = [int(x) for x in m.group(5).split(",") if x.strip()]
+        k = 1
+        for e in ext[len(ext) - nred:]:
+            k *= e
+        K = max(K, k)
+    return K, max(R, 1)
+
+
+def tolerance_for(dtype: str, program: str) -> harness.Tolerance:
+    if dtype in harness.INTEGER_TYPES:
+        return harness.Tolerance(dtype)
+    K, R = program_shape(program)
+    return harness.Tolerance(dtype, reduction=K, roundings=R, acc=dtype)
+
+
+def check_case(torch, tang_cuda, case):
+    dtypes = {"f32": torch.float32, "f16": torch.float16,
+              "bf16": torch.bfloat16, "f64": torch.float64,
+              "i32": torch.int32, "i8": torch.int8}
     manifest = json.loads((case / "bundle" / "manifest.json").read_text())
     fn = manifest["functions"][0]
-    bundle = tang.cuda.Bundle(case / "bundle")
+    program = (case / "program.mlir").read_text()
+    bundle = tang_cuda.Bundle(case / "bundle")
     inputs, outputs = [], []
     for i, arg in enumerate(a for a in fn["args"] if a["role"] == "input"):
         host = torch.from_numpy(np.load(case / f"input_{i}.npy"))
-        inputs.append(host.to(TORCH_DTYPES[arg["dtype"]]).cuda())
-    for arg in fn["args"]:
-        if arg["role"] != "output":
-            continue
-        dt = TORCH_DTYPES[arg["dtype"]]
-        out = torch.empty(arg["shape"], dtype=dt, device="cuda")
-        out.fill_(float("nan") if dt.is_floating_point else 0x7F)
-        outputs.append(out)
-    bundle.run(fn["name"], *inputs, outputs=outputs, sync=True)
-    results = []
-    for k, (out, arg) in enumerate(
-            zip(outputs, [a for a in fn["args"] if a["role"] == "output"])):
+        inputs.append(host.to(dtypes[arg["dtype"]]).cuda())
+    out_args = [a for a in fn["args"] if a["role"] == "output"]
+    for arg in out_args:
+        outputs.append(torch.empty(arg["shape"], dtype=dtypes[arg["dtype"]],
+                                   device="cuda"))
+    first, same = harness.poisoned_runs(
+        torch, outputs, lambda: bundle.run(fn["name"], *inputs,
+                                           outputs=outputs))
+    checks = []
+    for k, (got, arg) in enumerate(zip(first, out_args)):
         ref = np.load(case / "ref" / f"output_{k}.npy").astype(np.float64)
-        got = out.double().cpu().numpy()
-        if arg["dtype"] in ("i32", "i8"):
-            ok = np.array_equal(got, ref)
-            err = float(np.abs(got - ref).max()) if got.size else 0.0
-            tol = 0.0
-        else:
-            nan = bool(np.isnan(got).any())
-            err = float(np.linalg.norm(got - ref) / np.linalg.norm(ref))
-            tol = TOLERANCE[arg["dtype"]]
-            ok = (not nan) and err <= tol
-        results.append({"output": k, "dtype": arg["dtype"], "error": err,
-                        "tolerance": tol, "ok": bool(ok)})
+        tol = tolerance_for(arg["dtype"], program)
+        c = harness.check_elementwise(got.double().cpu().numpy(), ref, tol,
+                                      f"out{k} {arg['dtype']}")
+        checks.append(c)
     bundle.close()
-    return results
+    return checks, same
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--filter", default="", help="only cases containing this")
+    harness.add_common_args(ap)
     args = ap.parse_args()
+    deadline = harness.Deadline(args.deadline)
+    t_start = time.monotonic()
+    import torch
+    import tang.cuda as tang_cuda
     torch.cuda.init()
-    cases = sorted(p for p in (ROOT / "gpu-work" / "check").iterdir()
-                   if args.filter in p.name)
-    rows, failures = [], 0
+    work = ROOT / "gpu-work" / "check"
+    cases = sorted(p for p in work.iterdir()
+                   if args.filter in p.name) if work.exists() else []
+    if not cases:
+        print(f"no cases under {work}: run scripts/prepare-gpu-check.py and "
+              "carry gpu-work", file=sys.stderr)
+        return 2
+    out = pathlib.Path(args.out) if args.out else harness.out_dir(".")
+    path = out / "gpu_check.json"
+    report = harness.new_report("gpu_check", torch)
+    failures = 0
     for case in cases:
-        try:
-            res = check_case(case)
-        except Exception as e:  # report and go on with the other cases
-            res = [{"output": -1, "dtype": "?", "error": float("nan"),
-                    "tolerance": 0, "ok": False, "exception": repr(e)}]
-        for r in res:
-            r["case"] = case.name
-            rows.append(r)
-            failures += not r["ok"]
-            print(f"{case.name:32s} out{r['output']} {r['dtype']:5s} "
-                  f"err {r['error']:.3e} tol {r['tolerance']:.0e} "
-                  f"{'ok' if r['ok'] else 'FAIL'} {r.get('exception', '')}")
-    summary = {"device": torch.cuda.get_device_name(),
-               "torch": torch.__version__, "cases": len(cases),
-               "outputs": len(rows), "failures": failures, "rows": rows}
-    out = pathlib.Path(os.environ.get("OUT", "."))
-    (out / "gpu_check.json").write_text(json.dumps(summary, indent=1))
-    print(f"{len(rows) - failures} passed, {failures} failed")
+        if deadline.passed(2):
+            res = harness.case_result(case.name, status="skipped: budget")
+        else:
+            try:
+                checks, same = check_case(torch, tang_cuda, case)
+                ok, worst = harness.summarize_checks(checks)
+                res = harness.case_result(
+                    case.name, checks=checks, max_err=worst,
+                    deterministic=same,
+                    status="ok" if ok and same else "incorrect")
+                if not same:
+                    res["note"] = "runs differ or elements unwritten; "
+                res["note"] += "; ".join(
+                    f"{c['name']}: {c['bad']} of {c['elements']} bad, worst "
+                    f"{c['worst']}" for c in checks if not c["ok"])
+            except Exception as e:  # report and go on with the other cases
+                res = harness.case_result(case.name, status="failed",
+                                          note=harness.short(e))
+        failures += res["status"] != "ok"
+        report["cases"].append(res)
+        me = res["max_err"]
+        print(f"{case.name:36s} {res['status']:10s} max_err "
+              f"{'-' if me is None else format(me, '.3g') if isinstance(me, float) else me}"
+              f" {res['note'][:200]}", flush=True)
+    harness.finish_report(report, t_start)
+    harness.write_report(report, path)
+    print(f"{len(cases) - failures} passed, {failures} failed; wrote {path}")
     return 1 if failures else 0
 
 

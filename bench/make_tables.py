@@ -1,0 +1,205 @@
+#!/usr/bin/python3
+"""Generates the README's performance table from bench/results/*.json.
+
+Reads every common-schema report (bench/harness.py, schema tang-bench/1)
+directly under bench/results/ that bench/run_all.py wrote (one per suite),
+and writes:
+
+- README.md, between `<!-- bench-table:begin -->` and
+  `<!-- bench-table:end -->`: per suite, where and when it ran (commit,
+  whether the tree was dirty, device, PyTorch, clocks, temperature and
+  power limit before and after), a count of wins, losses, ties and
+  failures, and one row per case: status, the worst element's share of its
+  error bound (max err, <= 1 passes), tang's time, the best correct peer
+  and its time, the median per-round ratio peer/tang with its (min, max)
+  spread, and the verdict in words;
+- bench/results/<suite>.md beside each JSON: the same table for that suite.
+
+Nothing is copied by hand: rerun this after copying a run's JSON into
+bench/results/. `--check` exits 1 when README.md is not what the JSON gives.
+
+Usage: /usr/bin/python3 bench/make_tables.py [--results DIR] [--readme FILE]
+       [--check]
+"""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+import harness  # noqa: E402
+
+BEGIN = "<!-- bench-table:begin -->"
+END = "<!-- bench-table:end -->"
+ORDER = ["gpu_check", "memory_bound", "gemm", "attention_grad", "block_grad"]
+TITLES = {"gpu_check": "Every example against the interpreter (no timing)",
+          "memory_bound": "Memory-bound kernels (bf16)",
+          "gemm": "Tensor-core products, attention forward, transformer "
+                  "block forward",
+          "attention_grad": "Attention forward + backward",
+          "block_grad": "Transformer block forward + backward"}
+
+
+def load_reports(results: Path) -> list:
+    """The common-schema suite reports under `results`, in ORDER; raises
+    ValueError on one that does not validate."""
+    reps = []
+    for p in sorted(results.glob("*.json")):
+        try:
+            rep = json.loads(p.read_text())
+        except ValueError:
+            continue
+        if not isinstance(rep, dict) or rep.get("schema") != harness.SCHEMA \
+                or rep.get("suite") in (None, "run_all"):
+            continue
+        probs = harness.validate_report(rep)
+        if probs:
+            raise ValueError(f"{p}: {'; '.join(probs[:5])}")
+        rep["_file"] = p.name
+        reps.append(rep)
+    rank = {s: i for i, s in enumerate(ORDER)}
+    return sorted(reps, key=lambda r: (rank.get(r["suite"], len(ORDER)),
+                                       r["suite"]))
+
+
+def num(v, spec):
+    if v is None:
+        return "-"
+    if isinstance(v, str):
+        return v
+    return format(v, spec)
+
+
+def in_words(c: dict) -> str:
+    """The case's outcome, plainly."""
+    st = c["status"]
+    if st != "ok":
+        return {"incorrect": "**INCORRECT**"}.get(st, st)
+    if c.get("ratio") is None:
+        return "checked" if not c.get("peers") else "no peer timed"
+    r, v = c["ratio"], c.get("verdict")
+    if v == "win":
+        return f"win: tang {r:.2f}x faster"
+    if v == "loss":
+        return f"**loss**: tang takes {1 / r:.2f}x the peer's time"
+    return "tie (spread contains 1)"
+
+
+def clocks(cl: dict) -> str:
+    def one(s):
+        if not s or "error" in s:
+            return "?"
+        return (f"SM {num(s.get('clocks.sm'), '.0f')} MHz, "
+                f"{num(s.get('temperature.gpu'), '.0f')} C, "
+                f"{num(s.get('power.draw'), '.0f')}/"
+                f"{num(s.get('power.limit'), '.0f')} W")
+    return f"before {one((cl or {}).get('before'))}; after " \
+           f"{one((cl or {}).get('after'))}"
+
+
+def counts(rep: dict) -> str:
+    k = {"win": 0, "loss": 0, "tie": 0}
+    other = {}
+    for c in rep["cases"]:
+        if c["status"] == "ok" and c.get("verdict") in k:
+            k[c["verdict"]] += 1
+        elif c["status"] != "ok":
+            key = c["status"].split(":")[0]
+            other[key] = other.get(key, 0) + 1
+    parts = [f"{len(rep['cases'])} cases"]
+    if any(k.values()):
+        parts += [f"{k['win']} wins", f"{k['loss']} losses",
+                  f"{k['tie']} ties"]
+    parts += [f"{n} {s}" for s, n in sorted(other.items())]
+    return ", ".join(parts)
+
+
+def suite_table(rep: dict, level: str = "###") -> str:
+    commit = (rep.get("commit") or "?")[:10]
+    dirty = rep.get("dirty")
+    L = [f"{level} {TITLES.get(rep['suite'], rep['suite'])} "
+         f"(`{rep['suite']}`)", ""]
+    L.append(f"{rep.get('date')}, {rep.get('device')}, PyTorch "
+             f"{rep.get('torch')}, commit {commit}"
+             + (" **on a dirty tree: a validation run, not a result**"
+                if dirty else "" if dirty is False else
+                " (tree state unknown)")
+             + f"; {clocks(rep.get('clocks'))}; "
+             f"{(rep.get('settings') or {}).get('rounds', '-')} rounds"
+             f"{' (--quick)' if (rep.get('settings') or {}).get('quick') else ''}"
+             f". {counts(rep)}. Raw: `bench/results/{rep['_file']}`.")
+    L.append("")
+    L.append("| case | status | max err | tang ms | best peer | peer ms | "
+             "peer/tang [min, max] | outcome |")
+    L.append("|---|---|---|---|---|---|---|---|")
+    for c in rep["cases"]:
+        bp = c.get("best_peer")
+        pms = (c.get("peers") or {}).get(bp) if bp else None
+        sp = c.get("spread")
+        ratio = "-" if c.get("ratio") is None else (
+            f"{c['ratio']:.3f} [{sp[0]:.3f}, {sp[1]:.3f}]" if sp
+            else f"{c['ratio']:.3f}")
+        L.append(f"| {c['case']} | {c['status']} | "
+                 f"{num(c.get('max_err'), '.2f')} | "
+                 f"{num(c.get('tang_ms'), '.4f')} | {bp or '-'} | "
+                 f"{num(pms, '.4f')} | {ratio} | {in_words(c)} |")
+    L.append("")
+    return "\n".join(L)
+
+
+def readme_block(reps: list) -> str:
+    L = [BEGIN, "",
+         "<!-- generated by bench/make_tables.py from bench/results/*.json; "
+         "do not edit -->", ""]
+    if not reps:
+        L += ["No results in bench/results/ yet: run `bench/prepare_all.py` "
+              "here, `bench/run_all.py --quick` on the GPU, copy the JSON "
+              "into bench/results/ and run `bench/make_tables.py`.", ""]
+    L += ["max err: the worst element's |got - ref| / (atol + rtol |ref|) "
+          "against float64 (bench/harness.py; <= 1 passes, every element of "
+          "every output). peer/tang: the median over interleaved rounds of "
+          "the best correct peer's time over tang's (> 1: tang faster), "
+          "with the (min, max) of the rounds; a spread containing 1 is a "
+          "tie.", ""]
+    for rep in reps:
+        L.append(suite_table(rep))
+    L.append(END)
+    return "\n".join(L)
+
+
+def splice(text: str, block: str) -> str:
+    if BEGIN not in text or END not in text:
+        raise ValueError(f"README has no {BEGIN} ... {END} markers")
+    a = text.index(BEGIN)
+    b = text.index(END) + len(END)
+    return text[:a] + block + text[b:]
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--results", default=str(ROOT / "bench" / "results"))
+    ap.add_argument("--readme", default=str(ROOT / "README.md"))
+    ap.add_argument("--check", action="store_true",
+                    help="exit 1 if README.md is stale; write nothing")
+    args = ap.parse_args(argv)
+    results = Path(args.results)
+    reps = load_reports(results)
+    readme = Path(args.readme)
+    new = splice(readme.read_text(), readme_block(reps))
+    if args.check:
+        stale = new != readme.read_text()
+        print("README.md table is stale" if stale else "README.md table ok")
+        return 1 if stale else 0
+    readme.write_text(new)
+    for rep in reps:
+        (results / (Path(rep["_file"]).stem + ".md")).write_text(
+            f"# {rep['suite']}\n\n" + suite_table(rep, "##")
+            .split("\n", 2)[2] + "\n")
+    print(f"{len(reps)} suites -> {readme} and their .md beside the JSON")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

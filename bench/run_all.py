@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""Runs every bench suite on the GPU machine and writes one common-schema
+JSON per suite (bench/harness.py): gpu_check.json, memory_bound.json,
+gemm.json (tensor-core products, attention forward, the transformer block
+forward), attention_grad.json, block_grad.json, and run_all.json (the run's
+environment: commit, dirty, clocks before and after, each suite's exit code
+and wall time).
+
+Prepare here first (no GPU): `/usr/bin/python3 bench/prepare_all.py`; then
+on the GPU machine, with gpu-work carried:
+
+    python3 bench/run_all.py --quick      # under 10 minutes on one H200
+    python3 bench/run_all.py              # more repeats per round, 7 rounds
+
+Each suite runs in its own process (a kernel fault cannot take the others
+down) under a share of one global budget (--budget-s; time a suite leaves
+unused passes to the next). A suite skips what its deadline does not allow:
+torch.compile peers first ("skipped: budget" in peer_status), then whole
+cases (status "skipped: budget"); every case is listed either way. Output
+goes to --out (default $OUT, else bench/results/); then run
+`/usr/bin/python3 bench/make_tables.py` here to regenerate the README's
+table from bench/results/*.json.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+import harness  # noqa: E402
+
+#: (suite, script, share of the budget, extra arguments)
+SUITES = [
+    ("gpu_check", "bench/gpu_check.py", 0.07, []),
+    ("memory_bound", "bench/bench_memory_bound.py", 0.15, []),
+    ("gemm", "bench/bench_gemm.py", 0.25, []),
+    ("attention_grad", "bench/bench_attention_grad.py", 0.16, []),
+    ("block_grad", "bench/bench_block_grad.py", 0.37, []),
+]
+#: Seconds a suite may run past its deadline before it is killed (a case
+#: in flight finishes; its JSON is rewritten after every case).
+GRACE_S = 25
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true",
+                    help="5 rounds of short measurements; fits in 10 min")
+    ap.add_argument("--budget-s", type=float, default=None,
+                    help="total seconds (default: 530 with --quick, 3000 "
+                         "without)")
+    ap.add_argument("--suites", nargs="*", default=None,
+                    choices=[s for s, *_ in SUITES])
+    ap.add_argument("--out", default=os.environ.get("OUT")
+                    or str(ROOT / "bench" / "results"))
+    args = ap.parse_args()
+    budget = args.budget_s or (530.0 if args.quick else 3000.0)
+    t0 = time.time()
+    end = t0 + budget
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    env = {"schema": harness.SCHEMA, "suite": "run_all", "date": harness.now(),
+           "quick": args.quick, "budget_s": budget, "git": harness.git_state(),
+           "clocks": {"before": harness.gpu_state(), "after": None},
+           "suites": {}}
+    env["commit"] = env["git"].get("commit")
+    env["dirty"] = env["git"].get("dirty")
+    suites = [s for s in SUITES if not args.suites or s[0] in args.suites]
+    total_share = sum(s[2] for s in suites)
+    spent_share = 0.0
+    for name, script, share, extra in suites:
+        spent_share += share
+        # This suite's deadline: its share, plus what earlier suites left.
+        deadline = min(end, t0 + budget * spent_share / total_share)
+        deadline = max(deadline, time.time() + 20)
+        cmd = [sys.executable, script, "--out", str(out), "--deadline",
+               f"{deadline:.1f}"] + (["--quick"] if args.quick else []) + extra
+        print(f"== {name}: {' '.join(cmd[1:])} ({deadline - time.time():.0f}"
+              f" s)", flush=True)
+        ts = time.time()
+        try:
+            r = subprocess.run(cmd, cwd=ROOT,
+                               timeout=max(30, deadline - ts + GRACE_S))
+            rc = r.returncode
+        except subprocess.TimeoutExpired:
+            rc = "killed at its deadline"
+        env["suites"][name] = {"rc": rc, "wall_s": round(time.time() - ts, 1),
+                               "json": f"{name}.json"}
+        print(f"== {name}: rc {rc}, {time.time() - ts:.0f} s", flush=True)
+        env["clocks"]["after"] = harness.gpu_state()
+        env["wall_s"] = round(time.time() - t0, 1)
+        harness.write_report(env, out / "run_all.json")
+    # One line per case, for the end of the log.
+    print("\nsuite / case / status / max_err / tang ms / best peer / ratio "
+          "[spread] verdict")
+    for name, *_ in suites:
+        p = out / f"{name}.json"
+        if not p.exists():
+            print(f"{name}: no JSON")
+            continue
+        rep = json.loads(p.read_text())
+        probs = harness.validate_report(rep)
+        if probs:
+            print(f"{name}: SCHEMA PROBLEMS {probs[:5]}")
+        for c in rep["cases"]:
+            sp = c.get("spread")
+            me = c.get("max_err")
+            print(f"{name} {c['case']} {c['status']} "
+                  f"{me if not isinstance(me, float) else round(me, 3)} "
+                  f"{c.get('tang_ms') and round(c['tang_ms'], 4)} "
+                  f"{c.get('best_peer')} "
+                  f"{c.get('ratio') and round(c['ratio'], 3)} "
+                  f"{[round(x, 3) for x in sp] if sp else ''} "
+                  f"{c.get('verdict') or ''}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,255 @@
+"""Self-test of bench/harness.py's pure-Python parts and bench/make_tables.py
+(NumPy only; no GPU): the elementwise check must reject one wrong element,
+a NaN where the reference has inf, an inf of the wrong sign, an unwritten
+(NaN) element; ratios, spreads and verdicts; schema validation; the README
+table generated from JSON. Run: /usr/bin/python3 -m pytest bench/test_harness.py
+"""
+
+import copy
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import harness  # noqa: E402
+import make_tables  # noqa: E402
+
+
+def bf16(a):
+    bits = np.asarray(a, np.float32).view(np.uint32).astype(np.uint64)
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return bits.astype(np.uint32).view(np.float32)
+
+
+@pytest.fixture
+def ref():
+    return np.random.default_rng(0).standard_normal((128, 64))
+
+
+TOL = harness.Tolerance("bf16", reduction=64)
+
+
+def test_rounded_output_passes(ref):
+    c = harness.check_elementwise(bf16(ref), ref, TOL)
+    assert c["ok"] and c["bad"] == 0 and c["max_err"] <= 1
+    assert c["elements"] == ref.size
+
+
+@pytest.mark.parametrize("delta", [0.1, -1.0, 100.0])
+def test_one_wrong_element_fails(ref, delta):
+    got = bf16(ref)
+    got[17, 5] += delta
+    c = harness.check_elementwise(got, ref, TOL)
+    assert not c["ok"] and c["bad"] == 1
+    assert c["worst"]["index"] == [17, 5]
+    assert c["max_err"] > 1
+
+
+def test_one_wrong_row_fails_though_normwise_small(ref):
+    big = np.random.default_rng(1).standard_normal((4096, 64))
+    got = bf16(big)
+    got[100] *= 1.05  # 5% off on one row of 4096: norm-wise 8e-4
+    assert np.linalg.norm(got - big) / np.linalg.norm(big) < 2e-3
+    c = harness.check_elementwise(got, big, TOL)
+    assert not c["ok"] and c["worst"]["index"][0] == 100
+
+
+def test_nan_where_ref_inf_fails(ref):
+    r = ref.copy()
+    r[3, 3] = np.inf
+    got = bf16(r)
+    got[3, 3] = np.nan
+    c = harness.check_elementwise(got, r, TOL)
+    assert not c["ok"] and c["nonfinite_mismatch"] == 1
+    assert c["worst"] == {"index": [3, 3], "got": "nan", "ref": "inf"}
+
+
+def test_infinities_must_match_with_sign(ref):
+    r = ref.copy()
+    r[0, 0], r[1, 1], r[2, 2] = np.inf, -np.inf, np.nan
+    got = bf16(r)
+    assert harness.check_elementwise(got, r, TOL)["ok"]
+    got[1, 1] = np.inf
+    assert not harness.check_elementwise(got, r, TOL)["ok"]
+    got = bf16(r)
+    got[2, 2] = 0.0  # a number where the reference is NaN
+    assert not harness.check_elementwise(got, r, TOL)["ok"]
+
+
+def test_unwritten_nan_fails(ref):
+    got = bf16(ref)
+    got[5, 9] = np.nan
+    c = harness.check_elementwise(got, ref, TOL)
+    assert not c["ok"] and c["worst"]["index"] == [5, 9]
+
+
+def test_overflow_to_same_infinity_passes():
+    r = np.array([1e39, -1e39, 1.0])
+    got = np.array([np.inf, -np.inf, 1.0])
+    assert harness.check_elementwise(got, r, TOL)["ok"]
+    assert not harness.check_elementwise(np.array([np.inf, np.inf, 1.0]),
+                                         r, TOL)["ok"]
+
+
+def test_chunked_equals_whole(ref):
+    got = bf16(ref)
+    got[127, 63] += 1
+    a = harness.check_elementwise(got, ref, TOL)
+    b = harness.check_elementwise(got, ref, TOL, chunk=1000)
+    assert (a["bad"], a["worst"], a["ok"]) == (b["bad"], b["worst"], b["ok"])
+    assert math.isclose(a["max_err"], b["max_err"])
+
+
+def test_integers_exact():
+    t = harness.Tolerance("i32")
+    r = np.arange(10.0)
+    assert harness.check_elementwise(np.arange(10), r, t)["ok"]
+    g = np.arange(10)
+    g[4] = 5
+    assert not harness.check_elementwise(g, r, t)["ok"]
+
+
+def test_tolerance_rule():
+    t = harness.Tolerance("bf16", reduction=1, roundings=1)
+    assert t.rtol == 2 * 2 ** -8
+    assert math.isclose(t.atol_over_scale(), 8 * 2 ** -8, rel_tol=1e-3)
+    f32 = harness.Tolerance("f32", reduction=4096)
+    assert f32.atol_over_scale() < 1e-4
+    tf = harness.Tolerance("f32", reduction=4096, operand="tf32")
+    assert tf.atol_over_scale() > f32.atol_over_scale()
+    assert harness.Tolerance("bf16", roundings=16).atol_over_scale() > \
+        t.atol_over_scale()
+
+
+def test_shape_mismatch_fails(ref):
+    c = harness.check_elementwise(np.zeros(5), ref, TOL)
+    assert not c["ok"] and "error" in c
+
+
+def test_bits_equal_nan():
+    a = np.array([np.nan, 1.0], np.float32)
+    assert harness.bits_equal(a, a.copy())
+    assert not harness.bits_equal(a, np.array([np.nan, 2.0], np.float32))
+
+
+def test_ratio_summary_and_verdicts():
+    s = harness.ratio_summary([1, 1, 1, 1, 1], [1.1, 1.2, 0.9, 1.3, 1.1])
+    assert s["ratio"] == pytest.approx(1.1)
+    assert s["spread"] == [0.9, 1.3] and s["verdict"] == "tie"
+    s = harness.ratio_summary([2, 2, 2, 2, 2], [2.2, 2.4, 2.3, 2.5, 2.2])
+    assert s["verdict"] == "win" and s["spread"][0] > 1
+    s = harness.ratio_summary([1, 1, 1, 1, 1], [0.5, 0.6, 0.7, 0.6, 0.5])
+    assert s["verdict"] == "loss" and s["ratio"] == pytest.approx(0.6)
+    assert harness.verdict(1.0, 1.2) == "tie"
+    with pytest.raises(ValueError):
+        harness.ratio_summary([1, 1], [1])
+
+
+def test_round_orders_alternate():
+    o = harness.round_orders(["tang", "a", "b"], 5)
+    assert o[0] == ["tang", "a", "b"] and o[1] == ["b", "a", "tang"]
+    assert len(o) == 5 and o[4] == o[0]
+
+
+def test_compare_picks_fastest_correct_peer():
+    timed = {"tang": {"rounds": [1.0] * 5, "ms": 1.0},
+             "fast_wrong": {"rounds": [0.5] * 5, "ms": 0.5},
+             "slow": {"rounds": [1.2, 1.3, 1.1, 1.2, 1.25], "ms": 1.2},
+             "broken": {"error": "RuntimeError: x"}}
+    c = harness.compare("tang", timed, excluded=["fast_wrong"])
+    assert c["best_peer"] == "slow" and c["verdict"] == "win"
+    assert c["peers"]["broken"] is None
+    assert c["ratio"] == pytest.approx(1.2)
+
+
+def report(**over):
+    rep = {"schema": harness.SCHEMA, "suite": "gemm", "date": "2026-12-02",
+           "commit": "abc", "dirty": False, "device": "NVIDIA H200",
+           "clocks": {"before": {}, "after": {}}, "torch": "2.11",
+           "settings": {"rounds": 5}, "cases": [
+               harness.case_result("a", max_err=0.3, tang_ms=1.0,
+                                   peers={"cublas": 1.2}, best_peer="cublas",
+                                   ratio=1.2, spread=[1.1, 1.3],
+                                   verdict="win"),
+               harness.case_result("b", max_err=0.2, tang_ms=2.0,
+                                   peers={"cublas": 1.0}, best_peer="cublas",
+                                   ratio=0.5, spread=[0.45, 0.55],
+                                   verdict="loss"),
+               harness.case_result("c", status="skipped: budget"),
+               harness.case_result("d", status="incorrect", max_err=40.0)]}
+    rep.update(over)
+    return rep
+
+
+def test_schema_valid_and_invalid():
+    assert harness.validate_report(report()) == []
+    bad = report()
+    del bad["commit"]
+    assert any("commit" in p for p in harness.validate_report(bad))
+    bad = report()
+    bad["cases"][0]["ratio"] = 2.0  # outside its spread
+    assert harness.validate_report(bad)
+    bad = report()
+    bad["cases"][0]["verdict"] = "tie"
+    assert harness.validate_report(bad)
+    bad = report()
+    bad["cases"][0]["max_err"] = 3.0  # ok with an error over its bound
+    assert harness.validate_report(bad)
+    bad = report()
+    bad["cases"][0]["status"] = "great"
+    assert harness.validate_report(bad)
+    assert harness.validate_report(report(schema="other"))
+
+
+def test_write_report_non_finite(tmp_path):
+    rep = report()
+    rep["cases"][3]["max_err"] = math.inf
+    harness.write_report(rep, tmp_path / "gemm.json")
+    back = json.loads((tmp_path / "gemm.json").read_text())
+    assert back["cases"][3]["max_err"] == "inf"
+    assert harness.validate_report(back) == []
+
+
+def test_make_tables(tmp_path):
+    res = tmp_path / "results"
+    res.mkdir()
+    (res / "gemm.json").write_text(json.dumps(report()))
+    (res / "other.json").write_text(json.dumps({"not": "ours"}))
+    dirty = copy.deepcopy(report(suite="block_grad", dirty=True))
+    (res / "block_grad.json").write_text(json.dumps(dirty))
+    readme = tmp_path / "README.md"
+    readme.write_text(f"x\n{make_tables.BEGIN}\nold\n{make_tables.END}\ny\n")
+    assert make_tables.main(["--results", str(res), "--readme",
+                             str(readme)]) == 0
+    text = readme.read_text()
+    assert text.startswith("x\n") and text.endswith("y\n") and "old" not in text
+    for case in ("| a |", "| b |", "| c |", "| d |"):
+        assert case in text
+    assert "win: tang 1.20x faster" in text
+    assert "**loss**: tang takes 2.00x" in text
+    assert "**INCORRECT**" in text and "skipped: budget" in text
+    assert "dirty tree" in text
+    assert text.index("Tensor-core") < text.index("Transformer block forward"
+                                                  " + backward")
+    assert (res / "gemm.md").exists()
+    assert make_tables.main(["--results", str(res), "--readme", str(readme),
+                             "--check"]) == 0
+    readme.write_text(text.replace("| a |", "| z |"))
+    assert make_tables.main(["--results", str(res), "--readme", str(readme),
+                             "--check"]) == 1
+
+
+def test_make_tables_rejects_invalid(tmp_path):
+    res = tmp_path / "results"
+    res.mkdir()
+    bad = report()
+    bad["cases"][0]["verdict"] = "tie"
+    (res / "gemm.json").write_text(json.dumps(bad))
+    readme = tmp_path / "README.md"
+    readme.write_text(f"{make_tables.BEGIN}\n{make_tables.END}\n")
+    with pytest.raises(ValueError):
+        make_tables.main(["--results", str(res), "--readme", str(readme)])
