@@ -96,7 +96,7 @@ def prepare(example, dtype, rng, gradient=False):
 
 
 # Examples --tang-grad refuses (the argmax monoid has no derivative).
-NOT_DIFFERENTIABLE = {"argmax"}
+NOT_DIFFERENTIABLE = {"argmax", "linear_recurrence"}
 
 
 def main():

@@ -232,6 +232,17 @@ def ref_cross_entropy(X, T):
     return [(T * (lse - X)).sum(axis=1)]
 
 
+def ref_linear_recurrence(g, x):
+    # h[t] = a[t] h[t-1] + x[t], a = sigmoid(g), in index order.
+    a = 1.0 / (1.0 + np.exp(-g))
+    h = np.empty_like(x)
+    state = 0.0
+    for t in range(len(x)):
+        state = a[t] * state + x[t]
+        h[t] = state
+    return [h]
+
+
 def ref_logsumexp(X):
     m = X.max(axis=1)
     return [m + np.log(np.exp(X - m[:, None]).sum(axis=1))]
@@ -274,6 +285,8 @@ CASES = {
     "conv2d": Case([Input((2, 3, 10, 10)), Input((4, 3, 3, 3))], ref_conv2d,
                    [(2, 4, 8, 8)]),
     "prefix_sum": Case([Input((64,))], ref_prefix_sum, [(64,)]),
+    "linear_recurrence": Case([Input((2048,), lo=-3, hi=3), Input((2048,))],
+                              ref_linear_recurrence, [(2048,)]),
     "argmax": Case([Input((8, 32))], ref_argmax, [(8,), (8,)],
                    output_dtypes=["f", "i"]),
     "logsumexp": Case([Input((8, 32), lo=-4, hi=4)], ref_logsumexp, [(8,)]),

@@ -7,6 +7,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <limits>
 
@@ -341,25 +342,60 @@ BodyEmitter::emitSerialReduction(OpBuilder &b, ComprehensionOp op,
 
 FailureOr<SmallVector<Value>> BodyEmitter::emitPartialReduction(
     OpBuilder &b, ComprehensionOp op, IRMapping &mapping,
-    const MonoidCodegen &monoid, Value start, int64_t step,
+    const MonoidCodegen &monoid, Value tid, int64_t threads,
     llvm::function_ref<LogicalResult(OpBuilder &)> body) {
   Location loc = op.getLoc();
   SmallVector<Value> init = monoid.identity(b, loc);
   unsigned last = op.getNumIndices() - 1;
   bool failedBody = false;
+  auto accumulate = [&](OpBuilder &ob,
+                        ValueRange carrier) -> SmallVector<Value> {
+    if (failed(body(ob))) {
+      failedBody = true;
+      return llvm::to_vector(carrier);
+    }
+    SmallVector<Value> yields =
+        llvm::map_to_vector(op.getYield().getValues(), [&](Value v) {
+          return mapping.lookupOrDefault(v);
+        });
+    return monoid.accumulate(ob, loc, carrier, yields);
+  };
+  if (threads > 1 && !monoid.isCommutative()) {
+    // A consecutive run of the row-major reduced domain per thread.
+    int64_t total = 1;
+    for (unsigned r = op.getNumParallel(); r <= last; ++r)
+      total *= op.getExtent(r);
+    int64_t run = llvm::divideCeil(total, threads);
+    auto cst = [&](int64_t v) {
+      return arith::ConstantIndexOp::create(b, loc, v).getResult();
+    };
+    Value lb = arith::MulIOp::create(b, loc, tid, cst(run));
+    Value ub = arith::MinUIOp::create(
+        b, loc, arith::AddIOp::create(b, loc, lb, cst(run)), cst(total));
+    auto loop = scf::ForOp::create(
+        b, loc, lb, ub, cst(1), init,
+        [&](OpBuilder &ob, Location, Value iv, ValueRange iter) {
+          Value rest = iv;
+          for (unsigned r = last; r > op.getNumParallel(); --r) {
+            Value ext =
+                arith::ConstantIndexOp::create(ob, loc, op.getExtent(r));
+            mapping.map(op.getIndex(r),
+                        arith::RemUIOp::create(ob, loc, rest, ext));
+            rest = arith::DivUIOp::create(ob, loc, rest, ext);
+          }
+          mapping.map(op.getIndex(op.getNumParallel()), rest);
+          scf::YieldOp::create(ob, loc, accumulate(ob, iter));
+        });
+    if (failedBody)
+      return failure();
+    return SmallVector<Value>(loop.getResults());
+  }
+  Value start = tid;
+  int64_t step = threads;
   std::function<SmallVector<Value>(OpBuilder &, unsigned, ValueRange)> loops =
       [&](OpBuilder &ob, unsigned r, ValueRange carrier) -> SmallVector<Value> {
-    if (r == op.getNumIndices()) {
-      if (failed(body(ob))) {
-        failedBody = true;
-        return llvm::to_vector(carrier);
-      }
-      SmallVector<Value> yields =
-          llvm::map_to_vector(op.getYield().getValues(), [&](Value v) {
-            return mapping.lookupOrDefault(v);
-          });
-      return monoid.accumulate(ob, loc, carrier, yields);
-    }
+    if (r == op.getNumIndices())
+      return accumulate(ob, carrier);
     Value lb = r == last ? start : arith::ConstantIndexOp::create(ob, loc, 0);
     Value ub = arith::ConstantIndexOp::create(ob, loc, op.getExtent(r));
     Value st = arith::ConstantIndexOp::create(ob, loc, r == last ? step : 1);

@@ -38,6 +38,12 @@ public:
   void setApproximate(bool a) { approximate = a; }
 
   ArrayRef<Type> getCarrierTypes() const { return carrierTypes; }
+  /// Whether combine(x, y) == combine(y, x): every builtin monoid, and a
+  /// user monoid that declares `commutative`. Kernels that split a
+  /// reduction over threads may reorder its elements only then; otherwise
+  /// each thread takes a consecutive run and the runs are combined in
+  /// thread order (emitPartialReduction, emitBlockCombine).
+  bool isCommutative() const { return !user || user.getCommutative(); }
   SmallVector<Value> identity(OpBuilder &b, Location loc) const;
   SmallVector<Value> lift(OpBuilder &b, Location loc, ValueRange yields) const;
   SmallVector<Value> combine(OpBuilder &b, Location loc, ValueRange x,
@@ -84,11 +90,16 @@ public:
   emitSerialReduction(OpBuilder &b, ComprehensionOp op, IRMapping &mapping);
 
   /// Emits the carrier (not finalised) of `op`'s reduction over the part of
-  /// its domain one thread covers: its last reduced index from `start` by
-  /// `step` (threads of a block striding a row), the others whole.
+  /// its domain that thread `tid` of `threads` covers. For a commutative
+  /// monoid the threads stride the last reduced index (thread t takes
+  /// t, t + threads, ...; the others whole: coalesced reads); otherwise
+  /// thread t takes the t-th of `threads` consecutive runs of the row-major
+  /// reduced domain, so that combining the partials in thread order is the
+  /// reduction in index order. Either way the elements a thread covers are
+  /// accumulated in index order.
   FailureOr<SmallVector<Value>>
   emitPartialReduction(OpBuilder &b, ComprehensionOp op, IRMapping &mapping,
-                       const MonoidCodegen &monoid, Value start, int64_t step,
+                       const MonoidCodegen &monoid, Value tid, int64_t threads,
                        llvm::function_ref<LogicalResult(OpBuilder &)> body);
 
   /// Emits one operation of a body.

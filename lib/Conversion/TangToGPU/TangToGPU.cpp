@@ -355,21 +355,45 @@ int64_t getRowKernelThreads(ComprehensionOp op) {
   return t;
 }
 
-/// Combines each thread's `carrier` across the block; every thread gets the
-/// block's carrier. Subgroup shuffles within warps, then one warp combines
-/// the warps' carriers through workgroup memory `buf` (33 x 4 x f32).
+/// Combines each thread's `carrier` across the block, in thread order;
+/// every thread gets the block's carrier. Subgroup shuffles within warps,
+/// then one warp combines the warps' carriers through workgroup memory
+/// `buf` (33 x 4 x f32).
+///
+/// The butterfly runs from the nearest partner out (offsets 1, 2, ..., 16):
+/// after the step of offset o, every lane holds the combination of its
+/// aligned group of 2o lanes. For a monoid that is not commutative the lane
+/// whose bit o is set puts its partner's carrier (the earlier lanes') first,
+/// so each group is combined in lane order; warp w's carrier goes to lane w
+/// of the last combine. Together with emitPartialReduction's consecutive
+/// runs this is the reduction in index order.
 SmallVector<Value> emitBlockCombine(OpBuilder &b, Location loc,
                                     const MonoidCodegen &monoid,
                                     ValueRange carrier, Value tid,
                                     int64_t threads, Value buf) {
-  auto warpReduce = [&](OpBuilder &ob, SmallVector<Value> c) {
-    for (int32_t off = 16; off >= 1; off /= 2) {
+  bool ordered = !monoid.isCommutative();
+  auto warpReduce = [&](OpBuilder &ob, SmallVector<Value> c, Value lane) {
+    for (int32_t off = 1; off <= 16; off *= 2) {
       SmallVector<Value> other;
       for (Value v : c)
         other.push_back(
             gpu::ShuffleOp::create(ob, loc, v, off, 32, gpu::ShuffleMode::XOR)
                 .getShuffleResult());
-      c = monoid.combine(ob, loc, c, other);
+      if (!ordered) {
+        c = monoid.combine(ob, loc, c, other);
+        continue;
+      }
+      Value bit = arith::AndIOp::create(
+          ob, loc, lane, arith::ConstantIndexOp::create(ob, loc, off));
+      Value later =
+          arith::CmpIOp::create(ob, loc, arith::CmpIPredicate::ne, bit,
+                                arith::ConstantIndexOp::create(ob, loc, 0));
+      SmallVector<Value> first, second;
+      for (auto [mine, theirs] : llvm::zip(c, other)) {
+        first.push_back(arith::SelectOp::create(ob, loc, later, theirs, mine));
+        second.push_back(arith::SelectOp::create(ob, loc, later, mine, theirs));
+      }
+      c = monoid.combine(ob, loc, first, second);
     }
     return c;
   };
@@ -395,8 +419,8 @@ SmallVector<Value> emitBlockCombine(OpBuilder &b, Location loc,
     return arith::BitcastOp::create(ob, loc, t, v);
   };
   ArrayRef<Type> types = monoid.getCarrierTypes();
-  SmallVector<Value> c = warpReduce(b, llvm::to_vector(carrier));
   Value lane = arith::RemUIOp::create(b, loc, tid, cst(32));
+  SmallVector<Value> c = warpReduce(b, llvm::to_vector(carrier), lane);
   Value warp = arith::DivUIOp::create(b, loc, tid, cst(32));
   Value zero = cst(0);
   Value laneZero =
@@ -432,7 +456,7 @@ SmallVector<Value> emitBlockCombine(OpBuilder &b, Location loc,
       scf::YieldOp::create(eb, loc, monoid.identity(eb, loc));
     }
     SmallVector<Value> total =
-        warpReduce(tb, SmallVector<Value>(pick.getResults()));
+        warpReduce(tb, SmallVector<Value>(pick.getResults()), lane);
     Value l0 =
         arith::CmpIOp::create(tb, loc, arith::CmpIPredicate::eq, lane, zero);
     auto store = scf::IfOp::create(tb, loc, l0, /*withElse=*/false);
@@ -585,13 +609,15 @@ int64_t getRowVector(ComprehensionOp op, int64_t extent) {
 
 /// Each thread's partial carrier of a one-index reduction `red` along its
 /// index, `v` elements at a time: the thread covers elements
-/// [tid * v, tid * v + v) + k * threads * v.
+/// [tid * v, tid * v + v) + k * threads * v. Strided: for commutative
+/// monoids only (the others go through emitPartialReduction).
 FailureOr<SmallVector<Value>>
 emitVectorPartial(OpBuilder &b, Location loc, ComprehensionOp red,
                   ArrayRef<Operation *> ops, Value row, int64_t extent,
                   const MonoidCodegen &mc, Value tid, int64_t threads,
                   int64_t v, IRMapping &mapping, IRMapping &tensors,
                   BodyEmitter &emitter, RowCache *cache) {
+  assert(mc.isCommutative() && "a strided partial reorders the reduction");
   Value start = arith::MulIOp::create(
       b, loc, tid, arith::ConstantIndexOp::create(b, loc, v));
   int64_t trips = extent / (threads * v);
@@ -721,7 +747,7 @@ LogicalResult KernelFormBuilder::emitRowKernel(OpBuilder &b, ComprehensionOp op,
     mc->setApproximate(approximate);
     FailureOr<SmallVector<Value>> partial;
     int64_t nv = getRowVector(op, nested.getExtent(0));
-    if (nested.getNumReduced() == 1 &&
+    if (nested.getNumReduced() == 1 && mc->isCommutative() &&
         nested.getExtent(0) % (nv * threads) == 0) {
       SmallVector<Operation *> ops =
           llvm::map_to_vector(nested.getBodyBlock().without_terminator(),
@@ -842,7 +868,7 @@ LogicalResult KernelFormBuilder::emitRowKernel(OpBuilder &b, ComprehensionOp op,
     return failure();
   mc->setApproximate(approximate);
   FailureOr<SmallVector<Value>> partial;
-  if (op.getNumReduced() == 1 && v > 1 &&
+  if (op.getNumReduced() == 1 && v > 1 && mc->isCommutative() &&
       op.getExtent(last) % (v * threads) == 0)
     partial = emitVectorPartial(b, loc, op, perRow, op.getIndex(last),
                                 op.getExtent(last), *mc, tid, threads, v,
@@ -1047,6 +1073,19 @@ LogicalResult KernelFormBuilder::convertFunc(func::FuncOp func) {
       operand.set(copy.getResult(0));
     }
   }
+  // A body that yields a constant hoisted out of it (a fill: no reads, a
+  // constant operand of a tuple) yields a copy made in the body, so that
+  // every kernel shape finds its yielded values among the body's.
+  func.walk([&](YieldOp yield) {
+    for (OpOperand &operand : yield->getOpOperands()) {
+      Operation *def = operand.get().getDefiningOp();
+      if (def && isa<arith::ConstantOp>(def) &&
+          def->getBlock() != yield->getBlock()) {
+        OpBuilder yb(yield);
+        operand.set(yb.clone(*def)->getResult(0));
+      }
+    }
+  });
   llvm::DenseMap<Value, Value> outputOf;
   for (auto [i, v] : llvm::enumerate(ret.getOperands()))
     outputOf[v] = entry->getArgument(func.getNumArguments() + i);

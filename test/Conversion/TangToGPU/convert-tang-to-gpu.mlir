@@ -195,3 +195,66 @@ func.func @column_offsets(%AU: tensor<4x512xf32>) -> tensor<4x256xf32> {
   }
   return %g : tensor<4x256xf32>
 }
+
+// -----
+
+// A row kernel under a monoid that is not commutative (the affine maps of a
+// linear recurrence) combines in index order: each thread folds one run of
+// 2048 / 64 = 32 consecutive elements (not every 64th), and the butterfly
+// goes from the nearest lane out, the lane whose bit is set putting its
+// partner's (earlier) carrier first.
+// CHECK-LABEL: gpu.func @recurrence_k0
+// CHECK: %[[TID:.*]] = gpu.thread_id x
+// CHECK: %[[C32:.*]] = arith.constant 32 : index
+// CHECK: %[[LB:.*]] = arith.muli %[[TID]], %[[C32]] : index
+// CHECK: %[[END:.*]] = arith.addi %[[LB]], %{{.*}} : index
+// CHECK: %[[UB:.*]] = arith.minui %[[END]], %{{.*}} : index
+// CHECK: %[[PART:.*]]:2 = scf.for %{{.*}} = %[[LB]] to %[[UB]] step %{{.*}} iter_args
+// CHECK: %[[LANE:.*]] = arith.remui %[[TID]]
+// CHECK: %[[O1:.*]], %{{.*}} = gpu.shuffle xor %[[PART]]#0, %c1_i32
+// CHECK: %[[BIT1:.*]] = arith.andi %[[LANE]], %{{.*}}
+// CHECK: %[[LATER:.*]] = arith.cmpi ne, %[[BIT1]]
+// CHECK: %[[FIRST:.*]] = arith.select %[[LATER]], %[[O1]], %[[PART]]#0
+// CHECK: %[[SECOND:.*]] = arith.select %[[LATER]], %[[PART]]#0, %[[O1]]
+// CHECK: arith.mulf %[[FIRST]], %[[SECOND]]
+// CHECK: gpu.shuffle xor %{{.*}}, %c2_i32
+// CHECK: gpu.shuffle xor %{{.*}}, %c4_i32
+// CHECK: gpu.shuffle xor %{{.*}}, %c8_i32
+// CHECK: gpu.shuffle xor %{{.*}}, %c16_i32
+tang.monoid @affine_map : [f32, f32] identity [1.0 : f32, 0.0 : f32] {
+^bb0(%a1: f32, %b1: f32, %a2: f32, %b2: f32):
+  %a = arith.mulf %a1, %a2 : f32
+  %ab = arith.mulf %a2, %b1 : f32
+  %b = arith.addf %ab, %b2 : f32
+  tang.yield %a, %b : f32, f32
+}
+func.func @recurrence(%a: tensor<4x2048xf32>, %x: tensor<4x2048xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %A, %h = tang.comprehension (%r) reduce (%k) [4, 2048] monoid(@affine_map) attributes {schedule = #tang.schedule<tile = [1, 2048], mapping = [block_x, serial], threads = [1, 64], vector = 4>} : tensor<4xf32>, tensor<4xf32> {
+    %ak = tang.read %a[%r, %k] : tensor<4x2048xf32>
+    %xk = tang.read %x[%r, %k] : tensor<4x2048xf32>
+    tang.yield %ak, %xk : f32, f32
+  }
+  return %A, %h : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// A comprehension with no reads (a fill, as linalg.fill imports) whose
+// yielded constant canonicalisation hoisted out of the body: the kernel
+// yields a copy made in the body.
+// CHECK-LABEL: gpu.func @fill_k0
+// CHECK: %[[V:.*]] = arith.constant 2.500000e+00 : f32
+// CHECK: memref.store %[[V]]
+func.func @fill(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %c = tang.comprehension (%i, %j) [4, 8] : tensor<4x8xf32> {
+    %v = arith.constant 2.5 : f32
+    tang.yield %v : f32
+  }
+  %y = tang.comprehension (%i, %j) [4, 8] : tensor<4x8xf32> {
+    %a = tang.read %x[%i, %j] : tensor<4x8xf32>
+    %b = tang.read %c[%i, %j] : tensor<4x8xf32>
+    %s = arith.addf %a, %b : f32
+    tang.yield %s : f32
+  }
+  return %c, %y : tensor<4x8xf32>, tensor<4x8xf32>
+}
