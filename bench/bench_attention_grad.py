@@ -77,10 +77,11 @@ def full_reference(torch, q, k, v, do, causal, scale):
 def tolerances(L, peer=False):
     """O: bf16 storage, f32 sums over the keys, the program's roundings of
     scores, probabilities and output (R 3); the gradients add the bf16
-    tensor-core operands P and dS and dP (R 6). Peers: three more."""
+    tensor-core operands P and dS, and dS = P (dP - D) cancels, with D from
+    the bf16 O (R 9). Peers: three more."""
     e = 3 if peer else 0
     return [harness.Tolerance("bf16", reduction=L, roundings=3 + e)] + \
-        [harness.Tolerance("bf16", reduction=L, roundings=6 + e)] * 3
+        [harness.Tolerance("bf16", reduction=L, roundings=9 + e)] * 3
 
 
 def run_case(torch, F, tang_cuda, meta, work, args, deadline):
@@ -152,7 +153,6 @@ def run_case(torch, F, tang_cuda, meta, work, args, deadline):
                        "unwritten; ") + "; ".join(
             f"{c['name']}: {c.get('bad')} bad, worst {c.get('worst')}"
             for c in res["checks"] if not c["ok"])
-        return res
 
     q, k, v, do = fresh
     graphs = {}
@@ -194,7 +194,14 @@ def run_case(torch, F, tang_cuda, meta, work, args, deadline):
                                 for n, a, r, t in zip(("dQ", "dK", "dV"), got,
                                                       refs_fresh[1:],
                                                       tols_p[1:])]
+            # The same gradients against tang's own (tighter) bound: how
+            # the peers fare under the rule tang is held to.
+            for c, a, r in zip(peer_checks[pid], got, refs_fresh[1:]):
+                c["max_err_at_tang_bound"] = harness.check_tensor(
+                    a, r, tols[1])["max_err"]
             del got
+            if res["status"] != "ok":
+                continue
             call, gr, why = harness.try_graphed(torch, peer)
             graphs[pid] = gr or why
             contenders.append((pid, call))
@@ -203,9 +210,11 @@ def run_case(torch, F, tang_cuda, meta, work, args, deadline):
                 harness.short(e)
     del refs_fresh
     res["cuda_graphs"] = graphs
-    res["peer_checks"] = {k_: [{kk: c[kk] for kk in ("name", "ok", "max_err",
-                                                      "bad", "worst")}
-                               for c in v_] for k_, v_ in peer_checks.items()}
+    res["peer_checks"] = {k_: [{kk: c[kk] for kk in (
+        "name", "ok", "max_err", "max_err_at_tang_bound", "bad", "worst")}
+        for c in v_] for k_, v_ in peer_checks.items()}
+    if res["status"] != "ok":
+        return res
     timed = harness.interleaved_rounds(
         torch, contenders, rounds=args.rounds_n, target_ms=args.target_ms,
         deadline=deadline.monotonic())
@@ -258,8 +267,11 @@ def main():
         "rounds": args.rounds_n, "target_ms": args.target_ms,
         "quick": args.quick})
     bad = 0
+    harness.prelist(report, [m["case"] for m in metas])
+    harness.write_report(report, path)
     for meta in metas:
         t0 = time.monotonic()
+        harness.start_case(report, meta["case"], path)
         if deadline.passed(5):
             res = harness.case_result(meta["case"], status="skipped: budget")
         else:
@@ -268,10 +280,10 @@ def main():
             except Exception as e:  # a load or launch failure
                 res = harness.case_result(meta["case"], status="failed",
                                           note=harness.short(e))
-        torch.cuda.empty_cache()
         res["wall_s"] = round(time.monotonic() - t0, 1)
         bad += res["status"] != "ok"
-        report["cases"].append(res)
+        harness.set_case(report, res, path)
+        harness.after_case(torch, report, res, path)
         print(f"{res['case']}: {res['status']} max_err {res['max_err']} tang "
               f"{res['tang_ms']} peers {res['peers']} ratio {res['ratio']} "
               f"spread {res['spread']} {res['note'][:300]}", flush=True)

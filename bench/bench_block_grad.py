@@ -306,8 +306,11 @@ def main():
         "rounds": args.rounds_n, "target_ms": args.target_ms,
         "quick": args.quick})
     bad = 0
+    harness.prelist(report, [m["case"] for m in metas])
+    harness.write_report(report, path)
     for meta in metas:
         t0 = time.monotonic()
+        harness.start_case(report, meta["case"], path)
         if deadline.passed(5):
             res = harness.case_result(meta["case"], status="skipped: budget")
         else:
@@ -316,10 +319,10 @@ def main():
             except Exception as e:  # a load or launch failure
                 res = harness.case_result(meta["case"], status="failed",
                                           note=harness.short(e))
-        torch.cuda.empty_cache()
         res["wall_s"] = round(time.monotonic() - t0, 1)
         bad += res["status"] != "ok"
-        report["cases"].append(res)
+        harness.set_case(report, res, path)
+        harness.after_case(torch, report, res, path)
         print(f"{res['case']}: {res['status']} max_err {res['max_err']} tang "
               f"{res['tang_ms']} peers {res['peers']} ratio {res['ratio']} "
               f"spread {res['spread']} {res['note'][:300]}", flush=True)

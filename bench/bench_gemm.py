@@ -435,8 +435,11 @@ def main():
         "rounds": args.rounds_n, "target_ms": args.target_ms,
         "quick": args.quick})
     bad = 0
+    harness.prelist(report, [m["case"] for m in metas])
+    harness.write_report(report, path)
     for meta in metas:
         t0 = time.monotonic()
+        harness.start_case(report, meta["case"], path)
         if deadline.passed(5):
             r = harness.case_result(meta["case"], status="skipped: budget")
         else:
@@ -445,10 +448,10 @@ def main():
             except Exception as e:  # a load or launch failure
                 r = harness.case_result(meta["case"], status="failed",
                                         note=harness.short(e))
-        torch.cuda.empty_cache()
         r["wall_s"] = round(time.monotonic() - t0, 1)
         bad += r["status"] != "ok"
-        report["cases"].append(r)
+        harness.set_case(report, r, path)
+        harness.after_case(torch, report, r, path)
         print(f"{r['case']}: {r['status']} max_err {r['max_err']} tang "
               f"{r['tang_ms']} peers {r['peers']} ratio {r['ratio']} spread "
               f"{r['spread']} {r['note'][:300]}", flush=True)

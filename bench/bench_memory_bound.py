@@ -575,8 +575,11 @@ def main() -> int:
     report["copy"] = {"start": copy_rate(torch, 20), "end": None}
     print(f"copy rate (start): {report['copy']['start']['gbps']:.0f} GB/s",
           flush=True)
+    harness.prelist(report, [m["case"] for m in metas])
+    harness.write_report(report, path)
     for meta in metas:
         t0 = time.monotonic()
+        harness.start_case(report, meta["case"], path)
         if deadline.passed(5):
             res = harness.case_result(meta["case"], status="skipped: budget")
         else:
@@ -587,9 +590,9 @@ def main() -> int:
                 traceback.print_exc()
                 res = harness.case_result(meta["case"], status="failed",
                                           note=_short(e))
-        torch.cuda.empty_cache()
         res["wall_s"] = round(time.monotonic() - t0, 1)
-        report["cases"].append(res)
+        harness.set_case(report, res, path)
+        harness.after_case(torch, report, res, path)
         print(f"{res['case']}: {res['status']} max_err {res['max_err']} "
               f"tang {res['tang_ms']} peers {res['peers']} ratio "
               f"{res['ratio']} spread {res['spread']} {res['note']}",

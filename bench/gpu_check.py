@@ -104,6 +104,7 @@ def check_case(torch, tang_cuda, case):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--filter", default="", help="only cases containing this")
+    ap.add_argument("--cases", nargs="*", help="only these cases")
     harness.add_common_args(ap)
     args = ap.parse_args()
     deadline = harness.Deadline(args.deadline)
@@ -113,7 +114,9 @@ def main():
     torch.cuda.init()
     work = ROOT / "gpu-work" / "check"
     cases = sorted(p for p in work.iterdir()
-                   if args.filter in p.name) if work.exists() else []
+                   if args.filter in p.name and (not args.cases
+                                                 or p.name in args.cases)
+                   ) if work.exists() else []
     if not cases:
         print(f"no cases under {work}: run scripts/prepare-gpu-check.py and "
               "carry gpu-work", file=sys.stderr)
@@ -122,7 +125,10 @@ def main():
     path = out / "gpu_check.json"
     report = harness.new_report("gpu_check", torch)
     failures = 0
+    harness.prelist(report, [c.name for c in cases])
+    harness.write_report(report, path)
     for case in cases:
+        harness.start_case(report, case.name, path)
         if deadline.passed(2):
             res = harness.case_result(case.name, status="skipped: budget")
         else:
@@ -142,7 +148,7 @@ def main():
                 res = harness.case_result(case.name, status="failed",
                                           note=harness.short(e))
         failures += res["status"] != "ok"
-        report["cases"].append(res)
+        harness.set_case(report, res, path)
         me = res["max_err"]
         print(f"{case.name:36s} {res['status']:10s} max_err "
               f"{'-' if me is None else format(me, '.3g') if isinstance(me, float) else me}"

@@ -732,6 +732,47 @@ def case_result(case: str, **kw) -> dict:
     return r
 
 
+NOT_REACHED = "failed: not reached (the suite's process ended first)"
+DIED_IN = "failed: the suite's process ended during this case"
+
+
+def prelist(rep: dict, names: Sequence[str]):
+    """Lists every case up front as not reached, so that a process killed
+    by a fault or its deadline still reports every case."""
+    rep["cases"] = [case_result(n, status=NOT_REACHED) for n in names]
+
+
+def set_case(rep: dict, res: dict, path: Optional[Path] = None):
+    """Puts `res` in place of the case of the same name (and writes)."""
+    for i, c in enumerate(rep["cases"]):
+        if c["case"] == res["case"]:
+            rep["cases"][i] = res
+            break
+    else:
+        rep["cases"].append(res)
+    if path is not None:
+        write_report(rep, path)
+
+
+def start_case(rep: dict, name: str, path: Path):
+    """Marks `name` as running (a process that dies leaves it so)."""
+    set_case(rep, case_result(name, status=DIED_IN), path)
+
+
+def after_case(torch, rep: dict, res: dict, path: Path):
+    """Frees the case's memory; a CUDA fault that surfaces here (the context
+    is then unusable) is noted on the case and ends the process, so that
+    bench/run_all.py starts a new one for the cases not reached."""
+    try:
+        torch.cuda.empty_cache()
+        torch.cuda.synchronize()
+    except Exception as e:
+        res["note"] = (res.get("note") or "") + \
+            f" [a CUDA fault surfaced after this case: {short(e)}]"
+        set_case(rep, res, path)
+        raise SystemExit(3)
+
+
 def validate_report(rep: dict) -> List[str]:
     """Problems with `rep` as a common-schema report (empty: valid)."""
     errs = []
