@@ -23,6 +23,7 @@
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/Support/Debug.h"
+#include "llvm/Support/Format.h"
 
 #define DEBUG_TYPE "tang-fuse"
 
@@ -150,7 +151,40 @@ Value substituteProducer(ReadOp read, ComprehensionOp producer,
 //===----------------------------------------------------------------------===//
 
 /// Why a read of a producer is fused or kept.
-enum class Decision { Fuse, KeepRecompute, KeepBroadcast, KeepSize, KeepSaved };
+enum class Decision {
+  Fuse,
+  KeepRecompute,
+  KeepBroadcast,
+  KeepSize,
+  KeepSaved,
+  KeepWork
+};
+
+/// The discardable attribute that names each function-level comprehension
+/// while the pass runs (its position in the original program).
+constexpr llvm::StringLiteral kFuseIdAttrName = "tang.fuse_id";
+
+/// A count of operations, in four significant digits.
+std::string formatCount(double n) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::format("%.4g", n);
+  return text;
+}
+
+int64_t getFuseId(Operation *op) {
+  auto id = op->getAttrOfType<IntegerAttr>(kFuseIdAttrName);
+  return id ? id.getInt() : -1;
+}
+
+/// The function-level comprehensions whose reads of producers with
+/// reductions stay (the work bound), and, per function-level
+/// comprehension, the original ones whose bodies it holds.
+struct WorkState {
+  /// 1: producers with reductions stay; 2: every producer stays.
+  llvm::DenseMap<int64_t, int> blocked;
+  llvm::DenseMap<int64_t, llvm::SetVector<int64_t>> origins;
+};
 
 /// The tensors read anywhere in `op`'s body (nested bodies included).
 llvm::SetVector<Value> getTensorsRead(Operation *op, ReadOp except = {}) {
@@ -166,6 +200,7 @@ struct FusionPolicy {
   double maxRecompute;
   int64_t maxBroadcast;
   int64_t maxBodyOps;
+  const WorkState *work = nullptr;
 
   /// The number of distinct evaluations of the substituted body: the product
   /// of the extents of the indices the read's expressions use.
@@ -228,6 +263,25 @@ struct FusionPolicy {
     return extent;
   }
 
+  /// Whether the kernel for `consumer` would evaluate a substitution for
+  /// `read` more than once per distinct value: the read sits in a nested
+  /// comprehension (evaluated per point of its reduced domain), or does not
+  /// use a parallel index of the consumer other than the last one (the row
+  /// a block shares).
+  static bool isRecomputedIn(ReadOp read, ComprehensionOp consumer) {
+    if (read->getParentOfType<ComprehensionOp>() != consumer)
+      return true;
+    for (unsigned i = 0; i + 1 < consumer.getNumParallel(); ++i) {
+      Value index = consumer.getIndex(i);
+      bool used = llvm::any_of(llvm::enumerate(read.getIndices()), [&](auto p) {
+        return p.value() == index && read.getMap().isFunctionOfDim(p.index());
+      });
+      if (!used)
+        return true;
+    }
+    return false;
+  }
+
   static bool hasReduction(ComprehensionOp producer) {
     if (producer.getNumReduced())
       return true;
@@ -243,6 +297,13 @@ struct FusionPolicy {
     auto consumer = read->getParentOfType<ComprehensionOp>();
     while (auto outer = consumer->getParentOfType<ComprehensionOp>())
       consumer = outer;
+    if (work) {
+      int level = work->blocked.lookup(getFuseId(consumer));
+      if (level >= 3 || (level == 2 && hasReduction(producer)) ||
+          (level == 1 && hasReduction(producer) &&
+           isRecomputedIn(read, consumer)))
+        return Decision::KeepWork;
+    }
     // A producer read at several points is copied once per point: along a
     // chain of such producers the copies multiply. Bound the body's size.
     if (getFusedSize(producer, consumer) > maxBodyOps)
@@ -272,9 +333,11 @@ struct FusionPolicy {
 /// Pattern: read(comprehension(p) reduce(r) {body})[e]
 ///            -> body[p := e]   (nested comprehension over r if any)
 struct ReadOfComprehension_Fuse : OpRewritePattern<ReadOp> {
-  ReadOfComprehension_Fuse(MLIRContext *ctx, FusionPolicy policy,
-                           int64_t &numFused)
-      : OpRewritePattern(ctx), policy(policy), numFused(numFused) {}
+  ReadOfComprehension_Fuse(
+      MLIRContext *ctx, FusionPolicy policy, int64_t &numFused,
+      llvm::DenseMap<int64_t, llvm::SetVector<int64_t>> *origins)
+      : OpRewritePattern(ctx), policy(policy), numFused(numFused),
+        origins(origins) {}
 
   LogicalResult matchAndRewrite(ReadOp read,
                                 PatternRewriter &rewriter) const override {
@@ -298,8 +361,21 @@ struct ReadOfComprehension_Fuse : OpRewritePattern<ReadOp> {
     case Decision::KeepSaved:
       return rewriter.notifyMatchFailure(
           read, "the producer holds values --tang-grad saved (tang.saved)");
+    case Decision::KeepWork:
+      return rewriter.notifyMatchFailure(
+          read, "fusing reductions into the consumer exceeded "
+                "max-work-factor");
     case Decision::Fuse:
       break;
+    }
+    if (origins) {
+      Operation *consumer = read->getParentOfType<ComprehensionOp>();
+      while (auto outer = consumer->getParentOfType<ComprehensionOp>())
+        consumer = outer;
+      auto &into = (*origins)[getFuseId(consumer)];
+      into.insert(getFuseId(producer));
+      llvm::SetVector<int64_t> from = (*origins)[getFuseId(producer)];
+      into.insert(from.begin(), from.end());
     }
     Value replacement = substituteProducer(read, producer, rewriter);
     rewriter.replaceOp(read, replacement);
@@ -309,58 +385,146 @@ struct ReadOfComprehension_Fuse : OpRewritePattern<ReadOp> {
 
   FusionPolicy policy;
   int64_t &numFused;
+  llvm::DenseMap<int64_t, llvm::SetVector<int64_t>> *origins;
 };
 
 struct TangFusePass : tang::impl::TangFuseBase<TangFusePass> {
   using TangFuseBase::TangFuseBase;
 
   void runOnOperation() override {
-    if (maxRecompute < 0 || maxBroadcast < 1 || maxBodyOps < 1) {
+    if (maxRecompute < 0 || maxBroadcast < 1 || maxBodyOps < 1 ||
+        maxWorkFactor < 1) {
       getOperation().emitError()
-          << "tang-fuse: max-recompute must be >= 0 and max-broadcast, "
-             "max-body-ops >= 1";
+          << "tang-fuse: max-recompute must be >= 0, max-work-factor >= 1 "
+             "and max-broadcast, max-body-ops >= 1";
       return signalPassFailure();
     }
-    FusionPolicy policy{maxRecompute, maxBroadcast, maxBodyOps};
-    int64_t before = countComprehensions();
-    int64_t fused = 0;
-    RewritePatternSet patterns(&getContext());
-    patterns.add<ReadOfComprehension_Fuse>(&getContext(), policy, fused);
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    // Name the function-level comprehensions and count their work unfused.
+    llvm::DenseMap<int64_t, double> unfused;
+    llvm::DenseMap<int64_t, Operation *> original;
+    int64_t next = 0;
+    module.walk([&](ComprehensionOp c) {
+      if (c->getParentOfType<ComprehensionOp>())
+        return;
+      c->setAttr(kFuseIdAttrName,
+                 IntegerAttr::get(IntegerType::get(ctx, 64), next));
+      unfused[next] = getExecutedWork(c);
+      original[next] = c;
+      ++next;
+    });
+    int64_t before = countComprehensions(module);
+
+    // Fuse to a fixed point; where the work bound fails, fuse again with
+    // the offending consumers' reduction producers materialised.
+    WorkState state;
+    for (;;) {
+      OwningOpRef<ModuleOp> work = module.clone();
+      state.origins.clear();
+      FusionPolicy policy{maxRecompute, maxBroadcast, maxBodyOps, &state};
+      int64_t fused = 0;
+      if (failed(fuse(*work, policy, fused, &state.origins)))
+        return signalPassFailure();
+      // Count the work as the kernels will run it: after the online-softmax
+      // rewrites, which make fused attention quadratic.
+      OwningOpRef<ModuleOp> probe = work->clone();
+      int64_t online = 0, pairs = 0;
+      (void)applyOnlineSoftmax(*probe, online, pairs);
+      bool redo = false;
+      SmallVector<std::tuple<int64_t, double, double>> counts;
+      probe->walk([&](ComprehensionOp c) {
+        int64_t id = getFuseId(c);
+        if (id < 0 || c->getParentOfType<ComprehensionOp>())
+          return;
+        double executed = getExecutedWork(c);
+        double bound = unfused.lookup(id);
+        for (int64_t o : state.origins.lookup(id))
+          bound += unfused.lookup(o);
+        counts.push_back({id, executed, bound});
+        int &level = state.blocked[id];
+        if (executed <= maxWorkFactor * bound || level >= 3)
+          return;
+        ++level;
+        static const char *kept[] = {
+            "",
+            "producers with reductions it would recompute stay materialised",
+            "producers with reductions stay materialised",
+            "every producer stays materialised"};
+        // The producers fused into it carry the restriction too: what was
+        // fused into them before they were fused into it ends up there.
+        for (int64_t o : state.origins.lookup(id))
+          state.blocked[o] = std::max(state.blocked[o], level);
+        original[id]->emitRemark()
+            << "tang-fuse: fusing into this comprehension would execute "
+            << formatCount(executed) << " operations, more than "
+            << formatCount(maxWorkFactor) << " x the " << formatCount(bound)
+            << " of the comprehensions fused into it (max-work-factor): "
+            << kept[level];
+        redo = true;
+      });
+      if (redo)
+        continue;
+      if (reportWork)
+        for (auto [id, executed, bound] : counts)
+          original[id]->emitRemark()
+              << "tang-fuse: executes " << formatCount(executed)
+              << " operations fused (" << formatCount(bound) << " unfused)";
+      // The decisions are made: fuse the module itself (whose operations
+      // callers may hold).
+      fused = 0;
+      state.origins.clear();
+      if (failed(fuse(module, policy, fused, &state.origins)))
+        return signalPassFailure();
+      numFused += fused;
+      // Why the remaining reads of producers stay.
+      module.walk([&](ReadOp read) {
+        auto producer = read.getTensor().getDefiningOp<ComprehensionOp>();
+        if (!producer)
+          return;
+        Decision d = policy.decide(read, producer);
+        if (d == Decision::KeepRecompute)
+          ++numKeptRecompute;
+        else if (d == Decision::KeepBroadcast)
+          ++numKeptBroadcast;
+        else if (d == Decision::KeepSize)
+          ++numKeptSize;
+        else if (d == Decision::KeepWork)
+          ++numKeptWork;
+      });
+      break;
+    }
+    module.walk([](ComprehensionOp c) { c->removeAttr(kFuseIdAttrName); });
+    numErased += before - countComprehensions(module);
+  }
+
+  /// One fusion to a fixed point under `policy`, then CSE.
+  LogicalResult
+  fuse(ModuleOp module, const FusionPolicy &policy, int64_t &fused,
+       llvm::DenseMap<int64_t, llvm::SetVector<int64_t>> *origins) {
+    RewritePatternSet patterns(module.getContext());
+    patterns.add<ReadOfComprehension_Fuse>(module.getContext(), policy, fused,
+                                           origins);
     // The driver also folds views into reads (ReadOp::fold), so fusion sees
     // through views, and erases producers left without readers.
     GreedyRewriteConfig config;
     config.setMaxIterations(GreedyRewriteConfig::kNoLimit);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns),
-                                     config))) {
+    if (failed(applyPatternsGreedily(module, std::move(patterns), config))) {
       getOperation().emitError() << "tang-fuse: did not reach a fixed point";
-      return signalPassFailure();
+      return failure();
     }
-    numFused += fused;
     // Reads of several results of one producer, or of one producer at the
     // same indices, got a copy of its body each: share them.
-    IRRewriter rewriter(&getContext());
-    DominanceInfo dominance(getOperation());
-    eliminateCommonSubExpressions(rewriter, dominance, getOperation());
-    // Why the remaining reads of producers stay.
-    getOperation().walk([&](ReadOp read) {
-      auto producer = read.getTensor().getDefiningOp<ComprehensionOp>();
-      if (!producer)
-        return;
-      Decision d = policy.decide(read, producer);
-      if (d == Decision::KeepRecompute)
-        ++numKeptRecompute;
-      else if (d == Decision::KeepBroadcast)
-        ++numKeptBroadcast;
-      else if (d == Decision::KeepSize)
-        ++numKeptSize;
-    });
-    numErased += before - countComprehensions();
+    IRRewriter rewriter(module.getContext());
+    DominanceInfo dominance(module);
+    eliminateCommonSubExpressions(rewriter, dominance, module);
+    return success();
   }
 
   /// The number of function-level comprehensions.
-  int64_t countComprehensions() {
+  static int64_t countComprehensions(ModuleOp module) {
     int64_t n = 0;
-    getOperation().walk([&](ComprehensionOp c) {
+    module.walk([&](ComprehensionOp c) {
       if (!c->getParentOfType<ComprehensionOp>())
         ++n;
     });
@@ -369,3 +533,68 @@ struct TangFusePass : tang::impl::TangFuseBase<TangFusePass> {
 };
 
 } // namespace
+
+//===----------------------------------------------------------------------===//
+// The work model
+//===----------------------------------------------------------------------===//
+
+/// The operations one execution of `block` runs: one per operation, and a
+/// nested comprehension its body once per point of its reduced domain.
+static double getBlockWork(Block &block) {
+  double work = 0;
+  for (Operation &op : block.without_terminator()) {
+    work += 1;
+    if (auto nested = dyn_cast<ComprehensionOp>(op)) {
+      double points = 1;
+      for (unsigned i = 0; i < nested.getNumIndices(); ++i)
+        points *= static_cast<double>(nested.getExtent(i));
+      work += points * getBlockWork(nested.getBodyBlock());
+    }
+  }
+  return work;
+}
+
+double mlir::tang::getExecutedWork(ComprehensionOp op) {
+  double parallel = 1, reduced = 1;
+  for (unsigned i = 0; i < op.getNumIndices(); ++i)
+    (op.isReducedIndex(i) ? reduced : parallel) *=
+        static_cast<double>(op.getExtent(i));
+  Block &body = op.getBodyBlock();
+  // What does not depend on the reduced indices runs once per parallel
+  // point (before the reduction's loops); what depends on neither them nor
+  // the row index, once per row when the row's points share it.
+  bool sharesRow = op.getNumParallel() > 0 &&
+                   (op.getNumReduced() == 0 ||
+                    op.getBuiltinMonoid() == MonoidKind::OnlineSoftmax);
+  unsigned last = op.getNumParallel() - 1;
+  llvm::DenseSet<Value> onReduced, onRow;
+  for (unsigned i = op.getNumParallel(); i < op.getNumIndices(); ++i)
+    onReduced.insert(op.getIndex(i));
+  if (sharesRow)
+    onRow.insert(op.getIndex(last));
+  double rows =
+      sharesRow ? parallel / static_cast<double>(op.getExtent(last)) : parallel;
+  double work = 0;
+  for (Operation &inner : body.without_terminator()) {
+    bool reducedDep = false, rowDep = !sharesRow;
+    inner.walk([&](Operation *o) {
+      for (Value v : o->getOperands()) {
+        reducedDep |= onReduced.contains(v);
+        rowDep |= onRow.contains(v);
+      }
+    });
+    if (reducedDep)
+      onReduced.insert(inner.result_begin(), inner.result_end());
+    if (rowDep && sharesRow)
+      onRow.insert(inner.result_begin(), inner.result_end());
+    double ops = 1;
+    if (auto nested = dyn_cast<ComprehensionOp>(inner)) {
+      double points = 1;
+      for (unsigned i = 0; i < nested.getNumIndices(); ++i)
+        points *= static_cast<double>(nested.getExtent(i));
+      ops += points * getBlockWork(nested.getBodyBlock());
+    }
+    work += ops * (rowDep ? parallel : rows) * (reducedDep ? reduced : 1);
+  }
+  return work;
+}

@@ -19,8 +19,10 @@
 
 #include "Tang/Transforms/Passes.h"
 
+#include "mlir/IR/Dominance.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/CSE.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #define DEBUG_TYPE "tang-online-softmax"
@@ -222,6 +224,52 @@ std::optional<Probability> matchProbability(Value p, Value index) {
   return prob;
 }
 
+/// Matches `op` = sum_j p_j * v_j with p_j = exp(s_j - max s) / sum exp(s -
+/// max s) over its one reduced index; returns the probability and v, or
+/// says in `why` which step failed.
+std::optional<std::pair<Probability, Value>>
+matchWeightedSum(ComprehensionOp op, std::string &why) {
+  if (op.getBuiltinMonoid() != MonoidKind::Add || op.getNumReduced() != 1 ||
+      op.getNumResults() != 1) {
+    why = "not a sum over one reduced index with one result";
+    return std::nullopt;
+  }
+  Value index = op.getIndex(op.getNumParallel());
+  auto mul = op.getYield().getValues()[0].getDefiningOp<arith::MulFOp>();
+  if (!mul) {
+    why = "the summand is not a product";
+    return std::nullopt;
+  }
+  for (auto [p, v] : {std::pair(mul.getLhs(), mul.getRhs()),
+                      std::pair(mul.getRhs(), mul.getLhs())})
+    if (std::optional<Probability> prob = matchProbability(p, index))
+      return std::pair(*prob, v);
+  // Say which step failed for the factor that looks like a probability.
+  for (Value p : {mul.getLhs(), mul.getRhs()}) {
+    auto div = p.getDefiningOp<arith::DivFOp>();
+    auto exp = div ? div.getLhs().getDefiningOp<math::ExpOp>() : math::ExpOp();
+    auto diff =
+        exp ? exp.getOperand().getDefiningOp<arith::SubFOp>() : arith::SubFOp();
+    if (!diff)
+      continue;
+    ComprehensionOp max = getReduction(diff.getRhs(), MonoidKind::Max);
+    ComprehensionOp sum = getReduction(div.getRhs(), MonoidKind::Add);
+    if (!max || !sum)
+      why = "the factor exp(s - m) / l has an m that is not a nested max or an "
+            "l that is not a nested sum";
+    else if (dependsOn(max, index) || dependsOn(sum, index))
+      why = "the max or the sum depends on the summed index";
+    else if (!isMaxOfScore(max, diff.getLhs(), index))
+      why = "the max is not over the same scores as the exponent";
+    else
+      why = "the sum is not sum exp(s - max s) over the same scores";
+    return std::nullopt;
+  }
+  why = "no factor is exp(s - max s) / sum exp(s - max s) over the reduced "
+        "index";
+  return std::nullopt;
+}
+
 /// Pattern: sum_j (exp(s_j - max s) / sum exp(s - max s)) * v_j
 ///            -> reduce_j online_softmax (s_j, v_j)
 struct WeightedSum_OnlineSoftmax : OpRewritePattern<ComprehensionOp> {
@@ -230,27 +278,12 @@ struct WeightedSum_OnlineSoftmax : OpRewritePattern<ComprehensionOp> {
 
   LogicalResult matchAndRewrite(ComprehensionOp op,
                                 PatternRewriter &rewriter) const override {
-    if (op.getBuiltinMonoid() != MonoidKind::Add || op.getNumReduced() != 1 ||
-        op.getNumResults() != 1)
-      return rewriter.notifyMatchFailure(
-          op, "not a sum over one reduced index with one result");
-    Value index = op.getIndex(op.getNumParallel());
-    auto mul = op.getYield().getValues()[0].getDefiningOp<arith::MulFOp>();
-    if (!mul)
-      return rewriter.notifyMatchFailure(op, "the summand is not a product");
-    std::optional<Probability> prob;
-    Value value;
-    for (auto [p, v] : {std::pair(mul.getLhs(), mul.getRhs()),
-                        std::pair(mul.getRhs(), mul.getLhs())}) {
-      if ((prob = matchProbability(p, index))) {
-        value = v;
-        break;
-      }
-    }
-    if (!prob)
-      return rewriter.notifyMatchFailure(
-          op, "no factor is exp(s - max s) / sum exp(s - max s) over the "
-              "reduced index");
+    std::string why;
+    std::optional<std::pair<Probability, Value>> match =
+        matchWeightedSum(op, why);
+    if (!match)
+      return rewriter.notifyMatchFailure(op, why);
+    auto &[prob, value] = *match;
 
     auto online = ComprehensionOp::create(
         rewriter, op.getLoc(), op.getResultTypes(), op.getParallelExtentsAttr(),
@@ -261,7 +294,8 @@ struct WeightedSum_OnlineSoftmax : OpRewritePattern<ComprehensionOp> {
                                 online.getBody().end());
     YieldOp yield = online.getYield();
     rewriter.setInsertionPoint(yield);
-    rewriter.replaceOpWithNewOp<YieldOp>(yield, ValueRange{prob->score, value});
+    rewriter.replaceOpWithNewOp<YieldOp>(yield, ValueRange{prob.score, value});
+    online->setDiscardableAttrs(op->getDiscardableAttrDictionary());
     rewriter.replaceOp(op, online.getResults());
     ++count;
     return success();
@@ -346,29 +380,61 @@ struct TangOnlineSoftmaxPass
   using TangOnlineSoftmaxBase::TangOnlineSoftmaxBase;
 
   void runOnOperation() override {
-    // The weighted sums first: they consume their max and sum whole.
     int64_t online = 0, pairs = 0;
-    {
-      RewritePatternSet patterns(&getContext());
-      patterns.add<WeightedSum_OnlineSoftmax>(&getContext(), online);
-      if (failed(applyPatternsGreedily(getOperation(), std::move(patterns)))) {
-        getOperation().emitError()
-            << "tang-online-softmax: did not reach a fixed point";
-        return signalPassFailure();
-      }
+    if (failed(applyOnlineSoftmax(getOperation(), online, pairs))) {
+      getOperation().emitError()
+          << "tang-online-softmax: did not reach a fixed point";
+      return signalPassFailure();
     }
-    {
-      RewritePatternSet patterns(&getContext());
-      patterns.add<MaxSumExp_SoftmaxNorm>(&getContext(), pairs);
-      if (failed(applyPatternsGreedily(getOperation(), std::move(patterns)))) {
-        getOperation().emitError()
-            << "tang-online-softmax: did not reach a fixed point";
-        return signalPassFailure();
-      }
-    }
+    // A sum whose summand still holds exp(s - max) / sum: say why it is not
+    // an online-softmax reduction (it costs a pass over the keys per key).
+    getOperation().walk([&](ComprehensionOp op) {
+      if (op->getParentOfType<ComprehensionOp>() ||
+          op.getBuiltinMonoid() != MonoidKind::Add)
+        return;
+      bool softmaxLike = false;
+      op.getBodyBlock().walk([&](math::ExpOp exp) {
+        auto diff = exp.getOperand().getDefiningOp<arith::SubFOp>();
+        softmaxLike |= diff && getReduction(diff.getRhs(), MonoidKind::Max) &&
+                       llvm::any_of(exp->getUsers(), [](Operation *u) {
+                         return isa<arith::DivFOp>(u);
+                       });
+      });
+      std::string why;
+      if (softmaxLike && !matchWeightedSum(op, why))
+        op.emitRemark() << "tang-online-softmax: not an online-softmax "
+                           "reduction: "
+                        << why;
+    });
     numOnlineSoftmax += online;
     numSoftmaxNorm += pairs;
   }
 };
 
 } // namespace
+
+LogicalResult mlir::tang::applyOnlineSoftmax(Operation *root,
+                                             int64_t &onlineSoftmax,
+                                             int64_t &softmaxNorm) {
+  MLIRContext *ctx = root->getContext();
+  // Views folded into reads (ReadOp::fold) and copies shared (CSE): the
+  // scores of the max and of the sum then compare equal, however they were
+  // written (a bias broadcast through a view, a nested copy of the max).
+  if (failed(applyPatternsGreedily(root, RewritePatternSet(ctx))))
+    return failure();
+  {
+    IRRewriter rewriter(ctx);
+    DominanceInfo dominance(root);
+    eliminateCommonSubExpressions(rewriter, dominance, root);
+  }
+  // The weighted sums first: they consume their max and sum whole.
+  {
+    RewritePatternSet patterns(ctx);
+    patterns.add<WeightedSum_OnlineSoftmax>(ctx, onlineSoftmax);
+    if (failed(applyPatternsGreedily(root, std::move(patterns))))
+      return failure();
+  }
+  RewritePatternSet patterns(ctx);
+  patterns.add<MaxSumExp_SoftmaxNorm>(ctx, softmaxNorm);
+  return applyPatternsGreedily(root, std::move(patterns));
+}

@@ -212,6 +212,44 @@ def ref_transformer_block(x, wn1, Wq, Wk, Wv, Wo, wn2, W1, W3, W2):
     return [h + (silu(hn @ W1) * (hn @ W3)) @ W2]
 
 
+def layernorm(x, w, b, eps):
+    mu = x.mean(axis=-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
+    return (x - mu) / np.sqrt(var + eps) * w + b
+
+
+def gelu_tanh(y):
+    c = f32c(0.7978845608028654)  # sqrt(2 / pi), as an f32 constant
+    return 0.5 * y * (1.0 + np.tanh(c * (y + f32c(0.044715) * y**3)))
+
+
+def ref_gpt2_block(x, ln1_w, ln1_b, W_attn, b_attn, W_proj, b_proj,
+                   ln2_w, ln2_b, W_fc, b_fc, W_fc2, b_fc2):
+    # Weights [in, out], applied as x @ W + b (GPT-2's Conv1D layout).
+    B, L, D = x.shape
+    H, Dh = 4, 8
+    eps = f32c(1e-5)
+
+    def heads(t):  # [B, L, H*Dh] -> [B, H, L, Dh]
+        return t.reshape(B, L, H, Dh).transpose(0, 2, 1, 3)
+
+    qkv = layernorm(x, ln1_w, ln1_b, eps) @ W_attn + b_attn
+    q, k, v = np.split(qkv, 3, axis=-1)
+    o = attention(heads(q), heads(k), heads(v), causal=True)
+    o = o.transpose(0, 2, 1, 3).reshape(B, L, D)
+    h = x + (o @ W_proj + b_proj)
+    hn = layernorm(h, ln2_w, ln2_b, eps)
+    return [h + (gelu_tanh(hn @ W_fc + b_fc) @ W_fc2 + b_fc2)]
+
+
+def ref_alibi_attention(Q, K, V, slopes):
+    n = Q.shape[2]
+    dist = np.arange(n)[None, :] - np.arange(n)[:, None]  # [i, j] -> j - i
+    s = np.einsum("bhid,bhjd->bhij", Q, K) / np.sqrt(Q.shape[-1])
+    s = s + slopes[None, :, None, None] * dist
+    return [np.einsum("bhij,bhjd->bhid", softmax_last(s), V)]
+
+
 def ref_conv2d(X, F):
     R, S = F.shape[2:]
     win = np.lib.stride_tricks.sliding_window_view(X, (R, S), axis=(2, 3))
@@ -282,6 +320,18 @@ CASES = {
          Input((32, 32)), Input((32, 32)), Input((32, 32)), Input((32, 32)),
          Input((32,)), Input((32, 64)), Input((32, 64)), Input((64, 32))],
         ref_transformer_block, [(2, 16, 32)]),
+    "gpt2_block": Case(
+        [Input((2, 16, 32)), Input((32,), lo=0.5, hi=1.5), Input((32,)),
+         Input((32, 96), lo=-0.5, hi=0.5), Input((96,), lo=-0.1, hi=0.1),
+         Input((32, 32), lo=-0.3, hi=0.3), Input((32,), lo=-0.1, hi=0.1),
+         Input((32,), lo=0.5, hi=1.5), Input((32,)),
+         Input((32, 128), lo=-0.3, hi=0.3), Input((128,), lo=-0.1, hi=0.1),
+         Input((128, 32), lo=-0.2, hi=0.2), Input((32,), lo=-0.1, hi=0.1)],
+        ref_gpt2_block, [(2, 16, 32)]),
+    "alibi_attention": Case(
+        [Input(ATT, lo=-2, hi=2), Input(ATT, lo=-2, hi=2), Input(ATT),
+         Input((4,), lo=0.0625, hi=0.5)],
+        ref_alibi_attention, [ATT]),
     "conv2d": Case([Input((2, 3, 10, 10)), Input((4, 3, 3, 3))], ref_conv2d,
                    [(2, 4, 8, 8)]),
     "prefix_sum": Case([Input((64,))], ref_prefix_sum, [(64,)]),

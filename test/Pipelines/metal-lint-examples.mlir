@@ -4,12 +4,14 @@
 // metal_stdlib: a lint (names, arity, types), not a Metal compiler.
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: bash %S/Inputs/lower-all-examples.sh metal tang-opt %clangxx %t %tang_src/examples/*.mlir 2>&1 | FileCheck %s
+// CHECK: ok alibi_attention
 // CHECK: ok argmax
 // CHECK: ok attention
 // CHECK: ok causal_attention
 // CHECK: ok conv2d
 // CHECK: ok cross_entropy
 // CHECK: ok gemv
+// CHECK: ok gpt2_block
 // CHECK: ok gqa_attention
 // CHECK: ok layernorm
 // CHECK: ok logsumexp

@@ -55,6 +55,20 @@ def TangFuse : Pass<"tang-fuse", "::mlir::ModuleOp"> {
     multiplies along chains) is not made. A producer marked `tang.saved`
     (a value `--tang-grad` chose to save) stays materialised. A producer
     whose result is no longer read is erased.
+
+    The work bound: fusion must not make the program do much more work.
+    After fusing to a fixed point the pass counts, for every function-level
+    comprehension, the scalar operations the kernel form executes for it
+    (`getExecutedWork`: each body operation once per point of the domains
+    around it; what does not depend on the last parallel index once per row
+    for maps and online-softmax reductions, as the row and flash kernels
+    compute it), with `--tang-online-softmax`'s rewrites applied, since they
+    are what makes fused attention quadratic. A comprehension whose count
+    exceeds `max-work-factor` times the sum of the counts of the original
+    comprehensions fused into it gets a remark saying so, and fusion is
+    redone with the producers that hold reductions materialised at that
+    consumer. `report-work` remarks every function-level comprehension's
+    count next to the unfused one.
   }];
   let options = [
     Option<"maxRecompute", "max-recompute", "double", "1.0",
@@ -67,6 +81,13 @@ def TangFuse : Pass<"tang-fuse", "::mlir::ModuleOp"> {
            "Largest consumer body (operations, nested ones included) a fusion "
            "may produce: producers read at several points are copied once per "
            "point, which multiplies along chains">,
+    Option<"maxWorkFactor", "max-work-factor", "double", "2.0",
+           "Largest factor by which fusion may multiply the operations a "
+           "comprehension executes (counted from extents) over those of the "
+           "comprehensions fused into it">,
+    Option<"reportWork", "report-work", "bool", "false",
+           "Remark each function-level comprehension's executed operations, "
+           "fused and unfused">,
   ];
   let statistics = [
     Statistic<"numFused", "fused-reads", "Reads replaced by a producer's body">,
@@ -76,6 +97,8 @@ def TangFuse : Pass<"tang-fuse", "::mlir::ModuleOp"> {
               "Reads not fused: reduction broadcast above max-broadcast">,
     Statistic<"numKeptSize", "kept-size",
               "Reads not fused: the consumer would exceed max-body-ops">,
+    Statistic<"numKeptWork", "kept-work",
+              "Reads not fused: the consumer would exceed max-work-factor">,
     Statistic<"numErased", "erased-producers",
               "Producers erased after every read was fused">,
   ];

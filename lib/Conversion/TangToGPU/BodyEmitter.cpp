@@ -329,11 +329,34 @@ BodyEmitter::emitSerialReduction(OpBuilder &b, ComprehensionOp op,
   if (failed(mc))
     return failure();
   mc->setApproximate(approximate);
+  // What does not depend on the reduced indices (a row's nested reduction
+  // in a fused consumer) is computed once, before the loops (--tang-fuse's
+  // work model counts it so).
+  llvm::DenseSet<Value> variant;
+  for (unsigned i = op.getNumParallel(); i < op.getNumIndices(); ++i)
+    variant.insert(op.getIndex(i));
+  SmallVector<Operation *> inLoop;
+  for (Operation &inner : op.getBodyBlock().without_terminator()) {
+    bool dep = false;
+    inner.walk([&](Operation *o) {
+      for (Value v : o->getOperands())
+        dep |= variant.contains(v);
+    });
+    if (dep) {
+      variant.insert(inner.result_begin(), inner.result_end());
+      inLoop.push_back(&inner);
+    } else if (failed(emitOp(b, &inner, mapping))) {
+      return failure();
+    }
+  }
   // One thread covers the whole domain: start 0, step 1.
   Value zero = arith::ConstantIndexOp::create(b, op.getLoc(), 0);
   FailureOr<SmallVector<Value>> carrier =
       emitPartialReduction(b, op, mapping, *mc, zero, 1, [&](OpBuilder &ob) {
-        return emitBody(ob, op.getBodyBlock(), mapping);
+        for (Operation *inner : inLoop)
+          if (failed(emitOp(ob, inner, mapping)))
+            return failure();
+        return success();
       });
   if (failed(carrier))
     return failure();

@@ -593,7 +593,22 @@ OpFoldResult ReadOp::fold(FoldAdaptor) {
   auto view = getTensor().getDefiningOp<ViewOp>();
   if (!view)
     return {};
-  setMap(view.getMap().compose(getMap()));
+  AffineMap map = view.getMap().compose(getMap());
+  // Indices the composed map no longer uses are dropped (a broadcast view
+  // drops coordinates): a read is then written one way only, and reads of
+  // the same coordinates compare equal.
+  SmallVector<Value> used;
+  SmallVector<AffineExpr> renumber;
+  for (auto [pos, v] : llvm::enumerate(getIndices())) {
+    if (map.isFunctionOfDim(pos)) {
+      renumber.push_back(getAffineDimExpr(used.size(), getContext()));
+      used.push_back(v);
+    } else {
+      renumber.push_back(getAffineConstantExpr(0, getContext()));
+    }
+  }
+  setMap(map.replaceDimsAndSymbols(renumber, {}, used.size(), 0));
+  getIndicesMutable().assign(used);
   getTensorMutable().assign(view.getSource());
   return getResult();
 }
