@@ -281,9 +281,9 @@ def main():
                     help="cases whose training-step kernels are profiled")
     ap.add_argument("--work", default=str(WORK),
                     help="where bench/prepare_block_grad.py left the cases")
-    ap.add_argument("--compile-reserve-s", type=float, default=150,
+    ap.add_argument("--compile-reserve-s", type=float, default=240,
                     help="skip the torch.compile peer when less than this "
-                         "is left before --deadline (default 150)")
+                         "is left before --deadline (default 240)")
     harness.add_common_args(ap)
     args = ap.parse_args()
     args.rounds_n = harness.rounds_of(args)

@@ -78,6 +78,8 @@ def in_words(c: dict) -> str:
     if st != "ok":
         return {"incorrect": "**INCORRECT**"}.get(st, st)
     if c.get("ratio") is None:
+        if c.get("tang_ms") is None and c.get("note"):
+            return "not timed: " + c["note"].strip()[:120]
         return "checked" if not c.get("peers") else "no peer timed"
     r, v = c["ratio"], c.get("verdict")
     if v == "win":
@@ -105,6 +107,10 @@ def counts(rep: dict) -> str:
     for c in rep["cases"]:
         if c["status"] == "ok" and c.get("verdict") in k:
             k[c["verdict"]] += 1
+        elif c["status"] == "ok" and c.get("peers") is not None and \
+                c.get("tang_ms") is None and rep["suite"] != "gpu_check":
+            other["correct but not timed"] = \
+                other.get("correct but not timed", 0) + 1
         elif c["status"] != "ok":
             key = c["status"].split(":")[0]
             other[key] = other.get(key, 0) + 1

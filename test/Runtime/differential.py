@@ -202,3 +202,110 @@ func.func @main(%Q: tensor<16x64xf32>, %K: tensor<32x64xf32>) -> tensor<2x16x32x
 }
 """,
 }
+
+
+# Every arith.cmpf predicate; output #0 of CMPF_PROGRAM sums 2^k over the
+# predicates k that hold.
+CMPF_PREDICATES = ["false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord",
+                   "ueq", "ugt", "uge", "ult", "ule", "une", "uno", "true"]
+# The operands: every pair of these, NaN and infinities included.
+SPECIAL_VALUES = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 2.5]
+
+
+def _cmpf_program():
+    n = len(SPECIAL_VALUES) ** 2
+    t = f"tensor<{n}xf32>"
+    body = []
+    for k, p in enumerate(CMPF_PREDICATES):
+        body += [f"    %c{k} = arith.cmpf {p}, %a, %b : f32",
+                 f"    %w{k} = arith.constant {float(1 << k)} : f32",
+                 f"    %s{k} = arith.select %c{k}, %w{k}, %zero : f32"]
+    acc = "%s0"
+    for k in range(1, len(CMPF_PREDICATES)):
+        body.append(f"    %t{k} = arith.addf {acc}, %s{k} : f32")
+        acc = f"%t{k}"
+    reads = (f"    %a = tang.read %A[%i] : {t}\n"
+             f"    %b = tang.read %B[%i] : {t}\n")
+    return f"""\
+// Each arith.cmpf predicate on every pair of NaN, +-inf, +-0 and finite
+// values (output #0: bit k set when predicate k holds); IEEE sums and a
+// select that pass the NaNs and infinities on (outputs #1, #2).
+func.func @main(%A: {t}, %B: {t}) -> ({t}, {t}, {t}) {{
+  %bits = tang.comprehension (%i) [{n}] : {t} {{
+{reads}    %zero = arith.constant 0.0 : f32
+""" + "\n".join(body) + f"""
+    tang.yield {acc} : f32
+  }}
+  %sum = tang.comprehension (%i) [{n}] : {t} {{
+{reads}    %s = arith.addf %a, %b : f32
+    tang.yield %s : f32
+  }}
+  %pick = tang.comprehension (%i) [{n}] : {t} {{
+{reads}    %lt = arith.cmpf ult, %a, %b : f32
+    %m = arith.select %lt, %a, %b : f32
+    tang.yield %m : f32
+  }}
+  return %bits, %sum, %pick : {t}, {t}, {t}
+}}
+"""
+
+
+CMPF_PROGRAM = _cmpf_program()
+
+
+def check_special_values(backend, program, tmp_path, tang_bin, runner):
+    """Runs @main of CMPF_PROGRAM (written at `program`) on every pair of
+    SPECIAL_VALUES with tang-run and with `runner(name, input_paths,
+    out_dir)`, and compares the outputs exactly: NaN where the interpreter
+    has NaN, the same infinities, and for output #0 the predicates that
+    differ, named with their operands."""
+    v = np.array(SPECIAL_VALUES, np.float32)
+    a, b = np.repeat(v, v.size), np.tile(v, v.size)
+    inputs = [tmp_path / "a.npy", tmp_path / "b.npy"]
+    np.save(inputs[0], a)
+    np.save(inputs[1], b)
+    ref_dir, out_dir = tmp_path / "ref", tmp_path / "out"
+    r = run([tang_bin / "tang-run", program, f"--input={inputs[0]}",
+             f"--input={inputs[1]}", f"--output-dir={ref_dir}"])
+    assert r.returncode == 0, f"tang-run failed:\n{r.stderr}"
+    r = runner("main", inputs, out_dir)
+    assert r.returncode == 0, (
+        f"[{backend}] the backend's host failed (exit {r.returncode}):\n"
+        f"{r.stderr}")
+    ref = [np.load(ref_dir / f"output_{k}.npy") for k in range(3)]
+    out = [np.load(out_dir / f"output_{k}.npy") for k in range(3)]
+    wrong = []
+    for i in np.flatnonzero(out[0] != ref[0]):
+        if not np.isfinite(out[0][i]):
+            wrong.append(f"output #0 for ({a[i]}, {b[i]}) is {out[0][i]}")
+            continue
+        got, want = int(out[0][i]), int(ref[0][i])
+        for k, p in enumerate(CMPF_PREDICATES):
+            if (got ^ want) >> k & 1:
+                wrong.append(f"cmpf {p}({a[i]}, {b[i]}) = {bool(got >> k & 1)}")
+    assert not wrong, (f"[{backend}] {len(wrong)} wrong compares: "
+                       + "; ".join(wrong))
+    for k in (1, 2):
+        bad = np.flatnonzero(~((out[k] == ref[k]) |
+                               (np.isnan(out[k]) & np.isnan(ref[k]))))
+        assert bad.size == 0, (
+            f"[{backend}] output #{k}: " + "; ".join(
+                f"({a[i]}, {b[i]}) -> {out[k][i]}, reference {ref[k][i]}"
+                for i in bad))
+
+
+# Floats computed from indices (`tang.index ... : f32`): the kernel form
+# converts the index through an integer first.
+INDEX_PROGRAM = """\
+func.func @main(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  %y = tang.comprehension (%i, %j) [8, 16] : tensor<8x16xf32> {
+    %v = tang.read %x[%i, %j] : tensor<8x16xf32>
+    %f = tang.index [%i * 16 + %j] : f32
+    %g = tang.index %j : f32
+    %p = arith.mulf %v, %f : f32
+    %s = arith.addf %p, %g : f32
+    tang.yield %s : f32
+  }
+  return %y : tensor<8x16xf32>
+}
+"""

@@ -23,7 +23,8 @@ import types
 import numpy as np
 import pytest
 
-from differential import (MATRIX_PROGRAMS, check_functions,  # noqa: E402
+from differential import (CMPF_PROGRAM, MATRIX_PROGRAMS,  # noqa: E402
+                          check_functions, check_special_values,
                           lower_example, run)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -110,6 +111,16 @@ def test_matrix_unit_kernels_match_interpreter(name, tile, compiler,
     assert launch["block"] == [32, 1, 1], launch
     check_functions(f"c-matrix-units-{tile}", program, manifest, tmp_path,
                     TANG_BIN, runner(lib, manifest["functions"][0]))
+
+
+def test_float_compares_follow_cmpf(compiler, tmp_path):
+    """Every arith.cmpf predicate, ordered and unordered, on NaN, infinities
+    and finite values; NaNs and infinities pass through exactly."""
+    program = tmp_path / "cmpf.mlir"
+    program.write_text(CMPF_PROGRAM)
+    manifest, lib = build(program, tmp_path, compiler)
+    check_special_values("c-" + compiler, program, tmp_path, TANG_BIN,
+                         runner(lib, manifest["functions"][0]))
 
 
 GRADIENT_EXAMPLES = ["attention", "conv2d", "cross_entropy", "layernorm",

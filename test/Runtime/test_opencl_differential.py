@@ -22,7 +22,8 @@ import pathlib
 import numpy as np
 import pytest
 
-from differential import check_functions, lower_example, run  # noqa: E402
+from differential import (CMPF_PROGRAM, check_functions,  # noqa: E402
+                          check_special_values, lower_example, run)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TANG_BIN = pathlib.Path(os.environ.get("TANG_BIN", ROOT / "build" / "bin"))
@@ -60,6 +61,18 @@ def test_example_matches_interpreter(example, backend, tmp_path):
                     lambda name, inputs, out: run(
                         [OCL_RUN, bundle, name, *inputs, "--out", out],
                         timeout=300))
+
+
+def test_float_compares_follow_cmpf(backend, tmp_path):
+    """Every arith.cmpf predicate, ordered and unordered, on NaN, infinities
+    and finite values; NaNs and infinities pass through exactly."""
+    program = tmp_path / "cmpf.mlir"
+    program.write_text(CMPF_PROGRAM)
+    bundle = tmp_path / "bundle"
+    lower_example(TANG_BIN, program, "tang-lower-opencl", bundle, "opencl")
+    check_special_values(backend, program, tmp_path, TANG_BIN,
+                         lambda name, inputs, out: run(
+                             [OCL_RUN, bundle, name, *inputs, "--out", out]))
 
 
 def test_half_precision_is_refused(tmp_path):

@@ -82,6 +82,8 @@ private:
   LogicalResult printCall(Operation *op, StringRef function);
   LogicalResult printCmpI(arith::CmpIOp op);
   LogicalResult printCmpF(arith::CmpFOp op);
+  /// Whether `v` is a NaN, as an expression of the target.
+  std::string isNan(Value v);
   LogicalResult printCast(Operation *op);
   LogicalResult printLoad(memref::LoadOp op);
   LogicalResult printStore(memref::StoreOp op);
@@ -356,42 +358,81 @@ LogicalResult OpenCLPrinter::printCmpI(arith::CmpIOp op) {
 }
 
 LogicalResult OpenCLPrinter::printCmpF(arith::CmpFOp op) {
+  // arith.cmpf: an ordered predicate is false when an operand is NaN, an
+  // unordered one true. Only ==, <, <=, > and >= are ordered in every target
+  // (C's != is unordered, WGSL's ordered on Dawn): the others are printed
+  // from those, an unordered predicate as the negation of the opposite
+  // ordered one; ord and uno test for NaN.
   using P = arith::CmpFPredicate;
-  StringRef sym;
+  std::string a = name(op.getLhs()), b = name(op.getRhs());
+  auto cmp = [&](StringRef sym) { return a + " " + sym.str() + " " + b; };
+  std::string lessOrGreater = "(" + cmp("<") + " || " + cmp(">") + ")";
+  std::string expr;
   switch (op.getPredicate()) {
+  case P::AlwaysFalse:
+    expr = "false";
+    break;
   case P::OEQ:
-  case P::UEQ:
-    sym = "==";
-    break;
-  case P::ONE:
-  case P::UNE:
-    sym = "!=";
-    break;
-  case P::OLT:
-  case P::ULT:
-    sym = "<";
-    break;
-  case P::OLE:
-  case P::ULE:
-    sym = "<=";
+    expr = cmp("==");
     break;
   case P::OGT:
-  case P::UGT:
-    sym = ">";
+    expr = cmp(">");
     break;
   case P::OGE:
-  case P::UGE:
-    sym = ">=";
+    expr = cmp(">=");
     break;
-  default:
-    return op.emitOpError() << "has a predicate the OpenCL C printer does "
-                               "not support";
+  case P::OLT:
+    expr = cmp("<");
+    break;
+  case P::OLE:
+    expr = cmp("<=");
+    break;
+  case P::ONE:
+    expr = lessOrGreater;
+    break;
+  case P::ORD:
+    expr = "!" + isNan(op.getLhs()) + " && !" + isNan(op.getRhs());
+    break;
+  case P::UEQ:
+    expr = "!" + lessOrGreater;
+    break;
+  case P::UGT:
+    expr = "!(" + cmp("<=") + ")";
+    break;
+  case P::UGE:
+    expr = "!(" + cmp("<") + ")";
+    break;
+  case P::ULT:
+    expr = "!(" + cmp(">=") + ")";
+    break;
+  case P::ULE:
+    expr = "!(" + cmp(">") + ")";
+    break;
+  case P::UNE:
+    expr = "!(" + cmp("==") + ")";
+    break;
+  case P::UNO:
+    expr = isNan(op.getLhs()) + " || " + isNan(op.getRhs());
+    break;
+  case P::AlwaysTrue:
+    expr = "true";
+    break;
   }
   FailureOr<raw_ostream *> o = define(op, op.getResult());
   if (failed(o))
     return failure();
-  **o << name(op.getLhs()) << " " << sym << " " << name(op.getRhs()) << ";\n";
+  **o << expr << ";\n";
   return success();
+}
+
+std::string OpenCLPrinter::isNan(Value v) {
+  if (language != Language::WGSL)
+    return "isnan(" + name(v) + ")";
+  // WGSL has no isnan (and lets a compiler assume there are no NaNs): the
+  // prelude's tang_isnan tests the bits.
+  if (v.getType().isF32())
+    return "tang_isnan(" + name(v) + ")";
+  return "tang_isnan(f32(" + name(v) + "))";
 }
 
 LogicalResult OpenCLPrinter::printCast(Operation *op) {
@@ -897,6 +938,9 @@ LogicalResult mlir::tang::translateKernelsToWGSL(gpu::GPUModuleOp kernels,
   // kernels read them from private variables.
   os << "\nvar<private> tang_inf_bits: u32 = 0x7f800000u;\n"
      << "var<private> tang_nan_bits: u32 = 0x7fc00000u;\n\n"
+     << "fn tang_isnan(x: f32) -> bool {\n"
+     << "  return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u;\n"
+     << "}\n\n"
      << text;
   return success();
 }
