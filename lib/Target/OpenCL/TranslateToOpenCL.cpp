@@ -360,9 +360,9 @@ LogicalResult OpenCLPrinter::printCmpI(arith::CmpIOp op) {
 LogicalResult OpenCLPrinter::printCmpF(arith::CmpFOp op) {
   // arith.cmpf: an ordered predicate is false when an operand is NaN, an
   // unordered one true. Only ==, <, <=, > and >= are ordered in every target
-  // (C's != is unordered, WGSL's ordered on Dawn): the others are printed
-  // from those, an unordered predicate as the negation of the opposite
-  // ordered one; ord and uno test for NaN.
+  // (C's != is unordered; WGSL does not say what its != does): the others
+  // are printed from those, an unordered predicate as the negation of the
+  // opposite ordered one; ord and uno test for NaN.
   using P = arith::CmpFPredicate;
   std::string a = name(op.getLhs()), b = name(op.getRhs());
   auto cmp = [&](StringRef sym) { return a + " " + sym.str() + " " + b; };

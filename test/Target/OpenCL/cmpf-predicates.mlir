@@ -7,11 +7,11 @@
 
 // arith.cmpf's predicates as the printed languages' comparisons: ordered
 // ones false on NaN, unordered ones true. Only ==, <, <=, > and >= are
-// ordered in every target (C's != is unordered, WGSL's is not), so the
-// others are built from them: an unordered predicate is the negation of
-// the opposite ordered one, ord and uno test for NaN (WGSL, which has no
-// isnan, by the bits). The constant predicates print as constants (GLSL and
-// WGSL fold them first, as SPIR-V does).
+// ordered in every target (C's != is unordered; WGSL does not say what its
+// != does), so the others are built from them: an unordered predicate is
+// the negation of the opposite ordered one, ord and uno test for NaN (WGSL,
+// which has no isnan, by the bits). The constant predicates print as
+// `false` and `true` (checked on C, OpenCL and Metal).
 // WGSL: fn tang_isnan(x: f32) -> bool {
 // WGSL-NEXT: return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u;
 // CHECK: [[A:v[0-9]+]]{{(: f32)?}} = {{(main_k0_)?}}a0[
