@@ -11,6 +11,7 @@
 
 #include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -212,19 +213,40 @@ Error tang::runtime::makeDirs(const std::string &dir) {
   return Error::success();
 }
 
+double tang::runtime::decodeHalf(uint16_t h) {
+  int sign = (h >> 15) & 1, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+  double v;
+  if (exp == 0)
+    v = std::ldexp(mant, -24);
+  else if (exp == 31)
+    v = mant ? NAN : INFINITY;
+  else
+    v = std::ldexp(mant + 1024, exp - 25);
+  return sign ? -v : v;
+}
+
 /// Converts `npy` into `out` (b.numBytes() bytes), the contents of a buffer of
-/// `b`'s dtype. Float buffers take <f4 and <f8 arrays; i32 buffers take <i4
-/// and <i8 (in range).
+/// `b`'s dtype. f32 and f64 buffers take <f4 and <f8 arrays, f16 buffers <f2
+/// (bit for bit); i32 buffers take <i4 and <i8 (in range).
 Error tang::runtime::convertNpyInput(const Npy &npy, const BufferSpec &b,
                                      const std::string &what, void *out) {
   size_t n = size_t(b.numElements());
   auto cannot = [&] {
-    return Error::failure(
-        what + ": a .npy array of dtype '" + npy.typestr + "' cannot feed a " +
-        dtypeName(b.dtype) + " buffer (use " +
-        (b.dtype == DType::I32 ? "<i4 or <i8" : "<f4 or <f8") + ")");
+    return Error::failure(what + ": a .npy array of dtype '" + npy.typestr +
+                          "' cannot feed a " + dtypeName(b.dtype) +
+                          " buffer (use " +
+                          (b.dtype == DType::I32   ? "<i4 or <i8"
+                           : b.dtype == DType::F16 ? "<f2"
+                                                   : "<f4 or <f8") +
+                          ")");
   };
   const char *src = npy.data.data();
+  if (b.dtype == DType::F16) {
+    if (npy.descr != "f2")
+      return cannot();
+    std::memcpy(out, src, 2 * n);
+    return Error::success();
+  }
   if (b.dtype == DType::F32 || b.dtype == DType::F64) {
     bool f4 = npy.descr == "f4", f8 = npy.descr == "f8";
     if (!f4 && !f8)
@@ -271,8 +293,8 @@ Error tang::runtime::convertNpyInput(const Npy &npy, const BufferSpec &b,
   return cannot();
 }
 
-/// Writes buffer contents `data` of `b` to the .npy file at `path`: floats as
-/// float64 (<f8), i32 as int32 (<i4).
+/// Writes buffer contents `data` of `b` to the .npy file at `path`: floats
+/// (f16, f32, f64) as float64 (<f8), i32 as int32 (<i4).
 Error tang::runtime::writeBufferNpy(const std::string &path,
                                     const BufferSpec &b, const void *data) {
   size_t n = size_t(b.numElements());
@@ -290,6 +312,10 @@ Error tang::runtime::writeBufferNpy(const std::string &path,
         float v;
         std::memcpy(&v, static_cast<const char *>(data) + 4 * i, 4);
         x = v;
+      } else if (b.dtype == DType::F16) {
+        uint16_t h;
+        std::memcpy(&h, static_cast<const char *>(data) + 2 * i, 2);
+        x = decodeHalf(h);
       } else {
         std::memcpy(&x, static_cast<const char *>(data) + 8 * i, 8);
       }

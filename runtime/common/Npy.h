@@ -50,15 +50,20 @@ Error writeNpy(const std::string &path, const std::string &descr,
                const std::vector<int64_t> &shape, const std::string &data);
 
 /// Converts `npy` into `out` (b.numBytes() bytes), the contents of a buffer
-/// of `b`'s dtype: float buffers (f32, f64) take <f4 and <f8 arrays, i32
-/// buffers <i4 and <i8 (in range). `what` names the input in errors.
+/// of `b`'s dtype: f32 and f64 buffers take <f4 and <f8 arrays, f16 buffers
+/// <f2, i32 buffers <i4 and <i8 (in range). `what` names the input in
+/// errors.
 Error convertNpyInput(const Npy &npy, const BufferSpec &b,
                       const std::string &what, void *out);
 
 /// Writes buffer contents `data` of `b` to the .npy file at `path`: floats
-/// as float64 (<f8, as tang-run writes them), i32 as int32 (<i4).
+/// (f16, f32, f64) as float64 (<f8, as tang-run writes them), i32 as int32
+/// (<i4).
 Error writeBufferNpy(const std::string &path, const BufferSpec &b,
                      const void *data);
+
+/// Decodes an IEEE binary16 value (an f16 buffer element).
+double decodeHalf(uint16_t h);
 
 /// Creates `dir` and its parents.
 Error makeDirs(const std::string &dir);

@@ -121,7 +121,8 @@ Status toStatus(const tang::runtime::Error &error) {
 
 /// Whether tang-vk-run can read and write buffers of `t`.
 bool isSupportedIO(DType t) {
-  return t == DType::F32 || t == DType::F64 || t == DType::I32;
+  return t == DType::F32 || t == DType::F64 || t == DType::F16 ||
+         t == DType::I32;
 }
 
 /// The buffer a kernel parameter binds: an index into the function's
@@ -966,6 +967,10 @@ Status Runner::run(const FunctionSpec &f, const std::vector<uint32_t> &spirv,
         x = v;
       } else if (b.dtype == DType::F64) {
         std::memcpy(&x, p + 8 * e, 8);
+      } else if (b.dtype == DType::F16) {
+        uint16_t v;
+        std::memcpy(&v, p + 2 * e, 2);
+        x = tang::runtime::decodeHalf(v);
       } else {
         int32_t v;
         std::memcpy(&v, p + 4 * e, 4);

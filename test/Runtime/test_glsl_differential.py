@@ -19,8 +19,9 @@ import shutil
 
 import pytest
 
-from differential import (check_functions, lower_example,  # noqa: E402
-                          run_vulkan, vulkan_backend)
+from differential import (CMPF_PROGRAM, INDEX_PROGRAM,  # noqa: E402
+                          check_functions, check_special_values,
+                          lower_example, run_vulkan, vulkan_backend)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TANG_BIN = pathlib.Path(os.environ.get("TANG_BIN", ROOT / "build" / "bin"))
@@ -54,5 +55,29 @@ def test_example_matches_interpreter(example, backend, tmp_path, request):
                              "spirv")
     assert list(bundle.glob("*.comp")), "no GLSL sources in the bundle"
     check_functions(backend, example, manifest, tmp_path, TANG_BIN,
+                    lambda name, inputs, out: run_vulkan(
+                        [VK_RUN, bundle, name, *inputs, "--out", out]))
+
+
+def test_float_compares_follow_cmpf(backend, tmp_path):
+    """Every arith.cmpf predicate, ordered and unordered, on NaN, infinities
+    and finite values; NaNs and infinities pass through exactly."""
+    program = tmp_path / "cmpf.mlir"
+    program.write_text(CMPF_PROGRAM)
+    bundle = tmp_path / "bundle"
+    lower_example(TANG_BIN, program, "tang-lower-glsl", bundle, "spirv")
+    check_special_values(backend, program, tmp_path, TANG_BIN,
+                         lambda name, inputs, out: run_vulkan(
+                             [VK_RUN, bundle, name, *inputs, "--out", out]))
+
+
+def test_float_index_matches_interpreter(backend, tmp_path):
+    """`tang.index ... : f32`, converted through i32 (32-bit indices)."""
+    program = tmp_path / "index.mlir"
+    program.write_text(INDEX_PROGRAM)
+    bundle = tmp_path / "bundle"
+    manifest = lower_example(TANG_BIN, program, "tang-lower-glsl", bundle,
+                             "spirv")
+    check_functions(backend, program, manifest, tmp_path, TANG_BIN,
                     lambda name, inputs, out: run_vulkan(
                         [VK_RUN, bundle, name, *inputs, "--out", out]))

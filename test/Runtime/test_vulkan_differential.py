@@ -33,8 +33,9 @@ import shutil
 import numpy as np
 import pytest
 
-from differential import (check_functions, lower_example,  # noqa: E402
-                          run, run_vulkan, vulkan_backend)
+from differential import (CMPF_PROGRAM, INDEX_PROGRAM,  # noqa: E402
+                          check_functions, check_special_values,
+                          lower_example, run, run_vulkan, vulkan_backend)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TANG_BIN = pathlib.Path(os.environ.get("TANG_BIN", ROOT / "build" / "bin"))
@@ -80,6 +81,62 @@ def test_example_matches_interpreter(example, backend, tmp_path, request):
     check_functions(backend, example, manifest, tmp_path, TANG_BIN,
                     lambda name, inputs, out: run_vulkan(
                         [VK_RUN, bundle, name, *inputs, "--out", out]))
+
+
+def test_half_precision_matches_interpreter(backend, tmp_path):
+    """f16 buffers as 16-bit storage (Float16, StorageBuffer16BitAccess),
+    computed in f32: the buffers are read as 2-byte elements."""
+    program = tmp_path / "half.mlir"
+    program.write_text("""\
+func.func @main(%x: tensor<4x16xf16>, %w: tensor<16xf16>) -> tensor<4xf16> {
+  %y = tang.comprehension (%i) reduce (%j) [4, 16] monoid(add) : tensor<4xf16> {
+    %v = tang.read %x[%i, %j] : tensor<4x16xf16>
+    %c = tang.read %w[%j] : tensor<16xf16>
+    %e = math.exp %v : f16
+    %p = arith.mulf %e, %c : f16
+    tang.yield %p : f16
+  }
+  return %y : tensor<4xf16>
+}
+""")
+    bundle = tmp_path / "bundle"
+    manifest = lower(program, bundle)
+    assert [a["dtype"] for a in manifest["functions"][0]["args"]] == \
+        ["f16", "f16", "f16"]
+    check_functions(backend, program, manifest, tmp_path, TANG_BIN,
+                    lambda name, inputs, out: run_vulkan(
+                        [VK_RUN, bundle, name, *inputs, "--out", out]))
+
+
+def test_index_programs_match_interpreter(backend, tmp_path):
+    """`tang.index ... : f32` (converted through i32) and `tang.index ... :
+    i64` (the Int64 capability)."""
+    wide = INDEX_PROGRAM.replace(
+        "    %g = tang.index %j : f32\n",
+        "    %n = tang.index %j : i64\n"
+        "    %g = arith.sitofp %n : i64 to f32\n")
+    for name, text in (("index_f32", INDEX_PROGRAM), ("index_i64", wide)):
+        work = tmp_path / name
+        work.mkdir()
+        program = work / "index.mlir"
+        program.write_text(text)
+        bundle = work / "bundle"
+        manifest = lower(program, bundle)
+        check_functions(backend, program, manifest, work, TANG_BIN,
+                        lambda fn, inputs, out: run_vulkan(
+                            [VK_RUN, bundle, fn, *inputs, "--out", out]))
+
+
+def test_float_compares_follow_cmpf(backend, tmp_path):
+    """Every arith.cmpf predicate, ordered and unordered, on NaN, infinities
+    and finite values; NaNs and infinities pass through exactly."""
+    program = tmp_path / "cmpf.mlir"
+    program.write_text(CMPF_PROGRAM)
+    bundle = tmp_path / "bundle"
+    lower(program, bundle)
+    check_special_values(backend, program, tmp_path, TANG_BIN,
+                         lambda name, inputs, out: run_vulkan(
+                             [VK_RUN, bundle, name, *inputs, "--out", out]))
 
 
 def test_lavapipe_loop_limit(backend, tmp_path):
@@ -140,13 +197,14 @@ def edited_bundle(tmp_path, bundle, edit):
 def test_unsupported_dtype_is_a_clear_error(softmax_bundle, tmp_path):
     bundle, x = softmax_bundle
 
-    def to_f16(m):
+    def to_bf16(m):
         for a in m["functions"][0]["args"]:
-            a["dtype"] = "f16"
+            a["dtype"] = "bf16"
 
-    r = run_vulkan([VK_RUN, edited_bundle(tmp_path, bundle, to_f16), "main", x])
+    r = run_vulkan([VK_RUN, edited_bundle(tmp_path, bundle, to_bf16), "main",
+                    x])
     assert r.returncode == 1, r.stderr
-    assert ("@main argument #0: dtype f16 is not supported by tang-vk-run "
+    assert ("@main argument #0: dtype bf16 is not supported by tang-vk-run "
             "yet") in r.stderr
 
 

@@ -24,7 +24,9 @@ import pathlib
 import numpy as np
 import pytest
 
-from differential import check_functions, lower_example, run  # noqa: E402
+from differential import (CMPF_PROGRAM, INDEX_PROGRAM,  # noqa: E402
+                          check_functions, check_special_values,
+                          lower_example, run)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TANG_BIN = pathlib.Path(os.environ.get("TANG_BIN", ROOT / "build" / "bin"))
@@ -100,6 +102,30 @@ func.func @main(%x: tensor<4x16xf16>) -> tensor<4xf16> {
     check_functions(backend, program, manifest, tmp_path, TANG_BIN,
                     lambda name, inputs, out: run(
                         [WGPU_RUN, bundle, name, *inputs, "--out", out]))
+
+
+def test_float_index_matches_interpreter(backend, tmp_path):
+    """`tang.index ... : f32`, converted through i32 (32-bit indices)."""
+    program = tmp_path / "index.mlir"
+    program.write_text(INDEX_PROGRAM)
+    bundle = tmp_path / "bundle"
+    manifest = lower_example(TANG_BIN, program, "tang-lower-wgsl", bundle,
+                             "wgsl")
+    check_functions(backend, program, manifest, tmp_path, TANG_BIN,
+                    lambda name, inputs, out: run(
+                        [WGPU_RUN, bundle, name, *inputs, "--out", out]))
+
+
+def test_float_compares_follow_cmpf(backend, tmp_path):
+    """Every arith.cmpf predicate, ordered and unordered, on NaN, infinities
+    and finite values; NaNs and infinities pass through exactly."""
+    program = tmp_path / "cmpf.mlir"
+    program.write_text(CMPF_PROGRAM)
+    bundle = tmp_path / "bundle"
+    lower_example(TANG_BIN, program, "tang-lower-wgsl", bundle, "wgsl")
+    check_special_values(backend, program, tmp_path, TANG_BIN,
+                         lambda name, inputs, out: run(
+                             [WGPU_RUN, bundle, name, *inputs, "--out", out]))
 
 
 UNSUPPORTED = [

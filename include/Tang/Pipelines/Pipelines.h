@@ -75,8 +75,11 @@ struct TangLowerSpirvOptions
       llvm::cl::init("v1.3")};
   PassOptions::Option<std::string> caps{
       *this, "caps",
-      llvm::cl::desc("SPIR-V capabilities the target has, comma-separated"),
-      llvm::cl::init("Shader")};
+      llvm::cl::desc("SPIR-V capabilities the target has, comma-separated "
+                     "(the module declares those it uses: f16 buffers need "
+                     "Float16 and StorageBuffer16BitAccess, i64 Int64, f64 "
+                     "Float64)"),
+      llvm::cl::init("Shader,Float16,StorageBuffer16BitAccess,Int64")};
   PassOptions::Option<std::string> bundle{
       *this, "bundle",
       llvm::cl::desc("Also write the .spv and the launch sequence to this "

@@ -1,0 +1,30 @@
+// RUN: tang-opt %s --split-input-file --tang-lower-wgsl -verify-diagnostics -o /dev/null
+
+// Types WGSL does not have are refused before any lowering, where the
+// program first uses them: the operation the user wrote, not an operation
+// of the kernel form.
+
+// An index asked for as i64 (WGSL has no 64-bit integers).
+func.func @main(%x: tensor<8xi32>) -> tensor<8xi32> {
+  %y = tang.comprehension (%i) [8] : tensor<8xi32> {
+    %v = tang.read %x[%i] : tensor<8xi32>
+    // expected-error @+1 {{'tang.index' op uses 'i64', which WGSL does not have (32-bit int, f32, f16 and bool only)}}
+    %n = tang.index %i : i64
+    %t = arith.trunci %n : i64 to i32
+    %w = arith.addi %v, %t : i32
+    tang.yield %w : i32
+  }
+  return %y : tensor<8xi32>
+}
+
+// -----
+
+// bf16, reported once, at the argument.
+// expected-error @+1 {{argument #0 of @main uses 'bf16', which WGSL does not have (32-bit int, f32, f16 and bool only)}}
+func.func @main(%x: tensor<8xbf16>) -> tensor<8xbf16> {
+  %y = tang.comprehension (%i) [8] : tensor<8xbf16> {
+    %v = tang.read %x[%i] : tensor<8xbf16>
+    tang.yield %v : bf16
+  }
+  return %y : tensor<8xbf16>
+}
