@@ -10,6 +10,7 @@
 #include "Tang/Interpreter/Npy.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
@@ -52,6 +53,20 @@ static std::optional<StringRef> findKey(StringRef header, StringRef key) {
   return std::nullopt;
 }
 
+StringRef mlir::tang::npyDtypeName(StringRef dtype) {
+  return llvm::StringSwitch<StringRef>(dtype)
+      .Case("f8", "float64")
+      .Case("f4", "float32")
+      .Case("f2", "float16")
+      .Case("i8", "int64")
+      .Case("i4", "int32")
+      .Case("i2", "int16")
+      .Case("i1", "int8")
+      .Case("u1", "uint8")
+      .Case("b1", "bool")
+      .Default("");
+}
+
 llvm::Expected<NpyArray> mlir::tang::parseNpy(StringRef bytes) {
   static constexpr char kMagic[] = "\x93NUMPY";
   if (bytes.size() < 10 || !bytes.starts_with(StringRef(kMagic, 6)))
@@ -91,11 +106,10 @@ llvm::Expected<NpyArray> mlir::tang::parseNpy(StringRef bytes) {
     d = d.drop_front();
   else if (order == '>')
     return npyError("big-endian .npy data ('" + d + "') is not supported");
-  static const StringRef kTypes[] = {"f8", "f4", "f2", "i8", "i4",
-                                     "i2", "i1", "u1", "b1"};
-  if (!llvm::is_contained(kTypes, d))
+  if (npyDtypeName(d).empty())
     return npyError("unsupported .npy dtype '" + d +
-                    "' (expected f8, f4, f2, i8, i4, i2, i1, u1 or b1)");
+                    "' (expected float64, float32, float16, int64, int32, "
+                    "int16, int8, uint8 or bool)");
   arr.dtype = d.str();
 
   // fortran_order

@@ -32,13 +32,13 @@ void mlir::tang::registerTangPipelines() {
       "printer (the OpenCL C printer's bodies); a bundle with the .metal, or "
       "the source on stdout",
       buildTangLowerMetalPipeline);
-  PassPipelineRegistration<TangLowerOpenCLOptions>(
+  PassPipelineRegistration<TangLowerGLSLOptions>(
       "tang-lower-glsl",
       "Lower tang to GLSL compute shaders: (fusion,) the kernel form, the "
       "printer; a bundle compiled with glslangValidator and spirv-link (run "
       "by the Vulkan host), or the shaders on stdout",
       buildTangLowerGLSLPipeline);
-  PassPipelineRegistration<TangLowerOpenCLOptions>(
+  PassPipelineRegistration<TangLowerWGSLOptions>(
       "tang-lower-wgsl",
       "Lower tang to WGSL (WebGPU compute): (fusion,) the kernel form, the "
       "printer; a bundle with the .wgsl (run by runtime/webgpu on Dawn), or "

@@ -319,12 +319,12 @@ void mlir::tang::buildTangLowerOpenCLPipeline(
 }
 
 void mlir::tang::buildTangLowerGLSLPipeline(
-    OpPassManager &pm, const TangLowerOpenCLOptions &options) {
+    OpPassManager &pm, const TangLowerGLSLOptions &options) {
   buildPrintedPipeline(pm, options.fuse, options.bundle, Printed::GLSL);
 }
 
 void mlir::tang::buildTangLowerWGSLPipeline(
-    OpPassManager &pm, const TangLowerOpenCLOptions &options) {
+    OpPassManager &pm, const TangLowerWGSLOptions &options) {
   buildPrintedPipeline(pm, options.fuse, options.bundle, Printed::WGSL);
 }
 

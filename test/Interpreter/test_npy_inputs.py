@@ -109,7 +109,12 @@ BAD_X = {
     "wrong_rank": (lambda: npy_bytes(np.ones(6, np.float32)),
                    "has shape (6,) but the argument is 'tensor<2x3xf32>'"),
     "wrong_dtype_int": (lambda: npy_bytes(np.ones((2, 3), np.int32)),
-                        "has dtype 'i4', which cannot feed 'tensor<2x3xf32>'"),
+                        "has dtype int32 (.npy 'i4'), which cannot feed "
+                        "'tensor<2x3xf32>'"),
+    # NumPy's name first: the .npy string 'i8' is not MLIR's i8.
+    "wrong_dtype_int64": (lambda: npy_bytes(np.ones((2, 3), np.int64)),
+                          "has dtype int64 (.npy 'i8'), which cannot feed "
+                          "'tensor<2x3xf32>'"),
     "wrong_dtype_complex": (lambda: npy_bytes(np.ones((2, 3), np.complex64)),
                             "unsupported .npy dtype 'c8'"),
     "truncated_data": (lambda: npy_bytes(np.ones((2, 3), np.float32))[:-5],
@@ -158,7 +163,8 @@ def test_bool_from_int(program, tmp_path):
     np.save(paths[2], np.array([1, 0, 1, 1], np.int8))
     r = run(program, *paths)
     assert r.returncode == 1
-    assert "has dtype 'i1', which cannot feed 'tensor<4xi1>'" in r.stderr
+    assert ("has dtype int8 (.npy 'i1'), which cannot feed 'tensor<4xi1>'"
+            in r.stderr)
 
 
 def test_missing_file(program, tmp_path):

@@ -105,8 +105,9 @@ FailureOr<Tensor> loadInput(BlockArgument arg, StringRef path) {
            << shapeString(arr->shape) << " but the argument is " << type;
   if (!isCompatible(arr->dtype, type.getElementType()))
     return emitError(arg.getLoc())
-           << "input #" << arg.getArgNumber() << ": " << path << " has dtype '"
-           << arr->dtype << "', which cannot feed " << type;
+           << "input #" << arg.getArgNumber() << ": " << path << " has dtype "
+           << npyDtypeName(arr->dtype) << " (.npy '" << arr->dtype
+           << "'), which cannot feed " << type;
   if (auto it = dyn_cast<IntegerType>(type.getElementType())) {
     unsigned w = it.getWidth();
     double lo = w == 1 ? 0 : -std::ldexp(1.0, w - 1);

@@ -24,6 +24,10 @@ struct NpyArray {
   std::vector<double> data;
 };
 
+/// NumPy's name of a .npy type string (`dtype` of NpyArray): "int64" for
+/// "i8", "float32" for "f4", ... ("i8" is not MLIR's i8).
+StringRef npyDtypeName(StringRef dtype);
+
 /// Parses a .npy file's bytes. Errors say what is wrong (bad magic,
 /// malformed header, big-endian or Fortran order, unsupported dtype,
 /// truncated data).

@@ -121,17 +121,46 @@ struct TangLowerOpenCLOptions
 void buildTangLowerOpenCLPipeline(OpPassManager &pm,
                                   const TangLowerOpenCLOptions &options);
 
+/// Options of --tang-lower-glsl.
+struct TangLowerGLSLOptions : public PassPipelineOptions<TangLowerGLSLOptions> {
+  PassOptions::Option<bool> fuse{
+      *this, "fuse",
+      llvm::cl::desc("Run --tang-fuse and --tang-online-softmax first"),
+      llvm::cl::init(false)};
+  PassOptions::Option<std::string> bundle{
+      *this, "bundle",
+      llvm::cl::desc("Write a <kernel>.comp per kernel, tang_kernels.spv "
+                     "(compiled by glslangValidator, linked by spirv-link) "
+                     "and the launch sequence to this directory (format "
+                     "spirv, run by the Vulkan host); without it, print the "
+                     "GLSL to stdout"),
+      llvm::cl::init("")};
+};
+
 /// tang IR -> (fusion) -> the kernel form (one thread per point) -> GLSL
 /// compute shaders, compiled by glslangValidator and linked by spirv-link
 /// into a SPIR-V bundle (the Vulkan host runs it), or the shaders on stdout.
 void buildTangLowerGLSLPipeline(OpPassManager &pm,
-                                const TangLowerOpenCLOptions &options);
+                                const TangLowerGLSLOptions &options);
+
+/// Options of --tang-lower-wgsl.
+struct TangLowerWGSLOptions : public PassPipelineOptions<TangLowerWGSLOptions> {
+  PassOptions::Option<bool> fuse{
+      *this, "fuse",
+      llvm::cl::desc("Run --tang-fuse and --tang-online-softmax first"),
+      llvm::cl::init(false)};
+  PassOptions::Option<std::string> bundle{
+      *this, "bundle",
+      llvm::cl::desc("Write tang_kernels.wgsl and the launch sequence to "
+                     "this directory (format wgsl, run by runtime/webgpu); "
+                     "without it, print the WGSL to stdout"),
+      llvm::cl::init("")};
+};
 
 /// tang IR -> (fusion) -> the kernel form (one thread per point) -> one WGSL
-/// module (a bundle run by runtime/webgpu on Dawn, or stdout). Same options
-/// as --tang-lower-opencl.
+/// module (a bundle run by runtime/webgpu on Dawn, or stdout).
 void buildTangLowerWGSLPipeline(OpPassManager &pm,
-                                const TangLowerOpenCLOptions &options);
+                                const TangLowerWGSLOptions &options);
 
 /// Options of --tang-lower-metal: those of --tang-lower-opencl, and the
 /// matrix units.

@@ -186,6 +186,11 @@ FailureOr<std::string> OpenCLPrinter::typeName(Operation *at, Type t) {
     return std::string("double");
   if (t.isF16() && language == Language::Metal)
     return std::string("half");
+  if (t.isBF16() && language == Language::Metal)
+    return at->emitOpError()
+           << "uses " << t
+           << ": the Metal target does not print bfloat (MSL 3.1) yet; store "
+              "the program in f16 or f32";
   if ((t.isF16() || t.isBF16()) && language == Language::OpenCL)
     return at->emitOpError()
            << "uses " << t
