@@ -181,8 +181,12 @@ int64_t getFuseId(Operation *op) {
 /// reductions stay (the work bound), and, per function-level
 /// comprehension, the original ones whose bodies it holds.
 struct WorkState {
-  /// 1: producers with reductions stay; 2: every producer stays.
-  llvm::DenseMap<int64_t, int> blocked;
+  /// Producers that stay materialised for every reader.
+  llvm::DenseSet<int64_t> kept;
+  /// Consumers into which nothing is fused.
+  llvm::DenseSet<int64_t> closed;
+  /// Per function-level comprehension, the original ones whose bodies it
+  /// holds after fusion.
   llvm::DenseMap<int64_t, llvm::SetVector<int64_t>> origins;
 };
 
@@ -263,25 +267,6 @@ struct FusionPolicy {
     return extent;
   }
 
-  /// Whether the kernel for `consumer` would evaluate a substitution for
-  /// `read` more than once per distinct value: the read sits in a nested
-  /// comprehension (evaluated per point of its reduced domain), or does not
-  /// use a parallel index of the consumer other than the last one (the row
-  /// a block shares).
-  static bool isRecomputedIn(ReadOp read, ComprehensionOp consumer) {
-    if (read->getParentOfType<ComprehensionOp>() != consumer)
-      return true;
-    for (unsigned i = 0; i + 1 < consumer.getNumParallel(); ++i) {
-      Value index = consumer.getIndex(i);
-      bool used = llvm::any_of(llvm::enumerate(read.getIndices()), [&](auto p) {
-        return p.value() == index && read.getMap().isFunctionOfDim(p.index());
-      });
-      if (!used)
-        return true;
-    }
-    return false;
-  }
-
   static bool hasReduction(ComprehensionOp producer) {
     if (producer.getNumReduced())
       return true;
@@ -297,13 +282,9 @@ struct FusionPolicy {
     auto consumer = read->getParentOfType<ComprehensionOp>();
     while (auto outer = consumer->getParentOfType<ComprehensionOp>())
       consumer = outer;
-    if (work) {
-      int level = work->blocked.lookup(getFuseId(consumer));
-      if (level >= 3 || (level == 2 && hasReduction(producer)) ||
-          (level == 1 && hasReduction(producer) &&
-           isRecomputedIn(read, consumer)))
-        return Decision::KeepWork;
-    }
+    if (work && (work->kept.contains(getFuseId(producer)) ||
+                 work->closed.contains(getFuseId(consumer))))
+      return Decision::KeepWork;
     // A producer read at several points is copied once per point: along a
     // chain of such producers the copies multiply. Bound the body's size.
     if (getFusedSize(producer, consumer) > maxBodyOps)
@@ -416,86 +397,138 @@ struct TangFusePass : tang::impl::TangFuseBase<TangFusePass> {
     });
     int64_t before = countComprehensions(module);
 
-    // Fuse to a fixed point; where the work bound fails, fuse again with
-    // the offending consumers' reduction producers materialised.
+    // Fuse to a fixed point and count the work; while a comprehension
+    // exceeds the bound, keep materialised the producer whose keeping
+    // lowers the program's work most (tried one by one), or, if none does,
+    // fuse nothing into it.
     WorkState state;
+    FusionPolicy policy{maxRecompute, maxBroadcast, maxBodyOps, &state};
+    // Emitted once the pass's own attributes are gone.
+    SmallVector<std::pair<Location, std::string>> remarks;
+    SmallVector<Measure> measures;
+    double total = 0;
+    if (failed(measure(module, policy, state, unfused, measures, total)))
+      return signalPassFailure();
     for (;;) {
-      OwningOpRef<ModuleOp> work = module.clone();
-      state.origins.clear();
-      FusionPolicy policy{maxRecompute, maxBroadcast, maxBodyOps, &state};
-      int64_t fused = 0;
-      if (failed(fuse(*work, policy, fused, &state.origins)))
-        return signalPassFailure();
-      // Count the work as the kernels will run it: after the online-softmax
-      // rewrites, which make fused attention quadratic.
-      OwningOpRef<ModuleOp> probe = work->clone();
-      int64_t online = 0, pairs = 0;
-      (void)applyOnlineSoftmax(*probe, online, pairs);
-      bool redo = false;
-      SmallVector<std::tuple<int64_t, double, double>> counts;
-      probe->walk([&](ComprehensionOp c) {
-        int64_t id = getFuseId(c);
-        if (id < 0 || c->getParentOfType<ComprehensionOp>())
-          return;
-        double executed = getExecutedWork(c);
-        double bound = unfused.lookup(id);
-        for (int64_t o : state.origins.lookup(id))
-          bound += unfused.lookup(o);
-        counts.push_back({id, executed, bound});
-        int &level = state.blocked[id];
-        if (executed <= maxWorkFactor * bound || level >= 3)
-          return;
-        ++level;
-        static const char *kept[] = {
-            "",
-            "producers with reductions it would recompute stay materialised",
-            "producers with reductions stay materialised",
-            "every producer stays materialised"};
-        // The producers fused into it carry the restriction too: what was
-        // fused into them before they were fused into it ends up there.
-        for (int64_t o : state.origins.lookup(id))
-          state.blocked[o] = std::max(state.blocked[o], level);
-        original[id]->emitRemark()
-            << "tang-fuse: fusing into this comprehension would execute "
-            << formatCount(executed) << " operations, more than "
-            << formatCount(maxWorkFactor) << " x the " << formatCount(bound)
-            << " of the comprehensions fused into it (max-work-factor): "
-            << kept[level];
-        redo = true;
+      auto over = llvm::find_if(measures, [&](const Measure &m) {
+        return m.executed > maxWorkFactor * m.bound &&
+               !state.closed.contains(m.id);
       });
-      if (redo)
-        continue;
-      if (reportWork)
-        for (auto [id, executed, bound] : counts)
-          original[id]->emitRemark()
-              << "tang-fuse: executes " << formatCount(executed)
-              << " operations fused (" << formatCount(bound) << " unfused)";
-      // The decisions are made: fuse the module itself (whose operations
-      // callers may hold).
-      fused = 0;
-      state.origins.clear();
-      if (failed(fuse(module, policy, fused, &state.origins)))
+      if (over == measures.end())
+        break;
+      Measure worst = *over;
+      std::optional<int64_t> best;
+      double bestTotal = total;
+      for (int64_t candidate : state.origins.lookup(worst.id)) {
+        if (state.kept.contains(candidate))
+          continue;
+        WorkState trial = state;
+        trial.kept.insert(candidate);
+        FusionPolicy trialPolicy = policy;
+        trialPolicy.work = &trial;
+        SmallVector<Measure> trialMeasures;
+        double trialTotal = 0;
+        if (failed(measure(module, trialPolicy, trial, unfused, trialMeasures,
+                           trialTotal)))
+          return signalPassFailure();
+        if (trialTotal < bestTotal) {
+          best = candidate;
+          bestTotal = trialTotal;
+        }
+      }
+      std::string text;
+      llvm::raw_string_ostream os(text);
+      os << "tang-fuse: fusing into this comprehension would execute "
+         << formatCount(worst.executed) << " operations, more than "
+         << formatCount(maxWorkFactor) << " x the " << formatCount(worst.bound)
+         << " of the comprehensions fused into it (max-work-factor): ";
+      if (best) {
+        state.kept.insert(*best);
+        os << "the comprehension at ";
+        Location at = original[*best]->getLoc();
+        if (auto flc = dyn_cast<FileLineColLoc>(at))
+          os << flc.getFilename().getValue() << ":" << flc.getLine() << ":"
+             << flc.getColumn();
+        else
+          at.print(os);
+        os << " stays materialised";
+      } else {
+        state.closed.insert(worst.id);
+        os << "nothing is fused into it";
+      }
+      remarks.push_back({original[worst.id]->getLoc(), text});
+      if (failed(measure(module, policy, state, unfused, measures, total)))
         return signalPassFailure();
-      numFused += fused;
-      // Why the remaining reads of producers stay.
-      module.walk([&](ReadOp read) {
-        auto producer = read.getTensor().getDefiningOp<ComprehensionOp>();
-        if (!producer)
-          return;
-        Decision d = policy.decide(read, producer);
-        if (d == Decision::KeepRecompute)
-          ++numKeptRecompute;
-        else if (d == Decision::KeepBroadcast)
-          ++numKeptBroadcast;
-        else if (d == Decision::KeepSize)
-          ++numKeptSize;
-        else if (d == Decision::KeepWork)
-          ++numKeptWork;
-      });
-      break;
     }
+    if (reportWork)
+      for (const Measure &m : measures)
+        remarks.push_back({original[m.id]->getLoc(),
+                           "tang-fuse: executes " + formatCount(m.executed) +
+                               " operations fused (" + formatCount(m.bound) +
+                               " unfused)"});
+    // The decisions are made: fuse the module itself (whose operations
+    // callers may hold).
+    int64_t fused = 0;
+    if (failed(fuse(module, policy, fused, &state.origins)))
+      return signalPassFailure();
+    numFused += fused;
+    // Why the remaining reads of producers stay.
+    module.walk([&](ReadOp read) {
+      auto producer = read.getTensor().getDefiningOp<ComprehensionOp>();
+      if (!producer)
+        return;
+      Decision d = policy.decide(read, producer);
+      if (d == Decision::KeepRecompute)
+        ++numKeptRecompute;
+      else if (d == Decision::KeepBroadcast)
+        ++numKeptBroadcast;
+      else if (d == Decision::KeepSize)
+        ++numKeptSize;
+      else if (d == Decision::KeepWork)
+        ++numKeptWork;
+    });
     module.walk([](ComprehensionOp c) { c->removeAttr(kFuseIdAttrName); });
+    // At the comprehensions' locations (some were fused away).
+    for (auto &[loc, text] : remarks)
+      emitRemark(loc) << text;
     numErased += before - countComprehensions(module);
+  }
+
+  /// A function-level comprehension's work after fusion, and the bound:
+  /// the unfused work of the comprehensions it holds.
+  struct Measure {
+    int64_t id;
+    double executed, bound;
+  };
+
+  /// Fuses a copy of `module` under `policy` (recording the origins in
+  /// `state`), applies the online-softmax rewrites (which make fused
+  /// attention quadratic) and counts each function-level comprehension's
+  /// work; `total` is the program's.
+  LogicalResult measure(ModuleOp module, const FusionPolicy &policy,
+                        WorkState &state,
+                        const llvm::DenseMap<int64_t, double> &unfused,
+                        SmallVector<Measure> &measures, double &total) {
+    OwningOpRef<ModuleOp> work = module.clone();
+    state.origins.clear();
+    int64_t fused = 0;
+    if (failed(fuse(*work, policy, fused, &state.origins)))
+      return failure();
+    int64_t online = 0, pairs = 0;
+    (void)applyOnlineSoftmax(*work, online, pairs);
+    measures.clear();
+    total = 0;
+    work->walk([&](ComprehensionOp c) {
+      int64_t id = getFuseId(c);
+      if (id < 0 || c->getParentOfType<ComprehensionOp>())
+        return;
+      Measure m{id, getExecutedWork(c), unfused.lookup(id)};
+      for (int64_t o : state.origins.lookup(id))
+        m.bound += unfused.lookup(o);
+      total += m.executed;
+      measures.push_back(m);
+    });
+    return success();
   }
 
   /// One fusion to a fixed point under `policy`, then CSE.
@@ -554,18 +587,18 @@ static double getBlockWork(Block &block) {
   return work;
 }
 
-double mlir::tang::getExecutedWork(ComprehensionOp op) {
+/// How many times each operation of `op`'s body (in order) runs: once per
+/// point of `op`'s domain, except that what does not depend on the reduced
+/// indices runs once per parallel point (before the reduction's loops), and
+/// with `sharesRow`, what depends on neither them nor the last parallel
+/// index once per row (the row kernel's per-block values, the flash
+/// kernel's scores shared across the head dimension).
+static SmallVector<double> getBodyCounts(ComprehensionOp op, bool sharesRow) {
   double parallel = 1, reduced = 1;
   for (unsigned i = 0; i < op.getNumIndices(); ++i)
     (op.isReducedIndex(i) ? reduced : parallel) *=
         static_cast<double>(op.getExtent(i));
-  Block &body = op.getBodyBlock();
-  // What does not depend on the reduced indices runs once per parallel
-  // point (before the reduction's loops); what depends on neither them nor
-  // the row index, once per row when the row's points share it.
-  bool sharesRow = op.getNumParallel() > 0 &&
-                   (op.getNumReduced() == 0 ||
-                    op.getBuiltinMonoid() == MonoidKind::OnlineSoftmax);
+  sharesRow &= op.getNumParallel() > 0;
   unsigned last = op.getNumParallel() - 1;
   llvm::DenseSet<Value> onReduced, onRow;
   for (unsigned i = op.getNumParallel(); i < op.getNumIndices(); ++i)
@@ -574,8 +607,8 @@ double mlir::tang::getExecutedWork(ComprehensionOp op) {
     onRow.insert(op.getIndex(last));
   double rows =
       sharesRow ? parallel / static_cast<double>(op.getExtent(last)) : parallel;
-  double work = 0;
-  for (Operation &inner : body.without_terminator()) {
+  SmallVector<double> counts;
+  for (Operation &inner : op.getBodyBlock().without_terminator()) {
     bool reducedDep = false, rowDep = !sharesRow;
     inner.walk([&](Operation *o) {
       for (Value v : o->getOperands()) {
@@ -587,14 +620,30 @@ double mlir::tang::getExecutedWork(ComprehensionOp op) {
       onReduced.insert(inner.result_begin(), inner.result_end());
     if (rowDep && sharesRow)
       onRow.insert(inner.result_begin(), inner.result_end());
+    counts.push_back((rowDep ? parallel : rows) * (reducedDep ? reduced : 1));
+  }
+  return counts;
+}
+
+/// The points of a nested comprehension's domain.
+static double getPoints(ComprehensionOp nested) {
+  double points = 1;
+  for (unsigned i = 0; i < nested.getNumIndices(); ++i)
+    points *= static_cast<double>(nested.getExtent(i));
+  return points;
+}
+
+double mlir::tang::getExecutedWork(ComprehensionOp op) {
+  bool sharesRow = op.getNumReduced() == 0 ||
+                   op.getBuiltinMonoid() == MonoidKind::OnlineSoftmax;
+  SmallVector<double> counts = getBodyCounts(op, sharesRow);
+  double work = 0;
+  for (auto [inner, count] :
+       llvm::zip(op.getBodyBlock().without_terminator(), counts)) {
     double ops = 1;
-    if (auto nested = dyn_cast<ComprehensionOp>(inner)) {
-      double points = 1;
-      for (unsigned i = 0; i < nested.getNumIndices(); ++i)
-        points *= static_cast<double>(nested.getExtent(i));
-      ops += points * getBlockWork(nested.getBodyBlock());
-    }
-    work += ops * (rowDep ? parallel : rows) * (reducedDep ? reduced : 1);
+    if (auto nested = dyn_cast<ComprehensionOp>(inner))
+      ops += getPoints(nested) * getBlockWork(nested.getBodyBlock());
+    work += ops * count;
   }
   return work;
 }

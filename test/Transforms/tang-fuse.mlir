@@ -26,12 +26,13 @@
 
 // The pre-norm transformer block: 13 kernels unfused. At the example's
 // widths every producer is cheap to broadcast, so the work bound decides:
-// fusing the projections into the attention scores (and those into the
-// weighted sum) would recompute a projection per query, hundreds of times
-// the unfused work, so they stay materialised (remarks say so).
+// fusing the projections into the attention scores would recompute a
+// projection per query (hundreds of times the unfused work), so the
+// projections the search finds stay materialised (remarks say which) and
+// the attention chain fuses into one comprehension.
 // BLOCK-BEFORE: 13
-// BLOCK-AFTER: 11
-// BLOCK-DEFAULT: 12
+// BLOCK-AFTER: 8
+// BLOCK-DEFAULT: 10
 
 // BADOPT: error: tang-fuse: max-recompute must be >= 0, max-work-factor >= 1 and max-broadcast, max-body-ops >= 1
 

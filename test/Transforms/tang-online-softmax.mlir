@@ -3,6 +3,8 @@
 // RUN: tang-opt %tang_src/examples/causal_attention.mlir --tang-fuse --tang-online-softmax | FileCheck %s --check-prefix=CAUSAL
 // RUN: tang-opt %tang_src/examples/gqa_attention.mlir --tang-fuse --tang-online-softmax | FileCheck %s --check-prefix=GQA
 // RUN: tang-opt %tang_src/examples/alibi_attention.mlir --tang-fuse --tang-online-softmax | FileCheck %s --check-prefix=ALIBI
+// RUN: tang-opt %tang_src/examples/transformer_block.mlir --tang-fuse --tang-online-softmax 2>/dev/null | FileCheck %s --check-prefix=BLOCK
+// RUN: tang-opt %tang_src/examples/gpt2_block.mlir --tang-fuse --tang-online-softmax 2>/dev/null | FileCheck %s --check-prefix=BLOCK
 // RUN: tang-opt %tang_src/examples/softmax.mlir --tang-fuse --tang-online-softmax | FileCheck %s --check-prefix=SOFTMAX
 
 // Naive attention (QK^T, max, sum of exp, divide, PV: 5 comprehensions)
@@ -39,6 +41,13 @@
 // ALIBI-COUNT-1: monoid(online_softmax)
 // ALIBI-NOT: monoid(softmax_norm)
 // ALIBI-NOT: monoid(max)
+
+// The attention core of the pre-norm (RMSNorm, SwiGLU) and GPT-2 (LayerNorm
+// with biases, biased projections, GELU) blocks is one online-softmax
+// comprehension: the work bound keeps the projections out of the scores,
+// and the chain fuses whole.
+// BLOCK-COUNT-1: monoid(online_softmax)
+// BLOCK-NOT: monoid(max)
 
 // Softmax: the max and the sum of exp become one single-pass normaliser.
 // SOFTMAX: %[[N:.*]]:2 = tang.comprehension reduce (%{{.*}}) [32] monoid(softmax_norm) : f32, f32

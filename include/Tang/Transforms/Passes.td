@@ -60,15 +60,17 @@ def TangFuse : Pass<"tang-fuse", "::mlir::ModuleOp"> {
     After fusing to a fixed point the pass counts, for every function-level
     comprehension, the scalar operations the kernel form executes for it
     (`getExecutedWork`: each body operation once per point of the domains
-    around it; what does not depend on the last parallel index once per row
+    around it, what does not depend on the reduced indices once per parallel
+    point, and what does not depend on the last parallel index once per row
     for maps and online-softmax reductions, as the row and flash kernels
     compute it), with `--tang-online-softmax`'s rewrites applied, since they
-    are what makes fused attention quadratic. A comprehension whose count
-    exceeds `max-work-factor` times the sum of the counts of the original
-    comprehensions fused into it gets a remark saying so, and fusion is
-    redone with the producers that hold reductions materialised at that
-    consumer. `report-work` remarks every function-level comprehension's
-    count next to the unfused one.
+    are what makes fused attention quadratic. While a comprehension's count
+    exceeds `max-work-factor` times the sum of the unfused counts of the
+    comprehensions fused into it, the pass tries keeping each of those
+    producers materialised, keeps the one that lowers the program's count
+    most (or, if none does, fuses nothing into that comprehension), and
+    says so in a remark. `report-work` remarks every function-level
+    comprehension's count next to the unfused one.
   }];
   let options = [
     Option<"maxRecompute", "max-recompute", "double", "1.0",
