@@ -253,3 +253,40 @@ def test_make_tables_rejects_invalid(tmp_path):
     readme.write_text(f"{make_tables.BEGIN}\n{make_tables.END}\n")
     with pytest.raises(ValueError):
         make_tables.main(["--results", str(res), "--readme", str(readme)])
+
+
+def _grad_case(tang_errs, peer_errs, nonfinite=0):
+    checks = [{"name": f"gpu float64 autograd: {n}", "ok": e <= 1,
+               "max_err": e, "bad": 0 if e <= 1 else 3,
+               "nonfinite_mismatch": nonfinite}
+              for n, e in zip(("O", "dQ", "dK", "dV"), tang_errs)]
+    peers = {p: [{"name": f"{p} {n}", "ok": e <= 1, "max_err": e,
+                  "max_err_at_tang_bound": e}
+                 for n, e in zip(("dQ", "dK", "dV"), errs)]
+             for p, errs in peer_errs.items()}
+    return {"status": "incorrect", "checks": checks, "note": ""}, peers
+
+
+def test_gradient_within_peers_accuracy_passes_with_a_note():
+    import bench_attention_grad as bag
+    res, peers = _grad_case([0.5, 1.7, 0.9, 0.8],
+                            {"flash": [1.6, 1.0, 0.7], "cudnn": [1.9, 1, 1]})
+    bag.within_peers(res, peers)
+    assert res["status"] == "ok" and "peers' accuracy" in res["note"]
+
+
+def test_gradient_worse_than_peers_stays_incorrect():
+    import bench_attention_grad as bag
+    res, peers = _grad_case([0.5, 2.5, 0.9, 0.8],
+                            {"flash": [1.6, 1.0, 0.7]})
+    bag.within_peers(res, peers)
+    assert res["status"] == "incorrect"
+    # A wrong forward output is never excused by the peers.
+    res, peers = _grad_case([1.5, 0.5, 0.5, 0.5], {"flash": [5, 5, 5]})
+    bag.within_peers(res, peers)
+    assert res["status"] == "incorrect"
+    # Nor is a NaN/inf pattern that differs from the reference.
+    res, peers = _grad_case([0.5, 1.2, 0.5, 0.5], {"flash": [5, 5, 5]},
+                            nonfinite=1)
+    bag.within_peers(res, peers)
+    assert res["status"] == "incorrect"
