@@ -507,7 +507,10 @@ def graphed(torch, fn: Callable, warmup: int = 3) -> Callable:
 
 def try_graphed(torch, fn: Callable) -> Tuple[Callable, bool, Optional[str]]:
     """(callable(k), whether it is a CUDA graph, why not). Falls back to
-    calling fn() directly when capture fails."""
+    calling fn() directly when capture fails, or when the environment sets
+    TANG_BENCH_GRAPHS=0 (to tell a graph's fault from a kernel's)."""
+    if os.environ.get("TANG_BENCH_GRAPHS") == "0":
+        return (lambda k=0: fn()), False, "TANG_BENCH_GRAPHS=0"
     try:
         return graphed(torch, fn), True, None
     except Exception as e:  # a peer that cannot be captured

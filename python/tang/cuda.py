@@ -1066,7 +1066,9 @@ class Bundle:
     # -- teardown ----------------------------------------------------------
 
     def close(self):
-        """Frees the temporaries, unloads the module and releases the
+        """Waits for the context's work (launches of this bundle may still
+        be queued or running, or captured in a CUDA graph being replayed),
+        then frees the temporaries, unloads the module and releases the
         context if the bundle retained it. Idempotent."""
         drv = getattr(self, "_drv", None)
         if drv is None:
@@ -1074,6 +1076,10 @@ class Bundle:
         try:
             if self._module is not None:
                 self._make_current()
+                # Freeing a temporary or unloading kernels that queued work
+                # still uses is an illegal access later, in someone else's
+                # call (a finaliser closes bundles at arbitrary points).
+                drv.cuCtxSynchronize()
                 for p in self._prepared.values():
                     for t in p.temps:
                         if t:
