@@ -69,7 +69,7 @@ def within_peers(res, peer_checks):
         notes.append(f"{out} {c['max_err']:.2f} of the bound ({c['bad']} "
                      f"elements over), most accurate peer {min(peers):.2f}")
     res["status"] = "ok"
-    res["note"] = ("within the peers' accuracy (bound exceeded by the peers "
+    res["note"] = (harness.WITHIN_PEERS + " (bound exceeded by the peers "
                    "too): " + "; ".join(notes))
 
 def reference(torch, q, k, v, do, causal, scale):

@@ -709,6 +709,9 @@ def environment(torch=None) -> dict:
 # ---------------------------------------------------------------------------
 
 #: Statuses a case may have (a prefix: "skipped: budget", "failed: ...").
+#: How a note starts on a case whose check exceeded the bound only where
+#: the most accurate peer does too (bench_attention_grad.within_peers).
+WITHIN_PEERS = "within the peers' accuracy"
 STATUSES = ("ok", "incorrect", "failed", "compile failed", "skipped")
 REPORT_KEYS = ("schema", "suite", "date", "commit", "dirty", "device",
                "clocks", "torch", "cases")
@@ -815,7 +818,8 @@ def validate_report(rep: dict) -> List[str]:
         if c.get("best_peer") is not None and \
                 c["best_peer"] not in (c.get("peers") or {}):
             errs.append(f"{where}: best_peer {c['best_peer']!r} not a peer")
-        if st == "ok" and c.get("max_err") is not None and c["max_err"] > 1:
+        if st == "ok" and c.get("max_err") is not None and c["max_err"] > 1 \
+                and not (c.get("note") or "").startswith(WITHIN_PEERS):
             errs.append(f"{where}: status ok with max_err {c['max_err']} > 1")
         if c.get("verdict") is not None and sp is not None and \
                 c["verdict"] != verdict(*sp):

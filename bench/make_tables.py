@@ -136,6 +136,8 @@ def suite_table(rep: dict, level: str = "###") -> str:
              f"{(rep.get('settings') or {}).get('rounds', '-')} rounds"
              f"{' (--quick)' if (rep.get('settings') or {}).get('quick') else ''}"
              f". {counts(rep)}. Raw: `bench/results/{rep['_file']}`.")
+    if rep.get("note"):
+        L += ["", f"Note: {rep['note']}"]
     L.append("")
     L.append("| case | status | max err | tang ms | best peer | peer ms | "
              "peer/tang [min, max] | outcome |")
