@@ -229,8 +229,10 @@ def _cmpf_program():
     return f"""\
 // Each arith.cmpf predicate on every pair of NaN, +-inf, +-0 and finite
 // values (output #0: bit k set when predicate k holds); IEEE sums and a
-// select that pass the NaNs and infinities on (outputs #1, #2).
-func.func @main(%A: {t}, %B: {t}) -> ({t}, {t}, {t}) {{
+// select that pass the NaNs and infinities on (outputs #1, #2); maximumf and
+// minimumf (NaN if either operand is), maxnumf and minnumf (the other
+// operand) (#3 to #6).
+func.func @main(%A: {t}, %B: {t}) -> ({t}, {t}, {t}, {t}, {t}, {t}, {t}) {{
   %bits = tang.comprehension (%i) [{n}] : {t} {{
 {reads}    %zero = arith.constant 0.0 : f32
 """ + "\n".join(body) + f"""
@@ -245,12 +247,30 @@ func.func @main(%A: {t}, %B: {t}) -> ({t}, {t}, {t}) {{
     %m = arith.select %lt, %a, %b : f32
     tang.yield %m : f32
   }}
-  return %bits, %sum, %pick : {t}, {t}, {t}
+  %maximum = tang.comprehension (%i) [{n}] : {t} {{
+{reads}    %m = arith.maximumf %a, %b : f32
+    tang.yield %m : f32
+  }}
+  %minimum = tang.comprehension (%i) [{n}] : {t} {{
+{reads}    %m = arith.minimumf %a, %b : f32
+    tang.yield %m : f32
+  }}
+  %maxnum = tang.comprehension (%i) [{n}] : {t} {{
+{reads}    %m = arith.maxnumf %a, %b : f32
+    tang.yield %m : f32
+  }}
+  %minnum = tang.comprehension (%i) [{n}] : {t} {{
+{reads}    %m = arith.minnumf %a, %b : f32
+    tang.yield %m : f32
+  }}
+  return %bits, %sum, %pick, %maximum, %minimum, %maxnum, %minnum : {t}, {t}, {t}, {t}, {t}, {t}, {t}
 }}
 """
 
 
 CMPF_PROGRAM = _cmpf_program()
+#: CMPF_PROGRAM's outputs.
+OUTPUTS = 7
 
 
 def check_special_values(backend, program, tmp_path, tang_bin, runner):
@@ -272,8 +292,8 @@ def check_special_values(backend, program, tmp_path, tang_bin, runner):
     assert r.returncode == 0, (
         f"[{backend}] the backend's host failed (exit {r.returncode}):\n"
         f"{r.stderr}")
-    ref = [np.load(ref_dir / f"output_{k}.npy") for k in range(3)]
-    out = [np.load(out_dir / f"output_{k}.npy") for k in range(3)]
+    ref = [np.load(ref_dir / f"output_{k}.npy") for k in range(OUTPUTS)]
+    out = [np.load(out_dir / f"output_{k}.npy") for k in range(OUTPUTS)]
     wrong = []
     for i in np.flatnonzero(out[0] != ref[0]):
         if not np.isfinite(out[0][i]):
@@ -285,7 +305,7 @@ def check_special_values(backend, program, tmp_path, tang_bin, runner):
                 wrong.append(f"cmpf {p}({a[i]}, {b[i]}) = {bool(got >> k & 1)}")
     assert not wrong, (f"[{backend}] {len(wrong)} wrong compares: "
                        + "; ".join(wrong))
-    for k in (1, 2):
+    for k in range(1, OUTPUTS):
         bad = np.flatnonzero(~((out[k] == ref[k]) |
                                (np.isnan(out[k]) & np.isnan(ref[k]))))
         assert bad.size == 0, (

@@ -80,6 +80,8 @@ private:
   LogicalResult printConstant(arith::ConstantOp op);
   LogicalResult printBinary(Operation *op, StringRef symbol);
   LogicalResult printCall(Operation *op, StringRef function);
+  /// `function` (fmax or fmin) of the two operands, NaN when either is.
+  LogicalResult printNanPropagating(Operation *op, StringRef function);
   LogicalResult printCmpI(arith::CmpIOp op);
   LogicalResult printCmpF(arith::CmpFOp op);
   /// Whether `v` is a NaN, as an expression of the target.
@@ -299,6 +301,23 @@ LogicalResult OpenCLPrinter::printBinary(Operation *op, StringRef symbol) {
     return failure();
   **o << name(op->getOperand(0)) << " " << symbol << " "
       << name(op->getOperand(1)) << ";\n";
+  return success();
+}
+
+LogicalResult OpenCLPrinter::printNanPropagating(Operation *op,
+                                                 StringRef function) {
+  FailureOr<raw_ostream *> o = define(op, op->getResult(0));
+  if (failed(o))
+    return failure();
+  Value a = op->getOperand(0), b = op->getOperand(1);
+  std::string call =
+      (builtinName(function) + "(" + name(a) + ", " + name(b) + ")").str();
+  std::string sum = name(a) + " + " + name(b);
+  std::string nan = isNan(a) + " || " + isNan(b);
+  if (language == Language::WGSL)
+    **o << "select(" << call << ", " << sum << ", " << nan << ");\n";
+  else
+    **o << "(" << nan << ") ? " << sum << " : " << call << ";\n";
   return success();
 }
 
@@ -729,10 +748,16 @@ LogicalResult OpenCLPrinter::printOp(Operation *op) {
               << " : " << name(o.getFalseValue()) << ";\n";
         return success();
       })
-      .Case<arith::MaximumFOp, arith::MaxNumFOp>(
+      .Case<arith::MaxNumFOp>(
           [&](Operation *o) { return printCall(o, "fmax"); })
-      .Case<arith::MinimumFOp, arith::MinNumFOp>(
+      .Case<arith::MinNumFOp>(
           [&](Operation *o) { return printCall(o, "fmin"); })
+      // maximumf/minimumf propagate NaN; fmax/fmin (max/min) return the
+      // other operand.
+      .Case<arith::MaximumFOp>(
+          [&](Operation *o) { return printNanPropagating(o, "fmax"); })
+      .Case<arith::MinimumFOp>(
+          [&](Operation *o) { return printNanPropagating(o, "fmin"); })
       .Case<arith::MaxSIOp>([&](Operation *o) { return printCall(o, "max"); })
       .Case<arith::MinSIOp>([&](Operation *o) { return printCall(o, "min"); })
       .Case([&](arith::CmpIOp o) { return printCmpI(o); })
