@@ -25,6 +25,7 @@ Usage: python3 bench/bench_attention_grad.py [--cases NAME ...] [--reps N]
 """
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -278,8 +279,14 @@ def main():
     ap.add_argument("--compile-reserve-s", type=float, default=90,
                     help="skip a torch.compile peer when less than this is "
                          "left before --deadline (default 90)")
+    ap.add_argument("--graphs", action="store_true",
+                    help="time the contenders as CUDA graphs (off by default: "
+                         "on 2026-12-02 replaying the tang step's graph "
+                         "faulted at B=64, L=512; see bench/README.md)")
     harness.add_common_args(ap)
     args = ap.parse_args()
+    if not args.graphs:
+        os.environ.setdefault("TANG_BENCH_GRAPHS", "0")
     args.rounds_n = harness.rounds_of(args)
     args.target_ms = harness.target_ms_of(args)
     deadline = harness.Deadline(args.deadline)
