@@ -309,32 +309,10 @@ def main():
     report = harness.new_report("attention_grad", torch, settings={
         "rounds": args.rounds_n, "target_ms": args.target_ms,
         "quick": args.quick})
-    bad = 0
-    harness.prelist(report, [m["case"] for m in metas])
-    harness.write_report(report, path)
-    for meta in metas:
-        t0 = time.monotonic()
-        harness.start_case(report, meta["case"], path)
-        if deadline.passed(5):
-            res = harness.case_result(meta["case"], status="skipped: budget")
-        else:
-            try:
-                res = run_case(torch, F, tang_cuda, meta, work, args, deadline)
-            except Exception as e:  # a load or launch failure
-                res = harness.case_result(meta["case"], status="failed",
-                                          note=harness.short(e))
-        res["wall_s"] = round(time.monotonic() - t0, 1)
-        bad += res["status"] != "ok"
-        harness.set_case(report, res, path)
-        harness.after_case(torch, report, res, path)
-        print(f"{res['case']}: {res['status']} max_err {res['max_err']} tang "
-              f"{res['tang_ms']} peers {res['peers']} ratio {res['ratio']} "
-              f"spread {res['spread']} {res['note'][:300]}", flush=True)
-        harness.write_report(report, path)
-    harness.finish_report(report, t_start)
-    harness.write_report(report, path)
-    print(f"wrote {path}")
-    return 1 if bad else 0
+    return harness.run_cases(
+        torch, report, path, metas,
+        lambda meta: run_case(torch, F, tang_cuda, meta, work, args, deadline),
+        deadline, t_start)
 
 
 if __name__ == "__main__":

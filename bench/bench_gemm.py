@@ -24,7 +24,6 @@ Usage: python3 bench/bench_gemm.py [--cases NAME ...] [--reps N]
 import argparse
 import json
 import math
-import os
 import re
 import subprocess
 import sys
@@ -434,32 +433,10 @@ def main():
     report = harness.new_report("gemm", torch, settings={
         "rounds": args.rounds_n, "target_ms": args.target_ms,
         "quick": args.quick})
-    bad = 0
-    harness.prelist(report, [m["case"] for m in metas])
-    harness.write_report(report, path)
-    for meta in metas:
-        t0 = time.monotonic()
-        harness.start_case(report, meta["case"], path)
-        if deadline.passed(5):
-            r = harness.case_result(meta["case"], status="skipped: budget")
-        else:
-            try:
-                r = run_case(torch, F, tang_cuda, meta, args, deadline)
-            except Exception as e:  # a load or launch failure
-                r = harness.case_result(meta["case"], status="failed",
-                                        note=harness.short(e))
-        r["wall_s"] = round(time.monotonic() - t0, 1)
-        bad += r["status"] != "ok"
-        harness.set_case(report, r, path)
-        harness.after_case(torch, report, r, path)
-        print(f"{r['case']}: {r['status']} max_err {r['max_err']} tang "
-              f"{r['tang_ms']} peers {r['peers']} ratio {r['ratio']} spread "
-              f"{r['spread']} {r['note'][:300]}", flush=True)
-        harness.write_report(report, path)
-    harness.finish_report(report, t_start)
-    harness.write_report(report, path)
-    print(f"wrote {path}")
-    return 1 if bad else 0
+    return harness.run_cases(
+        torch, report, path, metas,
+        lambda meta: run_case(torch, F, tang_cuda, meta, args, deadline),
+        deadline, t_start)
 
 
 if __name__ == "__main__":

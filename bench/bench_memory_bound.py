@@ -31,11 +31,8 @@ Usage (on the GPU machine, from the repository root, gpu-work/ carried):
 """
 
 import argparse
-import datetime
 import json
 import math
-import os
-import platform
 import statistics
 import sys
 import time

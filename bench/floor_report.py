@@ -28,7 +28,6 @@ import argparse
 import json
 import os
 import pathlib
-import re
 import statistics
 import subprocess
 import sys

@@ -73,9 +73,8 @@ import os
 import platform
 import statistics
 import subprocess
-import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -763,6 +762,42 @@ def set_case(rep: dict, res: dict, path: Optional[Path] = None):
 def start_case(rep: dict, name: str, path: Path):
     """Marks `name` as running (a process that dies leaves it so)."""
     set_case(rep, case_result(name, status=DIED_IN), path)
+
+
+def run_cases(torch, report: dict, path: Path, metas: Sequence[dict],
+              run_one: Callable[[dict], dict], deadline,
+              t_start: float) -> int:
+    """Every suite's loop: lists the cases up front, runs `run_one(meta)`
+    for each (a case past `deadline` is 'skipped: budget', an exception
+    'failed'), writes the report after every case and at the end. Returns
+    the process's exit status: 1 if any case is not ok."""
+    bad = 0
+    prelist(report, [m["case"] for m in metas])
+    write_report(report, path)
+    for meta in metas:
+        t0 = time.monotonic()
+        start_case(report, meta["case"], path)
+        if deadline.passed(5):
+            res = case_result(meta["case"], status="skipped: budget")
+        else:
+            try:
+                res = run_one(meta)
+            except Exception as e:  # a load or launch failure
+                res = case_result(meta["case"], status="failed",
+                                  note=short(e))
+        res["wall_s"] = round(time.monotonic() - t0, 1)
+        bad += res["status"] != "ok"
+        set_case(report, res, path)
+        after_case(torch, report, res, path)
+        print(f"{res['case']}: {res['status']} max_err {res['max_err']} tang "
+              f"{res['tang_ms']} peers {res['peers']} ratio {res['ratio']} "
+              f"spread {res['spread']} {(res.get('note') or '')[:300]}",
+              flush=True)
+        write_report(report, path)
+    finish_report(report, t_start)
+    write_report(report, path)
+    print(f"wrote {path}")
+    return 1 if bad else 0
 
 
 def after_case(torch, rep: dict, res: dict, path: Path):

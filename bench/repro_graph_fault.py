@@ -31,6 +31,11 @@ def child(case: str, variant: str) -> None:
     import torch
     sys.path.insert(0, str(ROOT / "python"))
     import tang.cuda as tang_cuda
+    sys.path.insert(0, str(ROOT / "bench"))
+    import harness
+
+    def graphed(fn):  # harness.graphed's replay wraps the CUDAGraph
+        return harness.graphed(torch, fn).graph
 
     work = ROOT / "gpu-work" / "attention-grad" / case
     meta = json.loads((work / "meta.json").read_text())
@@ -55,20 +60,6 @@ def child(case: str, variant: str) -> None:
     def step():
         fwd()
         bwd()
-
-    def graphed(fn):
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
-            for _ in range(3):
-                fn()
-        torch.cuda.current_stream().wait_stream(s)
-        torch.cuda.synchronize()
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            fn()
-        torch.cuda.synchronize()
-        return graph
 
     if variant == "direct":
         for _ in range(50):
