@@ -93,9 +93,12 @@ def check_case(torch, tang_cuda, case):
     checks = []
     for k, (got, arg) in enumerate(zip(first, out_args)):
         ref = np.load(case / "ref" / f"output_{k}.npy").astype(np.float64)
+        sens_path = case / "ref" / f"sensitivity_{k}.npy"
+        sens = np.load(sens_path) if sens_path.exists() else None
         tol = tolerance_for(arg["dtype"], program)
         c = harness.check_elementwise(got.double().cpu().numpy(), ref, tol,
-                                      f"out{k} {arg['dtype']}")
+                                      f"out{k} {arg['dtype']}",
+                                      sensitivity=sens)
         checks.append(c)
     bundle.close()
     return checks, same

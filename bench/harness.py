@@ -31,6 +31,13 @@ once:
    one element, one row or one head fails: a wrong element is wrong by
    O(scale), far above atol.
 
+   Where a reference sensitivity is given (gpu_check: how far the float64
+   result moves when the inputs move by their storage type's rounding,
+   measured with the interpreter), SENSITIVITY_FACTOR (8) times it is added
+   to each element's bound: an element that cancels (a sum of terms much
+   larger than itself, as in a gradient) is that uncertain in any
+   implementation, and the rms scale alone does not see it.
+
    Non-finite values are compared exactly: where ref is NaN, got must be
    NaN; where ref is +inf or -inf, got must be the same infinity; where ref
    is finite, got must be finite (unless |ref| is beyond the storage type's
@@ -228,9 +235,13 @@ def _unravel(index: int, shape) -> List[int]:
     return list(reversed(out))
 
 
+#: The weight of a measured sensitivity in the bound (check_elementwise).
+SENSITIVITY_FACTOR = 8
+
+
 def check_elementwise(got, ref, tol: Tolerance, name: str = "out",
                       scale: Optional[float] = None,
-                      chunk: int = CHUNK) -> dict:
+                      chunk: int = CHUNK, sensitivity=None) -> dict:
     """Compares every element of `got` with `ref` (NumPy arrays or PyTorch
     tensors, any float or integer dtype; ref ideally float64) under `tol`.
 
@@ -239,7 +250,14 @@ def check_elementwise(got, ref, tol: Tolerance, name: str = "out",
     "max_abs_err", "scale", "rtol", "atol", "nonfinite_mismatch", "worst":
     {"index", "got", "ref"} of the worst element (a non-finite mismatch
     first), "rule"}. Shapes must have the same number of elements (got is
-    read in ref's shape)."""
+    read in ref's shape).
+
+    `sensitivity` (ref's shape, optional): how far the float64 result moves
+    when the inputs move by the storage type's rounding (the interpreter on
+    perturbed inputs, scripts/prepare-gpu-check.py). An element whose value
+    cancels (a sum of terms much larger than itself) is that ill-conditioned
+    in any implementation; SENSITIVITY_FACTOR times it is added to its bound,
+    which it never tightens."""
     shape = tuple(ref.shape)
     n = 1
     for d in shape:
@@ -256,14 +274,19 @@ def check_elementwise(got, ref, tol: Tolerance, name: str = "out",
         return res
     ops = _ops_for(ref)
     if isinstance(ops, _TorchOps):
-        return _check(ops, got, ref, tol, res, shape, n, scale, chunk)
+        return _check(ops, got, ref, tol, res, shape, n, scale, chunk,
+                      sensitivity)
     with ops.np.errstate(all="ignore"):
-        return _check(ops, got, ref, tol, res, shape, n, scale, chunk)
+        return _check(ops, got, ref, tol, res, shape, n, scale, chunk,
+                      sensitivity)
 
 
-def _check(ops, got, ref, tol, res, shape, n, scale, chunk):
+def _check(ops, got, ref, tol, res, shape, n, scale, chunk, sensitivity):
     g_all = got.reshape(-1)
     r_all = ref.reshape(-1)
+    s_all = sensitivity.reshape(-1) if sensitivity is not None else None
+    if s_all is not None:
+        res["rule"] += f" + {SENSITIVITY_FACTOR} x sensitivity"
 
     # The scale: rms of the finite reference values.
     if scale is None:
@@ -300,6 +323,10 @@ def _check(ops, got, ref, tol, res, shape, n, scale, chunk):
         zero = ops.zeros_like(r)
         diff = ops.where(both, ops.abs(g - r), zero)
         bound = atol + tol.rtol * ops.abs(ops.where(both, r, zero))
+        if s_all is not None:
+            sens = ops.f64(s_all[s:s + chunk])
+            bound = bound + SENSITIVITY_FACTOR * ops.where(
+                ops.isfinite(sens), ops.abs(sens), zero)
         ratio = diff / ops.where(bound > 0, bound, zero + 1e-300)
         over = both & (diff > bound)
         k_nf = ops.count(nf_bad)

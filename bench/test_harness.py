@@ -290,3 +290,22 @@ def test_gradient_worse_than_peers_stays_incorrect():
                             nonfinite=1)
     bag.within_peers(res, peers)
     assert res["status"] == "incorrect"
+
+
+def test_sensitivity_widens_only_ill_conditioned_elements(ref):
+    tol = harness.Tolerance("f32", reduction=64, roundings=4)
+    scale = float(np.sqrt((ref ** 2).mean()))
+    atol = tol.atol_over_scale() * scale
+    got = ref.copy()
+    got[3, 5] += 5 * atol          # an error five times the plain bound
+    sens = np.zeros_like(ref)
+    assert not harness.check_elementwise(got, ref, tol)["ok"]
+    # Measured: this element moves by atol when the inputs are rounded.
+    sens[3, 5] = atol
+    c = harness.check_elementwise(got, ref, tol, sensitivity=sens)
+    assert c["ok"] and "sensitivity" in c["rule"]
+    # Elsewhere the sensitivity is zero: an error there still fails, and a
+    # NaN sensitivity counts as zero.
+    got[7, 1] += 5 * atol
+    sens[7, 1] = np.nan
+    assert not harness.check_elementwise(got, ref, tol, sensitivity=sens)["ok"]

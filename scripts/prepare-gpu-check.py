@@ -92,7 +92,49 @@ def prepare(example, dtype, rng, gradient=False):
     for p in inputs:
         cmd += ["--input", p]
     run(cmd)
+    write_sensitivity(case, program, inputs, manifest, rng)
     return case
+
+
+#: The relative rounding of each storage type (half an ulp).
+UNIT_ROUNDOFF = {"f32": 2.0 ** -24, "f16": 2.0 ** -11, "bf16": 2.0 ** -8,
+                 "f64": 2.0 ** -53}
+
+
+def write_sensitivity(case, program, inputs, manifest, rng, trials=2):
+    """ref/sensitivity_<k>.npy: the largest change of output k, over
+    `trials` runs of the interpreter on inputs each moved by a random
+    fraction of their storage type's rounding. An element that cancels
+    moves that much in any implementation; bench/gpu_check.py adds a
+    multiple of it to the element's bound (bench/harness.py)."""
+    args = [a for a in manifest["functions"][0]["args"] if a["role"] == "input"]
+    refs = sorted((case / "ref").glob("output_*.npy"),
+                  key=lambda r: int(r.stem.split("_")[1]))
+    worst = [np.zeros(np.load(r).shape) for r in refs]
+    tmp = case / "sensitivity-tmp"
+    for t in range(trials):
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        cmd = [BIN / "tang-run", program, "--output-dir", tmp / "out"]
+        for i, (path, arg) in enumerate(zip(inputs, args)):
+            values = np.load(path)
+            if arg["dtype"] in UNIT_ROUNDOFF:
+                u = UNIT_ROUNDOFF[arg["dtype"]]
+                values = values.astype(np.float64) * (
+                    1 + u * rng.uniform(-1, 1, values.shape))
+            moved = tmp / f"input_{i}.npy"
+            np.save(moved, values)
+            cmd += ["--input", moved]
+        run(cmd)
+        for k, r in enumerate(refs):
+            delta = np.abs(np.load(tmp / "out" / r.name).astype(np.float64)
+                           - np.load(r).astype(np.float64))
+            worst[k] = np.fmax(worst[k], np.where(np.isfinite(delta), delta,
+                                                  0.0))
+    shutil.rmtree(tmp, ignore_errors=True)
+    for r, w in zip(refs, worst):
+        k = r.stem.split("_")[1]
+        np.save(case / "ref" / f"sensitivity_{k}.npy", w.astype(np.float32))
 
 
 # Examples --tang-grad refuses (the argmax monoid has no derivative).
