@@ -32,7 +32,6 @@ if any case fails.
 import argparse
 import json
 import pathlib
-import re
 import sys
 import time
 
@@ -42,34 +41,6 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
 sys.path.insert(0, str(ROOT / "bench"))
 import harness  # noqa: E402
-
-_COMP = re.compile(r"tang\.comprehension\s*(\(([^)]*)\))?\s*"
-                   r"(reduce\s*\(([^)]*)\))?\s*\[([^\]]*)\]")
-
-
-def program_shape(text: str):
-    """(K, R): the longest reduction (product of a comprehension's reduced
-    extents) and the number of comprehensions in a tang program."""
-    K, R = 1, 0
-    for m in _COMP.finditer(text):
-        R += 1
-        if not m.group(3):
-            continue
-        nred = len([x for x in m.group(4).split(",") if x.strip()])
-        ext = [int(x) for x in m.group(5).split(",") if x.strip()]
-        k = 1
-        for e in ext[len(ext) - nred:]:
-            k *= e
-        K = max(K, k)
-    return K, max(R, 1)
-
-
-def tolerance_for(dtype: str, program: str) -> harness.Tolerance:
-    if dtype in harness.INTEGER_TYPES:
-        return harness.Tolerance(dtype)
-    K, R = program_shape(program)
-    return harness.Tolerance(dtype, reduction=K, roundings=R, acc=dtype)
-
 
 def check_case(torch, tang_cuda, case):
     dtypes = {"f32": torch.float32, "f16": torch.float16,
@@ -95,7 +66,7 @@ def check_case(torch, tang_cuda, case):
         ref = np.load(case / "ref" / f"output_{k}.npy").astype(np.float64)
         sens_path = case / "ref" / f"sensitivity_{k}.npy"
         sens = np.load(sens_path) if sens_path.exists() else None
-        tol = tolerance_for(arg["dtype"], program)
+        tol = harness.tolerance_for_program(arg["dtype"], program)
         c = harness.check_elementwise(got.double().cpu().numpy(), ref, tol,
                                       f"out{k} {arg['dtype']}",
                                       sensitivity=sens)

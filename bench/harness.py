@@ -78,6 +78,7 @@ import json
 import math
 import os
 import platform
+import re
 import statistics
 import subprocess
 import time
@@ -233,6 +234,37 @@ def _unravel(index: int, shape) -> List[int]:
         out.append(index % n if n else 0)
         index //= n if n else 1
     return list(reversed(out))
+
+
+_COMP = re.compile(r"tang\.comprehension\s*(\(([^)]*)\))?\s*"
+                   r"(reduce\s*\(([^)]*)\))?\s*\[([^\]]*)\]")
+
+
+def program_shape(text: str):
+    """(K, R): the longest reduction (product of a comprehension's reduced
+    extents) and the number of comprehensions in a tang program."""
+    K, R = 1, 0
+    for m in _COMP.finditer(text):
+        R += 1
+        if not m.group(3):
+            continue
+        nred = len([x for x in m.group(4).split(",") if x.strip()])
+        ext = [int(x) for x in m.group(5).split(",") if x.strip()]
+        k = 1
+        for e in ext[len(ext) - nred:]:
+            k *= e
+        K = max(K, k)
+    return K, max(R, 1)
+
+
+def tolerance_for_program(dtype: str, program: str) -> "Tolerance":
+    """The bound for an output of dtype `dtype` of tang program text
+    `program` (gpu_check, every backend's differential test): K and R from
+    program_shape, accumulated in the output's type."""
+    if dtype in INTEGER_TYPES:
+        return Tolerance(dtype)
+    K, R = program_shape(program)
+    return Tolerance(dtype, reduction=K, roundings=R, acc=dtype)
 
 
 #: The weight of a measured sensitivity in the bound (check_elementwise).

@@ -12,9 +12,14 @@ import zlib
 import numpy as np
 import pytest
 
-# Relative error bounds per output dtype; integer outputs compare exactly.
-# f16 results are rounded once from f32 arithmetic: 2^-11 relative each.
-TOLERANCE = {"f16": 1e-3, "f32": 1e-5, "f64": 1e-12}
+# Float outputs are checked element by element with the benchmarks' rule
+# (bench/harness.py: |out - ref| <= atol + rtol |ref| from the storage
+# type, the longest reduction and the program's length; NaN and infinities
+# where the interpreter has them, exactly); integer outputs compare exactly.
+import sys  # noqa: E402
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "bench"))
+import harness  # noqa: E402
+
 INTEGER_DTYPES = {"i32"}
 NUMPY_DTYPE = {"f16": np.float16, "f32": np.float32, "f64": np.float64,
                "i32": np.int32}
@@ -97,8 +102,11 @@ def random_input(rng, spec):
     return (sign * magnitude).astype(NUMPY_DTYPE[spec["dtype"]])
 
 
-def compare(backend, where, k, spec, out, ref):
-    """Asserts that output #k of a backend (`out`) matches tang-run's."""
+def compare(backend, where, k, spec, out, ref, program):
+    """Asserts that output #k of a backend (`out`) matches tang-run's on
+    every element: integers exactly, floats under the elementwise rule of
+    bench/harness.py for the dtype and `program` (its text), NaN and
+    infinities exactly where the interpreter has them."""
     what = (f"[{backend}] {where}: output #{k} "
             f"({spec['dtype']} {spec['shape']})")
     assert out.shape == ref.shape, (
@@ -110,17 +118,14 @@ def compare(backend, where, k, spec, out, ref):
             f"flat index {bad[0]}: {out.ravel()[bad[0]]} vs reference "
             f"{ref.ravel()[bad[0]]}")
         return
-    nans = int(np.isnan(out).sum())
-    assert nans == 0, f"{what}: {nans} NaN of {out.size} elements"
-    assert np.all(np.isfinite(ref)), f"{what}: the reference is not finite"
-    out = out.astype(np.float64)
-    ref = ref.astype(np.float64)
-    norm = np.linalg.norm(ref)
-    err = np.linalg.norm(out - ref) / (norm if norm > 0 else 1.0)
-    tol = TOLERANCE[spec["dtype"]]
-    assert err <= tol, (
-        f"{what}: relative error ||out-ref||/||ref|| = {err:.3e} > {tol:.0e} "
-        f"(max abs error {np.max(np.abs(out - ref)):.3e})")
+    tol = harness.tolerance_for_program(spec["dtype"], program)
+    c = harness.check_elementwise(out.astype(np.float64),
+                                  ref.astype(np.float64), tol)
+    assert c["ok"], (
+        f"{what}: {c['bad']} of {c['elements']} elements outside "
+        f"{c['rule']} ({c['nonfinite_mismatch']} NaN/inf mismatches); worst "
+        f"at {c['worst']['index']}: {c['worst']['got']} vs reference "
+        f"{c['worst']['ref']} ({c['max_err']:.3g} of its bound)")
 
 
 def check_functions(backend, example, manifest, tmp_path, tang_bin, runner):
@@ -154,10 +159,11 @@ def check_functions(backend, example, manifest, tmp_path, tang_bin, runner):
 
         outputs = [a for a in fn["args"] if a["role"] == "output"]
         assert outputs, f"{where}: no outputs"
+        program = pathlib.Path(example).read_text()
         for k, spec in enumerate(outputs):
             out = np.load(out_dir / f"output_{k}.npy")
             ref = np.load(ref_dir / f"output_{k}.npy")
-            compare(backend, where, k, spec, out, ref)
+            compare(backend, where, k, spec, out, ref, program)
         extra = sorted(p.name for p in out_dir.glob("output_*.npy"))
         assert len(extra) == len(outputs), f"{where}: outputs {extra}"
 
