@@ -126,19 +126,6 @@ int parseOptions(int argc, char **argv, Options &o) {
 // Summaries
 //===----------------------------------------------------------------------===//
 
-/// Decodes an IEEE binary16 value.
-double halfToDouble(uint16_t h) {
-  int sign = (h >> 15) & 1, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
-  double v;
-  if (exp == 0)
-    v = std::ldexp(mant, -24);
-  else if (exp == 31)
-    v = mant ? NAN : INFINITY;
-  else
-    v = std::ldexp(mant + 1024, exp - 25);
-  return sign ? -v : v;
-}
-
 /// Element `i` of `data` (type `t`) as a double.
 double element(const std::string &data, DType t, size_t i) {
   const char *p = data.data() + i * dtypeBytes(t);
@@ -156,7 +143,7 @@ double element(const std::string &data, DType t, size_t i) {
   case DType::F16: {
     uint16_t v;
     std::memcpy(&v, p, 2);
-    return halfToDouble(v);
+    return tang::runtime::decodeHalf(v);
   }
   case DType::BF16: {
     uint16_t v;
