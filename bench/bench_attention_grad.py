@@ -178,14 +178,7 @@ def run_case(torch, F, tang_cuda, meta, work, args, deadline):
                                         for x in first[1:3]),
                               "max_err": None})
         del first, got
-    res["deterministic"] = same_all
-    ok, res["max_err"] = harness.summarize_checks(res["checks"])
-    if not ok or not same_all:
-        res["status"] = "incorrect"
-        res["note"] = ("" if same_all else "runs differ or elements "
-                       "unwritten; ") + "; ".join(
-            f"{c['name']}: {c.get('bad')} bad, worst {c.get('worst')}"
-            for c in res["checks"] if not c["ok"])
+    harness.judge_checks(res, same_all)
 
     q, k, v, do = fresh
     graphs = {}
@@ -257,11 +250,7 @@ def run_case(torch, F, tang_cuda, meta, work, args, deadline):
         # tang passed by the peers' yardstick: the peers that set it are
         # compared with, not excluded.
         wrong = []
-    res.update(harness.compare("tang", timed, excluded=wrong))
-    res["incorrect_peers"] = wrong
-    res["timing"] = timed
-    if res["tang_ms"]:
-        res["tang_tflops"] = res["flops"] / res["tang_ms"] / 1e9
+    harness.record_timing(res, timed, wrong)
     if not args.quick:
         for name, fn in (("forward", lambda i: forward(fresh)),
                          ("backward", lambda i: backward(fresh))):

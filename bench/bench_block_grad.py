@@ -158,14 +158,7 @@ def run_case(torch, F, tang_cuda, meta, work, args, deadline):
             res["checks"].append(harness.check_tensor(a, r, t,
                                                       f"{what}: {name}"))
         del first, got
-    res["deterministic"] = same_all
-    ok, res["max_err"] = harness.summarize_checks(res["checks"])
-    if not ok or not same_all:
-        res["status"] = "incorrect"
-        res["note"] = ("" if same_all else "runs differ or elements "
-                       "unwritten; ") + "; ".join(
-            f"{c['name']}: {c.get('bad')} bad, worst {c.get('worst')}"
-            for c in res["checks"] if not c["ok"])
+    if not harness.judge_checks(res, same_all):
         return res
 
     graphs, peer_checks = {}, {}
@@ -257,11 +250,7 @@ def run_case(torch, F, tang_cuda, meta, work, args, deadline):
         deadline=deadline.monotonic())
     wrong = [k_ for k_, v_ in peer_checks.items()
              if not all(c["ok"] for c in v_)]
-    res.update(harness.compare("tang", timed, excluded=wrong))
-    res["incorrect_peers"] = wrong
-    res["timing"] = timed
-    if res["tang_ms"]:
-        res["tang_tflops"] = res["flops"] / res["tang_ms"] / 1e9
+    harness.record_timing(res, timed, wrong)
     if not args.quick:
         for name, fn in (("forward", lambda i: forward(fresh)),
                          ("backward", lambda i: backward(fresh))):

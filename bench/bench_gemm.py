@@ -349,14 +349,7 @@ def run_case(torch, F, tang_cuda, meta, args, deadline):
         same_all &= same
         res["checks"].append(harness.check_tensor(first[0], ref, tol, what))
         del first
-    res["deterministic"] = same_all
-    ok, res["max_err"] = harness.summarize_checks(res["checks"])
-    if not ok or not same_all:
-        res["status"] = "incorrect"
-        res["note"] = ("" if same_all else "runs differ or elements "
-                       "unwritten; ") + "; ".join(
-            f"{c['name']}: {c['bad']} of {c['elements']} bad, worst "
-            f"{c['worst']}" for c in res["checks"] if not c["ok"])
+    if not harness.judge_checks(res, same_all):
         return res
 
     sets = [fresh]
@@ -394,14 +387,10 @@ def run_case(torch, F, tang_cuda, meta, args, deadline):
         torch, contenders, rounds=args.rounds_n, target_ms=args.target_ms,
         deadline=deadline.monotonic())
     wrong = [k for k, c in peer_checks.items() if not c["ok"]]
-    res.update(harness.compare("tang", timed, excluded=wrong))
-    res["incorrect_peers"] = wrong
-    res["timing"] = timed
+    harness.record_timing(res, timed, wrong)
     for k, v in timed.items():
         if "error" in v:
             res.setdefault("peer_status", {})[k] = "failed: " + v["error"]
-    if res["tang_ms"]:
-        res["tang_tflops"] = meta["flops"] / res["tang_ms"] / 1e9
     bundle.close()
     return res
 

@@ -299,14 +299,7 @@ def run_case_common(torch, F, tang_cuda, meta: dict, args, l2_bytes: int,
             same_all &= same
             res["checks"].append(harness.check_tensor(
                 first[0], ref, tol_t, f"tang draw {i}"))
-        res["deterministic"] = same_all
-        ok, res["max_err"] = harness.summarize_checks(res["checks"])
-        if not ok or not same_all:
-            res.update(status="incorrect", note=(
-                "" if same_all else "result moves between runs or elements "
-                "unwritten; ") + "; ".join(
-                f"{c['name']}: {c['bad']} bad, worst {c['worst']}"
-                for c in res["checks"] if not c["ok"]))
+        if not harness.judge_checks(res, same_all):
             return res
 
         fns = peer_functions(torch, F, kind, params)

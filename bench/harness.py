@@ -436,6 +436,36 @@ def poisoned_runs(torch, written: Sequence, step: Callable) -> Tuple[list, bool]
     return runs[0], same
 
 
+def judge_checks(res: dict, deterministic: bool) -> bool:
+    """Sets a case's verdict from its checks (res["checks"]) and whether
+    its two poisoned runs agreed: "deterministic", "max_err", and, when a
+    check failed or the runs differ, status "incorrect" with a note naming
+    the failing checks. Returns whether the case is correct."""
+    res["deterministic"] = deterministic
+    ok, res["max_err"] = summarize_checks(res["checks"])
+    if ok and deterministic:
+        return True
+    res["status"] = "incorrect"
+    res["note"] = ("" if deterministic else "runs differ or elements "
+                   "unwritten; ") + "; ".join(
+        f"{c['name']}: {c.get('bad')} of {c.get('elements')} bad, worst "
+        f"{c.get('worst')}" for c in res["checks"] if not c["ok"])
+    return False
+
+
+def record_timing(res: dict, timed: Dict[str, dict],
+                  excluded: Sequence[str] = ()) -> None:
+    """Stores interleaved_rounds' result on a case: the comparison with the
+    fastest peer not `excluded` (compare), the excluded peers as
+    "incorrect_peers", the raw timing, and tang's TFLOP/s from
+    res["flops"]."""
+    res.update(compare("tang", timed, excluded=list(excluded)))
+    res["incorrect_peers"] = list(excluded)
+    res["timing"] = timed
+    if res.get("tang_ms") and res.get("flops"):
+        res["tang_tflops"] = res["flops"] / res["tang_ms"] / 1e9
+
+
 def summarize_checks(checks: List[dict]) -> Tuple[bool, Optional[float]]:
     """(all ok, the largest max_err) over a list of check results."""
     errs = [c["max_err"] for c in checks if c.get("max_err") is not None]

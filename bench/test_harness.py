@@ -309,3 +309,28 @@ def test_sensitivity_widens_only_ill_conditioned_elements(ref):
     got[7, 1] += 5 * atol
     sens[7, 1] = np.nan
     assert not harness.check_elementwise(got, ref, tol, sensitivity=sens)["ok"]
+
+
+def test_judge_checks_names_failures_and_nondeterminism():
+    good = {"name": "out", "ok": True, "max_err": 0.3}
+    bad = {"name": "dQ", "ok": False, "max_err": 3.0, "bad": 2,
+           "elements": 64, "worst": {"index": [1], "got": 1.0, "ref": 0.0}}
+    res = harness.case_result("c", checks=[good])
+    assert harness.judge_checks(res, True) and res["status"] == "ok"
+    assert res["max_err"] == 0.3
+    res = harness.case_result("c", checks=[good, bad])
+    assert not harness.judge_checks(res, True)
+    assert res["status"] == "incorrect" and "dQ: 2 of 64 bad" in res["note"]
+    res = harness.case_result("c", checks=[good])
+    assert not harness.judge_checks(res, False)
+    assert "runs differ" in res["note"]
+
+
+def test_record_timing_excludes_incorrect_peers():
+    timed = {"tang": {"rounds": [1.0] * 5, "ms": 1.0},
+             "fast_wrong": {"rounds": [0.5] * 5, "ms": 0.5},
+             "slow": {"rounds": [2.0] * 5, "ms": 2.0}}
+    res = harness.case_result("c", flops=2e9)
+    harness.record_timing(res, timed, ["fast_wrong"])
+    assert res["best_peer"] == "slow" and res["incorrect_peers"] == ["fast_wrong"]
+    assert abs(res["ratio"] - 2.0) < 1e-9 and abs(res["tang_tflops"] - 2.0) < 1e-9
