@@ -168,6 +168,26 @@ def check_functions(backend, example, manifest, tmp_path, tang_bin, runner):
         assert len(extra) == len(outputs), f"{where}: outputs {extra}"
 
 
+def check_program(backend, text, tmp_path, tang_bin, pipeline, fmt, host,
+                  special=False):
+    """Writes the program `text`, lowers it through `pipeline` into a bundle
+    of format `fmt`, and compares what `host(bundle)` (a runner, as for
+    check_functions) computes with tang-run: every function, or with
+    `special`, CMPF_PROGRAM's exact special-value comparison. Returns the
+    manifest."""
+    program = tmp_path / "program.mlir"
+    program.write_text(text)
+    bundle = tmp_path / "bundle"
+    manifest = lower_example(tang_bin, program, pipeline, bundle, fmt)
+    if special:
+        check_special_values(backend, program, tmp_path, tang_bin,
+                             host(bundle))
+    else:
+        check_functions(backend, program, manifest, tmp_path, tang_bin,
+                        host(bundle))
+    return manifest
+
+
 # Contractions the matrix-unit kernels take: [k, n] and [n, k] right
 # operands, a batch index, operand views with offsets (a column block of a
 # wider tensor).

@@ -20,8 +20,8 @@ import shutil
 import pytest
 
 from differential import (CMPF_PROGRAM, INDEX_PROGRAM,  # noqa: E402
-                          check_functions, check_special_values,
-                          lower_example, run_vulkan, vulkan_backend)
+                          check_functions, check_program, lower_example,
+                          run_vulkan, vulkan_backend)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TANG_BIN = pathlib.Path(os.environ.get("TANG_BIN", ROOT / "build" / "bin"))
@@ -35,6 +35,12 @@ KNOWN_LIMITS = {
         "Mesa 22.3's lavapipe ends loops after 65535 iterations per "
         "invocation (see test_vulkan_differential.py)",
 }
+
+
+def host(bundle):
+    """Runs a function of `bundle` with tang-vk-run (check_functions)."""
+    return lambda name, inputs, out: run_vulkan(
+        [VK_RUN, bundle, name, *inputs, "--out", out])
 
 
 @pytest.fixture(scope="module")
@@ -55,29 +61,17 @@ def test_example_matches_interpreter(example, backend, tmp_path, request):
                              "spirv")
     assert list(bundle.glob("*.comp")), "no GLSL sources in the bundle"
     check_functions(backend, example, manifest, tmp_path, TANG_BIN,
-                    lambda name, inputs, out: run_vulkan(
-                        [VK_RUN, bundle, name, *inputs, "--out", out]))
+                    host(bundle))
 
 
 def test_float_compares_follow_cmpf(backend, tmp_path):
     """Every arith.cmpf predicate, ordered and unordered, on NaN, infinities
     and finite values; NaNs and infinities pass through exactly."""
-    program = tmp_path / "cmpf.mlir"
-    program.write_text(CMPF_PROGRAM)
-    bundle = tmp_path / "bundle"
-    lower_example(TANG_BIN, program, "tang-lower-glsl", bundle, "spirv")
-    check_special_values(backend, program, tmp_path, TANG_BIN,
-                         lambda name, inputs, out: run_vulkan(
-                             [VK_RUN, bundle, name, *inputs, "--out", out]))
+    check_program(backend, CMPF_PROGRAM, tmp_path, TANG_BIN,
+                  "tang-lower-glsl", "spirv", host, special=True)
 
 
 def test_float_index_matches_interpreter(backend, tmp_path):
     """`tang.index ... : f32`, converted through i32 (32-bit indices)."""
-    program = tmp_path / "index.mlir"
-    program.write_text(INDEX_PROGRAM)
-    bundle = tmp_path / "bundle"
-    manifest = lower_example(TANG_BIN, program, "tang-lower-glsl", bundle,
-                             "spirv")
-    check_functions(backend, program, manifest, tmp_path, TANG_BIN,
-                    lambda name, inputs, out: run_vulkan(
-                        [VK_RUN, bundle, name, *inputs, "--out", out]))
+    check_program(backend, INDEX_PROGRAM, tmp_path, TANG_BIN,
+                  "tang-lower-glsl", "spirv", host)

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from differential import (CMPF_PROGRAM, check_functions,  # noqa: E402
-                          check_special_values, lower_example, run)
+                          check_program, lower_example, run)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TANG_BIN = pathlib.Path(os.environ.get("TANG_BIN", ROOT / "build" / "bin"))
@@ -46,6 +46,12 @@ def backend(tmp_path_factory):
     return "opencl-pocl"
 
 
+def host(bundle):
+    """Runs a function of `bundle` with tang-ocl-run (check_functions)."""
+    return lambda name, inputs, out: run(
+        [OCL_RUN, bundle, name, *inputs, "--out", out], timeout=300)
+
+
 def lower(example, bundle, fuse=1):
     return run([TANG_BIN / "tang-opt", example,
                 f"--tang-lower-opencl=fuse={fuse} bundle={bundle}", "-o",
@@ -58,21 +64,14 @@ def test_example_matches_interpreter(example, backend, tmp_path):
     manifest = lower_example(TANG_BIN, example, "tang-lower-opencl", bundle,
                              "opencl")
     check_functions(backend, example, manifest, tmp_path, TANG_BIN,
-                    lambda name, inputs, out: run(
-                        [OCL_RUN, bundle, name, *inputs, "--out", out],
-                        timeout=300))
+                    host(bundle))
 
 
 def test_float_compares_follow_cmpf(backend, tmp_path):
     """Every arith.cmpf predicate, ordered and unordered, on NaN, infinities
     and finite values; NaNs and infinities pass through exactly."""
-    program = tmp_path / "cmpf.mlir"
-    program.write_text(CMPF_PROGRAM)
-    bundle = tmp_path / "bundle"
-    lower_example(TANG_BIN, program, "tang-lower-opencl", bundle, "opencl")
-    check_special_values(backend, program, tmp_path, TANG_BIN,
-                         lambda name, inputs, out: run(
-                             [OCL_RUN, bundle, name, *inputs, "--out", out]))
+    check_program(backend, CMPF_PROGRAM, tmp_path, TANG_BIN,
+                  "tang-lower-opencl", "opencl", host, special=True)
 
 
 def test_half_precision_is_refused(tmp_path):

@@ -34,7 +34,7 @@ import numpy as np
 import pytest
 
 from differential import (CMPF_PROGRAM, INDEX_PROGRAM,  # noqa: E402
-                          check_functions, check_special_values,
+                          check_functions, check_program,
                           lower_example, run, run_vulkan, vulkan_backend)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -64,6 +64,12 @@ def backend():
     return vulkan_backend(VK_RUN)
 
 
+def host(bundle):
+    """Runs a function of `bundle` with tang-vk-run (check_functions)."""
+    return lambda name, inputs, out: run_vulkan(
+        [VK_RUN, bundle, name, *inputs, "--out", out])
+
+
 def lower(example, bundle):
     return lower_example(TANG_BIN, example, "tang-lower-spirv", bundle,
                          "spirv")
@@ -79,8 +85,7 @@ def test_example_matches_interpreter(example, backend, tmp_path, request):
     bundle = tmp_path / "bundle"
     manifest = lower(example, bundle)
     check_functions(backend, example, manifest, tmp_path, TANG_BIN,
-                    lambda name, inputs, out: run_vulkan(
-                        [VK_RUN, bundle, name, *inputs, "--out", out]))
+                    host(bundle))
 
 
 def test_half_precision_matches_interpreter(backend, tmp_path):
@@ -104,8 +109,7 @@ func.func @main(%x: tensor<4x16xf16>, %w: tensor<16xf16>) -> tensor<4xf16> {
     assert [a["dtype"] for a in manifest["functions"][0]["args"]] == \
         ["f16", "f16", "f16"]
     check_functions(backend, program, manifest, tmp_path, TANG_BIN,
-                    lambda name, inputs, out: run_vulkan(
-                        [VK_RUN, bundle, name, *inputs, "--out", out]))
+                    host(bundle))
 
 
 def test_index_programs_match_interpreter(backend, tmp_path):
@@ -123,20 +127,14 @@ def test_index_programs_match_interpreter(backend, tmp_path):
         bundle = work / "bundle"
         manifest = lower(program, bundle)
         check_functions(backend, program, manifest, work, TANG_BIN,
-                        lambda fn, inputs, out: run_vulkan(
-                            [VK_RUN, bundle, fn, *inputs, "--out", out]))
+                        host(bundle))
 
 
 def test_float_compares_follow_cmpf(backend, tmp_path):
     """Every arith.cmpf predicate, ordered and unordered, on NaN, infinities
     and finite values; NaNs and infinities pass through exactly."""
-    program = tmp_path / "cmpf.mlir"
-    program.write_text(CMPF_PROGRAM)
-    bundle = tmp_path / "bundle"
-    lower(program, bundle)
-    check_special_values(backend, program, tmp_path, TANG_BIN,
-                         lambda name, inputs, out: run_vulkan(
-                             [VK_RUN, bundle, name, *inputs, "--out", out]))
+    check_program(backend, CMPF_PROGRAM, tmp_path, TANG_BIN,
+                  "tang-lower-spirv", "spirv", host, special=True)
 
 
 def test_lavapipe_loop_limit(backend, tmp_path):

@@ -25,14 +25,19 @@ import numpy as np
 import pytest
 
 from differential import (CMPF_PROGRAM, INDEX_PROGRAM,  # noqa: E402
-                          check_functions, check_special_values,
-                          lower_example, run)
+                          check_functions, check_program, lower_example, run)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TANG_BIN = pathlib.Path(os.environ.get("TANG_BIN", ROOT / "build" / "bin"))
 WGPU_RUN = pathlib.Path(os.environ.get(
     "TANG_WGPU_RUN", ROOT / "runtime" / "webgpu" / "tang-wgpu-run"))
 EXAMPLES = sorted((ROOT / "examples").glob("*.mlir"))
+
+
+def host(bundle):
+    """Runs a function of `bundle` with tang-wgpu-run (check_functions)."""
+    return lambda name, inputs, out: run(
+        [WGPU_RUN, bundle, name, *inputs, "--out", out])
 
 
 def host_or_skip(*args):
@@ -83,10 +88,7 @@ def test_example_matches_interpreter(example, backend, tmp_path):
                         timeout=900))
 
 
-def test_half_precision_matches_interpreter(backend, tmp_path):
-    """f16 buffers (the `shader-f16` feature) computed in f32."""
-    program = tmp_path / "half.mlir"
-    program.write_text("""\
+HALF_PROGRAM = """\
 func.func @main(%x: tensor<4x16xf16>) -> tensor<4xf16> {
   %y = tang.comprehension (%i) reduce (%j) [4, 16] monoid(add) : tensor<4xf16> {
     %v = tang.read %x[%i, %j] : tensor<4x16xf16>
@@ -95,37 +97,26 @@ func.func @main(%x: tensor<4x16xf16>) -> tensor<4xf16> {
   }
   return %y : tensor<4xf16>
 }
-""")
-    bundle = tmp_path / "bundle"
-    manifest = lower_example(TANG_BIN, program, "tang-lower-wgsl", bundle,
-                             "wgsl")
-    check_functions(backend, program, manifest, tmp_path, TANG_BIN,
-                    lambda name, inputs, out: run(
-                        [WGPU_RUN, bundle, name, *inputs, "--out", out]))
+"""
+
+
+def test_half_precision_matches_interpreter(backend, tmp_path):
+    """f16 buffers (the `shader-f16` feature) computed in f32."""
+    check_program(backend, HALF_PROGRAM, tmp_path, TANG_BIN,
+                  "tang-lower-wgsl", "wgsl", host)
 
 
 def test_float_index_matches_interpreter(backend, tmp_path):
     """`tang.index ... : f32`, converted through i32 (32-bit indices)."""
-    program = tmp_path / "index.mlir"
-    program.write_text(INDEX_PROGRAM)
-    bundle = tmp_path / "bundle"
-    manifest = lower_example(TANG_BIN, program, "tang-lower-wgsl", bundle,
-                             "wgsl")
-    check_functions(backend, program, manifest, tmp_path, TANG_BIN,
-                    lambda name, inputs, out: run(
-                        [WGPU_RUN, bundle, name, *inputs, "--out", out]))
+    check_program(backend, INDEX_PROGRAM, tmp_path, TANG_BIN,
+                  "tang-lower-wgsl", "wgsl", host)
 
 
 def test_float_compares_follow_cmpf(backend, tmp_path):
     """Every arith.cmpf predicate, ordered and unordered, on NaN, infinities
     and finite values; NaNs and infinities pass through exactly."""
-    program = tmp_path / "cmpf.mlir"
-    program.write_text(CMPF_PROGRAM)
-    bundle = tmp_path / "bundle"
-    lower_example(TANG_BIN, program, "tang-lower-wgsl", bundle, "wgsl")
-    check_special_values(backend, program, tmp_path, TANG_BIN,
-                         lambda name, inputs, out: run(
-                             [WGPU_RUN, bundle, name, *inputs, "--out", out]))
+    check_program(backend, CMPF_PROGRAM, tmp_path, TANG_BIN,
+                  "tang-lower-wgsl", "wgsl", host, special=True)
 
 
 UNSUPPORTED = [
