@@ -7,6 +7,9 @@
 // RUN: tang-opt %tang_src/examples/transformer_block.mlir --tang-fuse="max-broadcast=16" | grep -c "= tang.comprehension (" | FileCheck %s --check-prefix=BLOCK-AFTER
 // RUN: tang-opt %tang_src/examples/transformer_block.mlir --tang-fuse | grep -c "= tang.comprehension (" | FileCheck %s --check-prefix=BLOCK-DEFAULT
 // RUN: not tang-opt %s --tang-fuse="max-broadcast=0" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADOPT
+// RUN: tang-opt %tang_src/examples/transformer_block.mlir --tang-fuse="max-work-factor=1e30" 2>/dev/null | grep -c "= tang.comprehension (" | FileCheck %s --check-prefix=BLOCK-UNBOUNDED
+// RUN: tang-opt %tang_src/examples/gpt2_block.mlir --tang-fuse="report-work=1" -o /dev/null 2>&1 | FileCheck %s --check-prefix=WORK
+// RUN: not tang-opt %s --tang-fuse="max-work-factor=0.5" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADOPT
 
 // LayerNorm (mean, variance, normalise: 4 comprehensions) and softmax
 // (max, sum of exp, divide: 3) each become one comprehension.
@@ -33,6 +36,14 @@
 // BLOCK-BEFORE: 13
 // BLOCK-AFTER: 8
 // BLOCK-DEFAULT: 10
+// With the work bound lifted (max-work-factor), everything fuses into 3
+// comprehensions, the projections recomputed inside the attention scores.
+// BLOCK-UNBOUNDED: 3
+
+// report-work: the decisions, naming what stays materialised, then every
+// function-level comprehension's count next to its unfused one.
+// WORK: gpt2_block.mlir:{{[0-9]+}}:{{[0-9]+}}: remark: tang-fuse: fusing into this comprehension would execute {{.*}} operations, more than 2 x the {{.*}} of the comprehensions fused into it (max-work-factor): the comprehension at {{.*}}gpt2_block.mlir:{{[0-9]+}}:{{[0-9]+}} stays materialised
+// WORK: remark: tang-fuse: executes {{.*}} operations fused ({{.*}} unfused)
 
 // BADOPT: error: tang-fuse: max-recompute must be >= 0, max-work-factor >= 1 and max-broadcast, max-body-ops >= 1
 
