@@ -23,7 +23,6 @@ Usage: python3 bench/bench_gemm.py [--cases NAME ...] [--reps N]
 
 import argparse
 import json
-import math
 import re
 import subprocess
 import sys
@@ -73,13 +72,6 @@ def inputs_for(torch, meta, seed):
 #: Attention references are computed on this many (batch, head) pairs only
 #: (a float64 L x L score matrix per pair).
 ATTN_REF_HEADS = 2
-
-
-def out_slice(kind, out):
-    """The part of `out` the float64 GPU reference covers."""
-    if kind == "block":
-        return out[:1]
-    return out[:1, :ATTN_REF_HEADS] if kind == "attention" else out
 
 
 def block_forward(torch, F, ins, H, causal_mask=None):
@@ -226,12 +218,6 @@ def graphed(torch, fn):
     with torch.cuda.graph(g):
         fn()
     return lambda k=0: g.replay()
-
-
-def rel_err(torch, out, ref):
-    if not bool(torch.isfinite(out).all()):
-        return math.inf
-    return float((out.double() - ref).norm() / ref.norm())
 
 
 def sass_counts(bundle_dir):

@@ -54,15 +54,6 @@ ROTATE_BELOW_L2 = 2
 #: ... enough of them to cover this many L2 sizes (at most MAX_SETS).
 ROTATE_COVER_L2 = 4
 MAX_SETS = 32
-#: Host time budgeted per repeat for enqueueing (the device sleeps this long
-#: per repeat, clamped to [10, 100] ms, before the timed repeats start).
-ENQUEUE_MS_PER_REP = 0.2
-#: Each timed measurement takes about this long at most (fewer repeats for
-#: slow kernels, never fewer than MIN_REPS nor more than --reps) ...
-MEASURE_BUDGET_MS = 4000.0
-MIN_REPS = 3
-#: ... after about this much warm-up (at least one call, at most --warmup).
-WARMUP_BUDGET_MS = 500.0
 #: Seeds: input set k uses SEED + k; the fresh correctness draw FRESH_SEED.
 SEED = 1234
 FRESH_SEED = 98765
@@ -122,70 +113,6 @@ def reference(torch, F, kind: str, params: dict, inputs):
 # ---------------------------------------------------------------------------
 
 
-def rel_err(torch, out, ref) -> float:
-    """||out - ref|| / ||ref|| in float64; inf on NaN/inf or a shape
-    mismatch."""
-    out = out.reshape(ref.shape) if out.numel() == ref.numel() else None
-    if out is None or not bool(torch.isfinite(out).all()):
-        return math.inf
-    return float((out.double() - ref).norm() / ref.norm())
-
-
-def time_ms(torch, fn, nsets: int, reps: int, warmup: int) -> list:
-    """The times in ms of `reps` calls fn(k), k rotating over range(nsets),
-    each between its own pair of CUDA events, after `warmup` calls."""
-    for i in range(warmup):
-        fn(i % nsets)
-    torch.cuda.synchronize()
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    # Hold the device while the host enqueues the repeats, so that every
-    # interval measures device time and not Python's launch overhead.
-    sleep_ms = min(100.0, max(10.0, reps * ENQUEUE_MS_PER_REP))
-    if hasattr(torch.cuda, "_sleep"):
-        torch.cuda._sleep(int(sleep_ms * 1e-3 * 2e9))  # ~2 GHz SM clock
-    for i in range(reps):
-        starts[i].record()
-        fn(i % nsets)
-        ends[i].record()
-    torch.cuda.synchronize()
-    return [s.elapsed_time(e) for s, e in zip(starts, ends)]
-
-
-def plan(est_ms: float, args) -> tuple:
-    """(repeats, warm-up calls) for a function that takes about `est_ms`:
-    --reps and --warmup, fewer when that would take long."""
-    est_ms = max(est_ms, 1e-3)
-    reps = max(MIN_REPS, min(args.reps, int(MEASURE_BUDGET_MS / est_ms)))
-    warmup = max(1, min(args.warmup, int(WARMUP_BUDGET_MS / est_ms)))
-    return reps, warmup
-
-
-def probe_ms(torch, fn) -> float:
-    """The time in ms of one call fn(0), between CUDA events."""
-    a = torch.cuda.Event(enable_timing=True)
-    b = torch.cuda.Event(enable_timing=True)
-    a.record()
-    fn(0)
-    b.record()
-    torch.cuda.synchronize()
-    return a.elapsed_time(b)
-
-
-def poisoned_runs(torch, written, step, times=2) -> list:
-    """Runs step() `times` times, every tensor of `written` filled with NaN
-    before each (so every element must be written); the copies of `written`
-    after each run."""
-    runs = []
-    for _ in range(times):
-        for t in written:
-            t.fill_(float("nan"))
-        step()
-        torch.cuda.synchronize()
-        runs.append([t.clone() for t in written])
-    return runs
-
-
 def load_metas(work, cases, prepare: str, key: str) -> list:
     """The meta.json of every case under `work` (only `cases` when given),
     sorted by meta[key]; exits with a hint to run `prepare` (and carry the
@@ -227,7 +154,10 @@ def copy_rate(torch, reps: int) -> dict:
     src = torch.empty(COPY_BYTES, dtype=torch.uint8, device="cuda")
     src.random_()  # random bytes, not zeros
     dst = torch.empty_like(src)
-    s = summary(time_ms(torch, lambda k: dst.copy_(src), 1, reps, 3))
+    copy = lambda k: dst.copy_(src)
+    for _ in range(3):
+        copy(0)
+    s = summary(harness.time_calls(torch, copy, reps))
     ok = bool(torch.equal(src[-4096:], dst[-4096:]))
     src = dst = None  # free the 4 GiB
     torch.cuda.empty_cache()
@@ -477,32 +407,6 @@ def render_markdown(report: dict) -> str:
     L.append("")
     L.append(f"Total wall time {report.get('wall_s', 0):.0f} s.")
     return "\n".join(L) + "\n"
-
-
-def print_table(report: dict):
-    """The summary table, for the end of the log."""
-    print(f"\ncopy rate {fmt(report['copy_gbps'], '.0f')} GB/s; "
-          f"{report['device']}, torch {report['torch']}")
-    head = (f"{'case':22s} {'status':14s} {'tang ms':>9s} {'GB/s':>6s} "
-            f"{'%copy':>6s} {'target':>6s} {'met':>4s} {'peer':>12s} "
-            f"{'peer ms':>9s} {'peer/tang':>9s}")
-    print(head)
-    print("-" * len(head))
-    for r in report["cases"]:
-        t = r.get("tang") or {}
-        best = next((p for p in r["peers"] if p["id"] == r["best_peer"]),
-                    {})
-        print(f"{r['case']:22s} {r['status'][:14]:14s} "
-              f"{fmt(t.get('ms'), '9.4f', '        -')} "
-              f"{fmt(t.get('gbps'), '6.0f', '     -')} "
-              f"{pct(t.get('fraction_of_copy'), '6.1f', '     -')} "
-              f"{100 * r['target']:5.0f}% "
-              f"{'yes' if r['target_met'] else 'no':>4s} "
-              f"{(r['best_peer'] or '-'):>12s} "
-              f"{fmt(best.get('ms'), '9.4f', '        -')} "
-              f"{fmt(best.get('peer_over_tang'), '9.2f', '        -')}")
-        if r["note"]:
-            print(f"    {r['note']}")
 
 
 def write_report(report: dict, out_dir: Path):
