@@ -274,8 +274,9 @@ def main():
                          "left before --deadline (default 90)")
     ap.add_argument("--graphs", action="store_true",
                     help="time the contenders as CUDA graphs (off by default: "
-                         "on 2026-12-02 replaying the tang step's graph "
-                         "faulted at B=64, L=512; see bench/README.md)")
+                         "the FlashAttention-2 peer's captured backward "
+                         "faults at B=64, L=512; see bench/README.md and "
+                         "bench/repro_graph_fault.py)")
     harness.add_common_args(ap)
     args = ap.parse_args()
     if not args.graphs:
