@@ -392,10 +392,11 @@ def _jsonable(v: float):
     return v
 
 
-def check_tensor(got, ref, tol: Tolerance, name: str = "out") -> dict:
+def check_tensor(got, ref, tol: Tolerance, name: str = "out",
+                 sensitivity=None) -> dict:
     """check_elementwise for a torch tensor against a float64 torch tensor
-    (any device; chunked)."""
-    return check_elementwise(got, ref, tol, name)
+    (any device; chunked), with an optional sensitivity of ref's shape."""
+    return check_elementwise(got, ref, tol, name, sensitivity=sensitivity)
 
 
 def bits_equal(a, b) -> bool:
