@@ -31,9 +31,10 @@ once:
    one element, one row or one head fails: a wrong element is wrong by
    O(scale), far above atol.
 
-   Where a reference sensitivity is given (gpu_check: how far the float64
-   result moves when the inputs move by their storage type's rounding,
-   measured with the interpreter), SENSITIVITY_FACTOR (8) times it is added
+   Where a reference sensitivity is given (how far the float64 result
+   moves when the inputs move by their storage type's rounding: gpu_check
+   measures it with the interpreter, attention_grad with float64 PyTorch),
+   SENSITIVITY_FACTOR (8) times it is added
    to each element's bound: an element that cancels (a sum of terms much
    larger than itself, as in a gradient) is that uncertain in any
    implementation, and the rms scale alone does not see it.
