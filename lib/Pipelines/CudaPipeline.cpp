@@ -108,6 +108,12 @@ void mlir::tang::buildTangLowerCudaPipeline(
         std::to_string(options.optLevel.getValue())));
     return;
   }
+  // The device model: chip's facts as the module's tang.target (kept when
+  // the module brings its own for that chip), read by the schedule and the
+  // kernel form.
+  TangAttachTargetOptions target;
+  target.chip = options.chip;
+  pm.addPass(createTangAttachTarget(target));
   // tang -> tang: fusion and the online-softmax monoid, if asked.
   if (options.fuse) {
     pm.addPass(createTangFuse());
@@ -118,17 +124,10 @@ void mlir::tang::buildTangLowerCudaPipeline(
   TangScheduleOptions schedule;
   schedule.tileSource = options.tileSource;
   pm.addPass(createTangSchedule(schedule));
-  // tang -> the kernel form (gpu, scf, memref, arith, math; host launches).
-  // Tensor cores: mma.sync from sm_80 on, wgmma on sm_90a.
+  // tang -> the kernel form (gpu, scf, memref, arith, math; host launches),
+  // on the target's tensor cores: mma.sync from sm_80 on, wgmma on sm_90a.
   ConvertTangToGPUOptions kernelForm;
-  unsigned sm = 0;
-  StringRef chip = options.chip.getValue();
-  if (chip.consume_front("sm_"))
-    chip.take_while(llvm::isDigit).getAsInteger(10, sm);
-  // wgmma needs the architecture-specific sm_90a target.
-  kernelForm.tensorCores = options.chip.getValue() == "sm_90a" ? "wgmma"
-                           : sm >= 80                          ? "mma-sync"
-                                                               : "none";
+  kernelForm.tensorCores = "target";
   kernelForm.tma = options.tma;
   kernelForm.tf32 = options.tf32;
   kernelForm.warpSpecialize = options.warpSpecialize;
@@ -137,11 +136,11 @@ void mlir::tang::buildTangLowerCudaPipeline(
   pm.addPass(createCSEPass());
   // The kernel form -> NVVM (kernels only: the host sequence stays in the
   // kernel form, where the bundle exporter reads it).
-  GpuNVVMAttachTargetOptions target;
-  target.chip = options.chip;
-  target.features = options.features;
-  target.optLevel = options.optLevel;
-  pm.addPass(createGpuNVVMAttachTarget(target));
+  GpuNVVMAttachTargetOptions nvvmTarget;
+  nvvmTarget.chip = options.chip;
+  nvvmTarget.features = options.features;
+  nvvmTarget.optLevel = options.optLevel;
+  pm.addPass(createGpuNVVMAttachTarget(nvvmTarget));
   OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
   kernels.addPass(createLowerAffinePass());
   kernels.addPass(createSCFToControlFlowPass());

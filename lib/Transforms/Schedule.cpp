@@ -21,6 +21,7 @@
 
 #include "Tang/Analysis/ShapeClass.h"
 #include "Tang/Analysis/TrafficBound.h"
+#include "Tang/Dialect/Tang/IR/TangTargets.h"
 #include "Tang/Transforms/Passes.h"
 
 #include "llvm/Support/MathExtras.h"
@@ -211,7 +212,7 @@ ScheduleAttr scheduleFor(ComprehensionOp op, ShapeClass cls,
     int64_t tn =
         floorPow2(std::min<int64_t>(tensorCores ? 256 : 128, op.getExtent(j)));
     // Small products: narrower tiles (down to 64 x 64) until every
-    // multiprocessor has a tile (1000^3 in 128 x 256 tiles fills 32 of the
+    // multiprocessor has a tile (1000^3 in 128 x 256 tiles fills 32 of an
     // H200's 132).
     int64_t batch = 1;
     for (unsigned p = 0; p + 2 < np; ++p)
@@ -280,8 +281,19 @@ struct TangSchedulePass : tang::impl::TangScheduleBase<TangSchedulePass> {
   using TangScheduleBase::TangScheduleBase;
 
   void runOnOperation() override {
-    if (smCount < 1 || sharedMemory < 1 || warpSize < 1 || maxThreads < 1 ||
-        !llvm::isPowerOf2_64(warpSize) || maxThreads < warpSize) {
+    // The module's device model; an option given overrides its fact.
+    TargetAttr target = getTarget(getOperation());
+    auto fact = [](int64_t option, int64_t own) {
+      return option ? option : own;
+    };
+    DeviceFacts dev{fact(smCount, target.getSmCount()),
+                    fact(sharedMemory, target.getSharedPerBlock()),
+                    fact(warpSize, target.getWarpSize()),
+                    fact(maxThreads, target.getMaxThreads()),
+                    tileSource == "traffic-bound"};
+    if (dev.smCount < 1 || dev.sharedMemory < 1 || dev.warpSize < 1 ||
+        dev.maxThreads < 1 || !llvm::isPowerOf2_64(dev.warpSize) ||
+        dev.maxThreads < dev.warpSize) {
       getOperation().emitError()
           << "tang-schedule: device facts must be positive, the warp size a "
              "power of two and max-threads at least the warp size";
@@ -295,8 +307,6 @@ struct TangSchedulePass : tang::impl::TangScheduleBase<TangSchedulePass> {
           << tileSource << "'";
       return signalPassFailure();
     }
-    DeviceFacts dev{smCount, sharedMemory, warpSize, maxThreads,
-                    tileSource == "traffic-bound"};
     getOperation().walk([&](ComprehensionOp op) {
       if (op->getParentOfType<ComprehensionOp>() || op.getScheduleAttr())
         return;

@@ -161,3 +161,22 @@ func.func @kept(%X: tensor<4xf32>) -> tensor<4xf32> {
   }
   return %y : tensor<4xf32>
 }
+
+// -----
+
+// The module's device model sizes the schedule: with 1024 multiprocessors,
+// the product's 128 x 256 tiles (256 of them) narrow to 128 x 64 (1024),
+// where the default H200 (132) keeps 128 x 256 (@batched_matmul above).
+// CHECK-LABEL: func.func @many_multiprocessors
+// CHECK: tang.schedule<tile = [1, 128, 64, 64],
+module attributes {tang.target = #tang.target<chip = "sm_90a", sm_count = 1024, shared_per_block = 232448, shared_per_sm = 233472, registers_per_sm = 65536, warp_size = 32, max_threads = 1024, tensor_cores = wgmma, tma = true, clusters = true>} {
+func.func @many_multiprocessors(%A: tensor<8x1024x512xbf16>, %B: tensor<512x1024xbf16>) -> tensor<8x1024x1024xbf16> {
+  %C = tang.comprehension (%b, %i, %j) reduce (%k) [8, 1024, 1024, 512] monoid(add) : tensor<8x1024x1024xbf16> {
+    %a = tang.read %A[%b, %i, %k] : tensor<8x1024x512xbf16>
+    %w = tang.read %B[%k, %j] : tensor<512x1024xbf16>
+    %p = arith.mulf %a, %w : bf16
+    tang.yield %p : bf16
+  }
+  return %C : tensor<8x1024x1024xbf16>
+}
+}

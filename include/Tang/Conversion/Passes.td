@@ -132,7 +132,9 @@ def ConvertTangToGPU : Pass<"convert-tang-to-gpu", "::mlir::ModuleOp"> {
            "Tensor-core kernels for contractions of f16/bf16 operands: "
            "`none` (plain arithmetic, every backend), `mma-sync` (NVIDIA "
            "mma.sync with ldmatrix and cp.async, sm_80 and up) or `wgmma` "
-           "(warpgroup wgmma.mma_async from shared memory, sm_90a)">,
+           "(warpgroup wgmma.mma_async from shared memory, sm_90a), or "
+           "`target`: the `tensor_cores` of the module's #tang.target (the "
+           "default chip's without one)">,
     Option<"tma", "tma", "bool", /*default=*/"true",
            "With wgmma: load operand tiles by bulk tensor copies (TMA, "
            "tensor maps passed by value as kernel parameters) where the "

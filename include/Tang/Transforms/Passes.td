@@ -315,6 +315,36 @@ def TangTrafficBound : Pass<"tang-traffic-bound", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::tang::TangDialect"];
 }
 
+def TangAttachTarget : Pass<"tang-attach-target", "::mlir::ModuleOp"> {
+  let summary = "Attach the device model (#tang.target) of a known chip to the module";
+  let description = [{
+    Puts the facts of chip `chip` (`lib/Dialect/Tang/IR/TangTargets.cpp`:
+    multiprocessors, shared memory, registers, warp size, tensor cores, TMA,
+    clusters, cache size and peaks) on the module as the discardable
+    attribute `tang.target`, which `--tang-schedule` and
+    `--convert-tang-to-gpu` read. A module that already has a target keeps
+    it (a device the table does not know, or other facts for a known
+    chip), provided its chip is `chip`. An unknown chip is an error that
+    lists the known ones. `--tang-lower-cuda` runs this pass with its own
+    `chip=` option.
+
+    ```mlir
+    // Before:
+    module { ... }
+    // After --tang-attach-target="chip=sm_80":
+    module attributes {tang.target = #tang.target<chip = "sm_80",
+        device = "NVIDIA A100-SXM4-80GB", sm_count = 108,
+        shared_per_block = 166912, shared_per_sm = 167936, ...>} { ... }
+    ```
+  }];
+  let options = [
+    Option<"chip", "chip", "std::string", "\"sm_90a\"",
+           "The chip whose facts to attach (sm_75, sm_80, sm_86, sm_89, "
+           "sm_90, sm_90a)">,
+  ];
+  let dependentDialects = ["::mlir::tang::TangDialect"];
+}
+
 def TangSchedule : Pass<"tang-schedule", "::mlir::ModuleOp"> {
   let summary = "Attach a #tang.schedule to every function-level comprehension";
   let description = [{
@@ -322,7 +352,9 @@ def TangSchedule : Pass<"tang-schedule", "::mlir::ModuleOp"> {
     the shape of its graph (pointwise, row reduction, column reduction,
     narrow matrix-vector, matmul-like, online-softmax; see
     `Tang/Analysis/ShapeClass.h`) and attaches a schedule from a heuristic
-    for that class, sized by the device facts given as options. The class
+    for that class, sized by the module's device model (`tang.target`, see
+    `--tang-attach-target`; the default chip's without one), where the
+    options below, when given, override single facts. The class
     is recorded in the discardable attribute `tang.shape_class`. A
     comprehension that already has a schedule keeps it.
 
@@ -338,14 +370,16 @@ def TangSchedule : Pass<"tang-schedule", "::mlir::ModuleOp"> {
     ```
   }];
   let options = [
-    Option<"smCount", "sm-count", "int64_t", "132",
-           "Streaming multiprocessors on the device">,
-    Option<"sharedMemory", "shared-memory", "int64_t", "232448",
-           "Shared memory a block may use, in bytes">,
-    Option<"warpSize", "warp-size", "int64_t", "32",
-           "Threads per warp (subgroup)">,
-    Option<"maxThreads", "max-threads", "int64_t", "1024",
-           "Threads a block may have">,
+    Option<"smCount", "sm-count", "int64_t", "0",
+           "Streaming multiprocessors on the device (0: the target's "
+           "sm_count)">,
+    Option<"sharedMemory", "shared-memory", "int64_t", "0",
+           "Shared memory a block may use, in bytes (0: the target's "
+           "shared_per_block)">,
+    Option<"warpSize", "warp-size", "int64_t", "0",
+           "Threads per warp (subgroup) (0: the target's warp_size)">,
+    Option<"maxThreads", "max-threads", "int64_t", "0",
+           "Threads a block may have (0: the target's max_threads)">,
     Option<"tileSource", "tile-source", "std::string", "\"heuristic\"",
            "Where matmul-like output tiles come from: `heuristic` (128 x "
            "256 on tensor cores, narrowed until the grid fills the "

@@ -32,6 +32,7 @@
 #include "KernelForm.h"
 
 #include "BodyEmitter.h"
+#include "Tang/Dialect/Tang/IR/TangTargets.h"
 
 #include "mlir/Dialect/Affine/Utils.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -436,8 +437,9 @@ LogicalResult FlashEmitter::emit() {
   int64_t qBytes = bm * m.dqk * 2, pBytes = wgmma ? bm * bn * 2 : 0;
   int64_t slotBytes = bn * (m.dqk + m.dv) * 2;
   slots = 2;
+  int64_t maxShared = getTarget(op).getSharedPerBlock();
   while (tmaKV && slots < 4 &&
-         1024 + qBytes + (slots + 1) * slotBytes + pBytes + 64 <= 227 * 1024)
+         1024 + qBytes + (slots + 1) * slotBytes + pBytes + 64 <= maxShared)
     ++slots;
   int64_t kBytes = slots * bn * m.dqk * 2, vBytes = slots * bn * m.dv * 2;
   // wgmma's swizzled layouts need 1024-byte aligned tiles.

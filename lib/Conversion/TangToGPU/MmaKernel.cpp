@@ -29,6 +29,7 @@
 #include "KernelForm.h"
 
 #include "BodyEmitter.h"
+#include "Tang/Dialect/Tang/IR/TangTargets.h"
 
 #include "mlir/Dialect/Affine/Utils.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -737,6 +738,10 @@ struct MmaConfig {
   /// Bytes per operand element: 2 (f16, bf16) or 4 (f32 as tf32, mma.sync
   /// only; bk 32, one 128-byte row).
   int64_t eb = 2;
+  /// Shared memory a block may use (the target's shared_per_block).
+  int64_t maxShared = 0;
+  /// Multiprocessors (the target's sm_count).
+  int64_t smCount = 0;
   int64_t threads() const { return warpsM * warpsN * 32; }
   int64_t ringBytes() const { return stages * (bm + bn) * bk * eb; }
   /// Elements per 16-byte chunk (one cp.async).
@@ -754,14 +759,14 @@ struct MmaConfig {
       return pow2In(bm, 64, 128) && pow2In(bn, 64, 256) &&
              (bk == 32 || (bk == 64 && eb == 2)) && stages >= 3 &&
              stages <= 8 && warpsM == bm / 16 && warpsN == 1 &&
-             ringBytes() + 1024 <= 227 * 1024;
+             ringBytes() + 1024 <= maxShared;
     return pow2In(bm, 32, 256) && pow2In(bn, 32, 256) &&
            (bk == 32 || (bk == 64 && eb == 2)) && stages >= 2 && stages <= 8 &&
            pow2In(warpsM, 1, 8) && pow2In(warpsN, 1, 8) && threads() <= 512 &&
            tm() % 16 == 0 && tn() % 16 == 0 &&
            (bm * bk / vec()) % threads() == 0 &&
            (bn * bk / vec()) % threads() == 0 && tm() * tn() / 32 <= 128 &&
-           ringBytes() <= 227 * 1024 && bm * (bn + 8) * 4 <= 227 * 1024;
+           ringBytes() <= maxShared && bm * (bn + 8) * 4 <= maxShared;
   }
 };
 
@@ -772,8 +777,17 @@ int64_t roundUpPow2(int64_t v, int64_t lo, int64_t hi) {
 
 /// The wgmma configuration: 128 x 128 tiles (64 rows for a short M), a
 /// 4-deep ring; the schedule's tile widths where it gives them.
-MmaConfig getWgmmaConfig(ComprehensionOp op, const MmaContraction &c) {
+/// The default configuration, sized for the target of `op`'s module.
+MmaConfig getDefaultConfig(ComprehensionOp op) {
+  TargetAttr target = getTarget(op);
   MmaConfig cfg;
+  cfg.maxShared = target.getSharedPerBlock();
+  cfg.smCount = target.getSmCount();
+  return cfg;
+}
+
+MmaConfig getWgmmaConfig(ComprehensionOp op, const MmaContraction &c) {
+  MmaConfig cfg = getDefaultConfig(op);
   cfg.wgmma = true;
   cfg.bk = 64;
   cfg.bm = c.extentM <= 64 ? 64 : 128;
@@ -799,16 +813,16 @@ MmaConfig getConfig(ComprehensionOp op, const MmaContraction &c, bool wgmma) {
   if (c.elementType.isF32()) {
     // tf32: k steps of 32 f32 values (128-byte rows); mma.sync with
     // 128 x 128 tiles, or wgmma with the schedule's widths.
-    MmaConfig cfg = wgmma ? getWgmmaConfig(op, c) : MmaConfig();
+    MmaConfig cfg = wgmma ? getWgmmaConfig(op, c) : getDefaultConfig(op);
     cfg.eb = 4;
     cfg.bk = 32;
     // The schedule sizes f32 products for plain kernels (128 columns);
-    // on wgmma, 256 columns where the product still fills the H200's 132
-    // multiprocessors (the 16-bit products' tile: the same bytes a step).
+    // on wgmma, 256 columns where the product still fills every
+    // multiprocessor (the 16-bit products' tile: the same bytes a step).
     if (wgmma && c.extentN >= 256 &&
         llvm::divideCeil(c.extentM, cfg.bm) *
                 llvm::divideCeil(c.extentN, 256) >=
-            132)
+            cfg.smCount)
       cfg.bn = 256;
     while (!cfg.isValid() && cfg.stages > 3)
       --cfg.stages;
@@ -816,11 +830,15 @@ MmaConfig getConfig(ComprehensionOp op, const MmaContraction &c, bool wgmma) {
   }
   if (wgmma)
     return getWgmmaConfig(op, c);
-  MmaConfig cfg;
+  // The default, with fewer stages where the target's shared memory needs
+  // it (emit() refuses it when even two do not fit).
+  MmaConfig cfg = getDefaultConfig(op);
+  while (!cfg.isValid() && cfg.stages > 2)
+    --cfg.stages;
   ScheduleAttr s = op.getScheduleAttr();
   if (!s)
     return cfg;
-  MmaConfig want;
+  MmaConfig want = cfg;
   want.bm = roundUpPow2(s.getTile()[c.m], 32, 256);
   want.bn = roundUpPow2(s.getTile()[c.n], 32, 256);
   if (c.red == op)
@@ -1387,6 +1405,12 @@ LogicalResult MmaEmitter::emit() {
   int64_t bBytes = cfg.stages * cfg.bk * cfg.bn * eb;
   int64_t cBytes = cfg.bm * (cfg.bn + 8) * 4;
   k.sharedBytes = std::max(aBytes + bBytes, cBytes);
+  if (k.sharedBytes > cfg.maxShared)
+    return op.emitOpError()
+           << "tensor-core kernel: " << k.sharedBytes
+           << " bytes of shared memory for its tiles, more than the "
+           << cfg.maxShared << " a block may have on "
+           << getTarget(op).getChip();
 
   int64_t batchCount = 1;
   for (unsigned p = 0; p < op.getNumParallel(); ++p)
@@ -1638,7 +1662,7 @@ LogicalResult MmaEmitter::emitWarpSpecialized() {
   // epilogue), in column slices as wide as fit beside a ring of the
   // configured depth (the depth is what hides the copies' latency); then
   // the full and the empty mbarrier of each slot.
-  constexpr int64_t kMaxShared = 227 * 1024;
+  const int64_t kMaxShared = cfg.maxShared;
   int64_t width = cfg.bn;
   auto bytes = [&] {
     return 1024 + cfg.ringBytes() + cfg.bm * (width + 8) * 4 + 16 * cfg.stages;
@@ -1653,9 +1677,9 @@ LogicalResult MmaEmitter::emitWarpSpecialized() {
   int64_t cOffset = cfg.ringBytes(), cBytes = cfg.bm * (width + 8) * 4;
   k.sharedBytes = bytes();
 
-  // A persistent grid: one block per multiprocessor of the H100/H200
-  // (132), each taking tiles bid, bid + grid, ... in the grouped order.
-  constexpr int64_t kPersistentBlocks = 132;
+  // A persistent grid: one block per multiprocessor, each taking tiles
+  // bid, bid + grid, ... in the grouped order.
+  const int64_t kPersistentBlocks = cfg.smCount;
   int64_t tilesN = llvm::divideCeil(c.extentN, cfg.bn);
   int64_t tilesM = llvm::divideCeil(c.extentM, cfg.bm);
   int64_t batchCount = 1;

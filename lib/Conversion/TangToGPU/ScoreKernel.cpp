@@ -39,6 +39,7 @@
 #include "KernelForm.h"
 
 #include "BodyEmitter.h"
+#include "Tang/Dialect/Tang/IR/TangTargets.h"
 
 #include "mlir/Dialect/Affine/Utils.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -593,10 +594,11 @@ LogicalResult ScoreEmitter::emit() {
   if (wgmma)
     bytes += (m.c ? warpgroups * 64 * bn * 2 : 0) + 1024;
   k.sharedBytes = bytes;
-  if (bytes > 227 * 1024)
-    return op.emitOpError() << "score kernel: " << bytes
-                            << " bytes of shared memory, more than the "
-                               "227 KiB a block may have";
+  if (int64_t most = getTarget(op).getSharedPerBlock(); bytes > most)
+    return op.emitOpError()
+           << "score kernel: " << bytes
+           << " bytes of shared memory, more than the " << most
+           << " a block may have on " << getTarget(op).getChip();
   int64_t batchCount = 1;
   for (unsigned p = 0; p < op.getNumParallel(); ++p)
     if (p != m.x && p != m.c)

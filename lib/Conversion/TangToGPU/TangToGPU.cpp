@@ -25,6 +25,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Tang/Conversion/TangToGPU/TangToGPU.h"
+#include "Tang/Dialect/Tang/IR/TangTargets.h"
 
 #include "BodyEmitter.h"
 #include "KernelForm.h"
@@ -1300,9 +1301,23 @@ struct ConvertTangToGPUPass
                     UnitAttr::get(&getContext()));
     OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
     auto kernels = gpu::GPUModuleOp::create(b, module.getLoc(), "tang_kernels");
-    if (!llvm::is_contained({"none", "mma-sync", "wgmma"}, tensorCores)) {
+    // `target`: the tensor cores of the module's device model.
+    std::string cores = tensorCores;
+    if (cores == "target")
+      switch (getTarget(module).getTensorCores()) {
+      case TensorCoreKind::None:
+        cores = "none";
+        break;
+      case TensorCoreKind::MmaSync:
+        cores = "mma-sync";
+        break;
+      case TensorCoreKind::Wgmma:
+        cores = "wgmma";
+        break;
+      }
+    if (!llvm::is_contained({"none", "mma-sync", "wgmma"}, cores)) {
       module.emitError() << "convert-tang-to-gpu: tensor-cores must be none, "
-                            "mma-sync or wgmma, got '"
+                            "mma-sync, wgmma or target, got '"
                          << tensorCores << "'";
       return signalPassFailure();
     }
@@ -1314,16 +1329,16 @@ struct ConvertTangToGPUPass
                          << subgroupSize.getValue();
       return signalPassFailure();
     }
-    KernelFormBuilder builder(module, kernels, tensorCores, tma, warpSpecialize,
-                              tf32, matrixUnits, matrixUnitsF16, subgroupSize);
+    KernelFormBuilder builder(module, kernels, cores, tma, warpSpecialize, tf32,
+                              matrixUnits, matrixUnitsF16, subgroupSize);
     // Sums over several adjacent indices as one (weight gradients).
-    if (tensorCores != "none")
+    if (cores != "none")
       for (func::FuncOp f : funcs)
         for (auto op :
              llvm::to_vector(f.getBody().front().getOps<ComprehensionOp>())) {
           std::string why;
           if (classifyComprehension(op) == ShapeClass::MatmulLike &&
-              !collapseReductions(op, tensorCores == "wgmma", tf32, why) &&
+              !collapseReductions(op, cores == "wgmma", tf32, why) &&
               !why.empty())
             builder.collapseFailures[op] = why;
         }

@@ -1430,3 +1430,44 @@ func.func @index_map_dims() -> tensor<4xi32> {
   }
   return %r : tensor<4xi32>
 }
+
+//===----------------------------------------------------------------------===//
+// #tang.target and the tang.target module attribute
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// A block cannot have more shared memory than its multiprocessor.
+// expected-error @+1 {{target: shared_per_sm (1024) is less than shared_per_block (2048)}}
+module attributes {tang.target = #tang.target<chip = "sm_80", sm_count = 1, shared_per_block = 2048, shared_per_sm = 1024, registers_per_sm = 65536, warp_size = 32, max_threads = 1024, tensor_cores = none, tma = false, clusters = false>} {
+}
+
+// -----
+
+// expected-error @+1 {{target: warp_size must be a power of two no larger than max_threads}}
+module attributes {tang.target = #tang.target<chip = "sm_80", sm_count = 1, shared_per_block = 1024, shared_per_sm = 1024, registers_per_sm = 65536, warp_size = 24, max_threads = 1024, tensor_cores = none, tma = false, clusters = false>} {
+}
+
+// -----
+
+// expected-error @+2 {{expected true or false, got 'yes'}}
+// expected-error @+1 {{failed to parse Tang_TargetAttr parameter 'tma' which is to be a `bool`}}
+module attributes {tang.target = #tang.target<chip = "sm_80", sm_count = 1, shared_per_block = 1024, shared_per_sm = 1024, registers_per_sm = 65536, warp_size = 32, max_threads = 1024, tensor_cores = none, tma = yes, clusters = false>} {
+}
+
+// -----
+
+// The discardable attribute holds a #tang.target ...
+// expected-error @+1 {{'tang.target' must be a #tang.target, got "sm_90a"}}
+module attributes {tang.target = "sm_90a"} {
+}
+
+// -----
+
+// ... on a module.
+module {
+  // expected-error @+1 {{'tang.target' belongs on a module}}
+  func.func @f() attributes {tang.target = #tang.target<chip = "sm_80", sm_count = 1, shared_per_block = 1024, shared_per_sm = 1024, registers_per_sm = 65536, warp_size = 32, max_threads = 1024, tensor_cores = none, tma = false, clusters = false>} {
+    return
+  }
+}

@@ -12,6 +12,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace mlir::tang;
@@ -239,5 +240,45 @@ ScheduleAttr::verify(llvm::function_ref<InFlightDiagnostic()> emitError,
   if (static_cast<int64_t>(memory.size()) != stages)
     return emitError() << "schedule has " << stages << " stages but "
                        << memory.size() << " memory levels";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// The device model
+//===----------------------------------------------------------------------===//
+
+FailureOr<bool> mlir::tang::parseBoolParameter(AsmParser &parser) {
+  StringRef word;
+  SMLoc at = parser.getCurrentLocation();
+  if (parser.parseKeyword(&word))
+    return failure();
+  if (word == "true" || word == "false")
+    return word == "true";
+  return parser.emitError(at) << "expected true or false, got '" << word << "'";
+}
+
+LogicalResult
+TargetAttr::verify(llvm::function_ref<InFlightDiagnostic()> emitError,
+                   StringRef chip, StringRef device, int64_t smCount,
+                   int64_t sharedPerBlock, int64_t sharedPerSm,
+                   int64_t registersPerSm, int64_t warpSize, int64_t maxThreads,
+                   TensorCoreKind tensorCores, bool tma, bool clusters,
+                   int64_t l2Bytes, int64_t dramBytesPerS,
+                   int64_t tensorOpsPerS, int64_t fp32OpsPerS) {
+  if (chip.empty())
+    return emitError() << "target: chip must not be empty";
+  if (smCount < 1 || sharedPerBlock < 1 || registersPerSm < 1 || maxThreads < 1)
+    return emitError() << "target: sm_count, shared_per_block, "
+                          "registers_per_sm and max_threads must be positive";
+  if (sharedPerSm < sharedPerBlock)
+    return emitError() << "target: shared_per_sm (" << sharedPerSm
+                       << ") is less than shared_per_block (" << sharedPerBlock
+                       << ")";
+  if (warpSize < 1 || !llvm::isPowerOf2_64(warpSize) || maxThreads < warpSize)
+    return emitError() << "target: warp_size must be a power of two no "
+                          "larger than max_threads";
+  if (l2Bytes < 0 || dramBytesPerS < 0 || tensorOpsPerS < 0 || fp32OpsPerS < 0)
+    return emitError() << "target: sizes and peaks must not be negative "
+                          "(0: unknown)";
   return success();
 }

@@ -2,6 +2,9 @@
 
 #include "Tang/Dialect/Tang/IR/TangDialect.h"
 #include "Tang/Dialect/Tang/IR/TangOps.h"
+#include "Tang/Dialect/Tang/IR/TangTargets.h"
+
+#include "mlir/IR/BuiltinOps.h"
 
 using namespace mlir;
 using namespace mlir::tang;
@@ -14,4 +17,19 @@ void TangDialect::initialize() {
 #include "Tang/Dialect/Tang/IR/TangOps.cpp.inc"
       >();
   registerAttributes();
+}
+
+/// Discardable `tang.*` attributes: `tang.target` is a #tang.target on a
+/// module.
+LogicalResult TangDialect::verifyOperationAttribute(Operation *op,
+                                                    NamedAttribute attr) {
+  if (attr.getName() != kTargetAttrName)
+    return success();
+  if (!isa<TargetAttr>(attr.getValue()))
+    return op->emitError() << "'" << kTargetAttrName
+                           << "' must be a #tang.target, got "
+                           << attr.getValue();
+  if (!isa<ModuleOp>(op))
+    return op->emitError() << "'" << kTargetAttrName << "' belongs on a module";
+  return success();
 }

@@ -1,6 +1,7 @@
 //===- TangAttrs.h - tang attributes ----------------------------*- C++ -*-===//
 //
-// Builtin monoid kinds, schedule mappings and the #tang.schedule attribute.
+// Builtin monoid kinds, schedule mappings, the #tang.schedule attribute and
+// the #tang.target device model.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +13,11 @@
 #include "mlir/IR/DialectImplementation.h"
 
 #include "Tang/Dialect/Tang/IR/TangEnums.h.inc"
+
+namespace mlir::tang {
+/// Parses `true` or `false` (a boolean field of an attribute).
+FailureOr<bool> parseBoolParameter(AsmParser &parser);
+} // namespace mlir::tang
 
 #define GET_ATTRDEF_CLASSES
 #include "Tang/Dialect/Tang/IR/TangAttrs.h.inc"

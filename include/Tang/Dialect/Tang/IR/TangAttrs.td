@@ -1,6 +1,7 @@
 //===- TangAttrs.td - tang attributes ----------------------*- tablegen -*-===//
 //
-// Monoid kinds and the #tang.schedule attribute.
+// Monoid kinds, the #tang.schedule attribute and the #tang.target device
+// model.
 //
 //===----------------------------------------------------------------------===//
 
@@ -130,6 +131,90 @@ def Tang_ScheduleAttr : Tang_Attr<"Schedule", "schedule"> {
     ArrayRefParameter<"::mlir::tang::MemoryLevel", "memory level per stage">:$memory
   );
   let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// The device model
+//===----------------------------------------------------------------------===//
+
+def Tang_TensorCoreKind : I32EnumAttr<"TensorCoreKind",
+    "the matrix instructions a target has", [
+    I32EnumAttrCase<"None", 0, "none">,
+    I32EnumAttrCase<"MmaSync", 1, "mma_sync">,
+    I32EnumAttrCase<"Wgmma", 2, "wgmma">
+  ]> {
+  let cppNamespace = "::mlir::tang";
+  let genSpecializedAttr = 0;
+}
+
+def Tang_BoolParameter : AttrParameter<"bool", "true or false"> {
+  let parser = "::mlir::tang::parseBoolParameter($_parser)";
+  let printer = "$_printer << ($_self ? \"true\" : \"false\")";
+}
+
+def Tang_TargetAttr : Tang_Attr<"Target", "target"> {
+  let summary = "the device a module is compiled for: the facts schedules "
+                "and kernels are sized by";
+  let description = [{
+    One object per chip (in the manner of Triton's `TargetInfo` and
+    TileLang's architecture objects): every device fact that a schedule or
+    a kernel depends on. `--tang-attach-target="chip=..."` puts the known
+    chip's entry on the module as the discardable attribute `tang.target`
+    (the CUDA pipeline does so from its `chip=` option); `--tang-schedule`
+    and `--convert-tang-to-gpu` read it. A module without one is compiled
+    for the default chip's entry (`sm_90a`, the H200). A user with another
+    device writes the attribute by hand: nothing else in the compiler
+    holds a device constant.
+
+    Fields:
+
+    * `chip`: the instruction set (`sm_90a`), as `nvvm-attach-target`
+      takes it;
+    * `device`: the device the facts are from (documentation only);
+    * `sm_count`: multiprocessors (compute units);
+    * `shared_per_block`, `shared_per_sm`: shared memory a block may use
+      (with the opt-in) and a multiprocessor has, in bytes;
+    * `registers_per_sm`: 32-bit registers per multiprocessor;
+    * `warp_size`, `max_threads`: threads per warp and per block;
+    * `tensor_cores`: `none`, `mma_sync` (sm_80 on) or `wgmma` (sm_90a);
+    * `tma`, `clusters`: bulk tensor copies and thread-block clusters;
+    * `l2_bytes`, `dram_bytes_per_s`, `tensor_ops_per_s` (dense 16-bit
+      tensor-core operations), `fp32_ops_per_s`: sizes and architectural
+      peaks where known, 0 where not (they size nothing yet; the time floor
+      and the autotuner read them).
+
+    Example (the H200, `bench/devices/h200.json`):
+
+    ```mlir
+    module attributes {tang.target = #tang.target<chip = "sm_90a",
+        device = "NVIDIA H200", sm_count = 132, shared_per_block = 232448,
+        shared_per_sm = 233472, registers_per_sm = 65536, warp_size = 32,
+        max_threads = 1024, tensor_cores = wgmma, tma = true,
+        clusters = true, l2_bytes = 62914560,
+        dram_bytes_per_s = 4814304000000,
+        tensor_ops_per_s = 1070530560000000,
+        fp32_ops_per_s = 66908160000000>} { ... }
+    ```
+  }];
+  let parameters = (ins
+    StringRefParameter<"instruction set">:$chip,
+    StringRefParameter<"device name", "\"\"">:$device,
+    "int64_t":$sm_count,
+    "int64_t":$shared_per_block,
+    "int64_t":$shared_per_sm,
+    "int64_t":$registers_per_sm,
+    "int64_t":$warp_size,
+    "int64_t":$max_threads,
+    EnumParameter<Tang_TensorCoreKind>:$tensor_cores,
+    Tang_BoolParameter:$tma,
+    Tang_BoolParameter:$clusters,
+    DefaultValuedParameter<"int64_t", "0">:$l2_bytes,
+    DefaultValuedParameter<"int64_t", "0">:$dram_bytes_per_s,
+    DefaultValuedParameter<"int64_t", "0">:$tensor_ops_per_s,
+    DefaultValuedParameter<"int64_t", "0">:$fp32_ops_per_s
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }
 

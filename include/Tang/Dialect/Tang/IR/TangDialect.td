@@ -34,6 +34,7 @@ def Tang_Dialect : Dialect {
     "::mlir::math::MathDialect"
   ];
   let useDefaultAttributePrinterParser = 1;
+  let hasOperationAttrVerify = 1;
   let extraClassDeclaration = [{
     /// Registers the attributes of TangAttrs.td (defined in TangAttrs.cpp).
     void registerAttributes();

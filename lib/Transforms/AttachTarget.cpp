@@ -1,0 +1,48 @@
+//===- AttachTarget.cpp - --tang-attach-target ------------------*- C++ -*-===//
+//
+// Puts a known chip's device model on the module (see TangTargets.h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Tang/Dialect/Tang/IR/TangTargets.h"
+#include "Tang/Transforms/Passes.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+namespace mlir::tang {
+#define GEN_PASS_DEF_TANGATTACHTARGET
+#include "Tang/Transforms/Passes.h.inc"
+} // namespace mlir::tang
+
+using namespace mlir;
+using namespace mlir::tang;
+
+namespace {
+
+struct TangAttachTargetPass
+    : tang::impl::TangAttachTargetBase<TangAttachTargetPass> {
+  using TangAttachTargetBase::TangAttachTargetBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (auto own = module->getAttrOfType<TargetAttr>(kTargetAttrName)) {
+      if (own.getChip() == chip)
+        return;
+      module.emitError() << "tang-attach-target: the module's tang.target is "
+                            "for chip '"
+                         << own.getChip() << "', not '" << chip << "'";
+      return signalPassFailure();
+    }
+    const TargetFacts *facts = lookupTarget(chip);
+    if (!facts) {
+      module.emitError() << "tang-attach-target: unknown chip '" << chip
+                         << "' (known: " << getKnownChipList()
+                         << "); for another device, write its "
+                            "#tang.target on the module";
+      return signalPassFailure();
+    }
+    module->setAttr(kTargetAttrName, getTargetAttr(&getContext(), *facts));
+  }
+};
+
+} // namespace
