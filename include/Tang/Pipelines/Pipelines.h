@@ -15,7 +15,12 @@ struct TangLowerCudaOptions : public PassPipelineOptions<TangLowerCudaOptions> {
       llvm::cl::desc("Run --tang-fuse and --tang-online-softmax first"),
       llvm::cl::init(false)};
   PassOptions::Option<std::string> chip{
-      *this, "chip", llvm::cl::desc("Target chip"), llvm::cl::init("sm_90a")};
+      *this, "chip",
+      llvm::cl::desc("Target chip: the PTX instruction set and the device "
+                     "model (#tang.target) the schedule and kernels are "
+                     "sized by: sm_75, sm_80, sm_86, sm_89, sm_90 or sm_90a; "
+                     "a module's own tang.target for the chip is kept"),
+      llvm::cl::init("sm_90a")};
   PassOptions::Option<std::string> features{*this, "features",
                                             llvm::cl::desc("PTX features"),
                                             llvm::cl::init("+ptx80")};
