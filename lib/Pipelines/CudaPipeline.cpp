@@ -4,6 +4,7 @@
 #include "Tang/Conversion/TangToGPU/TangToGPU.h"
 #include "Tang/Pipelines/Pipelines.h"
 #include "Tang/Target/CUDA/ExportBundle.h"
+#include "Tang/Target/Passes.h"
 #include "Tang/Transforms/Passes.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
@@ -41,71 +42,20 @@ static std::string findCudaToolkit(StringRef option) {
   return "";
 }
 
-namespace {
-/// Fails the pipeline with a diagnostic naming a bad option (a pipeline
-/// builder cannot fail by itself).
-struct RejectOptionPass
-    : PassWrapper<RejectOptionPass, OperationPass<ModuleOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(RejectOptionPass)
-  explicit RejectOptionPass(std::string message)
-      : message(std::move(message)) {}
-  StringRef getArgument() const override { return "tang-reject-option"; }
-  void runOnOperation() override {
-    getOperation().emitError() << "tang-lower-cuda: " << message;
-    signalPassFailure();
-  }
-  std::string message;
-};
-
-/// Passes the tensor-map parameters of kernels (named by the kernel form's
-/// `tang.tensor_map_params`) by value: 128 bytes, 64-byte aligned, as grid
-/// constants, so that their generic address is the parameter's own (what
-/// cp.async.bulk.tensor expects of a CUtensorMap kernel parameter).
-struct TensorMapParamsPass
-    : PassWrapper<TensorMapParamsPass, OperationPass<LLVM::LLVMFuncOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(TensorMapParamsPass)
-  StringRef getArgument() const override { return "tang-tensor-map-params"; }
-  void runOnOperation() override {
-    LLVM::LLVMFuncOp func = getOperation();
-    auto params =
-        func->getAttrOfType<DenseI64ArrayAttr>(kTensorMapParamsAttrName);
-    if (!params)
-      return;
-    MLIRContext *ctx = &getContext();
-    Builder b(ctx);
-    for (int64_t i : params.asArrayRef()) {
-      if (i < 0 || i >= func.getNumArguments() ||
-          !isa<LLVM::LLVMPointerType>(func.getArgumentTypes()[i])) {
-        func.emitOpError() << "has no pointer parameter #" << i
-                           << " for a tensor map";
-        return signalPassFailure();
-      }
-      func.setArgAttr(i, LLVM::LLVMDialect::getByValAttrName(),
-                      TypeAttr::get(LLVM::LLVMArrayType::get(
-                          IntegerType::get(ctx, 8), 128)));
-      func.setArgAttr(i, LLVM::LLVMDialect::getAlignAttrName(),
-                      b.getI64IntegerAttr(64));
-      func.setArgAttr(i, NVVM::NVVMDialect::getGridConstantAttrName(),
-                      b.getUnitAttr());
-    }
-    func->removeAttr(kTensorMapParamsAttrName);
-  }
-};
-} // namespace
-
 void mlir::tang::buildTangLowerCudaPipeline(
     OpPassManager &pm, const TangLowerCudaOptions &options) {
   if (!llvm::is_contained({"isa", "bin", "fatbin"},
                           options.format.getValue())) {
-    pm.addPass(std::make_unique<RejectOptionPass>(
-        "format must be isa (PTX), bin (cubin) or fatbin, got '" +
-        options.format.getValue() + "'"));
+    pm.addPass(createTangRejectOption(
+        {"tang-lower-cuda: format must be isa (PTX), bin (cubin) or fatbin, "
+         "got '" +
+         options.format.getValue() + "'"}));
     return;
   }
   if (options.optLevel > 3) {
-    pm.addPass(std::make_unique<RejectOptionPass>(
-        "opt-level must be 0 to 3, got " +
-        std::to_string(options.optLevel.getValue())));
+    pm.addPass(createTangRejectOption(
+        {"tang-lower-cuda: opt-level must be 0 to 3, got " +
+         std::to_string(options.optLevel.getValue())}));
     return;
   }
   // The device model: chip's facts as the module's tang.target (kept when
@@ -148,8 +98,7 @@ void mlir::tang::buildTangLowerCudaPipeline(
   ConvertGpuOpsToNVVMOpsOptions nvvm;
   nvvm.useBarePtrCallConv = true; // One pointer per buffer parameter.
   kernels.addPass(createConvertGpuOpsToNVVMOps(nvvm));
-  kernels.addNestedPass<LLVM::LLVMFuncOp>(
-      std::make_unique<TensorMapParamsPass>());
+  kernels.addNestedPass<LLVM::LLVMFuncOp>(createTangTensorMapParams());
   // NVVM ops without an LLVM intrinsic (wgmma) become inline PTX.
   kernels.addPass(createConvertNVVMToLLVMPass());
   kernels.addPass(createCanonicalizerPass());

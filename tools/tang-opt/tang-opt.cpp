@@ -10,6 +10,7 @@
 #include "Tang/Conversion/Passes.h"
 #include "Tang/Dialect/Tang/IR/TangDialect.h"
 #include "Tang/Pipelines/Pipelines.h"
+#include "Tang/Target/Passes.h"
 #include "Tang/Transforms/Passes.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -23,6 +24,7 @@ int main(int argc, char **argv) {
   mlir::registerAllPasses();
   mlir::tang::registerTangPasses();
   mlir::tang::registerTangConversionPasses();
+  mlir::tang::registerTangTargetPasses();
   mlir::tang::registerTangPipelines();
 
   mlir::DialectRegistry registry;

@@ -315,6 +315,24 @@ def TangTrafficBound : Pass<"tang-traffic-bound", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::tang::TangDialect"];
 }
 
+def TangRejectOption : Pass<"tang-reject-option", "::mlir::ModuleOp"> {
+  let summary = "Fail with a message (how a pipeline reports a bad option)";
+  let description = [{
+    A pipeline builder cannot fail by itself: given an option it cannot
+    honour (`--tang-lower-cuda="format=ptx"`), it builds a pipeline of this
+    one pass, which reports `message` as an error at the module and fails.
+
+    ```mlir
+    // --tang-reject-option="message='format must be isa, bin or fatbin'":
+    // error: format must be isa, bin or fatbin
+    ```
+  }];
+  let options = [
+    Option<"message", "message", "std::string", /*default=*/"\"\"",
+           "The error to report">,
+  ];
+}
+
 def TangAttachTarget : Pass<"tang-attach-target", "::mlir::ModuleOp"> {
   let summary = "Attach the device model (#tang.target) of a known chip to the module";
   let description = [{

@@ -1,0 +1,115 @@
+//===- Passes.td - passes that prepare the kernel form for a target -*- tablegen -*-===//
+//
+// What a backend needs done to the program or the kernel form before its
+// conversion or its printer: type checks in the user's terms, the 32-bit
+// narrowing of the portable targets, SPIR-V entry points, CUDA tensor-map
+// parameters. The pipelines (lib/Pipelines) only sequence them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TANG_TARGET_PASSES_TD
+#define TANG_TARGET_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def TangCheckTargetTypes : Pass<"tang-check-target-types", "::mlir::ModuleOp"> {
+  let summary = "Refuse, before any lowering, scalar types a portable target does not have";
+  let description = [{
+    Walks the program as the user wrote it (function arguments and results,
+    op results and block arguments; kernels already in a `gpu.module` are
+    skipped) and reports the first use of each scalar type that `target`
+    cannot hold or compute, naming the user's op or argument instead of an
+    op of the kernel form or a failed legalisation later:
+
+    * `spirv`: 32-bit types and i1 always; f16, f64, i64, i16 and i8 when
+      `caps` has the capabilities they need (f16: `Float16` and
+      `StorageBuffer16BitAccess`); bf16 never;
+    * `glsl`: 32-bit int and float, bool;
+    * `wgsl`: 32-bit int, f32, f16 and bool.
+
+    ```mlir
+    // --tang-check-target-types="target=glsl":
+    func.func @f(%x: tensor<4xf16>) ...
+    // error: argument #0 of @f uses 'f16', which the GLSL target does not
+    // support yet (32-bit int and float, bool)
+    ```
+  }];
+  let options = [
+    Option<"target", "target", "::mlir::tang::PortableTarget",
+           "::mlir::tang::PortableTarget::Spirv",
+           "The target whose types are checked",
+           [{::llvm::cl::values(
+             clEnumValN(::mlir::tang::PortableTarget::Spirv, "spirv",
+                        "SPIR-V for Vulkan compute"),
+             clEnumValN(::mlir::tang::PortableTarget::GLSL, "glsl",
+                        "GLSL compute shaders"),
+             clEnumValN(::mlir::tang::PortableTarget::WGSL, "wgsl",
+                        "WGSL (WebGPU compute)"))}]>,
+    Option<"caps", "caps", "std::string", /*default=*/"\"\"",
+           "With target=spirv: the SPIR-V capabilities the module may use, "
+           "comma-separated">,
+  ];
+}
+
+def TangNarrow32BitKernels : Pass<"tang-narrow-32-bit-kernels", "::mlir::ModuleOp"> {
+  let summary = "Rewrite the kernels of the kernel form for a target with 32-bit indices";
+  let description = [{
+    For SPIR-V, GLSL and WGSL (32-bit indices, no 64-bit integers needed):
+    in every `gpu.module`, a float computed from an index (`tang.index :
+    f32`) converts it through i32, not i64; a constant float compare
+    (`cmpf false`/`true`, which upstream's SPIR-V conversion lacks) becomes
+    a constant.
+
+    ```mlir
+    // Before:
+    %w = arith.index_cast %i : index to i64
+    %f = arith.sitofp %w : i64 to f32
+    // After:
+    %n = arith.index_cast %i : index to i32
+    %f = arith.sitofp %n : i32 to f32
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
+def TangAttachSpirvEntryPoints : Pass<"tang-attach-spirv-entry-points", "::mlir::ModuleOp"> {
+  let summary = "Give every kernel the workgroup size its SPIR-V entry point declares";
+  let description = [{
+    Sets `spirv.entry_point_abi` on every `gpu.func` kernel from the kernel
+    form's `known_block_size`; a kernel without one is an error.
+    `convert-gpu-to-spirv` then declares the entry point's local size.
+
+    ```mlir
+    // Before:
+    gpu.func @k() kernel attributes {known_block_size = array<i32: 256, 1, 1>}
+    // After:
+    gpu.func @k() kernel attributes {known_block_size = array<i32: 256, 1, 1>,
+        spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [256, 1, 1]>}
+    ```
+  }];
+  let dependentDialects = ["::mlir::spirv::SPIRVDialect"];
+}
+
+def TangTensorMapParams : Pass<"tang-tensor-map-params", "::mlir::LLVM::LLVMFuncOp"> {
+  let summary = "Pass CUDA kernels' tensor-map parameters by value, as grid constants";
+  let description = [{
+    The kernel form names the parameters that carry a `CUtensorMap` in the
+    kernel's `tang.tensor_map_params` (parameter numbers). Each becomes a
+    128-byte, 64-byte aligned by-value parameter marked
+    `nvvm.grid_constant`, so that its generic address is the parameter's
+    own: what `cp.async.bulk.tensor` expects of a tensor map passed to a
+    kernel. The attribute is removed; a number that is not a pointer
+    parameter is an error.
+
+    ```mlir
+    // Before:
+    llvm.func @k(%m: !llvm.ptr, ...) attributes {tang.tensor_map_params = array<i64: 0>}
+    // After:
+    llvm.func @k(%m: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<128 x i8>,
+                                nvvm.grid_constant}, ...)
+    ```
+  }];
+  let dependentDialects = ["::mlir::NVVM::NVVMDialect"];
+}
+
+#endif // TANG_TARGET_PASSES_TD

@@ -1,0 +1,45 @@
+//===- AttachSpirvEntryPoints.cpp - --tang-attach-spirv-entry-points -*- C++
+//-*-===//
+//
+// Gives every kernel the workgroup size its SPIR-V entry point declares,
+// from the kernel form's `known_block_size`.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Tang/Target/Passes.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SPIRV/IR/SPIRVAttributes.h"
+#include "mlir/Dialect/SPIRV/IR/TargetAndABI.h"
+
+namespace mlir::tang {
+#define GEN_PASS_DEF_TANGATTACHSPIRVENTRYPOINTS
+#include "Tang/Target/Passes.h.inc"
+} // namespace mlir::tang
+
+using namespace mlir;
+using namespace mlir::tang;
+
+namespace {
+
+struct TangAttachSpirvEntryPointsPass
+    : tang::impl::TangAttachSpirvEntryPointsBase<
+          TangAttachSpirvEntryPointsPass> {
+  using TangAttachSpirvEntryPointsBase::TangAttachSpirvEntryPointsBase;
+
+  void runOnOperation() override {
+    getOperation().walk([&](gpu::GPUFuncOp f) {
+      if (!f.isKernel())
+        return;
+      std::optional<ArrayRef<int32_t>> size = f.getKnownBlockSize();
+      if (!size) {
+        f.emitOpError() << "has no known_block_size for its SPIR-V entry point";
+        return signalPassFailure();
+      }
+      f->setAttr(spirv::getEntryPointABIAttrName(),
+                 spirv::getEntryPointABIAttr(&getContext(), *size));
+    });
+  }
+};
+
+} // namespace
