@@ -14,11 +14,18 @@ byte-identical; this is how that is checked without a GPU:
 
 --compare lists the bundles whose image or manifest differ, the ones that
 appeared or vanished, and exits 1 when any did.
+
+--printed adds the source every text backend prints for every example
+(`tang-opt examples/X.mlir --tang-lower-<language>`, OpenCL C, C, Metal,
+GLSL and WGSL, fused and not), keyed printed/<language>/<example>[-fused]:
+the guard for a change to the printers, which needs no bench preparation.
 """
 
 import argparse
 import hashlib
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -42,6 +49,29 @@ def fingerprint(root: Path) -> dict:
         if image and (bundle / image).is_file():
             entry["image"] = sha256(bundle / image)
         out[str(bundle.relative_to(root))] = entry
+    return out
+
+
+LANGUAGES = ("opencl", "c", "metal", "glsl", "wgsl")
+
+
+def printed(tang_bin: Path) -> dict:
+    """{printed/<language>/<example>[-fused]: {"image"}}: the SHA-256 of
+    what each text pipeline prints (or of its error, prefixed 'error:')."""
+    out = {}
+    for example in sorted((ROOT / "examples").glob("*.mlir")):
+        for language in LANGUAGES:
+            for fuse in (0, 1):
+                r = subprocess.run(
+                    [str(tang_bin / "tang-opt"), str(example),
+                     f"--tang-lower-{language}=fuse={fuse}"],
+                    capture_output=True, text=True)
+                text = r.stdout if r.returncode == 0 else \
+                    "error:" + r.stderr.replace(str(ROOT), "")
+                key = f"printed/{language}/{example.stem}" + \
+                    ("-fused" if fuse else "")
+                out[key] = {"image": hashlib.sha256(
+                    text.encode()).hexdigest()}
     return out
 
 
@@ -69,22 +99,37 @@ def main() -> int:
                        help="write the fingerprints to JSON")
     group.add_argument("--compare", metavar="JSON",
                        help="compare with fingerprints written before")
+    ap.add_argument("--printed", action="store_true",
+                    help="also fingerprint what the text backends print "
+                         "for every example ($TANG_BIN, default build/bin)")
+    ap.add_argument("--no-bundles", action="store_true",
+                    help="skip the bundles under --root (with --printed)")
     args = ap.parse_args()
     root = Path(args.root)
-    if not root.is_dir():
-        print(f"error: {root} is not a directory (run "
-              f"bench/prepare_all.py first)", file=sys.stderr)
-        return 2
-    now = fingerprint(root)
+    now = {}
+    if not args.no_bundles:
+        if not root.is_dir():
+            print(f"error: {root} is not a directory (run "
+                  f"bench/prepare_all.py first)", file=sys.stderr)
+            return 2
+        now = fingerprint(root)
+    if args.printed:
+        now.update(printed(Path(os.environ.get("TANG_BIN",
+                                               ROOT / "build" / "bin"))))
     if args.write:
         Path(args.write).write_text(json.dumps(now, indent=1) + "\n")
-        print(f"{len(now)} bundles -> {args.write}")
+        print(f"{len(now)} fingerprints -> {args.write}")
         return 0
     before = json.loads(Path(args.compare).read_text())
+    if args.no_bundles:
+        before = {k: v for k, v in before.items() if k.startswith("printed/")}
+    if not args.printed:
+        before = {k: v for k, v in before.items()
+                  if not k.startswith("printed/")}
     diff = compare(before, now)
     for line in diff:
         print(line)
-    print(f"{len(now)} bundles, {len(diff)} differ from {args.compare}")
+    print(f"{len(now)} fingerprints, {len(diff)} differ from {args.compare}")
     return 1 if diff else 0
 
 

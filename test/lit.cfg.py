@@ -21,7 +21,7 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.tang_tools_dir, append_path=True)
 
-tools = ["tang-opt", "tang-run"]
+tools = ["tang-opt", "tang-run", "tang-translate"]
 llvm_config.add_tool_substitutions(tools, [config.tang_tools_dir])
 
 # ptxas (CUDA toolkit) checks the PTX tang emits, where it is installed.

@@ -1,0 +1,22 @@
+// RUN: tang-opt %s --canonicalize --convert-tang-to-gpu --canonicalize --cse | tang-translate --to-opencl | FileCheck %s
+// The --tang-lower-opencl pipeline prints with the same printer:
+// RUN: tang-opt %s --tang-lower-opencl -o /dev/null > %t.pipeline
+// RUN: tang-opt %s --canonicalize --convert-tang-to-gpu --canonicalize --cse | tang-translate --to-opencl > %t.translate
+// RUN: diff %t.pipeline %t.translate
+
+// tang-translate --to-opencl prints the kernel form (one gpu.module, after
+// the target's preparation passes) as source.
+// CHECK: // OpenCL C 1.2, printed by tang from the kernel form
+// CHECK: __kernel void main_k0(__global float *restrict a0, __global float *restrict a1) {
+// CHECK: float v[[X:[0-9]+]] = a0[{{.*}}];
+// CHECK: float v[[Y:[0-9]+]] = v[[X]] * v{{[0-9]+}};
+// CHECK: a1[{{.*}}] = v[[Y]];
+func.func @main(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  %y = tang.comprehension (%i, %j) [8, 16] : tensor<8x16xf32> {
+    %v = tang.read %x[%i, %j] : tensor<8x16xf32>
+    %c = arith.constant 2.0 : f32
+    %w = arith.mulf %v, %c : f32
+    tang.yield %w : f32
+  }
+  return %y : tensor<8x16xf32>
+}
