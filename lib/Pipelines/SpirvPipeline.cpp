@@ -2,8 +2,8 @@
 
 #include "Tang/Conversion/Passes.h"
 #include "Tang/Pipelines/Pipelines.h"
+#include "Tang/Target/Bundle/ExportSourceBundles.h"
 #include "Tang/Target/CUDA/ExportBundle.h"
-#include "Tang/Target/OpenCL/TranslateToOpenCL.h"
 #include "Tang/Target/Passes.h"
 #include "Tang/Transforms/Passes.h"
 

@@ -13,7 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Tang/Dialect/Tang/IR/TangDialect.h"
-#include "Tang/Target/OpenCL/TranslateToOpenCL.h"
+#include "Tang/Target/Printers/Printers.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectRegistry.h"

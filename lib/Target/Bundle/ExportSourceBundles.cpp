@@ -1,0 +1,206 @@
+//===- ExportSourceBundles.cpp - bundles of printed kernels -----*- C++ -*-===//
+//
+// The bundle writers of the text backends: the printed source (and for
+// GLSL, the SPIR-V that glslangValidator and spirv-link make of it) and
+// manifest.json, or with no directory the source on stdout. External tools
+// run here, never inside a printer.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Tang/Target/Bundle/ExportSourceBundles.h"
+#include "Tang/Target/CUDA/ExportBundle.h"
+#include "Tang/Target/Printers/Printers.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+
+using namespace mlir;
+using namespace mlir::tang;
+
+namespace {
+/// The languages of source bundles.
+enum class Language { OpenCL, C, Metal, WGSL };
+} // namespace
+
+/// Runs `program` (found on PATH) with `args`; the error names the tool.
+static LogicalResult runTool(Operation *at, StringRef program,
+                             ArrayRef<StringRef> args, StringRef package) {
+  llvm::ErrorOr<std::string> path = llvm::sys::findProgramByName(program);
+  if (!path)
+    return at->emitError() << program << " not found on PATH (Debian package "
+                           << package << ")";
+  SmallVector<StringRef> argv{*path};
+  argv.append(args.begin(), args.end());
+  std::string message;
+  // Its progress output (glslangValidator names each file) stays off
+  // tang-opt's stdout; errors come back through the exit code.
+  std::optional<StringRef> redirects[] = {std::nullopt, StringRef(""),
+                                          std::nullopt};
+  int rc = llvm::sys::ExecuteAndWait(*path, argv, std::nullopt, redirects, 0, 0,
+                                     &message);
+  if (rc != 0)
+    return at->emitError() << program << " failed (exit " << rc << ")"
+                           << (message.empty() ? "" : ": ") << message
+                           << "; run it on the printed source to see why";
+  return success();
+}
+
+namespace {
+/// Writes a GLSL bundle: one <kernel>.comp per kernel, compiled by
+/// glslangValidator and linked by spirv-link into tang_kernels.spv (one
+/// entry point per kernel), described as a SPIR-V bundle that the Vulkan
+/// host runs.
+struct ExportGLSLBundlePass
+    : PassWrapper<ExportGLSLBundlePass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ExportGLSLBundlePass)
+  explicit ExportGLSLBundlePass(std::string dir) : dir(std::move(dir)) {}
+  StringRef getArgument() const override { return "tang-export-glsl-bundle"; }
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<gpu::GPUModuleOp> kernels(module.getOps<gpu::GPUModuleOp>());
+    if (kernels.size() != 1) {
+      module.emitError() << "a GLSL bundle needs exactly one gpu.module";
+      return signalPassFailure();
+    }
+    SmallVector<std::pair<std::string, std::string>> shaders;
+    if (failed(translateKernelsToGLSL(kernels.front(), shaders)))
+      return signalPassFailure();
+    if (dir.empty()) {
+      for (auto &[name, text] : shaders)
+        llvm::outs() << text << "\n";
+      return;
+    }
+    if (std::error_code ec = llvm::sys::fs::create_directories(dir)) {
+      module.emitError() << "cannot create bundle directory '" << dir
+                         << "': " << ec.message();
+      return signalPassFailure();
+    }
+    SmallVector<std::string> spvs;
+    for (auto &[name, text] : shaders) {
+      SmallString<256> comp(dir), spv(dir);
+      llvm::sys::path::append(comp, name + ".comp");
+      llvm::sys::path::append(spv, name + ".spv");
+      std::error_code ec;
+      llvm::raw_fd_ostream file(comp, ec, llvm::sys::fs::OF_Text);
+      if (ec) {
+        module.emitError() << "cannot write '" << comp << "': " << ec.message();
+        return signalPassFailure();
+      }
+      file << text;
+      file.close();
+      if (failed(runTool(module, "glslangValidator",
+                         {"-V", "--target-env", "vulkan1.1", "-e", name,
+                          "--source-entrypoint", "main", "-o", spv, comp},
+                         "glslang-tools")))
+        return signalPassFailure();
+      spvs.push_back(std::string(spv));
+    }
+    SmallString<256> linked(dir);
+    llvm::sys::path::append(linked, "tang_kernels.spv");
+    SmallVector<StringRef> args(spvs.begin(), spvs.end());
+    args.append({"-o", linked});
+    if (failed(runTool(module, "spirv-link", args, "spirv-tools")) ||
+        failed(writeBundleManifest(module, dir, "spirv", "tang_kernels.spv",
+                                   "vulkan")))
+      return signalPassFailure();
+  }
+  std::string dir;
+};
+} // namespace
+
+std::unique_ptr<Pass> mlir::tang::createExportGLSLBundlePass(std::string dir) {
+  return std::make_unique<ExportGLSLBundlePass>(std::move(dir));
+}
+
+namespace {
+/// What a single-source bundle of one printed language holds.
+struct SourceBundle {
+  LogicalResult (*translate)(gpu::GPUModuleOp, raw_ostream &);
+  StringRef image, format, chip;
+};
+
+SourceBundle getSourceBundle(Language language) {
+  switch (language) {
+  case Language::C:
+    return {translateKernelsToC, "tang_kernels.c", "c", "c11"};
+  case Language::Metal:
+    return {translateKernelsToMetal, "tang_kernels.metal", "metal", "msl"};
+  case Language::WGSL:
+    return {translateKernelsToWGSL, "tang_kernels.wgsl", "wgsl", "webgpu"};
+  default:
+    return {translateKernelsToOpenCL, "tang_kernels.cl", "opencl", "opencl1.2"};
+  }
+}
+
+/// Writes the bundle of one source file (OpenCL C, C, Metal or WGSL) and
+/// its manifest, or prints the source when no directory is given.
+struct ExportSourceBundlePass
+    : PassWrapper<ExportSourceBundlePass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ExportSourceBundlePass)
+  ExportSourceBundlePass(std::string dir, Language language)
+      : dir(std::move(dir)), language(language) {}
+  StringRef getArgument() const override { return "tang-export-source-bundle"; }
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SourceBundle bundle = getSourceBundle(language);
+    SmallVector<gpu::GPUModuleOp> kernels(module.getOps<gpu::GPUModuleOp>());
+    if (kernels.size() != 1) {
+      module.emitError() << "a " << bundle.format
+                         << " bundle needs exactly one gpu.module (the "
+                            "kernel form), found "
+                         << kernels.size();
+      return signalPassFailure();
+    }
+    std::string source;
+    llvm::raw_string_ostream os(source);
+    if (failed(bundle.translate(kernels.front(), os)))
+      return signalPassFailure();
+    if (dir.empty()) {
+      llvm::outs() << source;
+      return;
+    }
+    if (std::error_code ec = llvm::sys::fs::create_directories(dir)) {
+      module.emitError() << "cannot create bundle directory '" << dir
+                         << "': " << ec.message();
+      return signalPassFailure();
+    }
+    SmallString<256> path(dir);
+    llvm::sys::path::append(path, bundle.image);
+    std::error_code ec;
+    llvm::raw_fd_ostream file(path, ec, llvm::sys::fs::OF_Text);
+    if (ec) {
+      module.emitError() << "cannot write '" << path << "': " << ec.message();
+      return signalPassFailure();
+    }
+    file << source;
+    if (failed(writeBundleManifest(module, dir, bundle.format, bundle.image,
+                                   bundle.chip)))
+      signalPassFailure();
+  }
+  std::string dir;
+  Language language;
+};
+} // namespace
+
+std::unique_ptr<Pass>
+mlir::tang::createExportOpenCLBundlePass(std::string dir) {
+  return std::make_unique<ExportSourceBundlePass>(std::move(dir),
+                                                  Language::OpenCL);
+}
+
+std::unique_ptr<Pass> mlir::tang::createExportCBundlePass(std::string dir) {
+  return std::make_unique<ExportSourceBundlePass>(std::move(dir), Language::C);
+}
+
+std::unique_ptr<Pass> mlir::tang::createExportMetalBundlePass(std::string dir) {
+  return std::make_unique<ExportSourceBundlePass>(std::move(dir),
+                                                  Language::Metal);
+}
+
+std::unique_ptr<Pass> mlir::tang::createExportWGSLBundlePass(std::string dir) {
+  return std::make_unique<ExportSourceBundlePass>(std::move(dir),
+                                                  Language::WGSL);
+}

@@ -1,0 +1,114 @@
+//===- GLSL.cpp - the kernel form as GLSL 4.50 compute shaders --*- C++ -*-===//
+//
+// One shader per kernel: its buffers storage blocks bound in parameter
+// order, its body in main(), 32-bit int indices (buffers of fewer than 2^31
+// elements), constructors for conversions, the gl_* work-item ids.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelPrinter.h"
+#include "Tang/Target/Printers/Printers.h"
+
+#include "llvm/ADT/StringSwitch.h"
+
+using namespace mlir;
+using namespace mlir::tang;
+
+namespace {
+
+class GLSLPrinter : public KernelPrinter {
+public:
+  using KernelPrinter::KernelPrinter;
+
+protected:
+  FailureOr<std::string> typeName(Operation *at, Type t) override {
+    // 32-bit indices: GLSL indexes arrays with int (buffers are checked to
+    // hold fewer than 2^31 elements).
+    if (t.isIndex() || t.isSignlessInteger(32))
+      return std::string("int");
+    if (t.isSignlessInteger(1))
+      return std::string("bool");
+    if (t.isF32())
+      return std::string("float");
+    return at->emitOpError() << "uses " << t
+                             << ", which the GLSL target does not support yet "
+                                "(32-bit int and float, bool)";
+  }
+  StringRef indexSuffix() const override { return ""; }
+  StringRef unsignedType(Type) override { return "uint"; }
+  std::string convert(StringRef type, const std::string &expr) override {
+    return (type + "(" + expr + ")").str();
+  }
+  bool hasErf() const override { return false; }
+
+  LogicalResult printId(Operation *op, StringRef function,
+                        gpu::Dimension dim) override {
+    FailureOr<raw_ostream *> o = define(op, op->getResult(0));
+    if (failed(o))
+      return failure();
+    StringRef builtin = llvm::StringSwitch<StringRef>(function)
+                            .Case("get_group_id", "gl_WorkGroupID")
+                            .Case("get_local_id", "gl_LocalInvocationID")
+                            .Case("get_local_size", "gl_WorkGroupSize")
+                            .Default("gl_NumWorkGroups");
+    **o << "int(" << builtin << "[" << static_cast<unsigned>(dim) << "]);\n";
+    return success();
+  }
+
+  /// The shader: its buffers as storage blocks bound in parameter order,
+  /// its body in main().
+  LogicalResult printEntry(gpu::GPUFuncOp func) override {
+    std::optional<ArrayRef<int32_t>> size = func.getKnownBlockSize();
+    if (!size)
+      return func.emitOpError() << "has no known_block_size for the GLSL "
+                                   "local size";
+    os << "// GLSL 4.50 compute shader, printed by tang from the kernel form\n"
+       << "#version 450\n"
+       << "layout(local_size_x = " << (*size)[0]
+       << ", local_size_y = " << (*size)[1] << ", local_size_z = " << (*size)[2]
+       << ") in;\n";
+    for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
+      FailureOr<MemRefType> buffer = getBufferType(func, arg);
+      if (failed(buffer))
+        return failure();
+      MemRefType type = *buffer;
+      if (type.getNumElements() >= (int64_t(1) << 31))
+        return func.emitOpError()
+               << "has a buffer of " << type.getNumElements()
+               << " elements: the GLSL target indexes with 32-bit int";
+      FailureOr<std::string> t = typeName(func, type.getElementType());
+      if (failed(t))
+        return failure();
+      names[arg] = "a" + std::to_string(i);
+      os << "layout(std430, binding = " << i << ") buffer B" << i << " { " << *t
+         << " a" << i << "[]; };\n";
+    }
+    os << "#define INFINITY uintBitsToFloat(0x7F800000u)\n"
+       << "#define NAN uintBitsToFloat(0x7FC00000u)\n"
+       << "#define rsqrt inversesqrt\n"
+       << "#define fabs abs\n"
+       << "#define fmax max\n"
+       << "#define fmin min\n\n"
+       << "void main() {\n";
+    if (failed(printBody(func)))
+      return failure();
+    os << "}\n";
+    return success();
+  }
+};
+
+} // namespace
+
+LogicalResult mlir::tang::translateKernelsToGLSL(
+    gpu::GPUModuleOp kernels,
+    SmallVectorImpl<std::pair<std::string, std::string>> &shaders) {
+  for (auto func : kernels.getOps<gpu::GPUFuncOp>()) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    GLSLPrinter printer(os);
+    if (failed(printer.printKernel(func)))
+      return failure();
+    shaders.emplace_back(func.getName().str(), std::move(text));
+  }
+  return success();
+}

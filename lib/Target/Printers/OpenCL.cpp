@@ -1,0 +1,80 @@
+//===- OpenCL.cpp - the kernel form as OpenCL C 1.2 -------------*- C++ -*-===//
+//
+// Buffers are `__global` pointers. What OpenCL 1.2 on the targets tang runs
+// (PoCL) cannot express is a diagnostic naming the feature: 16-bit floats
+// (no cl_khr_fp16), subgroup operations, workgroup memory.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelPrinter.h"
+#include "Tang/Target/Printers/Printers.h"
+
+using namespace mlir;
+using namespace mlir::tang;
+
+namespace {
+
+class OpenCLPrinter : public KernelPrinter {
+public:
+  using KernelPrinter::KernelPrinter;
+
+protected:
+  FailureOr<std::string> typeName(Operation *at, Type t) override {
+    if (std::optional<std::string> s = getCScalarName(t))
+      return *s;
+    if (isa<gpu::MMAMatrixType>(t))
+      return at->emitOpError()
+             << "uses " << t << ": the target has no matrix type";
+    if (t.isF64())
+      return std::string("double");
+    if (t.isF16() || t.isBF16())
+      return at->emitOpError()
+             << "uses " << t
+             << ": 16-bit floats are not available on the OpenCL 1.2 target "
+                "(no cl_khr_fp16 on PoCL); store the program in f32";
+    return at->emitOpError()
+           << "uses type " << t << ", which the OpenCL C printer does not know";
+  }
+
+  LogicalResult printEntry(gpu::GPUFuncOp func) override {
+    os << "__kernel void " << func.getName() << "(";
+    for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
+      FailureOr<MemRefType> type = getBufferType(func, arg);
+      if (failed(type))
+        return failure();
+      FailureOr<std::string> t = typeName(func, type->getElementType());
+      if (failed(t))
+        return failure();
+      names[arg] = "a" + std::to_string(i);
+      os << (i ? ", " : "") << "__global " << *t << " *restrict a" << i;
+    }
+    os << ") {\n";
+    if (failed(printBody(func)))
+      return failure();
+    os << "}\n\n";
+    return success();
+  }
+};
+
+} // namespace
+
+LogicalResult mlir::tang::translateKernelsToOpenCL(gpu::GPUModuleOp kernels,
+                                                   raw_ostream &os) {
+  std::string text;
+  llvm::raw_string_ostream body(text);
+  bool needsDouble = false;
+  kernels.walk([&](Operation *op) {
+    for (Type t : op->getResultTypes())
+      needsDouble |= t.isF64();
+  });
+  for (auto func : kernels.getOps<gpu::GPUFuncOp>()) {
+    OpenCLPrinter printer(body);
+    if (failed(printer.printKernel(func)))
+      return failure();
+  }
+  os << "// OpenCL C 1.2, printed by tang from the kernel form\n";
+  if (needsDouble)
+    os << "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
+  os << "\n" << text;
+  return success();
+}
