@@ -3,7 +3,6 @@
 #include "Tang/Conversion/Passes.h"
 #include "Tang/Conversion/TangToGPU/TangToGPU.h"
 #include "Tang/Pipelines/Pipelines.h"
-#include "Tang/Target/CUDA/ExportBundle.h"
 #include "Tang/Target/Passes.h"
 #include "Tang/Transforms/Passes.h"
 
@@ -110,5 +109,5 @@ void mlir::tang::buildTangLowerCudaPipeline(
   binary.toolkitPath = findCudaToolkit(options.toolkit);
   pm.addPass(createGpuModuleToBinaryPass(binary));
   if (!options.bundle.empty())
-    pm.addPass(createExportCudaBundlePass(options.bundle));
+    pm.addPass(createTangExportBundle({options.bundle}));
 }

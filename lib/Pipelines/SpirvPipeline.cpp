@@ -2,8 +2,6 @@
 
 #include "Tang/Conversion/Passes.h"
 #include "Tang/Pipelines/Pipelines.h"
-#include "Tang/Target/Bundle/ExportSourceBundles.h"
-#include "Tang/Target/CUDA/ExportBundle.h"
 #include "Tang/Target/Passes.h"
 #include "Tang/Transforms/Passes.h"
 
@@ -74,7 +72,7 @@ mlir::tang::buildTangLowerSpirvPipeline(OpPassManager &pm,
   if (failed(parsePassPipeline(pipeline, pm)))
     return failure();
   if (!options.bundle.empty())
-    pm.addPass(createExportCudaBundlePass(options.bundle));
+    pm.addPass(createTangExportBundle({options.bundle}));
   return success();
 }
 
@@ -94,23 +92,17 @@ static void buildPrintedPipeline(OpPassManager &pm, bool fuse,
   // GLSL and WGSL index with 32-bit ints and have no 64-bit ones.
   if (language == Printed::GLSL || language == Printed::WGSL)
     pm.addPass(createTangNarrow32BitKernels());
-  switch (language) {
-  case Printed::OpenCL:
-    pm.addPass(createExportOpenCLBundlePass(bundle));
-    break;
-  case Printed::C:
-    pm.addPass(createExportCBundlePass(bundle));
-    break;
-  case Printed::Metal:
-    pm.addPass(createExportMetalBundlePass(bundle));
-    break;
-  case Printed::GLSL:
-    pm.addPass(createExportGLSLBundlePass(bundle));
-    break;
-  case Printed::WGSL:
-    pm.addPass(createExportWGSLBundlePass(bundle));
-    break;
+  if (language == Printed::GLSL) {
+    pm.addPass(createTangExportGLSLBundle({bundle}));
+    return;
   }
+  TangExportSourceBundleOptions source;
+  source.dir = bundle;
+  source.language = language == Printed::C       ? SourceLanguage::C
+                    : language == Printed::Metal ? SourceLanguage::Metal
+                    : language == Printed::WGSL  ? SourceLanguage::WGSL
+                                                 : SourceLanguage::OpenCL;
+  pm.addPass(createTangExportSourceBundle(source));
 }
 
 void mlir::tang::buildTangLowerOpenCLPipeline(

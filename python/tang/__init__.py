@@ -2,7 +2,7 @@
 
 Submodules:
   tang.cuda  load a CUDA bundle written by ``tang-opt --tang-lower-cuda``
-             (docs/CudaBundle.md) and run its functions on PyTorch tensors,
+             (docs/Bundle.md) and run its functions on PyTorch tensors,
              through ctypes over the CUDA driver (no compiled extension).
 
 Importing ``tang`` or ``tang.cuda`` needs neither PyTorch nor a GPU.

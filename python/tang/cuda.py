@@ -1,6 +1,6 @@
 """Run tang CUDA bundles on PyTorch tensors through the CUDA driver.
 
-A bundle (docs/CudaBundle.md) is a directory holding ``manifest.json`` and
+A bundle (docs/Bundle.md) is a directory holding ``manifest.json`` and
 a PTX or cubin image. This module is pure Python: ctypes over libcuda.so.1,
 no compiled extension. It imports without PyTorch and without a GPU, so
 manifests can be parsed and checked anywhere; PyTorch is imported only when

@@ -1,6 +1,6 @@
 //===- Manifest.h - The tang bundle manifest --------------------*- C++ -*-===//
 //
-// manifest.json of a tang bundle (docs/CudaBundle.md): a strict JSON parser
+// manifest.json of a tang bundle (docs/Bundle.md): a strict JSON parser
 // and the validated manifest, shared by runtime/cuda and runtime/vulkan.
 //
 //===----------------------------------------------------------------------===//

@@ -1,7 +1,7 @@
 //===- TangCuda.h - Run tang CUDA bundles on the driver API -----*- C++ -*-===//
 //
 // A small library over the CUDA driver API that loads a tang CUDA bundle
-// (docs/CudaBundle.md: manifest.json plus a PTX or cubin image) and runs the
+// (docs/Bundle.md: manifest.json plus a PTX or cubin image) and runs the
 // launch sequence of its functions.
 //
 // The driver (libcuda.so.1) is loaded with dlopen on first use, so this

@@ -4,7 +4,7 @@
 // tang-ocl-run BUNDLE_DIR FUNCTION [INPUT.npy ...] [--out DIR]
 //
 // Loads a bundle written by `tang-opt --tang-lower-opencl="bundle=DIR"`
-// (manifest.json plus OpenCL C source, see docs/CudaBundle.md), reads one
+// (manifest.json plus OpenCL C source, see docs/Bundle.md), reads one
 // .npy file per input argument, builds the source for the first OpenCL
 // device, runs the function's launches once and writes output #k (in
 // argument order) to DIR/output_<k>.npy: float outputs as float64, i32

@@ -5,7 +5,7 @@
 //
 // Loads a bundle written by `tang-opt --tang-lower-spirv="bundle=DIR"`
 // (manifest.json plus a Vulkan compute SPIR-V module, see
-// docs/CudaBundle.md), reads one .npy file per input argument, runs the
+// docs/Bundle.md), reads one .npy file per input argument, runs the
 // function's launches once on the first Vulkan device with a compute queue
 // and writes output #k (in argument order) to DIR/output_<k>.npy: float
 // outputs as float64, i32 outputs as int32, as tang-run writes them.

@@ -5,7 +5,7 @@
 // tang-wgpu-run --probe
 //
 // Loads a bundle written by `tang-opt --tang-lower-wgsl="bundle=DIR"`
-// (manifest.json plus tang_kernels.wgsl, see docs/CudaBundle.md), reads one
+// (manifest.json plus tang_kernels.wgsl, see docs/Bundle.md), reads one
 // .npy file per input argument, runs the function's launches once on the
 // first WebGPU adapter and writes output #k (in argument order) to
 // DIR/output_<k>.npy: float outputs as float64, i32 outputs as int32, as

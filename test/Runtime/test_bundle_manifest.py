@@ -33,7 +33,7 @@ import tang.cuda as tc  # noqa: E402
 CUDA_RUN = pathlib.Path(
     os.environ.get("TANG_CUDA_RUN", ROOT / "build-rt" / "tang-cuda-run"))
 
-# The example of docs/CudaBundle.md.
+# The example of docs/Bundle.md.
 EXAMPLE = {
     "version": 1,
     "format": "ptx",

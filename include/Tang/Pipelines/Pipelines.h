@@ -39,7 +39,7 @@ struct TangLowerCudaOptions : public PassPipelineOptions<TangLowerCudaOptions> {
   PassOptions::Option<std::string> bundle{
       *this, "bundle",
       llvm::cl::desc("Also write the kernels and their launch sequence to "
-                     "this directory (see docs/CudaBundle.md)"),
+                     "this directory (see docs/Bundle.md)"),
       llvm::cl::init("")};
   PassOptions::Option<bool> tma{
       *this, "tma",
@@ -88,7 +88,7 @@ struct TangLowerSpirvOptions
   PassOptions::Option<std::string> bundle{
       *this, "bundle",
       llvm::cl::desc("Also write the .spv and the launch sequence to this "
-                     "directory (see docs/CudaBundle.md, format spirv)"),
+                     "directory (see docs/Bundle.md, format spirv)"),
       llvm::cl::init("")};
   PassOptions::Option<bool> matrixUnits{
       *this, "matrix-units",

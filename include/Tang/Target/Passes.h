@@ -16,6 +16,9 @@ namespace mlir::tang {
 /// The portable targets whose scalar types --tang-check-target-types checks.
 enum class PortableTarget { Spirv, GLSL, WGSL };
 
+/// The languages of --tang-export-source-bundle.
+enum class SourceLanguage { OpenCL, C, Metal, WGSL };
+
 #define GEN_PASS_DECL
 #include "Tang/Target/Passes.h.inc"
 

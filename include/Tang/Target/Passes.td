@@ -112,4 +112,64 @@ def TangTensorMapParams : Pass<"tang-tensor-map-params", "::mlir::LLVM::LLVMFunc
   let dependentDialects = ["::mlir::NVVM::NVVMDialect"];
 }
 
+def TangExportBundle : Pass<"tang-export-bundle", "::mlir::ModuleOp"> {
+  let summary = "Write a bundle of compiled kernels (PTX, cubin or SPIR-V) and its manifest";
+  let description = [{
+    Reads the kernel form's host functions (memref arguments, `memref.alloc`
+    temporaries, `gpu.launch_func` with constant grid and block, tensor-map
+    operands) and the kernels' image (the `gpu.binary` of
+    `gpu-module-to-binary`, or a `spirv.module`), and writes `dir` with the
+    image and `manifest.json` (docs/Bundle.md), which the runtimes load
+    without MLIR. Anything that cannot be exported is a located error.
+    `--tang-lower-cuda` and `--tang-lower-spirv` run it with their
+    `bundle=` option.
+  }];
+  let options = [
+    Option<"dir", "dir", "std::string", /*default=*/"\"\"",
+           "The bundle directory (created if needed)">,
+  ];
+}
+
+def TangExportSourceBundle : Pass<"tang-export-source-bundle", "::mlir::ModuleOp"> {
+  let summary = "Write a bundle of printed kernels (OpenCL C, C, Metal or WGSL) and its manifest";
+  let description = [{
+    Prints the module's one `gpu.module` with the language's printer
+    (`lib/Target/Printers`) and writes `dir` with the source
+    (`tang_kernels.cl`, `.c`, `.metal` or `.wgsl`) and `manifest.json`
+    (docs/Bundle.md); with no `dir`, prints the source on stdout. The
+    `--tang-lower-<language>` pipelines run it with their `bundle=` option.
+  }];
+  let options = [
+    Option<"language", "language", "::mlir::tang::SourceLanguage",
+           "::mlir::tang::SourceLanguage::OpenCL", "The language printed",
+           [{::llvm::cl::values(
+             clEnumValN(::mlir::tang::SourceLanguage::OpenCL, "opencl",
+                        "OpenCL C 1.2"),
+             clEnumValN(::mlir::tang::SourceLanguage::C, "c",
+                        "C11 with a launcher per kernel"),
+             clEnumValN(::mlir::tang::SourceLanguage::Metal, "metal",
+                        "Metal Shading Language"),
+             clEnumValN(::mlir::tang::SourceLanguage::WGSL, "wgsl",
+                        "WGSL (WebGPU compute)"))}]>,
+    Option<"dir", "dir", "std::string", /*default=*/"\"\"",
+           "The bundle directory; empty: the source on stdout">,
+  ];
+}
+
+def TangExportGLSLBundle : Pass<"tang-export-glsl-bundle", "::mlir::ModuleOp"> {
+  let summary = "Write a bundle of GLSL compute shaders compiled to one SPIR-V module";
+  let description = [{
+    Prints each kernel of the module's one `gpu.module` as a GLSL compute
+    shader (`<kernel>.comp`), compiles each with glslangValidator and links
+    them with spirv-link into `tang_kernels.spv` (one entry point per
+    kernel), and writes a SPIR-V `manifest.json` (docs/Bundle.md) that the
+    Vulkan host runs; with no `dir`, prints the shaders on stdout. A missing
+    tool is an error naming its Debian package.
+  }];
+  let options = [
+    Option<"dir", "dir", "std::string", /*default=*/"\"\"",
+           "The bundle directory; empty: the shaders on stdout">,
+  ];
+}
+
 #endif // TANG_TARGET_PASSES_TD

@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Tang/Target/Bundle/ExportSourceBundles.h"
-#include "Tang/Target/CUDA/ExportBundle.h"
+#include "Tang/Target/Bundle/ExportBundle.h"
+#include "Tang/Target/Passes.h"
 #include "Tang/Target/Printers/Printers.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -20,10 +20,11 @@
 using namespace mlir;
 using namespace mlir::tang;
 
-namespace {
-/// The languages of source bundles.
-enum class Language { OpenCL, C, Metal, WGSL };
-} // namespace
+namespace mlir::tang {
+#define GEN_PASS_DEF_TANGEXPORTGLSLBUNDLE
+#define GEN_PASS_DEF_TANGEXPORTSOURCEBUNDLE
+#include "Tang/Target/Passes.h.inc"
+} // namespace mlir::tang
 
 /// Runs `program` (found on PATH) with `args`; the error names the tool.
 static LogicalResult runTool(Operation *at, StringRef program,
@@ -53,11 +54,10 @@ namespace {
 /// glslangValidator and linked by spirv-link into tang_kernels.spv (one
 /// entry point per kernel), described as a SPIR-V bundle that the Vulkan
 /// host runs.
-struct ExportGLSLBundlePass
-    : PassWrapper<ExportGLSLBundlePass, OperationPass<ModuleOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ExportGLSLBundlePass)
-  explicit ExportGLSLBundlePass(std::string dir) : dir(std::move(dir)) {}
-  StringRef getArgument() const override { return "tang-export-glsl-bundle"; }
+struct TangExportGLSLBundlePass
+    : tang::impl::TangExportGLSLBundleBase<TangExportGLSLBundlePass> {
+  using TangExportGLSLBundleBase::TangExportGLSLBundleBase;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<gpu::GPUModuleOp> kernels(module.getOps<gpu::GPUModuleOp>());
@@ -107,13 +107,8 @@ struct ExportGLSLBundlePass
                                    "vulkan")))
       return signalPassFailure();
   }
-  std::string dir;
 };
 } // namespace
-
-std::unique_ptr<Pass> mlir::tang::createExportGLSLBundlePass(std::string dir) {
-  return std::make_unique<ExportGLSLBundlePass>(std::move(dir));
-}
 
 namespace {
 /// What a single-source bundle of one printed language holds.
@@ -122,13 +117,13 @@ struct SourceBundle {
   StringRef image, format, chip;
 };
 
-SourceBundle getSourceBundle(Language language) {
+SourceBundle getSourceBundle(SourceLanguage language) {
   switch (language) {
-  case Language::C:
+  case SourceLanguage::C:
     return {translateKernelsToC, "tang_kernels.c", "c", "c11"};
-  case Language::Metal:
+  case SourceLanguage::Metal:
     return {translateKernelsToMetal, "tang_kernels.metal", "metal", "msl"};
-  case Language::WGSL:
+  case SourceLanguage::WGSL:
     return {translateKernelsToWGSL, "tang_kernels.wgsl", "wgsl", "webgpu"};
   default:
     return {translateKernelsToOpenCL, "tang_kernels.cl", "opencl", "opencl1.2"};
@@ -137,12 +132,10 @@ SourceBundle getSourceBundle(Language language) {
 
 /// Writes the bundle of one source file (OpenCL C, C, Metal or WGSL) and
 /// its manifest, or prints the source when no directory is given.
-struct ExportSourceBundlePass
-    : PassWrapper<ExportSourceBundlePass, OperationPass<ModuleOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ExportSourceBundlePass)
-  ExportSourceBundlePass(std::string dir, Language language)
-      : dir(std::move(dir)), language(language) {}
-  StringRef getArgument() const override { return "tang-export-source-bundle"; }
+struct TangExportSourceBundlePass
+    : tang::impl::TangExportSourceBundleBase<TangExportSourceBundlePass> {
+  using TangExportSourceBundleBase::TangExportSourceBundleBase;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SourceBundle bundle = getSourceBundle(language);
@@ -180,27 +173,5 @@ struct ExportSourceBundlePass
                                    bundle.chip)))
       signalPassFailure();
   }
-  std::string dir;
-  Language language;
 };
 } // namespace
-
-std::unique_ptr<Pass>
-mlir::tang::createExportOpenCLBundlePass(std::string dir) {
-  return std::make_unique<ExportSourceBundlePass>(std::move(dir),
-                                                  Language::OpenCL);
-}
-
-std::unique_ptr<Pass> mlir::tang::createExportCBundlePass(std::string dir) {
-  return std::make_unique<ExportSourceBundlePass>(std::move(dir), Language::C);
-}
-
-std::unique_ptr<Pass> mlir::tang::createExportMetalBundlePass(std::string dir) {
-  return std::make_unique<ExportSourceBundlePass>(std::move(dir),
-                                                  Language::Metal);
-}
-
-std::unique_ptr<Pass> mlir::tang::createExportWGSLBundlePass(std::string dir) {
-  return std::make_unique<ExportSourceBundlePass>(std::move(dir),
-                                                  Language::WGSL);
-}

@@ -1,12 +1,14 @@
-//===- ExportBundle.cpp - write a CUDA bundle -------------------*- C++ -*-===//
+//===- ExportBundle.cpp - --tang-export-bundle and the manifest -*- C++ -*-===//
 //
 // Reads the kernel form's host functions (memref arguments, memref.alloc
 // temporaries, gpu.launch_func with constant grid and block) and the
-// `gpu.binary` images, and writes manifest.json plus the image.
+// `gpu.binary` images (or a spirv.module), and writes manifest.json plus the
+// image. The manifest writer is shared by every bundle (docs/Bundle.md).
 //
 //===----------------------------------------------------------------------===//
 
-#include "Tang/Target/CUDA/ExportBundle.h"
+#include "Tang/Target/Bundle/ExportBundle.h"
+#include "Tang/Target/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -20,6 +22,11 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
+
+namespace mlir::tang {
+#define GEN_PASS_DEF_TANGEXPORTBUNDLE
+#include "Tang/Target/Passes.h.inc"
+} // namespace mlir::tang
 
 using namespace mlir;
 using namespace mlir::tang;
@@ -74,7 +81,7 @@ getDim3(gpu::LaunchFuncOp launch, gpu::KernelDim3 dims, StringRef what) {
 /// The tensor map a launch passes as `cast` (of an
 /// nvgpu.tma.create.descriptor of a memref.cast of `source`, a buffer): its
 /// box and swizzle. The runtime encodes it with zero fill out of bounds,
-/// 256-byte L2 promotion and no interleave (docs/CudaBundle.md).
+/// 256-byte L2 promotion and no interleave (docs/Bundle.md).
 static FailureOr<llvm::json::Object>
 describeTensorMap(gpu::LaunchFuncOp launch, UnrealizedConversionCastOp cast,
                   Value &source) {
@@ -235,7 +242,7 @@ static LogicalResult exportSpirvImage(ModuleOp module, spirv::ModuleOp spv,
   return writeManifest(module, dir, "spirv", image, "vulkan");
 }
 
-LogicalResult mlir::tang::exportCudaBundle(ModuleOp module, StringRef dir) {
+LogicalResult mlir::tang::exportBundle(ModuleOp module, StringRef dir) {
   if (std::error_code ec = llvm::sys::fs::create_directories(dir))
     return module.emitError() << "cannot create bundle directory '" << dir
                               << "': " << ec.message();
@@ -323,22 +330,18 @@ static LogicalResult writeManifest(ModuleOp module, StringRef dir,
 }
 
 namespace {
-struct ExportCudaBundlePass
-    : PassWrapper<ExportCudaBundlePass, OperationPass<ModuleOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ExportCudaBundlePass)
-  explicit ExportCudaBundlePass(std::string dir) : dir(std::move(dir)) {}
-  StringRef getArgument() const override { return "tang-export-cuda-bundle"; }
-  StringRef getDescription() const override {
-    return "Write the CUDA bundle (kernels + manifest.json) to a directory";
-  }
+struct TangExportBundlePass
+    : tang::impl::TangExportBundleBase<TangExportBundlePass> {
+  using TangExportBundleBase::TangExportBundleBase;
+
   void runOnOperation() override {
-    if (failed(exportCudaBundle(getOperation(), dir)))
+    if (dir.empty()) {
+      getOperation().emitError()
+          << "tang-export-bundle: no bundle directory (dir=)";
+      return signalPassFailure();
+    }
+    if (failed(exportBundle(getOperation(), dir)))
       signalPassFailure();
   }
-  std::string dir;
 };
 } // namespace
-
-std::unique_ptr<Pass> mlir::tang::createExportCudaBundlePass(std::string dir) {
-  return std::make_unique<ExportCudaBundlePass>(std::move(dir));
-}
