@@ -76,7 +76,7 @@ void mlir::tang::buildTangLowerCudaPipeline(
   // tang -> the kernel form (gpu, scf, memref, arith, math; host launches),
   // on the target's tensor cores: mma.sync from sm_80 on, wgmma on sm_90a.
   ConvertTangToGPUOptions kernelForm;
-  kernelForm.tensorCores = "target";
+  kernelForm.tensorCores = TensorCoreOption::Target;
   kernelForm.tma = options.tma;
   kernelForm.tf32 = options.tf32;
   kernelForm.warpSpecialize = options.warpSpecialize;

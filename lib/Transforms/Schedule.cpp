@@ -290,21 +290,13 @@ struct TangSchedulePass : tang::impl::TangScheduleBase<TangSchedulePass> {
                     fact(sharedMemory, target.getSharedPerBlock()),
                     fact(warpSize, target.getWarpSize()),
                     fact(maxThreads, target.getMaxThreads()),
-                    tileSource == "traffic-bound"};
+                    tileSource == TileSource::TrafficBound};
     if (dev.smCount < 1 || dev.sharedMemory < 1 || dev.warpSize < 1 ||
         dev.maxThreads < 1 || !llvm::isPowerOf2_64(dev.warpSize) ||
         dev.maxThreads < dev.warpSize) {
       getOperation().emitError()
           << "tang-schedule: device facts must be positive, the warp size a "
              "power of two and max-threads at least the warp size";
-      return signalPassFailure();
-    }
-    if (!llvm::is_contained({"heuristic", "traffic-bound"},
-                            tileSource.getValue())) {
-      getOperation().emitError()
-          << "tang-schedule: tile-source must be heuristic or traffic-bound, "
-             "got '"
-          << tileSource << "'";
       return signalPassFailure();
     }
     getOperation().walk([&](ComprehensionOp op) {

@@ -5,7 +5,7 @@
 // RUN: not tang-opt %s --tang-lower-cuda="format=elf" 2>&1 | FileCheck %s --check-prefix=BADFORMAT
 // RUN: not tang-opt %s --tang-lower-cuda="tile-source=guess" 2>&1 | FileCheck %s --check-prefix=BADTILES
 
-// BADTILES: error: tang-schedule: tile-source must be heuristic or traffic-bound, got 'guess'
+// BADTILES: Cannot find option named 'guess'
 
 // The kernels become PTX for sm_90a in one gpu.binary; the host launch
 // sequence stays in the kernel form for the bundle exporter.

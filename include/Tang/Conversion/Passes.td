@@ -128,13 +128,21 @@ def ConvertTangToGPU : Pass<"convert-tang-to-gpu", "::mlir::ModuleOp"> {
     "::mlir::LLVM::LLVMDialect"
   ];
   let options = [
-    Option<"tensorCores", "tensor-cores", "std::string", /*default=*/"\"none\"",
-           "Tensor-core kernels for contractions of f16/bf16 operands: "
-           "`none` (plain arithmetic, every backend), `mma-sync` (NVIDIA "
-           "mma.sync with ldmatrix and cp.async, sm_80 and up) or `wgmma` "
-           "(warpgroup wgmma.mma_async from shared memory, sm_90a), or "
-           "`target`: the `tensor_cores` of the module's #tang.target (the "
-           "default chip's without one)">,
+    Option<"tensorCores", "tensor-cores", "::mlir::tang::TensorCoreOption",
+           /*default=*/"::mlir::tang::TensorCoreOption::None",
+           "Tensor-core kernels for contractions of f16/bf16 operands",
+           [{::llvm::cl::values(
+             clEnumValN(::mlir::tang::TensorCoreOption::None, "none",
+                        "plain arithmetic, every backend"),
+             clEnumValN(::mlir::tang::TensorCoreOption::MmaSync, "mma-sync",
+                        "NVIDIA mma.sync with ldmatrix and cp.async, sm_80 "
+                        "and up"),
+             clEnumValN(::mlir::tang::TensorCoreOption::Wgmma, "wgmma",
+                        "warpgroup wgmma.mma_async from shared memory, "
+                        "sm_90a"),
+             clEnumValN(::mlir::tang::TensorCoreOption::Target, "target",
+                        "the tensor_cores of the module's #tang.target (the "
+                        "default chip's without one)"))}]>,
     Option<"tma", "tma", "bool", /*default=*/"true",
            "With wgmma: load operand tiles by bulk tensor copies (TMA, "
            "tensor maps passed by value as kernel parameters) where the "

@@ -3,6 +3,8 @@
 #ifndef TANG_PIPELINES_PIPELINES_H
 #define TANG_PIPELINES_PIPELINES_H
 
+#include "Tang/Transforms/Passes.h"
+
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
 
@@ -56,11 +58,15 @@ struct TangLowerCudaOptions : public PassPipelineOptions<TangLowerCudaOptions> {
       llvm::cl::desc("Contractions of f32 operands on tensor cores as tf32 "
                      "(sm_80 and up; off: full f32 precision)"),
       llvm::cl::init(false)};
-  PassOptions::Option<std::string> tileSource{
+  PassOptions::Option<TileSource> tileSource{
       *this, "tile-source",
       llvm::cl::desc("Matmul-like output tiles from `heuristic` or "
                      "`traffic-bound` (--tang-schedule's tile-source)"),
-      llvm::cl::init("heuristic")};
+      llvm::cl::init(TileSource::Heuristic),
+      llvm::cl::values(clEnumValN(TileSource::Heuristic, "heuristic",
+                                  "the shape class's heuristic"),
+                       clEnumValN(TileSource::TrafficBound, "traffic-bound",
+                                  "the traffic bound's certified tile"))};
 };
 
 /// tang IR -> (fusion) -> schedules -> the kernel form -> NVVM -> PTX/cubin

@@ -30,6 +30,9 @@ LogicalResult applyOnlineSoftmax(Operation *root, int64_t &onlineSoftmax,
 /// the scores across the head dimension).
 double getExecutedWork(ComprehensionOp op);
 
+/// Where --tang-schedule takes matmul-like output tiles from.
+enum class TileSource { Heuristic, TrafficBound };
+
 #define GEN_PASS_DECL
 #include "Tang/Transforms/Passes.h.inc"
 

@@ -398,14 +398,20 @@ def TangSchedule : Pass<"tang-schedule", "::mlir::ModuleOp"> {
            "Threads per warp (subgroup) (0: the target's warp_size)">,
     Option<"maxThreads", "max-threads", "int64_t", "0",
            "Threads a block may have (0: the target's max_threads)">,
-    Option<"tileSource", "tile-source", "std::string", "\"heuristic\"",
+    Option<"tileSource", "tile-source", "::mlir::tang::TileSource",
+           "::mlir::tang::TileSource::Heuristic",
            "Where matmul-like output tiles come from: `heuristic` (128 x "
            "256 on tensor cores, narrowed until the grid fills the "
            "device) or `traffic-bound` (the certified tile of "
            "--tang-traffic-bound's LP at shared memory, kept as the "
            "attribute `tang.traffic_tile`, rounded down to powers of two "
            "within the kernels' limits; programs the LP cannot express "
-           "keep the heuristic's)">,
+           "keep the heuristic's)",
+           [{::llvm::cl::values(
+             clEnumValN(::mlir::tang::TileSource::Heuristic, "heuristic",
+                        "the shape class's heuristic"),
+             clEnumValN(::mlir::tang::TileSource::TrafficBound,
+                        "traffic-bound", "the traffic bound's certified tile"))}]>,
   ];
   let statistics = [
     Statistic<"numScheduled", "scheduled", "Comprehensions given a schedule">,

@@ -1301,26 +1301,24 @@ struct ConvertTangToGPUPass
                     UnitAttr::get(&getContext()));
     OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
     auto kernels = gpu::GPUModuleOp::create(b, module.getLoc(), "tang_kernels");
-    // `target`: the tensor cores of the module's device model.
-    std::string cores = tensorCores;
-    if (cores == "target")
-      switch (getTarget(module).getTensorCores()) {
-      case TensorCoreKind::None:
-        cores = "none";
-        break;
-      case TensorCoreKind::MmaSync:
-        cores = "mma-sync";
-        break;
-      case TensorCoreKind::Wgmma:
-        cores = "wgmma";
-        break;
-      }
-    if (!llvm::is_contained({"none", "mma-sync", "wgmma"}, cores)) {
-      module.emitError() << "convert-tang-to-gpu: tensor-cores must be none, "
-                            "mma-sync, wgmma or target, got '"
-                         << tensorCores << "'";
-      return signalPassFailure();
+    // The kernels' instruction, `target`: the module's device model's.
+    TensorCoreKind kind = TensorCoreKind::None;
+    switch (tensorCores) {
+    case TensorCoreOption::None:
+      break;
+    case TensorCoreOption::MmaSync:
+      kind = TensorCoreKind::MmaSync;
+      break;
+    case TensorCoreOption::Wgmma:
+      kind = TensorCoreKind::Wgmma;
+      break;
+    case TensorCoreOption::Target:
+      kind = getTarget(module).getTensorCores();
+      break;
     }
+    std::string cores = kind == TensorCoreKind::Wgmma     ? "wgmma"
+                        : kind == TensorCoreKind::MmaSync ? "mma-sync"
+                                                          : "none";
     if (matrixUnits < 0 || matrixUnits > 64 || subgroupSize < 1 ||
         subgroupSize > 1024) {
       module.emitError() << "convert-tang-to-gpu: matrix-units must be 0 to "
