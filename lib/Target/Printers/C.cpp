@@ -46,22 +46,11 @@ protected:
   }
 
   LogicalResult printEntry(gpu::GPUFuncOp func) override {
-    os << "static void " << func.getName() << "(const long *tang_ids";
-    for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
-      FailureOr<MemRefType> type = getBufferType(func, arg);
-      if (failed(type))
-        return failure();
-      FailureOr<std::string> t = typeName(func, type->getElementType());
-      if (failed(t))
-        return failure();
-      names[arg] = "a" + std::to_string(i);
-      os << ", " << *t << " *restrict a" << i;
-    }
-    os << ") {\n";
-    if (failed(printBody(func)))
-      return failure();
-    os << "}\n\n";
-    return success();
+    return printCFamilyKernel(
+        func, ("static void " + func.getName() + "(const long *tang_ids").str(),
+        [&](unsigned i, StringRef t) {
+          os << ", " << t << " *restrict a" << i;
+        });
   }
 
   /// gpu.subgroup_mma_*: calls of the prelude's emulation.

@@ -88,6 +88,28 @@ FailureOr<MemRefType> KernelPrinter::getBufferType(gpu::GPUFuncOp func,
   return type;
 }
 
+LogicalResult
+KernelPrinter::printCFamilyKernel(gpu::GPUFuncOp func, StringRef head,
+                                  function_ref<void(unsigned, StringRef)> param,
+                                  StringRef tail) {
+  os << head;
+  for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
+    FailureOr<MemRefType> type = getBufferType(func, arg);
+    if (failed(type))
+      return failure();
+    FailureOr<std::string> t = typeName(func, type->getElementType());
+    if (failed(t))
+      return failure();
+    names[arg] = "a" + std::to_string(i);
+    param(i, *t);
+  }
+  os << tail << ") {\n";
+  if (failed(printBody(func)))
+    return failure();
+  os << "}\n\n";
+  return success();
+}
+
 LogicalResult KernelPrinter::printKernel(gpu::GPUFuncOp func) {
   if (!func.getWorkgroupAttributions().empty())
     return func.emitOpError() << "uses workgroup memory, which the OpenCL C "

@@ -92,6 +92,13 @@ protected:
   /// `arg`'s static memref type, or a diagnostic at `func`.
   static FailureOr<MemRefType> getBufferType(gpu::GPUFuncOp func,
                                              BlockArgument arg);
+  /// A C-family kernel (OpenCL C, C, Metal): `head`, each buffer parameter
+  /// as `param(i, element type)` prints it (buffer i is named `ai`), `tail`,
+  /// then the body in braces.
+  LogicalResult
+  printCFamilyKernel(gpu::GPUFuncOp func, StringRef head,
+                     function_ref<void(unsigned, StringRef)> param,
+                     StringRef tail = "");
   /// The body of `func`'s single block.
   LogicalResult printBody(gpu::GPUFuncOp func) {
     return printBlock(func.getBody().front());

@@ -48,28 +48,21 @@ protected:
   bool hasErf() const override { return false; }
 
   LogicalResult printEntry(gpu::GPUFuncOp func) override {
-    os << "kernel void " << func.getName() << "(";
-    for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
-      FailureOr<MemRefType> type = getBufferType(func, arg);
-      if (failed(type))
-        return failure();
-      FailureOr<std::string> t = typeName(func, type->getElementType());
-      if (failed(t))
-        return failure();
-      names[arg] = "a" + std::to_string(i);
-      os << (i ? ", " : "") << "device " << *t << " *a" << i << " [[buffer("
-         << i << ")]]";
-    }
-    os << (func.getNumArguments() ? ", " : "")
-       << "uint3 tang_group [[threadgroup_position_in_grid]], "
-          "uint3 tang_local [[thread_position_in_threadgroup]], "
-          "uint3 tang_size [[threads_per_threadgroup]], "
-          "uint3 tang_groups [[threadgroups_per_grid]]";
-    os << ") {\n";
-    if (failed(printBody(func)))
-      return failure();
-    os << "}\n\n";
-    return success();
+    std::string ids =
+        (func.getNumArguments() ? ", " : "") +
+        std::string("uint3 tang_group "
+                    "[[threadgroup_position_in_grid]], "
+                    "uint3 tang_local "
+                    "[[thread_position_in_threadgroup]], "
+                    "uint3 tang_size [[threads_per_threadgroup]], "
+                    "uint3 tang_groups [[threadgroups_per_grid]]");
+    return printCFamilyKernel(
+        func, ("kernel void " + func.getName() + "(").str(),
+        [&](unsigned i, StringRef t) {
+          os << (i ? ", " : "") << "device " << t << " *a" << i << " [[buffer("
+             << i << ")]]";
+        },
+        ids);
   }
 
   /// gpu.subgroup_mma_*: Metal simdgroup_matrix calls.

@@ -37,22 +37,11 @@ protected:
   }
 
   LogicalResult printEntry(gpu::GPUFuncOp func) override {
-    os << "__kernel void " << func.getName() << "(";
-    for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
-      FailureOr<MemRefType> type = getBufferType(func, arg);
-      if (failed(type))
-        return failure();
-      FailureOr<std::string> t = typeName(func, type->getElementType());
-      if (failed(t))
-        return failure();
-      names[arg] = "a" + std::to_string(i);
-      os << (i ? ", " : "") << "__global " << *t << " *restrict a" << i;
-    }
-    os << ") {\n";
-    if (failed(printBody(func)))
-      return failure();
-    os << "}\n\n";
-    return success();
+    return printCFamilyKernel(
+        func, ("__kernel void " + func.getName() + "(").str(),
+        [&](unsigned i, StringRef t) {
+          os << (i ? ", " : "") << "__global " << t << " *restrict a" << i;
+        });
   }
 };
 
