@@ -9,6 +9,7 @@
 #ifndef TANG_LIB_CONVERSION_TANGTOGPU_KERNELFORM_H
 #define TANG_LIB_CONVERSION_TANGTOGPU_KERNELFORM_H
 
+#include "Tang/Analysis/KernelMatchers.h"
 #include "Tang/Conversion/TangToGPU/TangToGPU.h"
 #include "Tang/Dialect/Tang/IR/TangOps.h"
 
@@ -166,74 +167,11 @@ protected:
   Type elementType;
 };
 
-/// A contraction a tensor-core kernel can compute: `red` is an add-reduction
-/// over one index `k` of the product of two reads `a` and `b` of f16 or bf16
-/// tensors; it is `op` itself, or the one comprehension nested in the body
-/// of `op` (whose other operations are the epilogue, applied per element).
-/// `a` uses the parallel index `m` and `b` the parallel index `n` (the last
-/// one of `op`); the other parallel indices are batch indices.
-struct MmaContraction {
-  ComprehensionOp red;
-  ReadOp a, b;
-  unsigned m, n;
-  /// Whether `b`'s last coordinate is `k` (a [.., n, k] operand, the layout
-  /// of nn.Linear's weight); otherwise it is `n` (a [.., k, n] operand).
-  bool bKContiguous;
-  /// Whether `a`'s last coordinate is `k`; otherwise it is `m` (an A^T
-  /// operand, [.., k, m]: wgmma only).
-  bool aKContiguous;
-  /// The operands' element type (f16 or bf16).
-  Type elementType;
-  int64_t extentM, extentN, extentK;
-};
-
 /// A wgmma shared-memory matrix descriptor for the tile at `byteAddress`
 /// (a shared-memory address), leading and stride byte offsets `lbo`, `sbo`,
 /// rows swizzled over `swizzleBytes` (128 or 64).
 Value emitWgmmaDescriptor(OpBuilder &b, Location loc, Value byteAddress,
                           int64_t lbo, int64_t sbo, int64_t swizzleBytes);
-
-/// Whether `read`'s last coordinate is exactly the index `v` (no scale, no
-/// offset) and no other coordinate uses `v`, with rows of whole 16-byte
-/// chunks: then 8 consecutive values of `v` are one aligned 16-byte load.
-bool isContiguousIn(ReadOp read, Value v);
-
-/// If the tiles of `read` along `row` (tile rows) and `col` (tile columns)
-/// are boxes of its tensor that a bulk tensor copy fills, the position of
-/// the coordinate holding `row`: `col` plus terms of `isBatch` indices in
-/// the last coordinate, `row` plus such terms in exactly one other, only
-/// `isBatch` indices elsewhere, at most 5 coordinates. (Whether positions
-/// past an extent read zeros is the caller's to check.)
-std::optional<unsigned> getBoxRowCoordinate(ReadOp read, Value row, Value col,
-                                            function_ref<bool(Value)> isBatch);
-
-/// Whether `e` is a sum of terms that are each a multiple of `m` for every
-/// value of the dimensions (constants, and products with such a factor).
-bool isSumOfMultiples(AffineExpr e, int64_t m);
-
-/// Whether `v` depends on `index` (through operands and nested bodies of
-/// operations inside `scope`'s parent).
-bool dependsOn(Value v, Value index, Block &scope);
-
-/// The leaves of the product tree rooted at `v` (through mulf and extf).
-void getFactors(Value v, SmallVectorImpl<Value> &leaves);
-
-/// `v` as index `index` plus a constant, if it is a tang.index of that form.
-std::optional<int64_t> getIndexOffset(Value v, Value index);
-
-/// If `score` is select(j + a <= i + b, x, -inf) (a causal or banded mask,
-/// any equivalent comparison of tang.index values of `i` and `j`, exact
-/// over extents `extentI`, `extentJ`): c = b - a, keys j past i + c are
-/// masked.
-std::optional<int64_t> getKeyLimit(Value score, Value i, Value j,
-                                   int64_t extentI, int64_t extentJ);
-
-/// Whether `a` (in one comprehension's body) and `b` (in another's) compute
-/// the same value, the first one's indices standing for the second's as
-/// `indices` maps them (block arguments of nested bodies are added as they
-/// are matched); `known` memoises matched values.
-bool sameValue(Value a, Value b, IRMapping &indices,
-               llvm::DenseMap<Value, Value> &known);
 
 /// The product of the summand factors `factors` of the dot product `red`
 /// that depend on no index (a scale), emitted once at `b`; null if there
@@ -241,12 +179,6 @@ bool sameValue(Value a, Value b, IRMapping &indices,
 FailureOr<Value> emitConstantFactors(OpBuilder &b, BodyEmitter &emitter,
                                      ComprehensionOp red,
                                      ArrayRef<Value> factors);
-
-/// Whether `read` uses the index `v` in any coordinate.
-bool readUses(ReadOp read, Value v);
-
-/// `v` without value-preserving float extensions.
-Value stripExtensions(Value v);
 
 /// Emits `op`, a reduction under the online-softmax monoid whose scores are
 /// a scaled (and possibly masked) dot product of two 16-bit reads and whose
@@ -281,17 +213,6 @@ emitScoreKernel(OpBuilder &b, ComprehensionOp op, IRMapping &tensors,
                 ValueRange outputs, ComprehensionOp sibling,
                 ValueRange siblingOutputs, Kernel &k, bool wgmma,
                 std::string &why);
-
-/// Matches `op` (a function-level comprehension) against the contraction
-/// the tensor-core emitter handles; std::nullopt with `why` set otherwise.
-/// With `allowTransposedA` (wgmma), the left operand may be contiguous in
-/// m instead of k.
-/// With `allowTf32`, f32 operands are accepted too (tf32 products on
-/// mma.sync: 10 mantissa bits kept of each operand, f32 accumulation).
-std::optional<MmaContraction> matchMmaContraction(ComprehensionOp op,
-                                                  std::string &why,
-                                                  bool allowTransposedA,
-                                                  bool allowTf32);
 
 /// Emits `op` as a tensor-core matrix product into `k.func` at `b`, operands
 /// staged through shared memory by cp.async: mma.sync.m16n8k16 (sm_80 and

@@ -1002,30 +1002,6 @@ mlir::tang::emitScoreKernel(OpBuilder &b, ComprehensionOp op,
   return result;
 }
 
-bool mlir::tang::sameValue(Value a, Value b, IRMapping &indices,
-                           llvm::DenseMap<Value, Value> &known) {
-  if (Value m = indices.lookupOrNull(a))
-    return m == b;
-  if (auto it = known.find(a); it != known.end())
-    return it->second == b;
-  Operation *da = a.getDefiningOp(), *db = b.getDefiningOp();
-  if (!da || !db || da->getNumResults() != db->getNumResults() ||
-      cast<OpResult>(a).getResultNumber() !=
-          cast<OpResult>(b).getResultNumber())
-    return a == b;
-  bool same = OperationEquivalence::isEquivalentTo(
-      da, db,
-      [&](Value x, Value y) {
-        return success(sameValue(x, y, indices, known));
-      },
-      [&](Value x, Value y) { indices.map(x, y); },
-      OperationEquivalence::IgnoreLocations);
-  if (same)
-    for (auto [x, y] : llvm::zip(da->getResults(), db->getResults()))
-      known[x] = y;
-  return same;
-}
-
 bool mlir::tang::isScoreSibling(ComprehensionOp op, ComprehensionOp sibling) {
   std::string ignored;
   std::optional<ScoreMatch> m = matchScoreReduction(op, ignored);

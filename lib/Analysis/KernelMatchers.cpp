@@ -1,0 +1,423 @@
+//===- KernelMatchers.cpp - what the tensor-core kernels match --*- C++ -*-===//
+//
+// See KernelMatchers.h. Moved out of the emitters (MmaKernel, FlashKernel,
+// ScoreKernel), which now only build.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Tang/Analysis/KernelMatchers.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/OperationSupport.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "llvm/Support/MathExtras.h"
+
+using namespace mlir;
+using namespace mlir::tang;
+
+/// The index values a coordinate expression of `read` uses.
+static SmallVector<Value> getCoordinateIndices(ReadOp read, unsigned coord) {
+  SmallVector<Value> used;
+  AffineExpr e = read.getMap().getResult(coord);
+  for (auto [pos, v] : llvm::enumerate(read.getIndices()))
+    if (e.isFunctionOfDim(pos))
+      used.push_back(v);
+  return used;
+}
+
+bool mlir::tang::isSumOfMultiples(AffineExpr e, int64_t m) {
+  // Not AffineExpr::isMultipleOf: it counts (8 h) floordiv 16 as a
+  // multiple of 8.
+  if (auto c = dyn_cast<AffineConstantExpr>(e))
+    return c.getValue() % m == 0;
+  auto bin = dyn_cast<AffineBinaryOpExpr>(e);
+  if (!bin)
+    return false;
+  if (bin.getKind() == AffineExprKind::Add)
+    return isSumOfMultiples(bin.getLHS(), m) &&
+           isSumOfMultiples(bin.getRHS(), m);
+  if (bin.getKind() == AffineExprKind::Mul)
+    return isSumOfMultiples(bin.getLHS(), m) ||
+           isSumOfMultiples(bin.getRHS(), m);
+  return false;
+}
+
+/// Whether `e` is dimension `pos` plus terms without it that are
+/// multiples of 8 (a head offset h * 64 + d, say).
+static bool isUnitPlusAligned(AffineExpr e, unsigned pos, unsigned numDims) {
+  MLIRContext *ctx = e.getContext();
+  AffineExpr dim = getAffineDimExpr(pos, ctx);
+  AffineExpr rest = simplifyAffineExpr(
+      e.replace(dim, getAffineConstantExpr(0, ctx)), numDims, 0);
+  return simplifyAffineExpr(e - rest, numDims, 0) == dim &&
+         isSumOfMultiples(rest, 8);
+}
+
+bool mlir::tang::isContiguousIn(ReadOp read, Value v) {
+  AffineMap map = read.getMap();
+  auto it = llvm::find(read.getIndices(), v);
+  if (it == read.getIndices().end() || map.getNumResults() == 0)
+    return false;
+  unsigned pos = it - read.getIndices().begin();
+  unsigned n = map.getNumResults(), numDims = map.getNumDims();
+  auto t = cast<RankedTensorType>(read.getTensor().getType());
+  if (t.getShape().back() % 8 != 0)
+    return false;
+  // The coordinates the index may appear in: the last one (i + 8k), or the
+  // last two as (e floordiv S, e mod S) over a last dimension of S (a
+  // reshape view: 8-aligned runs of e stay within one row of S).
+  unsigned first;
+  if (isUnitPlusAligned(map.getResult(n - 1), pos, numDims)) {
+    first = n - 1;
+  } else {
+    auto fl = dyn_cast<AffineBinaryOpExpr>(n >= 2 ? map.getResult(n - 2)
+                                                  : AffineExpr());
+    auto md = dyn_cast<AffineBinaryOpExpr>(map.getResult(n - 1));
+    if (!fl || !md || fl.getKind() != AffineExprKind::FloorDiv ||
+        md.getKind() != AffineExprKind::Mod || fl.getLHS() != md.getLHS() ||
+        fl.getRHS() != md.getRHS())
+      return false;
+    auto s = dyn_cast<AffineConstantExpr>(fl.getRHS());
+    if (!s || s.getValue() % 8 != 0 || t.getShape().back() != s.getValue() ||
+        !isUnitPlusAligned(fl.getLHS(), pos, numDims))
+      return false;
+    first = n - 2;
+  }
+  for (unsigned r = 0; r < first; ++r)
+    if (map.getResult(r).isFunctionOfDim(pos))
+      return false;
+  return true;
+}
+
+bool mlir::tang::readUses(ReadOp read, Value v) {
+  for (unsigned r = 0; r < read.getMap().getNumResults(); ++r)
+    if (llvm::is_contained(getCoordinateIndices(read, r), v))
+      return true;
+  return false;
+}
+
+Value mlir::tang::stripExtensions(Value v) {
+  while (auto ext = v.getDefiningOp<arith::ExtFOp>())
+    v = ext.getIn();
+  return v;
+}
+
+/// Whether `v` depends on `index` (through operands and nested bodies).
+bool mlir::tang::dependsOn(Value v, Value index, Block &scope) {
+  SmallVector<Value> work{v};
+  llvm::DenseSet<Value> seen;
+  while (!work.empty()) {
+    Value cur = work.pop_back_val();
+    if (cur == index)
+      return true;
+    if (!seen.insert(cur).second)
+      continue;
+    Operation *def = cur.getDefiningOp();
+    if (!def || !scope.getParentOp()->isAncestor(def))
+      continue;
+    for (Value o : def->getOperands())
+      work.push_back(o);
+    def->walk([&](Operation *inner) {
+      for (Value o : inner->getOperands())
+        work.push_back(o);
+    });
+  }
+  return false;
+}
+
+/// The leaves of the product tree rooted at `v` (through mulf and extf).
+void mlir::tang::getFactors(Value v, SmallVectorImpl<Value> &leaves) {
+  v = stripExtensions(v);
+  if (auto mul = v.getDefiningOp<arith::MulFOp>()) {
+    getFactors(mul.getLhs(), leaves);
+    getFactors(mul.getRhs(), leaves);
+    return;
+  }
+  leaves.push_back(v);
+}
+
+std::optional<MmaContraction>
+mlir::tang::matchMmaContraction(ComprehensionOp op, std::string &why,
+                                bool allowTransposedA, bool allowTf32) {
+  auto fail = [&](const Twine &reason) -> std::optional<MmaContraction> {
+    why = reason.str();
+    return std::nullopt;
+  };
+  if (op.getNumResults() != 1 || op.getNumParallel() < 2)
+    return fail("needs one result with at least two parallel indices");
+  MmaContraction c;
+  if (op.getNumReduced() == 1) {
+    c.red = op;
+  } else if (op.getNumReduced() == 0) {
+    for (Operation &inner : op.getBodyBlock()) {
+      auto nested = dyn_cast<ComprehensionOp>(inner);
+      if (!nested)
+        continue;
+      if (c.red)
+        return fail("the body holds more than one nested comprehension");
+      c.red = nested;
+    }
+    if (!c.red)
+      return fail("no reduction");
+    if (c.red.getNumParallel() != 0 || c.red.getNumReduced() != 1 ||
+        c.red.getNumResults() != 1)
+      return fail("the nested reduction is not over one index");
+  } else {
+    return fail("reduces over more than one index");
+  }
+  if (c.red.getBuiltinMonoid() != MonoidKind::Add)
+    return fail("the reduction's monoid is not add");
+  auto isTensorCoreResult = [](Type t) {
+    return t.isF32() || t.isF16() || t.isBF16();
+  };
+  if (!isTensorCoreResult(getElementTypeOrSelf(c.red.getResultTypes()[0])) ||
+      !isTensorCoreResult(getElementTypeOrSelf(op.getResultTypes()[0])))
+    return fail("the sum or the result is not f32, f16 or bf16");
+
+  // The summand: a product of two reads (possibly widened; the product
+  // possibly narrowed to the sum's type, which the tensor cores' f32
+  // accumulation subsumes), nothing else.
+  Block &body = c.red.getBodyBlock();
+  Value summand = c.red.getYield().getValues()[0];
+  if (auto trunc = summand.getDefiningOp<arith::TruncFOp>())
+    summand = trunc.getIn();
+  auto mul = stripExtensions(summand).getDefiningOp<arith::MulFOp>();
+  if (!mul || mul->getBlock() != &body)
+    return fail("the summand is not a product");
+  c.a = stripExtensions(mul.getLhs()).getDefiningOp<ReadOp>();
+  c.b = stripExtensions(mul.getRhs()).getDefiningOp<ReadOp>();
+  if (!c.a || !c.b)
+    return fail("the product's factors are not reads");
+  for (Operation &inner : body.without_terminator())
+    if (!isa<ReadOp, arith::ExtFOp, arith::MulFOp, arith::TruncFOp>(inner))
+      return fail("the summand holds more than a product of two reads");
+  Type ta = cast<RankedTensorType>(c.a.getTensor().getType()).getElementType();
+  Type tb = cast<RankedTensorType>(c.b.getTensor().getType()).getElementType();
+  if (ta != tb || !(ta.isF16() || ta.isBF16() || (allowTf32 && ta.isF32())))
+    return fail(allowTf32 ? "the operands are not both f16, both bf16 or "
+                            "both f32"
+                          : "the operands are not both f16 or both bf16");
+  // tf32 runs on mma.sync, which takes A contiguous in k only.
+  if (ta.isF32())
+    allowTransposedA = false;
+  c.elementType = ta;
+
+  Value k = c.red.getIndex(c.red.getNumIndices() - 1);
+  c.extentK = c.red.getExtent(c.red.getNumIndices() - 1);
+  // m: the last parallel index only `a` uses; n: the last parallel index of
+  // `op`, used by `b` only.
+  c.n = op.getNumParallel() - 1;
+  Value n = op.getIndex(c.n);
+  // The product may be written b * a: the right operand is the one that
+  // uses the column index.
+  if (readUses(c.a, n) && !readUses(c.b, n))
+    std::swap(c.a, c.b);
+  if (!readUses(c.b, n) || readUses(c.a, n))
+    return fail("the last parallel index is not used by the right operand "
+                "only");
+  std::optional<unsigned> m;
+  for (unsigned i = 0; i < c.n; ++i)
+    if (readUses(c.a, op.getIndex(i)) && !readUses(c.b, op.getIndex(i)))
+      m = i;
+  if (!m)
+    return fail("no parallel index is used by the left operand only");
+  c.m = *m;
+  c.extentM = op.getExtent(c.m);
+  c.extentN = op.getExtent(c.n);
+
+  c.aKContiguous = true;
+  if (!isContiguousIn(c.a, k)) {
+    if (!allowTransposedA || !isContiguousIn(c.a, op.getIndex(c.m)))
+      return fail(Twine("the left operand is not contiguous in the reduced "
+                        "index") +
+                  (allowTransposedA ? " nor in the row index" : "") +
+                  " (its last coordinate must be the index, rows a multiple "
+                  "of 8 elements)");
+    c.aKContiguous = false;
+  }
+  if (isContiguousIn(c.b, k))
+    c.bKContiguous = true;
+  else if (isContiguousIn(c.b, n))
+    c.bKContiguous = false;
+  else
+    return fail("the right operand is contiguous in neither the reduced nor "
+                "the column index");
+  if (c.extentK <= 0 || c.extentM <= 0 || c.extentN <= 0)
+    return fail("an extent is zero");
+  if (c.extentK % 8 != 0 || (!c.bKContiguous && c.extentN % 8 != 0) ||
+      (!c.aKContiguous && c.extentM % 8 != 0))
+    return fail("a contiguous extent is not a multiple of 8");
+
+  // The grid: batch points over z, row tiles over y (at most 65535 each;
+  // rows of 64 at the least).
+  int64_t batchCount = 1;
+  for (unsigned p = 0; p < op.getNumParallel(); ++p)
+    if (p != c.m && p != c.n)
+      batchCount *= op.getExtent(p);
+  if (batchCount > 65535 || llvm::divideCeil(c.extentM, 32) > 65535)
+    return fail("more batch points or row tiles than the grid holds");
+
+  // The epilogue: scalar code only.
+  if (c.red != op) {
+    for (Operation &inner : op.getBodyBlock())
+      if (&inner != c.red.getOperation() && inner.getNumRegions())
+        return fail("the epilogue holds an operation with regions");
+  }
+  return c;
+}
+
+std::optional<unsigned>
+mlir::tang::getBoxRowCoordinate(ReadOp read, Value row, Value col,
+                                function_ref<bool(Value)> isBatch) {
+  MLIRContext *ctx = read.getContext();
+  AffineMap map = read.getMap();
+  unsigned rank = map.getNumResults(), numDims = map.getNumDims();
+  if (rank < 2 || rank > 5)
+    return std::nullopt;
+  auto position = [&](Value v) -> std::optional<unsigned> {
+    auto it = llvm::find(read.getIndices(), v);
+    if (it == read.getIndices().end())
+      return std::nullopt;
+    return it - read.getIndices().begin();
+  };
+  std::optional<unsigned> rowPos = position(row), colPos = position(col);
+  if (!rowPos || !colPos)
+    return std::nullopt;
+  // Whether `e` uses batch indices only, besides index `pos` (if given).
+  auto onlyBatch = [&](AffineExpr e, std::optional<unsigned> pos) {
+    for (auto [p, v] : llvm::enumerate(read.getIndices()))
+      if (p != pos && e.isFunctionOfDim(p) && !isBatch(v))
+        return false;
+    return true;
+  };
+  // `e` is index `pos` plus batch terms.
+  auto isUnitPlusBatch = [&](AffineExpr e, unsigned pos) {
+    AffineExpr dim = getAffineDimExpr(pos, ctx);
+    AffineExpr rest = simplifyAffineExpr(
+        e.replace(dim, getAffineConstantExpr(0, ctx)), numDims, 0);
+    return simplifyAffineExpr(e - rest, numDims, 0) == dim &&
+           onlyBatch(rest, std::nullopt);
+  };
+  if (!isUnitPlusBatch(map.getResult(rank - 1), *colPos))
+    return std::nullopt;
+  std::optional<unsigned> rowCoord;
+  for (unsigned r = 0; r + 1 < rank; ++r) {
+    AffineExpr e = map.getResult(r);
+    if (!e.isFunctionOfDim(*rowPos)) {
+      if (!onlyBatch(e, std::nullopt))
+        return std::nullopt;
+      continue;
+    }
+    if (rowCoord || !isUnitPlusBatch(e, *rowPos))
+      return std::nullopt;
+    rowCoord = r;
+  }
+  return rowCoord;
+}
+
+std::optional<int64_t> mlir::tang::getIndexOffset(Value v, Value index) {
+  auto idx = v.getDefiningOp<IndexOp>();
+  if (!idx || idx.getMap().getNumResults() != 1)
+    return std::nullopt;
+  AffineExpr e = idx.getMap().getResult(0);
+  int64_t offset = 0;
+  if (auto sum = dyn_cast<AffineBinaryOpExpr>(e);
+      sum && sum.getKind() == AffineExprKind::Add) {
+    auto c = dyn_cast<AffineConstantExpr>(sum.getRHS());
+    if (!c)
+      return std::nullopt;
+    offset = c.getValue();
+    e = sum.getLHS();
+  }
+  auto dim = dyn_cast<AffineDimExpr>(e);
+  if (!dim || idx.getIndices()[dim.getPosition()] != index)
+    return std::nullopt;
+  return offset;
+}
+
+std::optional<int64_t> mlir::tang::getKeyLimit(Value score, Value i, Value j,
+                                               int64_t extentI,
+                                               int64_t extentJ) {
+  auto sel = score.getDefiningOp<arith::SelectOp>();
+  if (!sel)
+    return std::nullopt;
+  auto inf = sel.getFalseValue().getDefiningOp<arith::ConstantOp>();
+  auto fa = inf ? dyn_cast<FloatAttr>(inf.getValue()) : FloatAttr();
+  if (!fa || !fa.getValue().isInfinity() || !fa.getValue().isNegative())
+    return std::nullopt;
+  auto cmp = sel.getCondition().getDefiningOp<arith::CmpIOp>();
+  if (!cmp)
+    return std::nullopt;
+  arith::CmpIPredicate pred = cmp.getPredicate();
+  Value lhs = cmp.getLhs(), rhs = cmp.getRhs();
+  // Normalise to the j side on the left (x >= y is y <= x).
+  if (getIndexOffset(lhs, i)) {
+    std::swap(lhs, rhs);
+    using P = arith::CmpIPredicate;
+    switch (pred) {
+    case P::sge:
+      pred = P::sle;
+      break;
+    case P::sgt:
+      pred = P::slt;
+      break;
+    case P::uge:
+      pred = P::ule;
+      break;
+    case P::ugt:
+      pred = P::ult;
+      break;
+    default:
+      return std::nullopt;
+    }
+  }
+  std::optional<int64_t> a = getIndexOffset(lhs, j), b = getIndexOffset(rhs, i);
+  if (!a || !b)
+    return std::nullopt;
+  // The comparison must be exact integer arithmetic over the domain: both
+  // sides fit the index type signed (no wrap), and an unsigned comparison
+  // only with both sides non-negative.
+  unsigned width = lhs.getType().getIntOrFloatBitWidth();
+  int64_t bound = std::max(extentI, extentJ) + std::abs(*a) + std::abs(*b);
+  if (width < 64 && bound >= (int64_t(1) << (width - 1)))
+    return std::nullopt;
+  bool isUnsigned =
+      pred == arith::CmpIPredicate::ule || pred == arith::CmpIPredicate::ult;
+  if (isUnsigned && (*a < 0 || *b < 0))
+    return std::nullopt;
+  switch (pred) {
+  case arith::CmpIPredicate::sle:
+  case arith::CmpIPredicate::ule:
+    return *b - *a;
+  case arith::CmpIPredicate::slt:
+  case arith::CmpIPredicate::ult:
+    return *b - *a - 1;
+  default:
+    return std::nullopt;
+  }
+}
+
+bool mlir::tang::sameValue(Value a, Value b, IRMapping &indices,
+                           llvm::DenseMap<Value, Value> &known) {
+  if (Value m = indices.lookupOrNull(a))
+    return m == b;
+  if (auto it = known.find(a); it != known.end())
+    return it->second == b;
+  Operation *da = a.getDefiningOp(), *db = b.getDefiningOp();
+  if (!da || !db || da->getNumResults() != db->getNumResults() ||
+      cast<OpResult>(a).getResultNumber() !=
+          cast<OpResult>(b).getResultNumber())
+    return a == b;
+  bool same = OperationEquivalence::isEquivalentTo(
+      da, db,
+      [&](Value x, Value y) {
+        return success(sameValue(x, y, indices, known));
+      },
+      [&](Value x, Value y) { indices.map(x, y); },
+      OperationEquivalence::IgnoreLocations);
+  if (same)
+    for (auto [x, y] : llvm::zip(da->getResults(), db->getResults()))
+      known[x] = y;
+  return same;
+}
