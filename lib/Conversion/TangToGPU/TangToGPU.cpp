@@ -136,13 +136,12 @@ bool isLowPrecision(ComprehensionOp op) {
 class KernelFormBuilder {
 public:
   KernelFormBuilder(ModuleOp module, gpu::GPUModuleOp kernels,
-                    StringRef tensorCores, bool tma, bool warpSpecialize,
+                    TensorCoreKind tensorCores, bool tma, bool warpSpecialize,
                     bool tf32, int64_t matrixUnits, bool matrixUnitsF16,
                     int64_t subgroupSize)
-      : module(module), kernels(kernels), tensorCores(tensorCores.str()),
-        tma(tma), warpSpecialize(warpSpecialize), tf32(tf32),
-        matrixUnits(matrixUnits), matrixUnitsF16(matrixUnitsF16),
-        subgroupSize(subgroupSize) {}
+      : module(module), kernels(kernels), tensorCores(tensorCores), tma(tma),
+        warpSpecialize(warpSpecialize), tf32(tf32), matrixUnits(matrixUnits),
+        matrixUnitsF16(matrixUnitsF16), subgroupSize(subgroupSize) {}
 
   LogicalResult convertFunc(func::FuncOp func);
   /// Why `op`, a sum over several indices that collapseReductions could
@@ -177,7 +176,7 @@ private:
   ModuleOp module;
   gpu::GPUModuleOp kernels;
   /// Tensor-core code for contractions of f16/bf16: none, mma-sync, wgmma.
-  std::string tensorCores;
+  TensorCoreKind tensorCores;
   /// Bulk tensor copies for wgmma operands where their views allow.
   bool tma;
   /// With tma: a producer warpgroup and a persistent grid.
@@ -234,13 +233,13 @@ FailureOr<Kernel> KernelFormBuilder::buildKernel(ComprehensionOp op,
   };
   // The online-softmax monoid on tensor cores: a flash-attention kernel.
   std::optional<LogicalResult> flash;
-  if (tensorCores != "none" &&
+  if (tensorCores != TensorCoreKind::None &&
       op.getBuiltinMonoid() == MonoidKind::OnlineSoftmax) {
     bool stats =
         sibling && sibling.getBuiltinMonoid() == MonoidKind::SoftmaxNorm;
     flash = emitFlashKernel(b, op, tensors, outputs,
                             stats ? ValueRange(siblingOutputs) : ValueRange(),
-                            k, tensorCores == "wgmma", tma, why);
+                            k, tensorCores == TensorCoreKind::Wgmma, tma, why);
     k.wroteSibling = flash && succeeded(*flash) && stats;
     if (!flash && has16BitReads())
       op.emitRemark() << "not a flash-attention kernel: " << why;
@@ -249,19 +248,20 @@ FailureOr<Kernel> KernelFormBuilder::buildKernel(ComprehensionOp op,
   // saved statistics): a tensor-core kernel streaming the keys.
   bool nestsReductions = llvm::any_of(
       op.getBodyBlock(), [](Operation &o) { return isa<ComprehensionOp>(o); });
-  if (!flash && tensorCores != "none" && nestsReductions &&
+  if (!flash && tensorCores != TensorCoreKind::None && nestsReductions &&
       (op.getBuiltinMonoid() == MonoidKind::Add ||
        op.getBuiltinMonoid() == MonoidKind::SoftmaxNorm)) {
     flash = emitScoreKernel(b, op, tensors, outputs, sibling, siblingOutputs, k,
-                            tensorCores == "wgmma", why);
+                            tensorCores == TensorCoreKind::Wgmma, why);
     if (!flash && has16BitReads())
       op.emitRemark() << "not a score kernel: " << why;
   }
   // Narrow contractions (matrix-vector) stay on the row kernels: they are
   // memory-bound.
-  if (!flash && tensorCores != "none" &&
+  if (!flash && tensorCores != TensorCoreKind::None &&
       classifyComprehension(op) == ShapeClass::MatmulLike) {
-    mma = matchMmaContraction(op, why, tensorCores == "wgmma", tf32);
+    mma = matchMmaContraction(op, why, tensorCores == TensorCoreKind::Wgmma,
+                              tf32);
     // Say why a contraction of 16-bit operands (or any, with tf32) stays
     // off the tensor cores.
     if (!mma && (has16BitReads() || tf32)) {
@@ -273,7 +273,7 @@ FailureOr<Kernel> KernelFormBuilder::buildKernel(ComprehensionOp op,
   }
   // Portable matrix units: gpu.subgroup_mma_* kernels.
   std::optional<LogicalResult> subgroupMma;
-  if (!flash && !mma && tensorCores == "none" && matrixUnits &&
+  if (!flash && !mma && tensorCores == TensorCoreKind::None && matrixUnits &&
       classifyComprehension(op) == ShapeClass::MatmulLike) {
     subgroupMma = emitSubgroupMmaKernel(b, op, tensors, outputs, k, matrixUnits,
                                         matrixUnitsF16, subgroupSize, why);
@@ -288,7 +288,8 @@ FailureOr<Kernel> KernelFormBuilder::buildKernel(ComprehensionOp op,
       return failure();
   } else if (mma) {
     if (failed(emitMmaKernel(b, op, *mma, tensors, outputs, k,
-                             tensorCores == "wgmma", tma, warpSpecialize)))
+                             tensorCores == TensorCoreKind::Wgmma, tma,
+                             warpSpecialize)))
       return failure();
   } else if (int64_t threads = getRowKernelThreads(op)) {
     if (failed(emitRowKernel(b, op, tensors, outputs, k, threads)))
@@ -1101,9 +1102,9 @@ LogicalResult KernelFormBuilder::convertFunc(func::FuncOp func) {
       continue;
     if (auto c = dyn_cast<ComprehensionOp>(op)) {
       ComprehensionOp sibling;
-      if (tensorCores != "none")
+      if (tensorCores != TensorCoreKind::None)
         sibling = findStatistics(c);
-      if (tensorCores != "none" && !sibling)
+      if (tensorCores != TensorCoreKind::None && !sibling)
         sibling = findScoreSibling(c);
       SmallVector<Value> results;
       auto bufferOf = [&](Value r) {
@@ -1316,9 +1317,6 @@ struct ConvertTangToGPUPass
       kind = getTarget(module).getTensorCores();
       break;
     }
-    std::string cores = kind == TensorCoreKind::Wgmma     ? "wgmma"
-                        : kind == TensorCoreKind::MmaSync ? "mma-sync"
-                                                          : "none";
     if (matrixUnits < 0 || matrixUnits > 64 || subgroupSize < 1 ||
         subgroupSize > 1024) {
       module.emitError() << "convert-tang-to-gpu: matrix-units must be 0 to "
@@ -1327,16 +1325,17 @@ struct ConvertTangToGPUPass
                          << subgroupSize.getValue();
       return signalPassFailure();
     }
-    KernelFormBuilder builder(module, kernels, cores, tma, warpSpecialize, tf32,
+    KernelFormBuilder builder(module, kernels, kind, tma, warpSpecialize, tf32,
                               matrixUnits, matrixUnitsF16, subgroupSize);
     // Sums over several adjacent indices as one (weight gradients).
-    if (cores != "none")
+    if (kind != TensorCoreKind::None)
       for (func::FuncOp f : funcs)
         for (auto op :
              llvm::to_vector(f.getBody().front().getOps<ComprehensionOp>())) {
           std::string why;
           if (classifyComprehension(op) == ShapeClass::MatmulLike &&
-              !collapseReductions(op, cores == "wgmma", tf32, why) &&
+              !collapseReductions(op, kind == TensorCoreKind::Wgmma, tf32,
+                                  why) &&
               !why.empty())
             builder.collapseFailures[op] = why;
         }

@@ -251,9 +251,10 @@ LogicalResult mlir::tang::exportBundle(ModuleOp module, StringRef dir) {
   if (binaries.empty() && spirvModules.size() == 1)
     return exportSpirvImage(module, spirvModules.front(), dir);
   if (binaries.size() != 1)
-    return module.emitError() << "a CUDA bundle needs exactly one gpu.binary "
-                                 "(run gpu-module-to-binary), found "
-                              << binaries.size();
+    return module.emitError()
+           << "a bundle needs the compiled kernels: exactly one gpu.binary "
+              "(run gpu-module-to-binary) or spirv.module, found "
+           << binaries.size() << " and " << spirvModules.size();
   gpu::BinaryOp binary = binaries.front();
   auto object = dyn_cast<gpu::ObjectAttr>(binary.getObjects()[0]);
   if (!object || binary.getObjects().size() != 1)
