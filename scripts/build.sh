@@ -17,4 +17,4 @@ if [ ! -f "$BUILD_DIR/build.ninja" ]; then
     -DLLVM_USE_LINKER=lld
 fi
 echo "[tang] building $BUILD_DIR (-j$JOBS)"
-ninja -C "$BUILD_DIR" -j"$JOBS" tang-opt tang-run tang-translate
+ninja -C "$BUILD_DIR" -j"$JOBS" tang-opt tang-run tang-translate TangPlugin

@@ -42,3 +42,7 @@ fi
 BUILD_DIR="${TANG_BUILD_DIR:-build}"
 echo "[tang] running check-tang"
 ninja -C "$BUILD_DIR" check-tang
+
+# The installed package: cmake --install, an out-of-tree consumer built with
+# find_package(Tang), and upstream mlir-opt with TangPlugin.so.
+bash scripts/test-install.sh
