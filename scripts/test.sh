@@ -46,3 +46,6 @@ ninja -C "$BUILD_DIR" check-tang
 # The installed package: cmake --install, an out-of-tree consumer built with
 # find_package(Tang), and upstream mlir-opt with TangPlugin.so.
 bash scripts/test-install.sh
+
+# No circle in the include and call graphs of lib/.
+/usr/bin/python3 scripts/check-layering.py --build "$BUILD_DIR"

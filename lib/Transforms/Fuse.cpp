@@ -160,10 +160,6 @@ enum class Decision {
   KeepWork
 };
 
-/// The discardable attribute that names each function-level comprehension
-/// while the pass runs (its position in the original program).
-constexpr llvm::StringLiteral kFuseIdAttrName = "tang.fuse_id";
-
 /// A count of operations, in four significant digits.
 std::string formatCount(double n) {
   std::string text;

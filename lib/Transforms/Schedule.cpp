@@ -232,7 +232,7 @@ ScheduleAttr scheduleFor(ComprehensionOp op, ShapeClass cls,
     // again to their own sizes); no adjustment for filling the device.
     std::optional<SmallVector<int64_t>> lp;
     if (dev.trafficTiles && (lp = getTrafficTile(op, dev.sharedMemory))) {
-      op->setAttr("tang.traffic_tile", DenseI64ArrayAttr::get(ctx, *lp));
+      op->setAttr(kTrafficTileAttrName, DenseI64ArrayAttr::get(ctx, *lp));
       auto clip = [&](int64_t t, int64_t most, unsigned index) {
         return floorPow2(
             std::clamp<int64_t>(t, 1, std::min(most, op.getExtent(index))));
@@ -304,7 +304,7 @@ struct TangSchedulePass : tang::impl::TangScheduleBase<TangSchedulePass> {
         return;
       ShapeClass cls = classifyComprehension(op);
       op.setScheduleAttr(scheduleFor(op, cls, dev));
-      op->setAttr("tang.shape_class",
+      op->setAttr(kShapeClassAttrName,
                   StringAttr::get(op.getContext(), stringifyShapeClass(cls)));
       ++numScheduled;
     });

@@ -33,6 +33,7 @@
 
 #include "BodyEmitter.h"
 #include "Tang/Dialect/Tang/IR/TangTargets.h"
+#include "TensorCoreEmitter.h"
 
 #include "mlir/Dialect/Affine/Utils.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -785,14 +786,43 @@ LogicalResult FlashEmitter::emit() {
 
 } // namespace
 
-std::optional<LogicalResult>
-mlir::tang::emitFlashKernel(OpBuilder &b, ComprehensionOp op,
-                            IRMapping &tensors, ValueRange outputs,
-                            ValueRange statsOutputs, Kernel &k, bool wgmma,
-                            bool tma, std::string &why) {
-  std::optional<FlashMatch> m = matchFlash(op, why);
-  if (!m)
-    return std::nullopt;
-  return FlashEmitter(b, op, *m, tensors, outputs, statsOutputs, k, wgmma, tma)
-      .emit();
+namespace {
+
+/// An online_softmax reduction as a flash-attention kernel.
+struct FlashKernelPattern : KernelPattern {
+  FlashKernelPattern(const KernelOptions &options)
+      : KernelPattern("flash"), options(options) {}
+
+  KernelMatch matchAndBuild(KernelRequest &r) const override {
+    ComprehensionOp op = r.op;
+    if (op.getBuiltinMonoid() != MonoidKind::OnlineSoftmax)
+      return notifyMatchFailure(op, "not an online_softmax reduction");
+    std::string why;
+    std::optional<FlashMatch> m = matchFlash(op, why);
+    if (!m) {
+      if (!readsSixteenBitTensors(op))
+        return notifyMatchFailure(op, why);
+      return remarkMatchFailure(op, "not a flash-attention kernel: " + why);
+    }
+    // The softmax statistics, if a sibling asks for them.
+    bool stats =
+        r.sibling && r.sibling.getBuiltinMonoid() == MonoidKind::SoftmaxNorm;
+    if (failed(FlashEmitter(r.b, op, *m, r.tensors, r.outputs,
+                            stats ? r.siblingOutputs : ValueRange(), r.k,
+                            options.tensorCores == TensorCoreKind::Wgmma,
+                            options.tma)
+                   .emit()))
+      return KernelMatch::Error;
+    r.k.wroteSibling = stats;
+    return KernelMatch::Built;
+  }
+
+  KernelOptions options;
+};
+
+} // namespace
+
+void mlir::tang::populateFlashKernelPatterns(KernelPatternSet &patterns,
+                                             const KernelOptions &options) {
+  patterns.push_back(std::make_unique<FlashKernelPattern>(options));
 }

@@ -1,8 +1,8 @@
 //===- KernelForm.h - kernel shapes of the kernel form ----------*- C++ -*-===//
 //
-// What the kernel emitters of --convert-tang-to-gpu share: the kernel being
-// built and how it is launched, and the shape-keyed emitters that live in
-// files of their own.
+// What the kernel side of --convert-tang-to-gpu shares: the kernel being
+// built and how it is launched, and the kernel patterns, one kind of kernel
+// each, that the conversion tries in order (each in a file of its own).
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,7 +10,7 @@
 #define TANG_LIB_CONVERSION_TANGTOGPU_KERNELFORM_H
 
 #include "Tang/Analysis/KernelMatchers.h"
-#include "Tang/Conversion/TangToGPU/TangToGPU.h"
+#include "Tang/Dialect/Tang/IR/TangDialect.h"
 #include "Tang/Dialect/Tang/IR/TangOps.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -21,8 +21,6 @@
 #include <optional>
 
 namespace mlir::tang {
-
-class BodyEmitter;
 
 /// A tensor map (CUtensorMap) the kernel takes by value: a tiled view of
 /// one of its buffer parameters for bulk tensor copies (TMA). The host
@@ -56,184 +54,137 @@ struct Kernel {
   Value addTensorMap(TensorMapParam param);
 };
 
-/// What the tensor-core emitters (MmaKernel.cpp, FlashKernel.cpp) share:
-/// index arithmetic at a builder, and mma.sync's operand fragments.
-class TensorCoreEmitterBase {
-protected:
-  TensorCoreEmitterBase(OpBuilder &b, Location loc, Type elementType)
-      : b(b), loc(loc), elementType(elementType) {}
+/// The buffer type of a ranked tensor: a dense row-major memref.
+MemRefType getMemRefType(Type tensor);
 
-  Value cst(int64_t v);
-  Value add(Value x, Value y);
-  Value mul(Value x, int64_t y);
-  Value div(Value x, int64_t y);
-  Value rem(Value x, int64_t y);
-  /// x < y, unsigned.
-  Value lt(Value x, int64_t y);
-  Value minU(Value x, int64_t y);
-  /// Four 32-bit operand registers (bf16 pairs as i32, f16 pairs as
-  /// vector<2xf16>) from one ldmatrix.x4 of `tile`.
-  SmallVector<Value> loadMatrix(Value tile, ValueRange indices, bool transpose);
-  /// A shared-memory address as an LLVM pointer in address space 3.
-  Value toSharedPointer(Value address);
-  /// Waits until the phase of parity `parity` of mbarrier `slot` (8 bytes
-  /// each) at shared address `at` has completed.
-  void waitBarrier(Value at, Value slot, Value parity);
-  /// Arrives (count 1) on mbarrier `slot` at `at`.
-  void arriveBarrier(Value at, Value slot);
-  /// Thread `tid` 0 initialises `n` mbarriers at `at` (8 bytes apart) for
-  /// `count` arrivals each, and fences their initialisation.
-  void initBarriers(Value tid, Value at, int64_t n, int64_t count);
-  /// The first thread of each warpgroup arrives on mbarrier `slot` at `at`
-  /// (after the warpgroup's wgmma reading the slot has been waited for).
-  void releaseByWarpgroup(Value tid, Value at, Value slot);
-  /// A bulk tensor copy through tensor map `map` of the box at `coords`
-  /// (the tensor's coordinates, outermost first) to shared address `dst`,
-  /// completing on mbarrier `bar` (an address-space-3 pointer).
-  void bulkTensorCopy(Value map, ArrayRef<Value> coords, Value dst, Value bar);
-  /// Two f32 values as one operand register (a pair of 16-bit values of
-  /// elementType).
-  Value packPair(Value lo, Value hi);
-  /// Reduces `v` over the 4 lanes that share an mma.sync accumulator row.
-  Value rowReduce(Value v, bool max);
-  /// acc (scalars in accumulator order) += A B on wgmma m64nNk16 of
-  /// elementType, over `steps` k16 steps with operand addresses
-  /// `descs(step)` (128-byte swizzled tiles of 64 columns; a transposed,
-  /// [k, n], B operand has 64-column blocks `bRows` rows long); waits for
-  /// it.
-  SmallVector<Value>
-  emitWgmma(ArrayRef<Value> acc, int64_t n, int64_t steps, bool accumulate,
-            bool bTransposed, int64_t bRows,
-            function_ref<std::pair<Value, Value>(int64_t)> descs);
-  /// emitWgmma's first half: issues the products and commits them as one
-  /// group, without waiting; returns the accumulator struct, whose values
-  /// (takeWgmma) may be read only after a wgmma wait that covers the group.
-  Value issueWgmma(ArrayRef<Value> acc, int64_t n, int64_t steps,
-                   bool accumulate, bool bTransposed, int64_t bRows,
-                   function_ref<std::pair<Value, Value>(int64_t)> descs);
-  /// Waits until at most `pending` committed wgmma groups are in flight.
-  void waitWgmma(int64_t pending = 0);
-  /// The n / 2 accumulator values of an issued wgmma's struct.
-  SmallVector<Value> takeWgmma(Value st, int64_t n);
-  /// Orders this thread's shared-memory writes (cp.async or stores) before
-  /// the tensor cores' (async proxy) reads.
-  void fenceProxyAsync();
-  /// The block's dynamic shared memory, its start rounded up to 1024 bytes
-  /// with `align1024` (wgmma's swizzled tiles; the kernel must ask for
-  /// 1024 bytes more).
-  struct SharedMemory {
-    Value memory, base;
-    /// The aligned start as a shared-memory address (with align1024).
-    Value address;
-    /// A view of elementType of `shape` at byte `offset` from the start.
-    Value view(TensorCoreEmitterBase &e, ArrayRef<int64_t> shape,
-               int64_t offset) const;
-  };
-  SharedMemory getSharedMemory(bool align1024);
-  /// The 16-byte chunk of `chunk` in row `row` of a 128-byte swizzled tile.
-  Value swizzle(Value row, Value chunk);
-  /// The batch point of a block: `op`'s parallel indices but those `skip`
-  /// accepts, decomposed from the grid's z index (innermost last); null
-  /// for the skipped ones.
-  SmallVector<Value> decomposeBatch(ComprehensionOp op,
-                                    function_ref<bool(unsigned)> skip);
-  /// With wgmma: the accumulators `acc` (m64nN layout, N = 8 x acc.size() /
-  /// 4) as elementType into warpgroup `wg`'s [N / 64][64][64] block of
-  /// `tile` (rows swizzled like wgmma's operands), fenced for the tensor
-  /// cores, then the warpgroup's 128 threads alone synchronised (named
-  /// barrier 1 + wg) so that it may read them back as an operand.
-  void storeWarpgroupOperand(Value tile, Value wg, Value lane, Value warp,
-                             ArrayRef<Value> acc);
-  /// acc += a * b on one mma.sync.m16n8k16 tile (f32 accumulators).
-  void mmaSync(ArrayRef<Value> a, ArrayRef<Value> bFrag,
-               MutableArrayRef<Value> acc);
-  /// o += G W for one key step of bn keys (attention's P V, a score
-  /// kernel's G W): G is per-key values in accumulator order (this
-  /// thread's), W the key-indexed [bn, n] tile `wTile` of the ring (`slot`;
-  /// with wgmma, slot 0 at byte `wOffset` of the shared memory at
-  /// `smemAddr`), read transposed. With wgmma, G goes through this
-  /// warpgroup's block of `gTile` (warpgroup 0's at byte `gOffset`;
-  /// storeWarpgroupOperand) and the product waits; with mma.sync, G's
-  /// accumulators are the A operand directly.
-  void accumulateKeyProduct(MutableArrayRef<Value> o, ArrayRef<Value> g,
-                            int64_t bn, int64_t n, bool wgmma, Value smemAddr,
-                            Value gTile, int64_t gOffset, Value wTile,
-                            int64_t wOffset, Value slot, Value wg, Value lane,
-                            Value warp);
+/// Converts a value in compute type back to its storage type.
+Value toStorage(OpBuilder &b, Location loc, Value v, Type storage);
 
-  OpBuilder &b;
-  Location loc;
-  /// The operands' element type (f16, bf16, or f32 for tf32 products).
-  Type elementType;
+/// The tensors `op` reads (in order of first read).
+SmallVector<Value> getTensorsRead(ComprehensionOp op);
+
+/// Whether `op` reads an f16 or bf16 tensor (then a tensor-core pattern that
+/// does not match says why in a remark).
+bool readsSixteenBitTensors(ComprehensionOp op);
+
+//===----------------------------------------------------------------------===//
+// Kernel patterns
+//===----------------------------------------------------------------------===//
+
+/// What the kernel patterns may use, resolved by --convert-tang-to-gpu from
+/// its options and the module's device model.
+struct KernelOptions {
+  /// Tensor-core code for contractions: none, mma.sync or wgmma.
+  TensorCoreKind tensorCores = TensorCoreKind::None;
+  /// With wgmma: operands by bulk tensor copies where their views allow.
+  bool tma = false;
+  /// With tma: a producer warpgroup and a persistent grid.
+  bool warpSpecialize = false;
+  /// Contractions of f32 operands on tensor cores as tf32.
+  bool tf32 = false;
+  /// The tile of portable subgroup matrix kernels (0: none), whether they
+  /// take f16 operands, and their subgroup size.
+  int64_t matrixUnits = 0;
+  bool matrixUnitsF16 = false;
+  int64_t subgroupSize = 32;
+  /// Why a comprehension that a sum over several indices hid from the
+  /// contraction matcher is not a tensor-core contraction even when summed
+  /// as one (collapseReductions), by comprehension.
+  const llvm::DenseMap<Operation *, std::string> *collapseFailures = nullptr;
 };
 
-/// A wgmma shared-memory matrix descriptor for the tile at `byteAddress`
-/// (a shared-memory address), leading and stride byte offsets `lbo`, `sbo`,
-/// rows swizzled over `swizzleBytes` (128 or 64).
-Value emitWgmmaDescriptor(OpBuilder &b, Location loc, Value byteAddress,
-                          int64_t lbo, int64_t sbo, int64_t swizzleBytes);
+/// A comprehension to build a kernel for: the kernel function `k.func`
+/// (its entry block holds the builder `b`), the buffers of the tensors it
+/// reads (`tensors`) and of its results (`outputs`); and maybe `sibling`, a
+/// later comprehension the kernel may compute too (the softmax statistics
+/// beside a flash kernel, a second score reduction beside a score kernel),
+/// with its result buffers.
+struct KernelRequest {
+  OpBuilder &b;
+  ComprehensionOp op;
+  IRMapping &tensors;
+  ValueRange outputs;
+  ComprehensionOp sibling;
+  ValueRange siblingOutputs;
+  Kernel &k;
+};
 
-/// The product of the summand factors `factors` of the dot product `red`
-/// that depend on no index (a scale), emitted once at `b`; null if there
-/// are none, failure() if one cannot be emitted there.
-FailureOr<Value> emitConstantFactors(OpBuilder &b, BodyEmitter &emitter,
-                                     ComprehensionOp red,
-                                     ArrayRef<Value> factors);
+/// What a kernel pattern did with a request.
+enum class KernelMatch {
+  /// It built the kernel.
+  Built,
+  /// It does not apply, and built nothing; the next pattern is tried.
+  NoMatch,
+  /// Building failed after a match, with an error emitted: the conversion
+  /// stops.
+  Error,
+};
 
-/// Emits `op`, a reduction under the online-softmax monoid whose scores are
-/// a scaled (and possibly masked) dot product of two 16-bit reads and whose
-/// values are a 16-bit read, as a flash-attention kernel on tensor cores
-/// (FlashKernel.cpp); std::nullopt with `why` set if `op` is not such a
-/// reduction, failure() on an emission error.
-/// With `statsOutputs` (two buffers indexed like the output without its
-/// last index), the kernel also writes each row's running max and sum of
-/// the scores (a softmax_norm reduction's results).
-std::optional<LogicalResult>
-emitFlashKernel(OpBuilder &b, ComprehensionOp op, IRMapping &tensors,
-                ValueRange outputs, ValueRange statsOutputs, Kernel &k,
-                bool wgmma, bool tma, std::string &why);
+/// One kind of kernel (flash attention, score, tensor-core contraction,
+/// subgroup matrix, row, point): matches a comprehension and builds its
+/// kernel. Patterns only build: what they build is fixed by the
+/// comprehension, its schedule and the options.
+class KernelPattern {
+public:
+  explicit KernelPattern(StringRef name) : name(name) {}
+  virtual ~KernelPattern() = default;
 
-/// Emits `op`, an add (or softmax_norm) reduction over one key index whose
-/// body computes scores from one or two nested dot products of 16-bit reads
-/// (attention's gradients and saved statistics as --tang-grad derives
-/// them), as an mma.sync kernel, or with `wgmma` a wgmma kernel
-/// (ScoreKernel.cpp); std::nullopt with `why` set if `op` is not such a
-/// reduction, failure() on an emission error.
+  /// The kind of kernel, for debug output.
+  StringRef getName() const { return name; }
+
+  virtual KernelMatch matchAndBuild(KernelRequest &request) const = 0;
+
+protected:
+  /// Does not apply, for `reason` (printed under
+  /// -debug-only=convert-tang-to-gpu).
+  KernelMatch notifyMatchFailure(ComprehensionOp op, const Twine &reason) const;
+  /// Does not apply, and the user is told `reason` in a remark on `op`:
+  /// a comprehension that looked like this kernel's and is not (its remark
+  /// says why it runs on a slower kernel).
+  KernelMatch remarkMatchFailure(ComprehensionOp op, const Twine &reason) const;
+
+private:
+  std::string name;
+};
+
+/// The kernel patterns of a conversion, tried in order for every
+/// comprehension; the first that builds wins.
+using KernelPatternSet = SmallVector<std::unique_ptr<KernelPattern>>;
+
+/// Flash attention on tensor cores: a reduction under the online-softmax
+/// monoid whose scores are a scaled (and possibly masked) dot product of two
+/// 16-bit reads and whose values are a 16-bit read; also writes the softmax
+/// statistics of a sibling softmax_norm reduction (FlashKernel.cpp).
+void populateFlashKernelPatterns(KernelPatternSet &patterns,
+                                 const KernelOptions &options);
+
+/// Score kernels on tensor cores: an add (or softmax_norm) reduction over
+/// one key index whose body computes scores from one or two nested dot
+/// products of 16-bit reads (attention's gradients and saved statistics as
+/// --tang-grad derives them); also a sibling score reduction whose dot
+/// products are among its own (ScoreKernel.cpp).
+void populateScoreKernelPatterns(KernelPatternSet &patterns,
+                                 const KernelOptions &options);
+
+/// Tensor-core contractions (matchMmaContraction): mma.sync, or wgmma with
+/// bulk tensor copies and warp specialisation (MmaKernel.cpp).
+void populateMmaKernelPatterns(KernelPatternSet &patterns,
+                               const KernelOptions &options);
+
+/// Contractions on the gpu dialect's portable subgroup matrix operations
+/// (SubgroupMmaKernel.cpp).
+void populateSubgroupMmaKernelPatterns(KernelPatternSet &patterns,
+                                       const KernelOptions &options);
+
+/// Row kernels (a block per row, nested reductions cooperative) and point
+/// kernels (a thread per parallel point), the latter matching every
+/// comprehension (RowKernel.cpp).
+void populateRowKernelPatterns(KernelPatternSet &patterns);
+
 /// Whether one score kernel can compute `op` and `sibling` (both score
 /// reductions over the same rows and keys, `sibling`'s dot products among
-/// `op`'s; see emitScoreKernel).
+/// `op`'s; ScoreKernel.cpp).
 bool isScoreSibling(ComprehensionOp op, ComprehensionOp sibling);
-
-/// With `sibling` (a later score reduction over the same rows and keys
-/// whose dot products are among `op`'s: attention's dV beside dK), the
-/// kernel may compute its results too, into `siblingOutputs`, sharing the
-/// dot products and the streamed tiles (Kernel::wroteSibling).
-std::optional<LogicalResult>
-emitScoreKernel(OpBuilder &b, ComprehensionOp op, IRMapping &tensors,
-                ValueRange outputs, ComprehensionOp sibling,
-                ValueRange siblingOutputs, Kernel &k, bool wgmma,
-                std::string &why);
-
-/// Emits `op` as a tensor-core matrix product into `k.func` at `b`, operands
-/// staged through shared memory by cp.async: mma.sync.m16n8k16 (sm_80 and
-/// up), or with `wgmma` warpgroup wgmma.mma_async (sm_90a).
-/// With `tma` (wgmma only), operands whose views are a box of the tensor
-/// are loaded by bulk tensor copies completing on mbarriers; with
-/// `warpSpecialize` too, by a producer warpgroup of a persistent kernel.
-LogicalResult emitMmaKernel(OpBuilder &b, ComprehensionOp op,
-                            const MmaContraction &c, IRMapping &tensors,
-                            ValueRange outputs, Kernel &k, bool wgmma, bool tma,
-                            bool warpSpecialize);
-
-/// Emits `op` on the gpu dialect's subgroup matrix operations in `tile` x
-/// `tile` tiles, one subgroup of `subgroupSize` threads per tile
-/// (SubgroupMmaKernel.cpp): f32 operands, and f16 ones with `allowF16`;
-/// std::nullopt with `why` set if `op` is not a contraction those loads can
-/// address.
-std::optional<LogicalResult>
-emitSubgroupMmaKernel(OpBuilder &b, ComprehensionOp op, IRMapping &tensors,
-                      ValueRange outputs, Kernel &k, int64_t tile,
-                      bool allowF16, int64_t subgroupSize, std::string &why);
 
 } // namespace mlir::tang
 

@@ -40,6 +40,7 @@
 
 #include "BodyEmitter.h"
 #include "Tang/Dialect/Tang/IR/TangTargets.h"
+#include "TensorCoreEmitter.h"
 
 #include "mlir/Dialect/Affine/Utils.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -976,30 +977,58 @@ LogicalResult ScoreEmitter::emit() {
 
 } // namespace
 
-std::optional<LogicalResult>
-mlir::tang::emitScoreKernel(OpBuilder &b, ComprehensionOp op,
-                            IRMapping &tensors, ValueRange outputs,
-                            ComprehensionOp sibling, ValueRange siblingOutputs,
-                            Kernel &k, bool wgmma, std::string &why) {
-  std::optional<ScoreMatch> m = matchScoreReduction(op, why);
-  if (!m)
-    return std::nullopt;
-  SmallVector<ScorePart, 2> parts;
-  SmallVector<unsigned> own = llvm::to_vector(
-      llvm::seq<unsigned>(0, static_cast<unsigned>(m->dots.size())));
-  parts.push_back({op, *m, outputs, own});
-  if (sibling) {
-    std::string ignored;
-    std::optional<ScoreMatch> m2 = matchScoreReduction(sibling, ignored);
-    std::optional<SmallVector<unsigned>> dotOf;
-    if (m2)
-      dotOf = matchDots(op, *m, sibling, *m2);
-    if (dotOf)
-      parts.push_back({sibling, *m2, siblingOutputs, *dotOf});
+namespace {
+
+/// A sum over keys of dot-product scores as a score kernel.
+struct ScoreKernelPattern : KernelPattern {
+  ScoreKernelPattern(const KernelOptions &options)
+      : KernelPattern("score"), options(options) {}
+
+  KernelMatch matchAndBuild(KernelRequest &r) const override {
+    ComprehensionOp op = r.op;
+    bool nestsReductions = llvm::any_of(op.getBodyBlock(), [](Operation &o) {
+      return isa<ComprehensionOp>(o);
+    });
+    if (!nestsReductions || (op.getBuiltinMonoid() != MonoidKind::Add &&
+                             op.getBuiltinMonoid() != MonoidKind::SoftmaxNorm))
+      return notifyMatchFailure(
+          op, "not an add or softmax_norm reduction with nested reductions");
+    std::string why;
+    std::optional<ScoreMatch> m = matchScoreReduction(op, why);
+    if (!m) {
+      if (!readsSixteenBitTensors(op))
+        return notifyMatchFailure(op, why);
+      return remarkMatchFailure(op, "not a score kernel: " + why);
+    }
+    SmallVector<ScorePart, 2> parts;
+    SmallVector<unsigned> own = llvm::to_vector(
+        llvm::seq<unsigned>(0, static_cast<unsigned>(m->dots.size())));
+    parts.push_back({op, *m, r.outputs, own});
+    if (r.sibling) {
+      std::string ignored;
+      std::optional<ScoreMatch> m2 = matchScoreReduction(r.sibling, ignored);
+      std::optional<SmallVector<unsigned>> dotOf;
+      if (m2)
+        dotOf = matchDots(op, *m, r.sibling, *m2);
+      if (dotOf)
+        parts.push_back({r.sibling, *m2, r.siblingOutputs, *dotOf});
+    }
+    if (failed(ScoreEmitter(r.b, parts, r.tensors, r.k,
+                            options.tensorCores == TensorCoreKind::Wgmma)
+                   .emit()))
+      return KernelMatch::Error;
+    r.k.wroteSibling = parts.size() == 2;
+    return KernelMatch::Built;
   }
-  LogicalResult result = ScoreEmitter(b, parts, tensors, k, wgmma).emit();
-  k.wroteSibling = succeeded(result) && parts.size() == 2;
-  return result;
+
+  KernelOptions options;
+};
+
+} // namespace
+
+void mlir::tang::populateScoreKernelPatterns(KernelPatternSet &patterns,
+                                             const KernelOptions &options) {
+  patterns.push_back(std::make_unique<ScoreKernelPattern>(options));
 }
 
 bool mlir::tang::isScoreSibling(ComprehensionOp op, ComprehensionOp sibling) {

@@ -19,6 +19,8 @@
 
 #include "KernelForm.h"
 
+#include "Tang/Analysis/ShapeClass.h"
+
 #include "mlir/Dialect/Affine/Utils.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -62,13 +64,14 @@ std::optional<TileOperand> getTileOperand(ComprehensionOp op, ReadOp read,
   return TileOperand{read, row, col, lead, transpose};
 }
 
-} // namespace
-
+/// Emits `op` on subgroup matrix operations in `tile` x `tile` tiles, one
+/// subgroup of `subgroupSize` threads per tile: f32 operands, and f16 ones
+/// with `allowF16`; std::nullopt with `why` set if `op` is not a
+/// contraction those loads can address.
 std::optional<LogicalResult>
-mlir::tang::emitSubgroupMmaKernel(OpBuilder &b, ComprehensionOp op,
-                                  IRMapping &tensors, ValueRange outputs,
-                                  Kernel &k, int64_t tile, bool allowF16,
-                                  int64_t subgroupSize, std::string &why) {
+emitSubgroupMmaKernel(OpBuilder &b, ComprehensionOp op, IRMapping &tensors,
+                      ValueRange outputs, Kernel &k, int64_t tile,
+                      bool allowF16, int64_t subgroupSize, std::string &why) {
   std::optional<MmaContraction> c =
       matchMmaContraction(op, why, /*allowTransposedA=*/false,
                           /*allowTf32=*/true);
@@ -179,4 +182,31 @@ mlir::tang::emitSubgroupMmaKernel(OpBuilder &b, ComprehensionOp op,
                                         resultIndices,
                                         b.getIndexAttr(c->extentN), UnitAttr());
   return success();
+}
+
+/// A contraction on portable subgroup matrix operations.
+struct SubgroupMmaKernelPattern : KernelPattern {
+  SubgroupMmaKernelPattern(const KernelOptions &options)
+      : KernelPattern("subgroup-mma"), options(options) {}
+
+  KernelMatch matchAndBuild(KernelRequest &r) const override {
+    if (classifyComprehension(r.op) != ShapeClass::MatmulLike)
+      return notifyMatchFailure(r.op, "not matmul-like");
+    std::string why;
+    std::optional<LogicalResult> built = emitSubgroupMmaKernel(
+        r.b, r.op, r.tensors, r.outputs, r.k, options.matrixUnits,
+        options.matrixUnitsF16, options.subgroupSize, why);
+    if (!built)
+      return remarkMatchFailure(r.op, "not on matrix units: " + why);
+    return succeeded(*built) ? KernelMatch::Built : KernelMatch::Error;
+  }
+
+  KernelOptions options;
+};
+
+} // namespace
+
+void mlir::tang::populateSubgroupMmaKernelPatterns(
+    KernelPatternSet &patterns, const KernelOptions &options) {
+  patterns.push_back(std::make_unique<SubgroupMmaKernelPattern>(options));
 }

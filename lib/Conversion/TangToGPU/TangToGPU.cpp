@@ -11,16 +11,10 @@
 //    launching the kernels in order with `gpu.launch_func`: the grid, the
 //    block, the shared memory and the argument order are all there.
 //
-// Kernel shapes, chosen from the comprehension's schedule and shape:
-//
-//  * row kernels (a schedule whose last index is shared by the block's
-//    threads and whose other indices are spread one per block): every
-//    nested reduction that does not depend on the row index is computed
-//    once per block, each thread striding the reduced index and the
-//    partial carriers combined across the block (subgroup shuffles, then
-//    workgroup memory); the row is then written by the threads, striding;
-//  * every other comprehension: one thread per parallel point, reductions
-//    as loops in registers (correct for every monoid, not yet fast).
+// The host side lives here (this file): the host function, the buffers, the
+// launches, and the kernel patterns tried per comprehension. The kernels are
+// built by the patterns (KernelForm.h), one kind per file: FlashKernel.cpp,
+// ScoreKernel.cpp, MmaKernel.cpp, SubgroupMmaKernel.cpp, RowKernel.cpp.
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,7 +39,9 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/ADT/SetVector.h"
-#include "llvm/Support/MathExtras.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "convert-tang-to-gpu"
 
 namespace mlir::tang {
 #define GEN_PASS_DEF_CONVERTTANGTOGPU
@@ -54,22 +50,6 @@ namespace mlir::tang {
 
 using namespace mlir;
 using namespace mlir::tang;
-
-Value Kernel::addTensorMap(TensorMapParam param) {
-  MLIRContext *ctx = func.getContext();
-  unsigned index = func.getNumArguments();
-  if (failed(func.insertArgument(index, LLVM::LLVMPointerType::get(ctx),
-                                 DictionaryAttr(), func.getLoc())))
-    llvm_unreachable("a gpu.func takes any number of parameters");
-  tensorMaps.push_back(std::move(param));
-  SmallVector<int64_t> params;
-  if (auto old =
-          func->getAttrOfType<DenseI64ArrayAttr>(kTensorMapParamsAttrName))
-    params.assign(old.asArrayRef().begin(), old.asArrayRef().end());
-  params.push_back(index);
-  func->setAttr(kTensorMapParamsAttrName, DenseI64ArrayAttr::get(ctx, params));
-  return func.getArgument(index);
-}
 
 namespace {
 
@@ -101,52 +81,16 @@ Value createTensorMap(OpBuilder &b, Location loc, Value buffer,
       .getResult(0);
 }
 
-constexpr int64_t kDefaultBlockSize = 256;
-
-MemRefType getMemRefType(Type tensor) {
-  auto t = cast<RankedTensorType>(tensor);
-  return MemRefType::get(t.getShape(), t.getElementType());
-}
-
-/// Converts a value in compute type back to its storage type.
-Value toStorage(OpBuilder &b, Location loc, Value v, Type storage) {
-  if (v.getType() == storage)
-    return v;
-  return arith::TruncFOp::create(b, loc, storage, v);
-}
-
-/// The tensors `op` reads (in order of first read).
-SmallVector<Value> getTensorsRead(ComprehensionOp op) {
-  llvm::SetVector<Value> tensors;
-  op.walk([&](ReadOp r) { tensors.insert(r.getTensor()); });
-  return tensors.takeVector();
-}
-
-int64_t getRowKernelThreads(ComprehensionOp op);
-
-/// Whether every result of `op` is stored in f16 or bf16: then fast
-/// approximations of transcendental functions and divisions are used.
-bool isLowPrecision(ComprehensionOp op) {
-  return llvm::all_of(op.getResultTypes(), [](Type t) {
-    Type e = cast<RankedTensorType>(t).getElementType();
-    return e.isF16() || e.isBF16();
-  });
-}
-
+/// Converts functions of comprehensions into host functions launching one
+/// kernel per comprehension, each built by the first kernel pattern that
+/// matches it.
 class KernelFormBuilder {
 public:
-  KernelFormBuilder(ModuleOp module, gpu::GPUModuleOp kernels,
-                    TensorCoreKind tensorCores, bool tma, bool warpSpecialize,
-                    bool tf32, int64_t matrixUnits, bool matrixUnitsF16,
-                    int64_t subgroupSize)
-      : module(module), kernels(kernels), tensorCores(tensorCores), tma(tma),
-        warpSpecialize(warpSpecialize), tf32(tf32), matrixUnits(matrixUnits),
-        matrixUnitsF16(matrixUnitsF16), subgroupSize(subgroupSize) {}
+  KernelFormBuilder(gpu::GPUModuleOp kernels, const KernelOptions &options,
+                    const KernelPatternSet &patterns)
+      : kernels(kernels), options(options), patterns(patterns) {}
 
   LogicalResult convertFunc(func::FuncOp func);
-  /// Why `op`, a sum over several indices that collapseReductions could
-  /// rewrite, is not a tensor-core contraction even so (its remark).
-  llvm::DenseMap<Operation *, std::string> collapseFailures;
 
 private:
   /// A softmax_norm comprehension after `c` (an online_softmax reduction)
@@ -159,35 +103,18 @@ private:
   /// nothing made after `c`: a candidate for the score kernel of `c`, which
   /// checks that its dot products are among c's.
   ComprehensionOp findScoreSibling(ComprehensionOp c);
-  /// `sibling`: a comprehension whose results the kernel for `op` may
-  /// compute too (Kernel::wroteSibling): the softmax statistics of an
-  /// online_softmax reduction (findStatistics), or a second score
-  /// reduction (findScoreSibling). `inputs` covers both.
+  /// The kernel `name` for `op`, reading `inputs`. `sibling`: a
+  /// comprehension whose results the kernel may compute too
+  /// (Kernel::wroteSibling): the softmax statistics of an online_softmax
+  /// reduction (findStatistics), or a second score reduction
+  /// (findScoreSibling). `inputs` covers both.
   FailureOr<Kernel> buildKernel(ComprehensionOp op, StringRef name,
                                 ArrayRef<Value> inputs,
                                 ComprehensionOp sibling = {});
-  LogicalResult emitPointKernel(OpBuilder &b, ComprehensionOp op,
-                                IRMapping &tensors, ValueRange outputs,
-                                Kernel &k);
-  LogicalResult emitRowKernel(OpBuilder &b, ComprehensionOp op,
-                              IRMapping &tensors, ValueRange outputs, Kernel &k,
-                              int64_t threads);
 
-  ModuleOp module;
   gpu::GPUModuleOp kernels;
-  /// Tensor-core code for contractions of f16/bf16: none, mma-sync, wgmma.
-  TensorCoreKind tensorCores;
-  /// Bulk tensor copies for wgmma operands where their views allow.
-  bool tma;
-  /// With tma: a producer warpgroup and a persistent grid.
-  bool warpSpecialize;
-  /// Contractions of f32 operands on tensor cores as tf32.
-  bool tf32;
-  /// The tile of subgroup matrix kernels (0: none), whether they take f16
-  /// operands, and their workgroup.
-  int64_t matrixUnits;
-  bool matrixUnitsF16;
-  int64_t subgroupSize;
+  const KernelOptions &options;
+  const KernelPatternSet &patterns;
 };
 
 FailureOr<Kernel> KernelFormBuilder::buildKernel(ComprehensionOp op,
@@ -223,725 +150,25 @@ FailureOr<Kernel> KernelFormBuilder::buildKernel(ComprehensionOp op,
 
   Kernel k;
   k.func = func;
-  std::string why;
-  std::optional<MmaContraction> mma;
-  auto has16BitReads = [&] {
-    return llvm::any_of(getTensorsRead(op), [](Value t) {
-      Type e = cast<RankedTensorType>(t.getType()).getElementType();
-      return e.isF16() || e.isBF16();
-    });
-  };
-  // The online-softmax monoid on tensor cores: a flash-attention kernel.
-  std::optional<LogicalResult> flash;
-  if (tensorCores != TensorCoreKind::None &&
-      op.getBuiltinMonoid() == MonoidKind::OnlineSoftmax) {
-    bool stats =
-        sibling && sibling.getBuiltinMonoid() == MonoidKind::SoftmaxNorm;
-    flash = emitFlashKernel(b, op, tensors, outputs,
-                            stats ? ValueRange(siblingOutputs) : ValueRange(),
-                            k, tensorCores == TensorCoreKind::Wgmma, tma, why);
-    k.wroteSibling = flash && succeeded(*flash) && stats;
-    if (!flash && has16BitReads())
-      op.emitRemark() << "not a flash-attention kernel: " << why;
-  }
-  // Sums over keys of dot-product scores (attention's gradients, its
-  // saved statistics): a tensor-core kernel streaming the keys.
-  bool nestsReductions = llvm::any_of(
-      op.getBodyBlock(), [](Operation &o) { return isa<ComprehensionOp>(o); });
-  if (!flash && tensorCores != TensorCoreKind::None && nestsReductions &&
-      (op.getBuiltinMonoid() == MonoidKind::Add ||
-       op.getBuiltinMonoid() == MonoidKind::SoftmaxNorm)) {
-    flash = emitScoreKernel(b, op, tensors, outputs, sibling, siblingOutputs, k,
-                            tensorCores == TensorCoreKind::Wgmma, why);
-    if (!flash && has16BitReads())
-      op.emitRemark() << "not a score kernel: " << why;
-  }
-  // Narrow contractions (matrix-vector) stay on the row kernels: they are
-  // memory-bound.
-  if (!flash && tensorCores != TensorCoreKind::None &&
-      classifyComprehension(op) == ShapeClass::MatmulLike) {
-    mma = matchMmaContraction(op, why, tensorCores == TensorCoreKind::Wgmma,
-                              tf32);
-    // Say why a contraction of 16-bit operands (or any, with tf32) stays
-    // off the tensor cores.
-    if (!mma && (has16BitReads() || tf32)) {
-      auto it = collapseFailures.find(op);
-      if (it != collapseFailures.end())
-        why = "summed over its reduced indices as one: " + it->second;
-      op.emitRemark() << "not on tensor cores: " << why;
+  KernelRequest request{b, op, tensors, outputs, sibling, siblingOutputs, k};
+  KernelMatch match = KernelMatch::NoMatch;
+  for (const std::unique_ptr<KernelPattern> &pattern : patterns) {
+    match = pattern->matchAndBuild(request);
+    if (match == KernelMatch::Error)
+      return failure();
+    if (match == KernelMatch::Built) {
+      LLVM_DEBUG(llvm::dbgs() << "[" << pattern->getName() << "] " << name
+                              << " at " << loc << "\n");
+      break;
     }
   }
-  // Portable matrix units: gpu.subgroup_mma_* kernels.
-  std::optional<LogicalResult> subgroupMma;
-  if (!flash && !mma && tensorCores == TensorCoreKind::None && matrixUnits &&
-      classifyComprehension(op) == ShapeClass::MatmulLike) {
-    subgroupMma = emitSubgroupMmaKernel(b, op, tensors, outputs, k, matrixUnits,
-                                        matrixUnitsF16, subgroupSize, why);
-    if (!subgroupMma)
-      op.emitRemark() << "not on matrix units: " << why;
-  }
-  if (subgroupMma) {
-    if (failed(*subgroupMma))
-      return failure();
-  } else if (flash) {
-    if (failed(*flash))
-      return failure();
-  } else if (mma) {
-    if (failed(emitMmaKernel(b, op, *mma, tensors, outputs, k,
-                             tensorCores == TensorCoreKind::Wgmma, tma,
-                             warpSpecialize)))
-      return failure();
-  } else if (int64_t threads = getRowKernelThreads(op)) {
-    if (failed(emitRowKernel(b, op, tensors, outputs, k, threads)))
-      return failure();
-  } else if (failed(emitPointKernel(b, op, tensors, outputs, k))) {
-    return failure();
-  }
+  if (match != KernelMatch::Built)
+    return op.emitOpError() << "no kernel pattern matches it";
   gpu::ReturnOp::create(b, loc);
   func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
       {static_cast<int32_t>(k.block[0]), static_cast<int32_t>(k.block[1]),
        static_cast<int32_t>(k.block[2])}));
   return k;
-}
-
-//===----------------------------------------------------------------------===//
-// Row kernels
-//===----------------------------------------------------------------------===//
-
-/// Whether `v`'s element type can travel through a 32-bit shuffle and the
-/// f32 workgroup buffer (bitcast for i32).
-bool isShuffleType(Type t) { return t.isF32() || t.isSignlessInteger(32); }
-
-/// The values `op`'s regions use from outside `op`.
-SmallVector<Value> getFreeValues(Operation *op) {
-  llvm::SetVector<Value> free;
-  op->walk([&](Operation *inner) {
-    if (inner == op)
-      return;
-    for (Value v : inner->getOperands())
-      if (!op->isAncestor(v.getParentRegion()->getParentOp()))
-        free.insert(v);
-  });
-  return free.takeVector();
-}
-
-/// The threads of a row kernel for `op`, or 0 if its schedule does not ask
-/// for one: the last index whole in the block and shared by a power-of-two
-/// number (>= 32) of threads, every other parallel index one per block.
-int64_t getRowKernelThreads(ComprehensionOp op) {
-  ScheduleAttr s = op.getScheduleAttr();
-  if (!s || op.getNumIndices() == 0)
-    return 0;
-  unsigned last = op.getNumIndices() - 1;
-  int64_t t = s.getThreads()[last];
-  if (t < 32 || !llvm::isPowerOf2_64(t) || t > 1024 ||
-      s.getTile()[last] != op.getExtent(last))
-    return 0;
-  for (unsigned i = 0; i < op.getNumParallel() && i != last; ++i)
-    if (s.getTile()[i] != 1 || s.getThreads()[i] != 1)
-      return 0;
-  for (unsigned i = op.getNumParallel(); i < last; ++i)
-    if (s.getThreads()[i] != 1)
-      return 0;
-  // Every carrier combined across threads fits a 32-bit shuffle.
-  auto carriersFit = [](ComprehensionOp c) {
-    FailureOr<MonoidCodegen> m = MonoidCodegen::get(c);
-    return succeeded(m) && llvm::all_of(m->getCarrierTypes(), isShuffleType) &&
-           m->getCarrierTypes().size() <= 4;
-  };
-  if (op.getNumReduced() && !carriersFit(op))
-    return 0;
-  for (Operation &nested : op.getBodyBlock())
-    if (auto c = dyn_cast<ComprehensionOp>(nested); c && !carriersFit(c))
-      return 0;
-  return t;
-}
-
-/// Combines each thread's `carrier` across the block, in thread order;
-/// every thread gets the block's carrier. Subgroup shuffles within warps,
-/// then one warp combines the warps' carriers through workgroup memory
-/// `buf` (33 x 4 x f32).
-///
-/// The butterfly runs from the nearest partner out (offsets 1, 2, ..., 16):
-/// after the step of offset o, every lane holds the combination of its
-/// aligned group of 2o lanes. For a monoid that is not commutative the lane
-/// whose bit o is set puts its partner's carrier (the earlier lanes') first,
-/// so each group is combined in lane order; warp w's carrier goes to lane w
-/// of the last combine. Together with emitPartialReduction's consecutive
-/// runs this is the reduction in index order.
-SmallVector<Value> emitBlockCombine(OpBuilder &b, Location loc,
-                                    const MonoidCodegen &monoid,
-                                    ValueRange carrier, Value tid,
-                                    int64_t threads, Value buf) {
-  bool ordered = !monoid.isCommutative();
-  auto warpReduce = [&](OpBuilder &ob, SmallVector<Value> c, Value lane) {
-    for (int32_t off = 1; off <= 16; off *= 2) {
-      SmallVector<Value> other;
-      for (Value v : c)
-        other.push_back(
-            gpu::ShuffleOp::create(ob, loc, v, off, 32, gpu::ShuffleMode::XOR)
-                .getShuffleResult());
-      if (!ordered) {
-        c = monoid.combine(ob, loc, c, other);
-        continue;
-      }
-      Value bit = arith::AndIOp::create(
-          ob, loc, lane, arith::ConstantIndexOp::create(ob, loc, off));
-      Value later =
-          arith::CmpIOp::create(ob, loc, arith::CmpIPredicate::ne, bit,
-                                arith::ConstantIndexOp::create(ob, loc, 0));
-      SmallVector<Value> first, second;
-      for (auto [mine, theirs] : llvm::zip(c, other)) {
-        first.push_back(arith::SelectOp::create(ob, loc, later, theirs, mine));
-        second.push_back(arith::SelectOp::create(ob, loc, later, mine, theirs));
-      }
-      c = monoid.combine(ob, loc, first, second);
-    }
-    return c;
-  };
-  // Index constants are hoisted to the start of the kernel so that they
-  // dominate every nested region below.
-  Operation *parent = b.getInsertionBlock()->getParentOp();
-  auto func = dyn_cast<gpu::GPUFuncOp>(parent);
-  if (!func)
-    func = parent->getParentOfType<gpu::GPUFuncOp>();
-  Block *entry = &func.getBody().front();
-  auto cst = [&](int64_t v) {
-    OpBuilder eb = OpBuilder::atBlockBegin(entry);
-    return arith::ConstantIndexOp::create(eb, loc, v).getResult();
-  };
-  auto toF32 = [&](OpBuilder &ob, Value v) -> Value {
-    if (v.getType().isF32())
-      return v;
-    return arith::BitcastOp::create(ob, loc, ob.getF32Type(), v);
-  };
-  auto fromF32 = [&](OpBuilder &ob, Value v, Type t) -> Value {
-    if (t.isF32())
-      return v;
-    return arith::BitcastOp::create(ob, loc, t, v);
-  };
-  ArrayRef<Type> types = monoid.getCarrierTypes();
-  Value lane = arith::RemUIOp::create(b, loc, tid, cst(32));
-  SmallVector<Value> c = warpReduce(b, llvm::to_vector(carrier), lane);
-  Value warp = arith::DivUIOp::create(b, loc, tid, cst(32));
-  Value zero = cst(0);
-  Value laneZero =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, zero);
-  // The buffer may still be read from a previous combine.
-  gpu::BarrierOp::create(b, loc);
-  auto write = scf::IfOp::create(b, loc, laneZero, /*withElse=*/false);
-  {
-    OpBuilder tb = OpBuilder::atBlockBegin(&write.getThenRegion().front());
-    for (auto [k, v] : llvm::enumerate(c))
-      memref::StoreOp::create(tb, loc, toF32(tb, v), buf,
-                              ValueRange{warp, cst(k)});
-  }
-  gpu::BarrierOp::create(b, loc);
-  Value warpZero =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, warp, zero);
-  auto first = scf::IfOp::create(b, loc, warpZero, /*withElse=*/false);
-  {
-    OpBuilder tb = OpBuilder::atBlockBegin(&first.getThenRegion().front());
-    Value live = arith::CmpIOp::create(tb, loc, arith::CmpIPredicate::ult, lane,
-                                       cst(threads / 32));
-    auto pick = scf::IfOp::create(tb, loc, TypeRange(types), live,
-                                  /*withElse=*/true);
-    {
-      OpBuilder lb = OpBuilder::atBlockBegin(&pick.getThenRegion().front());
-      SmallVector<Value> loaded;
-      for (auto [k, t] : llvm::enumerate(types))
-        loaded.push_back(fromF32(
-            lb, memref::LoadOp::create(lb, loc, buf, ValueRange{lane, cst(k)}),
-            t));
-      scf::YieldOp::create(lb, loc, loaded);
-      OpBuilder eb = OpBuilder::atBlockBegin(&pick.getElseRegion().front());
-      scf::YieldOp::create(eb, loc, monoid.identity(eb, loc));
-    }
-    SmallVector<Value> total =
-        warpReduce(tb, SmallVector<Value>(pick.getResults()), lane);
-    Value l0 =
-        arith::CmpIOp::create(tb, loc, arith::CmpIPredicate::eq, lane, zero);
-    auto store = scf::IfOp::create(tb, loc, l0, /*withElse=*/false);
-    OpBuilder sb = OpBuilder::atBlockBegin(&store.getThenRegion().front());
-    for (auto [k, v] : llvm::enumerate(total))
-      memref::StoreOp::create(sb, loc, toF32(sb, v), buf,
-                              ValueRange{cst(32), cst(k)});
-  }
-  gpu::BarrierOp::create(b, loc);
-  SmallVector<Value> out;
-  for (auto [k, t] : llvm::enumerate(types))
-    out.push_back(fromF32(
-        b, memref::LoadOp::create(b, loc, buf, ValueRange{cst(32), cst(k)}),
-        t));
-  return out;
-}
-
-/// Whether `read` can be loaded `v` elements at a time along `row`: its last
-/// coordinate is the row index plus multiples of `v`, no other coordinate
-/// uses it, and rows of its tensor start at multiples of `v` elements.
-bool isVectorizable(ReadOp read, Value row, int64_t v) {
-  AffineMap map = read.getMap();
-  auto type = cast<RankedTensorType>(read.getTensor().getType());
-  if (map.getNumResults() == 0 || type.getShape().back() % v != 0)
-    return false;
-  auto pos = llvm::find(read.getIndices(), row) - read.getIndices().begin();
-  if (pos == static_cast<long>(read.getIndices().size()))
-    return false;
-  // The last coordinate is the row index plus terms that are multiples of
-  // v (a column offset: SwiGLU's gate reads columns f and ffn + f).
-  AffineExpr dim =
-      getAffineDimExpr(static_cast<unsigned>(pos), read.getContext());
-  AffineExpr last = map.getResults().back();
-  AffineExpr rest = simplifyAffineExpr(
-      last.replace(dim, getAffineConstantExpr(0, read.getContext())),
-      map.getNumDims(), 0);
-  if (simplifyAffineExpr(last - rest, map.getNumDims(), 0) != dim ||
-      !isSumOfMultiples(rest, v))
-    return false;
-  return llvm::none_of(map.getResults().drop_back(), [&](AffineExpr e) {
-    return e.isFunctionOfDim(static_cast<unsigned>(pos));
-  });
-}
-
-/// Vectors already loaded along a row, reused by later passes over the same
-/// row (a row short enough to stay in registers is read from memory once).
-struct RowCache {
-  struct Entry {
-    Value tensor;
-    AffineMap map;
-    SmallVector<Value> others; // The read's indices, the row index nulled.
-    int64_t iteration;
-    Value vector;
-  };
-  SmallVector<Entry> entries;
-
-  Value lookup(ReadOp read, Value row, int64_t iteration) {
-    SmallVector<Value> others = getOthers(read, row);
-    for (Entry &e : entries)
-      if (e.tensor == read.getTensor() && e.map == read.getMap() &&
-          e.others == others && e.iteration == iteration)
-        return e.vector;
-    return {};
-  }
-  void insert(ReadOp read, Value row, int64_t iteration, Value vector) {
-    entries.push_back({read.getTensor(), read.getMap(), getOthers(read, row),
-                       iteration, vector});
-  }
-  static SmallVector<Value> getOthers(ReadOp read, Value row) {
-    return llvm::map_to_vector(read.getIndices(),
-                               [&](Value i) { return i == row ? Value() : i; });
-  }
-};
-
-/// Trip counts up to this are unrolled so that a row stays in registers.
-constexpr int64_t kMaxRowTrips = 4;
-
-/// Emits `ops` (operations of a body, in order) `v` times, for row index
-/// values `base + e`, e < v. Reads whose last coordinate is the row index
-/// are loaded once, as one vector of `v` elements at `base` (16 bytes for
-/// the schedule's vector width); the others are emitted per element.
-/// `each(b, e)` runs after each evaluation, with `mapping` holding its
-/// values.
-LogicalResult emitUnrolled(OpBuilder &b, Location loc,
-                           ArrayRef<Operation *> ops, Value row, Value base,
-                           int64_t v, IRMapping &mapping, IRMapping &tensors,
-                           BodyEmitter &emitter,
-                           llvm::function_ref<void(OpBuilder &, int64_t)> each,
-                           RowCache *cache = nullptr, int64_t iteration = -1) {
-  llvm::DenseMap<Operation *, Value> vectors;
-  for (Operation *op : ops) {
-    auto read = dyn_cast<ReadOp>(op);
-    if (!read || !isVectorizable(read, row, v))
-      continue;
-    if (cache) {
-      Value cached = cache->lookup(read, row, iteration);
-      if (cached && cast<VectorType>(cached.getType()).getNumElements() == v) {
-        vectors[op] = cached;
-        continue;
-      }
-    }
-    SmallVector<Value> operands =
-        llvm::map_to_vector(read.getIndices(), [&](Value i) {
-          return i == row ? base : mapping.lookup(i);
-        });
-    std::optional<SmallVector<Value, 8>> coords =
-        affine::expandAffineMap(b, loc, read.getMap(), operands);
-    Type elem = read.getType();
-    int64_t bytes = v * std::max<int64_t>(1, elem.getIntOrFloatBitWidth() / 8);
-    vectors[op] = vector::LoadOp::create(
-        b, loc, VectorType::get({v}, elem), tensors.lookup(read.getTensor()),
-        *coords, /*nontemporal=*/false,
-        llvm::MaybeAlign(bytes <= 16 && llvm::isPowerOf2_64(bytes) ? bytes
-                                                                   : 0));
-    if (cache)
-      cache->insert(read, row, iteration, vectors[op]);
-  }
-  for (int64_t e = 0; e < v; ++e) {
-    Value idx =
-        e == 0 ? base
-               : arith::AddIOp::create(
-                     b, loc, base, arith::ConstantIndexOp::create(b, loc, e))
-                     .getResult();
-    mapping.map(row, idx);
-    for (Operation *op : ops) {
-      if (Value vec = vectors.lookup(op)) {
-        Value x = vector::ExtractOp::create(b, loc, vec, e);
-        Type ct = getComputeType(x.getType());
-        if (ct != x.getType())
-          x = arith::ExtFOp::create(b, loc, ct, x);
-        mapping.map(op->getResult(0), x);
-        continue;
-      }
-      if (failed(emitter.emit(b, op, mapping)))
-        return failure();
-    }
-    each(b, e);
-  }
-  return success();
-}
-
-/// The vector width to use along `row` (of extent `extent`) given the
-/// schedule's: a divisor of the extent.
-int64_t getRowVector(ComprehensionOp op, int64_t extent) {
-  int64_t v = op.getScheduleAttr() ? op.getScheduleAttr().getVector() : 1;
-  while (v > 1 && extent % v != 0)
-    v /= 2;
-  return v;
-}
-
-/// Each thread's partial carrier of a one-index reduction `red` along its
-/// index, `v` elements at a time: the thread covers elements
-/// [tid * v, tid * v + v) + k * threads * v. Strided: for commutative
-/// monoids only (the others go through emitPartialReduction).
-FailureOr<SmallVector<Value>>
-emitVectorPartial(OpBuilder &b, Location loc, ComprehensionOp red,
-                  ArrayRef<Operation *> ops, Value row, int64_t extent,
-                  const MonoidCodegen &mc, Value tid, int64_t threads,
-                  int64_t v, IRMapping &mapping, IRMapping &tensors,
-                  BodyEmitter &emitter, RowCache *cache) {
-  assert(mc.isCommutative() && "a strided partial reorders the reduction");
-  Value start = arith::MulIOp::create(
-      b, loc, tid, arith::ConstantIndexOp::create(b, loc, v));
-  int64_t trips = extent / (threads * v);
-  if (cache && trips <= kMaxRowTrips) {
-    // Unrolled: the row's vectors stay in registers for later passes.
-    SmallVector<Value> carrier = mc.identity(b, loc);
-    for (int64_t it = 0; it < trips; ++it) {
-      Value base = arith::AddIOp::create(
-          b, loc, start,
-          arith::ConstantIndexOp::create(b, loc, it * threads * v));
-      if (failed(emitUnrolled(
-              b, loc, ops, row, base, v, mapping, tensors, emitter,
-              [&](OpBuilder &eb, int64_t) {
-                SmallVector<Value> yields = llvm::map_to_vector(
-                    red.getYield().getValues(),
-                    [&](Value y) { return mapping.lookupOrDefault(y); });
-                carrier = mc.accumulate(eb, loc, carrier, yields);
-              },
-              cache, it)))
-        return failure();
-    }
-    return carrier;
-  }
-  Value ub = arith::ConstantIndexOp::create(b, loc, extent);
-  Value step = arith::ConstantIndexOp::create(b, loc, threads * v);
-  bool failedBody = false;
-  auto loop = scf::ForOp::create(
-      b, loc, start, ub, step, mc.identity(b, loc),
-      [&](OpBuilder &ob, Location, Value base, ValueRange iter) {
-        SmallVector<Value> carrier(iter);
-        if (failed(emitUnrolled(
-                ob, loc, ops, row, base, v, mapping, tensors, emitter,
-                [&](OpBuilder &eb, int64_t) {
-                  SmallVector<Value> yields = llvm::map_to_vector(
-                      red.getYield().getValues(),
-                      [&](Value y) { return mapping.lookupOrDefault(y); });
-                  carrier = mc.accumulate(eb, loc, carrier, yields);
-                })))
-          failedBody = true;
-        scf::YieldOp::create(ob, loc, carrier);
-      });
-  if (failedBody)
-    return failure();
-  return SmallVector<Value>(loop.getResults());
-}
-
-/// A block per row: the last index is covered by the block's threads,
-/// striding it; the other parallel indices come from the block id. Body
-/// operations that do not depend on the row (nor on the comprehension's
-/// reduced indices) run first, once per block: nested reductions among them
-/// are computed cooperatively (each thread a strided part, then a block
-/// combine); the rest of the body runs per row element.
-LogicalResult KernelFormBuilder::emitRowKernel(OpBuilder &b, ComprehensionOp op,
-                                               IRMapping &tensors,
-                                               ValueRange outputs, Kernel &k,
-                                               int64_t threads) {
-  Location loc = op.getLoc();
-  unsigned last = op.getNumIndices() - 1;
-  bool rowIsParallel = !op.isReducedIndex(last);
-  int64_t blocks = 1;
-  for (unsigned i = 0; i < op.getNumParallel(); ++i)
-    if (i != last)
-      blocks *= op.getExtent(i);
-  if (blocks > std::numeric_limits<int32_t>::max())
-    return op.emitOpError()
-           << "has " << blocks << " rows, more than one launch covers";
-  k.grid = {blocks, 1, 1};
-  k.block = {threads, 1, 1};
-
-  auto cst = [&](int64_t v) {
-    return arith::ConstantIndexOp::create(b, loc, v).getResult();
-  };
-  auto wgSpace =
-      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
-  Value buf = k.func.addWorkgroupAttribution(
-      MemRefType::get({33, 4}, b.getF32Type(), AffineMap(), wgSpace), loc);
-  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  Value bid = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-
-  IRMapping mapping;
-  SmallVector<Value> point(op.getNumParallel());
-  Value rest = bid;
-  for (int i = static_cast<int>(op.getNumParallel()) - 1; i >= 0; --i) {
-    if (static_cast<unsigned>(i) == last)
-      continue;
-    Value ext = cst(op.getExtent(i));
-    point[i] = arith::RemUIOp::create(b, loc, rest, ext);
-    rest = arith::DivUIOp::create(b, loc, rest, ext);
-    mapping.map(op.getIndex(i), point[i]);
-  }
-
-  // Split the body: what does not depend on the row (or on any reduced
-  // index of the comprehension) runs once per block.
-  llvm::DenseSet<Value> dependent;
-  for (unsigned i = 0; i < op.getNumIndices(); ++i)
-    if (i == last || op.isReducedIndex(i))
-      dependent.insert(op.getIndex(i));
-  SmallVector<Operation *> perBlock, perRow;
-  for (Operation &inner : op.getBodyBlock().without_terminator()) {
-    bool dep = llvm::any_of(inner.getOperands(),
-                            [&](Value v) { return dependent.contains(v); }) ||
-               llvm::any_of(getFreeValues(&inner),
-                            [&](Value v) { return dependent.contains(v); });
-    if (dep) {
-      for (Value r : inner.getResults())
-        dependent.insert(r);
-      perRow.push_back(&inner);
-    } else {
-      perBlock.push_back(&inner);
-    }
-  }
-
-  BodyEmitter emitter(tensors, &k.func.getBody().front());
-  bool approximate = isLowPrecision(op);
-  emitter.setApproximate(approximate);
-  RowCache rowCache;
-  for (Operation *inner : perBlock) {
-    auto nested = dyn_cast<ComprehensionOp>(inner);
-    if (!nested) {
-      if (failed(emitter.emit(b, inner, mapping)))
-        return failure();
-      continue;
-    }
-    FailureOr<MonoidCodegen> mc = MonoidCodegen::get(nested);
-    if (failed(mc))
-      return failure();
-    mc->setApproximate(approximate);
-    FailureOr<SmallVector<Value>> partial;
-    int64_t nv = getRowVector(op, nested.getExtent(0));
-    if (nested.getNumReduced() == 1 && mc->isCommutative() &&
-        nested.getExtent(0) % (nv * threads) == 0) {
-      SmallVector<Operation *> ops =
-          llvm::map_to_vector(nested.getBodyBlock().without_terminator(),
-                              [](Operation &o) { return &o; });
-      partial = emitVectorPartial(b, loc, nested, ops, nested.getIndex(0),
-                                  nested.getExtent(0), *mc, tid, threads, nv,
-                                  mapping, tensors, emitter, &rowCache);
-    } else {
-      partial = emitter.emitPartialReduction(
-          b, nested, mapping, *mc, tid, threads, [&](OpBuilder &ob) {
-            return emitter.emitBody(ob, nested.getBodyBlock(), mapping);
-          });
-    }
-    if (failed(partial))
-      return failure();
-    SmallVector<Value> total =
-        emitBlockCombine(b, loc, *mc, *partial, tid, threads, buf);
-    for (auto [r, v] :
-         llvm::zip(nested.getResults(), mc->finalize(b, loc, total)))
-      mapping.map(r, v);
-  }
-
-  auto emitPerRow = [&](OpBuilder &ob) -> LogicalResult {
-    for (Operation *inner : perRow)
-      if (failed(emitter.emit(ob, inner, mapping)))
-        return failure();
-    return success();
-  };
-  auto yields = [&]() {
-    return llvm::map_to_vector(op.getYield().getValues(), [&](Value v) {
-      return mapping.lookupOrDefault(v);
-    });
-  };
-  auto store = [&](OpBuilder &ob, ValueRange values, ValueRange at) {
-    for (auto [v, out] : llvm::zip(values, outputs)) {
-      Type storage = cast<MemRefType>(out.getType()).getElementType();
-      memref::StoreOp::create(ob, loc, toStorage(ob, loc, v, storage), out, at);
-    }
-  };
-
-  int64_t v = getRowVector(op, op.getExtent(last));
-  if (rowIsParallel && v > 1 && op.getExtent(last) % (v * threads) == 0) {
-    // Each thread writes `v` consecutive row elements per step: vector
-    // loads of the reads along the row, one vector store per result.
-    bool failedRow = false;
-    Value start = arith::MulIOp::create(b, loc, tid, cst(v));
-    int64_t trips = op.getExtent(last) / (threads * v);
-    auto step = [&](OpBuilder &ob, Value base, RowCache *cache,
-                    int64_t iteration) {
-      SmallVector<SmallVector<Value>> perResult(op.getNumResults());
-      if (failed(emitUnrolled(
-              ob, loc, perRow, op.getIndex(last), base, v, mapping, tensors,
-              emitter,
-              [&](OpBuilder &eb, int64_t) {
-                for (auto [k, y] : llvm::enumerate(yields())) {
-                  Type st =
-                      cast<MemRefType>(outputs[k].getType()).getElementType();
-                  perResult[k].push_back(toStorage(eb, loc, y, st));
-                }
-              },
-              cache, iteration))) {
-        failedRow = true;
-      } else {
-        SmallVector<Value> at(point);
-        at[last] = base;
-        for (auto [k, elems] : llvm::enumerate(perResult)) {
-          Type st = elems.front().getType();
-          Value vec = vector::FromElementsOp::create(
-              ob, loc, VectorType::get({v}, st), elems);
-          int64_t bytes =
-              v * std::max<int64_t>(1, st.getIntOrFloatBitWidth() / 8);
-          vector::StoreOp::create(
-              ob, loc, vec, outputs[k], at, /*nontemporal=*/false,
-              llvm::MaybeAlign(bytes <= 16 && llvm::isPowerOf2_64(bytes) ? bytes
-                                                                         : 0));
-        }
-      }
-    };
-    if (trips <= kMaxRowTrips) {
-      // Unrolled, reusing the row's vectors loaded by the reductions.
-      for (int64_t it = 0; it < trips; ++it)
-        step(b, arith::AddIOp::create(b, loc, start, cst(it * threads * v)),
-             &rowCache, it);
-      return failure(failedRow);
-    }
-    scf::ForOp::create(b, loc, start, cst(op.getExtent(last)), cst(threads * v),
-                       ValueRange{},
-                       [&](OpBuilder &ob, Location, Value base, ValueRange) {
-                         step(ob, base, nullptr, -1);
-                         scf::YieldOp::create(ob, loc);
-                       });
-    return failure(failedRow);
-  }
-
-  if (rowIsParallel) {
-    // Each thread writes the row elements it strides.
-    bool failedRow = false;
-    scf::ForOp::create(b, loc, tid, cst(op.getExtent(last)), cst(threads),
-                       ValueRange{},
-                       [&](OpBuilder &ob, Location, Value iv, ValueRange) {
-                         mapping.map(op.getIndex(last), iv);
-                         if (failed(emitPerRow(ob))) {
-                           failedRow = true;
-                         } else {
-                           SmallVector<Value> at(point);
-                           at[last] = iv;
-                           store(ob, yields(), at);
-                         }
-                         scf::YieldOp::create(ob, loc);
-                       });
-    return failure(failedRow);
-  }
-
-  // The comprehension reduces along the row: a strided partial per thread,
-  // combined across the block, stored by thread 0.
-  FailureOr<MonoidCodegen> mc = MonoidCodegen::get(op);
-  if (failed(mc))
-    return failure();
-  mc->setApproximate(approximate);
-  FailureOr<SmallVector<Value>> partial;
-  if (op.getNumReduced() == 1 && v > 1 && mc->isCommutative() &&
-      op.getExtent(last) % (v * threads) == 0)
-    partial = emitVectorPartial(b, loc, op, perRow, op.getIndex(last),
-                                op.getExtent(last), *mc, tid, threads, v,
-                                mapping, tensors, emitter, &rowCache);
-  else
-    partial = emitter.emitPartialReduction(b, op, mapping, *mc, tid, threads,
-                                           emitPerRow);
-  if (failed(partial))
-    return failure();
-  SmallVector<Value> total =
-      emitBlockCombine(b, loc, *mc, *partial, tid, threads, buf);
-  SmallVector<Value> results = mc->finalize(b, loc, total);
-  Value first =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, cst(0));
-  auto ifOp = scf::IfOp::create(b, loc, first, /*withElse=*/false);
-  OpBuilder tb = OpBuilder::atBlockBegin(&ifOp.getThenRegion().front());
-  store(tb, results, point);
-  return success();
-}
-
-/// One thread per parallel point: the linear thread id is decomposed into
-/// the parallel indices (row-major), reductions run as loops.
-LogicalResult KernelFormBuilder::emitPointKernel(OpBuilder &b,
-                                                 ComprehensionOp op,
-                                                 IRMapping &tensors,
-                                                 ValueRange outputs,
-                                                 Kernel &k) {
-  Location loc = op.getLoc();
-  int64_t total = 1;
-  for (int64_t e : op.getParallelExtents())
-    total *= e;
-  int64_t block = std::min(total, kDefaultBlockSize);
-  int64_t grid = (total + block - 1) / block;
-  if (grid > std::numeric_limits<int32_t>::max())
-    return op.emitOpError()
-           << "has " << total << " points, more than one launch covers";
-  k.grid = {grid, 1, 1};
-  k.block = {block, 1, 1};
-
-  Value bid = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  Value bdim = arith::ConstantIndexOp::create(b, loc, block);
-  Value lin = arith::AddIOp::create(
-      b, loc, arith::MulIOp::create(b, loc, bid, bdim), tid);
-  Value inRange =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, lin,
-                            arith::ConstantIndexOp::create(b, loc, total));
-  auto ifOp = scf::IfOp::create(b, loc, inRange, /*withElse=*/false);
-  b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-
-  IRMapping mapping;
-  SmallVector<Value> point(op.getNumParallel());
-  Value rest = lin;
-  for (int i = static_cast<int>(op.getNumParallel()) - 1; i >= 0; --i) {
-    Value ext = arith::ConstantIndexOp::create(b, loc, op.getExtent(i));
-    point[i] = arith::RemUIOp::create(b, loc, rest, ext);
-    rest = arith::DivUIOp::create(b, loc, rest, ext);
-    mapping.map(op.getIndex(i), point[i]);
-  }
-  BodyEmitter emitter(tensors, &k.func.getBody().front());
-  emitter.setApproximate(isLowPrecision(op));
-  FailureOr<SmallVector<Value>> results =
-      emitter.emitSerialReduction(b, op, mapping);
-  if (failed(results))
-    return failure();
-  for (auto [v, out] : llvm::zip(*results, outputs)) {
-    Type storage = cast<MemRefType>(out.getType()).getElementType();
-    memref::StoreOp::create(b, loc, toStorage(b, loc, v, storage), out, point);
-  }
-  b.setInsertionPointAfter(ifOp);
-  return success();
 }
 
 ComprehensionOp KernelFormBuilder::findStatistics(ComprehensionOp c) {
@@ -1013,7 +240,6 @@ ComprehensionOp KernelFormBuilder::findScoreSibling(ComprehensionOp c) {
   }
   return {};
 }
-
 LogicalResult KernelFormBuilder::convertFunc(func::FuncOp func) {
   Location loc = func.getLoc();
   if (!func.getBody().hasOneBlock())
@@ -1038,9 +264,10 @@ LogicalResult KernelFormBuilder::convertFunc(func::FuncOp func) {
   OpBuilder b(func);
   auto host = func::FuncOp::create(b, loc, func.getSymName(),
                                    b.getFunctionType(argTypes, {}));
-  host->setAttr("tang.kernel_form", b.getUnitAttr());
+  host->setAttr(kKernelFormAttrName, b.getUnitAttr());
   // The arguments are the inputs, then one buffer per result.
-  host->setAttr("tang.num_inputs", b.getI64IntegerAttr(func.getNumArguments()));
+  host->setAttr(kNumInputsAttrName,
+                b.getI64IntegerAttr(func.getNumArguments()));
   Block *entry = host.addEntryBlock();
   b.setInsertionPointToStart(entry);
 
@@ -1102,9 +329,9 @@ LogicalResult KernelFormBuilder::convertFunc(func::FuncOp func) {
       continue;
     if (auto c = dyn_cast<ComprehensionOp>(op)) {
       ComprehensionOp sibling;
-      if (tensorCores != TensorCoreKind::None)
+      if (options.tensorCores != TensorCoreKind::None)
         sibling = findStatistics(c);
-      if (tensorCores != TensorCoreKind::None && !sibling)
+      if (options.tensorCores != TensorCoreKind::None && !sibling)
         sibling = findScoreSibling(c);
       SmallVector<Value> results;
       auto bufferOf = [&](Value r) {
@@ -1325,9 +552,8 @@ struct ConvertTangToGPUPass
                          << subgroupSize.getValue();
       return signalPassFailure();
     }
-    KernelFormBuilder builder(module, kernels, kind, tma, warpSpecialize, tf32,
-                              matrixUnits, matrixUnitsF16, subgroupSize);
     // Sums over several adjacent indices as one (weight gradients).
+    llvm::DenseMap<Operation *, std::string> collapseFailures;
     if (kind != TensorCoreKind::None)
       for (func::FuncOp f : funcs)
         for (auto op :
@@ -1337,8 +563,31 @@ struct ConvertTangToGPUPass
               !collapseReductions(op, kind == TensorCoreKind::Wgmma, tf32,
                                   why) &&
               !why.empty())
-            builder.collapseFailures[op] = why;
+            collapseFailures[op] = why;
         }
+
+    KernelOptions options;
+    options.tensorCores = kind;
+    options.tma = tma;
+    options.warpSpecialize = warpSpecialize;
+    options.tf32 = tf32;
+    options.matrixUnits = matrixUnits;
+    options.matrixUnitsF16 = matrixUnitsF16;
+    options.subgroupSize = subgroupSize;
+    options.collapseFailures = &collapseFailures;
+    // The kernel kinds, most specific first: tensor cores (flash attention,
+    // score kernels, contractions) or portable matrix units, then row and
+    // point kernels, which take every comprehension.
+    KernelPatternSet patterns;
+    if (kind != TensorCoreKind::None) {
+      populateFlashKernelPatterns(patterns, options);
+      populateScoreKernelPatterns(patterns, options);
+      populateMmaKernelPatterns(patterns, options);
+    } else if (matrixUnits) {
+      populateSubgroupMmaKernelPatterns(patterns, options);
+    }
+    populateRowKernelPatterns(patterns);
+    KernelFormBuilder builder(kernels, options, patterns);
     for (func::FuncOp f : funcs)
       if (failed(builder.convertFunc(f)))
         return signalPassFailure();

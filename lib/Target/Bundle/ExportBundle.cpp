@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Tang/Target/Bundle/ExportBundle.h"
+#include "Tang/Dialect/Tang/IR/TangDialect.h"
 #include "Tang/Target/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -130,7 +131,7 @@ describeTensorMap(gpu::LaunchFuncOp launch, UnrealizedConversionCastOp cast,
 }
 
 static FailureOr<llvm::json::Object> describeFunction(func::FuncOp func) {
-  auto numInputs = func->getAttrOfType<IntegerAttr>("tang.num_inputs");
+  auto numInputs = func->getAttrOfType<IntegerAttr>(kNumInputsAttrName);
   if (!numInputs)
     return func.emitOpError() << "is not a kernel-form host function";
   llvm::json::Array args, temps, launches;
@@ -307,7 +308,7 @@ static LogicalResult writeManifest(ModuleOp module, StringRef dir,
                                    StringRef chip) {
   llvm::json::Array functions;
   for (auto func : module.getOps<func::FuncOp>()) {
-    if (!func->hasAttr("tang.kernel_form"))
+    if (!func->hasAttr(kKernelFormAttrName))
       continue;
     FailureOr<llvm::json::Object> f = describeFunction(func);
     if (failed(f))

@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Tang/Conversion/TangToGPU/TangToGPU.h"
+#include "Tang/Dialect/Tang/IR/TangDialect.h"
 #include "Tang/Target/Passes.h"
 
 namespace mlir::tang {

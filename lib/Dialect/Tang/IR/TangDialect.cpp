@@ -5,6 +5,7 @@
 #include "Tang/Dialect/Tang/IR/TangTargets.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 using namespace mlir;
 using namespace mlir::tang;
@@ -19,17 +20,103 @@ void TangDialect::initialize() {
   registerAttributes();
 }
 
-/// Discardable `tang.*` attributes: `tang.target` is a #tang.target on a
-/// module.
+/// The dialect's discardable attributes: each has one value kind and one
+/// kind of operation it belongs on (TangDialect.td), and the kernel form's
+/// are consistent with their function.
 LogicalResult TangDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
-  if (attr.getName() != kTargetAttrName)
+  StringRef name = attr.getName().getValue();
+  Attribute value = attr.getValue();
+  auto wrongValue = [&](StringRef expected) {
+    return op->emitError() << "'" << name << "' must be " << expected
+                           << ", got " << value;
+  };
+  auto wrongOp = [&](StringRef expected) {
+    return op->emitError() << "'" << name << "' belongs on " << expected;
+  };
+
+  if (name == kTargetAttrName) {
+    if (!isa<TargetAttr>(value))
+      return wrongValue("a #tang.target");
+    if (!isa<ModuleOp>(op))
+      return wrongOp("a module");
     return success();
-  if (!isa<TargetAttr>(attr.getValue()))
-    return op->emitError() << "'" << kTargetAttrName
-                           << "' must be a #tang.target, got "
-                           << attr.getValue();
-  if (!isa<ModuleOp>(op))
-    return op->emitError() << "'" << kTargetAttrName << "' belongs on a module";
-  return success();
+  }
+
+  // On comprehensions.
+  if (name == kSavedAttrName || name == kFuseIdAttrName ||
+      name == kShapeClassAttrName || name == kTrafficTileAttrName) {
+    auto c = dyn_cast<ComprehensionOp>(op);
+    if (!c)
+      return wrongOp("a tang.comprehension");
+    if (name == kSavedAttrName && !isa<UnitAttr>(value))
+      return wrongValue("a unit attribute");
+    if (name == kFuseIdAttrName && !isa<IntegerAttr>(value))
+      return wrongValue("an integer");
+    if (name == kShapeClassAttrName) {
+      auto s = dyn_cast<StringAttr>(value);
+      if (!s || !llvm::is_contained({"pointwise", "row_reduction",
+                                     "column_reduction", "narrow_matvec",
+                                     "matmul_like", "online_softmax"},
+                                    s.getValue()))
+        return wrongValue("a shape class (pointwise, row_reduction, "
+                          "column_reduction, narrow_matvec, matmul_like or "
+                          "online_softmax)");
+    }
+    if (name == kTrafficTileAttrName) {
+      auto tile = dyn_cast<DenseI64ArrayAttr>(value);
+      if (!tile)
+        return wrongValue("an i64 array");
+      if (tile.size() != static_cast<int64_t>(c.getNumIndices()) ||
+          llvm::any_of(tile.asArrayRef(), [](int64_t t) { return t < 1; }))
+        return op->emitError()
+               << "'" << name << "' needs one positive extent per index ("
+               << c.getNumIndices() << "), got " << value;
+    }
+    return success();
+  }
+
+  // On the host functions and kernels of the kernel form.
+  if (name == kKernelFormAttrName || name == kNumInputsAttrName ||
+      name == kTensorMapParamsAttrName) {
+    auto func = dyn_cast<FunctionOpInterface>(op);
+    if (!func)
+      return wrongOp("a function");
+    int64_t numArgs = func.getNumArguments();
+    if (name == kKernelFormAttrName && !isa<UnitAttr>(value))
+      return wrongValue("a unit attribute");
+    if (name == kNumInputsAttrName) {
+      auto n = dyn_cast<IntegerAttr>(value);
+      if (!n)
+        return wrongValue("an integer");
+      if (!op->hasAttr(kKernelFormAttrName))
+        return wrongOp("a host function of the kernel form (with '" +
+                       kKernelFormAttrName.str() + "')");
+      if (n.getInt() < 0 || n.getInt() > numArgs)
+        return op->emitError()
+               << "'" << name << "' is " << n.getInt()
+               << ", but the function takes " << numArgs << " arguments";
+    }
+    if (name == kTensorMapParamsAttrName) {
+      auto params = dyn_cast<DenseI64ArrayAttr>(value);
+      if (!params)
+        return wrongValue("an i64 array");
+      int64_t previous = -1;
+      for (int64_t p : params.asArrayRef()) {
+        if (p <= previous || p >= numArgs)
+          return op->emitError()
+                 << "'" << name << "' must list parameter positions in "
+                 << "increasing order, each below " << numArgs << ", got "
+                 << value;
+        previous = p;
+      }
+    }
+    return success();
+  }
+
+  return op->emitError() << "unknown discardable attribute '" << name
+                         << "' (the tang dialect declares tang.target, "
+                            "tang.saved, tang.fuse_id, tang.shape_class, "
+                            "tang.traffic_tile, tang.kernel_form, "
+                            "tang.num_inputs and tang.tensor_map_params)";
 }

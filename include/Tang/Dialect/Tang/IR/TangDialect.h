@@ -13,4 +13,25 @@
 
 #include "Tang/Dialect/Tang/IR/TangOpsDialect.h.inc"
 
+namespace mlir::tang {
+
+/// The names of the dialect's discardable attributes (TangDialect.td says
+/// where each belongs; the dialect verifies them).
+inline constexpr StringLiteral kSavedAttrName =
+    TangDialect::SavedAttrHelper::getNameStr();
+inline constexpr StringLiteral kFuseIdAttrName =
+    TangDialect::FuseIdAttrHelper::getNameStr();
+inline constexpr StringLiteral kShapeClassAttrName =
+    TangDialect::ShapeClassAttrHelper::getNameStr();
+inline constexpr StringLiteral kTrafficTileAttrName =
+    TangDialect::TrafficTileAttrHelper::getNameStr();
+inline constexpr StringLiteral kKernelFormAttrName =
+    TangDialect::KernelFormAttrHelper::getNameStr();
+inline constexpr StringLiteral kNumInputsAttrName =
+    TangDialect::NumInputsAttrHelper::getNameStr();
+inline constexpr StringLiteral kTensorMapParamsAttrName =
+    TangDialect::TensorMapParamsAttrHelper::getNameStr();
+
+} // namespace mlir::tang
+
 #endif // TANG_DIALECT_TANG_IR_TANGDIALECT_H

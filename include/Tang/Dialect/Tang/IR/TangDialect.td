@@ -35,6 +35,29 @@ def Tang_Dialect : Dialect {
   ];
   let useDefaultAttributePrinterParser = 1;
   let hasOperationAttrVerify = 1;
+  // The discardable attributes passes leave for later passes, each checked
+  // by the dialect's verifier (TangDialect.cpp). `tang.target` (a
+  // #tang.target on a module) is the seventh, named by kTargetAttrName.
+  let discardableAttrs = (ins
+    // On a comprehension --tang-grad hoisted or made to save a forward
+    // value for the backward pass: fusion keeps it a kernel of its own.
+    "::mlir::UnitAttr":$saved,
+    // On a comprehension, during --tang-fuse only: its group.
+    "::mlir::IntegerAttr":$fuse_id,
+    // On a comprehension: its shape class, recorded by --tang-schedule.
+    "::mlir::StringAttr":$shape_class,
+    // On a comprehension: the tile of the traffic bound's LP, one extent
+    // per index (--tang-schedule tile-source=traffic-bound).
+    "::mlir::DenseI64ArrayAttr":$traffic_tile,
+    // On a host function of the kernel form (--convert-tang-to-gpu).
+    "::mlir::UnitAttr":$kernel_form,
+    // On a host function of the kernel form: how many of its arguments
+    // are inputs (the rest are its results, written in place).
+    "::mlir::IntegerAttr":$num_inputs,
+    // On a kernel: the positions of its tensor-map parameters, increasing
+    // (--tang-tensor-map-params passes them by value).
+    "::mlir::DenseI64ArrayAttr":$tensor_map_params
+  );
   let extraClassDeclaration = [{
     /// Registers the attributes of TangAttrs.td (defined in TangAttrs.cpp).
     void registerAttributes();

@@ -1,0 +1,148 @@
+//===- TensorCoreEmitter.h - what tensor-core kernels share -----*- C++ -*-===//
+//
+// The building blocks of the tensor-core kernels (contractions, flash
+// attention, score kernels): NVVM's mma.sync and wgmma, ldmatrix, swizzled
+// shared-memory tiles, mbarriers and bulk tensor copies (TMA). They build
+// IR at a builder; what to build is the emitters' (and their schedule's).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TANG_LIB_CONVERSION_TANGTOGPU_TENSORCOREEMITTER_H
+#define TANG_LIB_CONVERSION_TANGTOGPU_TENSORCOREEMITTER_H
+
+#include "Tang/Dialect/Tang/IR/TangOps.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace mlir::tang {
+
+class BodyEmitter;
+
+/// What the tensor-core emitters (MmaKernel.cpp, FlashKernel.cpp,
+/// ScoreKernel.cpp) share: index arithmetic at a builder, mma.sync's operand
+/// fragments, wgmma, mbarriers and bulk tensor copies.
+class TensorCoreEmitterBase {
+protected:
+  TensorCoreEmitterBase(OpBuilder &b, Location loc, Type elementType)
+      : b(b), loc(loc), elementType(elementType) {}
+
+  Value cst(int64_t v);
+  Value add(Value x, Value y);
+  Value mul(Value x, int64_t y);
+  Value div(Value x, int64_t y);
+  Value rem(Value x, int64_t y);
+  /// x < y, unsigned.
+  Value lt(Value x, int64_t y);
+  Value minU(Value x, int64_t y);
+  /// Four 32-bit operand registers (bf16 pairs as i32, f16 pairs as
+  /// vector<2xf16>) from one ldmatrix.x4 of `tile`.
+  SmallVector<Value> loadMatrix(Value tile, ValueRange indices, bool transpose);
+  /// A shared-memory address as an LLVM pointer in address space 3.
+  Value toSharedPointer(Value address);
+  /// Waits until the phase of parity `parity` of mbarrier `slot` (8 bytes
+  /// each) at shared address `at` has completed.
+  void waitBarrier(Value at, Value slot, Value parity);
+  /// Arrives (count 1) on mbarrier `slot` at `at`.
+  void arriveBarrier(Value at, Value slot);
+  /// Thread `tid` 0 initialises `n` mbarriers at `at` (8 bytes apart) for
+  /// `count` arrivals each, and fences their initialisation.
+  void initBarriers(Value tid, Value at, int64_t n, int64_t count);
+  /// The first thread of each warpgroup arrives on mbarrier `slot` at `at`
+  /// (after the warpgroup's wgmma reading the slot has been waited for).
+  void releaseByWarpgroup(Value tid, Value at, Value slot);
+  /// A bulk tensor copy through tensor map `map` of the box at `coords`
+  /// (the tensor's coordinates, outermost first) to shared address `dst`,
+  /// completing on mbarrier `bar` (an address-space-3 pointer).
+  void bulkTensorCopy(Value map, ArrayRef<Value> coords, Value dst, Value bar);
+  /// Two f32 values as one operand register (a pair of 16-bit values of
+  /// elementType).
+  Value packPair(Value lo, Value hi);
+  /// Reduces `v` over the 4 lanes that share an mma.sync accumulator row.
+  Value rowReduce(Value v, bool max);
+  /// acc (scalars in accumulator order) += A B on wgmma m64nNk16 of
+  /// elementType, over `steps` k16 steps with operand addresses
+  /// `descs(step)` (128-byte swizzled tiles of 64 columns; a transposed,
+  /// [k, n], B operand has 64-column blocks `bRows` rows long); waits for
+  /// it.
+  SmallVector<Value>
+  emitWgmma(ArrayRef<Value> acc, int64_t n, int64_t steps, bool accumulate,
+            bool bTransposed, int64_t bRows,
+            function_ref<std::pair<Value, Value>(int64_t)> descs);
+  /// emitWgmma's first half: issues the products and commits them as one
+  /// group, without waiting; returns the accumulator struct, whose values
+  /// (takeWgmma) may be read only after a wgmma wait that covers the group.
+  Value issueWgmma(ArrayRef<Value> acc, int64_t n, int64_t steps,
+                   bool accumulate, bool bTransposed, int64_t bRows,
+                   function_ref<std::pair<Value, Value>(int64_t)> descs);
+  /// Waits until at most `pending` committed wgmma groups are in flight.
+  void waitWgmma(int64_t pending = 0);
+  /// The n / 2 accumulator values of an issued wgmma's struct.
+  SmallVector<Value> takeWgmma(Value st, int64_t n);
+  /// Orders this thread's shared-memory writes (cp.async or stores) before
+  /// the tensor cores' (async proxy) reads.
+  void fenceProxyAsync();
+  /// The block's dynamic shared memory, its start rounded up to 1024 bytes
+  /// with `align1024` (wgmma's swizzled tiles; the kernel must ask for
+  /// 1024 bytes more).
+  struct SharedMemory {
+    Value memory, base;
+    /// The aligned start as a shared-memory address (with align1024).
+    Value address;
+    /// A view of elementType of `shape` at byte `offset` from the start.
+    Value view(TensorCoreEmitterBase &e, ArrayRef<int64_t> shape,
+               int64_t offset) const;
+  };
+  SharedMemory getSharedMemory(bool align1024);
+  /// The 16-byte chunk of `chunk` in row `row` of a 128-byte swizzled tile.
+  Value swizzle(Value row, Value chunk);
+  /// The batch point of a block: `op`'s parallel indices but those `skip`
+  /// accepts, decomposed from the grid's z index (innermost last); null
+  /// for the skipped ones.
+  SmallVector<Value> decomposeBatch(ComprehensionOp op,
+                                    function_ref<bool(unsigned)> skip);
+  /// With wgmma: the accumulators `acc` (m64nN layout, N = 8 x acc.size() /
+  /// 4) as elementType into warpgroup `wg`'s [N / 64][64][64] block of
+  /// `tile` (rows swizzled like wgmma's operands), fenced for the tensor
+  /// cores, then the warpgroup's 128 threads alone synchronised (named
+  /// barrier 1 + wg) so that it may read them back as an operand.
+  void storeWarpgroupOperand(Value tile, Value wg, Value lane, Value warp,
+                             ArrayRef<Value> acc);
+  /// acc += a * b on one mma.sync.m16n8k16 tile (f32 accumulators).
+  void mmaSync(ArrayRef<Value> a, ArrayRef<Value> bFrag,
+               MutableArrayRef<Value> acc);
+  /// o += G W for one key step of bn keys (attention's P V, a score
+  /// kernel's G W): G is per-key values in accumulator order (this
+  /// thread's), W the key-indexed [bn, n] tile `wTile` of the ring (`slot`;
+  /// with wgmma, slot 0 at byte `wOffset` of the shared memory at
+  /// `smemAddr`), read transposed. With wgmma, G goes through this
+  /// warpgroup's block of `gTile` (warpgroup 0's at byte `gOffset`;
+  /// storeWarpgroupOperand) and the product waits; with mma.sync, G's
+  /// accumulators are the A operand directly.
+  void accumulateKeyProduct(MutableArrayRef<Value> o, ArrayRef<Value> g,
+                            int64_t bn, int64_t n, bool wgmma, Value smemAddr,
+                            Value gTile, int64_t gOffset, Value wTile,
+                            int64_t wOffset, Value slot, Value wg, Value lane,
+                            Value warp);
+
+  OpBuilder &b;
+  Location loc;
+  /// The operands' element type (f16, bf16, or f32 for tf32 products).
+  Type elementType;
+};
+
+/// A wgmma shared-memory matrix descriptor for the tile at `byteAddress`
+/// (a shared-memory address), leading and stride byte offsets `lbo`, `sbo`,
+/// rows swizzled over `swizzleBytes` (128 or 64).
+Value emitWgmmaDescriptor(OpBuilder &b, Location loc, Value byteAddress,
+                          int64_t lbo, int64_t sbo, int64_t swizzleBytes);
+
+/// The product of the summand factors `factors` of the dot product `red`
+/// that depend on no index (a scale), emitted once at `b`; null if there
+/// are none, failure() if one cannot be emitted there.
+FailureOr<Value> emitConstantFactors(OpBuilder &b, BodyEmitter &emitter,
+                                     ComprehensionOp red,
+                                     ArrayRef<Value> factors);
+
+} // namespace mlir::tang
+
+#endif // TANG_LIB_CONVERSION_TANGTOGPU_TENSORCOREEMITTER_H
