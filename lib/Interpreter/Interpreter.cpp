@@ -20,6 +20,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Tang/Interpreter/Interpreter.h"
+#include "Tang/Dialect/Tang/IR/TangMonoids.h"
 #include "Tang/Dialect/Tang/IR/TangOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -144,34 +145,6 @@ double fromBits(uint64_t bits, unsigned width) {
   return static_cast<double>(static_cast<int64_t>(bits));
 }
 
-double identityFor(MonoidKind kind, Type t) {
-  bool isFloat = isa<FloatType>(t);
-  unsigned w = isFloat ? 0 : getBitWidth(t);
-  double inf = std::numeric_limits<double>::infinity();
-  switch (kind) {
-  case MonoidKind::Add:
-  case MonoidKind::Or:
-    return 0;
-  case MonoidKind::Mul:
-    return 1;
-  case MonoidKind::And:
-    return w == 1 ? 1 : -1;
-  case MonoidKind::Max:
-  case MonoidKind::ArgMax:
-  case MonoidKind::SoftmaxNorm:
-  case MonoidKind::OnlineSoftmax:
-    if (isFloat)
-      return -inf;
-    return w == 1 ? 0 : -std::ldexp(1.0, w - 1);
-  case MonoidKind::Min:
-  case MonoidKind::ArgMin:
-    if (isFloat)
-      return inf;
-    return w == 1 ? 1 : std::ldexp(1.0, w - 1) - 1;
-  }
-  llvm_unreachable("unknown monoid");
-}
-
 //===----------------------------------------------------------------------===//
 // Compiled form
 //===----------------------------------------------------------------------===//
@@ -192,6 +165,11 @@ struct ErrorState {
   }
 };
 
+/// A function of doubles compiled from a block of scalar ops (see
+/// Compiler::compileFunction); `out` may alias `a` or `b`.
+using BlockFunction =
+    std::function<void(const double *a, const double *b, double *out)>;
+
 /// A monoid as the interpreter evaluates it. The carrier lives in
 /// `carrierSize` doubles; a comprehension reduces its body's yields as
 /// `acc := combine(acc, lift(yields))` from `identity`, then finalises `acc`.
@@ -211,9 +189,16 @@ struct MonoidEval {
   /// results := finalise(acc)
   std::function<void(const double *acc, double *results)> finalize;
 
+  /// acc := combine(acc, lift(yields)) in one step, where the monoid
+  /// defines one (the softmax monoids); empty otherwise.
+  std::function<void(const double *acc, const double *yields, double *out)>
+      accumulateElement;
+
   void init(double *acc) const { llvm::copy(identity, acc); }
   /// acc := combine(acc, lift(yields)); `scratch` has `carrierSize` doubles.
   void accumulate(double *acc, const double *yields, double *scratch) const {
+    if (accumulateElement)
+      return accumulateElement(acc, yields, acc);
     if (!lift)
       return combine(acc, yields, acc);
     lift(yields, scratch);
@@ -318,31 +303,6 @@ int64_t floorDiv(int64_t a, int64_t b) {
   return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 
-/// Evaluates an affine expression on integer dimension values.
-int64_t evalAffine(AffineExpr e, ArrayRef<int64_t> dims) {
-  if (auto c = dyn_cast<AffineConstantExpr>(e))
-    return c.getValue();
-  if (auto d = dyn_cast<AffineDimExpr>(e))
-    return dims[d.getPosition()];
-  auto bin = cast<AffineBinaryOpExpr>(e);
-  int64_t a = evalAffine(bin.getLHS(), dims),
-          b = evalAffine(bin.getRHS(), dims);
-  switch (e.getKind()) {
-  case AffineExprKind::Add:
-    return a + b;
-  case AffineExprKind::Mul:
-    return a * b;
-  case AffineExprKind::FloorDiv:
-    return floorDiv(a, b);
-  case AffineExprKind::CeilDiv:
-    return -floorDiv(-a, b);
-  case AffineExprKind::Mod:
-    return a - floorDiv(a, b) * b;
-  default:
-    llvm_unreachable("symbols are rejected by the verifier");
-  }
-}
-
 using TensorMap = llvm::DenseMap<Value, std::shared_ptr<Tensor>>;
 
 /// The held value of a scalar `arith.constant`.
@@ -374,6 +334,12 @@ public:
 
   FailureOr<std::shared_ptr<Plan>> compileComprehension(ComprehensionOp op);
   FailureOr<MonoidEval> compileUserMonoid(MonoidOp op);
+  /// `block` (arith/math ops) as a function of doubles on a frame of its
+  /// own: its first `split` arguments from the first array, the rest from
+  /// the second; the values of `results` out. `owner` keeps the IR alive.
+  FailureOr<BlockFunction> compileFunction(Block &block, unsigned split,
+                                           ValueRange results,
+                                           std::shared_ptr<void> owner);
 
 private:
   LogicalResult compileBlock(Block &block, std::vector<Instr> &out);
@@ -468,139 +434,123 @@ Compiler::compileComprehension(ComprehensionOp op) {
   return plan;
 }
 
-/// The builtin monoid `kind` on yields of type `t` (the value type for
-/// argmax/argmin; the score type for online_softmax).
-static MonoidEval makeBuiltinMonoid(MonoidKind kind, Type t) {
-  constexpr double inf = std::numeric_limits<double>::infinity();
+/// The value of a constant attribute as the interpreter holds it (i1 as 0
+/// or 1).
+static double attrToDouble(Attribute a) {
+  if (auto f = dyn_cast<FloatAttr>(a))
+    return f.getValueAsDouble();
+  auto i = cast<IntegerAttr>(a);
+  return static_cast<double>(i.getType().isInteger(1)
+                                 ? int64_t(i.getValue().getZExtValue())
+                                 : i.getValue().getSExtValue());
+}
+
+FailureOr<BlockFunction>
+Compiler::compileFunction(Block &block, unsigned split, ValueRange results,
+                          std::shared_ptr<void> owner) {
+  // The block runs on a frame of its own.
+  auto sub = std::make_shared<Compiler>(tensors, err);
+  auto argSlots = std::make_shared<SmallVector<Slot>>();
+  for (BlockArgument a : block.getArguments())
+    argSlots->push_back(sub->slotOf(a));
+  auto body = std::make_shared<std::vector<Instr>>();
+  if (failed(sub->compileBlock(block, *body)))
+    return failure();
+  auto resultSlots = std::make_shared<SmallVector<Slot>>();
+  for (Value v : results)
+    resultSlots->push_back(sub->slotOf(v));
+  auto frame = std::make_shared<std::vector<double>>(sub->getNumSlots());
+  // Capturing `sub` keeps the compiler that owns the slots alive as long as
+  // the closure, `owner` the IR.
+  return BlockFunction([=](const double *a, const double *b, double *out) {
+    (void)sub;
+    (void)owner;
+    double *f = frame->data();
+    for (auto [i, slot] : llvm::enumerate(*argSlots))
+      f[slot] = i < split ? a[i] : b[i - split];
+    for (const Instr &i : *body)
+      i(f);
+    for (auto [i, slot] : llvm::enumerate(*resultSlots))
+      out[i] = f[slot];
+  });
+}
+
+/// The builtin monoid `kind` on a body's yields of `yieldTypes`, evaluated
+/// from the IR that defines it (TangMonoids.h): the same lift, combine,
+/// accumulate and finalise the kernels run, in float64.
+static FailureOr<MonoidEval> compileBuiltinMonoid(MonoidKind kind,
+                                                  TypeRange yieldTypes,
+                                                  Compiler &compiler) {
+  MLIRContext *ctx = yieldTypes.front().getContext();
+  // A module that uses no monoid (checked for the builtins' laws) may not
+  // have loaded the dialects the definitions are written in.
+  ctx->getOrLoadDialect<arith::ArithDialect>();
+  ctx->getOrLoadDialect<math::MathDialect>();
+  Location loc = UnknownLoc::get(ctx);
   MonoidEval m;
-  m.carrierSize = 1;
-  m.carrierTypes = {t};
-  m.identity = {identityFor(kind, t)};
-  m.finalize = [](const double *acc, double *res) { res[0] = acc[0]; };
-  unsigned w = isa<FloatType>(t) ? 0 : getBitWidth(t);
-  switch (kind) {
-  case MonoidKind::Add:
-    m.combine = [w](const double *a, const double *b, double *out) {
-      out[0] = w ? fromBits(toBits(a[0], w) + toBits(b[0], w), w) : a[0] + b[0];
+  m.carrierTypes = getBuiltinCarrierTypes(kind, yieldTypes);
+  m.carrierSize = m.carrierTypes.size();
+  for (TypedAttr a : getBuiltinIdentity(kind, m.carrierTypes))
+    m.identity.push_back(attrToDouble(a));
+
+  // One region holds the blocks of the four functions; the closures keep it.
+  auto region = std::make_shared<Region>();
+  SmallVector<Type> twice(m.carrierTypes);
+  twice.append(m.carrierTypes.begin(), m.carrierTypes.end());
+  SmallVector<Type> carrierThenYields(m.carrierTypes);
+  carrierThenYields.append(yieldTypes.begin(), yieldTypes.end());
+  auto makeBlock = [&](TypeRange args) {
+    Block *block = new Block();
+    region->push_back(block);
+    for (Type t : args)
+      block->addArgument(t, loc);
+    return block;
+  };
+  OpBuilder b(ctx);
+  Block *combine = makeBlock(twice);
+  b.setInsertionPointToEnd(combine);
+  SmallVector<Value> combined = buildBuiltinCombine(
+      b, loc, kind, combine->getArguments().take_front(m.carrierSize),
+      combine->getArguments().drop_front(m.carrierSize));
+  Block *accumulate = makeBlock(carrierThenYields);
+  b.setInsertionPointToEnd(accumulate);
+  SmallVector<Value> accumulated = buildBuiltinAccumulate(
+      b, loc, kind, m.carrierTypes,
+      accumulate->getArguments().take_front(m.carrierSize),
+      accumulate->getArguments().drop_front(m.carrierSize));
+  Block *lift = makeBlock(yieldTypes);
+  b.setInsertionPointToEnd(lift);
+  SmallVector<Value> lifted =
+      buildBuiltinLift(b, loc, kind, m.carrierTypes, lift->getArguments());
+  Block *finalize = makeBlock(m.carrierTypes);
+  b.setInsertionPointToEnd(finalize);
+  SmallVector<Value> finalized =
+      buildBuiltinFinalize(b, loc, kind, finalize->getArguments());
+
+  unsigned n = m.carrierSize;
+  FailureOr<BlockFunction> fc =
+      compiler.compileFunction(*combine, n, combined, region);
+  FailureOr<BlockFunction> fa =
+      compiler.compileFunction(*accumulate, n, accumulated, region);
+  FailureOr<BlockFunction> fl =
+      compiler.compileFunction(*lift, yieldTypes.size(), lifted, region);
+  FailureOr<BlockFunction> ff =
+      compiler.compileFunction(*finalize, n, finalized, region);
+  if (failed(fc) || failed(fa) || failed(fl) || failed(ff))
+    return failure();
+  m.combine = *fc;
+  m.finalize = [f = *ff](const double *acc, double *results) {
+    f(acc, nullptr, results);
+  };
+  // The softmax monoids lift their yields, and accumulate an element with
+  // one exponential instead of a general combine's two.
+  if (kind == MonoidKind::SoftmaxNorm || kind == MonoidKind::OnlineSoftmax) {
+    m.lift = [f = *fl](const double *yields, double *carrier) {
+      f(yields, nullptr, carrier);
     };
-    return m;
-  case MonoidKind::Mul:
-    m.combine = [w](const double *a, const double *b, double *out) {
-      out[0] = w ? fromBits(toBits(a[0], w) * toBits(b[0], w), w) : a[0] * b[0];
-    };
-    return m;
-  case MonoidKind::Max:
-    m.combine = [](const double *a, const double *b, double *out) {
-      out[0] =
-          (std::isnan(a[0]) || std::isnan(b[0])) ? NAN : std::max(a[0], b[0]);
-    };
-    return m;
-  case MonoidKind::Min:
-    m.combine = [](const double *a, const double *b, double *out) {
-      out[0] =
-          (std::isnan(a[0]) || std::isnan(b[0])) ? NAN : std::min(a[0], b[0]);
-    };
-    return m;
-  case MonoidKind::And:
-    m.combine = [w](const double *a, const double *b, double *out) {
-      out[0] = fromBits(toBits(a[0], w) & toBits(b[0], w), w);
-    };
-    return m;
-  case MonoidKind::Or:
-    m.combine = [w](const double *a, const double *b, double *out) {
-      out[0] = fromBits(toBits(a[0], w) | toBits(b[0], w), w);
-    };
-    return m;
-  case MonoidKind::ArgMax:
-  case MonoidKind::ArgMin: {
-    // Carrier (value, index), lifted as is. NaN beats every number, like
-    // numpy; ties (equal values, or two NaNs) keep the smaller index, which
-    // makes combine the maximum of a total order, hence associative and
-    // commutative. The identity's index is +inf, not 0: it must lose every
-    // tie, also against a (-inf, k) carrier.
-    bool isMax = kind == MonoidKind::ArgMax;
-    m.carrierSize = 2;
-    m.carrierTypes.push_back(IntegerType::get(t.getContext(), 32));
-    m.identity.push_back(inf);
-    m.combine = [isMax](const double *a, const double *b, double *out) {
-      bool aNaN = std::isnan(a[0]), bNaN = std::isnan(b[0]);
-      bool takeB;
-      if (aNaN != bNaN)
-        takeB = bNaN;
-      else if (aNaN || a[0] == b[0])
-        takeB = b[1] < a[1];
-      else
-        takeB = isMax ? b[0] > a[0] : b[0] < a[0];
-      const double *r = takeB ? b : a;
-      out[0] = r[0];
-      out[1] = r[1];
-    };
-    m.finalize = [](const double *a, double *res) {
-      res[0] = a[0];
-      res[1] = a[1];
-    };
-    return m;
+    m.accumulateElement = *fa;
   }
-  case MonoidKind::SoftmaxNorm:
-    // Carrier (m, l), standing for the mass l * exp(m); x lifts to (x, 1).
-    m.carrierSize = 2;
-    m.carrierTypes = {t, t};
-    m.identity = {-inf, 0};
-    m.lift = [](const double *y, double *c) {
-      c[0] = y[0];
-      c[1] = 1;
-    };
-    m.combine = [](const double *a, const double *b, double *out) {
-      double mx = std::max(a[0], b[0]);
-      // Both masses are zero (identities, or masked scores lifted to
-      // (-inf, 1)): exp(-inf - -inf) would be NaN, so give the identity.
-      if (mx == -inf) {
-        out[0] = -inf;
-        out[1] = 0;
-        return;
-      }
-      double la = a[1] == 0 ? 0 : a[1] * std::exp(a[0] - mx);
-      double lb = b[1] == 0 ? 0 : b[1] * std::exp(b[0] - mx);
-      out[0] = mx;
-      out[1] = la + lb;
-    };
-    m.finalize = [](const double *a, double *res) {
-      res[0] = a[0];
-      res[1] = a[1];
-    };
-    return m;
-  case MonoidKind::OnlineSoftmax:
-    // Carrier (m, l, acc); (s, v) lifts to (s, 1, v); finalised to acc / l.
-    m.carrierSize = 3;
-    m.carrierTypes = {t, t, t};
-    m.identity = {-inf, 0, 0};
-    m.lift = [](const double *y, double *c) {
-      c[0] = y[0];
-      c[1] = 1;
-      c[2] = y[1];
-    };
-    m.combine = [](const double *a, const double *b, double *out) {
-      double mx = std::max(a[0], b[0]);
-      // Masked scores of -inf on both sides contribute nothing (and would
-      // give NaN scales).
-      if (mx == -inf) {
-        out[0] = -inf;
-        out[1] = 0;
-        out[2] = 0;
-        return;
-      }
-      double sa = a[1] == 0 ? 0 : std::exp(a[0] - mx);
-      double sb = b[1] == 0 ? 0 : std::exp(b[0] - mx);
-      double l = a[1] * sa + b[1] * sb;
-      double acc = a[2] * sa + b[2] * sb;
-      out[0] = mx;
-      out[1] = l;
-      out[2] = acc;
-    };
-    m.finalize = [](const double *a, double *res) { res[0] = a[2] / a[1]; };
-    return m;
-  }
-  llvm_unreachable("unknown monoid");
+  return m;
 }
 
 FailureOr<MonoidEval> Compiler::compileMonoid(ComprehensionOp op) {
@@ -612,51 +562,24 @@ FailureOr<MonoidEval> Compiler::compileMonoid(ComprehensionOp op) {
       return op.emitError() << "tang-run: cannot find monoid " << sym;
     return compileUserMonoid(monoid);
   }
-  return makeBuiltinMonoid(*kind, op.getYield().getValues().front().getType());
+  return compileBuiltinMonoid(*kind, op.getYield().getValues().getTypes(),
+                              *this);
 }
 
 FailureOr<MonoidEval> Compiler::compileUserMonoid(MonoidOp op) {
-  // The combine region runs on its own frame.
-  auto sub = std::make_shared<Compiler>(tensors, err);
-  Block &b = op.getCombine().front();
-  auto argSlots = std::make_shared<SmallVector<Slot>>();
-  for (BlockArgument a : b.getArguments())
-    argSlots->push_back(sub->slotOf(a));
-  auto body = std::make_shared<std::vector<Instr>>();
-  if (failed(sub->compileBlock(b, *body)))
-    return failure();
-  auto yieldSlots = std::make_shared<SmallVector<Slot>>();
-  for (Value v : cast<YieldOp>(b.getTerminator()).getValues())
-    yieldSlots->push_back(sub->slotOf(v));
-  auto frame = std::make_shared<std::vector<double>>(sub->getNumSlots());
-
   MonoidEval m;
   m.carrierTypes = op.getCarrierTypes();
-  for (Attribute a : op.getIdentity()) {
-    if (auto f = dyn_cast<FloatAttr>(a))
-      m.identity.push_back(f.getValueAsDouble());
-    else
-      m.identity.push_back(static_cast<double>(
-          cast<IntegerAttr>(a).getType().isInteger(1)
-              ? cast<IntegerAttr>(a).getValue().getZExtValue()
-              : cast<IntegerAttr>(a).getValue().getSExtValue()));
-  }
+  for (Attribute a : op.getIdentity())
+    m.identity.push_back(attrToDouble(a));
   unsigned n = m.identity.size();
   m.carrierSize = n;
-  // Lift is the identity map. Capturing `sub` keeps the compiler that owns
-  // the combine region's slots alive as long as the closure.
-  m.combine = [=](const double *x, const double *y, double *out) {
-    (void)sub;
-    double *f = frame->data();
-    for (unsigned i = 0; i < n; ++i) {
-      f[(*argSlots)[i]] = x[i];
-      f[(*argSlots)[n + i]] = y[i];
-    }
-    for (const Instr &i : *body)
-      i(f);
-    for (unsigned i = 0; i < n; ++i)
-      out[i] = f[(*yieldSlots)[i]];
-  };
+  // Lift is the identity map.
+  Block &b = op.getCombine().front();
+  FailureOr<BlockFunction> combine = compileFunction(
+      b, n, cast<YieldOp>(b.getTerminator()).getValues(), nullptr);
+  if (failed(combine))
+    return failure();
+  m.combine = *combine;
   m.finalize = [n](const double *a, double *res) { std::copy(a, a + n, res); };
   return m;
 }
@@ -711,7 +634,7 @@ LogicalResult Compiler::compileRead(ReadOp op, std::vector<Instr> &out) {
       dims.push_back(static_cast<int64_t>(f[s]));
     int64_t off = 0;
     for (auto [r, expr] : llvm::enumerate(map.getResults())) {
-      int64_t c = evalAffine(expr, dims);
+      int64_t c = evaluateAffine(expr, dims);
       if (c < 0 || c >= t->shape[r]) {
         e->raise(at, "read out of bounds");
         f[dst] = NAN;
@@ -781,7 +704,7 @@ LogicalResult Compiler::compileOp(Operation *op, std::vector<Instr> &out) {
           SmallVector<int64_t, 4> dims;
           for (Slot s : idx)
             dims.push_back(static_cast<int64_t>(f[s]));
-          int64_t v = evalAffine(expr, dims);
+          int64_t v = evaluateAffine(expr, dims);
           f[d] = w ? fromBits(static_cast<uint64_t>(v), w)
                    : static_cast<double>(v);
         });
@@ -1352,7 +1275,7 @@ static std::shared_ptr<Tensor> evalView(ViewOp op, const Tensor &src) {
     }
     int64_t off = 0;
     for (auto [k, e] : llvm::enumerate(map.getResults()))
-      off += evalAffine(e, coord) * srcStrides[k];
+      off += evaluateAffine(e, coord) * srcStrides[k];
     r->data[i] = src.data[off]; // In bounds: checked by the verifier.
   }
   return r;
@@ -1556,8 +1479,20 @@ struct LawSubject {
   std::function<void(double *)> canonicalize;
 };
 
-LawSubject makeBuiltinSubject(MonoidKind kind, Type t, Location loc) {
-  LawSubject s(stringifyMonoidKind(kind), makeBuiltinMonoid(kind, t),
+/// The law subject of builtin monoid `kind` on values of type `t` (with an
+/// i32 index for argmax and argmin, values of `t` for online_softmax),
+/// compiled by `compiler`.
+FailureOr<LawSubject> makeBuiltinSubject(MonoidKind kind, Type t, Location loc,
+                                         Compiler &compiler) {
+  SmallVector<Type> yields = {t};
+  if (kind == MonoidKind::ArgMax || kind == MonoidKind::ArgMin)
+    yields.push_back(IntegerType::get(t.getContext(), 32));
+  if (kind == MonoidKind::OnlineSoftmax)
+    yields.push_back(t);
+  FailureOr<MonoidEval> eval = compileBuiltinMonoid(kind, yields, compiler);
+  if (failed(eval))
+    return failure();
+  LawSubject s(stringifyMonoidKind(kind), std::move(*eval),
                /*commutative=*/true, loc);
   s.name = s.label;
   s.checkIdentityWithItself = true;
@@ -1828,9 +1763,13 @@ LogicalResult mlir::tang::checkMonoidLaws(ModuleOp module, raw_ostream &os,
       break;
     }
     for (Type t : types) {
+      TensorMap noTensors;
       ErrorState err;
-      LawSubject s = makeBuiltinSubject(kind, t, module.getLoc());
-      ok &= succeeded(checkSubject(s, err, numSamples, seed, os));
+      Compiler compiler(noTensors, err);
+      FailureOr<LawSubject> s =
+          makeBuiltinSubject(kind, t, module.getLoc(), compiler);
+      ok &= succeeded(s) &&
+            succeeded(checkSubject(*s, err, numSamples, seed, os));
     }
   }
 

@@ -127,28 +127,6 @@ bool readsSixteenBit(ComprehensionOp op) {
   return sixteen;
 }
 
-/// The value of `e` at the dimension values `dims`.
-int64_t evaluate(AffineExpr e, ArrayRef<int64_t> dims) {
-  if (auto d = dyn_cast<AffineDimExpr>(e))
-    return dims[d.getPosition()];
-  if (auto c = dyn_cast<AffineConstantExpr>(e))
-    return c.getValue();
-  auto bin = cast<AffineBinaryOpExpr>(e);
-  int64_t l = evaluate(bin.getLHS(), dims), r = evaluate(bin.getRHS(), dims);
-  switch (bin.getKind()) {
-  case AffineExprKind::Add:
-    return l + r;
-  case AffineExprKind::Mul:
-    return l * r;
-  case AffineExprKind::Mod:
-    return llvm::mod(l, r);
-  case AffineExprKind::FloorDiv:
-    return llvm::divideFloorSigned(l, r);
-  default:
-    return llvm::divideCeilSigned(l, r);
-  }
-}
-
 /// The share of iterations a select keeps working, given the share where
 /// its condition holds: the masked-out side is the constant one (-inf, 0);
 /// with no constant side, the smaller share.
@@ -234,7 +212,7 @@ double getKeptFraction(ComprehensionOp op) {
         auto values = [&](IndexOp i) {
           SmallVector<int64_t> v;
           for (int64_t a = 0; a < extentOf(i.getIndices()[0]); ++a)
-            v.push_back(evaluate(i.getMap().getResult(0), {a}));
+            v.push_back(evaluateAffine(i.getMap().getResult(0), {a}));
           return v;
         };
         SmallVector<int64_t> xs = values(fx), ys = values(gy);
@@ -293,7 +271,7 @@ double getKeptFraction(ComprehensionOp op) {
           SmallVector<int64_t> dims;
           for (Value v : i.getIndices())
             dims.push_back(at[llvm::find(indices, v) - indices.begin()]);
-          r = evaluate(i.getMap().getResult(0), dims);
+          r = evaluateAffine(i.getMap().getResult(0), dims);
         } else if (auto c = dyn_cast<arith::ConstantOp>(o)) {
           auto attr = dyn_cast<IntegerAttr>(c.getValue());
           if (!attr) {

@@ -1,7 +1,6 @@
 //===- Npy.cpp - .npy files for the tang host runtimes ----------*- C++ -*-===//
 //
-// Reading and writing NumPy .npy files (format versions 1 to 3, C order,
-// little-endian), shared by runtime/cuda and runtime/vulkan.
+// .npy files as the host runtimes' buffers (the format: NpyFile.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,123 +18,6 @@
 #include <sstream>
 
 using namespace tang::runtime;
-
-namespace {
-
-/// The text after `'key':` in a .npy header dict.
-std::optional<std::string> headerValue(const std::string &header,
-                                       const std::string &key) {
-  for (const char *quote : {"'", "\""}) {
-    std::string needle = quote + key + quote;
-    size_t p = header.find(needle);
-    if (p == std::string::npos)
-      continue;
-    p = header.find_first_not_of(" ", p + needle.size());
-    if (p == std::string::npos || header[p] != ':')
-      return std::nullopt;
-    p = header.find_first_not_of(" ", p + 1);
-    if (p == std::string::npos)
-      return std::nullopt;
-    return header.substr(p);
-  }
-  return std::nullopt;
-}
-
-} // namespace
-
-std::string tang::runtime::npyShapeString(const std::vector<int64_t> &shape) {
-  std::string s = "(";
-  for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + (shape.size() == 1 ? ",)" : ")");
-}
-
-Expected<Npy> tang::runtime::readNpy(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return Error::failure("cannot open " + path + ": " + std::strerror(errno));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  std::string bytes = ss.str();
-  auto bad = [&](const std::string &msg) {
-    return Error::failure(path + ": " + msg);
-  };
-  if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0)
-    return bad("not a .npy file (bad magic string)");
-  unsigned major = static_cast<uint8_t>(bytes[6]);
-  size_t headerLen = 0, offset = 0;
-  if (major == 1) {
-    headerLen =
-        static_cast<uint8_t>(bytes[8]) | (static_cast<uint8_t>(bytes[9]) << 8);
-    offset = 10;
-  } else if (major == 2 || major == 3) {
-    if (bytes.size() < 12)
-      return bad("truncated .npy header");
-    for (int i = 0; i < 4; ++i)
-      headerLen |= size_t(static_cast<uint8_t>(bytes[8 + i])) << (8 * i);
-    offset = 12;
-  } else {
-    return bad("unsupported .npy version " + std::to_string(major));
-  }
-  if (bytes.size() < offset + headerLen)
-    return bad("truncated .npy header");
-  std::string header = bytes.substr(offset, headerLen);
-
-  Npy npy;
-  std::optional<std::string> descr = headerValue(header, "descr");
-  if (!descr || descr->empty() || ((*descr)[0] != '\'' && (*descr)[0] != '"'))
-    return bad("malformed .npy header: no 'descr'");
-  std::string d = descr->substr(1, descr->find((*descr)[0], 1) - 1);
-  if (!d.empty() && (d[0] == '<' || d[0] == '|' || d[0] == '='))
-    d = d.substr(1);
-  else if (!d.empty() && d[0] == '>' && d.size() == 3 && d[2] != '1')
-    return bad("big-endian data ('" + d + "') is not supported");
-  else if (!d.empty() && d[0] == '>')
-    d = d.substr(1);
-  if (d.size() != 2 || !std::isdigit(static_cast<unsigned char>(d[1])))
-    return bad("unsupported dtype '" + d + "'");
-  npy.descr = d;
-  npy.typestr = descr->substr(1, descr->find((*descr)[0], 1) - 1);
-
-  std::optional<std::string> fortran = headerValue(header, "fortran_order");
-  if (!fortran ||
-      (fortran->rfind("False", 0) != 0 && fortran->rfind("True", 0) != 0))
-    return bad("malformed .npy header: no 'fortran_order'");
-  if (fortran->rfind("True", 0) == 0)
-    return bad("Fortran-order arrays are not supported (save with "
-               "numpy.ascontiguousarray)");
-
-  std::optional<std::string> shape = headerValue(header, "shape");
-  if (!shape || shape->empty() || (*shape)[0] != '(' ||
-      shape->find(')') == std::string::npos)
-    return bad("malformed .npy header: no 'shape'");
-  std::string dims = shape->substr(1, shape->find(')') - 1);
-  int64_t count = 1;
-  std::stringstream parts(dims);
-  std::string part;
-  while (std::getline(parts, part, ',')) {
-    part.erase(0, part.find_first_not_of(" "));
-    part.erase(part.find_last_not_of(" ") + 1);
-    if (part.empty())
-      continue;
-    char *end = nullptr;
-    long long n = std::strtoll(part.c_str(), &end, 10);
-    if (*end || n < 0)
-      return bad("malformed .npy header: bad dimension '" + part + "'");
-    if (n && count > (int64_t(1) << 40) / n)
-      return bad("array too large");
-    count *= n;
-    npy.shape.push_back(n);
-  }
-  size_t expected = size_t(count) * size_t(d[1] - '0');
-  size_t have = bytes.size() - offset - headerLen;
-  if (have != expected)
-    return bad("the shape " + npyShapeString(npy.shape) + " needs " +
-               std::to_string(expected) + " data bytes, the file has " +
-               std::to_string(have));
-  npy.data = bytes.substr(offset + headerLen);
-  return npy;
-}
 
 std::string tang::runtime::npyDescr(DType t) {
   switch (t) {
@@ -174,33 +56,6 @@ Error tang::runtime::writeNpy(const std::string &path, DType t,
                   data);
 }
 
-Error tang::runtime::writeNpy(const std::string &path, const std::string &descr,
-                              const std::vector<int64_t> &shape,
-                              const std::string &data) {
-  std::string header =
-      "{'descr': '" + descr +
-      "', 'fortran_order': False, 'shape': " + npyShapeString(shape) + ", }";
-  // Pad with spaces and a newline so that the data starts 64-byte aligned.
-  size_t total = 10 + header.size() + 1;
-  header.append((64 - total % 64) % 64, ' ');
-  header += '\n';
-  std::string out = "\x93NUMPY";
-  out += char(1);
-  out += char(0);
-  out += char(header.size() & 0xff);
-  out += char(header.size() >> 8);
-  out += header;
-  out += data;
-  std::ofstream f(path, std::ios::binary);
-  if (!f)
-    return Error::failure("cannot create " + path + ": " +
-                          std::strerror(errno));
-  f.write(out.data(), std::streamsize(out.size()));
-  if (!f)
-    return Error::failure("cannot write " + path);
-  return Error::success();
-}
-
 Error tang::runtime::makeDirs(const std::string &dir) {
   for (size_t p = 1; p <= dir.size(); ++p) {
     if (p != dir.size() && dir[p] != '/')
@@ -211,18 +66,6 @@ Error tang::runtime::makeDirs(const std::string &dir) {
                             std::strerror(errno));
   }
   return Error::success();
-}
-
-double tang::runtime::decodeHalf(uint16_t h) {
-  int sign = (h >> 15) & 1, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
-  double v;
-  if (exp == 0)
-    v = std::ldexp(mant, -24);
-  else if (exp == 31)
-    v = mant ? NAN : INFINITY;
-  else
-    v = std::ldexp(mant + 1024, exp - 25);
-  return sign ? -v : v;
 }
 
 /// Converts `npy` into `out` (b.numBytes() bytes), the contents of a buffer of

@@ -1,7 +1,8 @@
 //===- Npy.h - .npy files for the tang host runtimes ------------*- C++ -*-===//
 //
-// Reading and writing NumPy .npy files, shared by runtime/cuda and
-// runtime/vulkan.
+// .npy files as the host runtimes' buffers (runtime/cuda, runtime/vulkan,
+// runtime/opencl): which dtypes feed which buffer, and buffers written back.
+// The file format itself is NpyFile.h's, shared with the interpreter.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,29 +11,13 @@
 
 #include "Error.h"
 #include "Manifest.h"
+#include "NpyFile.h"
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace tang::runtime {
-
-/// A .npy array: its dtype without byte order ("f4", "u2", "b1", ...), its
-/// shape and its raw little-endian bytes.
-struct Npy {
-  std::string descr;
-  /// The dtype as written, with its byte order ("<f4", "|b1", ...).
-  std::string typestr;
-  std::vector<int64_t> shape;
-  std::string data;
-};
-
-/// A shape in Python tuple syntax: "()", "(8,)", "(8, 32)".
-std::string npyShapeString(const std::vector<int64_t> &shape);
-
-/// Reads the .npy file at `path` (format versions 1 to 3, C order,
-/// little-endian); the data must be exactly as large as the shape says.
-Expected<Npy> readNpy(const std::string &path);
 
 /// The .npy descr (without byte order) written for `t`.
 std::string npyDescr(DType t);
@@ -42,11 +27,6 @@ bool npyAccepts(DType t, const std::string &descr);
 
 /// Writes `data` (type `t`, shape `shape`) to the .npy file at `path`.
 Error writeNpy(const std::string &path, DType t,
-               const std::vector<int64_t> &shape, const std::string &data);
-
-/// Writes `data` (dtype `descr` with its byte order, e.g. "<f8", and shape
-/// `shape`) to the .npy file at `path`.
-Error writeNpy(const std::string &path, const std::string &descr,
                const std::vector<int64_t> &shape, const std::string &data);
 
 /// Converts `npy` into `out` (b.numBytes() bytes), the contents of a buffer
@@ -61,9 +41,6 @@ Error convertNpyInput(const Npy &npy, const BufferSpec &b,
 /// (<i4).
 Error writeBufferNpy(const std::string &path, const BufferSpec &b,
                      const void *data);
-
-/// Decodes an IEEE binary16 value (an f16 buffer element).
-double decodeHalf(uint16_t h);
 
 /// Creates `dir` and its parents.
 Error makeDirs(const std::string &dir);

@@ -118,7 +118,7 @@ BAD_X = {
     "wrong_dtype_complex": (lambda: npy_bytes(np.ones((2, 3), np.complex64)),
                             "unsupported .npy dtype 'c8'"),
     "truncated_data": (lambda: npy_bytes(np.ones((2, 3), np.float32))[:-5],
-                       "truncated .npy data: shape needs 24 bytes, file has 19"),
+                       "truncated .npy data: shape (2, 3) needs 24 bytes, file has 19"),
     "truncated_header": (lambda: npy_bytes(np.ones((2, 3), np.float32))[:20],
                          "truncated .npy header"),
     "trailing_bytes": (lambda: npy_bytes(np.ones((2, 3), np.float32)) + b"xx",

@@ -2,6 +2,8 @@
 
 #include "BodyEmitter.h"
 
+#include "Tang/Dialect/Tang/IR/TangMonoids.h"
+
 #include "mlir/Dialect/Affine/Utils.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -57,21 +59,12 @@ FailureOr<MonoidCodegen> MonoidCodegen::get(ComprehensionOp op) {
   m.kind = op.getBuiltinMonoid();
   if (!m.kind)
     return op.emitOpError() << "has no monoid";
-  switch (*m.kind) {
-  case MonoidKind::SoftmaxNorm:
-    m.carrierTypes = {yields[0], yields[0]};
-    break;
-  case MonoidKind::OnlineSoftmax:
-    if (yields[0] != yields[1])
-      return op.emitOpError()
-             << "the kernel form needs online_softmax scores and values of "
-                "one compute type, got "
-             << yields[0] << " and " << yields[1];
-    m.carrierTypes = {yields[0], yields[0], yields[1]};
-    break;
-  default:
-    m.carrierTypes.assign(yields.begin(), yields.end());
-  }
+  if (*m.kind == MonoidKind::OnlineSoftmax && yields[0] != yields[1])
+    return op.emitOpError()
+           << "the kernel form needs online_softmax scores and values of "
+              "one compute type, got "
+           << yields[0] << " and " << yields[1];
+  m.carrierTypes = getBuiltinCarrierTypes(*m.kind, yields);
   return m;
 }
 
@@ -83,9 +76,8 @@ static Value constantLike(OpBuilder &b, Location loc, Type t, double f,
 }
 
 SmallVector<Value> MonoidCodegen::identity(OpBuilder &b, Location loc) const {
-  constexpr double inf = std::numeric_limits<double>::infinity();
+  SmallVector<Value> out;
   if (user) {
-    SmallVector<Value> out;
     for (auto [a, t] : llvm::zip(user.getIdentity(), carrierTypes)) {
       if (auto f = dyn_cast<FloatAttr>(a))
         out.push_back(constantLike(b, loc, t, f.getValueAsDouble(), 0));
@@ -95,73 +87,17 @@ SmallVector<Value> MonoidCodegen::identity(OpBuilder &b, Location loc) const {
     }
     return out;
   }
-  auto low = [&](Type t) {
-    if (isa<FloatType>(t))
-      return constantLike(b, loc, t, -inf, 0);
-    unsigned w = t.getIntOrFloatBitWidth();
-    return constantLike(
-        b, loc, t, 0,
-        w == 1 ? 0 : std::numeric_limits<int64_t>::min() >> (64 - w));
-  };
-  auto high = [&](Type t) {
-    if (isa<FloatType>(t))
-      return constantLike(b, loc, t, inf, 0);
-    unsigned w = t.getIntOrFloatBitWidth();
-    return constantLike(
-        b, loc, t, 0,
-        w == 1 ? 1 : std::numeric_limits<int64_t>::max() >> (64 - w));
-  };
-  Type t = carrierTypes[0];
-  switch (*kind) {
-  case MonoidKind::Add:
-  case MonoidKind::Or:
-    return {constantLike(b, loc, t, 0, 0)};
-  case MonoidKind::Mul:
-    return {constantLike(b, loc, t, 1, 1)};
-  case MonoidKind::And:
-    return {constantLike(b, loc, t, 0, -1)};
-  case MonoidKind::Max:
-    return {low(t)};
-  case MonoidKind::Min:
-    return {high(t)};
-  case MonoidKind::ArgMax:
-    return {low(t), high(carrierTypes[1])};
-  case MonoidKind::ArgMin:
-    return {high(t), high(carrierTypes[1])};
-  case MonoidKind::SoftmaxNorm:
-    return {low(t), constantLike(b, loc, t, 0, 0)};
-  case MonoidKind::OnlineSoftmax:
-    return {low(t), constantLike(b, loc, t, 0, 0),
-            constantLike(b, loc, carrierTypes[2], 0, 0)};
-  }
-  llvm_unreachable("unknown monoid");
+  for (auto [a, t] :
+       llvm::zip(getBuiltinIdentity(*kind, carrierTypes), carrierTypes))
+    out.push_back(arith::ConstantOp::create(b, loc, t, a));
+  return out;
 }
 
 SmallVector<Value> MonoidCodegen::lift(OpBuilder &b, Location loc,
                                        ValueRange yields) const {
-  if (kind == MonoidKind::SoftmaxNorm)
-    return {yields[0], constantLike(b, loc, carrierTypes[1], 1, 1)};
-  if (kind == MonoidKind::OnlineSoftmax)
-    return {yields[0], constantLike(b, loc, carrierTypes[1], 1, 1), yields[1]};
-  return llvm::to_vector(yields);
-}
-
-/// exp(a - m) with m = -inf treated as 0 (so that an all -inf carrier
-/// combines to (-inf, 0) instead of NaN).
-static Value scaleFrom(OpBuilder &b, Location loc, Value a, Value m,
-                       bool approximate) {
-  Type t = m.getType();
-  Value negInf =
-      constantLike(b, loc, t, -std::numeric_limits<double>::infinity(), 0);
-  Value zero = constantLike(b, loc, t, 0, 0);
-  Value isEmpty =
-      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, m, negInf);
-  Value safe = arith::SelectOp::create(b, loc, isEmpty, zero, m);
-  auto exp =
-      math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, a, safe));
-  if (approximate)
-    allowApproximation(exp);
-  return exp;
+  if (user)
+    return llvm::to_vector(yields);
+  return buildBuiltinLift(b, loc, *kind, carrierTypes, yields);
 }
 
 SmallVector<Value> MonoidCodegen::combine(OpBuilder &b, Location loc,
@@ -180,120 +116,23 @@ SmallVector<Value> MonoidCodegen::combine(OpBuilder &b, Location loc,
     return llvm::map_to_vector(body.getTerminator()->getOperands(),
                                [&](Value v) { return mapping.lookup(v); });
   }
-  Type t = carrierTypes[0];
-  bool isFloat = isa<FloatType>(t);
-  switch (*kind) {
-  case MonoidKind::Add:
-    return {isFloat ? Value(arith::AddFOp::create(b, loc, x[0], y[0]))
-                    : Value(arith::AddIOp::create(b, loc, x[0], y[0]))};
-  case MonoidKind::Mul:
-    return {isFloat ? Value(arith::MulFOp::create(b, loc, x[0], y[0]))
-                    : Value(arith::MulIOp::create(b, loc, x[0], y[0]))};
-  case MonoidKind::Max:
-    return {isFloat ? Value(arith::MaximumFOp::create(b, loc, x[0], y[0]))
-                    : Value(arith::MaxSIOp::create(b, loc, x[0], y[0]))};
-  case MonoidKind::Min:
-    return {isFloat ? Value(arith::MinimumFOp::create(b, loc, x[0], y[0]))
-                    : Value(arith::MinSIOp::create(b, loc, x[0], y[0]))};
-  case MonoidKind::And:
-    return {arith::AndIOp::create(b, loc, x[0], y[0])};
-  case MonoidKind::Or:
-    return {arith::OrIOp::create(b, loc, x[0], y[0])};
-  case MonoidKind::ArgMax:
-  case MonoidKind::ArgMin: {
-    // Take y when it is strictly better, or equal with a smaller index.
-    bool isMax = *kind == MonoidKind::ArgMax;
-    Value better, equal;
-    if (isFloat) {
-      better = arith::CmpFOp::create(
-          b, loc, isMax ? arith::CmpFPredicate::OGT : arith::CmpFPredicate::OLT,
-          y[0], x[0]);
-      equal =
-          arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, y[0], x[0]);
-    } else {
-      better = arith::CmpIOp::create(
-          b, loc, isMax ? arith::CmpIPredicate::sgt : arith::CmpIPredicate::slt,
-          y[0], x[0]);
-      equal =
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, y[0], x[0]);
-    }
-    Value earlier =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, y[1], x[1]);
-    Value take = arith::OrIOp::create(
-        b, loc, better, arith::AndIOp::create(b, loc, equal, earlier));
-    return {arith::SelectOp::create(b, loc, take, y[0], x[0]),
-            arith::SelectOp::create(b, loc, take, y[1], x[1])};
-  }
-  case MonoidKind::SoftmaxNorm:
-  case MonoidKind::OnlineSoftmax: {
-    Value m = arith::MaximumFOp::create(b, loc, x[0], y[0]);
-    Value sx = scaleFrom(b, loc, x[0], m, approximate),
-          sy = scaleFrom(b, loc, y[0], m, approximate);
-    Value l =
-        arith::AddFOp::create(b, loc, arith::MulFOp::create(b, loc, x[1], sx),
-                              arith::MulFOp::create(b, loc, y[1], sy));
-    if (*kind == MonoidKind::SoftmaxNorm)
-      return {m, l};
-    Value acc =
-        arith::AddFOp::create(b, loc, arith::MulFOp::create(b, loc, x[2], sx),
-                              arith::MulFOp::create(b, loc, y[2], sy));
-    return {m, l, acc};
-  }
-  }
-  llvm_unreachable("unknown monoid");
+  return buildBuiltinCombine(b, loc, *kind, x, y, approximate);
 }
 
 SmallVector<Value> MonoidCodegen::accumulate(OpBuilder &b, Location loc,
                                              ValueRange carrier,
                                              ValueRange yields) const {
-  if (kind != MonoidKind::SoftmaxNorm && kind != MonoidKind::OnlineSoftmax)
-    return combine(b, loc, carrier, lift(b, loc, yields));
-  // The element (x, 1[, v]) against (m, l[, acc]): with e = exp(-|x - m|),
-  // a new maximum rescales the carrier by e and adds 1 (v), otherwise the
-  // element adds e (e * v). A masked x = -inf adds nothing.
-  Type t = carrierTypes[0];
-  Value x = yields[0], m = carrier[0], l = carrier[1];
-  Value negInf =
-      constantLike(b, loc, t, -std::numeric_limits<double>::infinity(), 0);
-  Value zero = constantLike(b, loc, t, 0, 0);
-  Value one = constantLike(b, loc, t, 1, 1);
-  Value d = arith::SubFOp::create(b, loc, x, m);
-  auto exp = math::ExpOp::create(
-      b, loc, arith::NegFOp::create(b, loc, math::AbsFOp::create(b, loc, d)));
-  if (approximate)
-    allowApproximation(exp);
-  Value e = exp;
-  Value masked =
-      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, x, negInf);
-  e = arith::SelectOp::create(b, loc, masked, zero, e);
-  Value bigger = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, x, m);
-  auto pick = [&](Value ifBigger, Value otherwise) -> Value {
-    return arith::SelectOp::create(b, loc, bigger, ifBigger, otherwise);
-  };
-  SmallVector<Value> out;
-  out.push_back(pick(x, m));
-  out.push_back(pick(
-      arith::AddFOp::create(b, loc, arith::MulFOp::create(b, loc, l, e), one),
-      arith::AddFOp::create(b, loc, l, e)));
-  if (kind == MonoidKind::OnlineSoftmax) {
-    Value acc = carrier[2], v = yields[1];
-    out.push_back(pick(
-        arith::AddFOp::create(b, loc, arith::MulFOp::create(b, loc, acc, e), v),
-        arith::AddFOp::create(b, loc, acc,
-                              arith::MulFOp::create(b, loc, e, v))));
-  }
-  return out;
+  if (user)
+    return combine(b, loc, carrier, yields);
+  return buildBuiltinAccumulate(b, loc, *kind, carrierTypes, carrier, yields,
+                                approximate);
 }
 
 SmallVector<Value> MonoidCodegen::finalize(OpBuilder &b, Location loc,
                                            ValueRange carrier) const {
-  if (kind == MonoidKind::OnlineSoftmax) {
-    auto div = arith::DivFOp::create(b, loc, carrier[2], carrier[1]);
-    if (approximate)
-      allowApproximation(div);
-    return {div};
-  }
-  return llvm::to_vector(carrier);
+  if (user)
+    return llvm::to_vector(carrier);
+  return buildBuiltinFinalize(b, loc, *kind, carrier, approximate);
 }
 
 //===----------------------------------------------------------------------===//

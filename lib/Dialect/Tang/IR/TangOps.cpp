@@ -93,14 +93,14 @@ static std::string toString(AffineExpr e) {
   return s;
 }
 
-/// Evaluates `expr` at integer dimension values (no symbols).
-static int64_t evaluate(AffineExpr expr, ArrayRef<int64_t> dims) {
+int64_t mlir::tang::evaluateAffine(AffineExpr expr, ArrayRef<int64_t> dims) {
   if (auto c = dyn_cast<AffineConstantExpr>(expr))
     return c.getValue();
   if (auto d = dyn_cast<AffineDimExpr>(expr))
     return dims[d.getPosition()];
   auto bin = cast<AffineBinaryOpExpr>(expr);
-  int64_t a = evaluate(bin.getLHS(), dims), b = evaluate(bin.getRHS(), dims);
+  int64_t a = evaluateAffine(bin.getLHS(), dims),
+          b = evaluateAffine(bin.getRHS(), dims);
   switch (expr.getKind()) {
   case AffineExprKind::Add:
     return a + b;
@@ -132,7 +132,7 @@ static std::optional<IndexRange> getExactRange(AffineExpr expr,
   IndexRange out{std::numeric_limits<int64_t>::max(),
                  std::numeric_limits<int64_t>::min()};
   for (int64_t p = 0; p < points; ++p) {
-    int64_t v = evaluate(expr, dims);
+    int64_t v = evaluateAffine(expr, dims);
     out.lo = std::min(out.lo, v);
     out.hi = std::max(out.hi, v);
     for (size_t d = 0; d < dims.size(); ++d) {

@@ -43,15 +43,20 @@ def Tang_MonoidAttr : EnumAttr<Tang_Dialect, Tang_MonoidKind, "monoid"> {
     |---|---|---|---|
     | `add` | `x` | `x`, 0 | sum |
     | `mul` | `x` | `x`, 1 | product |
-    | `max` / `min` | `x` | `x`, -inf / +inf (int: min / max value) | extremum |
+    | `max` / `min` | `x` | `x`, -inf / +inf (int: min / max value; i1: false < true) | extremum, NaN if any is NaN |
     | `and` / `or` | `x : i1` or integer | bitwise, all-ones / 0 | conjunction / disjunction |
-    | `argmax` / `argmin` | `x, idx` | `(x, idx)`, `(-inf, +inf)` / `(+inf, +inf)` (the identity's index loses every tie); ties keep the smaller idx | value, index |
+    | `argmax` / `argmin` | `x, idx` | `(x, idx)`, `(-inf, max i32)` / `(+inf, max i32)` (the identity's index loses every tie); ties keep the smaller idx; a NaN beats every number and the first NaN wins (NumPy's rule) | value, index |
     | `softmax_norm` | `x` | `(m, l)`, `(-inf, 0)`; `(x) -> (x, 1)` | `m = max x`, `l = sum exp(x - m)` |
     | `online_softmax` | `s, v` | `(m, l, acc)`, `(-inf, 0, 0)`; `(s, v) -> (s, 1, v)` | `acc / l` |
 
     The `softmax_norm` and `online_softmax` combines are
     `m = max(m1, m2)`, `l = l1 exp(m1 - m) + l2 exp(m2 - m)`,
-    `acc = acc1 exp(m1 - m) + acc2 exp(m2 - m)`.
+    `acc = acc1 exp(m1 - m) + acc2 exp(m2 - m)`, with `m = -inf` (every
+    score masked) scaling by 1, so that masked scores give the identity.
+
+    Each builtin's carrier, identity, lift, combine and finalise are defined
+    once, as IR (`TangMonoids.h`): the kernels run it and the interpreter
+    evaluates it in float64.
 
     Example: `#tang.monoid<add>`; in a comprehension: `monoid(add)`.
   }];

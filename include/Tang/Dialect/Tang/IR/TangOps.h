@@ -33,6 +33,12 @@ struct IndexRange {
   int64_t lo, hi;
 };
 
+/// The value of `expr` (no symbols) at the dimension values `dims`:
+/// floordiv and ceildiv round toward -inf and +inf, mod is non-negative for
+/// a positive divisor. The one evaluator of affine coordinates (the
+/// verifier, the interpreter, the traffic bound).
+int64_t evaluateAffine(AffineExpr expr, ArrayRef<int64_t> dims);
+
 /// The range `expr` takes when dimension `d` ranges over `dimRanges[d]`
 /// (interval arithmetic; exact for the linear expressions views use).
 IndexRange getRange(AffineExpr expr, ArrayRef<IndexRange> dimRanges);
