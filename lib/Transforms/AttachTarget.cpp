@@ -6,6 +6,7 @@
 
 #include "Tang/Dialect/Tang/IR/TangTargets.h"
 #include "Tang/Transforms/Passes.h"
+#include "llvm/Support/Debug.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -13,6 +14,8 @@ namespace mlir::tang {
 #define GEN_PASS_DEF_TANGATTACHTARGET
 #include "Tang/Transforms/Passes.h.inc"
 } // namespace mlir::tang
+
+#define DEBUG_TYPE "tang-attach-target"
 
 using namespace mlir;
 using namespace mlir::tang;
@@ -24,6 +27,8 @@ struct TangAttachTargetPass
   using TangAttachTargetBase::TangAttachTargetBase;
 
   void runOnOperation() override {
+    LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] running on "
+                            << getOperation()->getLoc() << "\n");
     ModuleOp module = getOperation();
     if (auto own = module->getAttrOfType<TargetAttr>(kTargetAttrName)) {
       if (own.getChip() == chip)

@@ -28,12 +28,15 @@
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include "llvm/Support/Debug.h"
 #include "llvm/Support/MathExtras.h"
 
 namespace mlir::tang {
 #define GEN_PASS_DEF_TANGGRAD
 #include "Tang/Transforms/Passes.h.inc"
 } // namespace mlir::tang
+
+#define DEBUG_TYPE "tang-grad"
 
 using namespace mlir;
 using namespace mlir::tang;
@@ -1802,6 +1805,8 @@ struct TangGradPass : tang::impl::TangGradBase<TangGradPass> {
   }
 
   void runOnOperation() override {
+    LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] running on "
+                            << getOperation()->getLoc() << "\n");
     ModuleOp module = getOperation();
     SmallVector<func::FuncOp> funcs;
     for (auto f : module.getOps<func::FuncOp>()) {

@@ -5,11 +5,14 @@
 //===----------------------------------------------------------------------===//
 
 #include "Tang/Transforms/Passes.h"
+#include "llvm/Support/Debug.h"
 
 namespace mlir::tang {
 #define GEN_PASS_DEF_TANGREJECTOPTION
 #include "Tang/Transforms/Passes.h.inc"
 } // namespace mlir::tang
+
+#define DEBUG_TYPE "tang-reject-option"
 
 using namespace mlir;
 using namespace mlir::tang;
@@ -21,6 +24,8 @@ struct TangRejectOptionPass
   using TangRejectOptionBase::TangRejectOptionBase;
 
   void runOnOperation() override {
+    LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] running on "
+                            << getOperation()->getLoc() << "\n");
     getOperation().emitError() << message;
     signalPassFailure();
   }

@@ -24,12 +24,15 @@
 #include "Tang/Dialect/Tang/IR/TangTargets.h"
 #include "Tang/Transforms/Passes.h"
 
+#include "llvm/Support/Debug.h"
 #include "llvm/Support/MathExtras.h"
 
 namespace mlir::tang {
 #define GEN_PASS_DEF_TANGSCHEDULE
 #include "Tang/Transforms/Passes.h.inc"
 } // namespace mlir::tang
+
+#define DEBUG_TYPE "tang-schedule"
 
 using namespace mlir;
 using namespace mlir::tang;
@@ -281,6 +284,8 @@ struct TangSchedulePass : tang::impl::TangScheduleBase<TangSchedulePass> {
   using TangScheduleBase::TangScheduleBase;
 
   void runOnOperation() override {
+    LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] running on "
+                            << getOperation()->getLoc() << "\n");
     // The module's device model; an option given overrides its fact.
     TargetAttr target = getTarget(getOperation());
     auto fact = [](int64_t option, int64_t own) {

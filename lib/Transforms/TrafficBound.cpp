@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/TypeUtilities.h"
+#include "llvm/Support/Debug.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -22,6 +23,8 @@ namespace mlir::tang {
 #define GEN_PASS_DEF_TANGTRAFFICBOUND
 #include "Tang/Transforms/Passes.h.inc"
 } // namespace mlir::tang
+
+#define DEBUG_TYPE "tang-traffic-bound"
 
 using namespace mlir;
 using namespace mlir::tang;
@@ -352,6 +355,8 @@ struct TangTrafficBoundPass
   using Base::Base;
 
   void runOnOperation() override {
+    LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] running on "
+                            << getOperation()->getLoc() << "\n");
     ModuleOp module = getOperation();
     // name=bytes, comma-separated.
     SmallVector<std::pair<std::string, int64_t>> memory;

@@ -20,6 +20,7 @@
 
 #include "Tang/Conversion/LinalgToTang/LinalgToTang.h"
 #include "Tang/Dialect/Tang/IR/TangOps.h"
+#include "llvm/Support/Debug.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -37,6 +38,8 @@ namespace mlir::tang {
 #define GEN_PASS_DEF_CONVERTLINALGTOTANG
 #include "Tang/Conversion/Passes.h.inc"
 } // namespace mlir::tang
+
+#define DEBUG_TYPE "convert-linalg-to-tang"
 
 using namespace mlir;
 using namespace mlir::tang;
@@ -585,6 +588,8 @@ struct ConvertLinalgToTangPass
   using ConvertLinalgToTangBase::ConvertLinalgToTangBase;
 
   void runOnOperation() override {
+    LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] running on "
+                            << getOperation()->getLoc() << "\n");
     // 1. Check the function level; decompose linalg.softmax and generalise
     //    named ops.
     bool ok = true;

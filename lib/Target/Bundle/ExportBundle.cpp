@@ -10,6 +10,7 @@
 #include "Tang/Target/Bundle/ExportBundle.h"
 #include "Tang/Dialect/Tang/IR/TangDialect.h"
 #include "Tang/Target/Passes.h"
+#include "llvm/Support/Debug.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -28,6 +29,8 @@ namespace mlir::tang {
 #define GEN_PASS_DEF_TANGEXPORTBUNDLE
 #include "Tang/Target/Passes.h.inc"
 } // namespace mlir::tang
+
+#define DEBUG_TYPE "tang-export-bundle"
 
 using namespace mlir;
 using namespace mlir::tang;
@@ -337,6 +340,8 @@ struct TangExportBundlePass
   using TangExportBundleBase::TangExportBundleBase;
 
   void runOnOperation() override {
+    LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] running on "
+                            << getOperation()->getLoc() << "\n");
     if (dir.empty()) {
       getOperation().emitError()
           << "tang-export-bundle: no bundle directory (dir=)";

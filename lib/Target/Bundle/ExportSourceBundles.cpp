@@ -10,6 +10,7 @@
 #include "Tang/Target/Bundle/ExportBundle.h"
 #include "Tang/Target/Passes.h"
 #include "Tang/Target/Printers/Printers.h"
+#include "llvm/Support/Debug.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -25,6 +26,8 @@ namespace mlir::tang {
 #define GEN_PASS_DEF_TANGEXPORTSOURCEBUNDLE
 #include "Tang/Target/Passes.h.inc"
 } // namespace mlir::tang
+
+#define DEBUG_TYPE "tang-export-source-bundle"
 
 /// Runs `program` (found on PATH) with `args`; the error names the tool.
 static LogicalResult runTool(Operation *at, StringRef program,
@@ -59,6 +62,8 @@ struct TangExportGLSLBundlePass
   using TangExportGLSLBundleBase::TangExportGLSLBundleBase;
 
   void runOnOperation() override {
+    LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] running on "
+                            << getOperation()->getLoc() << "\n");
     ModuleOp module = getOperation();
     SmallVector<gpu::GPUModuleOp> kernels(module.getOps<gpu::GPUModuleOp>());
     if (kernels.size() != 1) {
@@ -137,6 +142,8 @@ struct TangExportSourceBundlePass
   using TangExportSourceBundleBase::TangExportSourceBundleBase;
 
   void runOnOperation() override {
+    LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] running on "
+                            << getOperation()->getLoc() << "\n");
     ModuleOp module = getOperation();
     SourceBundle bundle = getSourceBundle(language);
     SmallVector<gpu::GPUModuleOp> kernels(module.getOps<gpu::GPUModuleOp>());

@@ -9,11 +9,14 @@
 
 #include "Tang/Dialect/Tang/IR/TangDialect.h"
 #include "Tang/Target/Passes.h"
+#include "llvm/Support/Debug.h"
 
 namespace mlir::tang {
 #define GEN_PASS_DEF_TANGTENSORMAPPARAMS
 #include "Tang/Target/Passes.h.inc"
 } // namespace mlir::tang
+
+#define DEBUG_TYPE "tang-tensor-map-params"
 
 using namespace mlir;
 using namespace mlir::tang;
@@ -25,6 +28,8 @@ struct TangTensorMapParamsPass
   using TangTensorMapParamsBase::TangTensorMapParamsBase;
 
   void runOnOperation() override {
+    LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] running on "
+                            << getOperation()->getLoc() << "\n");
     LLVM::LLVMFuncOp func = getOperation();
     auto params =
         func->getAttrOfType<DenseI64ArrayAttr>(kTensorMapParamsAttrName);

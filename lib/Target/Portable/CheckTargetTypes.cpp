@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Tang/Target/Passes.h"
+#include "llvm/Support/Debug.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -16,6 +17,8 @@ namespace mlir::tang {
 #define GEN_PASS_DEF_TANGCHECKTARGETTYPES
 #include "Tang/Target/Passes.h.inc"
 } // namespace mlir::tang
+
+#define DEBUG_TYPE "tang-check-target-types"
 
 using namespace mlir;
 using namespace mlir::tang;
@@ -87,6 +90,8 @@ struct TangCheckTargetTypesPass
   using TangCheckTargetTypesBase::TangCheckTargetTypesBase;
 
   void runOnOperation() override {
+    LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] running on "
+                            << getOperation()->getLoc() << "\n");
     llvm::StringSet<> capSet;
     SmallVector<StringRef> list;
     StringRef(caps).split(list, ',', -1, /*KeepEmpty=*/false);

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Tang/Target/Passes.h"
+#include "llvm/Support/Debug.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -16,6 +17,8 @@ namespace mlir::tang {
 #define GEN_PASS_DEF_TANGNARROW32BITKERNELS
 #include "Tang/Target/Passes.h.inc"
 } // namespace mlir::tang
+
+#define DEBUG_TYPE "tang-narrow-32-bit-kernels"
 
 using namespace mlir;
 using namespace mlir::tang;
@@ -60,6 +63,8 @@ struct TangNarrow32BitKernelsPass
   using TangNarrow32BitKernelsBase::TangNarrow32BitKernelsBase;
 
   void runOnOperation() override {
+    LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] running on "
+                            << getOperation()->getLoc() << "\n");
     RewritePatternSet patterns(&getContext());
     patterns.add<SIToFP_NarrowIndexCast, CmpF_ConstantPredicate>(&getContext());
     FrozenRewritePatternSet frozen(std::move(patterns));

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Tang/Target/Passes.h"
+#include "llvm/Support/Debug.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/SPIRV/IR/SPIRVAttributes.h"
@@ -16,6 +17,8 @@ namespace mlir::tang {
 #define GEN_PASS_DEF_TANGATTACHSPIRVENTRYPOINTS
 #include "Tang/Target/Passes.h.inc"
 } // namespace mlir::tang
+
+#define DEBUG_TYPE "tang-attach-spirv-entry-points"
 
 using namespace mlir;
 using namespace mlir::tang;
@@ -28,6 +31,8 @@ struct TangAttachSpirvEntryPointsPass
   using TangAttachSpirvEntryPointsBase::TangAttachSpirvEntryPointsBase;
 
   void runOnOperation() override {
+    LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] running on "
+                            << getOperation()->getLoc() << "\n");
     getOperation().walk([&](gpu::GPUFuncOp f) {
       if (!f.isKernel())
         return;
