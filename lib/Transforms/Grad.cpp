@@ -803,6 +803,9 @@ Value Differentiator::rowDot(ComprehensionOp c, Value dOut) {
 /// Reverse mode over the scalar ops `ops` (in program order) of a body at
 /// `b`: `adjoint` holds the seeds; returns failure (with a diagnostic) when
 /// an op on a differentiated path has no rule.
+///
+/// Long by design (about 160 lines): the table of scalar derivative rules,
+/// one case per arith and math op, in one place.
 LogicalResult backpropagate(OpBuilder &b, ArrayRef<Operation *> ops,
                             llvm::DenseMap<Value, Value> &adjoint,
                             const llvm::DenseSet<Operation *> &onPath) {
@@ -1516,6 +1519,9 @@ void forwardCopies(func::FuncOp f) {
 struct TangGradPass : tang::impl::TangGradBase<TangGradPass> {
   using Base::Base;
 
+  /// About 150 lines: the gradient function in the order it is built
+  /// (signature, forward recomputation, seeds, the reverse sweep over
+  /// comprehensions, the results).
   LogicalResult differentiateFunction(func::FuncOp f) {
     ModuleOp module = getOperation();
     SmallVector<unsigned> args;

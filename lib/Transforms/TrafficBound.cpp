@@ -150,6 +150,10 @@ double keptShare(arith::SelectOp s, double share) {
 /// least over several masks), 1 without masks; 0 (no compute floor) when a
 /// condition is too large to count or uses operations this count does not
 /// evaluate.
+/// Long by design (about 200 lines): the conditions' grammar (comparisons,
+/// conjunctions, selects, index arithmetic) and their exact count in one
+/// function, so that what is counted and what falls back to 0 is read in
+/// one place.
 double getKeptFraction(ComprehensionOp op) {
   double kept = 1.0;
   op.walk([&](arith::SelectOp s) {

@@ -53,151 +53,6 @@ using namespace mlir::tang;
 
 namespace {
 
-/// The pieces of an attention-shaped online-softmax reduction.
-struct FlashMatch {
-  ComprehensionOp red; // The nested dot product over e.
-  ReadOp q, k, v;
-  unsigned i, d; // Query and value-column indices (parallel).
-  Value j;       // The key index (the op's reduced index).
-  /// Body operations of `red` that do not depend on e: constant factors of
-  /// the summand, computed once.
-  SmallVector<Value> factors;
-  /// Body operations of the op computing the score from red's result.
-  SmallVector<Operation *> scoreOps;
-  Value score;
-  Type elementType;
-  int64_t lq, lk, dqk, dv;
-  /// If the score is select(j + a <= i + b, x, -inf) (a causal or banded
-  /// mask, any equivalent comparison), c = b - a: keys past i + c are
-  /// masked, and key tiles wholly past a query tile are skipped.
-  std::optional<int64_t> keyLimit;
-  /// With keyLimit: the comparison j + a <= i + b of the mask (true on key
-  /// tiles wholly at or before a query tile's first row + c).
-  Operation *maskCondition = nullptr;
-};
-
-std::optional<FlashMatch> matchFlash(ComprehensionOp op, std::string &why) {
-  auto fail = [&](const Twine &reason) -> std::optional<FlashMatch> {
-    why = reason.str();
-    return std::nullopt;
-  };
-  if (op.getBuiltinMonoid() != MonoidKind::OnlineSoftmax ||
-      op.getNumReduced() != 1 || op.getNumParallel() < 2 ||
-      op.getNumResults() != 1)
-    return fail("not a one-index online-softmax reduction");
-  FlashMatch m;
-  m.d = op.getNumParallel() - 1;
-  m.j = op.getIndex(op.getNumParallel());
-  m.lk = op.getExtent(op.getNumParallel());
-  Value d = op.getIndex(m.d);
-  Block &body = op.getBodyBlock();
-  ValueRange yields = op.getYield().getValues();
-  m.score = yields[0];
-  m.v = stripExtensions(yields[1]).getDefiningOp<ReadOp>();
-  if (!m.v || !isContiguousIn(m.v, d) || !readUses(m.v, m.j))
-    return fail("the value is not a read contiguous in the last index");
-
-  for (Operation &inner : body.without_terminator()) {
-    auto nested = dyn_cast<ComprehensionOp>(inner);
-    if (!nested)
-      continue;
-    if (m.red)
-      return fail("more than one nested reduction");
-    m.red = nested;
-  }
-  if (!m.red || m.red.getBuiltinMonoid() != MonoidKind::Add ||
-      m.red.getNumReduced() != 1 || m.red.getNumParallel() != 0)
-    return fail("the score is not a dot product");
-  Block &redBody = m.red.getBodyBlock();
-  Value e = m.red.getIndex(0);
-  m.dqk = m.red.getExtent(0);
-  SmallVector<Value> leaves;
-  getFactors(m.red.getYield().getValues()[0], leaves);
-  for (Value leaf : leaves) {
-    auto read = leaf.getDefiningOp<ReadOp>();
-    if (read && readUses(read, e)) {
-      if (!m.q)
-        m.q = read;
-      else if (!m.k)
-        m.k = read;
-      else
-        return fail("the summand has more than two reads of the index");
-      continue;
-    }
-    if (dependsOn(leaf, e, redBody))
-      return fail("a factor of the summand depends on the reduced index");
-    for (unsigned p = 0; p < op.getNumIndices(); ++p)
-      if (dependsOn(leaf, op.getIndex(p), redBody))
-        return fail("a factor of the summand depends on an index");
-    m.factors.push_back(leaf);
-  }
-  if (!m.q || !m.k)
-    return fail("the summand is not a product of two reads");
-  if (readUses(m.q, m.j))
-    std::swap(m.q, m.k);
-  if (readUses(m.q, m.j) || !readUses(m.k, m.j))
-    return fail("the key index is not read by exactly one factor");
-  // The query index: the parallel index q uses and k does not.
-  std::optional<unsigned> qi;
-  for (unsigned p = 0; p < m.d; ++p)
-    if (readUses(m.q, op.getIndex(p)) && !readUses(m.k, op.getIndex(p)))
-      qi = p;
-  if (!qi)
-    return fail("no query index");
-  m.i = *qi;
-  // Keys and values are shared by the block's query rows.
-  if (readUses(m.v, op.getIndex(m.i)))
-    return fail("the value depends on the query index");
-  if (!isContiguousIn(m.q, e) || !isContiguousIn(m.k, e))
-    return fail("the dot product's operands are not contiguous in its index");
-
-  Type tq = cast<RankedTensorType>(m.q.getTensor().getType()).getElementType();
-  for (ReadOp r : {m.k, m.v})
-    if (cast<RankedTensorType>(r.getTensor().getType()).getElementType() != tq)
-      return fail("the operands' element types differ");
-  if (!tq.isF16() && !tq.isBF16())
-    return fail("the operands are not f16 or bf16");
-  m.elementType = tq;
-  m.lq = op.getExtent(m.i);
-  int64_t batchCount = 1;
-  for (unsigned p = 0; p < op.getNumParallel(); ++p)
-    if (p != m.i && p != m.d)
-      batchCount *= op.getExtent(p);
-  if (batchCount > 65535)
-    return fail("more batch points than the grid holds");
-  m.dv = op.getExtent(m.d);
-  if (m.dqk % 64 || m.dv % 64 || m.dqk > 256 || m.dv > 256)
-    return fail("head dimensions must be 64, 128, 192 or 256");
-  Type out = cast<RankedTensorType>(op.getResultTypes()[0]).getElementType();
-  if (!out.isF32() && !out.isF16() && !out.isBF16())
-    return fail("the result is not f32, f16 or bf16");
-
-  // The score's code: every body operation but the reduction and the value
-  // read; none may depend on the value column.
-  llvm::SetVector<Operation *> valueOps;
-  for (Value cur = yields[1]; Operation *def = cur.getDefiningOp();) {
-    valueOps.insert(def);
-    if (isa<ReadOp>(def))
-      break;
-    cur = def->getOperand(0);
-  }
-  for (Operation &inner : body.without_terminator()) {
-    if (&inner == m.red.getOperation() || valueOps.contains(&inner))
-      continue;
-    for (Value r : inner.getResults())
-      if (dependsOn(r, d, body))
-        return fail("the score depends on the value column");
-    m.scoreOps.push_back(&inner);
-  }
-  if (dependsOn(m.score, d, body))
-    return fail("the score depends on the value column");
-  m.keyLimit = getKeyLimit(m.score, op.getIndex(m.i), m.j, m.lq, m.lk);
-  if (m.keyLimit)
-    m.maskCondition =
-        m.score.getDefiningOp<arith::SelectOp>().getCondition().getDefiningOp();
-  return m;
-}
-
 class FlashEmitter : TensorCoreEmitterBase {
 public:
   FlashEmitter(OpBuilder &b, ComprehensionOp op, const FlashMatch &m,
@@ -345,6 +200,12 @@ SmallVector<Value> FlashEmitter::kvCoordinates(ReadOp read, Value j0,
       *affine::expandAffineMap(b, loc, read.getMap(), operands));
 }
 
+/// Long by design (about 430 lines): one kernel written top to bottom in the
+/// order it runs (shared memory, barriers, the query tile, the key loop with
+/// its ring, masks and rescaling, the epilogue). The values it threads
+/// through (ring slots, accumulators, the running max and sum) would become
+/// a parameter list per piece; splitting it is planned with the schedule
+/// owning the flash parameters (issue 17, item 2).
 LogicalResult FlashEmitter::emit() {
   MLIRContext *ctx = b.getContext();
   Type out = cast<RankedTensorType>(op.getResultTypes()[0]).getElementType();

@@ -9,6 +9,7 @@
 #ifndef TANG_LIB_CONVERSION_TANGTOGPU_KERNELFORM_H
 #define TANG_LIB_CONVERSION_TANGTOGPU_KERNELFORM_H
 
+#include "Tang/Analysis/AttentionMatchers.h"
 #include "Tang/Analysis/KernelMatchers.h"
 #include "Tang/Dialect/Tang/IR/TangDialect.h"
 #include "Tang/Dialect/Tang/IR/TangOps.h"
@@ -180,11 +181,6 @@ void populateSubgroupMmaKernelPatterns(KernelPatternSet &patterns,
 /// kernels (a thread per parallel point), the latter matching every
 /// comprehension (RowKernel.cpp).
 void populateRowKernelPatterns(KernelPatternSet &patterns);
-
-/// Whether one score kernel can compute `op` and `sibling` (both score
-/// reductions over the same rows and keys, `sibling`'s dot products among
-/// `op`'s; ScoreKernel.cpp).
-bool isScoreSibling(ComprehensionOp op, ComprehensionOp sibling);
 
 } // namespace mlir::tang
 

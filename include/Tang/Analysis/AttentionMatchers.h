@@ -1,0 +1,109 @@
+//===- AttentionMatchers.h - attention-shaped reductions --------*- C++ -*-===//
+//
+// Matchers of the comprehensions the attention kernels take, keyed on the
+// graph, never on a name: an online-softmax reduction whose scores are a
+// scaled (and possibly masked) dot product (flash attention), and a
+// reduction over keys of dot-product scores (attention's gradients and
+// saved statistics, as --tang-grad derives them). The kernel patterns
+// (lib/Conversion/TangToGPU) build what these match.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TANG_ANALYSIS_ATTENTIONMATCHERS_H
+#define TANG_ANALYSIS_ATTENTIONMATCHERS_H
+
+#include "Tang/Dialect/Tang/IR/TangOps.h"
+
+#include <optional>
+#include <string>
+
+namespace mlir::tang {
+
+/// The pieces of an attention-shaped online-softmax reduction.
+struct FlashMatch {
+  ComprehensionOp red; // The nested dot product over e.
+  ReadOp q, k, v;
+  unsigned i, d; // Query and value-column indices (parallel).
+  Value j;       // The key index (the op's reduced index).
+  /// Body operations of `red` that do not depend on e: constant factors of
+  /// the summand, computed once.
+  SmallVector<Value> factors;
+  /// Body operations of the op computing the score from red's result.
+  SmallVector<Operation *> scoreOps;
+  Value score;
+  Type elementType;
+  int64_t lq, lk, dqk, dv;
+  /// If the score is select(j + a <= i + b, x, -inf) (a causal or banded
+  /// mask, any equivalent comparison), c = b - a: keys past i + c are
+  /// masked, and key tiles wholly past a query tile are skipped.
+  std::optional<int64_t> keyLimit;
+  /// With keyLimit: the comparison j + a <= i + b of the mask (true on key
+  /// tiles wholly at or before a query tile's first row + c).
+  Operation *maskCondition = nullptr;
+};
+
+/// `op` as a flash-attention reduction: an online_softmax reduction over
+/// one key index whose score is a (scaled, possibly masked) dot product of
+/// two 16-bit reads and whose value is a 16-bit read; std::nullopt with
+/// `why` set otherwise.
+std::optional<FlashMatch> matchFlash(ComprehensionOp op, std::string &why);
+
+/// One dot product of the body: sum_e a[.., x, e] b[.., y, e] times
+/// constant factors.
+struct ScoreDot {
+  ComprehensionOp red;
+  ReadOp a, b;
+  SmallVector<Value> factors;
+};
+
+/// The pieces of a reduction over keys of dot-product scores.
+struct ScoreMatch {
+  SmallVector<ScoreDot, 2> dots;
+  MonoidKind monoid;
+  unsigned x; // The row index (parallel).
+  /// With add: the output's column index (the last parallel one) and the
+  /// read W[.., y, c] the per-element value multiplies.
+  std::optional<unsigned> c;
+  ReadOp w;
+  Value y; // The key index (the op's reduced index).
+  /// The per-element value g and the body operations computing it (not
+  /// the dot products, not W's chain).
+  Value g;
+  SmallVector<Operation *> scoreOps;
+  Type elementType;
+  int64_t lx, ly, dc = 0;
+  /// A causal-type mask select(y + a <= x + b, s, -inf) among the score
+  /// code, with g vanishing (add) or -inf (softmax_norm) where it masks:
+  /// keys past x + keysUpTo (dQ), or before x - keysFrom (dK, dV, where the
+  /// rows are keys and y the queries), contribute nothing, and key tiles
+  /// wholly there are skipped.
+  std::optional<int64_t> keysUpTo, keysFrom;
+  /// With a key limit: the mask's comparison, true on key tiles wholly
+  /// inside the kept region (those run without it: the causal backward
+  /// 6-40% faster on the H200 at L >= 2048, 8% slower at L 512 head 128;
+  /// bench/results/2026-12-01-h200-attention-grad.md).
+  Operation *maskCondition = nullptr;
+};
+
+/// `op` as a reduction over keys of dot-product scores: an add (or
+/// softmax_norm) reduction over one key index whose body computes scores
+/// from one or two nested dot products of 16-bit reads; std::nullopt with
+/// `why` set otherwise.
+std::optional<ScoreMatch> matchScoreReduction(ComprehensionOp op,
+                                              std::string &why);
+
+/// The dots of `second` as indices of `first`'s equal dots (both score
+/// reductions over the same rows, batch indices and keys), or nullopt.
+std::optional<SmallVector<unsigned>> matchDots(ComprehensionOp first,
+                                               const ScoreMatch &m1,
+                                               ComprehensionOp second,
+                                               const ScoreMatch &m2);
+
+/// Whether one score kernel can compute `op` and `sibling` (both score
+/// reductions over the same rows and keys, `sibling`'s dot products among
+/// `op`'s).
+bool isScoreSibling(ComprehensionOp op, ComprehensionOp sibling);
+
+} // namespace mlir::tang
+
+#endif // TANG_ANALYSIS_ATTENTIONMATCHERS_H

@@ -1,0 +1,413 @@
+//===- AttentionMatchers.cpp - attention-shaped reductions ------*- C++ -*-===//
+
+#include "Tang/Analysis/AttentionMatchers.h"
+#include "Tang/Analysis/KernelMatchers.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "llvm/ADT/SetVector.h"
+
+using namespace mlir;
+using namespace mlir::tang;
+
+std::optional<FlashMatch> mlir::tang::matchFlash(ComprehensionOp op,
+                                                 std::string &why) {
+  auto fail = [&](const Twine &reason) -> std::optional<FlashMatch> {
+    why = reason.str();
+    return std::nullopt;
+  };
+  if (op.getBuiltinMonoid() != MonoidKind::OnlineSoftmax ||
+      op.getNumReduced() != 1 || op.getNumParallel() < 2 ||
+      op.getNumResults() != 1)
+    return fail("not a one-index online-softmax reduction");
+  FlashMatch m;
+  m.d = op.getNumParallel() - 1;
+  m.j = op.getIndex(op.getNumParallel());
+  m.lk = op.getExtent(op.getNumParallel());
+  Value d = op.getIndex(m.d);
+  Block &body = op.getBodyBlock();
+  ValueRange yields = op.getYield().getValues();
+  m.score = yields[0];
+  m.v = stripExtensions(yields[1]).getDefiningOp<ReadOp>();
+  if (!m.v || !isContiguousIn(m.v, d) || !readUses(m.v, m.j))
+    return fail("the value is not a read contiguous in the last index");
+
+  for (Operation &inner : body.without_terminator()) {
+    auto nested = dyn_cast<ComprehensionOp>(inner);
+    if (!nested)
+      continue;
+    if (m.red)
+      return fail("more than one nested reduction");
+    m.red = nested;
+  }
+  if (!m.red || m.red.getBuiltinMonoid() != MonoidKind::Add ||
+      m.red.getNumReduced() != 1 || m.red.getNumParallel() != 0)
+    return fail("the score is not a dot product");
+  Block &redBody = m.red.getBodyBlock();
+  Value e = m.red.getIndex(0);
+  m.dqk = m.red.getExtent(0);
+  SmallVector<Value> leaves;
+  getFactors(m.red.getYield().getValues()[0], leaves);
+  for (Value leaf : leaves) {
+    auto read = leaf.getDefiningOp<ReadOp>();
+    if (read && readUses(read, e)) {
+      if (!m.q)
+        m.q = read;
+      else if (!m.k)
+        m.k = read;
+      else
+        return fail("the summand has more than two reads of the index");
+      continue;
+    }
+    if (dependsOn(leaf, e, redBody))
+      return fail("a factor of the summand depends on the reduced index");
+    for (unsigned p = 0; p < op.getNumIndices(); ++p)
+      if (dependsOn(leaf, op.getIndex(p), redBody))
+        return fail("a factor of the summand depends on an index");
+    m.factors.push_back(leaf);
+  }
+  if (!m.q || !m.k)
+    return fail("the summand is not a product of two reads");
+  if (readUses(m.q, m.j))
+    std::swap(m.q, m.k);
+  if (readUses(m.q, m.j) || !readUses(m.k, m.j))
+    return fail("the key index is not read by exactly one factor");
+  // The query index: the parallel index q uses and k does not.
+  std::optional<unsigned> qi;
+  for (unsigned p = 0; p < m.d; ++p)
+    if (readUses(m.q, op.getIndex(p)) && !readUses(m.k, op.getIndex(p)))
+      qi = p;
+  if (!qi)
+    return fail("no query index");
+  m.i = *qi;
+  // Keys and values are shared by the block's query rows.
+  if (readUses(m.v, op.getIndex(m.i)))
+    return fail("the value depends on the query index");
+  if (!isContiguousIn(m.q, e) || !isContiguousIn(m.k, e))
+    return fail("the dot product's operands are not contiguous in its index");
+
+  Type tq = cast<RankedTensorType>(m.q.getTensor().getType()).getElementType();
+  for (ReadOp r : {m.k, m.v})
+    if (cast<RankedTensorType>(r.getTensor().getType()).getElementType() != tq)
+      return fail("the operands' element types differ");
+  if (!tq.isF16() && !tq.isBF16())
+    return fail("the operands are not f16 or bf16");
+  m.elementType = tq;
+  m.lq = op.getExtent(m.i);
+  int64_t batchCount = 1;
+  for (unsigned p = 0; p < op.getNumParallel(); ++p)
+    if (p != m.i && p != m.d)
+      batchCount *= op.getExtent(p);
+  if (batchCount > 65535)
+    return fail("more batch points than the grid holds");
+  m.dv = op.getExtent(m.d);
+  if (m.dqk % 64 || m.dv % 64 || m.dqk > 256 || m.dv > 256)
+    return fail("head dimensions must be 64, 128, 192 or 256");
+  Type out = cast<RankedTensorType>(op.getResultTypes()[0]).getElementType();
+  if (!out.isF32() && !out.isF16() && !out.isBF16())
+    return fail("the result is not f32, f16 or bf16");
+
+  // The score's code: every body operation but the reduction and the value
+  // read; none may depend on the value column.
+  llvm::SetVector<Operation *> valueOps;
+  for (Value cur = yields[1]; Operation *def = cur.getDefiningOp();) {
+    valueOps.insert(def);
+    if (isa<ReadOp>(def))
+      break;
+    cur = def->getOperand(0);
+  }
+  for (Operation &inner : body.without_terminator()) {
+    if (&inner == m.red.getOperation() || valueOps.contains(&inner))
+      continue;
+    for (Value r : inner.getResults())
+      if (dependsOn(r, d, body))
+        return fail("the score depends on the value column");
+    m.scoreOps.push_back(&inner);
+  }
+  if (dependsOn(m.score, d, body))
+    return fail("the score depends on the value column");
+  m.keyLimit = getKeyLimit(m.score, op.getIndex(m.i), m.j, m.lq, m.lk);
+  if (m.keyLimit)
+    m.maskCondition =
+        m.score.getDefiningOp<arith::SelectOp>().getCondition().getDefiningOp();
+  return m;
+}
+
+namespace {
+
+/// `v` without float extensions and truncations.
+Value stripCasts(Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    if (!isa<arith::ExtFOp, arith::TruncFOp>(def))
+      break;
+    v = def->getOperand(0);
+  }
+  return v;
+}
+
+/// Whether `v` is -inf wherever `sel` is (through casts, the sum or
+/// difference with another value, a product with a positive constant).
+bool isNegInfWith(Value v, Value sel) {
+  v = stripCasts(v);
+  if (v == sel)
+    return true;
+  Operation *def = v.getDefiningOp();
+  if (isa_and_nonnull<arith::SubFOp>(def))
+    return isNegInfWith(def->getOperand(0), sel);
+  if (isa_and_nonnull<arith::AddFOp>(def))
+    return isNegInfWith(def->getOperand(0), sel) ||
+           isNegInfWith(def->getOperand(1), sel);
+  if (isa_and_nonnull<arith::MulFOp>(def))
+    for (int side = 0; side < 2; ++side) {
+      auto c = def->getOperand(1 - side).getDefiningOp<arith::ConstantOp>();
+      auto f = c ? dyn_cast<FloatAttr>(c.getValue()) : FloatAttr();
+      if (f && f.getValueAsDouble() > 0 &&
+          isNegInfWith(def->getOperand(side), sel))
+        return true;
+    }
+  return false;
+}
+
+/// Whether `v` is 0 wherever `sel` is -inf: a product (or quotient) with
+/// a factor exp(-inf), a select between such values and zeros.
+bool vanishesWith(Value v, Value sel) {
+  v = stripCasts(v);
+  Operation *def = v.getDefiningOp();
+  if (auto choice = dyn_cast_or_null<arith::SelectOp>(def)) {
+    auto zeroOr = [&](Value w) {
+      auto c = stripCasts(w).getDefiningOp<arith::ConstantOp>();
+      auto f = c ? dyn_cast<FloatAttr>(c.getValue()) : FloatAttr();
+      return (f && f.getValue().isZero()) || vanishesWith(w, sel);
+    };
+    return zeroOr(choice.getTrueValue()) && zeroOr(choice.getFalseValue());
+  }
+  if (isa_and_nonnull<arith::MulFOp>(def))
+    return vanishesWith(def->getOperand(0), sel) ||
+           vanishesWith(def->getOperand(1), sel);
+  if (isa_and_nonnull<arith::DivFOp>(def))
+    return vanishesWith(def->getOperand(0), sel);
+  if (auto ex = dyn_cast_or_null<math::ExpOp>(def))
+    return isNegInfWith(ex.getOperand(), sel);
+  return false;
+}
+
+} // namespace
+
+std::optional<ScoreMatch> mlir::tang::matchScoreReduction(ComprehensionOp op,
+                                                          std::string &why) {
+  auto fail = [&](const Twine &reason) -> std::optional<ScoreMatch> {
+    why = reason.str();
+    return std::nullopt;
+  };
+  std::optional<MonoidKind> monoid = op.getBuiltinMonoid();
+  bool add = monoid == MonoidKind::Add && op.getNumResults() == 1;
+  bool norm = monoid == MonoidKind::SoftmaxNorm && op.getNumResults() == 2;
+  if (op.getNumReduced() != 1 || op.getNumParallel() < 1 || (!add && !norm))
+    return fail("not a one-index add or softmax_norm reduction");
+  ScoreMatch m;
+  m.monoid = *monoid;
+  m.y = op.getIndex(op.getNumParallel());
+  m.ly = op.getExtent(op.getNumParallel());
+  Block &body = op.getBodyBlock();
+  ValueRange yields = op.getYield().getValues();
+
+  // W's chain: the yield's casts, the product, W's read and its casts.
+  llvm::SetVector<Operation *> wOps;
+  if (m.monoid == MonoidKind::Add) {
+    m.c = op.getNumParallel() - 1;
+    Value c = op.getIndex(*m.c);
+    Value cur = yields[0];
+    while (Operation *def = cur.getDefiningOp()) {
+      if (!isa<arith::ExtFOp, arith::TruncFOp>(def))
+        break;
+      wOps.insert(def);
+      cur = def->getOperand(0);
+    }
+    auto mul = cur.getDefiningOp<arith::MulFOp>();
+    if (!mul)
+      return fail("the summand is not a product");
+    wOps.insert(mul);
+    for (int side = 0; side < 2 && !m.w; ++side) {
+      auto read = stripCasts(mul->getOperand(side)).getDefiningOp<ReadOp>();
+      if (read && readUses(read, c) && readUses(read, m.y)) {
+        m.w = read;
+        m.g = mul->getOperand(1 - side);
+        for (Value v = mul->getOperand(side); v != read.getResult();
+             v = v.getDefiningOp()->getOperand(0))
+          wOps.insert(v.getDefiningOp());
+        wOps.insert(read);
+      }
+    }
+    if (!m.w || !isContiguousIn(m.w, c))
+      return fail("the summand is not a per-key value times a read "
+                  "contiguous in the output's last index");
+    if (dependsOn(m.g, c, body))
+      return fail("the per-key value depends on the output column");
+    m.dc = op.getExtent(*m.c);
+  } else {
+    m.g = yields[0];
+  }
+
+  for (Operation &inner : body.without_terminator()) {
+    auto nested = dyn_cast<ComprehensionOp>(inner);
+    if (!nested)
+      continue;
+    if (m.dots.size() == 2)
+      return fail("more than two nested reductions");
+    if (nested.getBuiltinMonoid() != MonoidKind::Add ||
+        nested.getNumReduced() != 1 || nested.getNumParallel() != 0)
+      return fail("a nested reduction is not a dot product");
+    ScoreDot dot;
+    dot.red = nested;
+    Value e = nested.getIndex(0);
+    SmallVector<Value> leaves;
+    getFactors(nested.getYield().getValues()[0], leaves);
+    for (Value leaf : leaves) {
+      auto read = leaf.getDefiningOp<ReadOp>();
+      if (read && readUses(read, e)) {
+        if (!dot.a)
+          dot.a = read;
+        else if (!dot.b)
+          dot.b = read;
+        else
+          return fail("a dot product has more than two reads of its index");
+        continue;
+      }
+      if (dependsOn(leaf, e, nested.getBodyBlock()))
+        return fail("a factor of a dot product depends on its index");
+      for (unsigned p = 0; p < op.getNumIndices(); ++p)
+        if (dependsOn(leaf, op.getIndex(p), nested.getBodyBlock()))
+          return fail("a factor of a dot product depends on an index");
+      dot.factors.push_back(leaf);
+    }
+    if (!dot.a || !dot.b)
+      return fail("a dot product is not a product of two reads");
+    if (readUses(dot.a, m.y))
+      std::swap(dot.a, dot.b);
+    if (readUses(dot.a, m.y) || !readUses(dot.b, m.y))
+      return fail("the key index is not read by exactly one factor of a dot "
+                  "product");
+    if (!isContiguousIn(dot.a, e) || !isContiguousIn(dot.b, e))
+      return fail("a dot product's operands are not contiguous in its index");
+    int64_t extent = nested.getExtent(0);
+    if (extent % 64 || extent > 256)
+      return fail("a dot product's length is not 64, 128, 192 or 256");
+    m.dots.push_back(dot);
+  }
+  if (m.dots.empty())
+    return fail("no dot product in the body");
+
+  // The row index: the parallel index the first dot's row operand uses and
+  // its key operand does not; every dot agrees, W does not use it.
+  std::optional<unsigned> xi;
+  for (unsigned p = 0; p < op.getNumParallel(); ++p)
+    if (p != m.c && readUses(m.dots[0].a, op.getIndex(p)) &&
+        !readUses(m.dots[0].b, op.getIndex(p)))
+      xi = p;
+  if (!xi)
+    return fail("no row index");
+  m.x = *xi;
+  Value x = op.getIndex(m.x);
+  for (ScoreDot &dot : m.dots)
+    if (!readUses(dot.a, x) || readUses(dot.b, x))
+      return fail("the dot products do not share one row index");
+  if (m.w && readUses(m.w, x))
+    return fail("the summand's read depends on the row index");
+
+  Type t = cast<RankedTensorType>(m.dots[0].a.getTensor().getType())
+               .getElementType();
+  SmallVector<ReadOp> operands;
+  for (ScoreDot &dot : m.dots)
+    operands.append({dot.a, dot.b});
+  if (m.w)
+    operands.push_back(m.w);
+  for (ReadOp r : operands)
+    if (cast<RankedTensorType>(r.getTensor().getType()).getElementType() != t)
+      return fail("the operands' element types differ");
+  if (!t.isF16() && !t.isBF16())
+    return fail("the operands are not f16 or bf16");
+  m.elementType = t;
+  if (m.c && (m.dc % 64 || m.dc > 256))
+    return fail("the output's last extent is not 64, 128, 192 or 256");
+  for (Type r : op.getResultTypes()) {
+    Type e = cast<RankedTensorType>(r).getElementType();
+    if (!e.isF32() && !e.isF16() && !e.isBF16())
+      return fail("a result is not f32, f16 or bf16");
+  }
+  int64_t batchCount = 1;
+  for (unsigned p = 0; p < op.getNumParallel(); ++p)
+    if (p != m.x && p != m.c)
+      batchCount *= op.getExtent(p);
+  if (batchCount > 65535)
+    return fail("more batch points than the grid holds");
+  m.lx = op.getExtent(m.x);
+
+  // The per-element code: every other body operation (none may use the
+  // output column).
+  for (Operation &inner : body.without_terminator()) {
+    if (wOps.contains(&inner) || llvm::any_of(m.dots, [&](const ScoreDot &d) {
+          return d.red == &inner;
+        }))
+      continue;
+    if (m.c)
+      for (Value r : inner.getResults())
+        if (dependsOn(r, op.getIndex(*m.c), body))
+          return fail("the per-key value depends on the output column");
+    m.scoreOps.push_back(&inner);
+  }
+  // A causal-type mask the contributions vanish under.
+  for (Operation *inner : m.scoreOps) {
+    auto sel = dyn_cast<arith::SelectOp>(inner);
+    if (!sel || !(m.monoid == MonoidKind::Add ? vanishesWith(m.g, sel)
+                                              : isNegInfWith(m.g, sel)))
+      continue;
+    if (std::optional<int64_t> c = getKeyLimit(sel, x, m.y, m.lx, m.ly)) {
+      m.keysUpTo = c;
+      m.maskCondition = sel.getCondition().getDefiningOp();
+      break;
+    }
+    if (std::optional<int64_t> c = getKeyLimit(sel, m.y, x, m.ly, m.lx)) {
+      m.keysFrom = c;
+      m.maskCondition = sel.getCondition().getDefiningOp();
+      break;
+    }
+  }
+  return m;
+}
+
+std::optional<SmallVector<unsigned>>
+mlir::tang::matchDots(ComprehensionOp first, const ScoreMatch &m1,
+                      ComprehensionOp second, const ScoreMatch &m2) {
+  if (m1.monoid != MonoidKind::Add || m2.monoid != MonoidKind::Add ||
+      m1.x != m2.x || m1.c != m2.c || m1.ly != m2.ly || m1.lx != m2.lx ||
+      m1.elementType != m2.elementType ||
+      first.getNumParallel() != second.getNumParallel())
+    return std::nullopt;
+  SmallVector<unsigned> dotOf;
+  for (const ScoreDot &d2 : m2.dots) {
+    std::optional<unsigned> found;
+    for (auto [i, d1] : llvm::enumerate(m1.dots)) {
+      IRMapping indices;
+      for (unsigned p = 0; p < first.getNumIndices(); ++p)
+        if (p != *m1.c)
+          indices.map(first.getIndex(p), second.getIndex(p));
+      llvm::DenseMap<Value, Value> known;
+      ComprehensionOp r1 = d1.red, r2 = d2.red;
+      if (sameValue(r1.getResult(0), r2.getResult(0), indices, known)) {
+        found = i;
+        break;
+      }
+    }
+    if (!found)
+      return std::nullopt;
+    dotOf.push_back(*found);
+  }
+  return dotOf;
+}
+
+bool mlir::tang::isScoreSibling(ComprehensionOp op, ComprehensionOp sibling) {
+  std::string ignored;
+  std::optional<ScoreMatch> m = matchScoreReduction(op, ignored);
+  std::optional<ScoreMatch> m2 = matchScoreReduction(sibling, ignored);
+  return m && m2 && matchDots(op, *m, sibling, *m2);
+}

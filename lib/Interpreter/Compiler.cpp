@@ -1,0 +1,905 @@
+//===- Compiler.cpp - comprehension bodies as closures ----------*- C++ -*-===//
+//
+// Compiles each comprehension body once into a list of closures over a
+// flat frame of slots (one per scalar SSA value and per iteration index);
+// reads become strided loads, arith and math ops float64 arithmetic,
+// monoids their lift, combine and finalise (Compiler.h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Compiler.h"
+
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::tang;
+using namespace mlir::tang::interp;
+
+namespace {
+
+/// A linear form c0 + sum_d coeffs[d] * index_d.
+struct Linear {
+  SmallVector<int64_t> coeffs;
+  int64_t constant = 0;
+};
+
+std::optional<Linear> linearize(AffineExpr e, unsigned numDims) {
+  Linear l;
+  l.coeffs.assign(numDims, 0);
+  if (auto c = dyn_cast<AffineConstantExpr>(e)) {
+    l.constant = c.getValue();
+    return l;
+  }
+  if (auto d = dyn_cast<AffineDimExpr>(e)) {
+    l.coeffs[d.getPosition()] = 1;
+    return l;
+  }
+  auto bin = dyn_cast<AffineBinaryOpExpr>(e);
+  if (!bin)
+    return std::nullopt;
+  std::optional<Linear> a = linearize(bin.getLHS(), numDims);
+  std::optional<Linear> b = linearize(bin.getRHS(), numDims);
+  if (!a || !b)
+    return std::nullopt;
+  if (e.getKind() == AffineExprKind::Add) {
+    for (unsigned i = 0; i < numDims; ++i)
+      a->coeffs[i] += b->coeffs[i];
+    a->constant += b->constant;
+    return a;
+  }
+  if (e.getKind() == AffineExprKind::Mul) {
+    // One side is a constant in a pure affine expression.
+    if (llvm::any_of(b->coeffs, [](int64_t c) { return c != 0; }))
+      std::swap(a, b);
+    for (int64_t &c : a->coeffs)
+      c *= b->constant;
+    a->constant *= b->constant;
+    return a;
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
+/// Memo tables of nested comprehensions are bounded; past this many entries
+/// a table starts over.
+static constexpr size_t kMaxMemoEntries = size_t(1) << 20;
+
+std::optional<SmallVector<Slot>> Compiler::getMemoKey(ComprehensionOp c) {
+  llvm::SetVector<Value> indices;
+  bool pure = true;
+  c.getBodyBlock().walk([&](Operation *op) {
+    for (Value v : op->getOperands()) {
+      if (c->isAncestor(v.getParentRegion()->getParentOp()))
+        continue; // Defined inside c.
+      if (getOwningComprehension(v))
+        indices.insert(v);
+      else if (!isa<RankedTensorType>(v.getType()) && !getScalarConstant(v))
+        pure = false; // A scalar of the enclosing body.
+    }
+  });
+  if (!pure)
+    return std::nullopt;
+  SmallVector<Slot> slots;
+  for (Value v : indices)
+    slots.push_back(slotOf(v));
+  return slots;
+}
+
+LogicalResult Compiler::ensureAvailable(Operation *user, Value v,
+                                        unsigned operandNo,
+                                        std::vector<Instr> &out) {
+  if (slots.count(v) || isa<RankedTensorType>(v.getType()))
+    return success();
+  std::optional<double> c = getScalarConstant(v);
+  if (!c)
+    return user->emitError() << "tang-run: operand #" << operandNo
+                             << " is not computed in this comprehension body";
+  Slot d = slotOf(v);
+  out.push_back([d, c](double *f) { f[d] = *c; });
+  return success();
+}
+
+LogicalResult Compiler::compileBlock(Block &block, std::vector<Instr> &out) {
+  for (Operation &op : block.without_terminator())
+    if (failed(compileOp(&op, out)))
+      return failure();
+  return success();
+}
+
+FailureOr<std::shared_ptr<Plan>>
+Compiler::compileComprehension(ComprehensionOp op) {
+  auto plan = std::make_shared<Plan>();
+  plan->numParallel = op.getNumParallel();
+  for (unsigned i = 0, e = op.getNumIndices(); i < e; ++i) {
+    plan->indexSlots.push_back(slotOf(op.getIndex(i)));
+    plan->extents.push_back(op.getExtent(i));
+  }
+  if (failed(compileBlock(op.getBodyBlock(), plan->body)))
+    return failure();
+  for (auto [i, v] : llvm::enumerate(op.getYield().getValues())) {
+    // A yielded constant may have been hoisted out of the body.
+    if (failed(ensureAvailable(op.getYield(), v, i, plan->body)))
+      return failure();
+    plan->yieldSlots.push_back(slotOf(v));
+  }
+  plan->numResults = op.getNumResults();
+  if (op.getMonoidAttr()) {
+    FailureOr<MonoidEval> m = compileMonoid(op);
+    if (failed(m))
+      return failure();
+    plan->monoid = std::move(*m);
+  }
+  return plan;
+}
+
+double mlir::tang::interp::attrToDouble(Attribute a) {
+  if (auto f = dyn_cast<FloatAttr>(a))
+    return f.getValueAsDouble();
+  auto i = cast<IntegerAttr>(a);
+  return static_cast<double>(i.getType().isInteger(1)
+                                 ? int64_t(i.getValue().getZExtValue())
+                                 : i.getValue().getSExtValue());
+}
+
+FailureOr<BlockFunction>
+Compiler::compileFunction(Block &block, unsigned split, ValueRange results,
+                          std::shared_ptr<void> owner) {
+  // The block runs on a frame of its own.
+  auto sub = std::make_shared<Compiler>(tensors, err);
+  auto argSlots = std::make_shared<SmallVector<Slot>>();
+  for (BlockArgument a : block.getArguments())
+    argSlots->push_back(sub->slotOf(a));
+  auto body = std::make_shared<std::vector<Instr>>();
+  if (failed(sub->compileBlock(block, *body)))
+    return failure();
+  auto resultSlots = std::make_shared<SmallVector<Slot>>();
+  for (Value v : results)
+    resultSlots->push_back(sub->slotOf(v));
+  auto frame = std::make_shared<std::vector<double>>(sub->getNumSlots());
+  // Capturing `sub` keeps the compiler that owns the slots alive as long as
+  // the closure, `owner` the IR.
+  return BlockFunction([=](const double *a, const double *b, double *out) {
+    (void)sub;
+    (void)owner;
+    double *f = frame->data();
+    for (auto [i, slot] : llvm::enumerate(*argSlots))
+      f[slot] = i < split ? a[i] : b[i - split];
+    for (const Instr &i : *body)
+      i(f);
+    for (auto [i, slot] : llvm::enumerate(*resultSlots))
+      out[i] = f[slot];
+  });
+}
+
+FailureOr<MonoidEval>
+mlir::tang::interp::compileBuiltinMonoid(MonoidKind kind, TypeRange yieldTypes,
+                                         Compiler &compiler) {
+  MLIRContext *ctx = yieldTypes.front().getContext();
+  // A module that uses no monoid (checked for the builtins' laws) may not
+  // have loaded the dialects the definitions are written in.
+  ctx->getOrLoadDialect<arith::ArithDialect>();
+  ctx->getOrLoadDialect<math::MathDialect>();
+  Location loc = UnknownLoc::get(ctx);
+  MonoidEval m;
+  m.carrierTypes = getBuiltinCarrierTypes(kind, yieldTypes);
+  m.carrierSize = m.carrierTypes.size();
+  for (TypedAttr a : getBuiltinIdentity(kind, m.carrierTypes))
+    m.identity.push_back(attrToDouble(a));
+
+  // One region holds the blocks of the four functions; the closures keep it.
+  auto region = std::make_shared<Region>();
+  SmallVector<Type> twice(m.carrierTypes);
+  twice.append(m.carrierTypes.begin(), m.carrierTypes.end());
+  SmallVector<Type> carrierThenYields(m.carrierTypes);
+  carrierThenYields.append(yieldTypes.begin(), yieldTypes.end());
+  auto makeBlock = [&](TypeRange args) {
+    Block *block = new Block();
+    region->push_back(block);
+    for (Type t : args)
+      block->addArgument(t, loc);
+    return block;
+  };
+  OpBuilder b(ctx);
+  Block *combine = makeBlock(twice);
+  b.setInsertionPointToEnd(combine);
+  SmallVector<Value> combined = buildBuiltinCombine(
+      b, loc, kind, combine->getArguments().take_front(m.carrierSize),
+      combine->getArguments().drop_front(m.carrierSize));
+  Block *accumulate = makeBlock(carrierThenYields);
+  b.setInsertionPointToEnd(accumulate);
+  SmallVector<Value> accumulated = buildBuiltinAccumulate(
+      b, loc, kind, m.carrierTypes,
+      accumulate->getArguments().take_front(m.carrierSize),
+      accumulate->getArguments().drop_front(m.carrierSize));
+  Block *lift = makeBlock(yieldTypes);
+  b.setInsertionPointToEnd(lift);
+  SmallVector<Value> lifted =
+      buildBuiltinLift(b, loc, kind, m.carrierTypes, lift->getArguments());
+  Block *finalize = makeBlock(m.carrierTypes);
+  b.setInsertionPointToEnd(finalize);
+  SmallVector<Value> finalized =
+      buildBuiltinFinalize(b, loc, kind, finalize->getArguments());
+
+  unsigned n = m.carrierSize;
+  FailureOr<BlockFunction> fc =
+      compiler.compileFunction(*combine, n, combined, region);
+  FailureOr<BlockFunction> fa =
+      compiler.compileFunction(*accumulate, n, accumulated, region);
+  FailureOr<BlockFunction> fl =
+      compiler.compileFunction(*lift, yieldTypes.size(), lifted, region);
+  FailureOr<BlockFunction> ff =
+      compiler.compileFunction(*finalize, n, finalized, region);
+  if (failed(fc) || failed(fa) || failed(fl) || failed(ff))
+    return failure();
+  m.combine = *fc;
+  m.finalize = [f = *ff](const double *acc, double *results) {
+    f(acc, nullptr, results);
+  };
+  // The softmax monoids lift their yields, and accumulate an element with
+  // one exponential instead of a general combine's two.
+  if (kind == MonoidKind::SoftmaxNorm || kind == MonoidKind::OnlineSoftmax) {
+    m.lift = [f = *fl](const double *yields, double *carrier) {
+      f(yields, nullptr, carrier);
+    };
+    m.accumulateElement = *fa;
+  }
+  return m;
+}
+
+FailureOr<MonoidEval> Compiler::compileMonoid(ComprehensionOp op) {
+  std::optional<MonoidKind> kind = op.getBuiltinMonoid();
+  if (!kind) {
+    auto sym = cast<FlatSymbolRefAttr>(op.getMonoidAttr());
+    auto monoid = SymbolTable::lookupNearestSymbolFrom<MonoidOp>(op, sym);
+    if (!monoid)
+      return op.emitError() << "tang-run: cannot find monoid " << sym;
+    return compileUserMonoid(monoid);
+  }
+  return compileBuiltinMonoid(*kind, op.getYield().getValues().getTypes(),
+                              *this);
+}
+
+FailureOr<MonoidEval> Compiler::compileUserMonoid(MonoidOp op) {
+  MonoidEval m;
+  m.carrierTypes = op.getCarrierTypes();
+  for (Attribute a : op.getIdentity())
+    m.identity.push_back(attrToDouble(a));
+  unsigned n = m.identity.size();
+  m.carrierSize = n;
+  // Lift is the identity map.
+  Block &b = op.getCombine().front();
+  FailureOr<BlockFunction> combine = compileFunction(
+      b, n, cast<YieldOp>(b.getTerminator()).getValues(), nullptr);
+  if (failed(combine))
+    return failure();
+  m.combine = *combine;
+  m.finalize = [n](const double *a, double *res) { std::copy(a, a + n, res); };
+  return m;
+}
+
+LogicalResult Compiler::compileRead(ReadOp op, std::vector<Instr> &out) {
+  auto it = tensors.find(op.getTensor());
+  if (it == tensors.end())
+    return op.emitError() << "tang-run: the tensor read here is not a "
+                             "function-level value";
+  std::shared_ptr<Tensor> t = it->second;
+  Slot dst = slotOf(op.getResult());
+  SmallVector<Slot> idx;
+  for (Value v : op.getIndices())
+    idx.push_back(slotOf(v));
+  AffineMap map = op.getMap();
+  SmallVector<int64_t> strides = t->getStrides();
+  int64_t numElements = t->getNumElements();
+
+  // Fast path: the flat offset is linear in the indices.
+  Linear flat;
+  flat.coeffs.assign(idx.size(), 0);
+  bool linear = true;
+  for (auto [r, e] : llvm::enumerate(map.getResults())) {
+    std::optional<Linear> l = linearize(e, idx.size());
+    if (!l) {
+      linear = false;
+      break;
+    }
+    for (unsigned d = 0; d < idx.size(); ++d)
+      flat.coeffs[d] += l->coeffs[d] * strides[r];
+    flat.constant += l->constant * strides[r];
+  }
+  ErrorState *e = &err;
+  Operation *at = op;
+  if (linear) {
+    out.push_back([t, dst, idx, flat, numElements, e, at](double *f) {
+      int64_t off = flat.constant;
+      for (unsigned d = 0; d < idx.size(); ++d)
+        off += flat.coeffs[d] * static_cast<int64_t>(f[idx[d]]);
+      if (off < 0 || off >= numElements) {
+        e->raise(at, "read out of bounds");
+        f[dst] = NAN;
+        return;
+      }
+      f[dst] = t->data[off];
+    });
+    return success();
+  }
+  out.push_back([t, dst, idx, map, strides, e, at](double *f) {
+    SmallVector<int64_t, 8> dims;
+    for (Slot s : idx)
+      dims.push_back(static_cast<int64_t>(f[s]));
+    int64_t off = 0;
+    for (auto [r, expr] : llvm::enumerate(map.getResults())) {
+      int64_t c = evaluateAffine(expr, dims);
+      if (c < 0 || c >= t->shape[r]) {
+        e->raise(at, "read out of bounds");
+        f[dst] = NAN;
+        return;
+      }
+      off += c * strides[r];
+    }
+    f[dst] = t->data[off];
+  });
+  return success();
+}
+
+/// Long by design: the interpreter's table of op semantics, one case per
+/// arith and math op (and tang's reads, indices and nested comprehensions),
+/// kept in one switch so that what tang-run means by each op is in one
+/// place.
+LogicalResult Compiler::compileOp(Operation *op, std::vector<Instr> &out) {
+  ErrorState *e = &err;
+  // Every scalar operand is computed earlier in the compiled bodies, or is a
+  // scalar constant captured from the function level.
+  for (OpOperand &use : op->getOpOperands())
+    if (failed(ensureAvailable(op, use.get(), use.getOperandNumber(), out)))
+      return failure();
+  auto unary = [&](Value in, Value res, double (*fn)(double)) {
+    Slot a = slotOf(in), d = slotOf(res);
+    out.push_back([a, d, fn](double *f) { f[d] = fn(f[a]); });
+    return success();
+  };
+  auto binary = [&](Operation *o, double (*fn)(double, double)) {
+    Slot a = slotOf(o->getOperand(0)), b = slotOf(o->getOperand(1)),
+         d = slotOf(o->getResult(0));
+    out.push_back([a, b, d, fn](double *f) { f[d] = fn(f[a], f[b]); });
+    return success();
+  };
+  /// Integer binary op on two's-complement bits, wrapped to the width.
+  auto intBinary = [&](Operation *o,
+                       std::function<std::optional<uint64_t>(
+                           uint64_t, uint64_t, int64_t, int64_t, unsigned)>
+                           fn) {
+    Slot a = slotOf(o->getOperand(0)), b = slotOf(o->getOperand(1)),
+         d = slotOf(o->getResult(0));
+    unsigned w = getBitWidth(o->getResult(0).getType());
+    out.push_back([a, b, d, w, fn, e, o](double *f) {
+      std::optional<uint64_t> r = fn(toUnsigned(f[a], w), toUnsigned(f[b], w),
+                                     toSigned(f[a], w), toSigned(f[b], w), w);
+      if (!r) {
+        e->raise(o, "integer division by zero");
+        f[d] = 0;
+        return;
+      }
+      f[d] = fromBits(*r, w);
+    });
+    return success();
+  };
+  using U = uint64_t;
+  using S = int64_t;
+  using R = std::optional<uint64_t>;
+
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      // tang
+      .Case<ReadOp>([&](ReadOp r) { return compileRead(r, out); })
+      .Case<IndexOp>([&](IndexOp i) -> LogicalResult {
+        SmallVector<Slot> idx;
+        for (Value v : i.getIndices())
+          idx.push_back(slotOf(v));
+        AffineExpr expr = i.getMap().getResult(0);
+        Slot d = slotOf(i.getResult());
+        Type t = i.getResult().getType();
+        unsigned w = isa<FloatType>(t) ? 0 : getBitWidth(t);
+        out.push_back([idx, expr, d, w](double *f) {
+          SmallVector<int64_t, 4> dims;
+          for (Slot s : idx)
+            dims.push_back(static_cast<int64_t>(f[s]));
+          int64_t v = evaluateAffine(expr, dims);
+          f[d] = w ? fromBits(static_cast<uint64_t>(v), w)
+                   : static_cast<double>(v);
+        });
+        return success();
+      })
+      .Case<ComprehensionOp>([&](ComprehensionOp c) -> LogicalResult {
+        FailureOr<std::shared_ptr<Plan>> plan = compileComprehension(c);
+        if (failed(plan))
+          return failure();
+        SmallVector<Slot> res;
+        for (Value v : c.getResults())
+          res.push_back(slotOf(v));
+        std::shared_ptr<Plan> p = *plan;
+        // A nested comprehension that depends only on enclosing indices (and
+        // on tensors and constants) is a pure function of those indices:
+        // evaluate it once per distinct index tuple, as a schedule would.
+        std::optional<SmallVector<Slot>> keySlots = getMemoKey(c);
+        if (!keySlots) {
+          out.push_back([p, res](double *f) {
+            SmallVector<double, 4> vals(res.size());
+            p->evalPoint(f, vals.data());
+            for (auto [k, s] : llvm::enumerate(res))
+              f[s] = vals[k];
+          });
+          return success();
+        }
+        auto memo = std::make_shared<
+            std::map<std::vector<int64_t>, SmallVector<double, 4>>>();
+        out.push_back([p, res, keys = *keySlots, memo](double *f) {
+          std::vector<int64_t> key;
+          key.reserve(keys.size());
+          for (Slot s : keys)
+            key.push_back(static_cast<int64_t>(f[s]));
+          auto it = memo->find(key);
+          if (it == memo->end()) {
+            SmallVector<double, 4> vals(res.size());
+            p->evalPoint(f, vals.data());
+            if (memo->size() >= kMaxMemoEntries)
+              memo->clear();
+            it = memo->emplace(std::move(key), std::move(vals)).first;
+          }
+          for (auto [k, s] : llvm::enumerate(res))
+            f[s] = it->second[k];
+        });
+        return success();
+      })
+      // arith: constants and casts
+      .Case<arith::ConstantOp>([&](arith::ConstantOp c) -> LogicalResult {
+        std::optional<double> v = getScalarConstant(c.getResult());
+        if (!v)
+          return c.emitError() << "tang-run: unsupported constant in a "
+                                  "comprehension body (expected a scalar)";
+        Slot d = slotOf(c.getResult());
+        out.push_back([d, v](double *f) { f[d] = *v; });
+        return success();
+      })
+      .Case<arith::ExtFOp, arith::TruncFOp>([&](Operation *o) {
+        return unary(o->getOperand(0), o->getResult(0),
+                     [](double x) { return x; });
+      })
+      .Case<arith::SIToFPOp>([&](arith::SIToFPOp o) {
+        Slot a = slotOf(o.getIn()), d = slotOf(o.getResult());
+        unsigned w = getBitWidth(o.getIn().getType());
+        out.push_back([a, d, w](double *f) {
+          f[d] = static_cast<double>(toSigned(f[a], w));
+        });
+        return success();
+      })
+      .Case<arith::UIToFPOp>([&](arith::UIToFPOp o) {
+        Slot a = slotOf(o.getIn()), d = slotOf(o.getResult());
+        unsigned w = getBitWidth(o.getIn().getType());
+        out.push_back([a, d, w](double *f) {
+          f[d] = static_cast<double>(toUnsigned(f[a], w));
+        });
+        return success();
+      })
+      .Case<arith::FPToSIOp, arith::FPToUIOp>([&](Operation *o) {
+        Slot a = slotOf(o->getOperand(0)), d = slotOf(o->getResult(0));
+        unsigned w = getBitWidth(o->getResult(0).getType());
+        out.push_back([a, d, w](double *f) {
+          f[d] = fromBits(
+              static_cast<uint64_t>(static_cast<int64_t>(std::trunc(f[a]))), w);
+        });
+        return success();
+      })
+      .Case<arith::ExtSIOp, arith::TruncIOp, arith::IndexCastOp>(
+          [&](Operation *o) {
+            Slot a = slotOf(o->getOperand(0)), d = slotOf(o->getResult(0));
+            unsigned wi = getBitWidth(o->getOperand(0).getType());
+            unsigned wo = getBitWidth(o->getResult(0).getType());
+            out.push_back([a, d, wi, wo](double *f) {
+              f[d] = fromBits(static_cast<uint64_t>(toSigned(f[a], wi)), wo);
+            });
+            return success();
+          })
+      .Case<arith::ExtUIOp, arith::IndexCastUIOp>([&](Operation *o) {
+        Slot a = slotOf(o->getOperand(0)), d = slotOf(o->getResult(0));
+        unsigned wi = getBitWidth(o->getOperand(0).getType());
+        unsigned wo = getBitWidth(o->getResult(0).getType());
+        out.push_back([a, d, wi, wo](double *f) {
+          f[d] = fromBits(toUnsigned(f[a], wi), wo);
+        });
+        return success();
+      })
+      // arith: float arithmetic
+      .Case<arith::AddFOp>([&](Operation *o) {
+        return binary(o, [](double a, double b) { return a + b; });
+      })
+      .Case<arith::SubFOp>([&](Operation *o) {
+        return binary(o, [](double a, double b) { return a - b; });
+      })
+      .Case<arith::MulFOp>([&](Operation *o) {
+        return binary(o, [](double a, double b) { return a * b; });
+      })
+      .Case<arith::DivFOp>([&](Operation *o) {
+        return binary(o, [](double a, double b) { return a / b; });
+      })
+      .Case<arith::RemFOp>([&](Operation *o) {
+        return binary(o, [](double a, double b) { return std::fmod(a, b); });
+      })
+      .Case<arith::MaximumFOp>([&](Operation *o) {
+        return binary(o, [](double a, double b) {
+          return (std::isnan(a) || std::isnan(b)) ? NAN : std::max(a, b);
+        });
+      })
+      .Case<arith::MinimumFOp>([&](Operation *o) {
+        return binary(o, [](double a, double b) {
+          return (std::isnan(a) || std::isnan(b)) ? NAN : std::min(a, b);
+        });
+      })
+      .Case<arith::MaxNumFOp>([&](Operation *o) {
+        return binary(o, [](double a, double b) { return std::fmax(a, b); });
+      })
+      .Case<arith::MinNumFOp>([&](Operation *o) {
+        return binary(o, [](double a, double b) { return std::fmin(a, b); });
+      })
+      .Case<arith::NegFOp>([&](arith::NegFOp o) {
+        return unary(o.getOperand(), o.getResult(),
+                     [](double x) { return -x; });
+      })
+      .Case<arith::CmpFOp>([&](arith::CmpFOp o) {
+        Slot a = slotOf(o.getLhs()), b = slotOf(o.getRhs()),
+             d = slotOf(o.getResult());
+        arith::CmpFPredicate p = o.getPredicate();
+        out.push_back([a, b, d, p](double *f) {
+          double x = f[a], y = f[b];
+          bool unordered = std::isnan(x) || std::isnan(y);
+          bool r;
+          using P = arith::CmpFPredicate;
+          switch (p) {
+          case P::AlwaysFalse:
+            r = false;
+            break;
+          case P::AlwaysTrue:
+            r = true;
+            break;
+          case P::OEQ:
+            r = !unordered && x == y;
+            break;
+          case P::OGT:
+            r = !unordered && x > y;
+            break;
+          case P::OGE:
+            r = !unordered && x >= y;
+            break;
+          case P::OLT:
+            r = !unordered && x < y;
+            break;
+          case P::OLE:
+            r = !unordered && x <= y;
+            break;
+          case P::ONE:
+            r = !unordered && x != y;
+            break;
+          case P::ORD:
+            r = !unordered;
+            break;
+          case P::UEQ:
+            r = unordered || x == y;
+            break;
+          case P::UGT:
+            r = unordered || x > y;
+            break;
+          case P::UGE:
+            r = unordered || x >= y;
+            break;
+          case P::ULT:
+            r = unordered || x < y;
+            break;
+          case P::ULE:
+            r = unordered || x <= y;
+            break;
+          case P::UNE:
+            r = unordered || x != y;
+            break;
+          case P::UNO:
+            r = unordered;
+            break;
+          }
+          f[d] = r;
+        });
+        return success();
+      })
+      .Case<arith::SelectOp>([&](arith::SelectOp o) -> LogicalResult {
+        if (!o.getCondition().getType().isInteger(1))
+          return o.emitError() << "tang-run: select needs a scalar i1 "
+                                  "condition";
+        Slot c = slotOf(o.getCondition()), a = slotOf(o.getTrueValue()),
+             b = slotOf(o.getFalseValue()), d = slotOf(o.getResult());
+        out.push_back(
+            [c, a, b, d](double *f) { f[d] = f[c] != 0 ? f[a] : f[b]; });
+        return success();
+      })
+      // arith: integer arithmetic
+      .Case<arith::AddIOp>([&](Operation *o) {
+        return intBinary(o,
+                         [](U a, U b, S, S, unsigned) -> R { return a + b; });
+      })
+      .Case<arith::SubIOp>([&](Operation *o) {
+        return intBinary(o,
+                         [](U a, U b, S, S, unsigned) -> R { return a - b; });
+      })
+      .Case<arith::MulIOp>([&](Operation *o) {
+        return intBinary(o,
+                         [](U a, U b, S, S, unsigned) -> R { return a * b; });
+      })
+      .Case<arith::AndIOp>([&](Operation *o) {
+        return intBinary(o,
+                         [](U a, U b, S, S, unsigned) -> R { return a & b; });
+      })
+      .Case<arith::OrIOp>([&](Operation *o) {
+        return intBinary(o,
+                         [](U a, U b, S, S, unsigned) -> R { return a | b; });
+      })
+      .Case<arith::XOrIOp>([&](Operation *o) {
+        return intBinary(o,
+                         [](U a, U b, S, S, unsigned) -> R { return a ^ b; });
+      })
+      .Case<arith::DivSIOp>([&](Operation *o) {
+        return intBinary(o, [](U, U, S a, S b, unsigned) -> R {
+          if (b == 0)
+            return std::nullopt;
+          if (b == -1) // INT_MIN / -1 wraps instead of trapping.
+            return U(0) - static_cast<U>(a);
+          return static_cast<U>(a / b);
+        });
+      })
+      .Case<arith::RemSIOp>([&](Operation *o) {
+        return intBinary(o, [](U, U, S a, S b, unsigned) -> R {
+          if (b == 0)
+            return std::nullopt;
+          if (b == -1)
+            return U(0);
+          return static_cast<U>(a % b);
+        });
+      })
+      .Case<arith::DivUIOp>([&](Operation *o) {
+        return intBinary(o, [](U a, U b, S, S, unsigned) -> R {
+          if (b == 0)
+            return std::nullopt;
+          return a / b;
+        });
+      })
+      .Case<arith::RemUIOp>([&](Operation *o) {
+        return intBinary(o, [](U a, U b, S, S, unsigned) -> R {
+          if (b == 0)
+            return std::nullopt;
+          return a % b;
+        });
+      })
+      .Case<arith::FloorDivSIOp>([&](Operation *o) {
+        return intBinary(o, [](U, U, S a, S b, unsigned) -> R {
+          if (b == 0)
+            return std::nullopt;
+          if (b == -1)
+            return U(0) - static_cast<U>(a);
+          return static_cast<U>(floorDiv(a, b));
+        });
+      })
+      .Case<arith::CeilDivSIOp>([&](Operation *o) {
+        return intBinary(o, [](U, U, S a, S b, unsigned) -> R {
+          if (b == 0)
+            return std::nullopt;
+          if (b == -1)
+            return U(0) - static_cast<U>(a);
+          return static_cast<U>(-floorDiv(-a, b));
+        });
+      })
+      .Case<arith::MaxSIOp>([&](Operation *o) {
+        return intBinary(o, [](U, U, S a, S b, unsigned) -> R {
+          return static_cast<U>(std::max(a, b));
+        });
+      })
+      .Case<arith::MinSIOp>([&](Operation *o) {
+        return intBinary(o, [](U, U, S a, S b, unsigned) -> R {
+          return static_cast<U>(std::min(a, b));
+        });
+      })
+      .Case<arith::MaxUIOp>([&](Operation *o) {
+        return intBinary(
+            o, [](U a, U b, S, S, unsigned) -> R { return std::max(a, b); });
+      })
+      .Case<arith::MinUIOp>([&](Operation *o) {
+        return intBinary(
+            o, [](U a, U b, S, S, unsigned) -> R { return std::min(a, b); });
+      })
+      .Case<arith::ShLIOp>([&](Operation *o) {
+        return intBinary(o, [](U a, U b, S, S, unsigned w) -> R {
+          return b >= w ? 0 : a << b;
+        });
+      })
+      .Case<arith::ShRUIOp>([&](Operation *o) {
+        return intBinary(o, [](U a, U b, S, S, unsigned w) -> R {
+          return b >= w ? 0 : a >> b;
+        });
+      })
+      .Case<arith::ShRSIOp>([&](Operation *o) {
+        return intBinary(o, [](U, U b, S a, S, unsigned w) -> R {
+          return static_cast<U>(b >= w ? (a < 0 ? -1 : 0) : a >> b);
+        });
+      })
+      .Case<arith::CmpIOp>([&](arith::CmpIOp o) {
+        Slot a = slotOf(o.getLhs()), b = slotOf(o.getRhs()),
+             d = slotOf(o.getResult());
+        unsigned w = getBitWidth(o.getLhs().getType());
+        arith::CmpIPredicate p = o.getPredicate();
+        out.push_back([a, b, d, w, p](double *f) {
+          S sa = toSigned(f[a], w), sb = toSigned(f[b], w);
+          U ua = toUnsigned(f[a], w), ub = toUnsigned(f[b], w);
+          bool r;
+          using P = arith::CmpIPredicate;
+          switch (p) {
+          case P::eq:
+            r = ua == ub;
+            break;
+          case P::ne:
+            r = ua != ub;
+            break;
+          case P::slt:
+            r = sa < sb;
+            break;
+          case P::sle:
+            r = sa <= sb;
+            break;
+          case P::sgt:
+            r = sa > sb;
+            break;
+          case P::sge:
+            r = sa >= sb;
+            break;
+          case P::ult:
+            r = ua < ub;
+            break;
+          case P::ule:
+            r = ua <= ub;
+            break;
+          case P::ugt:
+            r = ua > ub;
+            break;
+          case P::uge:
+            r = ua >= ub;
+            break;
+          }
+          f[d] = r;
+        });
+        return success();
+      })
+      // math
+      .Case<math::ExpOp>([&](math::ExpOp o) {
+        return unary(o.getOperand(), o.getResult(),
+                     [](double x) { return std::exp(x); });
+      })
+      .Case<math::Exp2Op>([&](math::Exp2Op o) {
+        return unary(o.getOperand(), o.getResult(),
+                     [](double x) { return std::exp2(x); });
+      })
+      .Case<math::ExpM1Op>([&](math::ExpM1Op o) {
+        return unary(o.getOperand(), o.getResult(),
+                     [](double x) { return std::expm1(x); });
+      })
+      .Case<math::LogOp>([&](math::LogOp o) {
+        return unary(o.getOperand(), o.getResult(),
+                     [](double x) { return std::log(x); });
+      })
+      .Case<math::Log2Op>([&](math::Log2Op o) {
+        return unary(o.getOperand(), o.getResult(),
+                     [](double x) { return std::log2(x); });
+      })
+      .Case<math::Log10Op>([&](math::Log10Op o) {
+        return unary(o.getOperand(), o.getResult(),
+                     [](double x) { return std::log10(x); });
+      })
+      .Case<math::Log1pOp>([&](math::Log1pOp o) {
+        return unary(o.getOperand(), o.getResult(),
+                     [](double x) { return std::log1p(x); });
+      })
+      .Case<math::SqrtOp>([&](math::SqrtOp o) {
+        return unary(o.getOperand(), o.getResult(),
+                     [](double x) { return std::sqrt(x); });
+      })
+      .Case<math::RsqrtOp>([&](math::RsqrtOp o) {
+        return unary(o.getOperand(), o.getResult(),
+                     [](double x) { return 1.0 / std::sqrt(x); });
+      })
+      .Case<math::TanhOp>([&](math::TanhOp o) {
+        return unary(o.getOperand(), o.getResult(),
+                     [](double x) { return std::tanh(x); });
+      })
+      .Case<math::SinhOp>([&](math::SinhOp o) {
+        return unary(o.getOperand(), o.getResult(),
+                     [](double x) { return std::sinh(x); });
+      })
+      .Case<math::CoshOp>([&](math::CoshOp o) {
+        return unary(o.getOperand(), o.getResult(),
+                     [](double x) { return std::cosh(x); });
+      })
+      .Case<math::ErfOp>([&](math::ErfOp o) {
+        return unary(o.getOperand(), o.getResult(),
+                     [](double x) { return std::erf(x); });
+      })
+      .Case<math::ErfcOp>([&](math::ErfcOp o) {
+        return unary(o.getOperand(), o.getResult(),
+                     [](double x) { return std::erfc(x); });
+      })
+      .Case<math::AbsFOp>([&](math::AbsFOp o) {
+        return unary(o.getOperand(), o.getResult(),
+                     [](double x) { return std::fabs(x); });
+      })
+      .Case<math::SinOp>([&](math::SinOp o) {
+        return unary(o.getOperand(), o.getResult(),
+                     [](double x) { return std::sin(x); });
+      })
+      .Case<math::CosOp>([&](math::CosOp o) {
+        return unary(o.getOperand(), o.getResult(),
+                     [](double x) { return std::cos(x); });
+      })
+      .Case<math::TanOp>([&](math::TanOp o) {
+        return unary(o.getOperand(), o.getResult(),
+                     [](double x) { return std::tan(x); });
+      })
+      .Case<math::AtanOp>([&](math::AtanOp o) {
+        return unary(o.getOperand(), o.getResult(),
+                     [](double x) { return std::atan(x); });
+      })
+      .Case<math::FloorOp>([&](math::FloorOp o) {
+        return unary(o.getOperand(), o.getResult(),
+                     [](double x) { return std::floor(x); });
+      })
+      .Case<math::CeilOp>([&](math::CeilOp o) {
+        return unary(o.getOperand(), o.getResult(),
+                     [](double x) { return std::ceil(x); });
+      })
+      .Case<math::RoundOp>([&](math::RoundOp o) {
+        return unary(o.getOperand(), o.getResult(),
+                     [](double x) { return std::round(x); });
+      })
+      .Case<math::RoundEvenOp>([&](math::RoundEvenOp o) {
+        return unary(o.getOperand(), o.getResult(),
+                     [](double x) { return std::nearbyint(x); });
+      })
+      .Case<math::TruncOp>([&](math::TruncOp o) {
+        return unary(o.getOperand(), o.getResult(),
+                     [](double x) { return std::trunc(x); });
+      })
+      .Case<math::AbsIOp>([&](math::AbsIOp o) {
+        Slot a = slotOf(o.getOperand()), d = slotOf(o.getResult());
+        unsigned w = getBitWidth(o.getType());
+        out.push_back([a, d, w](double *f) {
+          S v = toSigned(f[a], w);
+          f[d] = fromBits(static_cast<U>(v < 0 ? -v : v), w);
+        });
+        return success();
+      })
+      .Case<math::PowFOp>([&](Operation *o) {
+        return binary(o, [](double a, double b) { return std::pow(a, b); });
+      })
+      .Case<math::Atan2Op>([&](Operation *o) {
+        return binary(o, [](double a, double b) { return std::atan2(a, b); });
+      })
+      .Case<math::CopySignOp>([&](Operation *o) {
+        return binary(o,
+                      [](double a, double b) { return std::copysign(a, b); });
+      })
+      .Case<math::FmaOp>([&](math::FmaOp o) {
+        Slot a = slotOf(o.getA()), b = slotOf(o.getB()), c = slotOf(o.getC()),
+             d = slotOf(o.getResult());
+        out.push_back(
+            [a, b, c, d](double *f) { f[d] = std::fma(f[a], f[b], f[c]); });
+        return success();
+      })
+      .Default([&](Operation *o) {
+        return o->emitError() << "tang-run: unsupported operation '"
+                              << o->getName() << "' in a comprehension body";
+      });
+}

@@ -1,0 +1,262 @@
+//===- Compiler.h - the interpreter's compiled form -------------*- C++ -*-===//
+//
+// What the interpreter's parts share (lib/Interpreter only): held integer
+// values, the compiled form of a comprehension (closures over a frame of
+// slots), monoids as the interpreter evaluates them, and the compiler that
+// makes them (Compiler.cpp). Interpreter.cpp runs functions with it,
+// MonoidLaws.cpp checks monoid laws on it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TANG_LIB_INTERPRETER_COMPILER_H
+#define TANG_LIB_INTERPRETER_COMPILER_H
+
+#include "Tang/Dialect/Tang/IR/TangMonoids.h"
+#include "Tang/Dialect/Tang/IR/TangOps.h"
+#include "Tang/Interpreter/Interpreter.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/DenseMap.h"
+
+#include <functional>
+#include <memory>
+#include <optional>
+
+namespace mlir::tang::interp {
+
+//===----------------------------------------------------------------------===//
+// Integer helpers
+//===----------------------------------------------------------------------===//
+
+inline unsigned getBitWidth(Type t) {
+  t = getElementTypeOrSelf(t);
+  if (t.isIndex())
+    return 64;
+  return t.getIntOrFloatBitWidth();
+}
+
+/// The two's-complement bits of a held integer value.
+inline uint64_t toBits(double v, unsigned width) {
+  if (width == 1)
+    return static_cast<uint64_t>(v != 0);
+  return static_cast<uint64_t>(static_cast<int64_t>(v));
+}
+inline int64_t toSigned(double v, unsigned width) {
+  uint64_t bits = toBits(v, width);
+  if (width >= 64)
+    return static_cast<int64_t>(bits);
+  uint64_t sign = uint64_t(1) << (width - 1);
+  bits &= (sign << 1) - 1;
+  return static_cast<int64_t>((bits ^ sign) - sign);
+}
+inline uint64_t toUnsigned(double v, unsigned width) {
+  uint64_t bits = toBits(v, width);
+  return width >= 64 ? bits : bits & ((uint64_t(1) << width) - 1);
+}
+/// Wraps two's-complement `bits` to `width` and returns the held value.
+inline double fromBits(uint64_t bits, unsigned width) {
+  if (width == 1)
+    return static_cast<double>(bits & 1);
+  // Wrap in the integers before converting: `bits` may be a full 64-bit
+  // product (of two i32 values, say), which a double would round.
+  if (width < 64) {
+    uint64_t sign = uint64_t(1) << (width - 1);
+    bits &= (sign << 1) - 1;
+    bits = (bits ^ sign) - sign;
+  }
+  return static_cast<double>(static_cast<int64_t>(bits));
+}
+
+//===----------------------------------------------------------------------===//
+// Compiled form
+//===----------------------------------------------------------------------===//
+
+using Slot = unsigned;
+using Instr = std::function<void(double *)>;
+
+/// The first runtime error (e.g. integer division by zero); reported after
+/// the comprehension that raised it finishes.
+struct ErrorState {
+  Operation *op = nullptr;
+  std::string message;
+  void raise(Operation *at, StringRef msg) {
+    if (!op) {
+      op = at;
+      message = msg.str();
+    }
+  }
+};
+
+/// A function of doubles compiled from a block of scalar ops (see
+/// Compiler::compileFunction); `out` may alias `a` or `b`.
+using BlockFunction =
+    std::function<void(const double *a, const double *b, double *out)>;
+
+/// A monoid as the interpreter evaluates it. The carrier lives in
+/// `carrierSize` doubles; a comprehension reduces its body's yields as
+/// `acc := combine(acc, lift(yields))` from `identity`, then finalises `acc`.
+/// `combine` is the monoid's real binary operation on two carriers, so the
+/// laws can be checked on it directly (see checkMonoidLaws).
+struct MonoidEval {
+  unsigned carrierSize = 0;
+  /// The carrier's component types, for printing and for comparing (integer
+  /// components exactly). Builtins: the index of argmax/argmin is i32.
+  SmallVector<Type> carrierTypes;
+  SmallVector<double> identity;
+  /// carrier := lift(yields). Empty when lift is the identity map (every
+  /// builtin but softmax_norm and online_softmax, and user monoids).
+  std::function<void(const double *yields, double *carrier)> lift;
+  /// out := combine(a, b). `out` may alias `a` or `b`.
+  std::function<void(const double *a, const double *b, double *out)> combine;
+  /// results := finalise(acc)
+  std::function<void(const double *acc, double *results)> finalize;
+
+  /// acc := combine(acc, lift(yields)) in one step, where the monoid
+  /// defines one (the softmax monoids); empty otherwise.
+  std::function<void(const double *acc, const double *yields, double *out)>
+      accumulateElement;
+
+  void init(double *acc) const { llvm::copy(identity, acc); }
+  /// acc := combine(acc, lift(yields)); `scratch` has `carrierSize` doubles.
+  void accumulate(double *acc, const double *yields, double *scratch) const {
+    if (accumulateElement)
+      return accumulateElement(acc, yields, acc);
+    if (!lift)
+      return combine(acc, yields, acc);
+    lift(yields, scratch);
+    combine(acc, scratch, acc);
+  }
+};
+
+/// A compiled comprehension body.
+struct Plan {
+  SmallVector<Slot> indexSlots;
+  SmallVector<int64_t> extents;
+  unsigned numParallel = 0;
+  std::vector<Instr> body;
+  SmallVector<Slot> yieldSlots;
+  std::optional<MonoidEval> monoid; // None: a map.
+  unsigned numResults = 0;
+
+  /// Evaluates the comprehension at the parallel point already stored in the
+  /// frame; writes `numResults` values to `results`.
+  void evalPoint(double *frame, double *results) const {
+    if (!monoid) {
+      for (const Instr &i : body)
+        i(frame);
+      for (auto [k, s] : llvm::enumerate(yieldSlots))
+        results[k] = frame[s];
+      return;
+    }
+    SmallVector<double, 8> acc(monoid->carrierSize),
+        scratch(monoid->carrierSize), yields(yieldSlots.size());
+    monoid->init(acc.data());
+    unsigned numReduced = extents.size() - numParallel;
+    SmallVector<int64_t, 4> idx(numReduced, 0);
+    for (unsigned r = 0; r < numReduced; ++r)
+      frame[indexSlots[numParallel + r]] = 0;
+    while (true) {
+      for (const Instr &i : body)
+        i(frame);
+      for (auto [k, s] : llvm::enumerate(yieldSlots))
+        yields[k] = frame[s];
+      monoid->accumulate(acc.data(), yields.data(), scratch.data());
+      // Next reduced point, row-major.
+      int r = static_cast<int>(numReduced) - 1;
+      for (; r >= 0; --r) {
+        if (++idx[r] < extents[numParallel + r]) {
+          frame[indexSlots[numParallel + r]] = static_cast<double>(idx[r]);
+          break;
+        }
+        idx[r] = 0;
+        frame[indexSlots[numParallel + r]] = 0;
+      }
+      if (r < 0)
+        break;
+    }
+    monoid->finalize(acc.data(), results);
+  }
+};
+
+inline int64_t floorDiv(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+using TensorMap = llvm::DenseMap<Value, std::shared_ptr<Tensor>>;
+
+/// The held value of a scalar `arith.constant`.
+inline std::optional<double> getScalarConstant(Value v) {
+  auto c = v.getDefiningOp<arith::ConstantOp>();
+  if (!c)
+    return std::nullopt;
+  if (auto fa = dyn_cast<FloatAttr>(c.getValue()))
+    return fa.getValueAsDouble();
+  if (auto ia = dyn_cast<IntegerAttr>(c.getValue()))
+    return fromBits(ia.getValue().getZExtValue(), getBitWidth(ia.getType()));
+  return std::nullopt;
+}
+
+/// Compiles comprehension bodies (and user monoids' combine regions) into
+/// closures over a frame.
+class Compiler {
+public:
+  Compiler(const TensorMap &tensors, ErrorState &err)
+      : tensors(tensors), err(err) {}
+
+  unsigned getNumSlots() const { return numSlots; }
+  Slot slotOf(Value v) {
+    auto [it, inserted] = slots.try_emplace(v, numSlots);
+    if (inserted)
+      ++numSlots;
+    return it->second;
+  }
+
+  FailureOr<std::shared_ptr<Plan>> compileComprehension(ComprehensionOp op);
+  FailureOr<MonoidEval> compileUserMonoid(MonoidOp op);
+  /// `block` (arith/math ops) as a function of doubles on a frame of its
+  /// own: its first `split` arguments from the first array, the rest from
+  /// the second; the values of `results` out. `owner` keeps the IR alive.
+  FailureOr<BlockFunction> compileFunction(Block &block, unsigned split,
+                                           ValueRange results,
+                                           std::shared_ptr<void> owner);
+
+private:
+  LogicalResult compileBlock(Block &block, std::vector<Instr> &out);
+  LogicalResult compileOp(Operation *op, std::vector<Instr> &out);
+  LogicalResult compileRead(ReadOp op, std::vector<Instr> &out);
+  /// The slots of the enclosing indices a nested comprehension depends on,
+  /// or nothing if it also depends on other scalars of the enclosing body.
+  std::optional<SmallVector<Slot>> getMemoKey(ComprehensionOp c);
+  /// Makes `v` (operand #operandNo of `user`) available in a slot: computed
+  /// earlier, or a function-level scalar constant loaded by a new instr.
+  LogicalResult ensureAvailable(Operation *user, Value v, unsigned operandNo,
+                                std::vector<Instr> &out);
+  FailureOr<MonoidEval> compileMonoid(ComprehensionOp op);
+
+  const TensorMap &tensors;
+  ErrorState &err;
+  llvm::DenseMap<Value, Slot> slots;
+  unsigned numSlots = 0;
+};
+
+/// The next value of the SplitMix64 generator at `state` (the seeded
+/// random inputs and the law checks' samples).
+uint64_t splitMix64(uint64_t &state);
+
+/// The value of a constant attribute as the interpreter holds it (i1 as 0
+/// or 1).
+double attrToDouble(Attribute a);
+
+/// The builtin monoid `kind` on a body's yields of `yieldTypes`, evaluated
+/// from the IR that defines it (TangMonoids.h): the same lift, combine,
+/// accumulate and finalise the kernels run, in float64.
+FailureOr<MonoidEval>
+compileBuiltinMonoid(MonoidKind kind, TypeRange yieldTypes, Compiler &compiler);
+
+} // namespace mlir::tang::interp
+
+#endif // TANG_LIB_INTERPRETER_COMPILER_H
