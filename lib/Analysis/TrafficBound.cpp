@@ -1,5 +1,4 @@
-//===- TrafficBound.cpp - memory-traffic lower bounds as an LP ---*- C++
-//-*-===//
+//===- TrafficBound.cpp - traffic lower bounds as an LP ---------*- C++ -*-===//
 //
 // See TrafficBound.h. GLPK solves the two LPs in floating point; the dual
 // is rounded to small rationals (made feasible again if rounding broke a

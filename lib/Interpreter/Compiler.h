@@ -13,12 +13,13 @@
 
 #include "Tang/Dialect/Tang/IR/TangMonoids.h"
 #include "Tang/Dialect/Tang/IR/TangOps.h"
-#include "Tang/Interpreter/Interpreter.h"
+#include "Tang/Interpreter/Tensor.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/DenseMap.h"
 
 #include <functional>
@@ -242,10 +243,6 @@ private:
   llvm::DenseMap<Value, Slot> slots;
   unsigned numSlots = 0;
 };
-
-/// The next value of the SplitMix64 generator at `state` (the seeded
-/// random inputs and the law checks' samples).
-uint64_t splitMix64(uint64_t &state);
 
 /// The value of a constant attribute as the interpreter holds it (i1 as 0
 /// or 1).

@@ -7,6 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Tang/Interpreter/Interpreter.h"
+
 #include "Compiler.h"
 
 #include "llvm/Support/raw_ostream.h"

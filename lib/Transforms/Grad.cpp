@@ -1,5 +1,4 @@
-//===- Grad.cpp - reverse-mode differentiation of comprehensions -*- C++
-//-*-===//
+//===- Grad.cpp - reverse mode over comprehensions --------------*- C++ -*-===//
 //
 // --tang-grad: the vector-Jacobian product of a function of tang ops, built
 // from tang ops (see the pass description in Passes.td).

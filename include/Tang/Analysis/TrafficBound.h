@@ -1,5 +1,4 @@
-//===- TrafficBound.h - memory-traffic lower bounds as an LP -----*- C++
-//-*-===//
+//===- TrafficBound.h - traffic lower bounds as an LP -----------*- C++ -*-===//
 //
 // A lower bound on the words a comprehension must move between a fast
 // memory of M words and the slower one, for any order and tiling of its

@@ -3,12 +3,15 @@
 // Evaluates a tang function directly from the IR in float64. It is the
 // oracle for every rewrite and every backend, so it shares no code with any
 // lowering: it reads the IR's meaning (comprehensions, monoids, views) and
-// nothing else.
+// nothing else. The builtin monoids' meaning is the dialect's
+// (TangMonoids.h): the same IR the kernels run, evaluated in float64.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef TANG_INTERPRETER_INTERPRETER_H
 #define TANG_INTERPRETER_INTERPRETER_H
+
+#include "Tang/Interpreter/Tensor.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -20,33 +23,12 @@
 
 namespace mlir::tang {
 
-/// A dense row-major tensor of float64 values. Integer and i1 elements are
-/// held exactly (i1 as 0 or 1). `elementType` is the element type the IR
-/// declares; the values are never rounded to it.
-struct Tensor {
-  SmallVector<int64_t> shape;
-  Type elementType;
-  std::vector<double> data;
-
-  int64_t getNumElements() const;
-  /// Row-major strides of `shape`.
-  SmallVector<int64_t> getStrides() const;
-};
-
-/// The number of elements of `shape`, or nothing if it overflows int64.
-std::optional<int64_t> getNumElementsChecked(ArrayRef<int64_t> shape);
-
 /// Evaluates `func` on `inputs` (one per argument, shapes already checked by
 /// the caller or checked here). Returns the function's results, or failure
 /// after emitting a diagnostic at the location of the offending operation
 /// (an unsupported op names itself and its location).
 FailureOr<SmallVector<Tensor>> interpret(func::FuncOp func,
                                          ArrayRef<Tensor> inputs);
-
-/// Deterministic pseudo-random inputs for `type`: floats uniform in [-1, 1),
-/// integers uniform in [-8, 8], i1 uniform in {0, 1}. The same `seed` and
-/// `stream` always give the same tensor.
-Tensor makeRandomTensor(RankedTensorType type, uint64_t seed, uint64_t stream);
 
 /// Checks the monoid laws on `numSamples` random carriers drawn from `seed`,
 /// for every builtin monoid (on an f64 carrier and, where the monoid takes

@@ -1,5 +1,4 @@
-//===- Passes.h - passes that prepare the kernel form for a target -*- C++
-//-*-===//
+//===- Passes.h - preparing the kernel form for a target --------*- C++ -*-===//
 
 #ifndef TANG_TARGET_PASSES_H
 #define TANG_TARGET_PASSES_H

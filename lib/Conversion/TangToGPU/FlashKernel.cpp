@@ -1,5 +1,4 @@
-//===- FlashKernel.cpp - the online-softmax monoid on tensor cores -*- C++
-//-*-===//
+//===- FlashKernel.cpp - online softmax on tensor cores ---------*- C++ -*-===//
 //
 // A reduction under the online-softmax monoid,
 //

@@ -1,8 +1,9 @@
 //===- MmaKernel.h - the tensor-core contraction emitter --------*- C++ -*-===//
 //
 // The tensor-core contraction kernel's configuration and emitter, shared by
-// MmaKernel.cpp (configuration, loads, mma.sync, epilogue), MmaWgmma.cpp
-// (wgmma, bulk tensor copies, the warp-specialised persistent kernel).
+// MmaKernel.cpp (the configuration, the kernel's outline, its pattern),
+// MmaEmitter.cpp (operand loads, mma.sync, the epilogue) and MmaWgmma.cpp
+// (wgmma and the warp-specialised persistent kernel).
 //
 //===----------------------------------------------------------------------===//
 

@@ -1,9 +1,9 @@
 //===- MmaWgmma.cpp - tensor-core contractions on wgmma ---------*- C++ -*-===//
 //
 // The sm_90a half of the contraction emitter (MmaKernel.h): wgmma steps
-// and main loop, operands by bulk tensor copies (TMA) on mbarriers, and the
-// warp-specialised persistent kernel (a producer warpgroup feeding consumer
-// warpgroups through the ring).
+// and main loop, and the warp-specialised persistent kernel (a producer
+// warpgroup feeding consumer warpgroups through the ring; the bulk tensor
+// copies are MmaEmitter.cpp's).
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,88 +25,6 @@
 
 using namespace mlir;
 using namespace mlir::tang;
-
-void MmaEmitter::emitTmaSetup() {
-  createTensorMaps();
-  initBarriers(tid, barriers, cfg.stages, 1);
-  gpu::BarrierOp::create(b, loc);
-}
-
-void MmaEmitter::createTensorMaps() {
-  auto param = [&](ReadOp read, bool isA) {
-    bool kContiguous = isA ? c.aKContiguous : c.bKContiguous;
-    int64_t rows = kContiguous ? (isA ? cfg.bm : cfg.bn) : cfg.bk;
-    // Blocked layouts ([k, m] or [k, n] operands) are filled 64 columns
-    // (one 128-byte swizzled row) at a time.
-    int64_t cols = kContiguous ? cfg.bk : 64;
-    AffineMap map = read.getMap();
-    unsigned rank = map.getNumResults();
-    Value own = op.getIndex(isA ? c.m : c.n);
-    Value kIndex = c.red.getIndex(c.red.getNumIndices() - 1);
-    unsigned rowPos =
-        llvm::find(read.getIndices(), kContiguous ? own : kIndex) -
-        read.getIndices().begin();
-    TensorMapParam t;
-    t.swizzleBytes = 128;
-    for (unsigned r = 0; r < rank; ++r)
-      t.box.push_back(r + 1 == rank                              ? cols
-                      : map.getResult(r).isFunctionOfDim(rowPos) ? rows
-                                                                 : 1);
-    t.buffer =
-        cast<BlockArgument>(tensors.lookup(read.getTensor())).getArgNumber();
-    return k.addTensorMap(std::move(t));
-  };
-  mapA = param(c.a, true);
-  mapB = param(c.b, false);
-}
-
-void MmaEmitter::emitTmaLoads(Value kt, Value slot) {
-  auto first =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, cst(0));
-  auto ifOp = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-  emitTmaIssue(kt, slot);
-}
-
-void MmaEmitter::emitTmaIssue(Value kt, Value slot) {
-  MLIRContext *ctx = b.getContext();
-  Type i32 = b.getI32Type();
-  int64_t aStage = cfg.bm * cfg.bk * cfg.eb, bStage = cfg.bn * cfg.bk * cfg.eb;
-  int64_t aBytes = cfg.stages * aStage;
-  Value bar = toSharedPointer(add(barriers, mul(slot, 8)));
-  NVVM::MBarrierArriveExpectTxOp::create(
-      b, loc, Type(), bar,
-      arith::ConstantIntOp::create(b, loc, i32, aStage + bStage),
-      NVVM::MemScopeKindAttr::get(ctx, NVVM::MemScopeKind::CTA),
-      b.getBoolAttr(false), Value());
-  Value kIndex = c.red.getIndex(c.red.getNumIndices() - 1);
-  Value k0 = mul(kt, cfg.bk);
-  auto copy = [&](Value map, ReadOp read, Value dst, Value rowIndex, Value row,
-                  Value colIndex, Value col) {
-    bulkTensorCopy(map, getCoordinates(read, rowIndex, row, colIndex, col), dst,
-                   bar);
-  };
-  auto operand = [&](Value map, ReadOp read, bool kContiguous, Value own,
-                     int64_t ownTile, Value start, Value dst) {
-    if (kContiguous) {
-      copy(map, read, dst, own, start, kIndex, k0);
-      return;
-    }
-    // 64-column blocks, bk rows each.
-    for (int64_t j = 0; j < ownTile / 64; ++j)
-      copy(map, read, add(dst, cst(j * cfg.bk * 128)), kIndex, k0, own,
-           add(start, cst(64 * j)));
-  };
-  operand(mapA, c.a, c.aKContiguous, op.getIndex(c.m), cfg.bm, m0,
-          add(smemBase, mul(slot, aStage)));
-  operand(mapB, c.b, c.bKContiguous, op.getIndex(c.n), cfg.bn, n0,
-          add(smemBase, add(cst(aBytes), mul(slot, bStage))));
-}
-
-void MmaEmitter::emitTmaWait(Value kt, Value slot) {
-  waitBarrier(barriers, slot, rem(div(kt, cfg.stages), 2));
-}
 
 Value MmaEmitter::descriptor(Value byteAddress, int64_t lbo, int64_t sbo) {
   return emitWgmmaDescriptor(b, loc, byteAddress, lbo, sbo, cfg.rowBytes());

@@ -1,5 +1,4 @@
-//===- AttachSpirvEntryPoints.cpp - --tang-attach-spirv-entry-points -*- C++
-//-*-===//
+//===- AttachSpirvEntryPoints.cpp - SPIR-V entry points ---------*- C++ -*-===//
 //
 // Gives every kernel the workgroup size its SPIR-V entry point declares,
 // from the kernel form's `known_block_size`.
