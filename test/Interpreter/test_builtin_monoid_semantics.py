@@ -95,6 +95,7 @@ def test_softmax_with_masked_scores(tmp_path):
         e = np.exp(S64 - np.where(np.isinf(mx), 0, mx)[:, None])
         ref_l = e.sum(axis=1)
         ref_o = (e @ V64) / ref_l[:, None]
+    assert not np.isnan(l).any()   # assert_allclose would pass NaN == NaN
     np.testing.assert_allclose(l, ref_l, rtol=1e-12)
     # A row with every key masked has no mass: 0 / 0.
     assert np.all(np.isnan(o[2])) and not np.isnan(o[[0, 1, 3]]).any()

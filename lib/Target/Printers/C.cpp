@@ -24,6 +24,8 @@ public:
   using KernelPrinter::KernelPrinter;
 
 protected:
+  StringRef languageName() const override { return "C"; }
+
   FailureOr<std::string> typeName(Operation *at, Type t) override {
     if (std::optional<std::string> s = getCScalarName(t))
       return *s;
@@ -41,8 +43,8 @@ protected:
              << "uses " << t
              << ": the C target has no 16-bit float type yet; store the "
                 "program in f32";
-    return at->emitOpError()
-           << "uses type " << t << ", which the OpenCL C printer does not know";
+    return at->emitOpError() << "uses type " << t << ", which the "
+                             << languageName() << " printer does not know";
   }
 
   LogicalResult printEntry(gpu::GPUFuncOp func) override {
@@ -95,13 +97,9 @@ protected:
 
 LogicalResult mlir::tang::translateKernelsToC(gpu::GPUModuleOp kernels,
                                               raw_ostream &os) {
-  std::string text;
-  llvm::raw_string_ostream body(text);
-  for (auto func : kernels.getOps<gpu::GPUFuncOp>()) {
-    CPrinter printer(body);
-    if (failed(printer.printKernel(func)))
-      return failure();
-  }
+  FailureOr<std::string> text = printKernels<CPrinter>(kernels);
+  if (failed(text))
+    return failure();
   // The bodies are the OpenCL C bodies: the prelude gives C the built-ins
   // they use (type-generic math through <tgmath.h>, the work-item ids from
   // the launcher's array).
@@ -167,7 +165,7 @@ static inline tang_mma{0} tang_mma{0}_mad(tang_mma{0} a, tang_mma{0} b,
 
 )",
                         t);
-  os << text;
+  os << *text;
   // One launcher per kernel: every work item independently (the kernels a
   // C target gets are one thread per point, with no barriers), in parallel
   // when compiled with OpenMP.

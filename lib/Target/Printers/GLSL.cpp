@@ -21,6 +21,8 @@ public:
   using KernelPrinter::KernelPrinter;
 
 protected:
+  StringRef languageName() const override { return "GLSL"; }
+
   FailureOr<std::string> typeName(Operation *at, Type t) override {
     // 32-bit indices: GLSL indexes arrays with int (buffers are checked to
     // hold fewer than 2^31 elements).

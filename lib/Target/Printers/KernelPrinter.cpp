@@ -112,8 +112,8 @@ KernelPrinter::printCFamilyKernel(gpu::GPUFuncOp func, StringRef head,
 
 LogicalResult KernelPrinter::printKernel(gpu::GPUFuncOp func) {
   if (!func.getWorkgroupAttributions().empty())
-    return func.emitOpError() << "uses workgroup memory, which the OpenCL C "
-                                 "printer does not map yet";
+    return func.emitOpError() << "uses workgroup memory, which the "
+                              << languageName() << " printer does not map yet";
   if (!func.getBody().hasOneBlock())
     return func.emitOpError() << "has more than one block (structured "
                                  "control flow only)";
@@ -163,9 +163,9 @@ LogicalResult KernelPrinter::printConstant(arith::ConstantOp op) {
       **o << i.getValue().getSExtValue()
           << (op.getType().isIndex() ? indexSuffix() : "");
   } else {
-    return op.emitOpError() << "is a constant the OpenCL C printer cannot "
-                               "print (vectors and tensors are not "
-                               "supported)";
+    return op.emitOpError() << "is a constant the " << languageName()
+                            << " printer cannot print (vectors and tensors "
+                               "are not supported)";
   }
   **o << ";\n";
   return success();
@@ -535,11 +535,13 @@ LogicalResult KernelPrinter::printOp(Operation *op) {
             gpu::SubgroupMmaComputeOp, gpu::SubgroupMmaStoreMatrixOp>(
           [&](Operation *o) { return printMatrixOp(o); })
       .Case([&](gpu::ShuffleOp o) {
-        return o.emitOpError() << "is a subgroup operation, which OpenCL 1.2 "
-                                  "(PoCL) does not have: lower without "
-                                  "row-kernel schedules";
+        return o.emitOpError()
+               << "is a subgroup operation, which the " << languageName()
+               << " printer does not map (OpenCL 1.2 on PoCL "
+                  "has none): lower without row-kernel "
+                  "schedules";
       })
       .Default([&](Operation *o) {
-        return o->emitOpError() << "has no OpenCL C printer";
+        return o->emitOpError() << "has no " << languageName() << " printer";
       });
 }

@@ -47,6 +47,8 @@ protected:
 
   /// The signature, the body (printBody) and the end of `func`.
   virtual LogicalResult printEntry(gpu::GPUFuncOp func) = 0;
+  /// The language's name in diagnostics ("OpenCL C", "Metal", ...).
+  virtual StringRef languageName() const = 0;
   /// The language's name for scalar (or matrix) type `t`, or a diagnostic
   /// at `at`.
   virtual FailureOr<std::string> typeName(Operation *at, Type t) = 0;
@@ -142,6 +144,21 @@ private:
     return op->getResult(0).getType().isSignlessInteger(1);
   }
 };
+
+/// Every kernel of `kernels` printed by a fresh `Printer` (a KernelPrinter)
+/// into one text, in order; failure (with the printer's diagnostic) on the
+/// first kernel it cannot print.
+template <typename Printer>
+FailureOr<std::string> printKernels(gpu::GPUModuleOp kernels) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  for (auto func : kernels.getOps<gpu::GPUFuncOp>()) {
+    Printer printer(os);
+    if (failed(printer.printKernel(func)))
+      return failure();
+  }
+  return text;
+}
 
 } // namespace mlir::tang
 

@@ -20,6 +20,8 @@ public:
   using KernelPrinter::KernelPrinter;
 
 protected:
+  StringRef languageName() const override { return "Metal"; }
+
   FailureOr<std::string> typeName(Operation *at, Type t) override {
     if (std::optional<std::string> s = getCScalarName(t))
       return *s;
@@ -41,8 +43,8 @@ protected:
              << "uses " << t
              << ": the Metal target does not print bfloat (MSL 3.1) yet; "
                 "store the program in f16 or f32";
-    return at->emitOpError()
-           << "uses type " << t << ", which the OpenCL C printer does not know";
+    return at->emitOpError() << "uses type " << t << ", which the "
+                             << languageName() << " printer does not know";
   }
 
   bool hasErf() const override { return false; }
@@ -130,13 +132,9 @@ protected:
 
 LogicalResult mlir::tang::translateKernelsToMetal(gpu::GPUModuleOp kernels,
                                                   raw_ostream &os) {
-  std::string text;
-  llvm::raw_string_ostream body(text);
-  for (auto func : kernels.getOps<gpu::GPUFuncOp>()) {
-    MetalPrinter printer(body);
-    if (failed(printer.printKernel(func)))
-      return failure();
-  }
+  FailureOr<std::string> text = printKernels<MetalPrinter>(kernels);
+  if (failed(text))
+    return failure();
   // The bodies are the OpenCL C bodies: the prelude maps the OpenCL
   // built-ins they use to Metal's (work-item ids from the kernel's
   // attribute-bound arguments).
@@ -149,6 +147,6 @@ using namespace metal;
 #define get_local_size(d) ((long)tang_size[(d)])
 #define get_num_groups(d) ((long)tang_groups[(d)])
 
-)" << text;
+)" << *text;
   return success();
 }

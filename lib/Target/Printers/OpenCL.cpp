@@ -19,6 +19,8 @@ public:
   using KernelPrinter::KernelPrinter;
 
 protected:
+  StringRef languageName() const override { return "OpenCL C"; }
+
   FailureOr<std::string> typeName(Operation *at, Type t) override {
     if (std::optional<std::string> s = getCScalarName(t))
       return *s;
@@ -32,8 +34,8 @@ protected:
              << "uses " << t
              << ": 16-bit floats are not available on the OpenCL 1.2 target "
                 "(no cl_khr_fp16 on PoCL); store the program in f32";
-    return at->emitOpError()
-           << "uses type " << t << ", which the OpenCL C printer does not know";
+    return at->emitOpError() << "uses type " << t << ", which the "
+                             << languageName() << " printer does not know";
   }
 
   LogicalResult printEntry(gpu::GPUFuncOp func) override {
@@ -49,21 +51,17 @@ protected:
 
 LogicalResult mlir::tang::translateKernelsToOpenCL(gpu::GPUModuleOp kernels,
                                                    raw_ostream &os) {
-  std::string text;
-  llvm::raw_string_ostream body(text);
   bool needsDouble = false;
   kernels.walk([&](Operation *op) {
     for (Type t : op->getResultTypes())
       needsDouble |= t.isF64();
   });
-  for (auto func : kernels.getOps<gpu::GPUFuncOp>()) {
-    OpenCLPrinter printer(body);
-    if (failed(printer.printKernel(func)))
-      return failure();
-  }
+  FailureOr<std::string> text = printKernels<OpenCLPrinter>(kernels);
+  if (failed(text))
+    return failure();
   os << "// OpenCL C 1.2, printed by tang from the kernel form\n";
   if (needsDouble)
     os << "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
-  os << "\n" << text;
+  os << "\n" << *text;
   return success();
 }

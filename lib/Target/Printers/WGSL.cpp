@@ -26,6 +26,8 @@ public:
   using KernelPrinter::KernelPrinter;
 
 protected:
+  StringRef languageName() const override { return "WGSL"; }
+
   FailureOr<std::string> typeName(Operation *at, Type t) override {
     // 32-bit indices, as in GLSL (buffers are checked to hold fewer than
     // 2^31 elements); f16 needs the `shader-f16` feature (`enable f16`).
@@ -154,8 +156,6 @@ private:
 
 LogicalResult mlir::tang::translateKernelsToWGSL(gpu::GPUModuleOp kernels,
                                                  raw_ostream &os) {
-  std::string text;
-  llvm::raw_string_ostream body(text);
   bool needsHalf = false;
   kernels.walk([&](Operation *op) {
     for (Type t : op->getResultTypes())
@@ -165,11 +165,9 @@ LogicalResult mlir::tang::translateKernelsToWGSL(gpu::GPUModuleOp kernels,
         if (auto m = dyn_cast<MemRefType>(t))
           needsHalf |= m.getElementType().isF16();
   });
-  for (auto func : kernels.getOps<gpu::GPUFuncOp>()) {
-    WGSLPrinter printer(body);
-    if (failed(printer.printKernel(func)))
-      return failure();
-  }
+  FailureOr<std::string> text = printKernels<WGSLPrinter>(kernels);
+  if (failed(text))
+    return failure();
   os << "// WGSL, printed by tang from the kernel form\n";
   if (needsHalf)
     os << "enable f16;\n";
@@ -180,6 +178,6 @@ LogicalResult mlir::tang::translateKernelsToWGSL(gpu::GPUModuleOp kernels,
      << "fn tang_isnan(x: f32) -> bool {\n"
      << "  return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u;\n"
      << "}\n\n"
-     << text;
+     << *text;
   return success();
 }
