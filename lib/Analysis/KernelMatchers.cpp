@@ -137,6 +137,15 @@ void mlir::tang::getFactors(Value v, SmallVectorImpl<Value> &leaves) {
   leaves.push_back(v);
 }
 
+bool mlir::tang::readsSixteenBitTensors(ComprehensionOp op) {
+  bool found = false;
+  op.walk([&](ReadOp r) {
+    Type e = cast<RankedTensorType>(r.getTensor().getType()).getElementType();
+    found |= e.isF16() || e.isBF16();
+  });
+  return found;
+}
+
 std::optional<MmaContraction>
 mlir::tang::matchMmaContraction(ComprehensionOp op, std::string &why,
                                 bool allowTransposedA, bool allowTf32) {

@@ -69,12 +69,18 @@ void mlir::tang::buildTangLowerCudaPipeline(
     pm.addPass(createTangOnlineSoftmax());
   }
   pm.addPass(createCanonicalizerPass());
-  // tang -> tang with schedules.
+  // tang -> tang with schedules that name every kernel and all its
+  // parameters, on the target's tensor cores: mma.sync from sm_80 on, wgmma
+  // on sm_90a.
   TangScheduleOptions schedule;
   schedule.tileSource = options.tileSource;
+  schedule.tensorCores = TensorCoreOption::Target;
+  schedule.tma = options.tma;
+  schedule.tf32 = options.tf32;
+  schedule.warpSpecialize = options.warpSpecialize;
   pm.addPass(createTangSchedule(schedule));
   // tang -> the kernel form (gpu, scf, memref, arith, math; host launches),
-  // on the target's tensor cores: mma.sync from sm_80 on, wgmma on sm_90a.
+  // building what the schedules name.
   ConvertTangToGPUOptions kernelForm;
   kernelForm.tensorCores = TensorCoreOption::Target;
   kernelForm.tma = options.tma;

@@ -17,11 +17,16 @@
 //  * online softmax: a 64-query tile per block, 64-key steps staged through
 //    shared memory, the head dimension whole.
 //
+// With tensor-core options, each schedule then names its kernel and all its
+// parameters (chooseKernel, setKernelSchedule: Tang/Analysis/KernelChoice.h).
+//
 //===----------------------------------------------------------------------===//
 
+#include "Tang/Analysis/KernelChoice.h"
 #include "Tang/Analysis/ShapeClass.h"
 #include "Tang/Analysis/TrafficBound.h"
 #include "Tang/Dialect/Tang/IR/TangTargets.h"
+#include "Tang/Transforms/CollapseReductions.h"
 #include "Tang/Transforms/Passes.h"
 
 #include "llvm/Support/Debug.h"
@@ -111,7 +116,10 @@ public:
     Type storage = getStorage();
     Type accumulate = getAccumulate(storage);
     return ScheduleAttr::get(op.getContext(), tile, mapping, threads, vector,
-                             stages, storage, accumulate, memory);
+                             stages, storage, accumulate, memory,
+                             KernelKind::Auto, TensorCoreKind::None,
+                             /*tma=*/false, /*warpSpecialize=*/false,
+                             /*persistent=*/false);
   }
 
   Type getStorage() {
@@ -173,9 +181,9 @@ ScheduleAttr scheduleFor(ComprehensionOp op, ShapeClass cls,
     // The row: the last index (reduced if the comprehension reduces).
     unsigned row = n - 1;
     int64_t v = getVectorWidth(storage, op.getExtent(row));
-    // Measured on the H200 (bench/results/2026-11-30-h200-memory-bound-
-    // vectorized.md): 256 threads per row suit norms, 128 matrix-vector rows
-    // (more rows resident per multiprocessor).
+    // 256 threads per row suit norms, 128 matrix-vector rows (more rows
+    // resident per multiprocessor; measured: bench/results/2026-11-30-h200-
+    // memory-bound-vectorized.md).
     int64_t cap = cls == ShapeClass::NarrowMatVec ? 128 : 256;
     int64_t t = roundToWarps(std::min<int64_t>(
         std::min(cap, dev.maxThreads / 2), op.getExtent(row) / v));
@@ -203,9 +211,8 @@ ScheduleAttr scheduleFor(ComprehensionOp op, ShapeClass cls,
       return b.build(1, 1, {MemoryLevel::Global});
     unsigned j = np - 1, i = np - 2;
     // 16-bit operands go to tensor cores: 128 x 256 tiles, 64-deep steps,
-    // a 4-deep ring and 8 warps (on the H200 at 8192^3, with wgmma,
-    // 618-700 TFLOP/s against 496-550 for 128 x 128 tiles and 481-512 for
-    // 3-stage rings, bench/results/2026-12-01-h200-gemm-wgmma.md).
+    // a 4-deep ring and 8 warps (faster than 128 x 128 tiles and 3-stage
+    // rings; measured: bench/results/2026-12-01-h200-gemm-wgmma.md).
     bool tensorCores = false;
     op.walk([&](ReadOp r) {
       Type e = cast<RankedTensorType>(r.getTensor().getType()).getElementType();
@@ -304,15 +311,53 @@ struct TangSchedulePass : tang::impl::TangScheduleBase<TangSchedulePass> {
              "power of two and max-threads at least the warp size";
       return signalPassFailure();
     }
+    KernelOptions kernels;
+    kernels.tensorCores = resolveTensorCores(tensorCores, getOperation());
+    kernels.tma = tma;
+    kernels.warpSpecialize = warpSpecialize;
+    kernels.tf32 = tf32;
+    // Sums over several adjacent indices as one where that makes a
+    // tensor-core contraction (weight gradients), before anything is
+    // sized; why not where it does not.
+    llvm::DenseMap<Operation *, std::string> collapseFailures;
+    kernels.collapseFailures = &collapseFailures;
+    SmallVector<ComprehensionOp> ops;
     getOperation().walk([&](ComprehensionOp op) {
-      if (op->getParentOfType<ComprehensionOp>() || op.getScheduleAttr())
-        return;
-      ShapeClass cls = classifyComprehension(op);
-      op.setScheduleAttr(scheduleFor(op, cls, dev));
-      op->setAttr(kShapeClassAttrName,
-                  StringAttr::get(op.getContext(), stringifyShapeClass(cls)));
-      ++numScheduled;
+      if (!op->getParentOfType<ComprehensionOp>())
+        ops.push_back(op);
     });
+    if (kernels.tensorCores != TensorCoreKind::None)
+      for (ComprehensionOp &op : ops) {
+        if (op.getScheduleAttr() ||
+            classifyComprehension(op) != ShapeClass::MatmulLike)
+          continue;
+        std::string why;
+        Operation *old = op;
+        Operation *next = op->getNextNode();
+        if (collapseReductions(op, kernels.tensorCores == TensorCoreKind::Wgmma,
+                               tf32, why))
+          op = cast<ComprehensionOp>(next->getPrevNode());
+        else if (!why.empty())
+          collapseFailures[old] = why;
+      }
+    for (ComprehensionOp op : ops) {
+      if (!op.getScheduleAttr()) {
+        ShapeClass cls = classifyComprehension(op);
+        op.setScheduleAttr(scheduleFor(op, cls, dev));
+        op->setAttr(kShapeClassAttrName,
+                    StringAttr::get(op.getContext(), stringifyShapeClass(cls)));
+        ++numScheduled;
+      }
+      if (kernels.tensorCores == TensorCoreKind::None ||
+          op.getScheduleAttr().getKernel() != KernelKind::Auto)
+        continue;
+      KernelChoice choice = chooseKernel(op, kernels, /*remarks=*/true);
+      setKernelSchedule(op, choice);
+      LLVM_DEBUG(llvm::dbgs()
+                 << "[" DEBUG_TYPE "] " << op.getLoc() << ": "
+                 << stringifyKernelKind(choice.kind) << " kernel\n");
+      ++numKernels;
+    }
   }
 };
 

@@ -90,6 +90,10 @@ bool readUses(ReadOp read, Value v);
 /// `v` without value-preserving float extensions.
 Value stripExtensions(Value v);
 
+/// Whether `op` reads an f16 or bf16 tensor (then a tensor-core kernel that
+/// refuses it says why in a remark).
+bool readsSixteenBitTensors(ComprehensionOp op);
+
 /// Matches `op` (a function-level comprehension) against the contraction
 /// the tensor-core emitter handles; std::nullopt with `why` set otherwise.
 /// With `allowTransposedA` (wgmma), the left operand may be contiguous in

@@ -3,6 +3,7 @@
 #ifndef TANG_TRANSFORMS_PASSES_H
 #define TANG_TRANSFORMS_PASSES_H
 
+#include "Tang/Analysis/KernelChoice.h"
 #include "Tang/Dialect/Tang/IR/TangDialect.h"
 #include "Tang/Dialect/Tang/IR/TangOps.h"
 #include "mlir/IR/BuiltinOps.h"

@@ -376,6 +376,16 @@ def TangSchedule : Pass<"tang-schedule", "::mlir::ModuleOp"> {
     is recorded in the discardable attribute `tang.shape_class`. A
     comprehension that already has a schedule keeps it.
 
+    With `tensor-cores` other than `none`, the pass also chooses every
+    function-level comprehension's kernel (`chooseKernel` in
+    `Tang/Analysis/KernelChoice.h`): sums over several adjacent indices
+    become one where that makes a tensor-core contraction (a weight
+    gradient), then each schedule that leaves its kernel `auto` gets the
+    kernel kind and all its parameters (tiles, warps, ring depth, bulk
+    copies, warp specialisation, persistent grid), the fields
+    `--convert-tang-to-gpu` builds from. A comprehension a tensor-core
+    kernel refuses gets a remark saying why. `--tang-lower-cuda` runs it so.
+
     ```mlir
     // Before: a row softmax after --tang-fuse.
     %y = tang.comprehension (%i, %j) [32768, 4096] : tensor<32768x4096xbf16> {...}
@@ -412,9 +422,34 @@ def TangSchedule : Pass<"tang-schedule", "::mlir::ModuleOp"> {
                         "the shape class's heuristic"),
              clEnumValN(::mlir::tang::TileSource::TrafficBound,
                         "traffic-bound", "the traffic bound's certified tile"))}]>,
+    Option<"tensorCores", "tensor-cores", "::mlir::tang::TensorCoreOption",
+           /*default=*/"::mlir::tang::TensorCoreOption::None",
+           "The tensor-core kernels to choose among. With `none` every "
+           "schedule leaves its kernel `auto` (--convert-tang-to-gpu chooses "
+           "with its own options); otherwise every schedule names its "
+           "kernel and all its parameters (Tang/Analysis/KernelChoice.h)",
+           [{::llvm::cl::values(
+             clEnumValN(::mlir::tang::TensorCoreOption::None, "none",
+                        "kernels left to the conversion"),
+             clEnumValN(::mlir::tang::TensorCoreOption::MmaSync, "mma-sync",
+                        "mma.sync kernels, sm_80 and up"),
+             clEnumValN(::mlir::tang::TensorCoreOption::Wgmma, "wgmma",
+                        "wgmma kernels, sm_90a"),
+             clEnumValN(::mlir::tang::TensorCoreOption::Target, "target",
+                        "the tensor_cores of the module's #tang.target"))}]>,
+    Option<"tma", "tma", "bool", /*default=*/"true",
+           "With wgmma: operands by bulk tensor copies where their views "
+           "allow">,
+    Option<"warpSpecialize", "warp-specialize", "bool", /*default=*/"true",
+           "With tma: warp-specialised, persistent contractions where they "
+           "pay (256-column tiles)">,
+    Option<"tf32", "tf32", "bool", /*default=*/"false",
+           "Contractions of f32 operands on tensor cores too, as tf32">,
   ];
   let statistics = [
     Statistic<"numScheduled", "scheduled", "Comprehensions given a schedule">,
+    Statistic<"numKernels", "kernels-chosen",
+              "Comprehensions whose schedule names their kernel">,
   ];
   let dependentDialects = ["::mlir::tang::TangDialect"];
 }

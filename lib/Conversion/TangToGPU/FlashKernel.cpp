@@ -56,25 +56,12 @@ class FlashEmitter : TensorCoreEmitterBase {
 public:
   FlashEmitter(OpBuilder &b, ComprehensionOp op, const FlashMatch &m,
                IRMapping &tensors, ValueRange outputs, ValueRange statsOutputs,
-               Kernel &k, bool wgmma, bool tma)
+               Kernel &k, const FlashConfig &cfg)
       : TensorCoreEmitterBase(b, op.getLoc(), m.elementType), op(op), m(m),
         tensors(tensors), outputs(outputs), statsOutputs(statsOutputs), k(k),
-        emitter(tensors, &k.func.getBody().front()), wgmma(wgmma) {
-    // mma.sync: 4 warps of 16 query rows, 64-key steps. wgmma: 2
-    // warpgroups of 64 rows, 128-key steps for head dim 128, else 64 (on the
-    // H200: head 64 runs 5-17% faster with 64-key steps, head 128 11%
-    // slower; bench/results/2026-12-01-h200-flash-attention.md).
-    bm = wgmma ? 128 : 64;
-    bn = wgmma && std::max(m.dqk, m.dv) == 128 ? 128 : 64;
-    threads = wgmma ? 256 : 128;
-    // Head dims of 128 and more: with 64 they ran 16-27% slower than the
-    // cp.async kernel (384 threads at 168 registers leave one block per
-    // multiprocessor where the smaller kernel fit two; four ring slots did
-    // not help; bench/results/2026-12-01-h200-flash-tma.md).
-    tmaKV = wgmma && tma && std::max(this->m.dqk, this->m.dv) >= 128 &&
-            isKVBox(this->m.k, this->m.red.getIndex(0)) &&
-            isKVBox(this->m.v, this->op.getIndex(this->m.d));
-  }
+        emitter(tensors, &k.func.getBody().front()), cfg(cfg), wgmma(cfg.wgmma),
+        tmaKV(cfg.tmaKV), slots(cfg.slots), bm(cfg.bm), bn(cfg.bn),
+        threads(cfg.threads()) {}
 
   LogicalResult emit();
 
@@ -96,11 +83,6 @@ private:
     if (wgmma)
       fenceProxyAsync();
   }
-  /// Whether the [bn, 64] tiles of `read` (keys or values: the key index in
-  /// one coordinate, `colIndex` plus other terms alone in the last) are
-  /// boxes of its tensor that a bulk tensor copy fills, zeros past the
-  /// keys included.
-  bool isKVBox(ReadOp read, Value colIndex);
   /// The tensor coordinates of `read` at key j0 and column `col` of
   /// `colIndex` (the batch point's, the block's).
   SmallVector<Value> kvCoordinates(ReadOp read, Value j0, Value colIndex,
@@ -117,13 +99,15 @@ private:
   ValueRange statsOutputs;
   Kernel &k;
   BodyEmitter emitter;
+  /// The tiles (KernelChoice.h), and their fields by name.
+  FlashConfig cfg;
   bool wgmma;
   /// Keys and values by bulk tensor copies from a producer warpgroup
   /// (wgmma only): full and empty mbarriers per ring slot instead of a
   /// block barrier per step.
-  bool tmaKV = false;
+  bool tmaKV;
   /// Slots of the key/value ring.
-  int64_t slots = 2;
+  int64_t slots;
   int64_t bm, bn, threads;
   Value tid, lane, warp, row0;
   SmallVector<Value> batch;
@@ -156,26 +140,6 @@ void FlashEmitter::loadRows(ReadOp read, Value tile, Value slot, int64_t rows,
   }
 }
 
-bool FlashEmitter::isKVBox(ReadOp read, Value colIndex) {
-  std::optional<unsigned> rowCoord =
-      getBoxRowCoordinate(read, m.j, colIndex, [&](Value v) {
-        for (unsigned p = 0; p < op.getNumParallel(); ++p)
-          if (p != m.i && p != m.d && op.getIndex(p) == v)
-            return true;
-        return false;
-      });
-  if (!rowCoord)
-    return false;
-  // Keys past the end must read zeros: no tile reaches past them, or the
-  // key coordinate is j exactly and the tensor ends there.
-  unsigned jPos =
-      llvm::find(read.getIndices(), m.j) - read.getIndices().begin();
-  auto t = cast<RankedTensorType>(read.getTensor().getType());
-  return m.lk % bn == 0 || (read.getMap().getResult(*rowCoord) ==
-                                getAffineDimExpr(jPos, b.getContext()) &&
-                            t.getDimSize(*rowCoord) == m.lk);
-}
-
 IRMapping FlashEmitter::getBlockIndices() {
   IRMapping idx;
   for (unsigned p = 0; p < op.getNumParallel(); ++p)
@@ -203,26 +167,23 @@ SmallVector<Value> FlashEmitter::kvCoordinates(ReadOp read, Value j0,
 /// order it runs (shared memory, barriers, the query tile, the key loop with
 /// its ring, masks and rescaling, the epilogue). The values it threads
 /// through (ring slots, accumulators, the running max and sum) would become
-/// a parameter list per piece; splitting it is planned with the schedule
-/// owning the flash parameters (issue 17, item 2).
+/// a parameter list per piece.
 LogicalResult FlashEmitter::emit() {
   MLIRContext *ctx = b.getContext();
   Type out = cast<RankedTensorType>(op.getResultTypes()[0]).getElementType();
   bool approximate = out.isF16() || out.isBF16();
   emitter.setApproximate(approximate);
 
-  // The key/value ring: two slots, or with tmaKV as many as fit up to 4
-  // (copies further ahead).
   int64_t qBytes = bm * m.dqk * 2, pBytes = wgmma ? bm * bn * 2 : 0;
-  int64_t slotBytes = bn * (m.dqk + m.dv) * 2;
-  slots = 2;
-  int64_t maxShared = getTarget(op).getSharedPerBlock();
-  while (tmaKV && slots < 4 &&
-         1024 + qBytes + (slots + 1) * slotBytes + pBytes + 64 <= maxShared)
-    ++slots;
   int64_t kBytes = slots * bn * m.dqk * 2, vBytes = slots * bn * m.dv * 2;
-  // wgmma's swizzled layouts need 1024-byte aligned tiles.
-  k.sharedBytes = qBytes + kBytes + vBytes + pBytes + (wgmma ? 1024 : 0);
+  k.sharedBytes = cfg.sharedBytes(m);
+  if (int64_t most = getTarget(op).getSharedPerBlock();
+      k.sharedBytes + (tmaKV ? 16 * slots : 0) > most)
+    return op.emitOpError()
+           << "flash-attention kernel: "
+           << k.sharedBytes + (tmaKV ? 16 * slots : 0)
+           << " bytes of shared memory for its tiles, more than the " << most
+           << " a block may have on " << getTarget(op).getChip();
   int64_t batchCount = 1;
   for (unsigned p = 0; p < op.getNumParallel(); ++p)
     if (p != m.i && p != m.d)
@@ -650,39 +611,26 @@ namespace {
 
 /// An online_softmax reduction as a flash-attention kernel.
 struct FlashKernelPattern : KernelPattern {
-  FlashKernelPattern(const KernelOptions &options)
-      : KernelPattern("flash"), options(options) {}
+  FlashKernelPattern() : KernelPattern("flash") {}
 
   KernelMatch matchAndBuild(KernelRequest &r) const override {
-    ComprehensionOp op = r.op;
-    if (op.getBuiltinMonoid() != MonoidKind::OnlineSoftmax)
-      return notifyMatchFailure(op, "not an online_softmax reduction");
-    std::string why;
-    std::optional<FlashMatch> m = matchFlash(op, why);
-    if (!m) {
-      if (!readsSixteenBitTensors(op))
-        return notifyMatchFailure(op, why);
-      return remarkMatchFailure(op, "not a flash-attention kernel: " + why);
-    }
+    if (r.choice.kind != KernelKind::Flash)
+      return notifyMatchFailure(r.op, "not a flash-attention kernel");
     // The softmax statistics, if a sibling asks for them.
     bool stats =
         r.sibling && r.sibling.getBuiltinMonoid() == MonoidKind::SoftmaxNorm;
-    if (failed(FlashEmitter(r.b, op, *m, r.tensors, r.outputs,
+    if (failed(FlashEmitter(r.b, r.op, *r.choice.flash, r.tensors, r.outputs,
                             stats ? r.siblingOutputs : ValueRange(), r.k,
-                            options.tensorCores == TensorCoreKind::Wgmma,
-                            options.tma)
+                            r.choice.flashConfig)
                    .emit()))
       return KernelMatch::Error;
     r.k.wroteSibling = stats;
     return KernelMatch::Built;
   }
-
-  KernelOptions options;
 };
 
 } // namespace
 
-void mlir::tang::populateFlashKernelPatterns(KernelPatternSet &patterns,
-                                             const KernelOptions &options) {
-  patterns.push_back(std::make_unique<FlashKernelPattern>(options));
+void mlir::tang::populateFlashKernelPatterns(KernelPatternSet &patterns) {
+  patterns.push_back(std::make_unique<FlashKernelPattern>());
 }

@@ -50,13 +50,6 @@ SmallVector<Value> mlir::tang::getTensorsRead(ComprehensionOp op) {
   return tensors.takeVector();
 }
 
-bool mlir::tang::readsSixteenBitTensors(ComprehensionOp op) {
-  return llvm::any_of(getTensorsRead(op), [](Value t) {
-    Type e = cast<RankedTensorType>(t.getType()).getElementType();
-    return e.isF16() || e.isBF16();
-  });
-}
-
 KernelMatch KernelPattern::notifyMatchFailure(ComprehensionOp op,
                                               const Twine &reason) const {
   LLVM_DEBUG(llvm::dbgs() << "[" << name << "] no match at " << op.getLoc()

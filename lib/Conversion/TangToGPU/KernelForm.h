@@ -10,6 +10,7 @@
 #define TANG_LIB_CONVERSION_TANGTOGPU_KERNELFORM_H
 
 #include "Tang/Analysis/AttentionMatchers.h"
+#include "Tang/Analysis/KernelChoice.h"
 #include "Tang/Analysis/KernelMatchers.h"
 #include "Tang/Dialect/Tang/IR/TangDialect.h"
 #include "Tang/Dialect/Tang/IR/TangOps.h"
@@ -64,45 +65,21 @@ Value toStorage(OpBuilder &b, Location loc, Value v, Type storage);
 /// The tensors `op` reads (in order of first read).
 SmallVector<Value> getTensorsRead(ComprehensionOp op);
 
-/// Whether `op` reads an f16 or bf16 tensor (then a tensor-core pattern that
-/// does not match says why in a remark).
-bool readsSixteenBitTensors(ComprehensionOp op);
-
 //===----------------------------------------------------------------------===//
 // Kernel patterns
 //===----------------------------------------------------------------------===//
-
-/// What the kernel patterns may use, resolved by --convert-tang-to-gpu from
-/// its options and the module's device model.
-struct KernelOptions {
-  /// Tensor-core code for contractions: none, mma.sync or wgmma.
-  TensorCoreKind tensorCores = TensorCoreKind::None;
-  /// With wgmma: operands by bulk tensor copies where their views allow.
-  bool tma = false;
-  /// With tma: a producer warpgroup and a persistent grid.
-  bool warpSpecialize = false;
-  /// Contractions of f32 operands on tensor cores as tf32.
-  bool tf32 = false;
-  /// The tile of portable subgroup matrix kernels (0: none), whether they
-  /// take f16 operands, and their subgroup size.
-  int64_t matrixUnits = 0;
-  bool matrixUnitsF16 = false;
-  int64_t subgroupSize = 32;
-  /// Why a comprehension that a sum over several indices hid from the
-  /// contraction matcher is not a tensor-core contraction even when summed
-  /// as one (collapseReductions), by comprehension.
-  const llvm::DenseMap<Operation *, std::string> *collapseFailures = nullptr;
-};
 
 /// A comprehension to build a kernel for: the kernel function `k.func`
 /// (its entry block holds the builder `b`), the buffers of the tensors it
 /// reads (`tensors`) and of its results (`outputs`); and maybe `sibling`, a
 /// later comprehension the kernel may compute too (the softmax statistics
 /// beside a flash kernel, a second score reduction beside a score kernel),
-/// with its result buffers.
+/// with its result buffers; `choice`: the kernel its schedule names (or
+/// chooseKernel gave), with the matchers' findings and the tiles.
 struct KernelRequest {
   OpBuilder &b;
   ComprehensionOp op;
+  const KernelChoice &choice;
   IRMapping &tensors;
   ValueRange outputs;
   ComprehensionOp sibling;
@@ -122,9 +99,9 @@ enum class KernelMatch {
 };
 
 /// One kind of kernel (flash attention, score, tensor-core contraction,
-/// subgroup matrix, row, point): matches a comprehension and builds its
-/// kernel. Patterns only build: what they build is fixed by the
-/// comprehension, its schedule and the options.
+/// subgroup matrix, row, point): builds the kernel of the requests whose
+/// choice is its kind. Patterns only build: what they build is fixed by the
+/// comprehension and its kernel choice (KernelChoice.h).
 class KernelPattern {
 public:
   explicit KernelPattern(StringRef name) : name(name) {}
@@ -156,21 +133,18 @@ using KernelPatternSet = SmallVector<std::unique_ptr<KernelPattern>>;
 /// monoid whose scores are a scaled (and possibly masked) dot product of two
 /// 16-bit reads and whose values are a 16-bit read; also writes the softmax
 /// statistics of a sibling softmax_norm reduction (FlashKernel.cpp).
-void populateFlashKernelPatterns(KernelPatternSet &patterns,
-                                 const KernelOptions &options);
+void populateFlashKernelPatterns(KernelPatternSet &patterns);
 
 /// Score kernels on tensor cores: an add (or softmax_norm) reduction over
 /// one key index whose body computes scores from one or two nested dot
 /// products of 16-bit reads (attention's gradients and saved statistics as
 /// --tang-grad derives them); also a sibling score reduction whose dot
 /// products are among its own (ScoreKernel.cpp).
-void populateScoreKernelPatterns(KernelPatternSet &patterns,
-                                 const KernelOptions &options);
+void populateScoreKernelPatterns(KernelPatternSet &patterns);
 
 /// Tensor-core contractions (matchMmaContraction): mma.sync, or wgmma with
 /// bulk tensor copies and warp specialisation (MmaKernel.cpp).
-void populateMmaKernelPatterns(KernelPatternSet &patterns,
-                               const KernelOptions &options);
+void populateMmaKernelPatterns(KernelPatternSet &patterns);
 
 /// Contractions on the gpu dialect's portable subgroup matrix operations
 /// (SubgroupMmaKernel.cpp).

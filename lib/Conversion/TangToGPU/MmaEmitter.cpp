@@ -91,31 +91,6 @@ SmallVector<Value> MmaEmitter::getCoordinates(ReadOp read, Value rowIndex,
       *affine::expandAffineMap(b, loc, read.getMap(), operands));
 }
 
-bool MmaEmitter::isBox(ReadOp read, bool isA) {
-  Value kIndex = c.red.getIndex(c.red.getNumIndices() - 1);
-  Value own = op.getIndex(isA ? c.m : c.n);
-  bool kContiguous = isA ? c.aKContiguous : c.bKContiguous;
-  Value col = kContiguous ? kIndex : own, row = kContiguous ? own : kIndex;
-  std::optional<unsigned> rowCoord =
-      getBoxRowCoordinate(read, row, col, [&](Value v) {
-        for (unsigned p = 0; p < op.getNumParallel(); ++p)
-          if (p != c.m && p != c.n && op.getIndex(p) == v)
-            return true;
-        return false;
-      });
-  if (!rowCoord)
-    return false;
-  // Past the reduced index's extent the box must read zeros: its
-  // coordinate is k exactly, over the tensor's whole dimension.
-  AffineMap map = read.getMap();
-  unsigned kCoord = col == kIndex ? map.getNumResults() - 1 : *rowCoord;
-  unsigned kPos =
-      llvm::find(read.getIndices(), kIndex) - read.getIndices().begin();
-  auto t = cast<RankedTensorType>(read.getTensor().getType());
-  return map.getResult(kCoord) == getAffineDimExpr(kPos, b.getContext()) &&
-         t.getDimSize(kCoord) == c.extentK;
-}
-
 void MmaEmitter::emitLoads(Value kt, Value slot) {
   Value k = c.red.getIndex(c.red.getNumIndices() - 1);
   Value k0 = mul(kt, cfg.bk);

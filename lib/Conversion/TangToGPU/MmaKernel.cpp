@@ -29,7 +29,6 @@
 #include "MmaKernel.h"
 
 #include "BodyEmitter.h"
-#include "Tang/Analysis/ShapeClass.h"
 #include "Tang/Dialect/Tang/IR/TangTargets.h"
 
 #include "mlir/Dialect/Affine/Utils.h"
@@ -46,94 +45,6 @@ using namespace mlir;
 using namespace mlir::tang;
 
 //===----------------------------------------------------------------------===//
-// Configuration
-//===----------------------------------------------------------------------===//
-
-namespace {
-
-int64_t roundUpPow2(int64_t v, int64_t lo, int64_t hi) {
-  return std::clamp<int64_t>(llvm::PowerOf2Ceil(std::max<int64_t>(v, 1)), lo,
-                             hi);
-}
-
-/// The wgmma configuration: 128 x 128 tiles (64 rows for a short M), a
-/// 4-deep ring; the schedule's tile widths where it gives them.
-/// The default configuration, sized for the target of `op`'s module.
-MmaConfig getDefaultConfig(ComprehensionOp op) {
-  TargetAttr target = getTarget(op);
-  MmaConfig cfg;
-  cfg.maxShared = target.getSharedPerBlock();
-  cfg.smCount = target.getSmCount();
-  return cfg;
-}
-
-MmaConfig getWgmmaConfig(ComprehensionOp op, const MmaContraction &c) {
-  MmaConfig cfg = getDefaultConfig(op);
-  cfg.wgmma = true;
-  cfg.bk = 64;
-  cfg.bm = c.extentM <= 64 ? 64 : 128;
-  cfg.bn = 128;
-  if (ScheduleAttr s = op.getScheduleAttr()) {
-    MmaConfig want = cfg;
-    want.bm = roundUpPow2(s.getTile()[c.m], 64, 128);
-    if (c.red == op)
-      want.bk = s.getTile().back() <= 32 ? 32 : 64;
-    want.bn = roundUpPow2(s.getTile()[c.n], 64, 256);
-    want.stages = std::max<int64_t>(3, s.getStages());
-    want.warpsM = want.bm / 16;
-    want.warpsN = 1;
-    if (want.isValid())
-      return want;
-  }
-  cfg.warpsM = cfg.bm / 16;
-  cfg.warpsN = 1;
-  return cfg;
-}
-
-} // namespace
-
-MmaConfig mlir::tang::getMmaConfig(ComprehensionOp op, const MmaContraction &c,
-                                   bool wgmma) {
-  if (c.elementType.isF32()) {
-    // tf32: k steps of 32 f32 values (128-byte rows); mma.sync with
-    // 128 x 128 tiles, or wgmma with the schedule's widths.
-    MmaConfig cfg = wgmma ? getWgmmaConfig(op, c) : getDefaultConfig(op);
-    cfg.eb = 4;
-    cfg.bk = 32;
-    // The schedule sizes f32 products for plain kernels (128 columns);
-    // on wgmma, 256 columns where the product still fills every
-    // multiprocessor (the 16-bit products' tile: the same bytes a step).
-    if (wgmma && c.extentN >= 256 &&
-        llvm::divideCeil(c.extentM, cfg.bm) *
-                llvm::divideCeil(c.extentN, 256) >=
-            static_cast<uint64_t>(cfg.smCount))
-      cfg.bn = 256;
-    while (!cfg.isValid() && cfg.stages > 3)
-      --cfg.stages;
-    return cfg;
-  }
-  if (wgmma)
-    return getWgmmaConfig(op, c);
-  // The default, with fewer stages where the target's shared memory needs
-  // it (emit() refuses it when even two do not fit).
-  MmaConfig cfg = getDefaultConfig(op);
-  while (!cfg.isValid() && cfg.stages > 2)
-    --cfg.stages;
-  ScheduleAttr s = op.getScheduleAttr();
-  if (!s)
-    return cfg;
-  MmaConfig want = cfg;
-  want.bm = roundUpPow2(s.getTile()[c.m], 32, 256);
-  want.bn = roundUpPow2(s.getTile()[c.n], 32, 256);
-  if (c.red == op)
-    want.bk = std::clamp<int64_t>(s.getTile().back(), 32, 64);
-  want.stages = std::max<int64_t>(2, s.getStages());
-  want.warpsM = std::max<int64_t>(1, s.getThreads()[c.m]);
-  want.warpsN = std::max<int64_t>(1, s.getThreads()[c.n] / 32);
-  return want.isValid() ? want : cfg;
-}
-
-//===----------------------------------------------------------------------===//
 // Emission
 //===----------------------------------------------------------------------===//
 
@@ -144,7 +55,7 @@ LogicalResult MmaEmitter::emit() {
   int64_t aBytes = cfg.stages * cfg.bm * cfg.bk * eb;
   int64_t bBytes = cfg.stages * cfg.bk * cfg.bn * eb;
   int64_t cBytes = cfg.bm * (cfg.bn + 8) * 4;
-  k.sharedBytes = std::max(aBytes + bBytes, cBytes);
+  k.sharedBytes = cfg.sharedBytes();
   if (k.sharedBytes > cfg.maxShared)
     return op.emitOpError()
            << "tensor-core kernel: " << k.sharedBytes
@@ -236,47 +147,21 @@ namespace {
 
 /// A contraction (matchMmaContraction) on tensor cores.
 struct MmaKernelPattern : KernelPattern {
-  MmaKernelPattern(const KernelOptions &options)
-      : KernelPattern("mma"), options(options) {}
+  MmaKernelPattern() : KernelPattern("mma") {}
 
   KernelMatch matchAndBuild(KernelRequest &r) const override {
-    ComprehensionOp op = r.op;
-    // Narrow contractions (matrix-vector) stay on the row kernels: they are
-    // memory-bound.
-    if (classifyComprehension(op) != ShapeClass::MatmulLike)
-      return notifyMatchFailure(op, "not matmul-like");
-    bool wgmma = options.tensorCores == TensorCoreKind::Wgmma;
-    std::string why;
-    std::optional<MmaContraction> c =
-        matchMmaContraction(op, why, wgmma, options.tf32);
-    if (!c) {
-      // Say why a contraction of 16-bit operands (or any, with tf32) stays
-      // off the tensor cores.
-      if (!readsSixteenBitTensors(op) && !options.tf32)
-        return notifyMatchFailure(op, why);
-      auto it = options.collapseFailures->find(op);
-      if (it != options.collapseFailures->end())
-        why = "summed over its reduced indices as one: " + it->second;
-      return remarkMatchFailure(op, "not on tensor cores: " + why);
-    }
-    // wgmma's tf32 takes both operands contiguous in k; other tf32 products
-    // run on mma.sync.
-    bool mmaSyncOnly =
-        c->elementType.isF32() && !(c->aKContiguous && c->bKContiguous);
-    if (failed(MmaEmitter(r.b, op, *c, r.tensors, r.outputs, r.k,
-                          wgmma && !mmaSyncOnly, options.tma,
-                          options.warpSpecialize)
+    if (r.choice.kind != KernelKind::Contraction)
+      return notifyMatchFailure(r.op, "not a contraction's kernel");
+    if (failed(MmaEmitter(r.b, r.op, *r.choice.contraction, r.tensors,
+                          r.outputs, r.k, r.choice.mma)
                    .emit()))
       return KernelMatch::Error;
     return KernelMatch::Built;
   }
-
-  KernelOptions options;
 };
 
 } // namespace
 
-void mlir::tang::populateMmaKernelPatterns(KernelPatternSet &patterns,
-                                           const KernelOptions &options) {
-  patterns.push_back(std::make_unique<MmaKernelPattern>(options));
+void mlir::tang::populateMmaKernelPatterns(KernelPatternSet &patterns) {
+  patterns.push_back(std::make_unique<MmaKernelPattern>());
 }

@@ -1,7 +1,8 @@
 //===- MmaKernel.h - the tensor-core contraction emitter --------*- C++ -*-===//
 //
-// The tensor-core contraction kernel's configuration and emitter, shared by
-// MmaKernel.cpp (the configuration, the kernel's outline, its pattern),
+// The tensor-core contraction kernel's emitter (its configuration:
+// MmaConfig, Tang/Analysis/KernelChoice.h), shared by
+// MmaKernel.cpp (the kernel's outline, its pattern),
 // MmaEmitter.cpp (operand loads, mma.sync, the epilogue) and MmaWgmma.cpp
 // (wgmma and the warp-specialised persistent kernel).
 //
@@ -15,74 +16,13 @@
 
 namespace mlir::tang {
 
-/// The tile configuration, from the schedule.
-struct MmaConfig {
-  int64_t bm = 128, bn = 128, bk = 32, stages = 4, warpsM = 2, warpsN = 2;
-  /// wgmma: a warpgroup (4 warps) per 64 rows, each covering all bn
-  /// columns; bk is 64 or 32 (one 128- or 64-byte swizzled row of 16-bit
-  /// values).
-  bool wgmma = false;
-  /// wgmma: operands by bulk tensor copies (TMA) on mbarriers, issued by
-  /// one thread, instead of cp.async by all.
-  bool tma = false;
-  /// wgmma + TMA: a producer warpgroup and a persistent grid
-  /// (emitWarpSpecialized).
-  bool warpSpecialized = false;
-  /// Bytes per operand element: 2 (f16, bf16) or 4 (f32 as tf32, mma.sync
-  /// only; bk 32, one 128-byte row).
-  int64_t eb = 2;
-  /// Shared memory a block may use (the target's shared_per_block).
-  int64_t maxShared = 0;
-  /// Multiprocessors (the target's sm_count).
-  int64_t smCount = 0;
-  int64_t threads() const { return warpsM * warpsN * 32; }
-  int64_t ringBytes() const { return stages * (bm + bn) * bk * eb; }
-  /// Elements per 16-byte chunk (one cp.async).
-  int64_t vec() const { return 16 / eb; }
-  /// Bytes per row of a [.., bk] tile.
-  int64_t rowBytes() const { return bk * eb; }
-  int64_t tm() const { return bm / warpsM; }
-  int64_t tn() const { return bn / warpsN; }
-  /// Whether the emitter supports this configuration.
-  bool isValid() const {
-    auto pow2In = [](int64_t v, int64_t lo, int64_t hi) {
-      return llvm::isPowerOf2_64(v) && v >= lo && v <= hi;
-    };
-    if (wgmma)
-      return pow2In(bm, 64, 128) && pow2In(bn, 64, 256) &&
-             (bk == 32 || (bk == 64 && eb == 2)) && stages >= 3 &&
-             stages <= 8 && warpsM == bm / 16 && warpsN == 1 &&
-             ringBytes() + 1024 <= maxShared;
-    return pow2In(bm, 32, 256) && pow2In(bn, 32, 256) &&
-           (bk == 32 || (bk == 64 && eb == 2)) && stages >= 2 && stages <= 8 &&
-           pow2In(warpsM, 1, 8) && pow2In(warpsN, 1, 8) && threads() <= 512 &&
-           tm() % 16 == 0 && tn() % 16 == 0 &&
-           (bm * bk / vec()) % threads() == 0 &&
-           (bn * bk / vec()) % threads() == 0 && tm() * tn() / 32 <= 128 &&
-           ringBytes() <= maxShared && bm * (bn + 8) * 4 <= maxShared;
-  }
-};
-
-/// The configuration of `op`'s kernel, contraction `c`, on mma.sync or
-/// (`wgmma`) wgmma.
-MmaConfig getMmaConfig(ComprehensionOp op, const MmaContraction &c, bool wgmma);
-
 class MmaEmitter : TensorCoreEmitterBase {
 public:
   MmaEmitter(OpBuilder &b, ComprehensionOp op, const MmaContraction &c,
-             IRMapping &tensors, ValueRange outputs, Kernel &k, bool wgmma,
-             bool tma, bool warpSpecialize)
+             IRMapping &tensors, ValueRange outputs, Kernel &k,
+             const MmaConfig &cfg)
       : TensorCoreEmitterBase(b, op.getLoc(), c.elementType), op(op), c(c),
-        tensors(tensors), outputs(outputs), k(k),
-        cfg(getMmaConfig(op, c, wgmma)) {
-    cfg.tma = tma && cfg.wgmma && cfg.rowBytes() == 128 && isBox(c.a, true) &&
-              isBox(c.b, false);
-    // Warp specialisation pays with 256-column tiles; narrower ones (small
-    // products) run better as single-role kernels, several blocks per
-    // multiprocessor (tf32 4096^3 in 128-column tiles: 235 against 338
-    // TFLOP/s, bench/results/2026-12-01-h200-tensor-cores-ws.md).
-    cfg.warpSpecialized = cfg.tma && warpSpecialize && cfg.bn >= 256;
-  }
+        tensors(tensors), outputs(outputs), k(k), cfg(cfg) {}
 
   LogicalResult emit();
 
@@ -96,12 +36,6 @@ private:
   /// index `rowIndex` and column `col` of `colIndex`.
   SmallVector<Value> getCoordinates(ReadOp read, Value rowIndex, Value row,
                                     Value colIndex, Value col);
-  /// Whether the tiles of operand `read` (the left one with `isA`) are
-  /// boxes of its tensor that a bulk tensor copy fills: the column index
-  /// alone in the last coordinate, the row index plus batch terms in one
-  /// other, batch indices only elsewhere, and no rows or columns past the
-  /// reduced index's extent inside the tensor (they must read as zeros).
-  bool isBox(ReadOp read, bool isA);
   /// TMA: the tensor-map parameters and the ring's mbarriers (`stages`
   /// of 8 bytes at `barriers`, a shared-memory address).
   void emitTmaSetup();

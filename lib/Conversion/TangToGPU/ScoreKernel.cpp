@@ -99,12 +99,12 @@ struct ScorePart {
 class ScoreEmitter : TensorCoreEmitterBase {
 public:
   ScoreEmitter(OpBuilder &b, ArrayRef<ScorePart> parts, IRMapping &tensors,
-               Kernel &k, bool wgmma)
+               Kernel &k, const ScoreConfig &cfg)
       : TensorCoreEmitterBase(b, parts[0].op->getLoc(), parts[0].m.elementType),
         parts(parts), op(parts[0].op), m(parts[0].m), tensors(tensors),
         outputs(parts[0].outputs), k(k),
-        emitter(tensors, &k.func.getBody().front()), wgmma(wgmma), bm(64),
-        threads(128) {
+        emitter(tensors, &k.func.getBody().front()), wgmma(cfg.wgmma),
+        bn(cfg.bn), bm(cfg.bm), threads(cfg.threads()) {
     // Key tiles are skipped only where every part's contributions vanish.
     for (const ScorePart &p : this->parts.drop_front()) {
       if (p.m.keysUpTo != m.keysUpTo)
@@ -117,8 +117,6 @@ public:
   LogicalResult emit();
 
 private:
-  static constexpr int64_t bn = 64;
-
   Value f32(double v) {
     return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
   }
@@ -153,13 +151,10 @@ private:
   /// swizzled tiles of 64 columns ([slot, cols / 64, rows, 64]), G through
   /// shared memory per warpgroup; else mma.sync, 4 warps of 16 rows.
   bool wgmma;
-  /// 64 rows per block: one warpgroup (wgmma) or 4 warps (mma.sync). With
-  /// wgmma, one warpgroup per block ran 6-14% faster than two on the H200
-  /// (two blocks fit a multiprocessor where one of two warpgroups did, at
-  /// up to 255 registers a thread; bench/results/
-  /// 2026-12-01-h200-attention-grad.md).
+  /// Keys per step; rows per block: one warpgroup (wgmma) or 4 warps
+  /// (mma.sync), one warpgroup's G tile in shared memory.
+  int64_t bn, bm, threads;
   static constexpr int64_t warpgroups = 1;
-  int64_t bm, threads;
   Value tid, lane, warp, row0;
   SmallVector<Value> batch;
 };
@@ -678,52 +673,35 @@ namespace {
 
 /// A sum over keys of dot-product scores as a score kernel.
 struct ScoreKernelPattern : KernelPattern {
-  ScoreKernelPattern(const KernelOptions &options)
-      : KernelPattern("score"), options(options) {}
+  ScoreKernelPattern() : KernelPattern("score") {}
 
   KernelMatch matchAndBuild(KernelRequest &r) const override {
-    ComprehensionOp op = r.op;
-    bool nestsReductions = llvm::any_of(op.getBodyBlock(), [](Operation &o) {
-      return isa<ComprehensionOp>(o);
-    });
-    if (!nestsReductions || (op.getBuiltinMonoid() != MonoidKind::Add &&
-                             op.getBuiltinMonoid() != MonoidKind::SoftmaxNorm))
-      return notifyMatchFailure(
-          op, "not an add or softmax_norm reduction with nested reductions");
-    std::string why;
-    std::optional<ScoreMatch> m = matchScoreReduction(op, why);
-    if (!m) {
-      if (!readsSixteenBitTensors(op))
-        return notifyMatchFailure(op, why);
-      return remarkMatchFailure(op, "not a score kernel: " + why);
-    }
+    if (r.choice.kind != KernelKind::Score)
+      return notifyMatchFailure(r.op, "not a score kernel");
+    const ScoreMatch &m = *r.choice.score;
     SmallVector<ScorePart, 2> parts;
     SmallVector<unsigned> own = llvm::to_vector(
-        llvm::seq<unsigned>(0, static_cast<unsigned>(m->dots.size())));
-    parts.push_back({op, *m, r.outputs, own});
+        llvm::seq<unsigned>(0, static_cast<unsigned>(m.dots.size())));
+    parts.push_back({r.op, m, r.outputs, own});
     if (r.sibling) {
       std::string ignored;
       std::optional<ScoreMatch> m2 = matchScoreReduction(r.sibling, ignored);
       std::optional<SmallVector<unsigned>> dotOf;
       if (m2)
-        dotOf = matchDots(op, *m, r.sibling, *m2);
+        dotOf = matchDots(r.op, m, r.sibling, *m2);
       if (dotOf)
         parts.push_back({r.sibling, *m2, r.siblingOutputs, *dotOf});
     }
-    if (failed(ScoreEmitter(r.b, parts, r.tensors, r.k,
-                            options.tensorCores == TensorCoreKind::Wgmma)
+    if (failed(ScoreEmitter(r.b, parts, r.tensors, r.k, r.choice.scoreConfig)
                    .emit()))
       return KernelMatch::Error;
     r.k.wroteSibling = parts.size() == 2;
     return KernelMatch::Built;
   }
-
-  KernelOptions options;
 };
 
 } // namespace
 
-void mlir::tang::populateScoreKernelPatterns(KernelPatternSet &patterns,
-                                             const KernelOptions &options) {
-  patterns.push_back(std::make_unique<ScoreKernelPattern>(options));
+void mlir::tang::populateScoreKernelPatterns(KernelPatternSet &patterns) {
+  patterns.push_back(std::make_unique<ScoreKernelPattern>());
 }

@@ -190,15 +190,26 @@ struct SubgroupMmaKernelPattern : KernelPattern {
       : KernelPattern("subgroup-mma"), options(options) {}
 
   KernelMatch matchAndBuild(KernelRequest &r) const override {
-    if (classifyComprehension(r.op) != ShapeClass::MatmulLike)
-      return notifyMatchFailure(r.op, "not matmul-like");
-    std::string why;
-    std::optional<LogicalResult> built = emitSubgroupMmaKernel(
-        r.b, r.op, r.tensors, r.outputs, r.k, options.matrixUnits,
-        options.matrixUnitsF16, options.subgroupSize, why);
-    if (!built)
-      return remarkMatchFailure(r.op, "not on matrix units: " + why);
-    return succeeded(*built) ? KernelMatch::Built : KernelMatch::Error;
+    if (r.choice.kind != KernelKind::SubgroupMma)
+      return notifyMatchFailure(r.op, "not a subgroup matrix kernel");
+    std::string why = "--convert-tang-to-gpu has no matrix-units tile";
+    std::optional<LogicalResult> built;
+    if (options.matrixUnits)
+      built = emitSubgroupMmaKernel(r.b, r.op, r.tensors, r.outputs, r.k,
+                                    options.matrixUnits, options.matrixUnitsF16,
+                                    options.subgroupSize, why);
+    if (built)
+      return succeeded(*built) ? KernelMatch::Built : KernelMatch::Error;
+    // Asked for by the schedule: an error; chosen as an attempt
+    // (chooseKernel with matrix units): a remark, and SIMT kernels.
+    ScheduleAttr s = r.op.getScheduleAttr();
+    if (s && s.getKernel() == KernelKind::SubgroupMma) {
+      r.op.emitOpError() << "has a schedule asking for a subgroup_mma kernel, "
+                            "but "
+                         << why;
+      return KernelMatch::Error;
+    }
+    return remarkMatchFailure(r.op, "not on matrix units: " + why);
   }
 
   KernelOptions options;

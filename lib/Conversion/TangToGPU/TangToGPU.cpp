@@ -20,6 +20,7 @@
 
 #include "Tang/Conversion/TangToGPU/TangToGPU.h"
 #include "Tang/Dialect/Tang/IR/TangTargets.h"
+#include "Tang/Transforms/CollapseReductions.h"
 
 #include "BodyEmitter.h"
 #include "KernelForm.h"
@@ -108,8 +109,8 @@ private:
   /// (Kernel::wroteSibling): the softmax statistics of an online_softmax
   /// reduction (findStatistics), or a second score reduction
   /// (findScoreSibling). `inputs` covers both.
-  FailureOr<Kernel> buildKernel(ComprehensionOp op, StringRef name,
-                                ArrayRef<Value> inputs,
+  FailureOr<Kernel> buildKernel(ComprehensionOp op, const KernelChoice &choice,
+                                StringRef name, ArrayRef<Value> inputs,
                                 ComprehensionOp sibling = {});
 
   gpu::GPUModuleOp kernels;
@@ -118,6 +119,7 @@ private:
 };
 
 FailureOr<Kernel> KernelFormBuilder::buildKernel(ComprehensionOp op,
+                                                 const KernelChoice &choice,
                                                  StringRef name,
                                                  ArrayRef<Value> inputs,
                                                  ComprehensionOp sibling) {
@@ -150,7 +152,8 @@ FailureOr<Kernel> KernelFormBuilder::buildKernel(ComprehensionOp op,
 
   Kernel k;
   k.func = func;
-  KernelRequest request{b, op, tensors, outputs, sibling, siblingOutputs, k};
+  KernelRequest request{b,       op,      choice,         tensors,
+                        outputs, sibling, siblingOutputs, k};
   KernelMatch match = KernelMatch::NoMatch;
   for (const std::unique_ptr<KernelPattern> &pattern : patterns) {
     match = pattern->matchAndBuild(request);
@@ -331,10 +334,24 @@ LogicalResult KernelFormBuilder::convertFunc(func::FuncOp func) {
     if (written.contains(&op))
       continue;
     if (auto c = dyn_cast<ComprehensionOp>(op)) {
+      // The kernel its schedule names, or the one chooseKernel gives.
+      KernelChoice choice;
+      ScheduleAttr s = c.getScheduleAttr();
+      if (s && s.getKernel() != KernelKind::Auto) {
+        FailureOr<KernelChoice> scheduled = getScheduledKernel(c);
+        if (failed(scheduled))
+          return failure();
+        choice = std::move(*scheduled);
+      } else {
+        choice = chooseKernel(c, options, /*remarks=*/true);
+      }
       ComprehensionOp sibling;
-      if (options.tensorCores != TensorCoreKind::None)
+      bool tensorCores = options.tensorCores != TensorCoreKind::None ||
+                         choice.kind == KernelKind::Flash ||
+                         choice.kind == KernelKind::Score;
+      if (tensorCores)
         sibling = findStatistics(c);
-      if (options.tensorCores != TensorCoreKind::None && !sibling)
+      if (tensorCores && !sibling)
         sibling = findScoreSibling(c);
       SmallVector<Value> results;
       auto bufferOf = [&](Value r) {
@@ -360,7 +377,7 @@ LogicalResult KernelFormBuilder::convertFunc(func::FuncOp func) {
           if (!llvm::is_contained(inputs, t))
             inputs.push_back(t);
       std::string name = (func.getSymName() + "_k" + Twine(kernelNo++)).str();
-      FailureOr<Kernel> k = buildKernel(c, name, inputs, sibling);
+      FailureOr<Kernel> k = buildKernel(c, choice, name, inputs, sibling);
       if (failed(k))
         return failure();
       if (k->wroteSibling)
@@ -405,114 +422,6 @@ LogicalResult KernelFormBuilder::convertFunc(func::FuncOp func) {
   return success();
 }
 
-/// Rewrites `op`'s reduction over several indices, read by every read as
-/// consecutive coordinates in their order (a weight gradient's sum over
-/// batch and length: `X[b, l, k]`), into one reduction over their product
-/// (`X[r floordiv L, r mod L, k]`): a contraction over one index that the
-/// tensor-core kernels take. Returns false (leaving `op` as it is) when a
-/// reduced index is used otherwise, or when the rewritten comprehension
-/// would not be a tensor-core contraction either (then `why` says why).
-bool collapseReductions(ComprehensionOp op, bool wgmma, bool tf32,
-                        std::string &why) {
-  unsigned np = op.getNumParallel(), nr = op.getNumReduced();
-  if (nr < 2 || op.getNumResults() != 1)
-    return false;
-  Block &body = op.getBodyBlock();
-  SmallVector<Value> reduced(body.getArguments().drop_front(np));
-  SmallVector<int64_t> extents(op.getReducedExtents());
-  for (Value r : reduced)
-    for (OpOperand &use : r.getUses()) {
-      auto read = dyn_cast<ReadOp>(use.getOwner());
-      if (!read || read->getBlock() != &body)
-        return false;
-    }
-  // Every read using them: coordinates q..q+nr-1 are exactly the reduced
-  // indices in order, inner dimensions of their extents, no other
-  // coordinate uses one.
-  SmallVector<ReadOp> reads;
-  for (ReadOp read : body.getOps<ReadOp>()) {
-    if (llvm::none_of(read.getIndices(),
-                      [&](Value v) { return llvm::is_contained(reduced, v); }))
-      continue;
-    ArrayRef<int64_t> shape =
-        cast<RankedTensorType>(read.getTensor().getType()).getShape();
-    std::optional<unsigned> first;
-    for (auto [d, e] : llvm::enumerate(read.getMap().getResults())) {
-      auto dim = dyn_cast<AffineDimExpr>(e);
-      Value v = dim ? read.getIndices()[dim.getPosition()] : Value();
-      auto t = llvm::find(reduced, v) - reduced.begin();
-      if (v && t < nr) {
-        if (!first && t == 0)
-          first = d;
-        if (!first || d != *first + static_cast<size_t>(t) ||
-            (t != 0 && shape[d] != extents[t]))
-          return false;
-        continue;
-      }
-      for (Value r : reduced)
-        for (auto [i, idx] : llvm::enumerate(read.getIndices()))
-          if (idx == r && e.isFunctionOfDim(i))
-            return false;
-    }
-    if (!first || *first + nr > shape.size())
-      return false;
-    reads.push_back(read);
-  }
-
-  // The rewrite, on a copy: the reduced arguments become one.
-  OpBuilder b(op);
-  auto copy = cast<ComprehensionOp>(b.clone(*op));
-  int64_t product = 1;
-  for (int64_t e : extents)
-    product *= e;
-  copy.setReducedExtents(ArrayRef<int64_t>{product});
-  Block &cb = copy.getBodyBlock();
-  Value k = cb.addArgument(b.getIndexType(), op.getLoc());
-  SmallVector<Value> oldArgs(cb.getArguments().slice(np, nr));
-  MLIRContext *ctx = op.getContext();
-  for (ReadOp read : llvm::to_vector(cb.getOps<ReadOp>())) {
-    SmallVector<Value> indices;
-    SmallVector<AffineExpr> replace;
-    auto position = [&](Value v) -> AffineExpr {
-      auto it = llvm::find(indices, v);
-      if (it == indices.end()) {
-        indices.push_back(v);
-        it = indices.end() - 1;
-      }
-      return getAffineDimExpr(it - indices.begin(), ctx);
-    };
-    for (Value v : read.getIndices()) {
-      auto t = llvm::find(oldArgs, v) - oldArgs.begin();
-      if (t == nr) {
-        replace.push_back(position(v));
-        continue;
-      }
-      int64_t stride = 1;
-      for (unsigned u = t + 1; u < nr; ++u)
-        stride *= extents[u];
-      AffineExpr e = position(k).floorDiv(stride);
-      if (t != 0)
-        e = e % extents[t];
-      replace.push_back(e);
-    }
-    AffineMap map =
-        read.getMap().replaceDimsAndSymbols(replace, {}, indices.size(), 0);
-    OpBuilder rb(read);
-    auto collapsed = ReadOp::create(rb, read.getLoc(), read.getTensor(),
-                                    simplifyAffineMap(map), indices);
-    read.replaceAllUsesWith(collapsed.getResult());
-    read.erase();
-  }
-  cb.eraseArguments(np, nr);
-  if (!matchMmaContraction(copy, why, wgmma, tf32)) {
-    copy.erase();
-    return false;
-  }
-  op.replaceAllUsesWith(copy.getResults());
-  op.erase();
-  return true;
-}
-
 struct ConvertTangToGPUPass
     : tang::impl::ConvertTangToGPUBase<ConvertTangToGPUPass> {
   using Base::Base;
@@ -533,20 +442,7 @@ struct ConvertTangToGPUPass
     OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
     auto kernels = gpu::GPUModuleOp::create(b, module.getLoc(), "tang_kernels");
     // The kernels' instruction, `target`: the module's device model's.
-    TensorCoreKind kind = TensorCoreKind::None;
-    switch (tensorCores) {
-    case TensorCoreOption::None:
-      break;
-    case TensorCoreOption::MmaSync:
-      kind = TensorCoreKind::MmaSync;
-      break;
-    case TensorCoreOption::Wgmma:
-      kind = TensorCoreKind::Wgmma;
-      break;
-    case TensorCoreOption::Target:
-      kind = getTarget(module).getTensorCores();
-      break;
-    }
+    TensorCoreKind kind = resolveTensorCores(tensorCores, module);
     if (matrixUnits < 0 || matrixUnits > 64 || subgroupSize < 1 ||
         subgroupSize > 1024) {
       module.emitError() << "convert-tang-to-gpu: matrix-units must be 0 to "
@@ -555,14 +451,17 @@ struct ConvertTangToGPUPass
                          << subgroupSize.getValue();
       return signalPassFailure();
     }
-    // Sums over several adjacent indices as one (weight gradients).
+    // Sums over several adjacent indices as one (weight gradients), where
+    // the schedule leaves the kernel to this pass.
     llvm::DenseMap<Operation *, std::string> collapseFailures;
     if (kind != TensorCoreKind::None)
       for (func::FuncOp f : funcs)
         for (auto op :
              llvm::to_vector(f.getBody().front().getOps<ComprehensionOp>())) {
           std::string why;
-          if (classifyComprehension(op) == ShapeClass::MatmulLike &&
+          ScheduleAttr s = op.getScheduleAttr();
+          if ((!s || s.getKernel() == KernelKind::Auto) &&
+              classifyComprehension(op) == ShapeClass::MatmulLike &&
               !collapseReductions(op, kind == TensorCoreKind::Wgmma, tf32,
                                   why) &&
               !why.empty())
@@ -578,17 +477,14 @@ struct ConvertTangToGPUPass
     options.matrixUnitsF16 = matrixUnitsF16;
     options.subgroupSize = subgroupSize;
     options.collapseFailures = &collapseFailures;
-    // The kernel kinds, most specific first: tensor cores (flash attention,
-    // score kernels, contractions) or portable matrix units, then row and
-    // point kernels, which take every comprehension.
+    // One pattern per kernel kind; each builds the comprehensions whose
+    // choice is its kind. A subgroup matrix kernel chosen as an attempt
+    // falls back to the row and point kernels.
     KernelPatternSet patterns;
-    if (kind != TensorCoreKind::None) {
-      populateFlashKernelPatterns(patterns, options);
-      populateScoreKernelPatterns(patterns, options);
-      populateMmaKernelPatterns(patterns, options);
-    } else if (matrixUnits) {
-      populateSubgroupMmaKernelPatterns(patterns, options);
-    }
+    populateFlashKernelPatterns(patterns);
+    populateScoreKernelPatterns(patterns);
+    populateMmaKernelPatterns(patterns);
+    populateSubgroupMmaKernelPatterns(patterns, options);
     populateRowKernelPatterns(patterns);
     KernelFormBuilder builder(kernels, options, patterns);
     for (func::FuncOp f : funcs)

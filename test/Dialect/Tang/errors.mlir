@@ -1042,8 +1042,77 @@ tang.monoid @combine_yield : [f32, i32] identity [0.0 : f32, 0 : i32] {
 
 // Unknown field names are rejected.
 func.func @schedule_unknown_field(%X: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{unknown schedule field 'tiles'; expected tile, mapping, threads, vector, stages, storage, accumulate or memory}}
+  // expected-error @+1 {{unknown schedule field 'tiles'; expected tile, mapping, threads, vector, stages, storage, accumulate, memory, kernel, mma, tma, warp_specialize or persistent}}
   %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tiles = [4]>} : tensor<4xf32> {
+    %x = tang.read %X[%i] : tensor<4xf32>
+    tang.yield %x : f32
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// Kernel kinds and tensor-core kinds are keywords of their enums.
+func.func @schedule_unknown_kernel(%X: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{unknown kernel kind 'gemm'}}
+  %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tile = [4], kernel = gemm>} : tensor<4xf32> {
+    %x = tang.read %X[%i] : tensor<4xf32>
+    tang.yield %x : f32
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @schedule_unknown_mma(%X: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{unknown tensor-core kind 'wmma'}}
+  %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tile = [4], kernel = flash, mma = wmma>} : tensor<4xf32> {
+    %x = tang.read %X[%i] : tensor<4xf32>
+    tang.yield %x : f32
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @schedule_bad_bool(%X: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{expected true or false, got 'yes'}}
+  %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tile = [4], tma = yes>} : tensor<4xf32> {
+    %x = tang.read %X[%i] : tensor<4xf32>
+    tang.yield %x : f32
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// A tensor-core kernel names its instructions; others have none.
+func.func @schedule_flash_without_mma(%X: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{schedule of a flash kernel needs mma = mma_sync or wgmma}}
+  %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tile = [4], kernel = flash>} : tensor<4xf32> {
+    %x = tang.read %X[%i] : tensor<4xf32>
+    tang.yield %x : f32
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @schedule_simt_with_mma(%X: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{schedule of a simt kernel takes no mma}}
+  %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tile = [4], kernel = simt, mma = wgmma>} : tensor<4xf32> {
+    %x = tang.read %X[%i] : tensor<4xf32>
+    tang.yield %x : f32
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// Bulk copies, warp specialisation and persistent grids are wgmma's.
+func.func @schedule_tma_on_mma_sync(%X: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{only wgmma kernels have}}
+  %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tile = [4], kernel = contraction, mma = mma_sync, tma = true>} : tensor<4xf32> {
     %x = tang.read %X[%i] : tensor<4xf32>
     tang.yield %x : f32
   }

@@ -184,6 +184,34 @@ func.func @schedule_full(%A: tensor<4x8xf32>, %B: tensor<8x3xf32>) -> tensor<4x3
   return %C : tensor<4x3xf32>
 }
 
+// A kernel-level schedule (what --tang-schedule writes with tensor-core
+// options) round-trips unchanged: the kernel kind, its instructions, bulk
+// copies, warp specialisation and a persistent grid.
+// CHECK-LABEL: func.func @schedule_kernel
+// CHECK:         schedule = #tang.schedule<tile = [128, 256, 64], mapping = [block_y, block_x, serial], threads = [8, 32, 1], vector = 8, stages = 4, storage = f32, accumulate = f32, memory = [shared, shared, shared, shared], kernel = contraction, mma = wgmma, tma = true, warp_specialize = true, persistent = true>
+func.func @schedule_kernel(%A: tensor<512x512xbf16>, %B: tensor<512x512xbf16>) -> tensor<512x512xf32> {
+  %C = tang.comprehension (%i, %j) reduce (%k) [512, 512, 512] monoid(add) attributes {schedule = #tang.schedule<tile = [128, 256, 64], mapping = [block_y, block_x, serial], threads = [8, 32, 1], vector = 8, stages = 4, storage = f32, accumulate = f32, memory = [shared, shared, shared, shared], kernel = contraction, mma = wgmma, tma = true, warp_specialize = true, persistent = true>} : tensor<512x512xf32> {
+    %a = tang.read %A[%i, %k] : tensor<512x512xbf16>
+    %b = tang.read %B[%k, %j] : tensor<512x512xbf16>
+    %p = arith.extf %a : bf16 to f32
+    %q = arith.extf %b : bf16 to f32
+    %r = arith.mulf %p, %q : f32
+    tang.yield %r : f32
+  }
+  return %C : tensor<512x512xf32>
+}
+
+// `kernel = simt` is printed; `auto`, `mma = none` and false flags are not.
+// CHECK-LABEL: func.func @schedule_simt
+// CHECK:         schedule = #tang.schedule<tile = [2, 8], mapping = [serial, serial], threads = [1, 1], vector = 1, stages = 1, accumulate = f32, memory = [global], kernel = simt>}
+func.func @schedule_simt(%X: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %Y = tang.comprehension (%i, %j) [4, 8] attributes {schedule = #tang.schedule<tile = [2, 8], kernel = simt, mma = none, tma = false, warp_specialize = false, persistent = false>} : tensor<4x8xf32> {
+    %x = tang.read %X[%i, %j] : tensor<4x8xf32>
+    tang.yield %x : f32
+  }
+  return %Y : tensor<4x8xf32>
+}
+
 // A schedule with only `tile` gets the defaults (serial mapping, vector 1,
 // one global stage, f32 accumulation, no storage).
 // CHECK-LABEL: func.func @schedule_tile_only

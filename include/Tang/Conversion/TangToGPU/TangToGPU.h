@@ -3,13 +3,12 @@
 #ifndef TANG_CONVERSION_TANGTOGPU_TANGTOGPU_H
 #define TANG_CONVERSION_TANGTOGPU_TANGTOGPU_H
 
+#include "Tang/Analysis/KernelChoice.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 
 namespace mlir::tang {
-
-/// The tensor-core kernels --convert-tang-to-gpu builds (tensor-cores=).
-enum class TensorCoreOption { None, MmaSync, Wgmma, Target };
 
 #define GEN_PASS_DECL_CONVERTTANGTOGPU
 #include "Tang/Conversion/Passes.h.inc"

@@ -100,7 +100,17 @@ Attribute ScheduleAttr::parse(AsmParser &p, Type) {
   SmallVector<MemoryLevel> memory;
   int64_t vector = 1, stages = 1;
   Type storage, accumulate;
+  KernelKind kernel = KernelKind::Auto;
+  TensorCoreKind mma = TensorCoreKind::None;
+  bool tma = false, warpSpecialize = false, persistent = false;
   llvm::StringSet<> seen;
+  auto parseBool = [&](bool &out) -> ParseResult {
+    FailureOr<bool> v = parseBoolParameter(p);
+    if (failed(v))
+      return failure();
+    out = *v;
+    return success();
+  };
 
   auto parseField = [&]() -> ParseResult {
     SMLoc keyLoc = p.getCurrentLocation();
@@ -133,10 +143,35 @@ Attribute ScheduleAttr::parse(AsmParser &p, Type) {
       return p.parseType(storage);
     if (key == "accumulate")
       return p.parseType(accumulate);
+    if (key == "kernel" || key == "mma") {
+      SMLoc at = p.getCurrentLocation();
+      StringRef kw;
+      if (p.parseKeyword(&kw))
+        return failure();
+      if (key == "kernel") {
+        std::optional<KernelKind> k = symbolizeKernelKind(kw);
+        if (!k)
+          return p.emitError(at, "unknown kernel kind '") << kw << "'";
+        kernel = *k;
+        return success();
+      }
+      std::optional<TensorCoreKind> m = symbolizeTensorCoreKind(kw);
+      if (!m)
+        return p.emitError(at, "unknown tensor-core kind '") << kw << "'";
+      mma = *m;
+      return success();
+    }
+    if (key == "tma")
+      return parseBool(tma);
+    if (key == "warp_specialize")
+      return parseBool(warpSpecialize);
+    if (key == "persistent")
+      return parseBool(persistent);
     return p.emitError(keyLoc, "unknown schedule field '")
            << key
            << "'; expected tile, mapping, threads, vector, stages, storage, "
-              "accumulate or memory";
+              "accumulate, memory, kernel, mma, tma, warp_specialize or "
+              "persistent";
   };
   if (p.parseLess() || p.parseCommaSeparatedList(parseField) ||
       p.parseGreater())
@@ -156,7 +191,7 @@ Attribute ScheduleAttr::parse(AsmParser &p, Type) {
     accumulate = Float32Type::get(p.getContext());
   return getChecked([&] { return p.emitError(loc); }, p.getContext(), tile,
                     mapping, threads, vector, stages, storage, accumulate,
-                    memory);
+                    memory, kernel, mma, tma, warpSpecialize, persistent);
 }
 
 void ScheduleAttr::print(AsmPrinter &p) const {
@@ -173,15 +208,26 @@ void ScheduleAttr::print(AsmPrinter &p) const {
   p << ", accumulate = " << getAccumulate() << ", memory = [";
   llvm::interleaveComma(getMemory(), p,
                         [&](MemoryLevel m) { p << stringifyMemoryLevel(m); });
-  p << "]>";
+  p << "]";
+  if (getKernel() != KernelKind::Auto)
+    p << ", kernel = " << stringifyKernelKind(getKernel());
+  if (getMma() != TensorCoreKind::None)
+    p << ", mma = " << stringifyTensorCoreKind(getMma());
+  if (getTma())
+    p << ", tma = true";
+  if (getWarpSpecialize())
+    p << ", warp_specialize = true";
+  if (getPersistent())
+    p << ", persistent = true";
+  p << ">";
 }
 
-LogicalResult
-ScheduleAttr::verify(llvm::function_ref<InFlightDiagnostic()> emitError,
-                     ArrayRef<int64_t> tile, ArrayRef<Mapping> mapping,
-                     ArrayRef<int64_t> threads, int64_t vector, int64_t stages,
-                     Type storage, Type accumulate,
-                     ArrayRef<MemoryLevel> memory) {
+LogicalResult ScheduleAttr::verify(
+    llvm::function_ref<InFlightDiagnostic()> emitError, ArrayRef<int64_t> tile,
+    ArrayRef<Mapping> mapping, ArrayRef<int64_t> threads, int64_t vector,
+    int64_t stages, Type storage, Type accumulate, ArrayRef<MemoryLevel> memory,
+    KernelKind kernel, TensorCoreKind mma, bool tma, bool warpSpecialize,
+    bool persistent) {
   if (tile.empty())
     return emitError() << "schedule tile must have one size per index";
   for (int64_t t : tile)
@@ -240,6 +286,20 @@ ScheduleAttr::verify(llvm::function_ref<InFlightDiagnostic()> emitError,
   if (static_cast<int64_t>(memory.size()) != stages)
     return emitError() << "schedule has " << stages << " stages but "
                        << memory.size() << " memory levels";
+  bool tensorCoreKernel = kernel == KernelKind::Contraction ||
+                          kernel == KernelKind::Flash ||
+                          kernel == KernelKind::Score;
+  if (tensorCoreKernel != (mma != TensorCoreKind::None))
+    return emitError() << "schedule of a " << stringifyKernelKind(kernel)
+                       << " kernel "
+                       << (tensorCoreKernel ? "needs mma = mma_sync or wgmma"
+                                            : "takes no mma")
+                       << " (tensor-core instructions belong to "
+                          "contraction, flash and score kernels)";
+  if ((tma || warpSpecialize || persistent) && mma != TensorCoreKind::Wgmma)
+    return emitError() << "schedule asks for bulk tensor copies, warp "
+                          "specialisation or a persistent grid, which only "
+                          "wgmma kernels have";
   return success();
 }
 

@@ -91,6 +91,29 @@ def Tang_MemoryLevel : I32EnumAttr<"MemoryLevel", "memory level of a pipeline st
   let genSpecializedAttr = 0;
 }
 
+def Tang_TensorCoreKind : I32EnumAttr<"TensorCoreKind",
+    "the matrix instructions a target has", [
+    I32EnumAttrCase<"None", 0, "none">,
+    I32EnumAttrCase<"MmaSync", 1, "mma_sync">,
+    I32EnumAttrCase<"Wgmma", 2, "wgmma">
+  ]> {
+  let cppNamespace = "::mlir::tang";
+  let genSpecializedAttr = 0;
+}
+
+def Tang_KernelKind : I32EnumAttr<"KernelKind",
+    "the kind of kernel a comprehension runs as", [
+    I32EnumAttrCase<"Auto", 0, "auto">,
+    I32EnumAttrCase<"Simt", 1, "simt">,
+    I32EnumAttrCase<"Contraction", 2, "contraction">,
+    I32EnumAttrCase<"Flash", 3, "flash">,
+    I32EnumAttrCase<"Score", 4, "score">,
+    I32EnumAttrCase<"SubgroupMma", 5, "subgroup_mma">
+  ]> {
+  let cppNamespace = "::mlir::tang";
+  let genSpecializedAttr = 0;
+}
+
 def Tang_ScheduleAttr : Tang_Attr<"Schedule", "schedule"> {
   let summary = "how a comprehension is tiled, mapped and staged";
   let description = [{
@@ -114,7 +137,42 @@ def Tang_ScheduleAttr : Tang_Attr<"Schedule", "schedule"> {
     * `accumulate = T`: type reductions accumulate in, at least as wide as
       `storage` [f32];
     * `memory = [l0, ..., ls-1]`: memory level of each pipeline stage:
-      `global`, `shared`, `register` [all `global`]; one per stage.
+      `global`, `shared`, `register` [all `global`]; one per stage;
+    * `kernel = k`: the kernel the comprehension runs as [`auto`]:
+      - `auto`: chosen by `--convert-tang-to-gpu` (with the same function
+        `--tang-schedule` uses when it is given the kernel options;
+        `Tang/Analysis/KernelChoice.h`);
+      - `simt`: a block per row when the last index's tile is whole and
+        shared by 32 or more threads (a row kernel), else a thread per
+        point, every other field read as above;
+      - `contraction`: a contraction on tensor cores. `tile` holds the
+        block's rows and columns (BM, BN) at the result's row and column
+        indices and the k step (BK) at the reduced index (a contraction in
+        a nested comprehension has the k step in that comprehension's own
+        schedule); `threads` holds the warps along rows at the row index
+        and 32 times the warps along columns at the column index; `stages`
+        is the depth of the operand ring in shared memory;
+      - `flash`: flash attention on tensor cores. `tile` holds the query
+        rows per block at the query index and the keys per step at the key
+        index, `threads` the warps at the query index and 32 at the key
+        index, `stages` the key/value ring's slots;
+      - `score`: a reduction over keys of dot-product scores on tensor
+        cores (attention's gradients), laid out as `flash`;
+      - `subgroup_mma`: the portable subgroup matrix operations;
+    * `mma = none|mma_sync|wgmma`: the tensor-core instructions of a
+      `contraction`, `flash` or `score` kernel [`none`];
+    * `tma = true|false`: operands by bulk tensor copies [false];
+    * `warp_specialize = true|false`: a producer warpgroup beside the
+      computing ones (not counted in `threads`) [false];
+    * `persistent = true|false`: a grid of one block per multiprocessor
+      looping over the tiles [false]; the tensor-core contraction runs it
+      exactly when warp-specialised.
+
+    `auto`, `none` and `false` are not printed. A kernel that cannot honour
+    its schedule (a `flash` schedule on a comprehension that is not
+    attention, a tile its emitter does not take, a ring that does not fit
+    the target's shared memory) is an error of `--convert-tang-to-gpu`,
+    never silently replaced.
 
     Example:
 
@@ -133,7 +191,12 @@ def Tang_ScheduleAttr : Tang_Attr<"Schedule", "schedule"> {
     "int64_t":$stages,
     OptionalParameter<"::mlir::Type", "storage precision">:$storage,
     "::mlir::Type":$accumulate,
-    ArrayRefParameter<"::mlir::tang::MemoryLevel", "memory level per stage">:$memory
+    ArrayRefParameter<"::mlir::tang::MemoryLevel", "memory level per stage">:$memory,
+    "::mlir::tang::KernelKind":$kernel,
+    "::mlir::tang::TensorCoreKind":$mma,
+    "bool":$tma,
+    "bool":$warpSpecialize,
+    "bool":$persistent
   );
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
@@ -142,16 +205,6 @@ def Tang_ScheduleAttr : Tang_Attr<"Schedule", "schedule"> {
 //===----------------------------------------------------------------------===//
 // The device model
 //===----------------------------------------------------------------------===//
-
-def Tang_TensorCoreKind : I32EnumAttr<"TensorCoreKind",
-    "the matrix instructions a target has", [
-    I32EnumAttrCase<"None", 0, "none">,
-    I32EnumAttrCase<"MmaSync", 1, "mma_sync">,
-    I32EnumAttrCase<"Wgmma", 2, "wgmma">
-  ]> {
-  let cppNamespace = "::mlir::tang";
-  let genSpecializedAttr = 0;
-}
 
 def Tang_BoolParameter : AttrParameter<"bool", "true or false"> {
   let parser = "::mlir::tang::parseBoolParameter($_parser)";
