@@ -228,6 +228,13 @@ public:
 private:
   LogicalResult compileBlock(Block &block, std::vector<Instr> &out);
   LogicalResult compileOp(Operation *op, std::vector<Instr> &out);
+  /// The math dialect's ops (CompilerMath.cpp); an error for any other op.
+  LogicalResult compileMathOp(Operation *op, std::vector<Instr> &out);
+  /// `res` = fn(`in`), and `o`'s result = fn(its two operands).
+  LogicalResult emitUnary(Value in, Value res, double (*fn)(double),
+                          std::vector<Instr> &out);
+  LogicalResult emitBinary(Operation *o, double (*fn)(double, double),
+                           std::vector<Instr> &out);
   LogicalResult compileRead(ReadOp op, std::vector<Instr> &out);
   /// The slots of the enclosing indices a nested comprehension depends on,
   /// or nothing if it also depends on other scalars of the enclosing body.
