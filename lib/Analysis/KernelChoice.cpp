@@ -327,13 +327,15 @@ struct ScheduleFields {
   KernelKind kernel;
   TensorCoreKind mma;
   bool tma, warpSpecialize, persistent;
+  int64_t groupM;
 
   explicit ScheduleFields(ScheduleAttr s)
       : tile(s.getTile()), threads(s.getThreads()), mapping(s.getMapping()),
         vector(s.getVector()), stages(s.getStages()), storage(s.getStorage()),
         accumulate(s.getAccumulate()), memory(s.getMemory()),
         kernel(s.getKernel()), mma(s.getMma()), tma(s.getTma()),
-        warpSpecialize(s.getWarpSpecialize()), persistent(s.getPersistent()) {}
+        warpSpecialize(s.getWarpSpecialize()), persistent(s.getPersistent()),
+        groupM(s.getGroupM()) {}
 
   /// A tensor-core kernel: `warps` along index `rows`, 32 threads along
   /// `cols` times `colWarps`, a ring of `depth` stages in shared memory.
@@ -350,7 +352,7 @@ struct ScheduleFields {
   ScheduleAttr get(MLIRContext *ctx) const {
     return ScheduleAttr::get(ctx, tile, mapping, threads, vector, stages,
                              storage, accumulate, memory, kernel, mma, tma,
-                             warpSpecialize, persistent);
+                             warpSpecialize, persistent, groupM);
   }
 };
 
@@ -364,7 +366,7 @@ ScheduleAttr getStepSchedule(ComprehensionOp red, int64_t step) {
   return ScheduleAttr::get(ctx, tile, mapping, threads, /*vector=*/1,
                            /*stages=*/1, Type(), Float32Type::get(ctx),
                            {MemoryLevel::Global}, KernelKind::Auto,
-                           TensorCoreKind::None, false, false, false);
+                           TensorCoreKind::None, false, false, false, 0);
 }
 
 } // namespace
@@ -392,6 +394,7 @@ void mlir::tang::setKernelSchedule(ComprehensionOp op,
     f.vector = cfg.vec();
     f.tma = cfg.tma;
     f.warpSpecialize = f.persistent = cfg.warpSpecialized;
+    f.groupM = cfg.groupM;
     break;
   }
   case KernelKind::Flash: {
@@ -462,6 +465,7 @@ FailureOr<KernelChoice> mlir::tang::getScheduledKernel(ComprehensionOp op) {
     cfg.warpsN = threads[c->n] / 32;
     cfg.tma = s.getTma();
     cfg.warpSpecialized = s.getWarpSpecialize();
+    cfg.groupM = s.getGroupM();
     MmaConfig unbounded = cfg;
     unbounded.maxShared = std::numeric_limits<int64_t>::max() / 2;
     if (!cfg.isValid() && unbounded.isValid() && threads[c->n] % 32 == 0)

@@ -119,7 +119,7 @@ public:
                              stages, storage, accumulate, memory,
                              KernelKind::Auto, TensorCoreKind::None,
                              /*tma=*/false, /*warpSpecialize=*/false,
-                             /*persistent=*/false);
+                             /*persistent=*/false, /*groupM=*/0);
   }
 
   Type getStorage() {

@@ -12,11 +12,11 @@
 // copies, a producer warpgroup on a persistent grid. On mma.sync: the
 // heuristic's tiles, 2 x 4 warps (its threads).
 // WG-LABEL: func.func @gemm
-// WG: tang.schedule<tile = [128, 256, 64], mapping = [block_y, block_x, serial], threads = [8, 32, 1], vector = 8, stages = 4, storage = bf16, accumulate = f32, memory = [shared, shared, shared, shared], kernel = contraction, mma = wgmma, tma = true, warp_specialize = true, persistent = true>
+// WG: tang.schedule<tile = [128, 256, 64], mapping = [block_y, block_x, serial], threads = [8, 32, 1], vector = 8, stages = 4, storage = bf16, accumulate = f32, memory = [shared, shared, shared, shared], kernel = contraction, mma = wgmma, tma = true, warp_specialize = true, persistent = true, group_m = 8>
 // NOWS-LABEL: func.func @gemm
-// NOWS: threads = [8, 32, 1], vector = 8, stages = 4, {{.*}} kernel = contraction, mma = wgmma, tma = true>
+// NOWS: threads = [8, 32, 1], vector = 8, stages = 4, {{.*}} kernel = contraction, mma = wgmma, tma = true, group_m = 8>
 // SYNC-LABEL: func.func @gemm
-// SYNC: tang.schedule<tile = [128, 256, 64], {{.*}} threads = [2, 128, 1], vector = 8, stages = 4, {{.*}} kernel = contraction, mma = mma_sync>
+// SYNC: tang.schedule<tile = [128, 256, 64], {{.*}} threads = [2, 128, 1], vector = 8, stages = 4, {{.*}} kernel = contraction, mma = mma_sync, group_m = 8>
 func.func @gemm(%A: tensor<4096x4096xbf16>, %B: tensor<4096x4096xbf16>) -> tensor<4096x4096xbf16> {
   %C = tang.comprehension (%i, %j) reduce (%k) [4096, 4096, 4096] monoid(add) : tensor<4096x4096xbf16> {
     %a = tang.read %A[%i, %k] : tensor<4096x4096xbf16>

@@ -68,6 +68,9 @@ struct MmaConfig {
   /// Bytes per operand element: 2 (f16, bf16) or 4 (f32 as tf32; bk 32,
   /// one 128-byte row).
   int64_t eb = 2;
+  /// Output tiles in groups of `groupM` row tiles, column-major within a
+  /// group: blocks running together share operand panels in L2.
+  int64_t groupM = 8;
   /// Shared memory a block may use (the target's shared_per_block).
   int64_t maxShared = 0;
   /// Multiprocessors (the target's sm_count).

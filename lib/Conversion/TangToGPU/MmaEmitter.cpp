@@ -322,17 +322,15 @@ LogicalResult MmaEmitter::emitEpilogue(ValueRange accRange, int64_t colBase,
 }
 
 void MmaEmitter::setTile(Value pid, Value batchIndex) {
-  // Tiles in groups of kGroupRows row tiles, column-major within a group:
-  // blocks running together share operand panels in L2.
-  constexpr int64_t kGroupRows = 8;
+  // Tiles in groups of cfg.groupM row tiles, column-major within a group.
   int64_t tilesN = llvm::divideCeil(c.extentN, cfg.bn);
   int64_t tilesM = llvm::divideCeil(c.extentM, cfg.bm);
-  Value group = div(pid, kGroupRows * tilesN);
-  Value firstM = mul(group, kGroupRows);
-  Value inGroup = rem(pid, kGroupRows * tilesN);
+  Value group = div(pid, cfg.groupM * tilesN);
+  Value firstM = mul(group, cfg.groupM);
+  Value inGroup = rem(pid, cfg.groupM * tilesN);
   // The last group may be short.
   Value groupRows = arith::MinUIOp::create(
-      b, loc, cst(kGroupRows),
+      b, loc, cst(cfg.groupM),
       arith::SubIOp::create(b, loc, cst(tilesM), firstM));
   Value tileM = add(firstM, arith::RemUIOp::create(b, loc, inGroup, groupRows));
   Value tileN = arith::DivUIOp::create(b, loc, inGroup, groupRows);

@@ -1042,7 +1042,7 @@ tang.monoid @combine_yield : [f32, i32] identity [0.0 : f32, 0 : i32] {
 
 // Unknown field names are rejected.
 func.func @schedule_unknown_field(%X: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{unknown schedule field 'tiles'; expected tile, mapping, threads, vector, stages, storage, accumulate, memory, kernel, mma, tma, warp_specialize or persistent}}
+  // expected-error @+1 {{unknown schedule field 'tiles'; expected tile, mapping, threads, vector, stages, storage, accumulate, memory, kernel, mma, tma, warp_specialize, persistent or group_m}}
   %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tiles = [4]>} : tensor<4xf32> {
     %x = tang.read %X[%i] : tensor<4xf32>
     tang.yield %x : f32
@@ -1113,6 +1113,18 @@ func.func @schedule_simt_with_mma(%X: tensor<4xf32>) -> tensor<4xf32> {
 func.func @schedule_tma_on_mma_sync(%X: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{only wgmma kernels have}}
   %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tile = [4], kernel = contraction, mma = mma_sync, tma = true>} : tensor<4xf32> {
+    %x = tang.read %X[%i] : tensor<4xf32>
+    tang.yield %x : f32
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// Tile rasterisation belongs to contractions.
+func.func @schedule_group_m_on_simt(%X: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{schedule group_m is a contraction's (at least 1), got 4 on a simt kernel}}
+  %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tile = [4], kernel = simt, group_m = 4>} : tensor<4xf32> {
     %x = tang.read %X[%i] : tensor<4xf32>
     tang.yield %x : f32
   }

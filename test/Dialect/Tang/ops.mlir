@@ -188,7 +188,7 @@ func.func @schedule_full(%A: tensor<4x8xf32>, %B: tensor<8x3xf32>) -> tensor<4x3
 // options) round-trips unchanged: the kernel kind, its instructions, bulk
 // copies, warp specialisation and a persistent grid.
 // CHECK-LABEL: func.func @schedule_kernel
-// CHECK:         schedule = #tang.schedule<tile = [128, 256, 64], mapping = [block_y, block_x, serial], threads = [8, 32, 1], vector = 8, stages = 4, storage = f32, accumulate = f32, memory = [shared, shared, shared, shared], kernel = contraction, mma = wgmma, tma = true, warp_specialize = true, persistent = true>
+// CHECK:         schedule = #tang.schedule<tile = [128, 256, 64], mapping = [block_y, block_x, serial], threads = [8, 32, 1], vector = 8, stages = 4, storage = f32, accumulate = f32, memory = [shared, shared, shared, shared], kernel = contraction, mma = wgmma, tma = true, warp_specialize = true, persistent = true, group_m = 8>
 func.func @schedule_kernel(%A: tensor<512x512xbf16>, %B: tensor<512x512xbf16>) -> tensor<512x512xf32> {
   %C = tang.comprehension (%i, %j) reduce (%k) [512, 512, 512] monoid(add) attributes {schedule = #tang.schedule<tile = [128, 256, 64], mapping = [block_y, block_x, serial], threads = [8, 32, 1], vector = 8, stages = 4, storage = f32, accumulate = f32, memory = [shared, shared, shared, shared], kernel = contraction, mma = wgmma, tma = true, warp_specialize = true, persistent = true>} : tensor<512x512xf32> {
     %a = tang.read %A[%i, %k] : tensor<512x512xbf16>

@@ -103,6 +103,7 @@ Attribute ScheduleAttr::parse(AsmParser &p, Type) {
   KernelKind kernel = KernelKind::Auto;
   TensorCoreKind mma = TensorCoreKind::None;
   bool tma = false, warpSpecialize = false, persistent = false;
+  int64_t groupM = 0;
   llvm::StringSet<> seen;
   auto parseBool = [&](bool &out) -> ParseResult {
     FailureOr<bool> v = parseBoolParameter(p);
@@ -167,11 +168,13 @@ Attribute ScheduleAttr::parse(AsmParser &p, Type) {
       return parseBool(warpSpecialize);
     if (key == "persistent")
       return parseBool(persistent);
+    if (key == "group_m")
+      return p.parseInteger(groupM);
     return p.emitError(keyLoc, "unknown schedule field '")
            << key
            << "'; expected tile, mapping, threads, vector, stages, storage, "
-              "accumulate, memory, kernel, mma, tma, warp_specialize or "
-              "persistent";
+              "accumulate, memory, kernel, mma, tma, warp_specialize, "
+              "persistent or group_m";
   };
   if (p.parseLess() || p.parseCommaSeparatedList(parseField) ||
       p.parseGreater())
@@ -189,9 +192,12 @@ Attribute ScheduleAttr::parse(AsmParser &p, Type) {
     memory.assign(stages, MemoryLevel::Global);
   if (!accumulate)
     accumulate = Float32Type::get(p.getContext());
+  if (!seen.contains("group_m") && kernel == KernelKind::Contraction)
+    groupM = 8;
   return getChecked([&] { return p.emitError(loc); }, p.getContext(), tile,
                     mapping, threads, vector, stages, storage, accumulate,
-                    memory, kernel, mma, tma, warpSpecialize, persistent);
+                    memory, kernel, mma, tma, warpSpecialize, persistent,
+                    groupM);
 }
 
 void ScheduleAttr::print(AsmPrinter &p) const {
@@ -219,6 +225,8 @@ void ScheduleAttr::print(AsmPrinter &p) const {
     p << ", warp_specialize = true";
   if (getPersistent())
     p << ", persistent = true";
+  if (getGroupM())
+    p << ", group_m = " << getGroupM();
   p << ">";
 }
 
@@ -227,7 +235,7 @@ LogicalResult ScheduleAttr::verify(
     ArrayRef<Mapping> mapping, ArrayRef<int64_t> threads, int64_t vector,
     int64_t stages, Type storage, Type accumulate, ArrayRef<MemoryLevel> memory,
     KernelKind kernel, TensorCoreKind mma, bool tma, bool warpSpecialize,
-    bool persistent) {
+    bool persistent, int64_t groupM) {
   if (tile.empty())
     return emitError() << "schedule tile must have one size per index";
   for (int64_t t : tile)
@@ -296,6 +304,11 @@ LogicalResult ScheduleAttr::verify(
                                             : "takes no mma")
                        << " (tensor-core instructions belong to "
                           "contraction, flash and score kernels)";
+  if (groupM < 0 || (groupM > 0) != (kernel == KernelKind::Contraction))
+    return emitError() << "schedule group_m is a contraction's (at least 1), "
+                          "got "
+                       << groupM << " on a " << stringifyKernelKind(kernel)
+                       << " kernel";
   if ((tma || warpSpecialize || persistent) && mma != TensorCoreKind::Wgmma)
     return emitError() << "schedule asks for bulk tensor copies, warp "
                           "specialisation or a persistent grid, which only "

@@ -166,9 +166,13 @@ def Tang_ScheduleAttr : Tang_Attr<"Schedule", "schedule"> {
       computing ones (not counted in `threads`) [false];
     * `persistent = true|false`: a grid of one block per multiprocessor
       looping over the tiles [false]; the tensor-core contraction runs it
-      exactly when warp-specialised.
+      exactly when warp-specialised;
+    * `group_m = g`: a contraction's output tiles are visited in groups of
+      `g` row tiles, column by column within a group, so that blocks
+      running together share operand panels in L2 [8 for a contraction,
+      else 0].
 
-    `auto`, `none` and `false` are not printed. A kernel that cannot honour
+    `auto`, `none`, `false` and `group_m = 0` are not printed. A kernel that cannot honour
     its schedule (a `flash` schedule on a comprehension that is not
     attention, a tile its emitter does not take, a ring that does not fit
     the target's shared memory) is an error of `--convert-tang-to-gpu`,
@@ -196,7 +200,8 @@ def Tang_ScheduleAttr : Tang_Attr<"Schedule", "schedule"> {
     "::mlir::tang::TensorCoreKind":$mma,
     "bool":$tma,
     "bool":$warpSpecialize,
-    "bool":$persistent
+    "bool":$persistent,
+    "int64_t":$groupM
   );
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
