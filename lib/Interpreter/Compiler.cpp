@@ -20,52 +20,6 @@ using namespace mlir;
 using namespace mlir::tang;
 using namespace mlir::tang::interp;
 
-namespace {
-
-/// A linear form c0 + sum_d coeffs[d] * index_d.
-struct Linear {
-  SmallVector<int64_t> coeffs;
-  int64_t constant = 0;
-};
-
-std::optional<Linear> linearize(AffineExpr e, unsigned numDims) {
-  Linear l;
-  l.coeffs.assign(numDims, 0);
-  if (auto c = dyn_cast<AffineConstantExpr>(e)) {
-    l.constant = c.getValue();
-    return l;
-  }
-  if (auto d = dyn_cast<AffineDimExpr>(e)) {
-    l.coeffs[d.getPosition()] = 1;
-    return l;
-  }
-  auto bin = dyn_cast<AffineBinaryOpExpr>(e);
-  if (!bin)
-    return std::nullopt;
-  std::optional<Linear> a = linearize(bin.getLHS(), numDims);
-  std::optional<Linear> b = linearize(bin.getRHS(), numDims);
-  if (!a || !b)
-    return std::nullopt;
-  if (e.getKind() == AffineExprKind::Add) {
-    for (unsigned i = 0; i < numDims; ++i)
-      a->coeffs[i] += b->coeffs[i];
-    a->constant += b->constant;
-    return a;
-  }
-  if (e.getKind() == AffineExprKind::Mul) {
-    // One side is a constant in a pure affine expression.
-    if (llvm::any_of(b->coeffs, [](int64_t c) { return c != 0; }))
-      std::swap(a, b);
-    for (int64_t &c : a->coeffs)
-      c *= b->constant;
-    a->constant *= b->constant;
-    return a;
-  }
-  return std::nullopt;
-}
-
-} // namespace
-
 /// Memo tables of nested comprehensions are bounded; past this many entries
 /// a table starts over.
 static constexpr size_t kMaxMemoEntries = size_t(1) << 20;
@@ -298,11 +252,11 @@ LogicalResult Compiler::compileRead(ReadOp op, std::vector<Instr> &out) {
   int64_t numElements = t->getNumElements();
 
   // Fast path: the flat offset is linear in the indices.
-  Linear flat;
+  LinearForm flat;
   flat.coeffs.assign(idx.size(), 0);
   bool linear = true;
   for (auto [r, e] : llvm::enumerate(map.getResults())) {
-    std::optional<Linear> l = linearize(e, idx.size());
+    std::optional<LinearForm> l = getLinearForm(e, idx.size());
     if (!l) {
       linear = false;
       break;

@@ -9,7 +9,6 @@
 
 #include "GradInternal.h"
 
-#include "mlir/Analysis/FlatLinearValueConstraints.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -19,34 +18,15 @@ using namespace mlir::tang::grad;
 
 namespace {
 
-/// A linear affine expression: coefficients per dimension and a constant.
-struct Linear {
-  SmallVector<int64_t> coeff;
-  int64_t constant = 0;
-};
-
-/// `e` as a linear form over `numDims` dimensions, if it is one (upstream's
-/// flattener; floordiv and mod introduce local variables: not linear).
-std::optional<Linear> getLinear(AffineExpr e, unsigned numDims) {
-  SmallVector<int64_t> flat;
-  if (failed(getFlattenedAffineExpr(e, numDims, 0, &flat)) ||
-      flat.size() != numDims + 1)
-    return std::nullopt;
-  Linear l;
-  l.coeff.assign(flat.begin(), flat.begin() + numDims);
-  l.constant = flat.back();
-  return l;
-}
-
 /// The least and greatest values of `e` over dimensions ranging over
 /// [0, extent): exact for linear forms, none otherwise.
 std::optional<std::pair<int64_t, int64_t>>
 getExactRange(AffineExpr e, ArrayRef<int64_t> extents) {
-  std::optional<Linear> l = getLinear(e, extents.size());
+  std::optional<LinearForm> l = getLinearForm(e, extents.size());
   if (!l)
     return std::nullopt;
   int64_t lo = l->constant, hi = l->constant;
-  for (auto [c, n] : llvm::zip(l->coeff, extents)) {
+  for (auto [c, n] : llvm::zip(l->coeffs, extents)) {
     (c > 0 ? hi : lo) += c * (n - 1);
   }
   return std::make_pair(lo, hi);
@@ -98,13 +78,13 @@ Solution solve(ArrayRef<AffineExpr> coords, ArrayRef<int64_t> extents,
   enum State { Unknown, Pivot, Free };
   SmallVector<State> state(m, Unknown);
   SmallVector<int> pivotOf(n, -1);
-  SmallVector<std::optional<Linear>> lin;
+  SmallVector<std::optional<LinearForm>> lin;
   for (unsigned d = 0; d < n; ++d) {
-    lin.push_back(getLinear(coords[d], m));
+    lin.push_back(getLinearForm(coords[d], m));
     std::optional<unsigned> pivot;
     if (lin[d])
       for (unsigned j = 0; j < m; ++j)
-        if (state[j] == Unknown && std::abs(lin[d]->coeff[j]) == 1) {
+        if (state[j] == Unknown && std::abs(lin[d]->coeffs[j]) == 1) {
           pivot = j;
           break;
         }
@@ -132,11 +112,11 @@ Solution solve(ArrayRef<AffineExpr> coords, ArrayRef<int64_t> extents,
     if (pivotOf[d] < 0)
       continue;
     unsigned j = pivotOf[d];
-    int64_t sign = lin[d]->coeff[j];
+    int64_t sign = lin[d]->coeffs[j];
     AffineExpr rest = getAffineConstantExpr(lin[d]->constant, ctx);
     for (unsigned k = 0; k < m; ++k)
-      if (k != j && lin[d]->coeff[k])
-        rest = rest + s.index[k] * lin[d]->coeff[k];
+      if (k != j && lin[d]->coeffs[k])
+        rest = rest + s.index[k] * lin[d]->coeffs[k];
     s.index[j] = (getAffineDimExpr(d, ctx) - rest) * sign;
   }
   // The ranges: G's dimensions over the tensor's shape and the free
@@ -234,24 +214,25 @@ std::optional<Inverse> invert(ArrayRef<AffineExpr> coords,
       partners.insert(*low);
       continue;
     }
-    std::optional<Linear> l = getLinear(coords[d], m);
+    std::optional<LinearForm> l = getLinearForm(coords[d], m);
     if (!l)
       return std::nullopt;
     SmallVector<unsigned> js;
     for (unsigned j = 0; j < m; ++j)
-      if (l->coeff[j] < 0)
+      if (l->coeffs[j] < 0)
         return std::nullopt;
-      else if (l->coeff[j] > 0)
+      else if (l->coeffs[j] > 0)
         js.push_back(j);
-    llvm::sort(
-        js, [&](unsigned a, unsigned b) { return l->coeff[a] > l->coeff[b]; });
+    llvm::sort(js, [&](unsigned a, unsigned b) {
+      return l->coeffs[a] > l->coeffs[b];
+    });
     // Injective: each coefficient at least the next one's whole range.
     for (unsigned k = 0; k + 1 < js.size(); ++k)
-      if (l->coeff[js[k]] < l->coeff[js[k + 1]] * extents[js[k + 1]])
+      if (l->coeffs[js[k]] < l->coeffs[js[k + 1]] * extents[js[k + 1]])
         return std::nullopt;
     AffineExpr rest = x - l->constant;
     for (auto [k, j] : llvm::enumerate(js)) {
-      AffineExpr e = rest.floorDiv(l->coeff[j]);
+      AffineExpr e = rest.floorDiv(l->coeffs[j]);
       if (k != 0)
         e = e % extents[j];
       if (!assign(j, e))

@@ -93,6 +93,43 @@ static std::string toString(AffineExpr e) {
   return s;
 }
 
+std::optional<LinearForm> mlir::tang::getLinearForm(AffineExpr e,
+                                                    unsigned numDims) {
+  LinearForm l;
+  l.coeffs.assign(numDims, 0);
+  if (auto c = dyn_cast<AffineConstantExpr>(e)) {
+    l.constant = c.getValue();
+    return l;
+  }
+  if (auto d = dyn_cast<AffineDimExpr>(e)) {
+    l.coeffs[d.getPosition()] = 1;
+    return l;
+  }
+  auto bin = dyn_cast<AffineBinaryOpExpr>(e);
+  if (!bin)
+    return std::nullopt;
+  std::optional<LinearForm> a = getLinearForm(bin.getLHS(), numDims);
+  std::optional<LinearForm> b = getLinearForm(bin.getRHS(), numDims);
+  if (!a || !b)
+    return std::nullopt;
+  if (e.getKind() == AffineExprKind::Add) {
+    for (unsigned i = 0; i < numDims; ++i)
+      a->coeffs[i] += b->coeffs[i];
+    a->constant += b->constant;
+    return a;
+  }
+  if (e.getKind() == AffineExprKind::Mul) {
+    // One side is a constant in a pure affine expression.
+    if (llvm::any_of(b->coeffs, [](int64_t c) { return c != 0; }))
+      std::swap(a, b);
+    for (int64_t &c : a->coeffs)
+      c *= b->constant;
+    a->constant *= b->constant;
+    return a;
+  }
+  return std::nullopt;
+}
+
 int64_t mlir::tang::evaluateAffine(AffineExpr expr, ArrayRef<int64_t> dims) {
   if (auto c = dyn_cast<AffineConstantExpr>(expr))
     return c.getValue();

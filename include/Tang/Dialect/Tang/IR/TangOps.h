@@ -39,6 +39,16 @@ struct IndexRange {
 /// verifier, the interpreter, the traffic bound).
 int64_t evaluateAffine(AffineExpr expr, ArrayRef<int64_t> dims);
 
+/// An affine expression as c0 + sum_d coeffs[d] * d.
+struct LinearForm {
+  SmallVector<int64_t> coeffs;
+  int64_t constant = 0;
+};
+
+/// `expr` (no symbols) as a linear form over `numDims` dimensions, or none
+/// when it is not one (floordiv, mod, ceildiv, a product of two indices).
+std::optional<LinearForm> getLinearForm(AffineExpr expr, unsigned numDims);
+
 /// The range `expr` takes when dimension `d` ranges over `dimRanges[d]`
 /// (interval arithmetic; exact for the linear expressions views use).
 IndexRange getRange(AffineExpr expr, ArrayRef<IndexRange> dimRanges);
