@@ -33,8 +33,13 @@ FailureOr<LoopNest> mlir::tang::getLoopNest(ComprehensionOp op,
     return std::max<int64_t>(
         1, getElementTypeOrSelf(t).getIntOrFloatBitWidth() / 8);
   };
-  bool nested = false;
+  bool nested = false, gathers = false;
   op.getBodyBlock().walk([&](ComprehensionOp) { nested = true; });
+  op.getBodyBlock().walk([&](GatherOp) { gathers = true; });
+  if (gathers) {
+    why = "it gathers (data-dependent reads are not in the traffic LP yet)";
+    return failure();
+  }
   if (nested) {
     why = "its body holds a nested comprehension (fused reductions are not "
           "expressed as one loop nest yet)";

@@ -300,6 +300,58 @@ LogicalResult Compiler::compileRead(ReadOp op, std::vector<Instr> &out) {
   return success();
 }
 
+LogicalResult Compiler::compileGather(GatherOp op, std::vector<Instr> &out) {
+  auto it = tensors.find(op.getTensor());
+  if (it == tensors.end())
+    return op.emitError() << "tang-run: the tensor gathered from here is not "
+                             "a function-level value";
+  std::shared_ptr<Tensor> t = it->second;
+  Slot dst = slotOf(op.getResult());
+  SmallVector<Slot> operands;
+  for (Value v : op.getMapOperands())
+    operands.push_back(slotOf(v));
+  // The data values (symbols) become dimensions after the indices.
+  AffineMap map = op.getMap();
+  unsigned numDims = map.getNumDims(), numSymbols = map.getNumSymbols();
+  SmallVector<AffineExpr> dims, symbols;
+  for (unsigned d = 0; d < numDims; ++d)
+    dims.push_back(getAffineDimExpr(d, op.getContext()));
+  for (unsigned s = 0; s < numSymbols; ++s)
+    symbols.push_back(getAffineDimExpr(numDims + s, op.getContext()));
+  map = map.replaceDimsAndSymbols(dims, symbols, numDims + numSymbols, 0);
+  SmallVector<int64_t> strides = t->getStrides();
+  OutOfRange policy = op.getPolicy();
+  ErrorState *e = &err;
+  Operation *at = op;
+  out.push_back([t, dst, operands, map, strides, policy, e, at](double *f) {
+    SmallVector<int64_t, 8> values;
+    for (Slot s : operands)
+      values.push_back(static_cast<int64_t>(f[s]));
+    int64_t off = 0;
+    for (auto [r, expr] : llvm::enumerate(map.getResults())) {
+      int64_t c = evaluateAffine(expr, values), n = t->shape[r];
+      if (c < 0 || c >= n) {
+        if (policy == OutOfRange::Zero) {
+          f[dst] = 0;
+          return;
+        }
+        if (policy == OutOfRange::Trap) {
+          e->raise(at, (Twine("gather coordinate #") + Twine(r) + " is " +
+                        Twine(c) + ", outside [0, " + Twine(n) +
+                        ") (policy trap; clamp or zero on request)")
+                           .str());
+          f[dst] = NAN;
+          return;
+        }
+        c = std::clamp<int64_t>(c, 0, n - 1);
+      }
+      off += c * strides[r];
+    }
+    f[dst] = t->data[off];
+  });
+  return success();
+}
+
 /// Long by design: the interpreter's table of op semantics, one case per
 /// arith op (and tang's reads, indices and nested comprehensions; math ops
 /// in CompilerMath.cpp), kept in one switch so that what tang-run means by
@@ -344,6 +396,7 @@ LogicalResult Compiler::compileOp(Operation *op, std::vector<Instr> &out) {
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       // tang
       .Case<ReadOp>([&](ReadOp r) { return compileRead(r, out); })
+      .Case<GatherOp>([&](GatherOp g) { return compileGather(g, out); })
       .Case<IndexOp>([&](IndexOp i) -> LogicalResult {
         SmallVector<Slot> idx;
         for (Value v : i.getIndices())

@@ -236,6 +236,8 @@ private:
   LogicalResult emitBinary(Operation *o, double (*fn)(double, double),
                            std::vector<Instr> &out);
   LogicalResult compileRead(ReadOp op, std::vector<Instr> &out);
+  /// A gather: its coordinates evaluated per point, checked by its policy.
+  LogicalResult compileGather(GatherOp op, std::vector<Instr> &out);
   /// The slots of the enclosing indices a nested comprehension depends on,
   /// or nothing if it also depends on other scalars of the enclosing body.
   std::optional<SmallVector<Slot>> getMemoKey(ComprehensionOp c);

@@ -322,6 +322,11 @@ struct ReadOfComprehension_Fuse : OpRewritePattern<ReadOp> {
     if (!producer)
       return rewriter.notifyMatchFailure(
           read, "the tensor read is not produced by a comprehension");
+    if (producer.getBodyBlock()
+            .walk([](GatherOp) { return WalkResult::interrupt(); })
+            .wasInterrupted())
+      return rewriter.notifyMatchFailure(
+          read, "the producer gathers (gathers are not fused yet)");
     switch (policy.decide(read, producer)) {
     case Decision::KeepRecompute:
       return rewriter.notifyMatchFailure(

@@ -403,6 +403,15 @@ struct TangGradPass : tang::impl::TangGradBase<TangGradPass> {
   /// comprehensions, the results).
   LogicalResult differentiateFunction(func::FuncOp f) {
     ModuleOp module = getOperation();
+    // The gradient of a gather is a scatter-add, which tang has no op for
+    // yet: refuse rather than leave the gathered tensor's gradient zero.
+    WalkResult gathers = f.walk([](GatherOp g) {
+      g.emitOpError() << "cannot be differentiated yet (its gradient is a "
+                         "scatter-add, which --tang-grad does not build)";
+      return WalkResult::interrupt();
+    });
+    if (gathers.wasInterrupted())
+      return failure();
     SmallVector<unsigned> args;
     if (wrt.empty()) {
       for (auto [i, t] : llvm::enumerate(f.getArgumentTypes()))

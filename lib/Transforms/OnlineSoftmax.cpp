@@ -272,12 +272,22 @@ matchWeightedSum(ComprehensionOp op, std::string &why) {
 
 /// Pattern: sum_j (exp(s_j - max s) / sum exp(s - max s)) * v_j
 ///            -> reduce_j online_softmax (s_j, v_j)
+/// Whether `op`'s body (or a nested one) holds a tang.gather: the rewrites
+/// leave those alone.
+bool containsGather(ComprehensionOp op) {
+  return op.getBodyBlock()
+      .walk([](GatherOp) { return WalkResult::interrupt(); })
+      .wasInterrupted();
+}
+
 struct WeightedSum_OnlineSoftmax : OpRewritePattern<ComprehensionOp> {
   WeightedSum_OnlineSoftmax(MLIRContext *ctx, int64_t &count)
       : OpRewritePattern(ctx), count(count) {}
 
   LogicalResult matchAndRewrite(ComprehensionOp op,
                                 PatternRewriter &rewriter) const override {
+    if (containsGather(op))
+      return rewriter.notifyMatchFailure(op, "it gathers");
     std::string why;
     std::optional<std::pair<Probability, Value>> match =
         matchWeightedSum(op, why);
@@ -312,6 +322,8 @@ struct MaxSumExp_SoftmaxNorm : OpRewritePattern<ComprehensionOp> {
 
   LogicalResult matchAndRewrite(ComprehensionOp sum,
                                 PatternRewriter &rewriter) const override {
+    if (containsGather(sum))
+      return rewriter.notifyMatchFailure(sum, "it gathers");
     if (!getReduction(sum.getResult(0), MonoidKind::Add))
       return rewriter.notifyMatchFailure(sum, "not a nested one-index sum");
     Value sumIndex = sum.getIndex(0);

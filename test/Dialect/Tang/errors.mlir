@@ -595,7 +595,7 @@ func.func @read_result_type(%X: tensor<4xf32>) -> tensor<4xf16> {
 func.func @read_arith_index(%X: tensor<8xf32>) -> tensor<4xf32> {
   %r = tang.comprehension (%i) [4] : tensor<4xf32> {
     %c1 = arith.constant 1 : index
-    // expected-error @+1 {{'arith.addi' op uses iteration index #0; indices are used only by tang.read and tang.index (use tang.index to compute with an index)}}
+    // expected-error @+1 {{'arith.addi' op uses iteration index #0; indices are used only by tang.read, tang.gather (as dimensions) and tang.index (use tang.index to compute with an index)}}
     %j = arith.addi %i, %c1 : index
     %x = tang.read %X[%j] : tensor<8xf32>
     tang.yield %x : f32
@@ -1404,7 +1404,7 @@ func.func @body_tensor_result(%X: tensor<4xf32>) -> tensor<4xf32> {
 // Yielding an index directly is a use of the index outside read/index.
 func.func @yield_index() -> tensor<4xi32> {
   %r = tang.comprehension (%i) [4] : tensor<4xi32> {
-    // expected-error @+1 {{'tang.yield' op uses iteration index #0; indices are used only by tang.read and tang.index}}
+    // expected-error @+1 {{'tang.yield' op uses iteration index #0; indices are used only by tang.read, tang.gather (as dimensions) and tang.index}}
     tang.yield %i : index
   }
   return %r : tensor<4xi32>
@@ -1551,4 +1551,81 @@ module {
   func.func @f() attributes {tang.target = #tang.target<chip = "sm_80", sm_count = 1, shared_per_block = 1024, shared_per_sm = 1024, registers_per_sm = 65536, warp_size = 32, max_threads = 1024, tensor_cores = none, tma = false, clusters = false>} {
     return
   }
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// tang.gather
+//===----------------------------------------------------------------------===//
+
+// Without a data coordinate it is a read.
+func.func @gather_no_symbol(%E: tensor<10x4xf32>) -> tensor<10x4xf32> {
+  %y = tang.comprehension (%i, %d) [10, 4] : tensor<10x4xf32> {
+    // expected-error @+1 {{has no data coordinate (no symbol): it is a tang.read}}
+    %e = tang.gather %E[%i, %d] : tensor<10x4xf32>
+    tang.yield %e : f32
+  }
+  return %y : tensor<10x4xf32>
+}
+
+// -----
+
+// An iteration index is a dimension, never a symbol.
+func.func @gather_index_as_symbol(%E: tensor<10x4xf32>) -> tensor<10x4xf32> {
+  %y = tang.comprehension (%i, %d) [10, 4] : tensor<10x4xf32> {
+    // expected-error @+1 {{'tang.gather' op uses iteration index #0; indices are used only by tang.read, tang.gather (as dimensions)}}
+    %e = tang.gather %E[symbol(%i), %d] : tensor<10x4xf32>
+    tang.yield %e : f32
+  }
+  return %y : tensor<10x4xf32>
+}
+
+// -----
+
+// The coordinates without data are proved in bounds.
+func.func @gather_static_out_of_bounds(%E: tensor<10x4xf32>, %t: tensor<6xi32>) -> tensor<6x5xf32> {
+  %y = tang.comprehension (%i, %d) [6, 5] : tensor<6x5xf32> {
+    %k = tang.read %t[%i] : tensor<6xi32>
+    %r = arith.index_cast %k : i32 to index
+    // expected-error @+1 {{coordinate #1 (d0) ranges over [0, 4], out of bounds for dimension 1 of size 4}}
+    %e = tang.gather %E[symbol(%r), %d] : tensor<10x4xf32>
+    tang.yield %e : f32
+  }
+  return %y : tensor<6x5xf32>
+}
+
+// -----
+
+func.func @gather_rank(%E: tensor<10x4xf32>, %t: tensor<6xi32>) -> tensor<6xf32> {
+  %y = tang.comprehension (%i) [6] : tensor<6xf32> {
+    %k = tang.read %t[%i] : tensor<6xi32>
+    %r = arith.index_cast %k : i32 to index
+    // expected-error @+1 {{gathers from a rank-2 tensor with 1 coordinates}}
+    %e = tang.gather %E[symbol(%r)] : tensor<10x4xf32>
+    tang.yield %e : f32
+  }
+  return %y : tensor<6xf32>
+}
+
+// -----
+
+func.func @gather_policy(%E: tensor<10x4xf32>, %t: tensor<6xi32>) -> tensor<6x4xf32> {
+  %y = tang.comprehension (%i, %d) [6, 4] : tensor<6x4xf32> {
+    %k = tang.read %t[%i] : tensor<6xi32>
+    %r = arith.index_cast %k : i32 to index
+    // expected-error @+1 {{expected an out-of-range policy (trap, clamp or zero), got 'wrap'}}
+    %e = tang.gather %E[symbol(%r), %d] wrap : tensor<10x4xf32>
+    tang.yield %e : f32
+  }
+  return %y : tensor<6x4xf32>
+}
+
+// -----
+
+// Only the gather's dimensions may be iteration indices.
+func.func @gather_outside(%E: tensor<10x4xf32>, %r: index) -> f32 {
+  // expected-error @+1 {{must be inside a comprehension body}}
+  %e = tang.gather %E[symbol(%r), 0] : tensor<10x4xf32>
+  return %e : f32
 }

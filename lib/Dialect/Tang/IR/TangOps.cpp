@@ -379,11 +379,14 @@ LogicalResult ComprehensionOp::verify() {
 
   for (BlockArgument a : body.getArguments())
     for (Operation *user : a.getUsers())
-      if (!isa<ReadOp, IndexOp>(user))
+      if (!isa<ReadOp, GatherOp, IndexOp>(user) ||
+          (isa<GatherOp>(user) &&
+           !llvm::is_contained(cast<GatherOp>(user).getIndices(), a)))
         return user->emitOpError()
                << "uses iteration index #" << a.getArgNumber()
-               << "; indices are used only by tang.read and tang.index (use "
-                  "tang.index to compute with an index)";
+               << "; indices are used only by tang.read, tang.gather (as "
+                  "dimensions) and tang.index (use tang.index to compute "
+                  "with an index)";
 
   if (getNumReduced() && !getMonoidAttr())
     return emitOpError() << "reduces over " << getNumReduced()
@@ -439,10 +442,10 @@ LogicalResult ComprehensionOp::verifyRegions() {
   // The body is a scalar expression graph: tensors enter only through the
   // tensor operand of tang.read.
   for (Operation &op : getBodyBlock().without_terminator()) {
-    auto read = dyn_cast<ReadOp>(op);
+    bool reads = isa<ReadOp, GatherOp>(op);
     for (OpOperand &use : op.getOpOperands()) {
       if (use.get().getType().isIntOrIndexOrFloat() ||
-          (read && use.getOperandNumber() == 0))
+          (reads && use.getOperandNumber() == 0))
         continue;
       return op.emitOpError()
              << "in a comprehension body computes scalars, but operand #"
@@ -648,6 +651,96 @@ OpFoldResult ReadOp::fold(FoldAdaptor) {
   getIndicesMutable().assign(used);
   getTensorMutable().assign(view.getSource());
   return getResult();
+}
+
+//===----------------------------------------------------------------------===//
+// GatherOp
+//===----------------------------------------------------------------------===//
+
+ParseResult GatherOp::parse(OpAsmParser &p, OperationState &st) {
+  OpAsmParser::UnresolvedOperand tensor;
+  SmallVector<OpAsmParser::UnresolvedOperand> operands;
+  Attribute map;
+  RankedTensorType type;
+  if (p.parseOperand(tensor) ||
+      p.parseAffineMapOfSSAIds(operands, map, "map", st.attributes))
+    return failure();
+  OutOfRange policy = OutOfRange::Trap;
+  StringRef word;
+  SMLoc at = p.getCurrentLocation();
+  if (succeeded(p.parseOptionalKeyword(&word))) {
+    std::optional<OutOfRange> parsed = symbolizeOutOfRange(word);
+    if (!parsed)
+      return p.emitError(at) << "expected an out-of-range policy (trap, "
+                                "clamp or zero), got '"
+                             << word << "'";
+    policy = *parsed;
+  }
+  st.addAttribute("policy", OutOfRangeAttr::get(p.getContext(), policy));
+  if (p.parseOptionalAttrDict(st.attributes) || p.parseColonType(type) ||
+      p.resolveOperand(tensor, type, st.operands) ||
+      p.resolveOperands(operands, p.getBuilder().getIndexType(), st.operands))
+    return failure();
+  st.addTypes(type.getElementType());
+  return success();
+}
+
+void GatherOp::print(OpAsmPrinter &p) {
+  p << " " << getTensor() << "[";
+  p.printAffineMapOfSSAIds(getMapAttr(), getMapOperands());
+  p << "]";
+  if (getPolicy() != OutOfRange::Trap)
+    p << " " << stringifyOutOfRange(getPolicy());
+  p.printOptionalAttrDict((*this)->getAttrs(), {"map", "policy"});
+  p << " : " << getTensor().getType();
+}
+
+LogicalResult GatherOp::verify() {
+  auto type = cast<RankedTensorType>(getTensor().getType());
+  AffineMap map = getMap();
+  if (!(*this)->getParentOfType<ComprehensionOp>())
+    return emitOpError() << "must be inside a comprehension body";
+  if (map.getNumResults() != type.getRank())
+    return emitOpError() << "gathers from a rank-" << type.getRank()
+                         << " tensor with " << map.getNumResults()
+                         << " coordinates";
+  if (map.getNumInputs() != getMapOperands().size())
+    return emitOpError() << "map has " << map.getNumInputs()
+                         << " dimensions and symbols but "
+                         << getMapOperands().size() << " coordinate operands";
+  if (map.getNumSymbols() == 0)
+    return emitOpError() << "has no data coordinate (no symbol): it is a "
+                            "tang.read";
+  for (auto [i, v] : llvm::enumerate(getIndices()))
+    if (failed(verifyInScopeIndex(*this, v, i)))
+      return failure();
+  for (auto [i, v] : llvm::enumerate(getValues()))
+    if (getOwningComprehension(v))
+      return emitOpError() << "symbol #" << i
+                           << " is an iteration index; an index is a "
+                              "dimension of the coordinates, a symbol a "
+                              "value computed from data";
+  if (!type.hasStaticShape())
+    return emitOpError() << "needs a statically shaped tensor (symbolic "
+                            "extents are not supported yet), got "
+                         << type;
+  if (getResult().getType() != type.getElementType())
+    return emitOpError() << "result type " << getResult().getType()
+                         << " is not the element type of " << type;
+  // The coordinates without data are proved in bounds now; the others are
+  // checked as the program runs.
+  // (Data coordinates stand as 0 here.)
+  SmallVector<IndexRange> ranges =
+      llvm::map_to_vector(getIndices(), getIndexRange);
+  SmallVector<AffineExpr> static_;
+  for (AffineExpr expr : map.getResults()) {
+    bool usesData = false;
+    expr.walk([&](AffineExpr e) { usesData |= isa<AffineSymbolExpr>(e); });
+    static_.push_back(usesData ? getAffineConstantExpr(0, getContext()) : expr);
+  }
+  return verifyInBounds(
+      *this, AffineMap::get(map.getNumDims(), 0, static_, getContext()), ranges,
+      type.getShape(), "coordinate");
 }
 
 //===----------------------------------------------------------------------===//

@@ -31,6 +31,15 @@ def Tang_MonoidKind : I32EnumAttr<"MonoidKind", "builtin monoid", [
   let genSpecializedAttr = 0;
 }
 
+def Tang_OutOfRange : I32EnumAttr<"OutOfRange",
+    "what a gather does with a data coordinate outside its tensor", [
+    I32EnumAttrCase<"Trap", 0, "trap">,
+    I32EnumAttrCase<"Clamp", 1, "clamp">,
+    I32EnumAttrCase<"Zero", 2, "zero">
+  ]> {
+  let cppNamespace = "::mlir::tang";
+}
+
 def Tang_MonoidAttr : EnumAttr<Tang_Dialect, Tang_MonoidKind, "monoid"> {
   let summary = "a builtin monoid";
   let description = [{

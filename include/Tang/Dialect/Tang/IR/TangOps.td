@@ -126,6 +126,61 @@ def Tang_ReadOp : Tang_Op<"read", [Pure]> {
 }
 
 //===----------------------------------------------------------------------===//
+// GatherOp
+//===----------------------------------------------------------------------===//
+
+def Tang_GatherOp : Tang_Op<"gather", [Pure]> {
+  let summary = "read a tensor element at coordinates that depend on data";
+  let description = [{
+    Reads one element of a function-level tensor at coordinates that are
+    affine expressions of iteration indices (dimensions, as in `tang.read`)
+    and of index values computed in the body (symbols, written
+    `symbol(%v)`: typically an integer read from another tensor and cast
+    with `arith.index_cast`). An embedding lookup, a top-k routing's
+    expert, a cross-entropy's target column.
+
+    The coordinates that use no symbol are proved in bounds by the verifier,
+    like a read's. The others are checked when the program runs, by the
+    out-of-range policy:
+
+    * `trap` (the default, not printed): the run fails, naming the gather,
+      the coordinate and its value, and writes no result;
+    * `clamp`: the coordinate is clamped into the dimension;
+    * `zero`: the gather yields zero.
+
+    A gather with no symbol is a `tang.read`; the verifier says so. Passes
+    that know reads only (fusion, differentiation, the online-softmax
+    rewrite, the traffic bound, the kernel form) leave comprehensions with
+    gathers alone or say that they cannot take them; the reference
+    interpreter runs them.
+
+    ```mlir
+    // Embedding lookup: E[tokens[b, t], d].
+    %tok = tang.read %Tokens[%b, %t] : tensor<2x128xi32>
+    %row = arith.index_cast %tok : i32 to index
+    %e = tang.gather %E[symbol(%row), %d] : tensor<32000x64xf32>
+    // Out-of-range tokens read row 0 or the last row instead of failing.
+    %c = tang.gather %E[symbol(%row), %d] clamp : tensor<32000x64xf32>
+    ```
+  }];
+  let arguments = (ins Tang_Tensor:$tensor, Variadic<Index>:$mapOperands,
+                       AffineMapAttr:$map, Tang_OutOfRange:$policy);
+  let results = (outs Tang_ElementType:$result);
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The iteration indices (the map's dimensions).
+    ::mlir::OperandRange getIndices() {
+      return getMapOperands().take_front(getMap().getNumDims());
+    }
+    /// The data values (the map's symbols).
+    ::mlir::OperandRange getValues() {
+      return getMapOperands().drop_front(getMap().getNumDims());
+    }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
 // ViewOp
 //===----------------------------------------------------------------------===//
 
