@@ -188,6 +188,26 @@ def check_program(backend, text, tmp_path, tang_bin, pipeline, fmt, host,
     return manifest
 
 
+# Gathers with the clamp and zero policies: the seeded i32 inputs are in
+# [1, 8], so rows 7 and 8 of the 6-row table are out of range for the
+# clamped lookup, and -1, 6 and 7 for the shifted zero-policy one.
+GATHER_PROGRAM = """\
+func.func @main(%tok: tensor<24xi32>, %E: tensor<6x16xf32>) -> tensor<24x16xf32> {
+  %y = tang.comprehension (%i, %d) [24, 16] : tensor<24x16xf32> {
+    %k = tang.read %tok[%i] : tensor<24xi32>
+    %row = arith.index_cast %k : i32 to index
+    %a = tang.gather %E[symbol(%row), %d] clamp : tensor<6x16xf32>
+    %b = tang.gather %E[symbol(%row) - 2, %d] zero : tensor<6x16xf32>
+    %c = arith.constant 3.0 : f32
+    %bc = arith.mulf %b, %c : f32
+    %s = arith.addf %a, %bc : f32
+    tang.yield %s : f32
+  }
+  return %y : tensor<24x16xf32>
+}
+"""
+
+
 # Contractions the matrix-unit kernels take: [k, n] and [n, k] right
 # operands, a batch index, operand views with offsets (a column block of a
 # wider tensor).

@@ -23,7 +23,7 @@ import types
 import numpy as np
 import pytest
 
-from differential import (CMPF_PROGRAM, MATRIX_PROGRAMS,  # noqa: E402
+from differential import (CMPF_PROGRAM, GATHER_PROGRAM, MATRIX_PROGRAMS,  # noqa: E402
                           check_functions, check_special_values,
                           lower_example, run)
 
@@ -111,6 +111,17 @@ def test_matrix_unit_kernels_match_interpreter(name, tile, compiler,
     assert launch["block"] == [32, 1, 1], launch
     check_functions(f"c-matrix-units-{tile}", program, manifest, tmp_path,
                     TANG_BIN, runner(lib, manifest["functions"][0]))
+
+
+def test_gathers_match_interpreter(compiler, tmp_path):
+    """tang.gather with the clamp and zero policies, indices out of range
+    on both sides included."""
+    program = tmp_path / "gather.mlir"
+    program.write_text(GATHER_PROGRAM)
+    manifest, lib = build(program, tmp_path, compiler)
+    fn = manifest["functions"][0]
+    check_functions("c-" + compiler, program, {"functions": [fn]}, tmp_path,
+                    TANG_BIN, runner(lib, fn))
 
 
 def test_float_compares_follow_cmpf(compiler, tmp_path):

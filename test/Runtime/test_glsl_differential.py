@@ -19,7 +19,7 @@ import shutil
 
 import pytest
 
-from differential import (CMPF_PROGRAM, INDEX_PROGRAM,  # noqa: E402
+from differential import (GATHER_PROGRAM, CMPF_PROGRAM, INDEX_PROGRAM,  # noqa: E402
                           check_functions, check_program, lower_example,
                           run_vulkan, vulkan_backend)
 
@@ -62,6 +62,13 @@ def test_example_matches_interpreter(example, backend, tmp_path, request):
     assert list(bundle.glob("*.comp")), "no GLSL sources in the bundle"
     check_functions(backend, example, manifest, tmp_path, TANG_BIN,
                     host(bundle))
+
+
+def test_gathers_match_interpreter(backend, tmp_path):
+    """tang.gather with the clamp and zero policies, indices out of range
+    on both sides included."""
+    check_program(backend, GATHER_PROGRAM, tmp_path, TANG_BIN,
+                  "tang-lower-glsl", "spirv", host)
 
 
 def test_float_compares_follow_cmpf(backend, tmp_path):

@@ -22,7 +22,7 @@ import pathlib
 import numpy as np
 import pytest
 
-from differential import (CMPF_PROGRAM, check_functions,  # noqa: E402
+from differential import (GATHER_PROGRAM, CMPF_PROGRAM, check_functions,  # noqa: E402
                           check_program, lower_example, run)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -65,6 +65,13 @@ def test_example_matches_interpreter(example, backend, tmp_path):
                              "opencl")
     check_functions(backend, example, manifest, tmp_path, TANG_BIN,
                     host(bundle))
+
+
+def test_gathers_match_interpreter(backend, tmp_path):
+    """tang.gather with the clamp and zero policies, indices out of range
+    on both sides included."""
+    check_program(backend, GATHER_PROGRAM, tmp_path, TANG_BIN,
+                  "tang-lower-opencl", "opencl", host)
 
 
 def test_float_compares_follow_cmpf(backend, tmp_path):

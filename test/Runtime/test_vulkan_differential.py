@@ -33,7 +33,7 @@ import shutil
 import numpy as np
 import pytest
 
-from differential import (CMPF_PROGRAM, INDEX_PROGRAM,  # noqa: E402
+from differential import (GATHER_PROGRAM, CMPF_PROGRAM, INDEX_PROGRAM,  # noqa: E402
                           check_functions, check_program,
                           lower_example, run, run_vulkan, vulkan_backend)
 
@@ -128,6 +128,13 @@ def test_index_programs_match_interpreter(backend, tmp_path):
         manifest = lower(program, bundle)
         check_functions(backend, program, manifest, work, TANG_BIN,
                         host(bundle))
+
+
+def test_gathers_match_interpreter(backend, tmp_path):
+    """tang.gather with the clamp and zero policies, indices out of range
+    on both sides included."""
+    check_program(backend, GATHER_PROGRAM, tmp_path, TANG_BIN,
+                  "tang-lower-spirv", "spirv", host)
 
 
 def test_float_compares_follow_cmpf(backend, tmp_path):

@@ -24,7 +24,7 @@ import pathlib
 import numpy as np
 import pytest
 
-from differential import (CMPF_PROGRAM, INDEX_PROGRAM,  # noqa: E402
+from differential import (GATHER_PROGRAM, CMPF_PROGRAM, INDEX_PROGRAM,  # noqa: E402
                           check_functions, check_program, lower_example, run)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -109,6 +109,13 @@ def test_half_precision_matches_interpreter(backend, tmp_path):
 def test_float_index_matches_interpreter(backend, tmp_path):
     """`tang.index ... : f32`, converted through i32 (32-bit indices)."""
     check_program(backend, INDEX_PROGRAM, tmp_path, TANG_BIN,
+                  "tang-lower-wgsl", "wgsl", host)
+
+
+def test_gathers_match_interpreter(backend, tmp_path):
+    """tang.gather with the clamp and zero policies, indices out of range
+    on both sides included."""
+    check_program(backend, GATHER_PROGRAM, tmp_path, TANG_BIN,
                   "tang-lower-wgsl", "wgsl", host)
 
 

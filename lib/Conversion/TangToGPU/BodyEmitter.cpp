@@ -150,6 +150,58 @@ Value BodyEmitter::emitRead(OpBuilder &b, Location loc, Value memref,
   return v;
 }
 
+LogicalResult BodyEmitter::emitGather(OpBuilder &b, GatherOp gather,
+                                      IRMapping &mapping) {
+  Location loc = gather.getLoc();
+  Value memref = tensors.lookupOrNull(gather.getTensor());
+  if (!memref)
+    return gather.emitOpError()
+           << "gathers from a tensor with no buffer in the kernel";
+  if (gather.getPolicy() == OutOfRange::Trap)
+    return gather.emitOpError()
+           << "traps on an out-of-range coordinate, which kernels cannot "
+              "report yet (no device error channel): give it the clamp or "
+              "zero policy, or run it with tang-run";
+  auto lookup = [&](Value v) { return mapping.lookup(v); };
+  SmallVector<Value> dims = llvm::map_to_vector(gather.getIndices(), lookup);
+  SmallVector<Value> symbols = llvm::map_to_vector(gather.getValues(), lookup);
+  ArrayRef<int64_t> shape = cast<MemRefType>(memref.getType()).getShape();
+  auto cst = [&](int64_t v) {
+    return arith::ConstantIndexOp::create(b, loc, v).getResult();
+  };
+  SmallVector<Value> coords;
+  Value inside;
+  for (auto [pos, expr] : llvm::enumerate(gather.getMap().getResults())) {
+    Value c = affine::expandAffineExpr(b, loc, expr, dims, symbols);
+    bool usesData = false;
+    expr.walk([&](AffineExpr e) { usesData |= isa<AffineSymbolExpr>(e); });
+    if (usesData) {
+      // In range as an unsigned comparison: a negative coordinate is huge.
+      Value ok = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, c,
+                                       cst(shape[pos]));
+      if (gather.getPolicy() == OutOfRange::Zero)
+        inside = inside ? arith::AndIOp::create(b, loc, inside, ok) : ok;
+      if (gather.getPolicy() == OutOfRange::Clamp)
+        c = arith::MaxSIOp::create(
+            b, loc, cst(0),
+            arith::MinSIOp::create(b, loc, c, cst(shape[pos] - 1)));
+      else
+        c = arith::SelectOp::create(b, loc, ok, c, cst(0));
+    }
+    coords.push_back(c);
+  }
+  Value v = memref::LoadOp::create(b, loc, memref, coords);
+  Type ct = getComputeType(v.getType());
+  if (ct != v.getType())
+    v = arith::ExtFOp::create(b, loc, ct, v);
+  if (inside) {
+    Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(ct));
+    v = arith::SelectOp::create(b, loc, inside, v, zero);
+  }
+  mapping.map(gather.getResult(), v);
+  return success();
+}
+
 FailureOr<SmallVector<Value>> BodyEmitter::emitBody(OpBuilder &b, Block &body,
                                                     IRMapping &mapping) {
   for (Operation &op : body.without_terminator())
@@ -303,6 +355,8 @@ LogicalResult BodyEmitter::emitOp(OpBuilder &b, Operation *op,
                 emitRead(b, loc, memref, read.getMap(), indices));
     return success();
   }
+  if (auto gather = dyn_cast<GatherOp>(op))
+    return emitGather(b, gather, mapping);
   if (auto index = dyn_cast<IndexOp>(op)) {
     SmallVector<Value> operands = llvm::map_to_vector(
         index.getIndices(), [&](Value v) { return mapping.lookup(v); });

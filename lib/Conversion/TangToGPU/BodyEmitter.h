@@ -108,6 +108,9 @@ public:
   }
 
   /// Emits a load of `tensor` at `map(indices)` in compute type.
+  /// A gather's load: its coordinates clamped, or out-of-range ones read as
+  /// zero, by its policy (trap is refused: kernels have no error channel).
+  LogicalResult emitGather(OpBuilder &b, GatherOp gather, IRMapping &mapping);
   Value emitRead(OpBuilder &b, Location loc, Value memref, AffineMap map,
                  ValueRange indices);
 

@@ -46,7 +46,12 @@ Value mlir::tang::toStorage(OpBuilder &b, Location loc, Value v, Type storage) {
 
 SmallVector<Value> mlir::tang::getTensorsRead(ComprehensionOp op) {
   llvm::SetVector<Value> tensors;
-  op.walk([&](ReadOp r) { tensors.insert(r.getTensor()); });
+  op.walk([&](Operation *o) {
+    if (auto r = dyn_cast<ReadOp>(o))
+      tensors.insert(r.getTensor());
+    else if (auto g = dyn_cast<GatherOp>(o))
+      tensors.insert(g.getTensor());
+  });
   return tensors.takeVector();
 }
 

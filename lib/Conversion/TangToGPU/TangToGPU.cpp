@@ -334,13 +334,6 @@ LogicalResult KernelFormBuilder::convertFunc(func::FuncOp func) {
     if (written.contains(&op))
       continue;
     if (auto c = dyn_cast<ComprehensionOp>(op)) {
-      WalkResult gathers = c.walk([](GatherOp g) {
-        g.emitOpError() << "is not supported by the kernel form yet (the "
-                           "reference interpreter, tang-run, runs it)";
-        return WalkResult::interrupt();
-      });
-      if (gathers.wasInterrupted())
-        return failure();
       // The kernel its schedule names, or the one chooseKernel gives.
       KernelChoice choice;
       ScheduleAttr s = c.getScheduleAttr();

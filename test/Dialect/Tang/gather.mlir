@@ -11,7 +11,7 @@
 // CHECK: tang.gather %{{.*}}[symbol(%{{.*}}), %{{.*}}] : tensor<100x8xf32>
 // CHECK: tang.gather %{{.*}}[symbol(%{{.*}}) + 1, %{{.*}}] clamp : tensor<100x8xf32>
 // CHECK: tang.gather %{{.*}}[symbol(%{{.*}}), %{{.*}}] zero : tensor<100x8xf32>
-// GPU: error: 'tang.gather' op is not supported by the kernel form yet
+// GPU: error: 'tang.gather' op traps on an out-of-range coordinate, which kernels cannot report yet
 // GRAD: error: 'tang.gather' op cannot be differentiated yet (its gradient is a scatter-add
 // LP: warning: no traffic bound: it gathers (data-dependent reads are not in the traffic LP yet)
 func.func @embedding(%E: tensor<100x8xf32>, %tok: tensor<4xi32>) -> tensor<4x8xf32> {

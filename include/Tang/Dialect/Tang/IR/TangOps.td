@@ -150,9 +150,10 @@ def Tang_GatherOp : Tang_Op<"gather", [Pure]> {
 
     A gather with no symbol is a `tang.read`; the verifier says so. Passes
     that know reads only (fusion, differentiation, the online-softmax
-    rewrite, the traffic bound, the kernel form) leave comprehensions with
-    gathers alone or say that they cannot take them; the reference
-    interpreter runs them.
+    rewrite, the traffic bound) leave comprehensions with gathers alone or
+    say that they cannot take them. The reference interpreter runs every
+    policy; the kernel form (every backend) runs `clamp` and `zero`, and
+    refuses `trap` until kernels can report an error.
 
     ```mlir
     // Embedding lookup: E[tokens[b, t], d].

@@ -1,0 +1,28 @@
+// RUN: tang-opt %s --tang-schedule --convert-tang-to-gpu | FileCheck %s
+
+// A gather in a kernel: its data coordinate (an integer read, cast to
+// index) clamped into the table (clamp), or checked with an unsigned
+// comparison and read at 0 then replaced by zero (zero). The gathered
+// table is a kernel argument like a read tensor.
+// CHECK-LABEL: gpu.func @lookup_k0
+// CHECK-SAME: memref<8xi32>, %{{.*}}: memref<64x16xf32>
+// CHECK: %[[T:.*]] = memref.load {{.*}} : memref<8xi32>
+// CHECK: %[[R:.*]] = arith.index_cast %[[T]] : i32 to index
+// CHECK: arith.minsi %[[R]]
+// CHECK: arith.maxsi
+// CHECK: memref.load {{.*}} : memref<64x16xf32>
+// CHECK: arith.cmpi ult
+// CHECK: arith.select
+// CHECK: memref.load {{.*}} : memref<64x16xf32>
+// CHECK: arith.select
+func.func @lookup(%tok: tensor<8xi32>, %E: tensor<64x16xf32>) -> tensor<8x16xf32> {
+  %y = tang.comprehension (%i, %d) [8, 16] : tensor<8x16xf32> {
+    %k = tang.read %tok[%i] : tensor<8xi32>
+    %row = arith.index_cast %k : i32 to index
+    %a = tang.gather %E[symbol(%row), %d] clamp : tensor<64x16xf32>
+    %b = tang.gather %E[symbol(%row) + 1, %d] zero : tensor<64x16xf32>
+    %s = arith.addf %a, %b : f32
+    tang.yield %s : f32
+  }
+  return %y : tensor<8x16xf32>
+}
