@@ -237,16 +237,23 @@ FailureOr<MonoidEval> Compiler::compileUserMonoid(MonoidOp op) {
   return m;
 }
 
-LogicalResult Compiler::compileRead(ReadOp op, std::vector<Instr> &out) {
-  auto it = tensors.find(op.getTensor());
+FailureOr<std::shared_ptr<Tensor>> Compiler::lookupTensor(Operation *reader,
+                                                          Value tensor) {
+  auto it = tensors.find(tensor);
   if (it == tensors.end())
-    return op.emitError() << "tang-run: the tensor read here is not a "
-                             "function-level value";
-  std::shared_ptr<Tensor> t = it->second;
+    return reader->emitError() << "tang-run: the tensor read here is not a "
+                                  "function-level value";
+  return it->second;
+}
+
+LogicalResult Compiler::compileRead(ReadOp op, std::vector<Instr> &out) {
+  FailureOr<std::shared_ptr<Tensor>> found = lookupTensor(op, op.getTensor());
+  if (failed(found))
+    return failure();
+  std::shared_ptr<Tensor> t = *found;
   Slot dst = slotOf(op.getResult());
-  SmallVector<Slot> idx;
-  for (Value v : op.getIndices())
-    idx.push_back(slotOf(v));
+  SmallVector<Slot> idx =
+      llvm::map_to_vector(op.getIndices(), [&](Value v) { return slotOf(v); });
   AffineMap map = op.getMap();
   SmallVector<int64_t> strides = t->getStrides();
   int64_t numElements = t->getNumElements();
@@ -301,15 +308,13 @@ LogicalResult Compiler::compileRead(ReadOp op, std::vector<Instr> &out) {
 }
 
 LogicalResult Compiler::compileGather(GatherOp op, std::vector<Instr> &out) {
-  auto it = tensors.find(op.getTensor());
-  if (it == tensors.end())
-    return op.emitError() << "tang-run: the tensor gathered from here is not "
-                             "a function-level value";
-  std::shared_ptr<Tensor> t = it->second;
+  FailureOr<std::shared_ptr<Tensor>> found = lookupTensor(op, op.getTensor());
+  if (failed(found))
+    return failure();
+  std::shared_ptr<Tensor> t = *found;
   Slot dst = slotOf(op.getResult());
-  SmallVector<Slot> operands;
-  for (Value v : op.getMapOperands())
-    operands.push_back(slotOf(v));
+  SmallVector<Slot> operands = llvm::map_to_vector(
+      op.getMapOperands(), [&](Value v) { return slotOf(v); });
   // The data values (symbols) become dimensions after the indices.
   AffineMap map = op.getMap();
   unsigned numDims = map.getNumDims(), numSymbols = map.getNumSymbols();

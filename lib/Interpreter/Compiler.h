@@ -235,6 +235,9 @@ private:
                           std::vector<Instr> &out);
   LogicalResult emitBinary(Operation *o, double (*fn)(double, double),
                            std::vector<Instr> &out);
+  /// The function-level tensor `tensor` that `reader` reads, or an error.
+  FailureOr<std::shared_ptr<Tensor>> lookupTensor(Operation *reader,
+                                                  Value tensor);
   LogicalResult compileRead(ReadOp op, std::vector<Instr> &out);
   /// A gather: its coordinates evaluated per point, checked by its policy.
   LogicalResult compileGather(GatherOp op, std::vector<Instr> &out);

@@ -437,6 +437,20 @@ void ReadOp::print(OpAsmPrinter &p) {
   p << " : " << getTensor().getType();
 }
 
+/// tang.read and tang.gather yield one element of a statically shaped
+/// tensor.
+static LogicalResult verifyElementOf(Operation *op, RankedTensorType type,
+                                     Type result) {
+  if (!type.hasStaticShape())
+    return op->emitOpError() << "needs a statically shaped tensor (symbolic "
+                                "extents are not supported yet), got "
+                             << type;
+  if (result != type.getElementType())
+    return op->emitOpError() << "result type " << result
+                             << " is not the element type of " << type;
+  return success();
+}
+
 /// tang.read and tang.index compute scalars of a comprehension's body from
 /// an affine map of iteration indices: checks what they share (placement,
 /// the map's symbols and dimensions, indices in scope).
@@ -464,13 +478,8 @@ LogicalResult ReadOp::verify() {
                          << map.getNumResults() << " index expressions";
   if (failed(verifyIndexMap(*this, map, getIndices())))
     return failure();
-  if (!type.hasStaticShape())
-    return emitOpError() << "needs a statically shaped tensor (symbolic "
-                            "extents are not supported yet), got "
-                         << type;
-  if (getResult().getType() != type.getElementType())
-    return emitOpError() << "result type " << getResult().getType()
-                         << " is not the element type of " << type;
+  if (failed(verifyElementOf(*this, type, getResult().getType())))
+    return failure();
   SmallVector<IndexRange> ranges =
       llvm::map_to_vector(getIndices(), getIndexRange);
   return verifyInBounds(*this, map, ranges, type.getShape(),
@@ -569,13 +578,8 @@ LogicalResult GatherOp::verify() {
                            << " is an iteration index; an index is a "
                               "dimension of the coordinates, a symbol a "
                               "value computed from data";
-  if (!type.hasStaticShape())
-    return emitOpError() << "needs a statically shaped tensor (symbolic "
-                            "extents are not supported yet), got "
-                         << type;
-  if (getResult().getType() != type.getElementType())
-    return emitOpError() << "result type " << getResult().getType()
-                         << " is not the element type of " << type;
+  if (failed(verifyElementOf(*this, type, getResult().getType())))
+    return failure();
   // The coordinates without data are proved in bounds now; the others are
   // checked as the program runs.
   // (Data coordinates stand as 0 here.)
