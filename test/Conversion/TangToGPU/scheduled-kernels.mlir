@@ -134,3 +134,29 @@ func.func @subgroup_refused(%A: tensor<40x24xf32>, %B: tensor<24x48xf32>) -> ten
   }
   return %C : tensor<40x48xf32>
 }
+
+// -----
+
+func.func @wrong_vector(%A: tensor<128x64xbf16>, %B: tensor<64x128xbf16>) -> tensor<128x128xbf16> {
+  // expected-error @+1 {{its operands move 8 elements (16 bytes) at a time, not 4}}
+  %C = tang.comprehension (%i, %j) reduce (%k) [128, 128, 64] monoid(add) attributes {schedule = #tang.schedule<tile = [64, 64, 32], threads = [2, 64, 1], vector = 4, stages = 2, memory = [shared, shared], kernel = contraction, mma = mma_sync>} : tensor<128x128xbf16> {
+    %a = tang.read %A[%i, %k] : tensor<128x64xbf16>
+    %b = tang.read %B[%k, %j] : tensor<64x128xbf16>
+    %p = arith.mulf %a, %b : bf16
+    tang.yield %p : bf16
+  }
+  return %C : tensor<128x128xbf16>
+}
+
+// -----
+
+func.func @score_on_a_product(%A: tensor<128x64xbf16>, %B: tensor<64x128xbf16>) -> tensor<128x128xbf16> {
+  // expected-error @+1 {{has a schedule asking for a score kernel, but it is not a sum over keys of dot-product scores}}
+  %C = tang.comprehension (%i, %j) reduce (%k) [128, 128, 64] monoid(add) attributes {schedule = #tang.schedule<tile = [64, 64, 64], threads = [4, 32, 1], stages = 2, memory = [shared, shared], kernel = score, mma = mma_sync>} : tensor<128x128xbf16> {
+    %a = tang.read %A[%i, %k] : tensor<128x64xbf16>
+    %b = tang.read %B[%k, %j] : tensor<64x128xbf16>
+    %p = arith.mulf %a, %b : bf16
+    tang.yield %p : bf16
+  }
+  return %C : tensor<128x128xbf16>
+}

@@ -572,12 +572,7 @@ LogicalResult GatherOp::verify() {
   for (auto [i, v] : llvm::enumerate(getIndices()))
     if (failed(verifyInScopeIndex(*this, v, i)))
       return failure();
-  for (auto [i, v] : llvm::enumerate(getValues()))
-    if (getOwningComprehension(v))
-      return emitOpError() << "symbol #" << i
-                           << " is an iteration index; an index is a "
-                              "dimension of the coordinates, a symbol a "
-                              "value computed from data";
+  // (An iteration index used as a symbol is refused by its comprehension.)
   if (failed(verifyElementOf(*this, type, getResult().getType())))
     return failure();
   // The coordinates without data are proved in bounds now; the others are
