@@ -256,6 +256,12 @@ KernelChoice mlir::tang::chooseKernel(ComprehensionOp op,
     if (remarks)
       op.emitRemark() << why;
   };
+  if (hasPaddedRead(op)) {
+    // Matrix-unit and tile kernels load without guards.
+    if (classifyComprehension(op) == ShapeClass::MatmulLike)
+      remark("a SIMT kernel: it reads with padding");
+    return choice;
+  }
   if (options.tensorCores == TensorCoreKind::None) {
     if (options.matrixUnits &&
         classifyComprehension(op) == ShapeClass::MatmulLike)
@@ -436,6 +442,9 @@ FailureOr<KernelChoice> mlir::tang::getScheduledKernel(ComprehensionOp op) {
     return refuse("its tile has " + Twine(tile.size()) + " sizes for " +
                   Twine(op.getNumIndices()) + " indices");
   int64_t maxShared = getTarget(op).getSharedPerBlock();
+  if (choice.kind != KernelKind::Auto && choice.kind != KernelKind::Simt &&
+      hasPaddedRead(op))
+    return refuse("it reads with padding, which only SIMT kernels guard");
   switch (choice.kind) {
   case KernelKind::Auto:
   case KernelKind::Simt:

@@ -146,6 +146,14 @@ bool mlir::tang::readsSixteenBitTensors(ComprehensionOp op) {
   return found;
 }
 
+bool mlir::tang::hasPaddedRead(ComprehensionOp op) {
+  return op
+      .walk([](ReadOp r) {
+        return r.getFill() ? WalkResult::interrupt() : WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
 std::optional<MmaContraction>
 mlir::tang::matchMmaContraction(ComprehensionOp op, std::string &why,
                                 bool allowTransposedA, bool allowTf32) {

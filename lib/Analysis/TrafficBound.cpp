@@ -58,9 +58,9 @@ FailureOr<LoopNest> mlir::tang::getLoopNest(ComprehensionOp op,
     SmallVector<std::string> dropped;
     for (AffineExpr e : map.getResults()) {
       auto dim = dyn_cast<AffineDimExpr>(e);
-      if (!dim) {
-        // Not a projection: the coordinate is left out (see
-        // LoopNest::relaxed).
+      if (!dim || read.getFill()) {
+        // Not a projection (or padded: an index may run past the tensor):
+        // the coordinate is left out (see LoopNest::relaxed).
         // Printed over the comprehension's indices (d<position>).
         SmallVector<AffineExpr> byPosition;
         for (Value v : read.getIndices())

@@ -274,7 +274,11 @@ LogicalResult Compiler::compileRead(ReadOp op, std::vector<Instr> &out) {
   }
   ErrorState *e = &err;
   Operation *at = op;
-  if (linear) {
+  // A padded read: coordinates outside the tensor read the fill.
+  std::optional<double> fill;
+  if (TypedAttr a = op.getFillAttr())
+    fill = attrToDouble(a);
+  if (linear && !fill) {
     out.push_back([t, dst, idx, flat, numElements, e, at](double *f) {
       int64_t off = flat.constant;
       for (unsigned d = 0; d < idx.size(); ++d)
@@ -288,13 +292,17 @@ LogicalResult Compiler::compileRead(ReadOp op, std::vector<Instr> &out) {
     });
     return success();
   }
-  out.push_back([t, dst, idx, map, strides, e, at](double *f) {
+  out.push_back([t, dst, idx, map, strides, fill, e, at](double *f) {
     SmallVector<int64_t, 8> dims;
     for (Slot s : idx)
       dims.push_back(static_cast<int64_t>(f[s]));
     int64_t off = 0;
     for (auto [r, expr] : llvm::enumerate(map.getResults())) {
       int64_t c = evaluateAffine(expr, dims);
+      if ((c < 0 || c >= t->shape[r]) && fill) {
+        f[dst] = *fill;
+        return;
+      }
       if (c < 0 || c >= t->shape[r]) {
         e->raise(at, "read out of bounds");
         f[dst] = NAN;

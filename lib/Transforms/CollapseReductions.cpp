@@ -103,8 +103,9 @@ bool mlir::tang::collapseReductions(ComprehensionOp op, bool wgmma, bool tf32,
     AffineMap map =
         read.getMap().replaceDimsAndSymbols(replace, {}, indices.size(), 0);
     OpBuilder rb(read);
-    auto collapsed = ReadOp::create(rb, read.getLoc(), read.getTensor(),
-                                    simplifyAffineMap(map), indices);
+    auto collapsed =
+        ReadOp::create(rb, read.getLoc(), read.getTensor(),
+                       simplifyAffineMap(map), indices, read.getFillAttr());
     read.replaceAllUsesWith(collapsed.getResult());
     read.erase();
   }

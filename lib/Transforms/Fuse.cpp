@@ -327,6 +327,10 @@ struct ReadOfComprehension_Fuse : OpRewritePattern<ReadOp> {
             .wasInterrupted())
       return rewriter.notifyMatchFailure(
           read, "the producer gathers (gathers are not fused yet)");
+    if (read.getFill())
+      return rewriter.notifyMatchFailure(
+          read, "the read is padded (the producer would run outside its "
+                "domain: not fused yet)");
     switch (policy.decide(read, producer)) {
     case Decision::KeepRecompute:
       return rewriter.notifyMatchFailure(

@@ -379,7 +379,8 @@ void forwardCopies(func::FuncOp f) {
     for (OpOperand &use :
          llvm::make_early_inc_range(c.getResult(0).getUses())) {
       auto read = dyn_cast<ReadOp>(use.getOwner());
-      if (!read)
+      // (A padded read would read the fill before the cast, not after.)
+      if (!read || read.getFill())
         continue;
       OpBuilder b(read);
       IRMapping map;

@@ -32,7 +32,8 @@ Operation *cloneSubstituted(OpBuilder &b, Operation *op, IRMapping &mapping,
   Operation *copy;
   if (auto r = dyn_cast<ReadOp>(op)) {
     copy = ReadOp::create(b, r.getLoc(), mapping.lookupOrDefault(r.getTensor()),
-                          compose(r.getIndices(), r.getMap()), operands);
+                          compose(r.getIndices(), r.getMap()), operands,
+                          r.getFillAttr());
   } else if (auto i = dyn_cast<IndexOp>(op)) {
     copy = IndexOp::create(
         b, i.getLoc(), i.getType(), operands,

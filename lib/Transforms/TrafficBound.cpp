@@ -69,7 +69,8 @@ int64_t getCompulsoryBytes(ComprehensionOp op) {
     llvm::SmallSetVector<Value, 4> support;
     for (AffineExpr e : map.getResults()) {
       auto dim = dyn_cast<AffineDimExpr>(e);
-      if (!dim)
+      // (A padded read's index may run past the tensor.)
+      if (!dim || read.getFill())
         return;
       support.insert(read.getIndices()[dim.getPosition()]);
     }
@@ -414,10 +415,13 @@ struct TangTrafficBoundPass
             relaxed.push_back(r);
           record["relaxed"] = std::move(relaxed);
         }
-        // Compulsory: every tensor read, and the result, once.
+        // Compulsory: every tensor read, and the result, once (a padded
+        // read may touch part of its tensor: it counts nothing).
         llvm::SmallPtrSet<void *, 8> seen;
         int64_t compulsory = 0;
         for (ReadOp r : op.getBodyBlock().getOps<ReadOp>()) {
+          if (r.getFill())
+            continue;
           Value t = r.getTensor();
           while (auto view = t.getDefiningOp<ViewOp>())
             t = view.getSource();

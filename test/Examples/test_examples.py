@@ -178,6 +178,12 @@ def ref_rmsnorm(X, w):
     return [rmsnorm(X, w, f32c(1e-6))]
 
 
+def ref_embedding_rmsnorm(tokens, E, w):
+    # clamp: tokens outside the table read its first or last row.
+    x = E[np.clip(tokens, 0, E.shape[0] - 1)]
+    return [rmsnorm(x, w, f32c(1e-6))]
+
+
 def ref_layernorm(X, gamma, beta):
     mu = X.mean(axis=-1, keepdims=True)
     var = ((X - mu) ** 2).mean(axis=-1, keepdims=True)
@@ -262,6 +268,15 @@ def ref_conv2d(X, F):
     return [np.einsum("nchwrs,kcrs->nkhw", win, F)]
 
 
+def ref_causal_conv1d(X, W, bias):
+    K = W.shape[1]
+    # Zero padding before the start: output t sees x[t - K + 1 .. t].
+    xp = np.concatenate([np.zeros((X.shape[0], K - 1, X.shape[2])), X], axis=1)
+    conv = sum(W[:, k] * xp[:, k:k + X.shape[1], :] for k in range(K))
+    s = conv + bias
+    return [s / (1.0 + np.exp(-s))]
+
+
 def ref_prefix_sum(x):
     return [np.cumsum(x)]
 
@@ -340,6 +355,12 @@ CASES = {
         ref_alibi_attention, [ATT]),
     "conv2d": Case([Input((2, 3, 10, 10)), Input((4, 3, 3, 3))], ref_conv2d,
                    [(2, 4, 8, 8)]),
+    "causal_conv1d": Case([Input((2, 256, 64)), Input((64, 4)), Input((64,))],
+                          ref_causal_conv1d, [(2, 256, 64)]),
+    # Tokens from -20 to 1020: some outside the table of 1000 rows.
+    "embedding_rmsnorm": Case(
+        [Input((2, 64), "i4", lo=-20, hi=1020), Input((1000, 64)),
+         Input((64,))], ref_embedding_rmsnorm, [(2, 64, 64)]),
     "prefix_sum": Case([Input((64,))], ref_prefix_sum, [(64,)]),
     "linear_recurrence": Case([Input((2048,), lo=-3, hi=3), Input((2048,))],
                               ref_linear_recurrence, [(2048,)]),

@@ -134,8 +134,8 @@ def test_float_compares_follow_cmpf(compiler, tmp_path):
                          runner(lib, manifest["functions"][0]))
 
 
-GRADIENT_EXAMPLES = ["attention", "conv2d", "cross_entropy", "layernorm",
-                     "matmul_bias_gelu", "rmsnorm", "softmax"]
+GRADIENT_EXAMPLES = ["attention", "causal_conv1d", "conv2d", "cross_entropy",
+                     "layernorm", "matmul_bias_gelu", "rmsnorm", "softmax"]
 
 
 @pytest.mark.parametrize("name", GRADIENT_EXAMPLES)

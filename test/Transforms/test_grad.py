@@ -32,6 +32,8 @@ EXAMPLES = sorted((ROOT / "examples").glob("*.mlir"))
 # Examples --tang-grad refuses, and the words of its diagnostic.
 NOT_DIFFERENTIABLE = {
     "argmax": "reduces under a monoid --tang-grad has no derivative rule",
+    "embedding_rmsnorm": "cannot be differentiated yet (its gradient is a "
+                         "scatter-add",
     "linear_recurrence":
         "reduces under a monoid --tang-grad has no derivative rule",
 }
@@ -220,6 +222,31 @@ func.func @main(%qkv: tensor<6x24xf32>, %w: tensor<4x4xf32>, %o: tensor<6x2x4xf3
     tang.yield %p : f32
   }
   return %y, %z, %g : tensor<6x2x4xf32>, tensor<6x8xf32>, tensor<8x5xf32>
+}
+""",
+    # Padded reads: a "same" 2-D convolution (zero padding on both sides),
+    # a max-pool whose padding is -inf, a strided window past the end, a
+    # padded read of a transposed view: coordinates outside the tensor
+    # contribute nothing to its gradient.
+    "padded_windows": """\
+func.func @main(%x: tensor<5x6xf32>, %f: tensor<3x3xf32>, %v: tensor<7xf32>) -> (tensor<5x6xf32>, tensor<5x6xf32>, tensor<4xf32>) {
+  %y = tang.comprehension (%i, %j) reduce (%r, %s) [5, 6, 3, 3] monoid(add) : tensor<5x6xf32> {
+    %a = tang.read %x[%i + %r - 1, %j + %s - 1] fill(0.0) : tensor<5x6xf32>
+    %b = tang.read %f[%r, %s] : tensor<3x3xf32>
+    %p = arith.mulf %a, %b : f32
+    tang.yield %p : f32
+  }
+  %xt = tang.view %x by affine_map<(d0, d1) -> (d1, d0)> : tensor<5x6xf32> to tensor<6x5xf32>
+  %m = tang.comprehension (%i, %j) reduce (%k) [5, 6, 3] monoid(max) : tensor<5x6xf32> {
+    %a = tang.read %xt[%j, %i + %k - 1] fill(0xFF800000 : f32) : tensor<6x5xf32>
+    tang.yield %a : f32
+  }
+  %w = tang.comprehension (%i) reduce (%k) [4, 3] monoid(add) : tensor<4xf32> {
+    %a = tang.read %v[%i * 2 + %k] fill(0.5) : tensor<7xf32>
+    %s = arith.mulf %a, %a : f32
+    tang.yield %s : f32
+  }
+  return %y, %m, %w : tensor<5x6xf32>, tensor<5x6xf32>, tensor<4xf32>
 }
 """,
     "max_min_reductions": """\

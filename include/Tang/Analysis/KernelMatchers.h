@@ -94,6 +94,10 @@ Value stripExtensions(Value v);
 /// refuses it says why in a remark).
 bool readsSixteenBitTensors(ComprehensionOp op);
 
+/// Whether `op` (or a comprehension nested in it) has a padded read: only
+/// the SIMT kernel, which guards every element, takes it.
+bool hasPaddedRead(ComprehensionOp op);
+
 /// Matches `op` (a function-level comprehension) against the contraction
 /// the tensor-core emitter handles; std::nullopt with `why` set otherwise.
 /// With `allowTransposedA` (wgmma), the left operand may be contiguous in

@@ -150,6 +150,19 @@ Value BodyEmitter::emitRead(OpBuilder &b, Location loc, Value memref,
   return v;
 }
 
+/// `c` if it lies in [0, extent), else 0 (a safe address); `inside`
+/// accumulates (and) whether every coordinate guarded so far lies inside.
+static Value guardCoordinate(OpBuilder &b, Location loc, Value c,
+                             int64_t extent, Value &inside) {
+  // In range as an unsigned comparison: a negative coordinate is huge.
+  Value ok =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, c,
+                            arith::ConstantIndexOp::create(b, loc, extent));
+  inside = inside ? arith::AndIOp::create(b, loc, inside, ok) : ok;
+  return arith::SelectOp::create(b, loc, ok, c,
+                                 arith::ConstantIndexOp::create(b, loc, 0));
+}
+
 LogicalResult BodyEmitter::emitGather(OpBuilder &b, GatherOp gather,
                                       IRMapping &mapping) {
   Location loc = gather.getLoc();
@@ -175,31 +188,47 @@ LogicalResult BodyEmitter::emitGather(OpBuilder &b, GatherOp gather,
     Value c = affine::expandAffineExpr(b, loc, expr, dims, symbols);
     bool usesData = false;
     expr.walk([&](AffineExpr e) { usesData |= isa<AffineSymbolExpr>(e); });
-    if (usesData) {
-      // In range as an unsigned comparison: a negative coordinate is huge.
-      Value ok = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, c,
-                                       cst(shape[pos]));
-      if (gather.getPolicy() == OutOfRange::Zero)
-        inside = inside ? arith::AndIOp::create(b, loc, inside, ok) : ok;
-      if (gather.getPolicy() == OutOfRange::Clamp)
-        c = arith::MaxSIOp::create(
-            b, loc, cst(0),
-            arith::MinSIOp::create(b, loc, c, cst(shape[pos] - 1)));
-      else
-        c = arith::SelectOp::create(b, loc, ok, c, cst(0));
-    }
+    if (usesData && gather.getPolicy() == OutOfRange::Clamp)
+      c = arith::MaxSIOp::create(
+          b, loc, cst(0),
+          arith::MinSIOp::create(b, loc, c, cst(shape[pos] - 1)));
+    else if (usesData)
+      c = guardCoordinate(b, loc, c, shape[pos], inside);
     coords.push_back(c);
   }
+  Type element = cast<MemRefType>(memref.getType()).getElementType();
+  mapping.map(
+      gather.getResult(),
+      emitGuardedLoad(b, loc, memref, coords, inside, b.getZeroAttr(element)));
+  return success();
+}
+
+Value BodyEmitter::emitPaddedRead(OpBuilder &b, ReadOp read, Value memref,
+                                  ValueRange indices) {
+  Location loc = read.getLoc();
+  ArrayRef<int64_t> shape = cast<MemRefType>(memref.getType()).getShape();
+  SmallVector<Value> coords;
+  Value inside;
+  for (auto [pos, expr] : llvm::enumerate(read.getMap().getResults())) {
+    Value c = affine::expandAffineExpr(b, loc, expr, indices, {});
+    coords.push_back(guardCoordinate(b, loc, c, shape[pos], inside));
+  }
+  return emitGuardedLoad(b, loc, memref, coords, inside, read.getFillAttr());
+}
+
+Value BodyEmitter::emitGuardedLoad(OpBuilder &b, Location loc, Value memref,
+                                   ValueRange coords, Value inside,
+                                   TypedAttr outside) {
   Value v = memref::LoadOp::create(b, loc, memref, coords);
   Type ct = getComputeType(v.getType());
   if (ct != v.getType())
     v = arith::ExtFOp::create(b, loc, ct, v);
-  if (inside) {
-    Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(ct));
-    v = arith::SelectOp::create(b, loc, inside, v, zero);
-  }
-  mapping.map(gather.getResult(), v);
-  return success();
+  if (!inside)
+    return v;
+  Value fill = arith::ConstantOp::create(b, loc, outside);
+  if (ct != fill.getType())
+    fill = arith::ExtFOp::create(b, loc, ct, fill);
+  return arith::SelectOp::create(b, loc, inside, v, fill);
 }
 
 FailureOr<SmallVector<Value>> BodyEmitter::emitBody(OpBuilder &b, Block &body,
@@ -352,7 +381,9 @@ LogicalResult BodyEmitter::emitOp(OpBuilder &b, Operation *op,
     SmallVector<Value> indices = llvm::map_to_vector(
         read.getIndices(), [&](Value v) { return mapping.lookup(v); });
     mapping.map(read.getResult(),
-                emitRead(b, loc, memref, read.getMap(), indices));
+                read.getFill()
+                    ? emitPaddedRead(b, read, memref, indices)
+                    : emitRead(b, loc, memref, read.getMap(), indices));
     return success();
   }
   if (auto gather = dyn_cast<GatherOp>(op))

@@ -107,15 +107,23 @@ public:
     return emitOp(b, op, mapping);
   }
 
-  /// Emits a load of `tensor` at `map(indices)` in compute type.
   /// A gather's load: its coordinates clamped, or out-of-range ones read as
   /// zero, by its policy (trap is refused: kernels have no error channel).
   LogicalResult emitGather(OpBuilder &b, GatherOp gather, IRMapping &mapping);
+  /// Emits a load of `memref` at `map(indices)` in compute type.
   Value emitRead(OpBuilder &b, Location loc, Value memref, AffineMap map,
                  ValueRange indices);
 
 private:
   LogicalResult emitOp(OpBuilder &b, Operation *op, IRMapping &mapping);
+  /// A padded read's load: coordinates outside the buffer read the fill.
+  Value emitPaddedRead(OpBuilder &b, ReadOp read, Value memref,
+                       ValueRange indices);
+  /// Loads `memref` at `coords` where `inside` holds (coordinates already
+  /// made safe where it does not) and yields `outside` elsewhere, in
+  /// compute type.
+  Value emitGuardedLoad(OpBuilder &b, Location loc, Value memref,
+                        ValueRange coords, Value inside, TypedAttr outside);
 
   IRMapping &tensors;
   Block *entry;

@@ -218,7 +218,9 @@ SmallVector<Value> emitBlockCombine(OpBuilder &b, Location loc,
 bool isVectorizable(ReadOp read, Value row, int64_t v) {
   AffineMap map = read.getMap();
   auto type = cast<RankedTensorType>(read.getTensor().getType());
-  if (map.getNumResults() == 0 || type.getShape().back() % v != 0)
+  // A padded read is guarded per element.
+  if (map.getNumResults() == 0 || type.getShape().back() % v != 0 ||
+      read.getFill())
     return false;
   auto pos = llvm::find(read.getIndices(), row) - read.getIndices().begin();
   if (pos == static_cast<long>(read.getIndices().size()))

@@ -1629,3 +1629,43 @@ func.func @gather_outside(%E: tensor<10x4xf32>, %r: index) -> f32 {
   %e = tang.gather %E[symbol(%r), 0] : tensor<10x4xf32>
   return %e : f32
 }
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Padded reads
+//===----------------------------------------------------------------------===//
+
+// A fill must be a value of the element type.
+func.func @fill_not_element(%I: tensor<8xi32>) -> tensor<8xi32> {
+  %y = tang.comprehension (%i) [8] : tensor<8xi32> {
+    // expected-error @+1 {{fill 1.500000e+00 : f64 is not a value of 'i32'}}
+    %x = tang.read %I[%i - 1] fill(1.5) : tensor<8xi32>
+    tang.yield %x : i32
+  }
+  return %y : tensor<8xi32>
+}
+
+// -----
+
+// A typed fill of another type is refused by the verifier.
+func.func @fill_typed_other(%X: tensor<8xf32>) -> tensor<8xf32> {
+  %y = tang.comprehension (%i) [8] : tensor<8xf32> {
+    // expected-error @+1 {{'tang.read' op fill 1.000000e+00 : f16 is not a value of 'f32'}}
+    %x = "tang.read"(%X, %i) <{map = affine_map<(d0) -> (d0 - 1)>, fill = 1.0 : f16}> : (tensor<8xf32>, index) -> f32
+    tang.yield %x : f32
+  }
+  return %y : tensor<8xf32>
+}
+
+// -----
+
+// Without a fill, a coordinate outside the tensor is refused.
+func.func @unpadded_outside(%X: tensor<8xf32>) -> tensor<8xf32> {
+  %y = tang.comprehension (%i) [8] : tensor<8xf32> {
+    // expected-error @+1 {{out of bounds}}
+    %x = tang.read %X[%i - 1] : tensor<8xf32>
+    tang.yield %x : f32
+  }
+  return %y : tensor<8xf32>
+}

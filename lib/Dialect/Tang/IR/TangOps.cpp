@@ -409,22 +409,62 @@ ComprehensionOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 //===----------------------------------------------------------------------===//
 
 void ReadOp::build(OpBuilder &b, OperationState &st, Value tensor,
-                   AffineMap map, ValueRange indices) {
+                   AffineMap map, ValueRange indices, TypedAttr fill) {
   build(b, st, cast<RankedTensorType>(tensor.getType()).getElementType(),
-        tensor, indices, map);
+        tensor, indices, map, fill);
+}
+
+/// A fill literal written without a type (`fill(0.0)`, `fill(1)`) as a value
+/// of the element type; null if it cannot be one.
+static TypedAttr convertFill(Attribute attr, Type element) {
+  auto typed = dyn_cast<TypedAttr>(attr);
+  if (!typed || typed.getType() == element)
+    return typed;
+  if (auto ft = dyn_cast<FloatType>(element)) {
+    APFloat v(0.0);
+    if (auto f = dyn_cast<FloatAttr>(attr); f && f.getType().isF64())
+      v = f.getValue();
+    else if (auto i = dyn_cast<IntegerAttr>(attr);
+             i && i.getType().isInteger(64))
+      v = APFloat(static_cast<double>(i.getInt()));
+    else
+      return {};
+    bool lost;
+    v.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+    return FloatAttr::get(ft, v);
+  }
+  auto i = dyn_cast<IntegerAttr>(attr);
+  if (!element.isSignlessInteger() || !i || !i.getType().isInteger(64))
+    return {};
+  unsigned width = element.getIntOrFloatBitWidth();
+  if (!llvm::isIntN(width, i.getInt()) && !llvm::isUIntN(width, i.getInt()))
+    return {};
+  return IntegerAttr::get(element, i.getInt());
 }
 
 ParseResult ReadOp::parse(OpAsmParser &p, OperationState &st) {
   OpAsmParser::UnresolvedOperand tensor;
   SmallVector<OpAsmParser::UnresolvedOperand> indices;
-  Attribute map;
+  Attribute map, fill;
   RankedTensorType type;
   if (p.parseOperand(tensor) ||
-      p.parseAffineMapOfSSAIds(indices, map, "map", st.attributes) ||
-      p.parseOptionalAttrDict(st.attributes) || p.parseColonType(type) ||
+      p.parseAffineMapOfSSAIds(indices, map, "map", st.attributes))
+    return failure();
+  SMLoc fillAt = p.getCurrentLocation();
+  if (succeeded(p.parseOptionalKeyword("fill")) &&
+      (p.parseLParen() || p.parseAttribute(fill) || p.parseRParen()))
+    return failure();
+  if (p.parseOptionalAttrDict(st.attributes) || p.parseColonType(type) ||
       p.resolveOperand(tensor, type, st.operands) ||
       p.resolveOperands(indices, p.getBuilder().getIndexType(), st.operands))
     return failure();
+  if (fill) {
+    TypedAttr converted = convertFill(fill, type.getElementType());
+    if (!converted)
+      return p.emitError(fillAt) << "fill " << fill << " is not a value of "
+                                 << type.getElementType();
+    st.addAttribute("fill", converted);
+  }
   st.addTypes(type.getElementType());
   return success();
 }
@@ -433,7 +473,20 @@ void ReadOp::print(OpAsmPrinter &p) {
   p << " " << getTensor() << "[";
   p.printAffineMapOfSSAIds(getMapAttr(), getIndices());
   p << "]";
-  p.printOptionalAttrDict((*this)->getAttrs(), {"map"});
+  if (TypedAttr fill = getFillAttr()) {
+    // Untyped where the literal reads back as the same value (a decimal);
+    // typed where it is hexadecimal (non-finite, or no exact decimal).
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    fill.print(os, /*elideType=*/true);
+    p << " fill(";
+    if (StringRef(text).ltrim('-').starts_with("0x"))
+      p.printAttribute(fill);
+    else
+      p << text;
+    p << ")";
+  }
+  p.printOptionalAttrDict((*this)->getAttrs(), {"map", "fill"});
   p << " : " << getTensor().getType();
 }
 
@@ -480,6 +533,13 @@ LogicalResult ReadOp::verify() {
     return failure();
   if (failed(verifyElementOf(*this, type, getResult().getType())))
     return failure();
+  if (TypedAttr fill = getFillAttr()) {
+    // Coordinates outside the tensor read the fill.
+    if (fill.getType() != type.getElementType())
+      return emitOpError() << "fill " << fill << " is not a value of "
+                           << type.getElementType();
+    return success();
+  }
   SmallVector<IndexRange> ranges =
       llvm::map_to_vector(getIndices(), getIndexRange);
   return verifyInBounds(*this, map, ranges, type.getShape(),
@@ -491,6 +551,21 @@ OpFoldResult ReadOp::fold(FoldAdaptor) {
   auto view = getTensor().getDefiningOp<ViewOp>();
   if (!view)
     return {};
+  // A padded read takes the fill outside the view; that is outside the
+  // source only when the view permutes coordinates (and keeps extents: an
+  // identity map may also slice).
+  if (getFill()) {
+    AffineMap vm = view.getMap();
+    ArrayRef<int64_t> src =
+        cast<RankedTensorType>(view.getSource().getType()).getShape();
+    ArrayRef<int64_t> dst = cast<RankedTensorType>(view.getType()).getShape();
+    if (!vm.isPermutation() ||
+        llvm::any_of(llvm::enumerate(vm.getResults()), [&](auto r) {
+          return src[r.index()] !=
+                 dst[cast<AffineDimExpr>(r.value()).getPosition()];
+        }))
+      return {};
+  }
   AffineMap map = view.getMap().compose(getMap());
   // Indices the composed map no longer uses are dropped (a broadcast view
   // drops coordinates): a read is then written one way only, and reads of

@@ -10,6 +10,7 @@
 
 include "Tang/Dialect/Tang/IR/TangDialect.td"
 include "Tang/Dialect/Tang/IR/TangAttrs.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/IR/OpAsmInterface.td"
 include "mlir/Interfaces/ControlFlowInterfaces.td"
@@ -107,21 +108,32 @@ def Tang_ReadOp : Tang_Op<"read", [Pure]> {
     expressions of the iteration indices of enclosing comprehensions (written
     like `affine.load`'s), so every access function is visible to analysis.
     The number of expressions equals the tensor's rank, and every expression
-    must stay in bounds over the whole iteration domain.
+    must stay in bounds over the whole iteration domain, unless the read
+    declares a fill value: a padded read yields it wherever a coordinate
+    falls outside the tensor (a convolution's zero padding, a max-pool's
+    `-inf`). The fill is a literal converted to the element type; write a
+    non-finite one as a typed hexadecimal float (`fill(0xFF800000 : f32)`).
 
     ```mlir
     %x = tang.read %X[%i, %k * 2 + 1] : tensor<16x33xf32>
+    // A causal convolution's window: x[t + k - 3], zero before the start.
+    %w = tang.read %X[%t + %k - 3] fill(0.0) : tensor<64xf32>
     ```
+
+    A view folds into a padded read only when it permutes coordinates (then
+    "outside" means the same thing for the view and its source); other
+    views stay, and the kernel form asks for the padding on the source.
   }];
   let arguments = (ins Tang_Tensor:$tensor, Variadic<Index>:$indices,
-                       AffineMapAttr:$map);
+                       AffineMapAttr:$map, OptionalAttr<TypedAttrInterface>:$fill);
   let results = (outs Tang_ElementType:$result);
   let hasCustomAssemblyFormat = 1;
   let hasVerifier = 1;
   let hasFolder = 1;
   let builders = [
     OpBuilder<(ins "::mlir::Value":$tensor, "::mlir::AffineMap":$map,
-                   "::mlir::ValueRange":$indices)>
+                   "::mlir::ValueRange":$indices,
+                   CArg<"::mlir::TypedAttr", "{}">:$fill)>
   ];
 }
 
