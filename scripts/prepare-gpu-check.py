@@ -151,9 +151,8 @@ def write_sensitivity(case, program, inputs, manifest, rng, trials=2):
         np.save(case / "ref" / f"sensitivity_{k}.npy", w.astype(np.float32))
 
 
-# Examples --tang-grad refuses (the argmax monoid has no derivative; a
-# gather's gradient is a scatter-add, not built yet).
-NOT_DIFFERENTIABLE = {"argmax", "embedding_rmsnorm", "linear_recurrence"}
+# Examples --tang-grad refuses (the argmax monoid has no derivative).
+NOT_DIFFERENTIABLE = {"argmax", "linear_recurrence"}
 
 
 def main():

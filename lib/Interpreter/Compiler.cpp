@@ -92,6 +92,44 @@ Compiler::compileComprehension(ComprehensionOp op) {
   return plan;
 }
 
+FailureOr<std::shared_ptr<Plan>>
+Compiler::compileScatter(ScatterOp op, SmallVectorImpl<Slot> &coordinateSlots,
+                         std::optional<MonoidEval> &combine) {
+  auto plan = std::make_shared<Plan>();
+  plan->numParallel = op.getNumIndices();
+  for (unsigned i = 0, e = op.getNumIndices(); i < e; ++i) {
+    plan->indexSlots.push_back(slotOf(op.getIndex(i)));
+    plan->extents.push_back(op.getExtent(i));
+  }
+  if (failed(compileBlock(op.getBodyBlock(), plan->body)))
+    return failure();
+  PutOp put = op.getPut();
+  for (auto [i, v] : llvm::enumerate(put->getOperands()))
+    if (failed(ensureAvailable(put, v, i, plan->body)))
+      return failure();
+  plan->yieldSlots.push_back(slotOf(put.getValue()));
+  plan->numResults = 1;
+  for (Value v : put.getMapOperands())
+    coordinateSlots.push_back(slotOf(v));
+  if (std::optional<MonoidKind> kind = op.getBuiltinMonoid()) {
+    FailureOr<MonoidEval> m = compileBuiltinMonoid(
+        *kind, TypeRange{op.getType().getElementType()}, *this);
+    if (failed(m))
+      return failure();
+    combine = std::move(*m);
+  } else if (auto sym =
+                 dyn_cast_or_null<FlatSymbolRefAttr>(op.getMonoidAttr())) {
+    auto monoid = SymbolTable::lookupNearestSymbolFrom<MonoidOp>(op, sym);
+    if (!monoid)
+      return op.emitError() << "tang-run: cannot find monoid " << sym;
+    FailureOr<MonoidEval> m = compileUserMonoid(monoid);
+    if (failed(m))
+      return failure();
+    combine = std::move(*m);
+  }
+  return plan;
+}
+
 double mlir::tang::interp::attrToDouble(Attribute a) {
   if (auto f = dyn_cast<FloatAttr>(a))
     return f.getValueAsDouble();

@@ -217,6 +217,11 @@ public:
   }
 
   FailureOr<std::shared_ptr<Plan>> compileComprehension(ComprehensionOp op);
+  /// A scatter's body as a map (its plan yields the value written), the
+  /// slots of its put's coordinate operands, and its monoid if it has one.
+  FailureOr<std::shared_ptr<Plan>>
+  compileScatter(ScatterOp op, SmallVectorImpl<Slot> &coordinateSlots,
+                 std::optional<MonoidEval> &combine);
   FailureOr<MonoidEval> compileUserMonoid(MonoidOp op);
   /// `block` (arith/math ops) as a function of doubles on a frame of its
   /// own: its first `split` arguments from the first array, the rest from

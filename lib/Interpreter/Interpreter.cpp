@@ -103,6 +103,85 @@ evalComprehension(ComprehensionOp op, const TensorMap &tensors) {
   return results;
 }
 
+/// A scatter: a copy of its base, then every point of its domain in
+/// row-major order writes (or combines) its element. An out-of-range
+/// coordinate under `trap` fails the run, under `drop` skips the write.
+static FailureOr<std::shared_ptr<Tensor>>
+evalScatter(ScatterOp op, const TensorMap &tensors) {
+  ErrorState err;
+  Compiler compiler(tensors, err);
+  SmallVector<Slot> coordinateSlots;
+  std::optional<MonoidEval> combine;
+  FailureOr<std::shared_ptr<Plan>> planOr =
+      compiler.compileScatter(op, coordinateSlots, combine);
+  if (failed(planOr))
+    return failure();
+  const Plan &plan = **planOr;
+  std::optional<int64_t> points = getNumElementsChecked(plan.extents);
+  int64_t numPoints = points.value_or(kMaxElements + 1);
+  if (numPoints > kMaxElements)
+    return op.emitError() << "tang-run: the scatter has " << numPoints
+                          << " points, more than the reference "
+                             "interpreter's limit of "
+                          << kMaxElements;
+  auto result = std::make_shared<Tensor>(*tensors.lookup(op.getBase()));
+  SmallVector<int64_t> strides = result->getStrides();
+  PutOp put = op.getPut();
+  // Symbols become dimensions after the indices.
+  AffineMap map = put.getMap();
+  unsigned numDims = map.getNumDims();
+  SmallVector<AffineExpr> dims, symbols;
+  for (unsigned d = 0; d < numDims; ++d)
+    dims.push_back(getAffineDimExpr(d, op.getContext()));
+  for (unsigned k = 0; k < map.getNumSymbols(); ++k)
+    symbols.push_back(getAffineDimExpr(numDims + k, op.getContext()));
+  map =
+      map.replaceDimsAndSymbols(dims, symbols, dims.size() + symbols.size(), 0);
+
+  std::vector<double> frame(compiler.getNumSlots(), 0.0);
+  SmallVector<double, 4> acc(combine ? combine->carrierSize : 1),
+      scratch(acc.size());
+  double value;
+  SmallVector<int64_t, 8> operands;
+  for (int64_t point = 0; point < numPoints; ++point) {
+    int64_t rest = point;
+    for (int i = static_cast<int>(plan.numParallel) - 1; i >= 0; --i) {
+      frame[plan.indexSlots[i]] = static_cast<double>(rest % plan.extents[i]);
+      rest /= plan.extents[i];
+    }
+    plan.evalPoint(frame.data(), &value);
+    if (err.op)
+      return err.op->emitError() << "tang-run: " << err.message;
+    operands.clear();
+    for (Slot s : coordinateSlots)
+      operands.push_back(static_cast<int64_t>(frame[s]));
+    int64_t off = 0;
+    bool inside = true;
+    for (auto [r, expr] : llvm::enumerate(map.getResults())) {
+      int64_t c = evaluateAffine(expr, operands), n = result->shape[r];
+      if (c >= 0 && c < n) {
+        off += c * strides[r];
+        continue;
+      }
+      if (put.getPolicy() == OutOfRange::Trap)
+        return put.emitError()
+               << "tang-run: scatter coordinate #" << r << " is " << c
+               << ", outside [0, " << n << ") (policy trap; drop on request)";
+      inside = false;
+    }
+    if (!inside)
+      continue;
+    if (!combine) {
+      result->data[off] = value;
+      continue;
+    }
+    acc[0] = result->data[off];
+    combine->accumulate(acc.data(), &value, scratch.data());
+    combine->finalize(acc.data(), &result->data[off]);
+  }
+  return result;
+}
+
 static std::shared_ptr<Tensor> evalView(ViewOp op, const Tensor &src) {
   auto type = cast<RankedTensorType>(op.getType());
   auto r = std::make_shared<Tensor>();
@@ -181,6 +260,13 @@ FailureOr<SmallVector<Tensor>> mlir::tang::interpret(func::FuncOp func,
         return failure();
       for (auto [v, t] : llvm::zip(c.getResults(), *rs))
         tensors[v] = t;
+      continue;
+    }
+    if (auto sc = dyn_cast<ScatterOp>(op)) {
+      FailureOr<std::shared_ptr<Tensor>> r = evalScatter(sc, tensors);
+      if (failed(r))
+        return failure();
+      tensors[sc.getResult()] = *r;
       continue;
     }
     if (auto v = dyn_cast<ViewOp>(op)) {

@@ -331,6 +331,9 @@ struct ReadOfComprehension_Fuse : OpRewritePattern<ReadOp> {
       return rewriter.notifyMatchFailure(
           read, "the read is padded (the producer would run outside its "
                 "domain: not fused yet)");
+    if (read->getParentOfType<ScatterOp>())
+      return rewriter.notifyMatchFailure(
+          read, "the consumer is a scatter (not fused yet)");
     switch (policy.decide(read, producer)) {
     case Decision::KeepRecompute:
       return rewriter.notifyMatchFailure(
@@ -392,7 +395,7 @@ struct TangFusePass : tang::impl::TangFuseBase<TangFusePass> {
     llvm::DenseMap<int64_t, Operation *> original;
     int64_t next = 0;
     module.walk([&](ComprehensionOp c) {
-      if (c->getParentOfType<ComprehensionOp>())
+      if (isInIterationBody(c))
         return;
       c->setAttr(kFuseIdAttrName,
                  IntegerAttr::get(IntegerType::get(ctx, 64), next));
@@ -480,7 +483,8 @@ struct TangFusePass : tang::impl::TangFuseBase<TangFusePass> {
     // Why the remaining reads of producers stay.
     module.walk([&](ReadOp read) {
       auto producer = read.getTensor().getDefiningOp<ComprehensionOp>();
-      if (!producer)
+      // (A scatter's body is not a consumer fusion takes.)
+      if (!producer || read->getParentOfType<ScatterOp>())
         return;
       Decision d = policy.decide(read, producer);
       if (d == Decision::KeepRecompute)
@@ -525,7 +529,7 @@ struct TangFusePass : tang::impl::TangFuseBase<TangFusePass> {
     total = 0;
     work->walk([&](ComprehensionOp c) {
       int64_t id = getFuseId(c);
-      if (id < 0 || c->getParentOfType<ComprehensionOp>())
+      if (id < 0 || isInIterationBody(c))
         return;
       Measure m{id, getExecutedWork(c), unfused.lookup(id)};
       for (int64_t o : state.origins.lookup(id))
@@ -563,7 +567,7 @@ struct TangFusePass : tang::impl::TangFuseBase<TangFusePass> {
   static int64_t countComprehensions(ModuleOp module) {
     int64_t n = 0;
     module.walk([&](ComprehensionOp c) {
-      if (!c->getParentOfType<ComprehensionOp>())
+      if (!isInIterationBody(c))
         ++n;
     });
     return n;

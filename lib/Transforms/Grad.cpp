@@ -202,11 +202,7 @@ Value Differentiator::rowDot(ComprehensionOp c, Value dOut) {
 
 LogicalResult Differentiator::differentiate(ComprehensionOp c,
                                             ArrayRef<Value> cotangents) {
-  bool readsGradient = false;
-  c.getBodyBlock().walk([&](ReadOp r) {
-    readsGradient |= needsGradient.contains(r.getTensor());
-  });
-  if (!readsGradient)
+  if (!readsGradientOf(c))
     return success();
   std::optional<MonoidKind> monoid = c.getBuiltinMonoid();
   SmallVector<Value> saved;
@@ -229,19 +225,36 @@ LogicalResult Differentiator::differentiate(ComprehensionOp c,
                   "one";
     }
   }
+  // Reads and gathers of c's body, then of the nested reductions in it.
+  auto visit = [&](Operation *op, ComprehensionOp n) -> LogicalResult {
+    Value t = isa<ReadOp>(op)     ? cast<ReadOp>(op).getTensor()
+              : isa<GatherOp>(op) ? cast<GatherOp>(op).getTensor()
+                                  : Value();
+    if (!t || !needsGradient.contains(t))
+      return success();
+    return emitReadGradient(c, op, n, cotangents, saved);
+  };
   for (Operation &op : llvm::make_early_inc_range(c.getBodyBlock())) {
-    if (auto r = dyn_cast<ReadOp>(op)) {
-      if (needsGradient.contains(r.getTensor()) &&
-          failed(emitReadGradient(c, r, {}, cotangents, saved)))
-        return failure();
-    } else if (auto n = dyn_cast<ComprehensionOp>(op)) {
-      for (ReadOp r : llvm::to_vector(n.getBodyBlock().getOps<ReadOp>()))
-        if (needsGradient.contains(r.getTensor()) &&
-            failed(emitReadGradient(c, r, n, cotangents, saved)))
+    if (failed(visit(&op, {})))
+      return failure();
+    if (auto n = dyn_cast<ComprehensionOp>(op))
+      for (Operation *inner : llvm::to_vector(
+               llvm::make_pointer_range(n.getBodyBlock().without_terminator())))
+        if (failed(visit(inner, n)))
           return failure();
-    }
   }
   return success();
+}
+
+bool Differentiator::readsGradientOf(ComprehensionOp c) {
+  bool reads = false;
+  c.getBodyBlock().walk([&](Operation *op) {
+    if (auto r = dyn_cast<ReadOp>(op))
+      reads |= needsGradient.contains(r.getTensor());
+    else if (auto g = dyn_cast<GatherOp>(op))
+      reads |= needsGradient.contains(g.getTensor());
+  });
+  return reads;
 }
 
 LogicalResult
@@ -249,6 +262,15 @@ Differentiator::differentiateOnlineSoftmax(ComprehensionOp c,
                                            ArrayRef<Value> cotangents) {
   if (!cotangents[0])
     return success();
+  WalkResult gathers = c.getBodyBlock().walk([&](GatherOp g) {
+    if (!needsGradient.contains(g.getTensor()))
+      return WalkResult::advance();
+    g.emitOpError() << "in an online_softmax reduction cannot be "
+                       "differentiated yet";
+    return WalkResult::interrupt();
+  });
+  if (gathers.wasInterrupted())
+    return failure();
   // The output itself is saved for D (fused into D's sum it would be
   // recomputed there off the tensor cores).
   c->setAttr(kSavedAttrName, OpBuilder(c).getUnitAttr());
@@ -309,10 +331,7 @@ Differentiator::run(ArrayRef<std::pair<Value, Value>> seeds) {
                                  "comprehensions and views";
     }
     program.push_back(c);
-    bool reads = false;
-    c.getBodyBlock().walk(
-        [&](ReadOp r) { reads |= needsGradient.contains(r.getTensor()); });
-    if (reads)
+    if (readsGradientOf(c))
       for (Value r : c.getResults())
         if (isFloatTensor(r.getType()))
           needsGradient.insert(r);
@@ -404,14 +423,15 @@ struct TangGradPass : tang::impl::TangGradBase<TangGradPass> {
   /// comprehensions, the results).
   LogicalResult differentiateFunction(func::FuncOp f) {
     ModuleOp module = getOperation();
-    // The gradient of a gather is a scatter-add, which tang has no op for
-    // yet: refuse rather than leave the gathered tensor's gradient zero.
-    WalkResult gathers = f.walk([](GatherOp g) {
-      g.emitOpError() << "cannot be differentiated yet (its gradient is a "
-                         "scatter-add, which --tang-grad does not build)";
+    // A scatter has no derivative rule yet (that of an insert is a gather,
+    // of a scatter-add a gather of the cotangent): refuse rather than leave
+    // a gradient zero.
+    WalkResult scatters = f.walk([](ScatterOp op) {
+      op.emitOpError() << "cannot be differentiated yet (--tang-grad has no "
+                          "rule for scatters)";
       return WalkResult::interrupt();
     });
-    if (gathers.wasInterrupted())
+    if (scatters.wasInterrupted())
       return failure();
     SmallVector<unsigned> args;
     if (wrt.empty()) {
@@ -710,7 +730,8 @@ struct TangGradPass : tang::impl::TangGradBase<TangGradPass> {
       if (!function.empty() && f.getName() != function)
         continue;
       if (function.empty() &&
-          (f.getBody().getOps<ComprehensionOp>().empty() ||
+          ((f.getBody().getOps<ComprehensionOp>().empty() &&
+            f.getBody().getOps<ScatterOp>().empty()) ||
            module.lookupSymbol((f.getName() + "_grad").str())))
         continue;
       funcs.push_back(f);

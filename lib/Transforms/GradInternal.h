@@ -173,6 +173,8 @@ public:
   FailureOr<SmallVector<Value>> run(ArrayRef<std::pair<Value, Value>> seeds);
 
 private:
+  /// Whether `c` reads (or gathers from) a tensor that needs a gradient.
+  bool readsGradientOf(ComprehensionOp c);
   LogicalResult differentiate(ComprehensionOp c,
                               ArrayRef<Value> resultCotangents);
   /// `saved`: the tie counts of a max/min reduction; (m, l, tie counts)
@@ -180,11 +182,20 @@ private:
   /// `nested`: the recomputed nested sum in `c`'s body holding `read`.
   /// With `score`, `c` is an online_softmax reduction's normalizer and
   /// the scores are seeded with ScoreSeed's cotangent.
-  LogicalResult emitReadGradient(ComprehensionOp c, ReadOp read,
+  /// `read` is a tang.read or a tang.gather; a gather's gradient is
+  /// computed over the domain's own points and scattered (added) into the
+  /// gathered tensor at its coordinates (scatterGatherGradient).
+  LogicalResult emitReadGradient(ComprehensionOp c, Operation *read,
                                  ComprehensionOp nested,
                                  ArrayRef<Value> resultCotangents,
                                  ArrayRef<Value> saved,
                                  const ScoreSeed *score = nullptr);
+  /// The scatter-add of `g` (the gradient at each point of c's domain,
+  /// then nested's) into zeros shaped like the gathered tensor, at the
+  /// gather's coordinates (its data recomputed): trap stays trap, zero
+  /// drops, clamp writes to the clamped row.
+  FailureOr<Value> scatterGatherGradient(ComprehensionOp c, GatherOp gather,
+                                         ComprehensionOp nested, Value g);
   /// An online_softmax reduction: the values' reads through c (seeded
   /// dO p), the scores' reads through its normalizer (ScoreSeed).
   LogicalResult differentiateOnlineSoftmax(ComprehensionOp c,

@@ -16,15 +16,15 @@ using namespace mlir;
 using namespace mlir::tang;
 using namespace mlir::tang::grad;
 
-LogicalResult Differentiator::emitReadGradient(ComprehensionOp c, ReadOp read,
-                                               ComprehensionOp nested,
-                                               ArrayRef<Value> cotangents,
-                                               ArrayRef<Value> saved,
-                                               const ScoreSeed *score) {
+LogicalResult Differentiator::emitReadGradient(
+    ComprehensionOp c, Operation *read, ComprehensionOp nested,
+    ArrayRef<Value> cotangents, ArrayRef<Value> saved, const ScoreSeed *score) {
   OpBuilder &b = builder;
   MLIRContext *ctx = b.getContext();
-  Location loc = read.getLoc();
-  auto type = cast<RankedTensorType>(read.getTensor().getType());
+  Location loc = read->getLoc();
+  auto gather = dyn_cast<GatherOp>(read);
+  Value tensor = gather ? gather.getTensor() : cast<ReadOp>(read).getTensor();
+  auto type = cast<RankedTensorType>(tensor.getType());
   // The iteration space: the comprehension's indices, then those of the
   // recomputed nested reduction holding the read (if any).
   unsigned m = c.getNumIndices();
@@ -41,22 +41,33 @@ LogicalResult Differentiator::emitReadGradient(ComprehensionOp c, ReadOp read,
                : m + arg.getArgNumber();
   };
   // The read's coordinates over those indices.
-  SmallVector<AffineExpr> toIndex;
-  for (Value v : read.getIndices())
-    toIndex.push_back(getAffineDimExpr(position(v), ctx));
   SmallVector<AffineExpr> coords;
-  for (AffineExpr e : read.getMap().getResults())
-    coords.push_back(e.replaceDims(toIndex));
-  Solution s = solve(coords, extents, type.getShape(), ctx);
+  std::optional<Inverse> inv;
+  RankedTensorType gType = type;
+  Solution s;
+  if (gather) {
+    // Data coordinates are not solved: the gradient at every point of the
+    // domain, scattered below.
+    for (unsigned j = 0; j < extents.size(); ++j)
+      coords.push_back(getAffineDimExpr(j, ctx));
+    gType = RankedTensorType::get(extents, type.getElementType());
+    s = solve(coords, extents, extents, ctx);
+  } else {
+    auto r = cast<ReadOp>(read);
+    SmallVector<AffineExpr> toIndex;
+    for (Value v : r.getIndices())
+      toIndex.push_back(getAffineDimExpr(position(v), ctx));
+    for (AffineExpr e : r.getMap().getResults())
+      coords.push_back(e.replaceDims(toIndex));
+    s = solve(coords, extents, type.getShape(), ctx);
+  }
   // Where a coordinate combines indices (`h * 64 + e`, a reshape's pair),
   // the solution sums over indices the read determines, under masks (one
   // term in 2 of a 2-head sum, L^2 terms for a reshape): the gradient is
   // then computed over the read's own indices (its G reads like the
   // forward) and gathered into the tensor through the inverse map.
-  std::optional<Inverse> inv;
-  RankedTensorType gType = type;
   bool maskedSum = false;
-  for (unsigned j = 0; j < extents.size(); ++j) {
+  for (unsigned j = 0; !gather && j < extents.size(); ++j) {
     auto dim = dyn_cast<AffineDimExpr>(s.index[j]);
     maskedSum |= dim && dim.getPosition() >= type.getRank() &&
                  llvm::any_of(coords, [&](AffineExpr e) {
@@ -65,7 +76,7 @@ LogicalResult Differentiator::emitReadGradient(ComprehensionOp c, ReadOp read,
   }
   // So is a read of part of the tensor (`AU[b, l, f + F]`): its gradient
   // over the read's indices needs no mask, the gather masks once.
-  bool partial = llvm::any_of(s.masks, [&](const Mask &m) {
+  bool partial = !gather && llvm::any_of(s.masks, [&](const Mask &m) {
     return std::get<2>(m) != 1 || std::get<1>(m) != 0;
   });
   if ((maskedSum || partial) && (inv = invert(coords, extents, ctx))) {
@@ -109,7 +120,7 @@ LogicalResult Differentiator::emitReadGradient(ComprehensionOp c, ReadOp read,
   Value target, start;
   SmallVector<Operation *> inner;
   if (!nested) {
-    target = start = mapping.lookup(read.getResult());
+    target = start = mapping.lookup(read->getResult(0));
   } else {
     start = mapping.lookup(nested.getResult(0));
   }
@@ -301,7 +312,7 @@ LogicalResult Differentiator::emitReadGradient(ComprehensionOp c, ReadOp read,
     IRMapping innerMap;
     for (Operation &op : nested.getBodyBlock().without_terminator())
       inner.push_back(cloneSubstituted(b, &op, innerMap, exprOf, operands));
-    target = innerMap.lookup(read.getResult());
+    target = innerMap.lookup(read->getResult(0));
     Value term = innerMap.lookup(nested.getYield().getValues()[0]);
     llvm::DenseMap<Value, Value> innerAdjoint;
     if (through.getType() != term.getType())
@@ -332,6 +343,15 @@ LogicalResult Differentiator::emitReadGradient(ComprehensionOp c, ReadOp read,
         b, loc, keep, value,
         arith::ConstantOp::create(b, loc, b.getFloatAttr(e, 0.0)));
   YieldOp::create(b, loc, ValueRange{value});
+  if (gather) {
+    FailureOr<Value> scattered =
+        scatterGatherGradient(c, gather, nested, g.getResult(0));
+    if (failed(scattered))
+      return failure();
+    contributions[tensor].push_back(Part{*scattered, AffineMap(), {}});
+    ++numGradients;
+    return success();
+  }
   Part part{g.getResult(0), AffineMap(), {}};
   if (inv) {
     // The gather: each coordinate x reads G at the indices that read it,
@@ -359,7 +379,114 @@ LogicalResult Differentiator::emitReadGradient(ComprehensionOp c, ReadOp read,
     }
     part.map = AffineMap::get(type.getRank(), 0, at, ctx);
   }
-  contributions[read.getTensor()].push_back(part);
+  contributions[tensor].push_back(part);
   ++numGradients;
   return success();
+}
+
+FailureOr<Value> Differentiator::scatterGatherGradient(ComprehensionOp c,
+                                                       GatherOp gather,
+                                                       ComprehensionOp nested,
+                                                       Value g) {
+  OpBuilder &b = builder;
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointAfter(g.getDefiningOp());
+  MLIRContext *ctx = b.getContext();
+  Location loc = gather.getLoc();
+  auto type = cast<RankedTensorType>(gather.getTensor().getType());
+  Type e = type.getElementType();
+  ArrayRef<int64_t> extents = cast<RankedTensorType>(g.getType()).getShape();
+  // Zeros shaped like the gathered tensor.
+  auto zeros =
+      ComprehensionOp::create(b, loc, TypeRange{type}, type.getShape(),
+                              ArrayRef<int64_t>{}, Attribute(), ScheduleAttr());
+  {
+    OpBuilder::InsertionGuard inner(b);
+    Block *body = b.createBlock(&zeros.getBody());
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      body->addArgument(b.getIndexType(), loc);
+    YieldOp::create(
+        b, loc,
+        ValueRange{arith::ConstantOp::create(b, loc, b.getFloatAttr(e, 0.0))});
+  }
+  auto scatter = ScatterOp::create(b, loc, type, zeros.getResult(0), extents,
+                                   MonoidKindAttr::get(ctx, MonoidKind::Add),
+                                   /*deterministic=*/false);
+  Block *body = b.createBlock(&scatter.getBody());
+  SmallVector<Value> operands;
+  for (size_t j = 0; j < extents.size(); ++j)
+    operands.push_back(body->addArgument(b.getIndexType(), loc));
+  // The point's gradient.
+  Value value = ReadOp::create(
+      b, loc, g, AffineMap::getMultiDimIdentityMap(extents.size(), ctx),
+      operands);
+  // The gather's data, recomputed: the ops of c's (then nested's) body it
+  // depends on, in order.
+  llvm::DenseMap<Value, AffineExpr> exprOf;
+  unsigned m = c.getNumIndices();
+  for (unsigned j = 0; j < m; ++j)
+    exprOf[c.getIndex(j)] = getAffineDimExpr(j, ctx);
+  if (nested)
+    for (unsigned j = 0; j < nested.getNumIndices(); ++j)
+      exprOf[nested.getIndex(j)] = getAffineDimExpr(m + j, ctx);
+  llvm::SetVector<Operation *> slice;
+  SmallVector<Value> worklist(gather.getValues());
+  while (!worklist.empty()) {
+    Operation *def = worklist.pop_back_val().getDefiningOp();
+    if (!def || !c->isProperAncestor(def) || !slice.insert(def))
+      continue;
+    llvm::append_range(worklist, def->getOperands());
+  }
+  IRMapping mapping;
+  for (Operation &op : c.getBodyBlock())
+    if (slice.contains(&op))
+      cloneSubstituted(b, &op, mapping, exprOf, operands);
+  if (nested)
+    for (Operation &op : nested.getBodyBlock())
+      if (slice.contains(&op))
+        cloneSubstituted(b, &op, mapping, exprOf, operands);
+  // The coordinates: dimensions composed, data mapped; what the policy did
+  // to an out-of-range coordinate, the gradient does too.
+  AffineMap map = gather.getMap();
+  SmallVector<AffineExpr> dims;
+  for (Value v : gather.getIndices())
+    dims.push_back(exprOf.lookup(v));
+  SmallVector<AffineExpr> symbols;
+  SmallVector<Value> data;
+  for (auto [k, v] : llvm::enumerate(gather.getValues())) {
+    symbols.push_back(getAffineSymbolExpr(k, ctx));
+    data.push_back(mapping.lookupOrDefault(v));
+  }
+  OutOfRange policy = gather.getPolicy();
+  if (policy == OutOfRange::Clamp) {
+    // To the clamped element: each data coordinate must be one value.
+    for (auto [r, expr] : llvm::enumerate(map.getResults())) {
+      bool usesData = false;
+      expr.walk([&](AffineExpr x) { usesData |= isa<AffineSymbolExpr>(x); });
+      auto sym = dyn_cast<AffineSymbolExpr>(expr);
+      if (usesData && !sym)
+        return gather.emitOpError()
+               << "clamps coordinate #" << r << " ("
+               << detail::formatAffineExpr(expr)
+               << "), which is not one data value: --tang-grad cannot yet "
+                  "scatter its gradient to the clamped element";
+      if (!sym)
+        continue;
+      Value &v = data[sym.getPosition()];
+      auto cst = [&](int64_t x) {
+        return arith::ConstantIndexOp::create(b, loc, x).getResult();
+      };
+      v = arith::MaxSIOp::create(
+          b, loc, cst(0),
+          arith::MinSIOp::create(b, loc, v, cst(type.getDimSize(r) - 1)));
+    }
+  }
+  SmallVector<Value> mapOperands(operands);
+  llvm::append_range(mapOperands, data);
+  PutOp::create(b, loc, value, mapOperands,
+                map.replaceDimsAndSymbols(dims, symbols, operands.size(),
+                                          map.getNumSymbols()),
+                policy == OutOfRange::Trap ? OutOfRange::Trap
+                                           : OutOfRange::Drop);
+  return scatter.getResult();
 }

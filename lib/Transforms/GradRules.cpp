@@ -34,6 +34,23 @@ Operation *cloneSubstituted(OpBuilder &b, Operation *op, IRMapping &mapping,
     copy = ReadOp::create(b, r.getLoc(), mapping.lookupOrDefault(r.getTensor()),
                           compose(r.getIndices(), r.getMap()), operands,
                           r.getFillAttr());
+  } else if (auto g = dyn_cast<GatherOp>(op)) {
+    // Its dimensions composed like a read's; its symbols (data) mapped.
+    AffineMap map = g.getMap();
+    SmallVector<AffineExpr> dims, symbols;
+    for (Value v : g.getIndices())
+      dims.push_back(exprOf.lookup(v));
+    for (unsigned k = 0; k < map.getNumSymbols(); ++k)
+      symbols.push_back(getAffineSymbolExpr(k, ctx));
+    SmallVector<Value> mapOperands(operands);
+    for (Value v : g.getValues())
+      mapOperands.push_back(mapping.lookupOrDefault(v));
+    copy = GatherOp::create(b, g.getLoc(), g.getType(),
+                            mapping.lookupOrDefault(g.getTensor()), mapOperands,
+                            map.replaceDimsAndSymbols(dims, symbols,
+                                                      operands.size(),
+                                                      map.getNumSymbols()),
+                            g.getPolicy());
   } else if (auto i = dyn_cast<IndexOp>(op)) {
     copy = IndexOp::create(
         b, i.getLoc(), i.getType(), operands,
@@ -251,7 +268,7 @@ LogicalResult backpropagate(OpBuilder &b, ArrayRef<Operation *> ops,
               add(o->getOperand(0), a);
               return success();
             })
-            .Case<ReadOp, IndexOp, arith::ConstantOp, arith::SIToFPOp,
+            .Case<ReadOp, GatherOp, IndexOp, arith::ConstantOp, arith::SIToFPOp,
                   arith::UIToFPOp>([&](Operation *) { return success(); })
             // A recomputed nested sum: the gradients of its reads take its
             // cotangent (emitReadGradient).

@@ -401,8 +401,7 @@ struct TangOnlineSoftmaxPass
     // A sum whose summand still holds exp(s - max) / sum: say why it is not
     // an online-softmax reduction (it costs a pass over the keys per key).
     getOperation().walk([&](ComprehensionOp op) {
-      if (op->getParentOfType<ComprehensionOp>() ||
-          op.getBuiltinMonoid() != MonoidKind::Add)
+      if (isInIterationBody(op) || op.getBuiltinMonoid() != MonoidKind::Add)
         return;
       bool softmaxLike = false;
       op.getBodyBlock().walk([&](math::ExpOp exp) {

@@ -323,7 +323,7 @@ struct TangSchedulePass : tang::impl::TangScheduleBase<TangSchedulePass> {
     kernels.collapseFailures = &collapseFailures;
     SmallVector<ComprehensionOp> ops;
     getOperation().walk([&](ComprehensionOp op) {
-      if (!op->getParentOfType<ComprehensionOp>())
+      if (!isInIterationBody(op))
         ops.push_back(op);
     });
     if (kernels.tensorCores != TensorCoreKind::None)

@@ -3,15 +3,10 @@ lookup followed by RMSNorm, a cross-entropy loss with integer targets, and
 the three out-of-range policies (trap fails naming the coordinate and
 writes nothing; clamp; zero)."""
 
-import os
-import pathlib
-import subprocess
-
 import numpy as np
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-TANG_BIN = pathlib.Path(os.environ.get("TANG_BIN", ROOT / "build" / "bin"))
+from tangrun import run_program as run
 
 V, D, B, T = 50, 16, 2, 6
 
@@ -91,21 +86,6 @@ func.func @main(%E: tensor<4x3xf32>, %idx: tensor<5xi32>) -> tensor<5x3xf32> {{
   return %y : tensor<5x3xf32>
 }}
 """
-
-
-def run(tmp_path, text, *arrays):
-    prog = tmp_path / "prog.mlir"
-    prog.write_text(text)
-    args = [str(TANG_BIN / "tang-run"), str(prog)]
-    for i, a in enumerate(arrays):
-        p = tmp_path / f"in{i}.npy"
-        np.save(p, a)
-        args += ["--input", str(p)]
-    out = tmp_path / "out"
-    out.mkdir(exist_ok=True)
-    r = subprocess.run(args + ["--output-dir", str(out)], capture_output=True,
-                       text=True, timeout=120)
-    return r, out
 
 
 def check_close(got, want, rtol):

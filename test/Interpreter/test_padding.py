@@ -3,28 +3,13 @@ against NumPy: a max-pool with -inf padding, a 2-D "same" convolution with
 zero padding on both sides, integer and non-zero fills. The causal conv1d
 example (test/Examples) covers the usual zero-padded convolution."""
 
-import os
-import pathlib
-import subprocess
-
 import numpy as np
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-TANG_BIN = pathlib.Path(os.environ.get("TANG_BIN", ROOT / "build" / "bin"))
+from tangrun import run_program
 
 
 def run(tmp_path, text, *arrays):
-    prog = tmp_path / "prog.mlir"
-    prog.write_text(text)
-    args = [str(TANG_BIN / "tang-run"), str(prog)]
-    for i, a in enumerate(arrays):
-        p = tmp_path / f"in{i}.npy"
-        np.save(p, a)
-        args += ["--input", str(p)]
-    out = tmp_path / "out"
-    out.mkdir(exist_ok=True)
-    r = subprocess.run(args + ["--output-dir", str(out)], capture_output=True,
-                       text=True, timeout=120)
+    r, out = run_program(tmp_path, text, *arrays)
     assert r.returncode == 0, r.stderr
     return [np.load(out / f"output_{i}.npy")
             for i in range(len(list(out.glob("output_*.npy"))))]

@@ -208,6 +208,32 @@ func.func @main(%tok: tensor<24xi32>, %E: tensor<6x16xf32>) -> tensor<24x16xf32>
 """
 
 
+# Scatters: a scatter-add whose rows collide (24 points into 6 rows, so
+# each thread of a column sums its rows in row-major order) and drop the
+# out-of-range ones (rows 6, 7 and 8 of the seeded [1, 8] tokens), then an
+# insert into its result (the later point wins; -1 and 6 are dropped). Both
+# results are returned: the second scatter writes into a copy of the first.
+SCATTER_PROGRAM = """\
+func.func @main(%tok: tensor<24xi32>, %dY: tensor<24x16xf32>, %base: tensor<6x16xf32>) -> (tensor<6x16xf32>, tensor<6x16xf32>) {
+  %s = tang.scatter (%i, %d) [24, 16] into %base monoid(add) : tensor<6x16xf32> {
+    %k = tang.read %tok[%i] : tensor<24xi32>
+    %row = arith.index_cast %k : i32 to index
+    %g = tang.read %dY[%i, %d] : tensor<24x16xf32>
+    tang.put %g at [symbol(%row), %d] drop : f32
+  }
+  %t = tang.scatter (%i, %d) [24, 16] into %s : tensor<6x16xf32> {
+    %k = tang.read %tok[%i] : tensor<24xi32>
+    %row = arith.index_cast %k : i32 to index
+    %g = tang.read %dY[%i, %d] : tensor<24x16xf32>
+    %two = arith.constant 2.0 : f32
+    %g2 = arith.mulf %g, %two : f32
+    tang.put %g2 at [symbol(%row) - 2, %d] drop : f32
+  }
+  return %s, %t : tensor<6x16xf32>, tensor<6x16xf32>
+}
+"""
+
+
 # Contractions the matrix-unit kernels take: [k, n] and [n, k] right
 # operands, a batch index, operand views with offsets (a column block of a
 # wider tensor).

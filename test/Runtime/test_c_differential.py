@@ -23,9 +23,9 @@ import types
 import numpy as np
 import pytest
 
-from differential import (CMPF_PROGRAM, GATHER_PROGRAM, MATRIX_PROGRAMS,  # noqa: E402
-                          check_functions, check_special_values,
-                          lower_example, run)
+from differential import (CMPF_PROGRAM, GATHER_PROGRAM, SCATTER_PROGRAM,  # noqa: E402
+                          MATRIX_PROGRAMS, check_functions,
+                          check_special_values, lower_example, run)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TANG_BIN = pathlib.Path(os.environ.get("TANG_BIN", ROOT / "build" / "bin"))
@@ -113,11 +113,15 @@ def test_matrix_unit_kernels_match_interpreter(name, tile, compiler,
                     TANG_BIN, runner(lib, manifest["functions"][0]))
 
 
-def test_gathers_match_interpreter(compiler, tmp_path):
-    """tang.gather with the clamp and zero policies, indices out of range
-    on both sides included."""
-    program = tmp_path / "gather.mlir"
-    program.write_text(GATHER_PROGRAM)
+@pytest.mark.parametrize("program_text", [GATHER_PROGRAM, SCATTER_PROGRAM],
+                         ids=["gather", "scatter"])
+def test_data_dependent_programs_match_interpreter(program_text, compiler,
+                                                   tmp_path):
+    """tang.gather with the clamp and zero policies (indices out of range on
+    both sides); tang.scatter: a scatter-add with collisions, an insert into
+    its result, out-of-range rows dropped."""
+    program = tmp_path / "program.mlir"
+    program.write_text(program_text)
     manifest, lib = build(program, tmp_path, compiler)
     fn = manifest["functions"][0]
     check_functions("c-" + compiler, program, {"functions": [fn]}, tmp_path,
@@ -135,7 +139,8 @@ def test_float_compares_follow_cmpf(compiler, tmp_path):
 
 
 GRADIENT_EXAMPLES = ["attention", "causal_conv1d", "conv2d", "cross_entropy",
-                     "layernorm", "matmul_bias_gelu", "rmsnorm", "softmax"]
+                     "embedding_rmsnorm", "layernorm", "matmul_bias_gelu",
+                     "rmsnorm", "softmax"]
 
 
 @pytest.mark.parametrize("name", GRADIENT_EXAMPLES)

@@ -19,9 +19,9 @@ import shutil
 
 import pytest
 
-from differential import (GATHER_PROGRAM, CMPF_PROGRAM, INDEX_PROGRAM,  # noqa: E402
-                          check_functions, check_program, lower_example,
-                          run_vulkan, vulkan_backend)
+from differential import (GATHER_PROGRAM, SCATTER_PROGRAM, CMPF_PROGRAM,  # noqa: E402
+                          INDEX_PROGRAM, check_functions, check_program,
+                          lower_example, run_vulkan, vulkan_backend)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TANG_BIN = pathlib.Path(os.environ.get("TANG_BIN", ROOT / "build" / "bin"))
@@ -64,10 +64,15 @@ def test_example_matches_interpreter(example, backend, tmp_path, request):
                     host(bundle))
 
 
-def test_gathers_match_interpreter(backend, tmp_path):
-    """tang.gather with the clamp and zero policies, indices out of range
-    on both sides included."""
-    check_program(backend, GATHER_PROGRAM, tmp_path, TANG_BIN,
+@pytest.mark.parametrize("program_text", [GATHER_PROGRAM, SCATTER_PROGRAM],
+                         ids=["gather", "scatter"])
+def test_data_dependent_programs_match_interpreter(program_text, backend,
+                                                   tmp_path):
+    """tang.gather with the clamp and zero policies (indices out of range on
+    both sides); tang.scatter: a scatter-add with collisions, an insert into
+    its result, out-of-range rows dropped. (The scatter's copy and update
+    kernels have different block sizes.)"""
+    check_program(backend, program_text, tmp_path, TANG_BIN,
                   "tang-lower-glsl", "spirv", host)
 
 

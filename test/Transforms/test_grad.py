@@ -32,8 +32,6 @@ EXAMPLES = sorted((ROOT / "examples").glob("*.mlir"))
 # Examples --tang-grad refuses, and the words of its diagnostic.
 NOT_DIFFERENTIABLE = {
     "argmax": "reduces under a monoid --tang-grad has no derivative rule",
-    "embedding_rmsnorm": "cannot be differentiated yet (its gradient is a "
-                         "scatter-add",
     "linear_recurrence":
         "reduces under a monoid --tang-grad has no derivative rule",
 }
@@ -247,6 +245,58 @@ func.func @main(%x: tensor<5x6xf32>, %f: tensor<3x3xf32>, %v: tensor<7xf32>) -> 
     tang.yield %s : f32
   }
   return %y, %m, %w : tensor<5x6xf32>, tensor<5x6xf32>, tensor<4xf32>
+}
+""",
+    # Gathers: their gradients are scatter-adds. A cross-entropy whose
+    # integer targets (wrapped into range: the random inputs are in
+    # [-8, 8]) pick a logit inside a sum (trap); a shifted lookup whose
+    # out-of-range rows read zero (zero: dropped); a lookup inside a nested
+    # sum with clamped rows (the gradient goes to the clamped row).
+    "gathers": """\
+func.func @main(%logits: tensor<6x5xf32>, %target: tensor<6xi32>, %E: tensor<7x4xf32>, %tok: tensor<3x2xi32>) -> (tensor<f32>, tensor<3x2x4xf32>, tensor<3x4xf32>) {
+  %m = tang.comprehension (%n) reduce (%c) [6, 5] monoid(add) : tensor<6xf32> {
+    %v = tang.read %logits[%n, %c] : tensor<6x5xf32>
+    %e = math.exp %v : f32
+    tang.yield %e : f32
+  }
+  %loss = tang.comprehension reduce (%n) [6] monoid(add) : tensor<f32> {
+    %t = tang.read %target[%n] : tensor<6xi32>
+    %c8 = arith.constant 8 : i32
+    %c5 = arith.constant 5 : i32
+    %s = arith.addi %t, %c8 : i32
+    %w = arith.remsi %s, %c5 : i32
+    %col = arith.index_cast %w : i32 to index
+    %z = tang.gather %logits[%n, symbol(%col)] : tensor<6x5xf32>
+    %l = tang.read %m[%n] : tensor<6xf32>
+    %lse = math.log %l : f32
+    %nll = arith.subf %lse, %z : f32
+    tang.yield %nll : f32
+  }
+  %y = tang.comprehension (%b, %k, %d) [3, 2, 4] : tensor<3x2x4xf32> {
+    %t = tang.read %tok[%b, %k] : tensor<3x2xi32>
+    %row = arith.index_cast %t : i32 to index
+    %e = tang.gather %E[symbol(%row) - 1, %d] zero : tensor<7x4xf32>
+    %sq = arith.mulf %e, %e : f32
+    tang.yield %sq : f32
+  }
+  %r = tang.comprehension (%b, %d) [3, 4] : tensor<3x4xf32> {
+    %t = tang.read %tok[%b, 0] : tensor<3x2xi32>
+    %row = arith.index_cast %t : i32 to index
+    %e = tang.gather %E[symbol(%row), %d] clamp : tensor<7x4xf32>
+    %ss = tang.comprehension reduce (%j) [4] monoid(add) : f32 {
+      %t2 = tang.read %tok[%b, 1] : tensor<3x2xi32>
+      %row2 = arith.index_cast %t2 : i32 to index
+      %g = tang.gather %E[symbol(%row2), %j] clamp : tensor<7x4xf32>
+      %g2 = arith.mulf %g, %g : f32
+      tang.yield %g2 : f32
+    }
+    %one = arith.constant 1.0 : f32
+    %s1 = arith.addf %ss, %one : f32
+    %q = math.rsqrt %s1 : f32
+    %o = arith.mulf %e, %q : f32
+    tang.yield %o : f32
+  }
+  return %loss, %y, %r : tensor<f32>, tensor<3x2x4xf32>, tensor<3x4xf32>
 }
 """,
     "max_min_reductions": """\

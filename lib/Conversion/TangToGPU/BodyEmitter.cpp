@@ -45,22 +45,27 @@ void mlir::tang::allowApproximation(Operation *op) {
 //===----------------------------------------------------------------------===//
 
 FailureOr<MonoidCodegen> MonoidCodegen::get(ComprehensionOp op) {
+  return get(op, op.getMonoidAttr(), op.getYield().getValues().getTypes());
+}
+
+FailureOr<MonoidCodegen> MonoidCodegen::get(Operation *op, Attribute monoid,
+                                            TypeRange yieldTypes) {
   MonoidCodegen m;
-  SmallVector<Type> yields =
-      llvm::map_to_vector(op.getYield().getValues().getTypes(), getComputeType);
-  if (auto sym = dyn_cast_or_null<FlatSymbolRefAttr>(op.getMonoidAttr())) {
+  SmallVector<Type> yields = llvm::map_to_vector(yieldTypes, getComputeType);
+  if (auto sym = dyn_cast_or_null<FlatSymbolRefAttr>(monoid)) {
     m.user = SymbolTable::lookupNearestSymbolFrom<MonoidOp>(op, sym);
     if (!m.user)
-      return op.emitOpError() << "monoid " << sym << " not found";
+      return op->emitOpError() << "monoid " << sym << " not found";
     m.carrierTypes =
         llvm::map_to_vector(m.user.getCarrierTypes(), getComputeType);
     return m;
   }
-  m.kind = op.getBuiltinMonoid();
+  if (auto builtin = dyn_cast_or_null<MonoidKindAttr>(monoid))
+    m.kind = builtin.getValue();
   if (!m.kind)
-    return op.emitOpError() << "has no monoid";
+    return op->emitOpError() << "has no monoid";
   if (*m.kind == MonoidKind::OnlineSoftmax && yields[0] != yields[1])
-    return op.emitOpError()
+    return op->emitOpError()
            << "the kernel form needs online_softmax scores and values of "
               "one compute type, got "
            << yields[0] << " and " << yields[1];

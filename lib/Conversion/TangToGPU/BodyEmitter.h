@@ -33,6 +33,10 @@ class MonoidCodegen {
 public:
   /// For a comprehension's monoid (builtin or user-defined).
   static FailureOr<MonoidCodegen> get(ComprehensionOp op);
+  /// For `monoid` (a builtin or a symbol) named by `op`, combining values
+  /// of storage types `yields`.
+  static FailureOr<MonoidCodegen> get(Operation *op, Attribute monoid,
+                                      TypeRange yields);
 
   /// Emit fast approximations of exp and division (see allowApproximation).
   void setApproximate(bool a) { approximate = a; }

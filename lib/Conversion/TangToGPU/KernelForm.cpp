@@ -9,6 +9,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/Support/Debug.h"
 
@@ -44,15 +45,51 @@ Value mlir::tang::toStorage(OpBuilder &b, Location loc, Value v, Type storage) {
   return arith::TruncFOp::create(b, loc, storage, v);
 }
 
-SmallVector<Value> mlir::tang::getTensorsRead(ComprehensionOp op) {
+SmallVector<Value> mlir::tang::getTensorsRead(Operation *op) {
   llvm::SetVector<Value> tensors;
-  op.walk([&](Operation *o) {
+  op->walk([&](Operation *o) {
     if (auto r = dyn_cast<ReadOp>(o))
       tensors.insert(r.getTensor());
     else if (auto g = dyn_cast<GatherOp>(o))
       tensors.insert(g.getTensor());
   });
   return tensors.takeVector();
+}
+
+FailureOr<SmallVector<Value>>
+mlir::tang::emitThreadPerPoint(OpBuilder &b, Operation *op,
+                               ArrayRef<int64_t> extents, Kernel &k) {
+  constexpr int64_t kBlockSize = 256;
+  Location loc = op->getLoc();
+  int64_t total = 1;
+  for (int64_t e : extents)
+    total *= e;
+  int64_t block = std::min(total, kBlockSize);
+  int64_t grid = (total + block - 1) / block;
+  if (grid > std::numeric_limits<int32_t>::max())
+    return op->emitOpError()
+           << "has " << total << " points, more than one launch covers";
+  k.grid = {grid, 1, 1};
+  k.block = {block, 1, 1};
+
+  Value bid = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value bdim = arith::ConstantIndexOp::create(b, loc, block);
+  Value lin = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, bid, bdim), tid);
+  Value inRange =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, lin,
+                            arith::ConstantIndexOp::create(b, loc, total));
+  auto ifOp = scf::IfOp::create(b, loc, inRange, /*withElse=*/false);
+  b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+  SmallVector<Value> point(extents.size());
+  Value rest = lin;
+  for (int i = static_cast<int>(extents.size()) - 1; i >= 0; --i) {
+    Value ext = arith::ConstantIndexOp::create(b, loc, extents[i]);
+    point[i] = arith::RemUIOp::create(b, loc, rest, ext);
+    rest = arith::DivUIOp::create(b, loc, rest, ext);
+  }
+  return point;
 }
 
 KernelMatch KernelPattern::notifyMatchFailure(ComprehensionOp op,

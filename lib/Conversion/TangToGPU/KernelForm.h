@@ -62,8 +62,27 @@ MemRefType getMemRefType(Type tensor);
 /// Converts a value in compute type back to its storage type.
 Value toStorage(OpBuilder &b, Location loc, Value v, Type storage);
 
-/// The tensors `op` reads (in order of first read).
-SmallVector<Value> getTensorsRead(ComprehensionOp op);
+/// The tensors `op` (a comprehension or a scatter) reads, in order of
+/// first read.
+SmallVector<Value> getTensorsRead(Operation *op);
+
+/// One thread per point of the row-major domain `extents`: sets `k`'s
+/// launch (blocks of up to 256 threads), emits the linear thread id and a
+/// guard that it is in range, moves `b` into the guard and returns the
+/// point's indices there (empty, with an error on `op`, if one launch
+/// cannot cover the domain).
+FailureOr<SmallVector<Value>> emitThreadPerPoint(OpBuilder &b, Operation *op,
+                                                 ArrayRef<int64_t> extents,
+                                                 Kernel &k);
+
+/// The kernel of a scatter (ScatterKernel.cpp): `output` already holds a
+/// copy of its base; each thread takes the points of one value of the
+/// indices that alone give a coordinate (such points never write the same
+/// element) and runs the others serially in row-major order, writing or
+/// combining in place: collisions combine in row-major order on every
+/// backend, without atomics.
+LogicalResult emitScatterKernel(OpBuilder &b, ScatterOp op, IRMapping &tensors,
+                                Value output, Kernel &k);
 
 //===----------------------------------------------------------------------===//
 // Kernel patterns

@@ -33,8 +33,6 @@ using namespace mlir::tang;
 
 namespace {
 
-constexpr int64_t kDefaultBlockSize = 256;
-
 /// Whether every result of `op` is stored in f16 or bf16: then fast
 /// approximations of transcendental functions and divisions are used.
 bool isLowPrecision(ComprehensionOp op) {
@@ -634,37 +632,14 @@ LogicalResult emitPointKernel(OpBuilder &b, ComprehensionOp op,
                               IRMapping &tensors, ValueRange outputs,
                               Kernel &k) {
   Location loc = op.getLoc();
-  int64_t total = 1;
-  for (int64_t e : op.getParallelExtents())
-    total *= e;
-  int64_t block = std::min(total, kDefaultBlockSize);
-  int64_t grid = (total + block - 1) / block;
-  if (grid > std::numeric_limits<int32_t>::max())
-    return op.emitOpError()
-           << "has " << total << " points, more than one launch covers";
-  k.grid = {grid, 1, 1};
-  k.block = {block, 1, 1};
-
-  Value bid = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  Value bdim = arith::ConstantIndexOp::create(b, loc, block);
-  Value lin = arith::AddIOp::create(
-      b, loc, arith::MulIOp::create(b, loc, bid, bdim), tid);
-  Value inRange =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, lin,
-                            arith::ConstantIndexOp::create(b, loc, total));
-  auto ifOp = scf::IfOp::create(b, loc, inRange, /*withElse=*/false);
-  b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-
+  OpBuilder::InsertionGuard guard(b);
+  FailureOr<SmallVector<Value>> point =
+      emitThreadPerPoint(b, op, op.getParallelExtents(), k);
+  if (failed(point))
+    return failure();
   IRMapping mapping;
-  SmallVector<Value> point(op.getNumParallel());
-  Value rest = lin;
-  for (int i = static_cast<int>(op.getNumParallel()) - 1; i >= 0; --i) {
-    Value ext = arith::ConstantIndexOp::create(b, loc, op.getExtent(i));
-    point[i] = arith::RemUIOp::create(b, loc, rest, ext);
-    rest = arith::DivUIOp::create(b, loc, rest, ext);
-    mapping.map(op.getIndex(i), point[i]);
-  }
+  for (auto [i, v] : llvm::enumerate(*point))
+    mapping.map(op.getIndex(i), v);
   BodyEmitter emitter(tensors, &k.func.getBody().front());
   emitter.setApproximate(isLowPrecision(op));
   FailureOr<SmallVector<Value>> results =
@@ -673,9 +648,8 @@ LogicalResult emitPointKernel(OpBuilder &b, ComprehensionOp op,
     return failure();
   for (auto [v, out] : llvm::zip(*results, outputs)) {
     Type storage = cast<MemRefType>(out.getType()).getElementType();
-    memref::StoreOp::create(b, loc, toStorage(b, loc, v, storage), out, point);
+    memref::StoreOp::create(b, loc, toStorage(b, loc, v, storage), out, *point);
   }
-  b.setInsertionPointAfter(ifOp);
   return success();
 }
 

@@ -112,6 +112,11 @@ private:
   FailureOr<Kernel> buildKernel(ComprehensionOp op, const KernelChoice &choice,
                                 StringRef name, ArrayRef<Value> inputs,
                                 ComprehensionOp sibling = {});
+  /// A kernel function `name` in the kernel module, `b` at its start.
+  gpu::GPUFuncOp createKernelFunc(OpBuilder &b, Location loc, StringRef name,
+                                  TypeRange argTypes);
+  /// Ends `k`'s function (`b` at its end) and records its block size.
+  void finishKernel(OpBuilder &b, Location loc, Kernel &k);
 
   gpu::GPUModuleOp kernels;
   const KernelOptions &options;
@@ -132,12 +137,9 @@ FailureOr<Kernel> KernelFormBuilder::buildKernel(ComprehensionOp op,
   if (sibling)
     for (Type t : sibling.getResultTypes())
       argTypes.push_back(getMemRefType(t));
-  OpBuilder b = OpBuilder::atBlockEnd(kernels.getBody());
-  auto func =
-      gpu::GPUFuncOp::create(b, loc, name, b.getFunctionType(argTypes, {}));
-  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  OpBuilder b(op.getContext());
+  gpu::GPUFuncOp func = createKernelFunc(b, loc, name, argTypes);
   Block &entry = func.getBody().front();
-  b.setInsertionPointToStart(&entry);
 
   IRMapping tensors;
   for (auto [t, arg] : llvm::zip(inputs, entry.getArguments()))
@@ -167,11 +169,46 @@ FailureOr<Kernel> KernelFormBuilder::buildKernel(ComprehensionOp op,
   }
   if (match != KernelMatch::Built)
     return op.emitOpError() << "no kernel pattern matches it";
+  finishKernel(b, loc, k);
+  return k;
+}
+
+gpu::GPUFuncOp KernelFormBuilder::createKernelFunc(OpBuilder &b, Location loc,
+                                                   StringRef name,
+                                                   TypeRange argTypes) {
+  b.setInsertionPointToEnd(kernels.getBody());
+  auto func =
+      gpu::GPUFuncOp::create(b, loc, name, b.getFunctionType(argTypes, {}));
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  b.setInsertionPointToStart(&func.getBody().front());
+  return func;
+}
+
+void KernelFormBuilder::finishKernel(OpBuilder &b, Location loc, Kernel &k) {
   gpu::ReturnOp::create(b, loc);
-  func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
+  k.func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
       {static_cast<int32_t>(k.block[0]), static_cast<int32_t>(k.block[1]),
        static_cast<int32_t>(k.block[2])}));
-  return k;
+}
+
+/// Launches `k` on `args` (its buffer parameters; its tensor maps are made
+/// from them and appended).
+static void launchKernel(OpBuilder &b, Location loc, const Kernel &k,
+                         SmallVector<Value> args) {
+  auto cst = [&](int64_t v) {
+    return arith::ConstantIndexOp::create(b, loc, v).getResult();
+  };
+  for (const TensorMapParam &t : k.tensorMaps)
+    args.push_back(createTensorMap(b, loc, args[t.buffer], t));
+  gpu::LaunchFuncOp::create(
+      b, loc, k.func,
+      gpu::KernelDim3{cst(k.grid[0]), cst(k.grid[1]), cst(k.grid[2])},
+      gpu::KernelDim3{cst(k.block[0]), cst(k.block[1]), cst(k.block[2])},
+      k.sharedBytes
+          ? arith::ConstantIntOp::create(b, loc, b.getI32Type(), k.sharedBytes)
+                .getResult()
+          : Value(),
+      args);
 }
 
 ComprehensionOp KernelFormBuilder::findStatistics(ComprehensionOp c) {
@@ -282,41 +319,49 @@ LogicalResult KernelFormBuilder::convertFunc(func::FuncOp func) {
   for (auto [t, m] : llvm::zip(func.getArguments(), entry->getArguments()))
     buffers.map(t, m);
   auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
-  // An argument or a value returned twice is copied into its result by a
-  // point comprehension (the kernel form writes each result once, in
-  // place).
+  // A point comprehension copying `v`, before `at`.
+  auto copyOf = [](Operation *at, Value v) -> Value {
+    OpBuilder rb(at);
+    auto t = cast<RankedTensorType>(v.getType());
+    auto copy = ComprehensionOp::create(rb, at->getLoc(), TypeRange{t},
+                                        t.getShape(), ArrayRef<int64_t>{},
+                                        Attribute(), ScheduleAttr());
+    Block *body = rb.createBlock(&copy.getBody());
+    SmallVector<Value> idx;
+    for (int64_t d = 0; d < t.getRank(); ++d)
+      idx.push_back(body->addArgument(rb.getIndexType(), at->getLoc()));
+    Value x = ReadOp::create(
+        rb, at->getLoc(), v,
+        AffineMap::getMultiDimIdentityMap(t.getRank(), rb.getContext()), idx);
+    YieldOp::create(rb, at->getLoc(), ValueRange{x});
+    return copy.getResult(0);
+  };
+  // An argument or a value returned twice is copied into its result (the
+  // kernel form writes each result once, in place).
   {
     llvm::DenseSet<Value> seen;
-    OpBuilder rb(ret);
     for (OpOperand &operand : ret->getOpOperands()) {
       Value v = operand.get();
       if (!isa<BlockArgument>(v) && seen.insert(v).second)
         continue;
-      auto t = cast<RankedTensorType>(v.getType());
-      auto copy = ComprehensionOp::create(rb, ret.getLoc(), TypeRange{t},
-                                          t.getShape(), ArrayRef<int64_t>{},
-                                          Attribute(), ScheduleAttr());
-      OpBuilder::InsertionGuard guard(rb);
-      Block *body = rb.createBlock(&copy.getBody());
-      SmallVector<Value> idx;
-      for (int64_t d = 0; d < t.getRank(); ++d)
-        idx.push_back(body->addArgument(rb.getIndexType(), ret.getLoc()));
-      Value x = ReadOp::create(
-          rb, ret.getLoc(), v,
-          AffineMap::getMultiDimIdentityMap(t.getRank(), rb.getContext()), idx);
-      YieldOp::create(rb, ret.getLoc(), ValueRange{x});
-      operand.set(copy.getResult(0));
+      operand.set(copyOf(ret, v));
     }
   }
-  // A body that yields a constant hoisted out of it (a fill: no reads, a
-  // constant operand of a tuple) yields a copy made in the body, so that
-  // every kernel shape finds its yielded values among the body's.
-  func.walk([&](YieldOp yield) {
-    for (OpOperand &operand : yield->getOpOperands()) {
+  // A scatter writes in place into a copy of its base (its body still reads
+  // the base itself, unchanged).
+  for (auto scatter : llvm::to_vector(func.getBody().getOps<ScatterOp>()))
+    scatter.getBaseMutable().assign(copyOf(scatter, scatter.getBase()));
+  // A body that yields (or puts) a constant hoisted out of it (a fill: no
+  // reads, a constant operand of a tuple) yields a copy made in the body,
+  // so that every kernel shape finds its yielded values among the body's.
+  func.walk([&](Operation *term) {
+    if (!isa<YieldOp, PutOp>(term))
+      return;
+    for (OpOperand &operand : term->getOpOperands()) {
       Operation *def = operand.get().getDefiningOp();
       if (def && isa<arith::ConstantOp>(def) &&
-          def->getBlock() != yield->getBlock()) {
-        OpBuilder yb(yield);
+          def->getBlock() != term->getBlock()) {
+        OpBuilder yb(term);
         operand.set(yb.clone(*def)->getResult(0));
       }
     }
@@ -324,6 +369,10 @@ LogicalResult KernelFormBuilder::convertFunc(func::FuncOp func) {
   llvm::DenseMap<Value, Value> outputOf;
   for (auto [i, v] : llvm::enumerate(ret.getOperands()))
     outputOf[v] = entry->getArgument(func.getNumArguments() + i);
+  // The copy a returned scatter writes into is the result's buffer.
+  for (auto scatter : func.getBody().getOps<ScatterOp>())
+    if (Value out = outputOf.lookup(scatter.getResult()))
+      outputOf[scatter.getBase()] = out;
 
   SmallVector<Value> temporaries;
   unsigned kernelNo = 0;
@@ -382,23 +431,35 @@ LogicalResult KernelFormBuilder::convertFunc(func::FuncOp func) {
         return failure();
       if (k->wroteSibling)
         written.insert(sibling);
-      auto cst = [&](int64_t v) {
-        return arith::ConstantIndexOp::create(b, c.getLoc(), v).getResult();
-      };
       SmallVector<Value> args = llvm::map_to_vector(
           inputs, [&](Value t) { return buffers.lookup(t); });
       args.append(results);
-      for (const TensorMapParam &t : k->tensorMaps)
-        args.push_back(createTensorMap(b, c.getLoc(), args[t.buffer], t));
-      gpu::LaunchFuncOp::create(
-          b, c.getLoc(), k->func,
-          gpu::KernelDim3{cst(k->grid[0]), cst(k->grid[1]), cst(k->grid[2])},
-          gpu::KernelDim3{cst(k->block[0]), cst(k->block[1]), cst(k->block[2])},
-          k->sharedBytes ? arith::ConstantIntOp::create(
-                               b, c.getLoc(), b.getI32Type(), k->sharedBytes)
-                               .getResult()
-                         : Value(),
-          args);
+      launchKernel(b, c.getLoc(), *k, args);
+      continue;
+    }
+    if (auto scatter = dyn_cast<ScatterOp>(op)) {
+      // In place, into the copy of its base made above.
+      Value output = buffers.lookup(scatter.getBase());
+      buffers.map(scatter.getResult(), output);
+      SmallVector<Value> inputs = getTensorsRead(scatter);
+      std::string name = (func.getSymName() + "_k" + Twine(kernelNo++)).str();
+      SmallVector<Type> argTypes = llvm::map_to_vector(
+          inputs, [](Value t) { return Type(getMemRefType(t.getType())); });
+      argTypes.push_back(output.getType());
+      OpBuilder kb(scatter.getContext());
+      Kernel k;
+      k.func = createKernelFunc(kb, scatter.getLoc(), name, argTypes);
+      IRMapping tensors;
+      for (auto [t, arg] : llvm::zip(inputs, k.func.getArguments()))
+        tensors.map(t, arg);
+      if (failed(emitScatterKernel(kb, scatter, tensors,
+                                   k.func.getArguments().back(), k)))
+        return failure();
+      finishKernel(kb, scatter.getLoc(), k);
+      SmallVector<Value> args = llvm::map_to_vector(
+          inputs, [&](Value t) { return buffers.lookup(t); });
+      args.push_back(output);
+      launchKernel(b, scatter.getLoc(), k, args);
       continue;
     }
     if (auto c = dyn_cast<arith::ConstantOp>(op)) {
@@ -433,7 +494,8 @@ struct ConvertTangToGPUPass
 
     SmallVector<func::FuncOp> funcs;
     for (auto f : module.getOps<func::FuncOp>())
-      if (!f.isExternal() && !f.getBody().getOps<ComprehensionOp>().empty())
+      if (!f.isExternal() && (!f.getBody().getOps<ComprehensionOp>().empty() ||
+                              !f.getBody().getOps<ScatterOp>().empty()))
         funcs.push_back(f);
     if (funcs.empty())
       return;

@@ -15,8 +15,12 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
+
+#include <cstring>
+#include <vector>
 
 using namespace mlir;
 using namespace mlir::tang;
@@ -49,6 +53,47 @@ static LogicalResult runTool(Operation *at, StringRef program,
     return at->emitError() << program << " failed (exit " << rc << ")"
                            << (message.empty() ? "" : ": ") << message
                            << "; run it on the printed source to see why";
+  return success();
+}
+
+/// Drops the `BuiltIn WorkgroupSize` decoration glslang puts on each
+/// shader's gl_WorkGroupSize constant. Such a decoration overrides the
+/// LocalSize of every entry point of the module, so once spirv-link puts
+/// kernels of different block sizes in one module, drivers run them all
+/// with one of the sizes (lavapipe took the last: a 96-thread copy ran 16
+/// threads). Without it each entry point keeps its own LocalSize, and the
+/// constant, still holding its shader's size, serves gl_WorkGroupSize.
+static LogicalResult stripWorkgroupSizeBuiltins(ModuleOp module,
+                                                StringRef path) {
+  constexpr uint32_t kMagic = 0x07230203, kOpDecorate = 71, kBuiltIn = 11,
+                     kWorkgroupSize = 25;
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
+      llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
+  if (!file)
+    return module.emitError()
+           << "cannot read '" << path << "': " << file.getError().message();
+  StringRef bytes = (*file)->getBuffer();
+  std::vector<uint32_t> words(bytes.size() / 4);
+  std::memcpy(words.data(), bytes.data(), words.size() * 4);
+  if (words.size() < 5 || words[0] != kMagic)
+    return module.emitError() << "'" << path << "' is not SPIR-V";
+  std::vector<uint32_t> kept(words.begin(), words.begin() + 5);
+  for (size_t i = 5; i < words.size();) {
+    uint32_t count = words[i] >> 16, opcode = words[i] & 0xFFFF;
+    if (count == 0 || i + count > words.size())
+      return module.emitError() << "'" << path << "' is truncated SPIR-V";
+    bool drop = opcode == kOpDecorate && count == 4 &&
+                words[i + 2] == kBuiltIn && words[i + 3] == kWorkgroupSize;
+    if (!drop)
+      kept.insert(kept.end(), words.begin() + i, words.begin() + i + count);
+    i += count;
+  }
+  std::error_code ec;
+  llvm::raw_fd_ostream out(path, ec);
+  if (ec)
+    return module.emitError()
+           << "cannot write '" << path << "': " << ec.message();
+  out.write(reinterpret_cast<const char *>(kept.data()), kept.size() * 4);
   return success();
 }
 
@@ -99,7 +144,8 @@ struct TangExportGLSLBundlePass
       if (failed(runTool(module, "glslangValidator",
                          {"-V", "--target-env", "vulkan1.1", "-e", name,
                           "--source-entrypoint", "main", "-o", spv, comp},
-                         "glslang-tools")))
+                         "glslang-tools")) ||
+          failed(stripWorkgroupSizeBuiltins(module, spv)))
         return signalPassFailure();
       spvs.push_back(std::string(spv));
     }

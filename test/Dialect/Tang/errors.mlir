@@ -1614,7 +1614,7 @@ func.func @gather_policy(%E: tensor<10x4xf32>, %t: tensor<6xi32>) -> tensor<6x4x
   %y = tang.comprehension (%i, %d) [6, 4] : tensor<6x4xf32> {
     %k = tang.read %t[%i] : tensor<6xi32>
     %r = arith.index_cast %k : i32 to index
-    // expected-error @+1 {{expected an out-of-range policy (trap, clamp or zero), got 'wrap'}}
+    // expected-error @+1 {{expected an out-of-range policy (trap, clamp, zero or drop), got 'wrap'}}
     %e = tang.gather %E[symbol(%r), %d] wrap : tensor<10x4xf32>
     tang.yield %e : f32
   }
@@ -1668,4 +1668,107 @@ func.func @unpadded_outside(%X: tensor<8xf32>) -> tensor<8xf32> {
     tang.yield %x : f32
   }
   return %y : tensor<8xf32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// tang.scatter and tang.put
+//===----------------------------------------------------------------------===//
+
+func.func @scatter_result_type(%b: tensor<8xf32>, %i: tensor<4xi32>) -> tensor<8xf16> {
+  // expected-error @+1 {{'tang.scatter' op result type 'tensor<8xf16>' is not the type of its base 'tensor<8xf32>'}}
+  %r = "tang.scatter"(%b) <{extents = array<i64: 4>}> ({
+  ^bb0(%p: index):
+    %x = tang.read %b[%p] : tensor<8xf32>
+    %y = arith.truncf %x : f32 to f16
+    tang.put %y at [%p] : f16
+  }) : (tensor<8xf32>) -> tensor<8xf16>
+  return %r : tensor<8xf16>
+}
+
+// -----
+
+func.func @put_wrong_type(%b: tensor<8xf32>) -> tensor<8xf32> {
+  %r = tang.scatter (%p) [4] into %b : tensor<8xf32> {
+    %x = tang.read %b[%p] : tensor<8xf32>
+    %y = arith.truncf %x : f32 to f16
+    // expected-error @+1 {{'tang.put' op writes 'f16' into a tensor of 'f32'}}
+    tang.put %y at [%p] : f16
+  }
+  return %r : tensor<8xf32>
+}
+
+// -----
+
+func.func @put_static_out_of_bounds(%b: tensor<8xf32>) -> tensor<8xf32> {
+  %r = tang.scatter (%p) [4] into %b : tensor<8xf32> {
+    %x = tang.read %b[%p] : tensor<8xf32>
+    // expected-error @+1 {{'tang.put' op coordinate #0 (d0 + 5) ranges over [5, 8], out of bounds for dimension 0 of size 8}}
+    tang.put %x at [%p + 5] : f32
+  }
+  return %r : tensor<8xf32>
+}
+
+// -----
+
+func.func @put_read_policy(%b: tensor<8xf32>, %to: tensor<4xi32>) -> tensor<8xf32> {
+  %r = tang.scatter (%p) [4] into %b : tensor<8xf32> {
+    %t = tang.read %to[%p] : tensor<4xi32>
+    %c = arith.index_cast %t : i32 to index
+    %x = tang.read %b[%p] : tensor<8xf32>
+    // expected-error @+1 {{'tang.put' op policy 'clamp' is for reads; a write traps or drops}}
+    tang.put %x at [symbol(%c)] clamp : f32
+  }
+  return %r : tensor<8xf32>
+}
+
+// -----
+
+func.func @gather_drop(%E: tensor<10x4xf32>, %to: tensor<4xi32>) -> tensor<4x4xf32> {
+  %y = tang.comprehension (%i, %d) [4, 4] : tensor<4x4xf32> {
+    %t = tang.read %to[%i] : tensor<4xi32>
+    %c = arith.index_cast %t : i32 to index
+    // expected-error @+1 {{'tang.gather' op cannot drop a read: give it the zero policy}}
+    %e = tang.gather %E[symbol(%c), %d] drop : tensor<10x4xf32>
+    tang.yield %e : f32
+  }
+  return %y : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @scatter_argmax(%b: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'tang.scatter' op combines under monoid 'argmax', but a scatter combines one element with another of type 'f32'}}
+  %r = tang.scatter (%p) [4] into %b monoid(argmax) : tensor<8xf32> {
+    %x = tang.read %b[%p] : tensor<8xf32>
+    tang.put %x at [%p] : f32
+  }
+  return %r : tensor<8xf32>
+}
+
+// -----
+
+func.func @scatter_nested(%b: tensor<8xf32>) -> tensor<4xf32> {
+  %y = tang.comprehension (%i) [4] : tensor<4xf32> {
+    // expected-error @+1 {{'tang.scatter' op must be at function level (it makes a tensor)}}
+    %r = tang.scatter (%p) [4] into %b : tensor<8xf32> {
+      %x = tang.read %b[%p] : tensor<8xf32>
+      tang.put %x at [%p] : f32
+    }
+    %z = arith.constant 0.0 : f32
+    tang.yield %z : f32
+  }
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+func.func @put_index_as_value(%b: tensor<8xf32>) -> tensor<8xf32> {
+  %r = tang.scatter (%p) [4] into %b : tensor<8xf32> {
+    %x = tang.read %b[%p] : tensor<8xf32>
+    // expected-error @+1 {{'tang.put' op uses iteration index #0; indices are used only by tang.read, tang.gather (as dimensions)}}
+    tang.put %x at [symbol(%p)] : f32
+  }
+  return %r : tensor<8xf32>
 }

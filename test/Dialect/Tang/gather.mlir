@@ -12,7 +12,7 @@
 // CHECK: tang.gather %{{.*}}[symbol(%{{.*}}) + 1, %{{.*}}] clamp : tensor<100x8xf32>
 // CHECK: tang.gather %{{.*}}[symbol(%{{.*}}), %{{.*}}] zero : tensor<100x8xf32>
 // GPU: error: 'tang.gather' op traps on an out-of-range coordinate, which kernels cannot report yet
-// GRAD: error: 'tang.gather' op cannot be differentiated yet (its gradient is a scatter-add
+// GRAD: error: 'tang.gather' op clamps coordinate #0 (s0 + 1), which is not one data value: --tang-grad cannot yet scatter its gradient to the clamped element
 // LP: warning: no traffic bound: it gathers (data-dependent reads are not in the traffic LP yet)
 func.func @embedding(%E: tensor<100x8xf32>, %tok: tensor<4xi32>) -> tensor<4x8xf32> {
   // The producer gathers: fusion leaves it, two comprehensions remain.

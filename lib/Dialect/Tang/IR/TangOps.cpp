@@ -29,6 +29,19 @@ ComprehensionOp mlir::tang::getOwningComprehension(Value index) {
   return dyn_cast_or_null<ComprehensionOp>(arg.getOwner()->getParentOp());
 }
 
+/// The builtin monoid `monoid` names, if it names one.
+static std::optional<MonoidKind> getBuiltin(Attribute monoid) {
+  if (auto m = dyn_cast_or_null<MonoidKindAttr>(monoid))
+    return m.getValue();
+  return std::nullopt;
+}
+
+/// The last operation of `b` if it is a `TerminatorOp`, else null.
+template <typename TerminatorOp>
+static TerminatorOp getTerminatorOf(Block &b) {
+  return b.empty() ? TerminatorOp() : dyn_cast<TerminatorOp>(b.back());
+}
+
 /// Checks that every result of `map` stays within `shape` when dimension d
 /// ranges over `dimRanges[d]`. `what` names the expressions in diagnostics.
 static LogicalResult verifyInBounds(Operation *op, AffineMap map,
@@ -51,11 +64,25 @@ static LogicalResult verifyInBounds(Operation *op, AffineMap map,
   return success();
 }
 
-/// Checks that `index` is an iteration index of a comprehension enclosing
-/// `user`.
+/// The comprehension or scatter whose iteration index `index` is, or null.
+static Operation *getIterationScope(Value index) {
+  auto arg = dyn_cast<BlockArgument>(index);
+  if (!arg || !arg.getOwner())
+    return nullptr;
+  Operation *owner = arg.getOwner()->getParentOp();
+  return isa_and_nonnull<ComprehensionOp, ScatterOp>(owner) ? owner : nullptr;
+}
+
+bool mlir::tang::isInIterationBody(Operation *op) {
+  return op->getParentOfType<ComprehensionOp>() ||
+         op->getParentOfType<ScatterOp>();
+}
+
+/// Checks that `index` is an iteration index of a comprehension (or
+/// scatter) enclosing `user`.
 static LogicalResult verifyInScopeIndex(Operation *user, Value index,
                                         unsigned operandNo) {
-  ComprehensionOp owner = getOwningComprehension(index);
+  Operation *owner = getIterationScope(index);
   if (!owner || !owner->isProperAncestor(user))
     return user->emitOpError()
            << "index operand #" << operandNo
@@ -66,8 +93,91 @@ static LogicalResult verifyInScopeIndex(Operation *user, Value index,
 
 /// The range of the iteration index `index` (in scope, see above).
 static IndexRange getIndexRange(Value index) {
-  auto arg = cast<BlockArgument>(index);
-  return {0, getOwningComprehension(index).getExtent(arg.getArgNumber()) - 1};
+  unsigned pos = cast<BlockArgument>(index).getArgNumber();
+  Operation *owner = getIterationScope(index);
+  if (auto c = dyn_cast<ComprehensionOp>(owner))
+    return {0, c.getExtent(pos) - 1};
+  return {0, cast<ScatterOp>(owner).getExtent(pos) - 1};
+}
+
+/// Checks that the iteration indices of `body` are used only as
+/// coordinates: by reads, as dimensions of gathers and puts, by tang.index.
+static LogicalResult verifyIndexUses(Block &body) {
+  for (BlockArgument a : body.getArguments())
+    for (Operation *user : a.getUsers()) {
+      bool ok = isa<ReadOp, IndexOp>(user);
+      if (auto g = dyn_cast<GatherOp>(user))
+        ok = llvm::is_contained(g.getIndices(), a);
+      if (auto put = dyn_cast<PutOp>(user))
+        ok = llvm::is_contained(put.getIndices(), a);
+      if (!ok)
+        return user->emitOpError()
+               << "uses iteration index #" << a.getArgNumber()
+               << "; indices are used only by tang.read, tang.gather (as "
+                  "dimensions) and tang.index (use tang.index to compute "
+                  "with an index)";
+    }
+  return success();
+}
+
+/// Checks that the operations of `body` (but its terminator) compute
+/// scalars: tensors enter only as the tensor operand of tang.read and
+/// tang.gather.
+static LogicalResult verifyScalarBody(Block &body) {
+  for (Operation &op : body.without_terminator()) {
+    bool reads = isa<ReadOp, GatherOp>(op);
+    for (OpOperand &use : op.getOpOperands()) {
+      if (use.get().getType().isIntOrIndexOrFloat() ||
+          (reads && use.getOperandNumber() == 0))
+        continue;
+      return op.emitOpError()
+             << "in a comprehension body computes scalars, but operand #"
+             << use.getOperandNumber() << " has type " << use.get().getType()
+             << " (tensors enter a body only through tang.read)";
+    }
+    for (OpResult r : op.getResults())
+      if (!r.getType().isIntOrIndexOrFloat())
+        return op.emitOpError()
+               << "in a comprehension body computes scalars, but result #"
+               << r.getResultNumber() << " has type " << r.getType();
+  }
+  return success();
+}
+
+/// Parses `monoid(name)` or `monoid(@symbol)` if present, into `monoid`.
+static ParseResult parseOptionalMonoid(OpAsmParser &p, OperationState &st) {
+  if (failed(p.parseOptionalKeyword("monoid")))
+    return success();
+  if (p.parseLParen())
+    return failure();
+  StringAttr sym;
+  if (succeeded(p.parseOptionalSymbolName(sym))) {
+    st.addAttribute("monoid", FlatSymbolRefAttr::get(sym));
+  } else {
+    SMLoc loc = p.getCurrentLocation();
+    StringRef kw;
+    if (p.parseKeyword(&kw))
+      return failure();
+    std::optional<MonoidKind> kind = symbolizeMonoidKind(kw);
+    if (!kind)
+      return p.emitError(loc, "unknown monoid '")
+             << kw
+             << "'; expected a builtin (add, mul, max, min, and, or, argmax, "
+                "argmin, softmax_norm, online_softmax) or @symbol";
+    st.addAttribute("monoid", MonoidKindAttr::get(p.getContext(), *kind));
+  }
+  return p.parseRParen();
+}
+
+static void printOptionalMonoid(OpAsmPrinter &p, Attribute m) {
+  if (!m)
+    return;
+  p << " monoid(";
+  if (auto sym = dyn_cast<FlatSymbolRefAttr>(m))
+    p.printSymbolName(sym.getValue());
+  else
+    p << stringifyMonoidKind(cast<MonoidKindAttr>(m).getValue());
+  p << ")";
 }
 
 static bool isScalar(Type t) { return t.isIntOrFloat(); }
@@ -90,16 +200,11 @@ int64_t ComprehensionOp::getExtent(unsigned pos) {
 }
 
 YieldOp ComprehensionOp::getYield() {
-  Block &b = getBodyBlock();
-  if (b.empty())
-    return {};
-  return dyn_cast<YieldOp>(b.back());
+  return getTerminatorOf<YieldOp>(getBodyBlock());
 }
 
 std::optional<MonoidKind> ComprehensionOp::getBuiltinMonoid() {
-  if (auto m = dyn_cast_or_null<MonoidKindAttr>(getMonoidAttr()))
-    return m.getValue();
-  return std::nullopt;
+  return getBuiltin(getMonoidAttr());
 }
 
 void ComprehensionOp::getAsmBlockArgumentNames(Region &region,
@@ -140,28 +245,8 @@ ParseResult ComprehensionOp::parse(OpAsmParser &p, OperationState &st) {
   st.addAttribute("reduced_extents",
                   DenseI64ArrayAttr::get(ctx, ext.drop_front(parallel.size())));
 
-  if (succeeded(p.parseOptionalKeyword("monoid"))) {
-    if (p.parseLParen())
-      return failure();
-    StringAttr sym;
-    if (succeeded(p.parseOptionalSymbolName(sym))) {
-      st.addAttribute("monoid", FlatSymbolRefAttr::get(sym));
-    } else {
-      SMLoc loc = p.getCurrentLocation();
-      StringRef kw;
-      if (p.parseKeyword(&kw))
-        return failure();
-      std::optional<MonoidKind> kind = symbolizeMonoidKind(kw);
-      if (!kind)
-        return p.emitError(loc, "unknown monoid '")
-               << kw
-               << "'; expected a builtin (add, mul, max, min, and, or, argmax, "
-                  "argmin, softmax_norm, online_softmax) or @symbol";
-      st.addAttribute("monoid", MonoidKindAttr::get(ctx, *kind));
-    }
-    if (p.parseRParen())
-      return failure();
-  }
+  if (parseOptionalMonoid(p, st))
+    return failure();
   if (p.parseOptionalAttrDictWithKeyword(st.attributes) ||
       p.parseColonTypeList(st.types))
     return failure();
@@ -193,14 +278,7 @@ void ComprehensionOp::print(OpAsmPrinter &p) {
       llvm::concat<const int64_t>(getParallelExtents(), getReducedExtents()),
       p);
   p << "]";
-  if (Attribute m = getMonoidAttr()) {
-    p << " monoid(";
-    if (auto sym = dyn_cast<FlatSymbolRefAttr>(m))
-      p.printSymbolName(sym.getValue());
-    else
-      p << stringifyMonoidKind(cast<MonoidKindAttr>(m).getValue());
-    p << ")";
-  }
+  printOptionalMonoid(p, getMonoidAttr());
   p.printOptionalAttrDictWithKeyword(
       (*this)->getAttrs(), {"parallel_extents", "reduced_extents", "monoid"});
   p << " : ";
@@ -209,33 +287,32 @@ void ComprehensionOp::print(OpAsmPrinter &p) {
   p.printRegion(getBody(), /*printEntryBlockArgs=*/false);
 }
 
-LogicalResult ComprehensionOp::verify() {
-  for (unsigned i = 0, e = getNumIndices(); i < e; ++i)
-    if (getExtent(i) <= 0)
-      return emitOpError() << "extent of index #" << i
-                           << " must be positive, got " << getExtent(i);
-
-  Block &body = getBodyBlock();
-  if (body.getNumArguments() != getNumIndices())
-    return emitOpError() << "body has " << body.getNumArguments()
-                         << " arguments but the comprehension has "
-                         << getNumIndices() << " indices";
+/// Checks the iteration domain of a comprehension or a scatter (`what`):
+/// positive `extents`, one index-typed block argument of `body` each, used
+/// only as coordinates (verifyIndexUses).
+static LogicalResult verifyDomain(Operation *op, StringRef what,
+                                  ArrayRef<int64_t> extents, Block &body) {
+  for (auto [i, e] : llvm::enumerate(extents))
+    if (e <= 0)
+      return op->emitOpError()
+             << "extent of index #" << i << " must be positive, got " << e;
+  if (body.getNumArguments() != extents.size())
+    return op->emitOpError()
+           << "body has " << body.getNumArguments() << " arguments but the "
+           << what << " has " << extents.size() << " indices";
   for (BlockArgument a : body.getArguments())
     if (!a.getType().isIndex())
-      return emitOpError() << "body arguments (the indices) must be 'index', "
-                              "got "
-                           << a.getType();
+      return op->emitOpError()
+             << "body arguments (the indices) must be 'index', got "
+             << a.getType();
+  return verifyIndexUses(body);
+}
 
-  for (BlockArgument a : body.getArguments())
-    for (Operation *user : a.getUsers())
-      if (!isa<ReadOp, GatherOp, IndexOp>(user) ||
-          (isa<GatherOp>(user) &&
-           !llvm::is_contained(cast<GatherOp>(user).getIndices(), a)))
-        return user->emitOpError()
-               << "uses iteration index #" << a.getArgNumber()
-               << "; indices are used only by tang.read, tang.gather (as "
-                  "dimensions) and tang.index (use tang.index to compute "
-                  "with an index)";
+LogicalResult ComprehensionOp::verify() {
+  SmallVector<int64_t> extents(getParallelExtents());
+  llvm::append_range(extents, getReducedExtents());
+  if (failed(verifyDomain(*this, "comprehension", extents, getBodyBlock())))
+    return failure();
 
   if (getNumReduced() && !getMonoidAttr())
     return emitOpError() << "reduces over " << getNumReduced()
@@ -254,7 +331,7 @@ LogicalResult ComprehensionOp::verify() {
 
   // Nested comprehensions compute scalars; function-level ones tensors whose
   // shape is the parallel domain.
-  bool nested = (*this)->getParentOfType<ComprehensionOp>() != nullptr;
+  bool nested = isInIterationBody(*this);
   if (nested && getNumParallel())
     return emitOpError() << "nested in a comprehension body must have no "
                             "parallel indices (it computes a scalar)";
@@ -290,23 +367,8 @@ LogicalResult ComprehensionOp::verifyRegions() {
 
   // The body is a scalar expression graph: tensors enter only through the
   // tensor operand of tang.read.
-  for (Operation &op : getBodyBlock().without_terminator()) {
-    bool reads = isa<ReadOp, GatherOp>(op);
-    for (OpOperand &use : op.getOpOperands()) {
-      if (use.get().getType().isIntOrIndexOrFloat() ||
-          (reads && use.getOperandNumber() == 0))
-        continue;
-      return op.emitOpError()
-             << "in a comprehension body computes scalars, but operand #"
-             << use.getOperandNumber() << " has type " << use.get().getType()
-             << " (tensors enter a body only through tang.read)";
-    }
-    for (OpResult r : op.getResults())
-      if (!r.getType().isIntOrIndexOrFloat())
-        return op.emitOpError()
-               << "in a comprehension body computes scalars, but result #"
-               << r.getResultNumber() << " has type " << r.getType();
-  }
+  if (failed(verifyScalarBody(getBodyBlock())))
+    return failure();
 
   SmallVector<Type> results =
       llvm::map_to_vector(getResultTypes(), getScalarType);
@@ -509,7 +571,7 @@ static LogicalResult verifyElementOf(Operation *op, RankedTensorType type,
 /// the map's symbols and dimensions, indices in scope).
 static LogicalResult verifyIndexMap(Operation *op, AffineMap map,
                                     ValueRange indices) {
-  if (!op->getParentOfType<ComprehensionOp>())
+  if (!isInIterationBody(op))
     return op->emitOpError() << "must be inside a comprehension body";
   if (map.getNumSymbols() != 0)
     return op->emitOpError() << "index expressions may not use symbols";
@@ -590,14 +652,31 @@ OpFoldResult ReadOp::fold(FoldAdaptor) {
 // GatherOp
 //===----------------------------------------------------------------------===//
 
-ParseResult GatherOp::parse(OpAsmParser &p, OperationState &st) {
-  OpAsmParser::UnresolvedOperand tensor;
-  SmallVector<OpAsmParser::UnresolvedOperand> operands;
-  Attribute map;
-  RankedTensorType type;
-  if (p.parseOperand(tensor) ||
-      p.parseAffineMapOfSSAIds(operands, map, "map", st.attributes))
-    return failure();
+/// Checks the coordinates of a gather or a put: dimensions in scope, and
+/// those without data (symbols) in bounds of `shape` now; the others are
+/// checked as the program runs.
+static LogicalResult verifyDataCoordinates(Operation *op, AffineMap map,
+                                           ValueRange dims,
+                                           ArrayRef<int64_t> shape) {
+  for (auto [i, v] : llvm::enumerate(dims))
+    if (failed(verifyInScopeIndex(op, v, i)))
+      return failure();
+  SmallVector<IndexRange> ranges = llvm::map_to_vector(dims, getIndexRange);
+  // (Data coordinates stand as 0 here.)
+  SmallVector<AffineExpr> static_;
+  for (AffineExpr expr : map.getResults()) {
+    bool usesData = false;
+    expr.walk([&](AffineExpr e) { usesData |= isa<AffineSymbolExpr>(e); });
+    static_.push_back(usesData ? getAffineConstantExpr(0, op->getContext())
+                               : expr);
+  }
+  return verifyInBounds(
+      op, AffineMap::get(map.getNumDims(), 0, static_, op->getContext()),
+      ranges, shape, "coordinate");
+}
+
+/// Parses an optional out-of-range policy keyword (the default is trap).
+static ParseResult parseOutOfRange(OpAsmParser &p, OperationState &st) {
   OutOfRange policy = OutOfRange::Trap;
   StringRef word;
   SMLoc at = p.getCurrentLocation();
@@ -605,13 +684,43 @@ ParseResult GatherOp::parse(OpAsmParser &p, OperationState &st) {
     std::optional<OutOfRange> parsed = symbolizeOutOfRange(word);
     if (!parsed)
       return p.emitError(at) << "expected an out-of-range policy (trap, "
-                                "clamp or zero), got '"
+                                "clamp, zero or drop), got '"
                              << word << "'";
     policy = *parsed;
   }
   st.addAttribute("policy", OutOfRangeAttr::get(p.getContext(), policy));
-  if (p.parseOptionalAttrDict(st.attributes) || p.parseColonType(type) ||
-      p.resolveOperand(tensor, type, st.operands) ||
+  return success();
+}
+
+/// Parses the coordinates of a gather or a put (`[<affine map of SSA ids>]`),
+/// its optional policy and attribute dictionary.
+static ParseResult parseDataCoordinates(
+    OpAsmParser &p, OperationState &st,
+    SmallVectorImpl<OpAsmParser::UnresolvedOperand> &operands) {
+  Attribute map;
+  return failure(
+      p.parseAffineMapOfSSAIds(operands, map, "map", st.attributes) ||
+      parseOutOfRange(p, st) || p.parseOptionalAttrDict(st.attributes));
+}
+
+/// Prints what parseDataCoordinates parses.
+static void printDataCoordinates(OpAsmPrinter &p, Operation *op,
+                                 AffineMapAttr map, ValueRange operands,
+                                 OutOfRange policy) {
+  p << "[";
+  p.printAffineMapOfSSAIds(map, operands);
+  p << "]";
+  if (policy != OutOfRange::Trap)
+    p << " " << stringifyOutOfRange(policy);
+  p.printOptionalAttrDict(op->getAttrs(), {"map", "policy"});
+}
+
+ParseResult GatherOp::parse(OpAsmParser &p, OperationState &st) {
+  OpAsmParser::UnresolvedOperand tensor;
+  SmallVector<OpAsmParser::UnresolvedOperand> operands;
+  RankedTensorType type;
+  if (p.parseOperand(tensor) || parseDataCoordinates(p, st, operands) ||
+      p.parseColonType(type) || p.resolveOperand(tensor, type, st.operands) ||
       p.resolveOperands(operands, p.getBuilder().getIndexType(), st.operands))
     return failure();
   st.addTypes(type.getElementType());
@@ -619,19 +728,15 @@ ParseResult GatherOp::parse(OpAsmParser &p, OperationState &st) {
 }
 
 void GatherOp::print(OpAsmPrinter &p) {
-  p << " " << getTensor() << "[";
-  p.printAffineMapOfSSAIds(getMapAttr(), getMapOperands());
-  p << "]";
-  if (getPolicy() != OutOfRange::Trap)
-    p << " " << stringifyOutOfRange(getPolicy());
-  p.printOptionalAttrDict((*this)->getAttrs(), {"map", "policy"});
+  p << " " << getTensor();
+  printDataCoordinates(p, *this, getMapAttr(), getMapOperands(), getPolicy());
   p << " : " << getTensor().getType();
 }
 
 LogicalResult GatherOp::verify() {
   auto type = cast<RankedTensorType>(getTensor().getType());
   AffineMap map = getMap();
-  if (!(*this)->getParentOfType<ComprehensionOp>())
+  if (!isInIterationBody(*this))
     return emitOpError() << "must be inside a comprehension body";
   if (map.getNumResults() != type.getRank())
     return emitOpError() << "gathers from a rank-" << type.getRank()
@@ -644,26 +749,188 @@ LogicalResult GatherOp::verify() {
   if (map.getNumSymbols() == 0)
     return emitOpError() << "has no data coordinate (no symbol): it is a "
                             "tang.read";
-  for (auto [i, v] : llvm::enumerate(getIndices()))
-    if (failed(verifyInScopeIndex(*this, v, i)))
-      return failure();
+  if (getPolicy() == OutOfRange::Drop)
+    return emitOpError() << "cannot drop a read: give it the zero policy";
   // (An iteration index used as a symbol is refused by its comprehension.)
   if (failed(verifyElementOf(*this, type, getResult().getType())))
     return failure();
-  // The coordinates without data are proved in bounds now; the others are
-  // checked as the program runs.
-  // (Data coordinates stand as 0 here.)
-  SmallVector<IndexRange> ranges =
-      llvm::map_to_vector(getIndices(), getIndexRange);
-  SmallVector<AffineExpr> static_;
-  for (AffineExpr expr : map.getResults()) {
-    bool usesData = false;
-    expr.walk([&](AffineExpr e) { usesData |= isa<AffineSymbolExpr>(e); });
-    static_.push_back(usesData ? getAffineConstantExpr(0, getContext()) : expr);
+  return verifyDataCoordinates(*this, map, getIndices(), type.getShape());
+}
+
+//===----------------------------------------------------------------------===//
+// ScatterOp
+//===----------------------------------------------------------------------===//
+
+PutOp ScatterOp::getPut() { return getTerminatorOf<PutOp>(getBodyBlock()); }
+
+std::optional<MonoidKind> ScatterOp::getBuiltinMonoid() {
+  return getBuiltin(getMonoidAttr());
+}
+
+void ScatterOp::getAsmBlockArgumentNames(Region &region,
+                                         OpAsmSetValueNameFn setName) {
+  for (BlockArgument a : region.getArguments())
+    setName(a, ("p" + Twine(a.getArgNumber())).str());
+}
+
+ParseResult ScatterOp::parse(OpAsmParser &p, OperationState &st) {
+  SmallVector<OpAsmParser::Argument> indices;
+  SmallVector<int64_t> extents;
+  OpAsmParser::UnresolvedOperand base;
+  RankedTensorType type;
+  if (p.parseArgumentList(indices, OpAsmParser::Delimiter::OptionalParen))
+    return failure();
+  SMLoc extentsLoc = p.getCurrentLocation();
+  if (p.parseCommaSeparatedList(OpAsmParser::Delimiter::Square, [&] {
+        return p.parseInteger(extents.emplace_back());
+      }))
+    return failure();
+  if (extents.size() != indices.size())
+    return p.emitError(extentsLoc, "expected ")
+           << indices.size() << " extents (one per index), found "
+           << extents.size();
+  st.addAttribute("extents", DenseI64ArrayAttr::get(p.getContext(), extents));
+  if (p.parseKeyword("into") || p.parseOperand(base) ||
+      parseOptionalMonoid(p, st))
+    return failure();
+  if (succeeded(p.parseOptionalKeyword("deterministic")))
+    st.addAttribute("deterministic", p.getBuilder().getUnitAttr());
+  if (p.parseOptionalAttrDictWithKeyword(st.attributes) ||
+      p.parseColonType(type) || p.resolveOperand(base, type, st.operands))
+    return failure();
+  st.addTypes(type);
+  for (OpAsmParser::Argument &a : indices)
+    a.type = p.getBuilder().getIndexType();
+  return p.parseRegion(*st.addRegion(), indices);
+}
+
+void ScatterOp::print(OpAsmPrinter &p) {
+  if (getNumIndices()) {
+    p << " (";
+    llvm::interleaveComma(getBodyBlock().getArguments(), p,
+                          [&](BlockArgument a) { p << a; });
+    p << ")";
   }
-  return verifyInBounds(
-      *this, AffineMap::get(map.getNumDims(), 0, static_, getContext()), ranges,
-      type.getShape(), "coordinate");
+  p << " [";
+  llvm::interleaveComma(getExtents(), p);
+  p << "] into " << getBase();
+  printOptionalMonoid(p, getMonoidAttr());
+  if (getDeterministic())
+    p << " deterministic";
+  p.printOptionalAttrDictWithKeyword((*this)->getAttrs(),
+                                     {"extents", "monoid", "deterministic"});
+  p << " : " << getType() << " ";
+  p.printRegion(getBody(), /*printEntryBlockArgs=*/false);
+}
+
+LogicalResult ScatterOp::verify() {
+  if (failed(verifyDomain(*this, "scatter", getExtents(), getBodyBlock())))
+    return failure();
+  if (isInIterationBody(*this))
+    return emitOpError() << "must be at function level (it makes a tensor)";
+  auto type = cast<RankedTensorType>(getBase().getType());
+  if (getType() != type)
+    return emitOpError() << "result type " << getType()
+                         << " is not the type of its base " << type;
+  if (!type.hasStaticShape())
+    return emitOpError() << "needs a statically shaped base (symbolic "
+                            "extents are not supported yet), got "
+                         << type;
+  if (!isTangElementType(type.getElementType()))
+    return emitOpError() << "base has element type " << type.getElementType()
+                         << ", not a tang element type (f64, f32, f16, "
+                            "bf16, i32, i8 or i1)";
+  return success();
+}
+
+LogicalResult ScatterOp::verifyRegions() {
+  PutOp put = getPut();
+  if (!put)
+    return emitOpError() << "body must end with 'tang.put'";
+  if (failed(verifyScalarBody(getBodyBlock())))
+    return failure();
+  Type element = getType().getElementType();
+  std::optional<MonoidKind> kind = getBuiltinMonoid();
+  if (!kind)
+    return success(); // A user monoid: checked in verifySymbolUses.
+  switch (*kind) {
+  case MonoidKind::Add:
+  case MonoidKind::Mul:
+  case MonoidKind::Max:
+  case MonoidKind::Min:
+    return success();
+  case MonoidKind::And:
+  case MonoidKind::Or:
+    if (element.isSignlessInteger())
+      return success();
+    break;
+  default:
+    break;
+  }
+  return emitOpError() << "combines under monoid '"
+                       << stringifyMonoidKind(*kind)
+                       << "', but a scatter combines one element with "
+                          "another of type "
+                       << element
+                       << " (add, mul, max, min; and, or on integers; or a "
+                          "user monoid of one component)";
+}
+
+LogicalResult ScatterOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  auto sym = dyn_cast_or_null<FlatSymbolRefAttr>(getMonoidAttr());
+  if (!sym)
+    return success();
+  auto monoid = symbolTable.lookupNearestSymbolFrom<MonoidOp>(*this, sym);
+  if (!monoid)
+    return emitOpError() << "monoid " << sym << " does not name a tang.monoid";
+  SmallVector<Type> carrier = monoid.getCarrierTypes();
+  if (carrier.size() != 1 || carrier[0] != getType().getElementType())
+    return emitOpError() << "monoid " << sym << " must have one component of "
+                         << "the element type " << getType().getElementType()
+                         << " to combine elements";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// PutOp
+//===----------------------------------------------------------------------===//
+
+ParseResult PutOp::parse(OpAsmParser &p, OperationState &st) {
+  OpAsmParser::UnresolvedOperand value;
+  SmallVector<OpAsmParser::UnresolvedOperand> operands;
+  Type type;
+  return failure(
+      p.parseOperand(value) || p.parseKeyword("at") ||
+      parseDataCoordinates(p, st, operands) || p.parseColonType(type) ||
+      p.resolveOperand(value, type, st.operands) ||
+      p.resolveOperands(operands, p.getBuilder().getIndexType(), st.operands));
+}
+
+void PutOp::print(OpAsmPrinter &p) {
+  p << " " << getValue() << " at ";
+  printDataCoordinates(p, *this, getMapAttr(), getMapOperands(), getPolicy());
+  p << " : " << getValue().getType();
+}
+
+LogicalResult PutOp::verify() {
+  auto scatter = cast<ScatterOp>((*this)->getParentOp());
+  auto type = cast<RankedTensorType>(scatter.getType());
+  AffineMap map = getMap();
+  if (map.getNumResults() != type.getRank())
+    return emitOpError() << "writes a rank-" << type.getRank()
+                         << " tensor with " << map.getNumResults()
+                         << " coordinates";
+  if (map.getNumInputs() != getMapOperands().size())
+    return emitOpError() << "map has " << map.getNumInputs()
+                         << " dimensions and symbols but "
+                         << getMapOperands().size() << " coordinate operands";
+  if (getPolicy() != OutOfRange::Trap && getPolicy() != OutOfRange::Drop)
+    return emitOpError() << "policy '" << stringifyOutOfRange(getPolicy())
+                         << "' is for reads; a write traps or drops";
+  if (getValue().getType() != type.getElementType())
+    return emitOpError() << "writes " << getValue().getType()
+                         << " into a tensor of " << type.getElementType();
+  return verifyDataCoordinates(*this, map, getIndices(), type.getShape());
 }
 
 //===----------------------------------------------------------------------===//

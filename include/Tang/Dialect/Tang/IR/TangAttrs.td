@@ -32,10 +32,12 @@ def Tang_MonoidKind : I32EnumAttr<"MonoidKind", "builtin monoid", [
 }
 
 def Tang_OutOfRange : I32EnumAttr<"OutOfRange",
-    "what a gather does with a data coordinate outside its tensor", [
+    "what a gather or a scatter does with a data coordinate outside its "
+    "tensor", [
     I32EnumAttrCase<"Trap", 0, "trap">,
     I32EnumAttrCase<"Clamp", 1, "clamp">,
-    I32EnumAttrCase<"Zero", 2, "zero">
+    I32EnumAttrCase<"Zero", 2, "zero">,
+    I32EnumAttrCase<"Drop", 3, "drop">
   ]> {
   let cppNamespace = "::mlir::tang";
 }

@@ -29,6 +29,10 @@ namespace mlir::tang {
 /// `index` is not a comprehension's block argument.
 ComprehensionOp getOwningComprehension(Value index);
 
+/// Whether `op` is in the body of a comprehension or of a scatter (not at a
+/// function's level).
+bool isInIterationBody(Operation *op);
+
 } // namespace mlir::tang
 
 #endif // TANG_DIALECT_TANG_IR_TANGOPS_H

@@ -161,9 +161,10 @@ def Tang_GatherOp : Tang_Op<"gather", [Pure]> {
     * `zero`: the gather yields zero.
 
     A gather with no symbol is a `tang.read`; the verifier says so. Passes
-    that know reads only (fusion, differentiation, the online-softmax
-    rewrite, the traffic bound) leave comprehensions with gathers alone or
-    say that they cannot take them. The reference interpreter runs every
+    that know reads only (fusion, the online-softmax rewrite, the traffic
+    bound) leave comprehensions with gathers alone or say that they cannot
+    take them. `--tang-grad` differentiates a gather: its gradient is a
+    `tang.scatter` adding into the gathered tensor. The reference interpreter runs every
     policy; the kernel form (every backend) runs `clamp` and `zero`, and
     refuses `trap` until kernels can report an error.
 
@@ -179,6 +180,120 @@ def Tang_GatherOp : Tang_Op<"gather", [Pure]> {
   let arguments = (ins Tang_Tensor:$tensor, Variadic<Index>:$mapOperands,
                        AffineMapAttr:$map, Tang_OutOfRange:$policy);
   let results = (outs Tang_ElementType:$result);
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The iteration indices (the map's dimensions).
+    ::mlir::OperandRange getIndices() {
+      return getMapOperands().take_front(getMap().getNumDims());
+    }
+    /// The data values (the map's symbols).
+    ::mlir::OperandRange getValues() {
+      return getMapOperands().drop_front(getMap().getNumDims());
+    }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// ScatterOp and PutOp
+//===----------------------------------------------------------------------===//
+
+def Tang_ScatterOp : Tang_Op<"scatter", [
+    RecursiveMemoryEffects, RecursivelySpeculatable,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmBlockArgumentNames"]>]> {
+  let summary = "write elements into a copy of a tensor at coordinates that "
+                "depend on data";
+  let description = [{
+    The dual of `tang.gather`. The result is `base` with, for every point of
+    the iteration domain, the element the body computes written at the
+    coordinates its terminator (`tang.put`) names. The coordinates are
+    affine expressions of the domain's indices and of index values computed
+    in the body (symbols), as a gather's.
+
+    * Without a monoid the write replaces the element (an insert: a KV
+      cache written at the current position). Where two points write one
+      element, the later point in row-major order wins.
+    * With a monoid (`monoid(add)`, or a user monoid of one component) the
+      element is combined with what is there (a scatter-add: the gradient
+      of an embedding lookup, a mixture-of-experts combine). Points that
+      collide combine in row-major order, so a monoid that is not
+      commutative still has one meaning.
+    * `deterministic` asks every backend for that row-major order on
+      collisions, bit for bit. Without it a backend may combine collisions
+      in any order (atomics); today every backend takes row-major order
+      (kernels run the colliding indices serially).
+
+    The semantics is functional: `base` is not changed. The body is a
+    scalar expression graph like a comprehension's (reads, gathers, nested
+    reductions) and may read `base` itself, which it sees unchanged.
+
+    ```mlir
+    // dE[tokens[i], d] += dY[i, d]: the gradient of an embedding lookup.
+    %dE = tang.scatter (%i, %d) [128, 64] into %zeros monoid(add)
+            : tensor<32000x64xf32> {
+      %tok = tang.read %tokens[%i] : tensor<128xi32>
+      %row = arith.index_cast %tok : i32 to index
+      %g = tang.read %dY[%i, %d] : tensor<128x64xf32>
+      tang.put %g at [symbol(%row), %d] : f32
+    }
+    // Insert this step's keys at the position `pos`.
+    %K1 = tang.scatter (%h, %e) [8, 128] into %K : tensor<8x4096x128xbf16> {
+      %p = tang.read %pos[] : tensor<i32>
+      %row = arith.index_cast %p : i32 to index
+      %k = tang.read %knew[%h, %e] : tensor<8x128xbf16>
+      tang.put %k at [%h, symbol(%row), %e] : bf16
+    }
+    ```
+  }];
+
+  let arguments = (ins
+    Tang_Tensor:$base,
+    DenseI64ArrayAttr:$extents,
+    OptionalAttr<AnyAttrOf<[Tang_MonoidAttr, FlatSymbolRefAttr]>>:$monoid,
+    UnitAttr:$deterministic
+  );
+  let results = (outs Tang_Tensor:$result);
+  let regions = (region SizedRegion<1>:$body);
+
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+
+  let extraClassDeclaration = [{
+    unsigned getNumIndices() { return getExtents().size(); }
+    /// The extent of iteration index `pos`.
+    int64_t getExtent(unsigned pos) { return getExtents()[pos]; }
+    ::mlir::BlockArgument getIndex(unsigned pos) {
+      return getBody().front().getArgument(pos);
+    }
+    ::mlir::Block &getBodyBlock() { return getBody().front(); }
+    /// The terminator of the body.
+    PutOp getPut();
+    /// The builtin monoid, if the monoid is one.
+    std::optional<MonoidKind> getBuiltinMonoid();
+  }];
+}
+
+def Tang_PutOp : Tang_Op<"put", [Pure, Terminator, HasParent<"ScatterOp">]> {
+  let summary = "the element a scatter writes, and where";
+  let description = [{
+    Terminates a `tang.scatter` body: the value to write and its
+    coordinates in the scatter's base, written like a gather's (iteration
+    indices as dimensions, index values computed in the body as
+    `symbol(%v)`). Coordinates without symbols are proved in bounds by the
+    verifier; the others are checked as the program runs, by the policy:
+    `trap` (the default: the run fails naming the coordinate and its value,
+    and writes no result) or `drop` (the write is skipped: padding tokens,
+    an ignored index).
+
+    ```mlir
+    tang.put %g at [symbol(%row), %d] : f32
+    tang.put %g at [symbol(%row), %d] drop : f32
+    ```
+  }];
+  let arguments = (ins AnyType:$value, Variadic<Index>:$mapOperands,
+                       AffineMapAttr:$map, Tang_OutOfRange:$policy);
   let hasCustomAssemblyFormat = 1;
   let hasVerifier = 1;
   let extraClassDeclaration = [{
