@@ -33,23 +33,27 @@ FailureOr<LoopNest> mlir::tang::getLoopNest(ComprehensionOp op,
     return std::max<int64_t>(
         1, getElementTypeOrSelf(t).getIntOrFloatBitWidth() / 8);
   };
-  bool nested = false, gathers = false;
+  bool nested = false;
   op.getBodyBlock().walk([&](ComprehensionOp) { nested = true; });
-  op.getBodyBlock().walk([&](GatherOp) { gathers = true; });
-  if (gathers) {
-    why = "it gathers (data-dependent reads are not in the traffic LP yet)";
-    return failure();
-  }
   if (nested) {
     why = "its body holds a nested comprehension (fused reductions are not "
           "expressed as one loop nest yet)";
     return failure();
   }
-  for (ReadOp read : op.getBodyBlock().getOps<ReadOp>()) {
+  for (Operation &access : op.getBodyBlock()) {
+    // Reads and gathers. A gather's data coordinates (symbols) are not
+    // projections: left out like those below, it still touches at least
+    // one element per value of its other coordinates.
+    auto read = dyn_cast<ReadOp>(access);
+    auto gather = dyn_cast<GatherOp>(access);
+    if (!read && !gather)
+      continue;
     // Through views to the tensor the elements live in: a view's elements
     // alias its source's, so footprints count the source's.
-    Value tensor = read.getTensor();
-    AffineMap map = read.getMap();
+    Value tensor = read ? read.getTensor() : gather.getTensor();
+    AffineMap map = read ? read.getMap() : gather.getMap();
+    ValueRange indices = read ? read.getIndices() : gather.getIndices();
+    bool padded = read && read.getFill();
     while (auto view = tensor.getDefiningOp<ViewOp>()) {
       map = view.getMap().compose(map);
       tensor = view.getSource();
@@ -58,12 +62,13 @@ FailureOr<LoopNest> mlir::tang::getLoopNest(ComprehensionOp op,
     SmallVector<std::string> dropped;
     for (AffineExpr e : map.getResults()) {
       auto dim = dyn_cast<AffineDimExpr>(e);
-      if (!dim || read.getFill()) {
+      if (!dim || padded) {
         // Not a projection (or padded: an index may run past the tensor):
         // the coordinate is left out (see LoopNest::relaxed).
-        // Printed over the comprehension's indices (d<position>).
+        // Printed over the comprehension's indices (d<position>; a
+        // gather's data as s<k>).
         SmallVector<AffineExpr> byPosition;
-        for (Value v : read.getIndices())
+        for (Value v : indices)
           byPosition.push_back(getAffineDimExpr(
               cast<BlockArgument>(v).getArgNumber(), op.getContext()));
         std::string s;
@@ -72,7 +77,7 @@ FailureOr<LoopNest> mlir::tang::getLoopNest(ComprehensionOp op,
         dropped.push_back(s);
         continue;
       }
-      auto arg = cast<BlockArgument>(read.getIndices()[dim.getPosition()]);
+      auto arg = cast<BlockArgument>(indices[dim.getPosition()]);
       if (!llvm::is_contained(support, arg.getArgNumber()))
         support.push_back(arg.getArgNumber());
     }
@@ -85,7 +90,7 @@ FailureOr<LoopNest> mlir::tang::getLoopNest(ComprehensionOp op,
     if (!dropped.empty())
       nest.relaxed.push_back(name + " (coordinates " +
                              llvm::join(dropped, ", ") + ")");
-    bytes = std::min(bytes, elementBytes(read.getType()));
+    bytes = std::min(bytes, elementBytes(access.getResult(0).getType()));
   }
   // The result: the parallel indices.
   SmallVector<unsigned> result;

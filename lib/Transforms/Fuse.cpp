@@ -41,12 +41,14 @@ namespace {
 // The rule
 //===----------------------------------------------------------------------===//
 
-/// Rewrites the (indices, map) of a cloned tang.read or tang.index so that
-/// every use of a producer parallel index `p_i` becomes `subst.getResult(i)`
-/// over `substOperands`. Unused operands are dropped.
-template <typename OpT>
-void substituteIndices(OpT op, ArrayRef<BlockArgument> producerIndices,
-                       AffineMap subst, ValueRange substOperands) {
+/// The (dimension operands, map) of a cloned tang.read, tang.index or
+/// tang.gather after every use of a producer parallel index `p_i` becomes
+/// `subst.getResult(i)` over `substOperands`. Unused operands are dropped;
+/// the map's symbols (a gather's data) are kept as they are.
+std::pair<SmallVector<Value>, AffineMap>
+substituteDims(ValueRange indices, AffineMap oldMap,
+               ArrayRef<BlockArgument> producerIndices, AffineMap subst,
+               ValueRange substOperands) {
   SmallVector<Value> operands;
   auto positionOf = [&](Value v) {
     auto it = llvm::find(operands, v);
@@ -55,14 +57,14 @@ void substituteIndices(OpT op, ArrayRef<BlockArgument> producerIndices,
     operands.push_back(v);
     return static_cast<unsigned>(operands.size() - 1);
   };
-  MLIRContext *ctx = op.getContext();
+  MLIRContext *ctx = oldMap.getContext();
   // Where the substitution's operands land in the new operand list.
   SmallVector<AffineExpr> substDims;
   for (Value v : substOperands)
     substDims.push_back(getAffineDimExpr(positionOf(v), ctx));
 
   SmallVector<AffineExpr> dimReplacements;
-  for (Value v : op.getIndices()) {
+  for (Value v : indices) {
     auto it = llvm::find(producerIndices, v);
     if (it != producerIndices.end()) {
       AffineExpr e = subst.getResult(it - producerIndices.begin());
@@ -71,8 +73,12 @@ void substituteIndices(OpT op, ArrayRef<BlockArgument> producerIndices,
       dimReplacements.push_back(getAffineDimExpr(positionOf(v), ctx));
     }
   }
-  AffineMap map = op.getMap().replaceDimsAndSymbols(dimReplacements, {},
-                                                    operands.size(), 0);
+  unsigned numSymbols = oldMap.getNumSymbols();
+  SmallVector<AffineExpr> symbols;
+  for (unsigned k = 0; k < numSymbols; ++k)
+    symbols.push_back(getAffineSymbolExpr(k, ctx));
+  AffineMap map = oldMap.replaceDimsAndSymbols(dimReplacements, symbols,
+                                               operands.size(), numSymbols);
 
   // Drop operands the new map does not use.
   SmallVector<Value> used;
@@ -87,8 +93,29 @@ void substituteIndices(OpT op, ArrayRef<BlockArgument> producerIndices,
   }
   // No simplifyAffineMap: it rewrites `mod` into floordiv arithmetic that
   // interval bounds checks cannot follow.
-  map = map.replaceDimsAndSymbols(renumber, {}, used.size(), 0);
+  return {used, map.replaceDimsAndSymbols(renumber, symbols, used.size(),
+                                          numSymbols)};
+}
+
+/// Rewrites a cloned tang.read or tang.index by substituteDims.
+template <typename OpT>
+void substituteIndices(OpT op, ArrayRef<BlockArgument> producerIndices,
+                       AffineMap subst, ValueRange substOperands) {
+  auto [used, map] = substituteDims(op.getIndices(), op.getMap(),
+                                    producerIndices, subst, substOperands);
   op.getIndicesMutable().assign(used);
+  op.setMap(map);
+}
+
+/// Rewrites a cloned tang.gather by substituteDims: its dimensions as a
+/// read's, its data operands after them.
+void substituteIndices(GatherOp op, ArrayRef<BlockArgument> producerIndices,
+                       AffineMap subst, ValueRange substOperands) {
+  auto [used, map] = substituteDims(op.getIndices(), op.getMap(),
+                                    producerIndices, subst, substOperands);
+  SmallVector<Value> data(op.getValues());
+  used.append(data);
+  op.getMapOperandsMutable().assign(used);
   op.setMap(map);
 }
 
@@ -112,6 +139,8 @@ Value substituteProducer(ReadOp read, ComprehensionOp producer,
       clone->walk([&](Operation *nested) {
         if (auto r = dyn_cast<ReadOp>(nested))
           substituteIndices(r, producerIndices, subst, substOperands);
+        else if (auto g = dyn_cast<GatherOp>(nested))
+          substituteIndices(g, producerIndices, subst, substOperands);
         else if (auto i = dyn_cast<IndexOp>(nested))
           substituteIndices(i, producerIndices, subst, substOperands);
       });
@@ -189,9 +218,11 @@ struct WorkState {
 /// The tensors read anywhere in `op`'s body (nested bodies included).
 llvm::SetVector<Value> getTensorsRead(Operation *op, ReadOp except = {}) {
   llvm::SetVector<Value> tensors;
-  op->walk([&](ReadOp r) {
-    if (r != except)
+  op->walk([&](Operation *o) {
+    if (auto r = dyn_cast<ReadOp>(o); r && r != except)
       tensors.insert(r.getTensor());
+    else if (auto g = dyn_cast<GatherOp>(o))
+      tensors.insert(g.getTensor());
   });
   return tensors;
 }
@@ -322,11 +353,6 @@ struct ReadOfComprehension_Fuse : OpRewritePattern<ReadOp> {
     if (!producer)
       return rewriter.notifyMatchFailure(
           read, "the tensor read is not produced by a comprehension");
-    if (producer.getBodyBlock()
-            .walk([](GatherOp) { return WalkResult::interrupt(); })
-            .wasInterrupted())
-      return rewriter.notifyMatchFailure(
-          read, "the producer gathers (gathers are not fused yet)");
     if (read.getFill())
       return rewriter.notifyMatchFailure(
           read, "the read is padded (the producer would run outside its "

@@ -160,11 +160,12 @@ def Tang_GatherOp : Tang_Op<"gather", [Pure]> {
     * `clamp`: the coordinate is clamped into the dimension;
     * `zero`: the gather yields zero.
 
-    A gather with no symbol is a `tang.read`; the verifier says so. Passes
-    that know reads only (fusion, the online-softmax rewrite, the traffic
-    bound) leave comprehensions with gathers alone or say that they cannot
-    take them. `--tang-grad` differentiates a gather: its gradient is a
-    `tang.scatter` adding into the gathered tensor. The reference interpreter runs every
+    A gather with no symbol is a `tang.read`; the verifier says so. Fusion
+    substitutes a producer that gathers like one that reads; the traffic
+    bound leaves data coordinates out of its LP (a weaker, valid bound);
+    the online-softmax rewrite leaves comprehensions with gathers alone.
+    `--tang-grad` differentiates a gather: its gradient is a `tang.scatter`
+    adding into the gathered tensor. The reference interpreter runs every
     policy; the kernel form (every backend) runs `clamp` and `zero`, and
     refuses `trap` until kernels can report an error.
 
