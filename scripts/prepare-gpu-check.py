@@ -151,8 +151,9 @@ def write_sensitivity(case, program, inputs, manifest, rng, trials=2):
         np.save(case / "ref" / f"sensitivity_{k}.npy", w.astype(np.float32))
 
 
-# Examples --tang-grad refuses (the argmax monoid has no derivative).
-NOT_DIFFERENTIABLE = {"argmax", "linear_recurrence"}
+# Examples --tang-grad refuses (the argmax monoid and scans have no
+# derivative rule yet).
+NOT_DIFFERENTIABLE = {"argmax", "linear_recurrence", "linear_recurrence_scan"}
 
 
 def main():

@@ -67,29 +67,48 @@ LogicalResult Compiler::compileBlock(Block &block, std::vector<Instr> &out) {
 }
 
 FailureOr<std::shared_ptr<Plan>>
-Compiler::compileComprehension(ComprehensionOp op) {
+Compiler::compileYieldingBody(Operation *op, unsigned numParallel,
+                              ArrayRef<int64_t> extents, Block &body,
+                              Attribute monoid, unsigned numResults) {
   auto plan = std::make_shared<Plan>();
-  plan->numParallel = op.getNumParallel();
-  for (unsigned i = 0, e = op.getNumIndices(); i < e; ++i) {
-    plan->indexSlots.push_back(slotOf(op.getIndex(i)));
-    plan->extents.push_back(op.getExtent(i));
+  plan->numParallel = numParallel;
+  for (auto [i, e] : llvm::enumerate(extents)) {
+    plan->indexSlots.push_back(slotOf(body.getArgument(i)));
+    plan->extents.push_back(e);
   }
-  if (failed(compileBlock(op.getBodyBlock(), plan->body)))
+  if (failed(compileBlock(body, plan->body)))
     return failure();
-  for (auto [i, v] : llvm::enumerate(op.getYield().getValues())) {
+  auto yield = cast<YieldOp>(body.getTerminator());
+  for (auto [i, v] : llvm::enumerate(yield.getValues())) {
     // A yielded constant may have been hoisted out of the body.
-    if (failed(ensureAvailable(op.getYield(), v, i, plan->body)))
+    if (failed(ensureAvailable(yield, v, i, plan->body)))
       return failure();
     plan->yieldSlots.push_back(slotOf(v));
   }
-  plan->numResults = op.getNumResults();
-  if (op.getMonoidAttr()) {
-    FailureOr<MonoidEval> m = compileMonoid(op);
+  plan->numResults = numResults;
+  if (monoid) {
+    FailureOr<MonoidEval> m =
+        compileMonoid(op, monoid, yield.getValues().getTypes());
     if (failed(m))
       return failure();
     plan->monoid = std::move(*m);
   }
   return plan;
+}
+
+FailureOr<std::shared_ptr<Plan>>
+Compiler::compileComprehension(ComprehensionOp op) {
+  SmallVector<int64_t> extents(op.getParallelExtents());
+  llvm::append_range(extents, op.getReducedExtents());
+  return compileYieldingBody(op, op.getNumParallel(), extents,
+                             op.getBodyBlock(), op.getMonoidAttr(),
+                             op.getNumResults());
+}
+
+FailureOr<std::shared_ptr<Plan>> Compiler::compileScan(ScanOp op) {
+  return compileYieldingBody(op, op.getNumParallel(), op.getExtents(),
+                             op.getBodyBlock(), op.getMonoidAttr(),
+                             op.getNumResults());
 }
 
 FailureOr<std::shared_ptr<Plan>>
@@ -111,18 +130,9 @@ Compiler::compileScatter(ScatterOp op, SmallVectorImpl<Slot> &coordinateSlots,
   plan->numResults = 1;
   for (Value v : put.getMapOperands())
     coordinateSlots.push_back(slotOf(v));
-  if (std::optional<MonoidKind> kind = op.getBuiltinMonoid()) {
-    FailureOr<MonoidEval> m = compileBuiltinMonoid(
-        *kind, TypeRange{op.getType().getElementType()}, *this);
-    if (failed(m))
-      return failure();
-    combine = std::move(*m);
-  } else if (auto sym =
-                 dyn_cast_or_null<FlatSymbolRefAttr>(op.getMonoidAttr())) {
-    auto monoid = SymbolTable::lookupNearestSymbolFrom<MonoidOp>(op, sym);
-    if (!monoid)
-      return op.emitError() << "tang-run: cannot find monoid " << sym;
-    FailureOr<MonoidEval> m = compileUserMonoid(monoid);
+  if (Attribute monoid = op.getMonoidAttr()) {
+    FailureOr<MonoidEval> m =
+        compileMonoid(op, monoid, TypeRange{op.getType().getElementType()});
     if (failed(m))
       return failure();
     combine = std::move(*m);
@@ -244,17 +254,15 @@ mlir::tang::interp::compileBuiltinMonoid(MonoidKind kind, TypeRange yieldTypes,
   return m;
 }
 
-FailureOr<MonoidEval> Compiler::compileMonoid(ComprehensionOp op) {
-  std::optional<MonoidKind> kind = op.getBuiltinMonoid();
-  if (!kind) {
-    auto sym = cast<FlatSymbolRefAttr>(op.getMonoidAttr());
-    auto monoid = SymbolTable::lookupNearestSymbolFrom<MonoidOp>(op, sym);
-    if (!monoid)
-      return op.emitError() << "tang-run: cannot find monoid " << sym;
-    return compileUserMonoid(monoid);
-  }
-  return compileBuiltinMonoid(*kind, op.getYield().getValues().getTypes(),
-                              *this);
+FailureOr<MonoidEval> Compiler::compileMonoid(Operation *op, Attribute monoid,
+                                              TypeRange yieldTypes) {
+  if (auto builtin = dyn_cast<MonoidKindAttr>(monoid))
+    return compileBuiltinMonoid(builtin.getValue(), yieldTypes, *this);
+  auto sym = cast<FlatSymbolRefAttr>(monoid);
+  auto user = SymbolTable::lookupNearestSymbolFrom<MonoidOp>(op, sym);
+  if (!user)
+    return op->emitError() << "tang-run: cannot find monoid " << sym;
+  return compileUserMonoid(user);
 }
 
 FailureOr<MonoidEval> Compiler::compileUserMonoid(MonoidOp op) {

@@ -217,6 +217,15 @@ public:
   }
 
   FailureOr<std::shared_ptr<Plan>> compileComprehension(ComprehensionOp op);
+  /// The body of a comprehension or a scan: `extents` per block argument
+  /// (the first `numParallel` parallel), its yields, `monoid` if any.
+  FailureOr<std::shared_ptr<Plan>>
+  compileYieldingBody(Operation *op, unsigned numParallel,
+                      ArrayRef<int64_t> extents, Block &body, Attribute monoid,
+                      unsigned numResults);
+  /// A scan's body: a plan whose last index is the scan index (run by
+  /// evalScan in Interpreter.cpp, not by Plan::evalPoint).
+  FailureOr<std::shared_ptr<Plan>> compileScan(ScanOp op);
   /// A scatter's body as a map (its plan yields the value written), the
   /// slots of its put's coordinate operands, and its monoid if it has one.
   FailureOr<std::shared_ptr<Plan>>
@@ -253,7 +262,9 @@ private:
   /// earlier, or a function-level scalar constant loaded by a new instr.
   LogicalResult ensureAvailable(Operation *user, Value v, unsigned operandNo,
                                 std::vector<Instr> &out);
-  FailureOr<MonoidEval> compileMonoid(ComprehensionOp op);
+  /// `monoid` (a builtin or a symbol) named by `op`, over `yieldTypes`.
+  FailureOr<MonoidEval> compileMonoid(Operation *op, Attribute monoid,
+                                      TypeRange yieldTypes);
 
   const TensorMap &tensors;
   ErrorState &err;

@@ -55,6 +55,15 @@ using namespace mlir::tang::interp;
 /// larger than this many elements (2 GiB) instead of exhausting memory.
 static constexpr int64_t kMaxElements = int64_t(1) << 28;
 
+/// A result tensor of `type`, zero-filled.
+static std::shared_ptr<Tensor> makeResult(RankedTensorType type) {
+  auto r = std::make_shared<Tensor>();
+  r->shape.assign(type.getShape().begin(), type.getShape().end());
+  r->elementType = type.getElementType();
+  r->data.resize(type.getNumElements());
+  return r;
+}
+
 static FailureOr<SmallVector<std::shared_ptr<Tensor>>>
 evalComprehension(ComprehensionOp op, const TensorMap &tensors) {
   ErrorState err;
@@ -73,14 +82,8 @@ evalComprehension(ComprehensionOp op, const TensorMap &tensors) {
                           << " elements, more than the reference "
                              "interpreter's limit of "
                           << kMaxElements;
-  for (Type t : op.getResultTypes()) {
-    auto tt = cast<RankedTensorType>(t);
-    auto r = std::make_shared<Tensor>();
-    r->shape.assign(tt.getShape().begin(), tt.getShape().end());
-    r->elementType = tt.getElementType();
-    r->data.resize(numPoints);
-    results.push_back(r);
-  }
+  for (Type t : op.getResultTypes())
+    results.push_back(makeResult(cast<RankedTensorType>(t)));
 
   std::vector<double> frame(compiler.getNumSlots(), 0.0);
   SmallVector<double, 4> vals(plan.numResults);
@@ -182,6 +185,56 @@ evalScatter(ScatterOp op, const TensorMap &tensors) {
   return result;
 }
 
+/// A scan: for each parallel point (row-major), the body at scan positions
+/// 0, 1, ... accumulated from the identity, each prefix finalised into the
+/// results. O(n) per sequence.
+static FailureOr<SmallVector<std::shared_ptr<Tensor>>>
+evalScan(ScanOp op, const TensorMap &tensors) {
+  ErrorState err;
+  Compiler compiler(tensors, err);
+  FailureOr<std::shared_ptr<Plan>> planOr = compiler.compileScan(op);
+  if (failed(planOr))
+    return failure();
+  const Plan &plan = **planOr;
+  int64_t numPoints =
+      getNumElementsChecked(plan.extents).value_or(kMaxElements + 1);
+  if (numPoints > kMaxElements)
+    return op.emitError() << "tang-run: the scan has " << numPoints
+                          << " elements, more than the reference "
+                             "interpreter's limit of "
+                          << kMaxElements;
+  SmallVector<std::shared_ptr<Tensor>> results;
+  for (Type t : op.getResultTypes())
+    results.push_back(makeResult(cast<RankedTensorType>(t)));
+  const MonoidEval &monoid = *plan.monoid;
+  int64_t length = plan.extents.back();
+  std::vector<double> frame(compiler.getNumSlots(), 0.0);
+  SmallVector<double, 8> acc(monoid.carrierSize), scratch(monoid.carrierSize),
+      yields(plan.yieldSlots.size()), out(plan.numResults);
+  for (int64_t row = 0; row < numPoints / length; ++row) {
+    int64_t rest = row;
+    for (int i = static_cast<int>(plan.numParallel) - 1; i >= 0; --i) {
+      frame[plan.indexSlots[i]] = static_cast<double>(rest % plan.extents[i]);
+      rest /= plan.extents[i];
+    }
+    monoid.init(acc.data());
+    for (int64_t t = 0; t < length; ++t) {
+      frame[plan.indexSlots.back()] = static_cast<double>(t);
+      for (const Instr &i : plan.body)
+        i(frame.data());
+      if (err.op)
+        return err.op->emitError() << "tang-run: " << err.message;
+      for (auto [k, s] : llvm::enumerate(plan.yieldSlots))
+        yields[k] = frame[s];
+      monoid.accumulate(acc.data(), yields.data(), scratch.data());
+      monoid.finalize(acc.data(), out.data());
+      for (unsigned k = 0; k < plan.numResults; ++k)
+        results[k]->data[row * length + t] = out[k];
+    }
+  }
+  return results;
+}
+
 static std::shared_ptr<Tensor> evalView(ViewOp op, const Tensor &src) {
   auto type = cast<RankedTensorType>(op.getType());
   auto r = std::make_shared<Tensor>();
@@ -259,6 +312,14 @@ FailureOr<SmallVector<Tensor>> mlir::tang::interpret(func::FuncOp func,
       if (failed(rs))
         return failure();
       for (auto [v, t] : llvm::zip(c.getResults(), *rs))
+        tensors[v] = t;
+      continue;
+    }
+    if (auto scan = dyn_cast<ScanOp>(op)) {
+      auto rs = evalScan(scan, tensors);
+      if (failed(rs))
+        return failure();
+      for (auto [v, t] : llvm::zip(scan.getResults(), *rs))
         tensors[v] = t;
       continue;
     }

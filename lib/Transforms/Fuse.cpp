@@ -357,9 +357,9 @@ struct ReadOfComprehension_Fuse : OpRewritePattern<ReadOp> {
       return rewriter.notifyMatchFailure(
           read, "the read is padded (the producer would run outside its "
                 "domain: not fused yet)");
-    if (read->getParentOfType<ScatterOp>())
+    if (read->getParentOfType<ScatterOp>() || read->getParentOfType<ScanOp>())
       return rewriter.notifyMatchFailure(
-          read, "the consumer is a scatter (not fused yet)");
+          read, "the consumer is a scatter or a scan (not fused yet)");
     switch (policy.decide(read, producer)) {
     case Decision::KeepRecompute:
       return rewriter.notifyMatchFailure(
@@ -509,8 +509,9 @@ struct TangFusePass : tang::impl::TangFuseBase<TangFusePass> {
     // Why the remaining reads of producers stay.
     module.walk([&](ReadOp read) {
       auto producer = read.getTensor().getDefiningOp<ComprehensionOp>();
-      // (A scatter's body is not a consumer fusion takes.)
-      if (!producer || read->getParentOfType<ScatterOp>())
+      // (A scatter's or a scan's body is not a consumer fusion takes.)
+      if (!producer || read->getParentOfType<ScatterOp>() ||
+          read->getParentOfType<ScanOp>())
         return;
       Decision d = policy.decide(read, producer);
       if (d == Decision::KeepRecompute)

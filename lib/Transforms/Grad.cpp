@@ -426,12 +426,16 @@ struct TangGradPass : tang::impl::TangGradBase<TangGradPass> {
     // A scatter has no derivative rule yet (that of an insert is a gather,
     // of a scatter-add a gather of the cotangent): refuse rather than leave
     // a gradient zero.
-    WalkResult scatters = f.walk([](ScatterOp op) {
-      op.emitOpError() << "cannot be differentiated yet (--tang-grad has no "
-                          "rule for scatters)";
+    // Nor has a scan yet (its gradient is a reverse scan).
+    WalkResult unsupported = f.walk([](Operation *op) {
+      if (!isa<ScatterOp, ScanOp>(op))
+        return WalkResult::advance();
+      op->emitOpError() << "cannot be differentiated yet (--tang-grad has no "
+                           "rule for "
+                        << (isa<ScanOp>(op) ? "scans" : "scatters") << ")";
       return WalkResult::interrupt();
     });
-    if (scatters.wasInterrupted())
+    if (unsupported.wasInterrupted())
       return failure();
     SmallVector<unsigned> args;
     if (wrt.empty()) {
@@ -731,7 +735,8 @@ struct TangGradPass : tang::impl::TangGradBase<TangGradPass> {
         continue;
       if (function.empty() &&
           ((f.getBody().getOps<ComprehensionOp>().empty() &&
-            f.getBody().getOps<ScatterOp>().empty()) ||
+            f.getBody().getOps<ScatterOp>().empty() &&
+            f.getBody().getOps<ScanOp>().empty()) ||
            module.lookupSymbol((f.getName() + "_grad").str())))
         continue;
       funcs.push_back(f);

@@ -364,6 +364,9 @@ CASES = {
     "prefix_sum": Case([Input((64,))], ref_prefix_sum, [(64,)]),
     "linear_recurrence": Case([Input((2048,), lo=-3, hi=3), Input((2048,))],
                               ref_linear_recurrence, [(2048,)]),
+    "linear_recurrence_scan": Case(
+        [Input((65536,), lo=-3, hi=3), Input((65536,))],
+        ref_linear_recurrence, [(65536,)]),
     "argmax": Case([Input((8, 32))], ref_argmax, [(8,), (8,)],
                    output_dtypes=["f", "i"]),
     "logsumexp": Case([Input((8, 32), lo=-4, hi=4)], ref_logsumexp, [(8,)]),

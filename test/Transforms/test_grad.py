@@ -34,6 +34,8 @@ NOT_DIFFERENTIABLE = {
     "argmax": "reduces under a monoid --tang-grad has no derivative rule",
     "linear_recurrence":
         "reduces under a monoid --tang-grad has no derivative rule",
+    "linear_recurrence_scan":
+        "cannot be differentiated yet (--tang-grad has no rule for scans)",
 }
 
 STEP = 1e-5

@@ -84,6 +84,12 @@ FailureOr<SmallVector<Value>> emitThreadPerPoint(OpBuilder &b, Operation *op,
 LogicalResult emitScatterKernel(OpBuilder &b, ScatterOp op, IRMapping &tensors,
                                 Value output, Kernel &k);
 
+/// The kernel of a scan (ScanKernel.cpp): a thread per parallel point,
+/// carrying the monoid's carrier along the scan index in order and storing
+/// every prefix into `outputs`.
+LogicalResult emitScanKernel(OpBuilder &b, ScanOp op, IRMapping &tensors,
+                             ValueRange outputs, Kernel &k);
+
 //===----------------------------------------------------------------------===//
 // Kernel patterns
 //===----------------------------------------------------------------------===//

@@ -437,6 +437,41 @@ LogicalResult KernelFormBuilder::convertFunc(func::FuncOp func) {
       launchKernel(b, c.getLoc(), *k, args);
       continue;
     }
+    if (auto scan = dyn_cast<ScanOp>(op)) {
+      SmallVector<Value> inputs = getTensorsRead(scan);
+      SmallVector<Value> outputs;
+      for (Value r : scan.getResults()) {
+        Value m = outputOf.lookup(r);
+        if (!m) {
+          m = memref::AllocOp::create(b, scan.getLoc(),
+                                      getMemRefType(r.getType()));
+          temporaries.push_back(m);
+        }
+        buffers.map(r, m);
+        outputs.push_back(m);
+      }
+      SmallVector<Type> argTypes = llvm::map_to_vector(
+          inputs, [](Value t) { return Type(getMemRefType(t.getType())); });
+      for (Value m : outputs)
+        argTypes.push_back(m.getType());
+      std::string name = (func.getSymName() + "_k" + Twine(kernelNo++)).str();
+      OpBuilder kb(scan.getContext());
+      Kernel k;
+      k.func = createKernelFunc(kb, scan.getLoc(), name, argTypes);
+      IRMapping tensors;
+      for (auto [t, arg] : llvm::zip(inputs, k.func.getArguments()))
+        tensors.map(t, arg);
+      if (failed(emitScanKernel(kb, scan, tensors,
+                                k.func.getArguments().take_back(outputs.size()),
+                                k)))
+        return failure();
+      finishKernel(kb, scan.getLoc(), k);
+      SmallVector<Value> args = llvm::map_to_vector(
+          inputs, [&](Value t) { return buffers.lookup(t); });
+      args.append(outputs);
+      launchKernel(b, scan.getLoc(), k, args);
+      continue;
+    }
     if (auto scatter = dyn_cast<ScatterOp>(op)) {
       // In place, into the copy of its base made above.
       Value output = buffers.lookup(scatter.getBase());
@@ -495,7 +530,8 @@ struct ConvertTangToGPUPass
     SmallVector<func::FuncOp> funcs;
     for (auto f : module.getOps<func::FuncOp>())
       if (!f.isExternal() && (!f.getBody().getOps<ComprehensionOp>().empty() ||
-                              !f.getBody().getOps<ScatterOp>().empty()))
+                              !f.getBody().getOps<ScatterOp>().empty() ||
+                              !f.getBody().getOps<ScanOp>().empty()))
         funcs.push_back(f);
     if (funcs.empty())
       return;

@@ -935,7 +935,7 @@ func.func @index_index() -> tensor<4xi32> {
 
 // tang.yield only terminates comprehension bodies and monoid combines.
 func.func @yield_in_func(%x: f32) {
-  // expected-error @+1 {{'tang.yield' op expects parent op to be one of 'tang.comprehension, tang.monoid'}}
+  // expected-error @+1 {{'tang.yield' op expects parent op to be one of 'tang.comprehension, tang.monoid, tang.scan'}}
   tang.yield %x : f32
 }
 
@@ -1771,4 +1771,41 @@ func.func @put_index_as_value(%b: tensor<8xf32>) -> tensor<8xf32> {
     tang.put %x at [symbol(%p)] : f32
   }
   return %r : tensor<8xf32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// tang.scan
+//===----------------------------------------------------------------------===//
+
+func.func @scan_shape(%X: tensor<16xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'tang.scan' op result #0 has shape [8] but the domain is [16]}}
+  %y = tang.scan along (%t) [16] monoid(add) : tensor<8xf32> {
+    %x = tang.read %X[%t] : tensor<16xf32>
+    tang.yield %x : f32
+  }
+  return %y : tensor<8xf32>
+}
+
+// -----
+
+func.func @scan_yield_type(%X: tensor<16xf32>) -> tensor<16xf16> {
+  // expected-error @+1 {{'tang.scan' op yield type does not match result element type: body yields ('f32') and results are ('f16')}}
+  %y = tang.scan along (%t) [16] monoid(add) : tensor<16xf16> {
+    %x = tang.read %X[%t] : tensor<16xf32>
+    tang.yield %x : f32
+  }
+  return %y : tensor<16xf16>
+}
+
+// -----
+
+func.func @scan_two_indices(%X: tensor<16xf32>) -> tensor<16xf32> {
+  // expected-error @+1 {{a scan runs along exactly one index}}
+  %y = tang.scan along (%t, %u) [16, 16] monoid(add) : tensor<16xf32> {
+    %x = tang.read %X[%t] : tensor<16xf32>
+    tang.yield %x : f32
+  }
+  return %y : tensor<16xf32>
 }

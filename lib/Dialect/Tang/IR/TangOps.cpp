@@ -70,12 +70,13 @@ static Operation *getIterationScope(Value index) {
   if (!arg || !arg.getOwner())
     return nullptr;
   Operation *owner = arg.getOwner()->getParentOp();
-  return isa_and_nonnull<ComprehensionOp, ScatterOp>(owner) ? owner : nullptr;
+  return isa_and_nonnull<ComprehensionOp, ScatterOp, ScanOp>(owner) ? owner
+                                                                    : nullptr;
 }
 
 bool mlir::tang::isInIterationBody(Operation *op) {
   return op->getParentOfType<ComprehensionOp>() ||
-         op->getParentOfType<ScatterOp>();
+         op->getParentOfType<ScatterOp>() || op->getParentOfType<ScanOp>();
 }
 
 /// Checks that `index` is an iteration index of a comprehension (or
@@ -97,6 +98,8 @@ static IndexRange getIndexRange(Value index) {
   Operation *owner = getIterationScope(index);
   if (auto c = dyn_cast<ComprehensionOp>(owner))
     return {0, c.getExtent(pos) - 1};
+  if (auto scan = dyn_cast<ScanOp>(owner))
+    return {0, scan.getExtent(pos) - 1};
   return {0, cast<ScatterOp>(owner).getExtent(pos) - 1};
 }
 
@@ -141,6 +144,21 @@ static LogicalResult verifyScalarBody(Block &body) {
                << "in a comprehension body computes scalars, but result #"
                << r.getResultNumber() << " has type " << r.getType();
   }
+  return success();
+}
+
+/// Parses `[e0, e1, ...]`, one extent per index.
+static ParseResult parseExtents(OpAsmParser &p, size_t numIndices,
+                                SmallVectorImpl<int64_t> &extents) {
+  SMLoc loc = p.getCurrentLocation();
+  if (p.parseCommaSeparatedList(OpAsmParser::Delimiter::Square, [&] {
+        return p.parseInteger(extents.emplace_back());
+      }))
+    return failure();
+  if (extents.size() != numIndices)
+    return p.emitError(loc, "expected ")
+           << numIndices << " extents (one per index), found "
+           << extents.size();
   return success();
 }
 
@@ -189,6 +207,81 @@ static Type getScalarType(Type t) {
   return t;
 }
 
+/// Checks a comprehension's or a scan's yields and result element types
+/// against its builtin monoid (or, without one, against each other). User
+/// monoids are checked in verifySymbolUses (verifyUserMonoidTypes).
+static LogicalResult verifyMonoidTypes(Operation *op, Attribute monoid,
+                                       TypeRange yields,
+                                       ArrayRef<Type> results) {
+
+  auto mismatch = [&](StringRef what) {
+    InFlightDiagnostic d = op->emitOpError() << what << ": body yields (";
+    llvm::interleaveComma(yields, d);
+    d << ") and results are (";
+    llvm::interleaveComma(results, d);
+    d << ")";
+    return d;
+  };
+
+  std::optional<MonoidKind> kind = getBuiltin(monoid);
+  if (!monoid) {
+    if (TypeRange(results) != yields)
+      return mismatch("yield types do not match result element types");
+    return success();
+  }
+  if (!kind)
+    return success(); // User-defined monoids: checked in verifySymbolUses.
+
+  StringRef name = stringifyMonoidKind(*kind);
+  if (yields.size() != getNumMonoidYields(*kind))
+    return mismatch(("monoid '" + name + "' takes " +
+                     Twine(getNumMonoidYields(*kind)) + " yielded value(s)")
+                        .str());
+  if (results.size() != getNumMonoidResults(*kind))
+    return mismatch(("monoid '" + name + "' gives " +
+                     Twine(getNumMonoidResults(*kind)) + " result(s)")
+                        .str());
+  for (Type t : yields)
+    if (!isScalar(t))
+      return mismatch("yields must be integer or floating-point scalars");
+  switch (*kind) {
+  case MonoidKind::Add:
+  case MonoidKind::Mul:
+  case MonoidKind::Max:
+  case MonoidKind::Min:
+    if (yields[0] != results[0])
+      return mismatch("yield type does not match result element type");
+    break;
+  case MonoidKind::And:
+  case MonoidKind::Or:
+    if (!yields[0].isSignlessInteger() || yields[0] != results[0])
+      return mismatch(
+          ("monoid '" + name + "' needs matching integer types").str());
+    break;
+  case MonoidKind::ArgMax:
+  case MonoidKind::ArgMin:
+    if (yields[0] != results[0] || yields[1] != results[1] ||
+        !yields[1].isSignlessInteger())
+      return mismatch(("monoid '" + name +
+                       "' needs (value, integer index) yields matching results")
+                          .str());
+    break;
+  case MonoidKind::SoftmaxNorm:
+    if (!isa<FloatType>(yields[0]) || results[0] != yields[0] ||
+        results[1] != yields[0])
+      return mismatch("monoid 'softmax_norm' needs a float yield and (max, "
+                      "sum of exp) results of its type");
+    break;
+  case MonoidKind::OnlineSoftmax:
+    if (!isa<FloatType>(yields[0]) || !isa<FloatType>(yields[1]) ||
+        results[0] != yields[1])
+      return mismatch("monoid 'online_softmax' needs float (score, value) "
+                      "yields and a result of the value's type");
+    break;
+  }
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // ComprehensionOp
 //===----------------------------------------------------------------------===//
@@ -228,17 +321,9 @@ ParseResult ComprehensionOp::parse(OpAsmParser &p, OperationState &st) {
       p.parseArgumentList(reduced, OpAsmParser::Delimiter::Paren))
     return failure();
 
-  SMLoc extentsLoc = p.getCurrentLocation();
   SmallVector<int64_t> extents;
-  if (p.parseCommaSeparatedList(OpAsmParser::Delimiter::Square, [&] {
-        return p.parseInteger(extents.emplace_back());
-      }))
+  if (parseExtents(p, parallel.size() + reduced.size(), extents))
     return failure();
-  size_t numIndices = parallel.size() + reduced.size();
-  if (extents.size() != numIndices)
-    return p.emitError(extentsLoc, "expected ")
-           << numIndices << " extents (one per index), found "
-           << extents.size();
   ArrayRef<int64_t> ext(extents);
   st.addAttribute("parallel_extents",
                   DenseI64ArrayAttr::get(ctx, ext.take_front(parallel.size())));
@@ -360,110 +445,56 @@ LogicalResult ComprehensionOp::verify() {
   return success();
 }
 
-LogicalResult ComprehensionOp::verifyRegions() {
-  YieldOp yield = getYield();
+/// The region of a comprehension or a scan: a scalar expression graph
+/// (tensors enter only through reads and gathers) ending in a yield whose
+/// types fit the monoid and the results.
+static LogicalResult verifyYieldingBody(Operation *op, Block &body,
+                                        Attribute monoid,
+                                        TypeRange resultTypes) {
+  auto yield = getTerminatorOf<YieldOp>(body);
   if (!yield)
-    return emitOpError() << "body must end with 'tang.yield'";
-
-  // The body is a scalar expression graph: tensors enter only through the
-  // tensor operand of tang.read.
-  if (failed(verifyScalarBody(getBodyBlock())))
+    return op->emitOpError() << "body must end with 'tang.yield'";
+  if (failed(verifyScalarBody(body)))
     return failure();
+  return verifyMonoidTypes(op, monoid, yield.getValues().getTypes(),
+                           llvm::map_to_vector(resultTypes, getScalarType));
+}
 
-  SmallVector<Type> results =
-      llvm::map_to_vector(getResultTypes(), getScalarType);
-  TypeRange yields = yield.getValues().getTypes();
+LogicalResult ComprehensionOp::verifyRegions() {
+  return verifyYieldingBody(*this, getBodyBlock(), getMonoidAttr(),
+                            getResultTypes());
+}
 
-  auto mismatch = [&](StringRef what) {
-    InFlightDiagnostic d = emitOpError() << what << ": body yields (";
-    llvm::interleaveComma(yields, d);
-    d << ") and results are (";
-    llvm::interleaveComma(results, d);
-    d << ")";
-    return d;
-  };
-
-  std::optional<MonoidKind> kind = getBuiltinMonoid();
-  if (!getMonoidAttr()) {
-    if (TypeRange(results) != yields)
-      return mismatch("yield types do not match result element types");
+/// Checks a body's yields and the result element types of a comprehension
+/// or a scan against the carrier of the user monoid `monoid` names.
+static LogicalResult verifyUserMonoidTypes(Operation *op, Attribute monoid,
+                                           YieldOp yield, TypeRange resultTypes,
+                                           SymbolTableCollection &symbolTable) {
+  auto sym = dyn_cast_or_null<FlatSymbolRefAttr>(monoid);
+  if (!sym)
     return success();
-  }
-  if (!kind)
-    return success(); // User-defined monoids: checked in verifySymbolUses.
-
-  StringRef name = stringifyMonoidKind(*kind);
-  if (yields.size() != getNumMonoidYields(*kind))
-    return mismatch(("monoid '" + name + "' takes " +
-                     Twine(getNumMonoidYields(*kind)) + " yielded value(s)")
-                        .str());
-  if (results.size() != getNumMonoidResults(*kind))
-    return mismatch(("monoid '" + name + "' gives " +
-                     Twine(getNumMonoidResults(*kind)) + " result(s)")
-                        .str());
-  for (Type t : yields)
-    if (!isScalar(t))
-      return mismatch("yields must be integer or floating-point scalars");
-  switch (*kind) {
-  case MonoidKind::Add:
-  case MonoidKind::Mul:
-  case MonoidKind::Max:
-  case MonoidKind::Min:
-    if (yields[0] != results[0])
-      return mismatch("yield type does not match result element type");
-    break;
-  case MonoidKind::And:
-  case MonoidKind::Or:
-    if (!yields[0].isSignlessInteger() || yields[0] != results[0])
-      return mismatch(
-          ("monoid '" + name + "' needs matching integer types").str());
-    break;
-  case MonoidKind::ArgMax:
-  case MonoidKind::ArgMin:
-    if (yields[0] != results[0] || yields[1] != results[1] ||
-        !yields[1].isSignlessInteger())
-      return mismatch(("monoid '" + name +
-                       "' needs (value, integer index) yields matching results")
-                          .str());
-    break;
-  case MonoidKind::SoftmaxNorm:
-    if (!isa<FloatType>(yields[0]) || results[0] != yields[0] ||
-        results[1] != yields[0])
-      return mismatch("monoid 'softmax_norm' needs a float yield and (max, "
-                      "sum of exp) results of its type");
-    break;
-  case MonoidKind::OnlineSoftmax:
-    if (!isa<FloatType>(yields[0]) || !isa<FloatType>(yields[1]) ||
-        results[0] != yields[1])
-      return mismatch("monoid 'online_softmax' needs float (score, value) "
-                      "yields and a result of the value's type");
-    break;
-  }
+  auto user = symbolTable.lookupNearestSymbolFrom<MonoidOp>(op, sym);
+  if (!user)
+    return op->emitOpError()
+           << "monoid " << sym << " does not name a tang.monoid";
+  SmallVector<Type> carrier = user.getCarrierTypes();
+  if (!yield)
+    return op->emitOpError() << "body must end with 'tang.yield'";
+  if (TypeRange(yield.getValues().getTypes()) != TypeRange(carrier))
+    return op->emitOpError()
+           << "yield types do not match the carrier of monoid " << sym;
+  SmallVector<Type> results = llvm::map_to_vector(resultTypes, getScalarType);
+  if (TypeRange(results) != TypeRange(carrier))
+    return op->emitOpError() << "result element types do not match the "
+                                "carrier of monoid "
+                             << sym;
   return success();
 }
 
 LogicalResult
 ComprehensionOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
-  auto sym = dyn_cast_or_null<FlatSymbolRefAttr>(getMonoidAttr());
-  if (!sym)
-    return success();
-  auto monoid = symbolTable.lookupNearestSymbolFrom<MonoidOp>(*this, sym);
-  if (!monoid)
-    return emitOpError() << "monoid " << sym << " does not name a tang.monoid";
-  SmallVector<Type> carrier = monoid.getCarrierTypes();
-  YieldOp yield = getYield();
-  if (!yield)
-    return emitOpError() << "body must end with 'tang.yield'";
-  if (TypeRange(yield.getValues().getTypes()) != TypeRange(carrier))
-    return emitOpError() << "yield types do not match the carrier of monoid "
-                         << sym;
-  SmallVector<Type> results =
-      llvm::map_to_vector(getResultTypes(), getScalarType);
-  if (TypeRange(results) != TypeRange(carrier))
-    return emitOpError() << "result element types do not match the carrier "
-                            "of monoid "
-                         << sym;
-  return success();
+  return verifyUserMonoidTypes(*this, getMonoidAttr(), getYield(),
+                               getResultTypes(), symbolTable);
 }
 
 //===----------------------------------------------------------------------===//
@@ -758,6 +789,101 @@ LogicalResult GatherOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// ScanOp
+//===----------------------------------------------------------------------===//
+
+YieldOp ScanOp::getYield() { return getTerminatorOf<YieldOp>(getBodyBlock()); }
+
+std::optional<MonoidKind> ScanOp::getBuiltinMonoid() {
+  return getBuiltin(getMonoidAttr());
+}
+
+void ScanOp::getAsmBlockArgumentNames(Region &region,
+                                      OpAsmSetValueNameFn setName) {
+  // Parallel indices print as %p0, %p1, ...; the scan index as %s0.
+  for (BlockArgument a : region.getArguments())
+    setName(a,
+            (a.getArgNumber() < getNumParallel() ? "p" + Twine(a.getArgNumber())
+                                                 : Twine("s0"))
+                .str());
+}
+
+ParseResult ScanOp::parse(OpAsmParser &p, OperationState &st) {
+  SmallVector<OpAsmParser::Argument> indices, scan;
+  SmallVector<int64_t> extents;
+  if (p.parseArgumentList(indices, OpAsmParser::Delimiter::OptionalParen) ||
+      p.parseKeyword("along") ||
+      p.parseArgumentList(scan, OpAsmParser::Delimiter::Paren))
+    return failure();
+  if (scan.size() != 1)
+    return p.emitError(p.getCurrentLocation(),
+                       "a scan runs along exactly one index");
+  indices.append(scan);
+  if (parseExtents(p, indices.size(), extents))
+    return failure();
+  st.addAttribute("extents", DenseI64ArrayAttr::get(p.getContext(), extents));
+  if (parseOptionalMonoid(p, st) ||
+      p.parseOptionalAttrDictWithKeyword(st.attributes) ||
+      p.parseColonTypeList(st.types))
+    return failure();
+  for (OpAsmParser::Argument &a : indices)
+    a.type = p.getBuilder().getIndexType();
+  return p.parseRegion(*st.addRegion(), indices);
+}
+
+void ScanOp::print(OpAsmPrinter &p) {
+  auto args = getBodyBlock().getArguments();
+  if (getNumParallel()) {
+    p << " (";
+    llvm::interleaveComma(args.drop_back(), p,
+                          [&](BlockArgument a) { p << a; });
+    p << ")";
+  }
+  p << " along (" << args.back() << ") [";
+  llvm::interleaveComma(getExtents(), p);
+  p << "]";
+  printOptionalMonoid(p, getMonoidAttr());
+  p.printOptionalAttrDictWithKeyword((*this)->getAttrs(),
+                                     {"extents", "monoid"});
+  p << " : ";
+  llvm::interleaveComma(getResultTypes(), p);
+  p << " ";
+  p.printRegion(getBody(), /*printEntryBlockArgs=*/false);
+}
+
+LogicalResult ScanOp::verify() {
+  if (getExtents().empty())
+    return emitOpError() << "needs a scan index";
+  if (failed(verifyDomain(*this, "scan", getExtents(), getBodyBlock())))
+    return failure();
+  if (isInIterationBody(*this))
+    return emitOpError() << "must be at function level (it makes tensors)";
+  if (getNumResults() == 0)
+    return emitOpError() << "must have at least one result";
+  for (auto [i, t] : llvm::enumerate(getResultTypes())) {
+    auto tt = cast<RankedTensorType>(t);
+    if (tt.getShape() != getExtents())
+      return emitOpError() << "result #" << i << " has shape [" << tt.getShape()
+                           << "] but the domain is [" << getExtents() << "]";
+    if (!isTangElementType(tt.getElementType()))
+      return emitOpError() << "result #" << i << " has element type "
+                           << tt.getElementType()
+                           << ", not a tang element type";
+  }
+  return success();
+}
+
+LogicalResult ScanOp::verifyRegions() {
+  return verifyYieldingBody(*this, getBodyBlock(), getMonoidAttr(),
+                            getResultTypes());
+}
+
+LogicalResult ScanOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  return verifyUserMonoidTypes(*this, getMonoidAttr(), getYield(),
+                               getResultTypes(), symbolTable);
+}
+
+//===----------------------------------------------------------------------===//
 // ScatterOp
 //===----------------------------------------------------------------------===//
 
@@ -780,15 +906,8 @@ ParseResult ScatterOp::parse(OpAsmParser &p, OperationState &st) {
   RankedTensorType type;
   if (p.parseArgumentList(indices, OpAsmParser::Delimiter::OptionalParen))
     return failure();
-  SMLoc extentsLoc = p.getCurrentLocation();
-  if (p.parseCommaSeparatedList(OpAsmParser::Delimiter::Square, [&] {
-        return p.parseInteger(extents.emplace_back());
-      }))
+  if (parseExtents(p, indices.size(), extents))
     return failure();
-  if (extents.size() != indices.size())
-    return p.emitError(extentsLoc, "expected ")
-           << indices.size() << " extents (one per index), found "
-           << extents.size();
   st.addAttribute("extents", DenseI64ArrayAttr::get(p.getContext(), extents));
   if (p.parseKeyword("into") || p.parseOperand(base) ||
       parseOptionalMonoid(p, st))

@@ -196,6 +196,66 @@ def Tang_GatherOp : Tang_Op<"gather", [Pure]> {
 }
 
 //===----------------------------------------------------------------------===//
+// ScanOp
+//===----------------------------------------------------------------------===//
+
+def Tang_ScanOp : Tang_Op<"scan", [
+    RecursiveMemoryEffects, RecursivelySpeculatable,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmBlockArgumentNames"]>]> {
+  let summary = "every prefix of a reduction along one index";
+  let description = [{
+    A reduction that keeps its partial results: the body is evaluated at
+    every point of the domain (parallel indices, then the scan index, last)
+    and, for each parallel point, the result at scan position `t` is the
+    monoid's fold of the body's values at positions `0..t`, in that order
+    (so a monoid that is not commutative keeps its meaning: a linear
+    recurrence as the composition of affine maps). Each result has the
+    domain's shape: the parallel extents, then the scan's.
+
+    ```mlir
+    // y[b, t] = sum_{k <= t} x[b, k]
+    %y = tang.scan (%b) along (%t) [4, 1024] monoid(add)
+           : tensor<4x1024xf32> {
+      %x = tang.read %X[%b, %t] : tensor<4x1024xf32>
+      tang.yield %x : f32
+    }
+    ```
+
+    The interpreter runs it in O(n) per sequence; the kernel form runs one
+    thread per parallel point, carrying the monoid's carrier along the scan
+    index. It is a function-level op (`--tang-grad` has no rule for it
+    yet; fusion does not fuse into its body). The triangular form
+    (`select(k <= t, x, identity)` reduced over `k`) means the same in
+    O(n^2) work.
+  }];
+
+  let arguments = (ins
+    DenseI64ArrayAttr:$extents,
+    AnyAttrOf<[Tang_MonoidAttr, FlatSymbolRefAttr]>:$monoid
+  );
+  let results = (outs Variadic<Tang_Tensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+
+  let extraClassDeclaration = [{
+    /// The parallel indices (all but the last, the scan index).
+    unsigned getNumParallel() { return getExtents().size() - 1; }
+    unsigned getNumIndices() { return getExtents().size(); }
+    int64_t getExtent(unsigned pos) { return getExtents()[pos]; }
+    ::mlir::BlockArgument getIndex(unsigned pos) {
+      return getBody().front().getArgument(pos);
+    }
+    ::mlir::Block &getBodyBlock() { return getBody().front(); }
+    YieldOp getYield();
+    std::optional<MonoidKind> getBuiltinMonoid();
+  }];
+}
+
+//===----------------------------------------------------------------------===//
 // ScatterOp and PutOp
 //===----------------------------------------------------------------------===//
 
@@ -376,7 +436,7 @@ def Tang_IndexOp : Tang_Op<"index", [Pure]> {
 //===----------------------------------------------------------------------===//
 
 def Tang_YieldOp : Tang_Op<"yield", [Pure, Terminator, ReturnLike,
-    ParentOneOf<["ComprehensionOp", "MonoidOp"]>]> {
+    ParentOneOf<["ComprehensionOp", "MonoidOp", "ScanOp"]>]> {
   let summary = "yield scalars from a comprehension body or a combine region";
   let description = [{
     Terminates a comprehension's body with the element the monoid lifts (or
