@@ -1809,3 +1809,57 @@ func.func @scan_two_indices(%X: tensor<16xf32>) -> tensor<16xf32> {
   }
   return %y : tensor<16xf32>
 }
+
+// -----
+
+func.func @scan_nested(%X: tensor<16xf32>) -> tensor<4xf32> {
+  %y = tang.comprehension (%i) [4] : tensor<4xf32> {
+    // expected-error @+1 {{'tang.scan' op must be at function level (it makes tensors)}}
+    %s = tang.scan along (%t) [16] monoid(add) : tensor<16xf32> {
+      %x = tang.read %X[%t] : tensor<16xf32>
+      tang.yield %x : f32
+    }
+    %z = arith.constant 0.0 : f32
+    tang.yield %z : f32
+  }
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+tang.monoid @pair : [f32, f32] identity [0.0 : f32, 0.0 : f32] {
+^bb0(%a1: f32, %b1: f32, %a2: f32, %b2: f32):
+  %a = arith.addf %a1, %a2 : f32
+  %b = arith.addf %b1, %b2 : f32
+  tang.yield %a, %b : f32, f32
+}
+func.func @scatter_two_component_monoid(%b: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'tang.scatter' op monoid @pair must have one component of the element type 'f32' to combine elements}}
+  %r = tang.scatter (%p) [4] into %b monoid(@pair) : tensor<8xf32> {
+    %x = tang.read %b[%p] : tensor<8xf32>
+    tang.put %x at [%p] : f32
+  }
+  return %r : tensor<8xf32>
+}
+
+// -----
+
+func.func @put_rank(%b: tensor<8x2xf32>) -> tensor<8x2xf32> {
+  %r = tang.scatter (%p) [4] into %b : tensor<8x2xf32> {
+    %x = tang.read %b[%p, 0] : tensor<8x2xf32>
+    // expected-error @+1 {{'tang.put' op writes a rank-2 tensor with 1 coordinates}}
+    tang.put %x at [%p] : f32
+  }
+  return %r : tensor<8x2xf32>
+}
+
+// -----
+
+func.func @scatter_dynamic_base(%b: tensor<?xf32>) -> tensor<?xf32> {
+  // expected-error @+1 {{'tang.scatter' op needs a statically shaped base (symbolic extents are not supported yet), got 'tensor<?xf32>'}}
+  %r = tang.scatter (%p) [4] into %b : tensor<?xf32> {
+    %x = arith.constant 1.0 : f32
+    tang.put %x at [%p] : f32
+  }
+  return %r : tensor<?xf32>
+}
