@@ -33,7 +33,7 @@ std::optional<SmallVector<Slot>> Compiler::getMemoKey(ComprehensionOp c) {
         continue; // Defined inside c.
       if (getOwningComprehension(v))
         indices.insert(v);
-      else if (!isa<RankedTensorType>(v.getType()) && !getScalarConstant(v))
+      else if (!isa<RankedTensorType>(v.getType()) && !getFunctionScalar(v))
         pure = false; // A scalar of the enclosing body.
     }
   });
@@ -45,12 +45,32 @@ std::optional<SmallVector<Slot>> Compiler::getMemoKey(ComprehensionOp c) {
   return slots;
 }
 
+std::optional<double> Compiler::getFunctionScalar(Value v) {
+  if (std::optional<double> c = getScalarConstant(v))
+    return c;
+  if (!v.getType().isIndex() || getOwningComprehension(v))
+    return std::nullopt;
+  FailureOr<Size> size = getSizeOf(v);
+  if (failed(size))
+    return std::nullopt;
+  return static_cast<double>(size->evaluate(sizes));
+}
+
+SmallVector<int64_t> Compiler::getExtents(ComprehensionOp op) {
+  SmallVector<int64_t> extents;
+  for (unsigned pos = 0; pos < op.getNumIndices(); ++pos)
+    extents.push_back(op.isSymbolicExtent(pos)
+                          ? getSizeOf(op.getDynamicExtent(pos))->evaluate(sizes)
+                          : op.getExtent(pos));
+  return extents;
+}
+
 LogicalResult Compiler::ensureAvailable(Operation *user, Value v,
                                         unsigned operandNo,
                                         std::vector<Instr> &out) {
   if (slots.count(v) || isa<RankedTensorType>(v.getType()))
     return success();
-  std::optional<double> c = getScalarConstant(v);
+  std::optional<double> c = getFunctionScalar(v);
   if (!c)
     return user->emitError() << "tang-run: operand #" << operandNo
                              << " is not computed in this comprehension body";
@@ -98,9 +118,7 @@ Compiler::compileYieldingBody(Operation *op, unsigned numParallel,
 
 FailureOr<std::shared_ptr<Plan>>
 Compiler::compileComprehension(ComprehensionOp op) {
-  SmallVector<int64_t> extents(op.getParallelExtents());
-  llvm::append_range(extents, op.getReducedExtents());
-  return compileYieldingBody(op, op.getNumParallel(), extents,
+  return compileYieldingBody(op, op.getNumParallel(), getExtents(op),
                              op.getBodyBlock(), op.getMonoidAttr(),
                              op.getNumResults());
 }

@@ -13,6 +13,7 @@
 
 #include "Tang/Dialect/Tang/IR/TangMonoids.h"
 #include "Tang/Dialect/Tang/IR/TangOps.h"
+#include "Tang/Dialect/Tang/IR/TangSizes.h"
 #include "Tang/Interpreter/Tensor.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -205,8 +206,10 @@ inline std::optional<double> getScalarConstant(Value v) {
 /// closures over a frame.
 class Compiler {
 public:
-  Compiler(const TensorMap &tensors, ErrorState &err)
-      : tensors(tensors), err(err) {}
+  /// `sizes`: the values of the function's size symbols (TangSizes.h).
+  Compiler(const TensorMap &tensors, ErrorState &err,
+           ArrayRef<int64_t> sizes = {})
+      : tensors(tensors), err(err), sizes(sizes) {}
 
   unsigned getNumSlots() const { return numSlots; }
   Slot slotOf(Value v) {
@@ -266,8 +269,14 @@ private:
   FailureOr<MonoidEval> compileMonoid(Operation *op, Attribute monoid,
                                       TypeRange yieldTypes);
 
+  /// The value of a function-level scalar: a constant, or a size.
+  std::optional<double> getFunctionScalar(Value v);
+  /// The extents of `op`'s indices, symbolic ones evaluated at `sizes`.
+  SmallVector<int64_t> getExtents(ComprehensionOp op);
+
   const TensorMap &tensors;
   ErrorState &err;
+  SmallVector<int64_t> sizes;
   llvm::DenseMap<Value, Slot> slots;
   unsigned numSlots = 0;
 };

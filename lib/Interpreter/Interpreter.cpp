@@ -55,19 +55,20 @@ using namespace mlir::tang::interp;
 /// larger than this many elements (2 GiB) instead of exhausting memory.
 static constexpr int64_t kMaxElements = int64_t(1) << 28;
 
-/// A result tensor of `type`, zero-filled.
-static std::shared_ptr<Tensor> makeResult(RankedTensorType type) {
+/// A zero-filled result tensor of `type`'s element type and `shape`.
+static std::shared_ptr<Tensor> makeResult(Type type, ArrayRef<int64_t> shape) {
   auto r = std::make_shared<Tensor>();
-  r->shape.assign(type.getShape().begin(), type.getShape().end());
-  r->elementType = type.getElementType();
-  r->data.resize(type.getNumElements());
+  r->shape.assign(shape.begin(), shape.end());
+  r->elementType = cast<RankedTensorType>(type).getElementType();
+  r->data.resize(r->getNumElements());
   return r;
 }
 
 static FailureOr<SmallVector<std::shared_ptr<Tensor>>>
-evalComprehension(ComprehensionOp op, const TensorMap &tensors) {
+evalComprehension(ComprehensionOp op, const TensorMap &tensors,
+                  ArrayRef<int64_t> sizes) {
   ErrorState err;
-  Compiler compiler(tensors, err);
+  Compiler compiler(tensors, err, sizes);
   FailureOr<std::shared_ptr<Plan>> planOr = compiler.compileComprehension(op);
   if (failed(planOr))
     return failure();
@@ -83,7 +84,8 @@ evalComprehension(ComprehensionOp op, const TensorMap &tensors) {
                              "interpreter's limit of "
                           << kMaxElements;
   for (Type t : op.getResultTypes())
-    results.push_back(makeResult(cast<RankedTensorType>(t)));
+    results.push_back(
+        makeResult(t, ArrayRef(plan.extents).take_front(plan.numParallel)));
 
   std::vector<double> frame(compiler.getNumSlots(), 0.0);
   SmallVector<double, 4> vals(plan.numResults);
@@ -110,9 +112,9 @@ evalComprehension(ComprehensionOp op, const TensorMap &tensors) {
 /// row-major order writes (or combines) its element. An out-of-range
 /// coordinate under `trap` fails the run, under `drop` skips the write.
 static FailureOr<std::shared_ptr<Tensor>>
-evalScatter(ScatterOp op, const TensorMap &tensors) {
+evalScatter(ScatterOp op, const TensorMap &tensors, ArrayRef<int64_t> sizes) {
   ErrorState err;
-  Compiler compiler(tensors, err);
+  Compiler compiler(tensors, err, sizes);
   SmallVector<Slot> coordinateSlots;
   std::optional<MonoidEval> combine;
   FailureOr<std::shared_ptr<Plan>> planOr =
@@ -189,9 +191,9 @@ evalScatter(ScatterOp op, const TensorMap &tensors) {
 /// 0, 1, ... accumulated from the identity, each prefix finalised into the
 /// results. O(n) per sequence.
 static FailureOr<SmallVector<std::shared_ptr<Tensor>>>
-evalScan(ScanOp op, const TensorMap &tensors) {
+evalScan(ScanOp op, const TensorMap &tensors, ArrayRef<int64_t> sizes) {
   ErrorState err;
-  Compiler compiler(tensors, err);
+  Compiler compiler(tensors, err, sizes);
   FailureOr<std::shared_ptr<Plan>> planOr = compiler.compileScan(op);
   if (failed(planOr))
     return failure();
@@ -205,7 +207,7 @@ evalScan(ScanOp op, const TensorMap &tensors) {
                           << kMaxElements;
   SmallVector<std::shared_ptr<Tensor>> results;
   for (Type t : op.getResultTypes())
-    results.push_back(makeResult(cast<RankedTensorType>(t)));
+    results.push_back(makeResult(t, cast<RankedTensorType>(t).getShape()));
   const MonoidEval &monoid = *plan.monoid;
   int64_t length = plan.extents.back();
   std::vector<double> frame(compiler.getNumSlots(), 0.0);
@@ -281,6 +283,14 @@ static FailureOr<std::shared_ptr<Tensor>> evalConstant(arith::ConstantOp op) {
   return r;
 }
 
+/// `shape` as text, e.g. `[2, 3]`.
+static std::string formatShape(ArrayRef<int64_t> shape) {
+  std::string s = "[";
+  llvm::raw_string_ostream os(s);
+  llvm::interleaveComma(shape, os);
+  return s + "]";
+}
+
 FailureOr<SmallVector<Tensor>> mlir::tang::interpret(func::FuncOp func,
                                                      ArrayRef<Tensor> inputs) {
   if (func.isExternal())
@@ -292,23 +302,52 @@ FailureOr<SmallVector<Tensor>> mlir::tang::interpret(func::FuncOp func,
                             << inputs.size() << " inputs";
   TensorMap tensors;
   for (auto [arg, in] : llvm::zip(func.getArguments(), inputs)) {
+    if (arg.getType().isIndex()) {
+      if (!in.shape.empty() || in.data.size() != 1 ||
+          !in.elementType.isIntOrIndex())
+        return func.emitError()
+               << "tang-run: input #" << arg.getArgNumber()
+               << " is an index argument (a size): give it one integer";
+      continue;
+    }
     auto type = dyn_cast<RankedTensorType>(arg.getType());
     if (!type)
       return func.emitError()
              << "tang-run: argument #" << arg.getArgNumber()
-             << " must be a ranked tensor, got " << arg.getType();
-    if (ArrayRef<int64_t>(in.shape) != type.getShape() ||
-        static_cast<int64_t>(in.data.size()) != type.getNumElements())
-      return func.emitError() << "tang-run: input #" << arg.getArgNumber()
-                              << " does not have the shape of " << type;
+             << " must be a ranked tensor or an index, got " << arg.getType();
+    bool fits = in.shape.size() == static_cast<size_t>(type.getRank()) &&
+                static_cast<int64_t>(in.data.size()) == in.getNumElements();
+    for (auto [n, want] : llvm::zip(in.shape, type.getShape()))
+      fits &= ShapedType::isDynamic(want) ? n >= 1 : n == want;
+    if (!fits)
+      return func.emitError()
+             << "tang-run: input #" << arg.getArgNumber() << " has shape "
+             << formatShape(in.shape) << ", which does not fit " << type
+             << " (a '?' dimension takes any size >= 1)";
     tensors[arg] = std::make_shared<Tensor>(in);
+  }
+
+  // Bind the size symbols and check what the verifier left to the run.
+  SmallVector<SizeSymbol> symbols = getSizeSymbols(func);
+  SmallVector<int64_t> sizes;
+  for (SizeSymbol s : symbols) {
+    const Tensor &in = inputs[s.argNumber];
+    sizes.push_back(s.dim < 0 ? static_cast<int64_t>(in.data[0])
+                              : in.shape[s.dim]);
+  }
+  for (const SizeRequirement &r : collectSizeRequirements(func)) {
+    if (r.expr.evaluate(sizes) >= 0)
+      continue;
+    return r.op->emitError()
+           << "tang-run: the sizes break a requirement: "
+           << r.describeBroken(symbols, sizes) << "; nothing ran";
   }
 
   if (!func.getBody().hasOneBlock())
     return func.emitError() << "tang-run: functions must have one block";
   for (Operation &op : func.getBody().front()) {
     if (auto c = dyn_cast<ComprehensionOp>(op)) {
-      auto rs = evalComprehension(c, tensors);
+      auto rs = evalComprehension(c, tensors, sizes);
       if (failed(rs))
         return failure();
       for (auto [v, t] : llvm::zip(c.getResults(), *rs))
@@ -316,7 +355,7 @@ FailureOr<SmallVector<Tensor>> mlir::tang::interpret(func::FuncOp func,
       continue;
     }
     if (auto scan = dyn_cast<ScanOp>(op)) {
-      auto rs = evalScan(scan, tensors);
+      auto rs = evalScan(scan, tensors, sizes);
       if (failed(rs))
         return failure();
       for (auto [v, t] : llvm::zip(scan.getResults(), *rs))
@@ -324,7 +363,7 @@ FailureOr<SmallVector<Tensor>> mlir::tang::interpret(func::FuncOp func,
       continue;
     }
     if (auto sc = dyn_cast<ScatterOp>(op)) {
-      FailureOr<std::shared_ptr<Tensor>> r = evalScatter(sc, tensors);
+      FailureOr<std::shared_ptr<Tensor>> r = evalScatter(sc, tensors, sizes);
       if (failed(r))
         return failure();
       tensors[sc.getResult()] = *r;
@@ -348,6 +387,9 @@ FailureOr<SmallVector<Tensor>> mlir::tang::interpret(func::FuncOp func,
       tensors[c.getResult()] = *t;
       continue;
     }
+    if (op.getNumResults() == 1 && op.getResult(0).getType().isIndex() &&
+        succeeded(getSizeOf(op.getResult(0))))
+      continue; // A size (tensor.dim, arithmetic on sizes): bound above.
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
       SmallVector<Tensor> outs;
       for (Value v : ret.getOperands()) {

@@ -360,6 +360,13 @@ struct ReadOfComprehension_Fuse : OpRewritePattern<ReadOp> {
     if (read->getParentOfType<ScatterOp>() || read->getParentOfType<ScanOp>())
       return rewriter.notifyMatchFailure(
           read, "the consumer is a scatter or a scan (not fused yet)");
+    Operation *consumer = read->getParentOfType<ComprehensionOp>();
+    while (auto outer = consumer->getParentOfType<ComprehensionOp>())
+      consumer = outer;
+    if (hasSymbolicSizes(producer) || hasSymbolicSizes(consumer))
+      return rewriter.notifyMatchFailure(
+          read, "the producer or the consumer has symbolic sizes (not fused "
+                "yet)");
     switch (policy.decide(read, producer)) {
     case Decision::KeepRecompute:
       return rewriter.notifyMatchFailure(
@@ -670,6 +677,9 @@ static double getPoints(ComprehensionOp nested) {
 }
 
 double mlir::tang::getExecutedWork(ComprehensionOp op) {
+  // (Symbolic sizes are not fused: their work is not compared.)
+  if (hasSymbolicSizes(op))
+    return 0;
   bool sharesRow = op.getNumReduced() == 0 ||
                    op.getBuiltinMonoid() == MonoidKind::OnlineSoftmax;
   SmallVector<double> counts = getBodyCounts(op, sharesRow);

@@ -437,6 +437,10 @@ struct TangGradPass : tang::impl::TangGradBase<TangGradPass> {
     });
     if (unsupported.wasInterrupted())
       return failure();
+    if (hasSymbolicSizes(f))
+      return f.emitOpError() << "cannot be differentiated yet: it has "
+                                "symbolic sizes (--tang-grad needs static "
+                                "extents)";
     SmallVector<unsigned> args;
     if (wrt.empty()) {
       for (auto [i, t] : llvm::enumerate(f.getArgumentTypes()))

@@ -288,6 +288,8 @@ struct WeightedSum_OnlineSoftmax : OpRewritePattern<ComprehensionOp> {
                                 PatternRewriter &rewriter) const override {
     if (containsGather(op))
       return rewriter.notifyMatchFailure(op, "it gathers");
+    if (hasSymbolicSizes(op))
+      return rewriter.notifyMatchFailure(op, "it has symbolic sizes");
     std::string why;
     std::optional<std::pair<Probability, Value>> match =
         matchWeightedSum(op, why);

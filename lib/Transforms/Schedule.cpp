@@ -322,8 +322,9 @@ struct TangSchedulePass : tang::impl::TangScheduleBase<TangSchedulePass> {
     llvm::DenseMap<Operation *, std::string> collapseFailures;
     kernels.collapseFailures = &collapseFailures;
     SmallVector<ComprehensionOp> ops;
+    // Symbolic sizes are not scheduled yet (the kernel form refuses them).
     getOperation().walk([&](ComprehensionOp op) {
-      if (!isInIterationBody(op))
+      if (!isInIterationBody(op) && !hasSymbolicSizes(op))
         ops.push_back(op);
     });
     if (kernels.tensorCores != TensorCoreKind::None)

@@ -381,6 +381,11 @@ struct TangTrafficBoundPass
     llvm::json::Array records;
     module.walk([&](func::FuncOp f) {
       for (auto op : f.getBody().getOps<ComprehensionOp>()) {
+        if (hasSymbolicSizes(op)) {
+          op.emitWarning() << "no traffic bound: the comprehension has "
+                              "symbolic sizes (bounds are for static extents)";
+          continue;
+        }
         llvm::json::Object record;
         std::string location;
         llvm::raw_string_ostream los(location);

@@ -12,10 +12,13 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 TANG_BIN = pathlib.Path(os.environ.get("TANG_BIN", ROOT / "build" / "bin"))
 
 
-def run_program(tmp_path, text, *arrays):
+def run_program(tmp_path, text, *arrays, sizes=()):
+    """`sizes`: --size values (e.g. "arg2=7") for index arguments."""
     prog = tmp_path / "prog.mlir"
     prog.write_text(text)
     args = [str(TANG_BIN / "tang-run"), str(prog)]
+    for s in sizes:
+        args += ["--size", s]
     for i, a in enumerate(arrays):
         p = tmp_path / f"in{i}.npy"
         np.save(p, a)

@@ -179,7 +179,8 @@ def test_wrong_input_count(program, tmp_path, count):
     _, paths = good_inputs(tmp_path)
     r = run(program, *(paths * 2)[:count])
     assert r.returncode == 1
-    assert f"@main takes 3 arguments but {count} --input files were given" in r.stderr
+    assert (f"@main takes 3 tensor arguments but {count} --input files were "
+            "given") in r.stderr
 
 
 def test_malformed_program(tmp_path):

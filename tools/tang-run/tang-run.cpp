@@ -46,6 +46,13 @@ static cl::list<std::string>
            cl::desc("A .npy file per function argument, in order (without "
                     "any, inputs are seeded random values)"),
            cl::value_desc("file.npy"), cl::cat(category));
+static cl::list<std::string>
+    sizeArgs("size",
+             cl::desc("The value of a size: argK=N for the index argument "
+                      "#K, argK.D=N for the '?' dimension D of tensor "
+                      "argument #K (random inputs need every size; with "
+                      "--input files, index arguments)"),
+             cl::value_desc("argK[.D]=N"), cl::cat(category));
 static cl::opt<uint64_t> seed("seed",
                               cl::desc("Seed of the random inputs (default 0)"),
                               cl::init(0), cl::cat(category));
@@ -92,6 +99,16 @@ std::string shapeString(ArrayRef<int64_t> shape) {
   return s + (shape.size() == 1 ? ",)" : ")");
 }
 
+/// Whether `shape` fits `type`'s (a `?` takes any size >= 1).
+bool fitsShape(ArrayRef<int64_t> shape, RankedTensorType type) {
+  if (shape.size() != static_cast<size_t>(type.getRank()))
+    return false;
+  for (auto [n, want] : llvm::zip(shape, type.getShape()))
+    if (ShapedType::isDynamic(want) ? n < 1 : n != want)
+      return false;
+  return true;
+}
+
 /// Loads input #i for `arg` from `path`, checking shape and dtype.
 FailureOr<Tensor> loadInput(BlockArgument arg, StringRef path) {
   auto type = cast<RankedTensorType>(arg.getType());
@@ -99,7 +116,7 @@ FailureOr<Tensor> loadInput(BlockArgument arg, StringRef path) {
   if (!arr)
     return emitError(arg.getLoc()) << "input #" << arg.getArgNumber() << ": "
                                    << llvm::toString(arr.takeError());
-  if (ArrayRef<int64_t>(arr->shape) != type.getShape())
+  if (!fitsShape(arr->shape, type))
     return emitError(arg.getLoc())
            << "input #" << arg.getArgNumber() << ": " << path << " has shape "
            << shapeString(arr->shape) << " but the argument is " << type;
@@ -126,6 +143,34 @@ FailureOr<Tensor> loadInput(BlockArgument arg, StringRef path) {
   return t;
 }
 
+/// The --size values by name (argK, argK.D), each naming a size of `func`.
+FailureOr<llvm::StringMap<int64_t>> parseSizes(func::FuncOp func) {
+  llvm::StringMap<int64_t> sizes;
+  for (StringRef spec : sizeArgs) {
+    auto [name, value] = spec.split('=');
+    int64_t n = 0;
+    unsigned arg = 0, dim = 0;
+    auto [argPart, dimPart] = name.split('.');
+    bool ok = argPart.consume_front("arg") && !argPart.getAsInteger(10, arg) &&
+              arg < func.getNumArguments() && !value.getAsInteger(10, n) &&
+              n >= 1;
+    if (ok && dimPart.empty())
+      ok = func.getArgument(arg).getType().isIndex();
+    else if (ok) {
+      auto t = dyn_cast<RankedTensorType>(func.getArgument(arg).getType());
+      ok = !dimPart.getAsInteger(10, dim) && t && dim < t.getRank() &&
+           t.isDynamicDim(dim);
+    }
+    if (!ok)
+      return emitError(func.getLoc())
+             << "--size " << spec
+             << ": expected argK=N (an index argument) or argK.D=N (a '?' "
+                "dimension of a tensor argument), N >= 1";
+    sizes[name] = n;
+  }
+  return sizes;
+}
+
 void printSummary(llvm::raw_ostream &os, StringRef label, const Tensor &t,
                   RankedTensorType type) {
   double mn = INFINITY, mx = -INFINITY, sum = 0, sq = 0;
@@ -141,7 +186,13 @@ void printSummary(llvm::raw_ostream &os, StringRef label, const Tensor &t,
     sq += v * v;
   }
   int64_t n = static_cast<int64_t>(t.data.size());
-  os << "  " << label << "  " << type << "\n";
+  os << "  " << label << "  " << type;
+  if (!type.hasStaticShape()) {
+    os << " (shape ";
+    llvm::interleave(t.shape, os, "x");
+    os << ")";
+  }
+  os << "\n";
   os << llvm::format("    min %.6g  max %.6g  mean %.6g  rms %.6g", mn, mx,
                      n ? sum / n : 0.0, n ? std::sqrt(sq / n) : 0.0);
   if (nans)
@@ -200,20 +251,58 @@ LogicalResult run(ModuleOp module, llvm::raw_ostream &os) {
     return failure();
   func::FuncOp func = *funcOr;
 
-  if (!inputs.empty() && inputs.size() != func.getNumArguments())
+  // One --input per tensor argument; index arguments come from --size.
+  unsigned numTensors = llvm::count_if(func.getArgumentTypes(),
+                                       [](Type t) { return !t.isIndex(); });
+  if (!inputs.empty() && inputs.size() != numTensors)
     return emitError(func.getLoc())
-           << "@" << func.getSymName() << " takes " << func.getNumArguments()
-           << " arguments but " << inputs.size() << " --input files were given";
+           << "@" << func.getSymName() << " takes " << numTensors
+           << " tensor arguments but " << inputs.size()
+           << " --input files were given";
 
+  FailureOr<llvm::StringMap<int64_t>> sizes = parseSizes(func);
+  if (failed(sizes))
+    return failure();
   SmallVector<Tensor> args;
+  unsigned nextInput = 0;
   for (BlockArgument arg : func.getArguments()) {
+    std::string name = "arg" + std::to_string(arg.getArgNumber());
+    if (arg.getType().isIndex()) {
+      auto it = sizes->find(name);
+      if (it == sizes->end())
+        return emitError(arg.getLoc())
+               << "argument #" << arg.getArgNumber()
+               << " is a size (index): give its value with --size " << name
+               << "=N";
+      Tensor t;
+      t.elementType = arg.getType();
+      t.data.push_back(static_cast<double>(it->second));
+      args.push_back(std::move(t));
+      continue;
+    }
     auto type = dyn_cast<RankedTensorType>(arg.getType());
-    if (!type || !type.hasStaticShape())
+    if (!type)
       return emitError(arg.getLoc())
              << "argument #" << arg.getArgNumber()
-             << " must be a statically shaped tensor, got " << arg.getType();
-    if (getNumElementsChecked(type.getShape()).value_or(INT64_MAX) >
-        (int64_t(1) << 28))
+             << " must be a ranked tensor or an index, got " << arg.getType();
+    if (inputs.empty()) {
+      SmallVector<int64_t> shape(type.getShape());
+      for (auto [d, n] : llvm::enumerate(shape)) {
+        if (!ShapedType::isDynamic(n))
+          continue;
+        std::string dimName = name + "." + std::to_string(d);
+        auto it = sizes->find(dimName);
+        if (it == sizes->end())
+          return emitError(arg.getLoc())
+                 << "dimension " << d << " of argument #" << arg.getArgNumber()
+                 << " is '?': give its size with --size " << dimName << "=N";
+        n = it->second;
+      }
+      type = RankedTensorType::get(shape, type.getElementType());
+    }
+    if (type.hasStaticShape() &&
+        getNumElementsChecked(type.getShape()).value_or(INT64_MAX) >
+            (int64_t(1) << 28))
       return emitError(arg.getLoc())
              << "argument #" << arg.getArgNumber() << " (" << type
              << ") is too large for the reference interpreter";
@@ -221,13 +310,19 @@ LogicalResult run(ModuleOp module, llvm::raw_ostream &os) {
       args.push_back(makeRandomTensor(type, seed, arg.getArgNumber()));
       continue;
     }
-    FailureOr<Tensor> t = loadInput(arg, inputs[arg.getArgNumber()]);
+    FailureOr<Tensor> t = loadInput(arg, inputs[nextInput++]);
     if (failed(t))
       return failure();
     args.push_back(std::move(*t));
   }
   if (!dumpInputs.empty() &&
-      failed(writeAll(dumpInputs, "input", args, func.getLoc())))
+      failed(writeAll(dumpInputs, "input",
+                      llvm::filter_to_vector(args,
+                                             [](const Tensor &t) {
+                                               return !t.shape.empty() ||
+                                                      !t.elementType.isIndex();
+                                             }),
+                      func.getLoc())))
     return failure();
 
   FailureOr<SmallVector<Tensor>> outs = interpret(func, args);
@@ -266,7 +361,7 @@ int main(int argc, char **argv) {
 
   DialectRegistry registry;
   registry.insert<TangDialect, arith::ArithDialect, math::MathDialect,
-                  func::FuncDialect>();
+                  func::FuncDialect, tensor::TensorDialect>();
   MLIRContext context(registry);
 
   std::string error;

@@ -292,17 +292,21 @@ LogicalResult KernelFormBuilder::convertFunc(func::FuncOp func) {
                                          func.getResultTypes())) {
     auto tt = dyn_cast<RankedTensorType>(t);
     if (!tt || !tt.hasStaticShape())
-      return func.emitOpError() << "has a non-tensor or dynamically shaped "
-                                   "argument or result ("
-                                << t
-                                << "): the kernel form needs static "
-                                   "tensors";
+      return func.emitOpError()
+             << "has a non-tensor or dynamically shaped argument or result ("
+             << t
+             << "): the kernel form needs static tensors (symbolic sizes "
+                "are run by tang-run only, not lowered to kernels yet)";
     if (tt.getElementType().isInteger(1))
       return func.emitOpError() << "has an i1 tensor (" << t
                                 << "): the kernel form stores no i1 tensors "
                                    "yet";
     argTypes.push_back(getMemRefType(t));
   }
+  if (hasSymbolicSizes(func))
+    return func.emitOpError() << "has symbolic extents: the kernel form needs "
+                                 "static ones (symbolic sizes are run by "
+                                 "tang-run only, not lowered to kernels yet)";
 
   OpBuilder b(func);
   auto host = func::FuncOp::create(b, loc, func.getSymName(),

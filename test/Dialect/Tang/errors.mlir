@@ -1350,14 +1350,103 @@ func.func @view_overflow(%X: tensor<1xf32>) -> tensor<5xf32> {
 
 // -----
 
-// Reads need static shapes until symbolic extents land.
-func.func @read_dynamic(%X: tensor<?xf32>) -> tensor<4xf32> {
-  %r = tang.comprehension (%i) [4] : tensor<4xf32> {
-    // expected-error @+1 {{'tang.read' op needs a statically shaped tensor (symbolic extents are not supported yet), got 'tensor<?xf32>'}}
-    %x = tang.read %X[%i + 100] : tensor<?xf32>
+// A read over a symbolic extent that leaves the tensor for every size.
+func.func @read_past_every_size(%X: tensor<?x4xf32>) -> tensor<?xf32> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %X, %c0 : tensor<?x4xf32>
+  %s = tang.comprehension (%i) reduce (%j) [%n, 4] monoid(add) : tensor<?xf32> {
+    // expected-error @+1 {{'tang.read' op is out of bounds for every size: index expression #0 (d0 + 1), up to dim 0 of %arg0, stays below dimension 0 (dim 0 of %arg0) fails}}
+    %x = tang.read %X[%i + 1, %j] : tensor<?x4xf32>
     tang.yield %x : f32
   }
-  return %r : tensor<4xf32>
+  return %s : tensor<?xf32>
+}
+
+// -----
+
+// An extent is a function-level size, not a value computed in a body.
+func.func @extent_from_data(%X: tensor<4x4xf32>, %L: tensor<4xi32>) -> tensor<4xf32> {
+  %s = tang.comprehension (%i) [4] : tensor<4xf32> {
+    %l = tang.read %L[%i] : tensor<4xi32>
+    %n = arith.index_cast %l : i32 to index
+    // expected-error @+1 {{'tang.comprehension' op extent of index #0 is not a size: a size is a function-level value, not one computed in a body}}
+    %r = tang.comprehension reduce (%j) [%n] monoid(add) : f32 {
+      %x = tang.read %X[%i, %j] : tensor<4x4xf32>
+      tang.yield %x : f32
+    }
+    tang.yield %r : f32
+  }
+  return %s : tensor<4xf32>
+}
+
+// -----
+
+func.func @extent_product(%X: tensor<64xf32>, %a: index, %b: index) -> tensor<?xf32> {
+  %n = arith.muli %a, %b : index
+  // expected-error @+1 {{'tang.comprehension' op extent of index #0 is not a size: a product of two symbolic sizes is not affine}}
+  %s = tang.comprehension (%i) [%n] : tensor<?xf32> {
+    %x = tang.read %X[%i] : tensor<64xf32>
+    tang.yield %x : f32
+  }
+  return %s : tensor<?xf32>
+}
+
+// -----
+
+func.func @extent_not_a_size_op(%X: tensor<64xf32>, %a: index) -> tensor<?xf32> {
+  %c2 = arith.constant 2 : index
+  %n = arith.divui %a, %c2 : index
+  // expected-error @+1 {{'tang.comprehension' op extent of index #0 is not a size: 'arith.divui' is not a size expression (index arguments, tensor.dim, constants, arith.addi/subi, arith.muli by a constant)}}
+  %s = tang.comprehension (%i) [%n] : tensor<?xf32> {
+    %x = tang.read %X[%i] : tensor<64xf32>
+    tang.yield %x : f32
+  }
+  return %s : tensor<?xf32>
+}
+
+// -----
+
+func.func @extent_zero(%X: tensor<64xf32>) -> tensor<?xf32> {
+  %c0 = arith.constant 0 : index
+  // expected-error @+1 {{'tang.comprehension' op extent of index #0 must be positive, got 0}}
+  %s = tang.comprehension (%i) [%c0] : tensor<?xf32> {
+    %x = tang.read %X[%i] : tensor<64xf32>
+    tang.yield %x : f32
+  }
+  return %s : tensor<?xf32>
+}
+
+// -----
+
+func.func @symbolic_result_static(%X: tensor<64xf32>, %n: index) -> tensor<4xf32> {
+  // expected-error @+1 {{'tang.comprehension' op result #0 has shape [4] but the parallel extents are [?] (a symbolic extent gives a '?' dimension)}}
+  %s = tang.comprehension (%i) [%n] : tensor<4xf32> {
+    %x = tang.read %X[%i] : tensor<64xf32>
+    tang.yield %x : f32
+  }
+  return %s : tensor<4xf32>
+}
+
+// -----
+
+func.func @symbolic_not_linear(%X: tensor<64xf32>, %n: index) -> tensor<?xf32> {
+  %s = tang.comprehension (%i) [%n] : tensor<?xf32> {
+    // expected-error @+1 {{'tang.read' op coordinate #0 (d0 floordiv 2) ranges over a symbolic extent and is not linear in the indices, so its bounds cannot be checked}}
+    %x = tang.read %X[%i floordiv 2] : tensor<64xf32>
+    tang.yield %x : f32
+  }
+  return %s : tensor<?xf32>
+}
+
+// -----
+
+func.func @scan_symbolic(%X: tensor<4x16xf32>, %n: index) -> tensor<4x16xf32> {
+  // expected-error @+1 {{symbolic extents are supported on tang.comprehension only}}
+  %y = tang.scan (%b) along (%t) [4, %n] monoid(add) : tensor<4x16xf32> {
+    %x = tang.read %X[%b, %t] : tensor<4x16xf32>
+    tang.yield %x : f32
+  }
+  return %y : tensor<4x16xf32>
 }
 
 // -----

@@ -6,9 +6,12 @@
 
 #include "Tang/Dialect/Tang/IR/TangOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/AffineExpr.h"
 #include "mlir/IR/AffineMap.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
 
@@ -94,13 +97,65 @@ static LogicalResult verifyInScopeIndex(Operation *user, Value index,
 
 /// The range of the iteration index `index` (in scope, see above).
 static IndexRange getIndexRange(Value index) {
-  unsigned pos = cast<BlockArgument>(index).getArgNumber();
-  Operation *owner = getIterationScope(index);
-  if (auto c = dyn_cast<ComprehensionOp>(owner))
-    return {0, c.getExtent(pos) - 1};
-  if (auto scan = dyn_cast<ScanOp>(owner))
-    return {0, scan.getExtent(pos) - 1};
-  return {0, cast<ScatterOp>(owner).getExtent(pos) - 1};
+  FailureOr<Size> e = getIndexExtent(index);
+  // (A symbolic extent's range is checked by verifyCoordinateBounds.)
+  if (failed(e) || !e->isConstant())
+    return {0, 0};
+  return {0, e->constant - 1};
+}
+
+/// True if the range of `expr` over `indices` is not static: it uses an
+/// index of symbolic extent.
+static bool hasSymbolicRange(AffineExpr expr, ValueRange indices) {
+  for (auto [d, v] : llvm::enumerate(indices)) {
+    if (!expr.isFunctionOfDim(d))
+      continue;
+    FailureOr<Size> e = getIndexExtent(v);
+    if (failed(e) || !e->isConstant())
+      return true;
+  }
+  return false;
+}
+
+/// Checks that the coordinates `map` (dimensions: `indices`, in scope;
+/// symbols: data, checked as the program runs) of an access to `tensor`
+/// stay in bounds. Static coordinates are checked exactly; those over a
+/// symbolic extent or a `?` dimension must not be out of bounds for every
+/// size (what holds for some sizes only is a size requirement, checked
+/// before a run: collectSizeRequirements).
+static LogicalResult verifyCoordinateBounds(Operation *op, AffineMap map,
+                                            ValueRange indices, Value tensor,
+                                            StringRef what) {
+  auto type = cast<RankedTensorType>(tensor.getType());
+  SmallVector<IndexRange> ranges = llvm::map_to_vector(indices, getIndexRange);
+  bool symbolic = false;
+  SmallVector<AffineExpr> static_;
+  for (auto [pos, expr] : llvm::enumerate(map.getResults())) {
+    bool usesData = false;
+    expr.walk([&](AffineExpr e) { usesData |= isa<AffineSymbolExpr>(e); });
+    bool open = !usesData &&
+                (type.isDynamicDim(pos) || hasSymbolicRange(expr, indices));
+    symbolic |= open;
+    // (Data and symbolic coordinates stand as 0 here.)
+    static_.push_back(
+        usesData || open ? getAffineConstantExpr(0, op->getContext()) : expr);
+  }
+  if (failed(verifyInBounds(
+          op, AffineMap::get(map.getNumDims(), 0, static_, op->getContext()),
+          ranges, type.getShape(), what)))
+    return failure();
+  if (!symbolic)
+    return success();
+  FailureOr<SmallVector<SizeRequirement>> conds =
+      getSymbolicBoundsConditions(op, map, indices, tensor);
+  if (failed(conds))
+    return failure();
+  for (const SizeRequirement &c : *conds)
+    if (c.expr.isConstant() && c.expr.constant < 0)
+      return op->emitOpError()
+             << "is out of bounds for every size: " << what << " "
+             << c.what.substr(c.what.find('#')) << " fails";
+  return success();
 }
 
 /// Checks that the iteration indices of `body` are used only as
@@ -147,13 +202,29 @@ static LogicalResult verifyScalarBody(Block &body) {
   return success();
 }
 
-/// Parses `[e0, e1, ...]`, one extent per index.
-static ParseResult parseExtents(OpAsmParser &p, size_t numIndices,
-                                SmallVectorImpl<int64_t> &extents) {
+/// Parses `[e0, e1, ...]`, one extent per index: an integer, or (where
+/// `sizes` is given) an SSA size, recorded as ShapedType::kDynamic.
+static ParseResult
+parseExtents(OpAsmParser &p, size_t numIndices,
+             SmallVectorImpl<int64_t> &extents,
+             SmallVectorImpl<OpAsmParser::UnresolvedOperand> *sizes = nullptr) {
   SMLoc loc = p.getCurrentLocation();
-  if (p.parseCommaSeparatedList(OpAsmParser::Delimiter::Square, [&] {
-        return p.parseInteger(extents.emplace_back());
-      }))
+  if (p.parseCommaSeparatedList(
+          OpAsmParser::Delimiter::Square, [&]() -> ParseResult {
+            OpAsmParser::UnresolvedOperand size;
+            SMLoc at = p.getCurrentLocation();
+            OptionalParseResult r = p.parseOptionalOperand(size);
+            if (!r.has_value())
+              return p.parseInteger(extents.emplace_back());
+            if (failed(*r))
+              return failure();
+            if (!sizes)
+              return p.emitError(at) << "symbolic extents are supported on "
+                                        "tang.comprehension only";
+            sizes->push_back(size);
+            extents.push_back(ShapedType::kDynamic);
+            return success();
+          }))
     return failure();
   if (extents.size() != numIndices)
     return p.emitError(loc, "expected ")
@@ -292,6 +363,15 @@ int64_t ComprehensionOp::getExtent(unsigned pos) {
   return getReducedExtents()[pos - getNumParallel()];
 }
 
+Value ComprehensionOp::getDynamicExtent(unsigned pos) {
+  if (!isSymbolicExtent(pos))
+    return {};
+  unsigned k = 0;
+  for (unsigned i = 0; i < pos; ++i)
+    k += isSymbolicExtent(i);
+  return k < getDynamicExtents().size() ? getDynamicExtents()[k] : Value();
+}
+
 YieldOp ComprehensionOp::getYield() {
   return getTerminatorOf<YieldOp>(getBodyBlock());
 }
@@ -322,7 +402,9 @@ ParseResult ComprehensionOp::parse(OpAsmParser &p, OperationState &st) {
     return failure();
 
   SmallVector<int64_t> extents;
-  if (parseExtents(p, parallel.size() + reduced.size(), extents))
+  SmallVector<OpAsmParser::UnresolvedOperand> sizes;
+  if (parseExtents(p, parallel.size() + reduced.size(), extents, &sizes) ||
+      p.resolveOperands(sizes, p.getBuilder().getIndexType(), st.operands))
     return failure();
   ArrayRef<int64_t> ext(extents);
   st.addAttribute("parallel_extents",
@@ -359,9 +441,12 @@ void ComprehensionOp::print(OpAsmPrinter &p) {
     printArgs(args.drop_front(getNumParallel()));
   }
   p << " [";
-  llvm::interleaveComma(
-      llvm::concat<const int64_t>(getParallelExtents(), getReducedExtents()),
-      p);
+  llvm::interleaveComma(llvm::seq(getNumIndices()), p, [&](unsigned pos) {
+    if (isSymbolicExtent(pos))
+      p << getDynamicExtent(pos);
+    else
+      p << getExtent(pos);
+  });
   p << "]";
   printOptionalMonoid(p, getMonoidAttr());
   p.printOptionalAttrDictWithKeyword(
@@ -378,7 +463,7 @@ void ComprehensionOp::print(OpAsmPrinter &p) {
 static LogicalResult verifyDomain(Operation *op, StringRef what,
                                   ArrayRef<int64_t> extents, Block &body) {
   for (auto [i, e] : llvm::enumerate(extents))
-    if (e <= 0)
+    if (e <= 0 && !ShapedType::isDynamic(e))
       return op->emitOpError()
              << "extent of index #" << i << " must be positive, got " << e;
   if (body.getNumArguments() != extents.size())
@@ -393,10 +478,53 @@ static LogicalResult verifyDomain(Operation *op, StringRef what,
   return verifyIndexUses(body);
 }
 
+/// `shape` as text, `?` for a dynamic extent.
+static std::string formatShape(ArrayRef<int64_t> shape) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  llvm::interleave(
+      shape, os,
+      [&](int64_t n) {
+        if (ShapedType::isDynamic(n))
+          os << "?";
+        else
+          os << n;
+      },
+      ", ");
+  return s;
+}
+
+/// Checks the symbolic extents of `op`: one size operand per `?` extent,
+/// each a function-level size expression, none constant and non-positive.
+static LogicalResult verifySizes(ComprehensionOp op) {
+  unsigned numSymbolic =
+      llvm::count_if(llvm::seq(op.getNumIndices()),
+                     [&](unsigned pos) { return op.isSymbolicExtent(pos); });
+  if (numSymbolic != op.getDynamicExtents().size())
+    return op.emitOpError()
+           << "has " << numSymbolic << " symbolic extents but "
+           << op.getDynamicExtents().size() << " size operands";
+  for (unsigned pos = 0; pos < op.getNumIndices(); ++pos) {
+    if (!op.isSymbolicExtent(pos))
+      continue;
+    std::string why;
+    FailureOr<Size> size = getSizeOf(op.getDynamicExtent(pos), &why);
+    if (failed(size))
+      return op.emitOpError()
+             << "extent of index #" << pos << " is not a size: " << why;
+    if (size->isConstant() && size->constant <= 0)
+      return op.emitOpError() << "extent of index #" << pos
+                              << " must be positive, got " << size->constant;
+  }
+  return success();
+}
+
 LogicalResult ComprehensionOp::verify() {
   SmallVector<int64_t> extents(getParallelExtents());
   llvm::append_range(extents, getReducedExtents());
   if (failed(verifyDomain(*this, "comprehension", extents, getBodyBlock())))
+    return failure();
+  if (failed(verifySizes(*this)))
     return failure();
 
   if (getNumReduced() && !getMonoidAttr())
@@ -438,9 +566,11 @@ LogicalResult ComprehensionOp::verify() {
                            << ", not a tang element type (f64, f32, f16, "
                               "bf16, i32, i8 or i1)";
     if (tt.getShape() != getParallelExtents())
-      return emitOpError() << "result #" << i << " has shape [" << tt.getShape()
+      return emitOpError() << "result #" << i << " has shape ["
+                           << formatShape(tt.getShape())
                            << "] but the parallel extents are ["
-                           << getParallelExtents() << "]";
+                           << formatShape(getParallelExtents())
+                           << "] (a symbolic extent gives a '?' dimension)";
   }
   return success();
 }
@@ -587,10 +717,6 @@ void ReadOp::print(OpAsmPrinter &p) {
 /// tensor.
 static LogicalResult verifyElementOf(Operation *op, RankedTensorType type,
                                      Type result) {
-  if (!type.hasStaticShape())
-    return op->emitOpError() << "needs a statically shaped tensor (symbolic "
-                                "extents are not supported yet), got "
-                             << type;
   if (result != type.getElementType())
     return op->emitOpError() << "result type " << result
                              << " is not the element type of " << type;
@@ -633,10 +759,8 @@ LogicalResult ReadOp::verify() {
                            << type.getElementType();
     return success();
   }
-  SmallVector<IndexRange> ranges =
-      llvm::map_to_vector(getIndices(), getIndexRange);
-  return verifyInBounds(*this, map, ranges, type.getShape(),
-                        "index expression");
+  return verifyCoordinateBounds(*this, map, getIndices(), getTensor(),
+                                "index expression");
 }
 
 // Pattern: read(view(T, m), e) -> read(T, m o e)
@@ -687,23 +811,11 @@ OpFoldResult ReadOp::fold(FoldAdaptor) {
 /// those without data (symbols) in bounds of `shape` now; the others are
 /// checked as the program runs.
 static LogicalResult verifyDataCoordinates(Operation *op, AffineMap map,
-                                           ValueRange dims,
-                                           ArrayRef<int64_t> shape) {
+                                           ValueRange dims, Value tensor) {
   for (auto [i, v] : llvm::enumerate(dims))
     if (failed(verifyInScopeIndex(op, v, i)))
       return failure();
-  SmallVector<IndexRange> ranges = llvm::map_to_vector(dims, getIndexRange);
-  // (Data coordinates stand as 0 here.)
-  SmallVector<AffineExpr> static_;
-  for (AffineExpr expr : map.getResults()) {
-    bool usesData = false;
-    expr.walk([&](AffineExpr e) { usesData |= isa<AffineSymbolExpr>(e); });
-    static_.push_back(usesData ? getAffineConstantExpr(0, op->getContext())
-                               : expr);
-  }
-  return verifyInBounds(
-      op, AffineMap::get(map.getNumDims(), 0, static_, op->getContext()),
-      ranges, shape, "coordinate");
+  return verifyCoordinateBounds(op, map, dims, tensor, "coordinate");
 }
 
 /// Parses an optional out-of-range policy keyword (the default is trap).
@@ -785,7 +897,7 @@ LogicalResult GatherOp::verify() {
   // (An iteration index used as a symbol is refused by its comprehension.)
   if (failed(verifyElementOf(*this, type, getResult().getType())))
     return failure();
-  return verifyDataCoordinates(*this, map, getIndices(), type.getShape());
+  return verifyDataCoordinates(*this, map, getIndices(), getTensor());
 }
 
 //===----------------------------------------------------------------------===//
@@ -1049,7 +1161,7 @@ LogicalResult PutOp::verify() {
   if (getValue().getType() != type.getElementType())
     return emitOpError() << "writes " << getValue().getType()
                          << " into a tensor of " << type.getElementType();
-  return verifyDataCoordinates(*this, map, getIndices(), type.getShape());
+  return verifyDataCoordinates(*this, map, getIndices(), scatter.getResult());
 }
 
 //===----------------------------------------------------------------------===//
@@ -1195,6 +1307,236 @@ LogicalResult MonoidOp::verifyRegions() {
   if (TypeRange(yield.getValues().getTypes()) != TypeRange(carrier))
     return emitOpError() << "combine must yield the carrier types";
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Sizes: what a value or a dimension denotes
+//===----------------------------------------------------------------------===//
+
+FunctionOpInterface mlir::tang::getSizeScope(Value v) {
+  Region *r = v.getParentRegion();
+  return r ? r->getParentOfType<FunctionOpInterface>() : FunctionOpInterface();
+}
+
+/// The symbol number of (argument, dim) in `func`, if it is one.
+static std::optional<unsigned> findSymbol(FunctionOpInterface func,
+                                          unsigned arg, int dim) {
+  for (auto [i, s] : llvm::enumerate(getSizeSymbols(func)))
+    if (s.argNumber == arg && s.dim == dim)
+      return i;
+  return std::nullopt;
+}
+
+static FailureOr<Size> fail(std::string *why, const Twine &msg) {
+  if (why)
+    *why = msg.str();
+  return failure();
+}
+
+FailureOr<Size> mlir::tang::getSizeOf(Value v, std::string *why) {
+  if (!v.getType().isIndex())
+    return fail(why, "a size is an 'index' value");
+  FunctionOpInterface func = getSizeScope(v);
+  if (!func)
+    return fail(why, "a size is defined in a function");
+  if (auto arg = dyn_cast<BlockArgument>(v)) {
+    if (arg.getOwner()->getParentOp() != func.getOperation())
+      return fail(why, "a size is a function-level value, not an iteration "
+                       "index or a value computed in a body");
+    return Size::symbol(*findSymbol(func, arg.getArgNumber(), -1));
+  }
+  Operation *def = v.getDefiningOp();
+  if (def->getParentOp() != func.getOperation())
+    return fail(why, "a size is a function-level value, not one computed "
+                     "in a body");
+  APInt c;
+  if (matchPattern(v, m_ConstantInt(&c)))
+    return Size::get(c.getSExtValue());
+  if (auto dim = dyn_cast<tensor::DimOp>(def)) {
+    std::optional<int64_t> d = dim.getConstantIndex();
+    auto tt = dyn_cast<RankedTensorType>(dim.getSource().getType());
+    if (!d || !tt || *d < 0 || *d >= tt.getRank())
+      return fail(why, "tensor.dim of a ranked tensor at a constant, valid "
+                       "dimension");
+    FailureOr<Size> s = getDimSize(dim.getSource(), *d);
+    if (failed(s))
+      return fail(why, "the size of that dimension is not known");
+    return s;
+  }
+  if (isa<arith::AddIOp, arith::SubIOp, arith::MulIOp>(def)) {
+    FailureOr<Size> a = getSizeOf(def->getOperand(0), why);
+    if (failed(a))
+      return failure();
+    FailureOr<Size> b = getSizeOf(def->getOperand(1), why);
+    if (failed(b))
+      return failure();
+    if (isa<arith::AddIOp>(def))
+      return *a + *b;
+    if (isa<arith::SubIOp>(def))
+      return *a - *b;
+    if (b->isConstant())
+      return *a * b->constant;
+    if (a->isConstant())
+      return *b * a->constant;
+    return fail(why, "a product of two symbolic sizes is not affine");
+  }
+  return fail(why, "'" + def->getName().getStringRef() +
+                       "' is not a size expression (index arguments, "
+                       "tensor.dim, constants, arith.addi/subi, arith.muli "
+                       "by a constant)");
+}
+
+FailureOr<Size> mlir::tang::getDimSize(Value tensor, unsigned d) {
+  auto tt = dyn_cast<RankedTensorType>(tensor.getType());
+  if (!tt || d >= tt.getRank())
+    return failure();
+  if (!tt.isDynamicDim(d))
+    return Size::get(tt.getDimSize(d));
+  if (auto arg = dyn_cast<BlockArgument>(tensor)) {
+    FunctionOpInterface func = getSizeScope(tensor);
+    if (!func || arg.getOwner()->getParentOp() != func.getOperation())
+      return failure();
+    return Size::symbol(*findSymbol(func, arg.getArgNumber(), d));
+  }
+  if (auto c = tensor.getDefiningOp<ComprehensionOp>()) {
+    if (d >= c.getNumParallel() || !c.isSymbolicExtent(d))
+      return failure();
+    return getSizeOf(c.getDynamicExtent(d));
+  }
+  return failure();
+}
+
+FailureOr<Size> mlir::tang::getIndexExtent(Value index) {
+  auto arg = dyn_cast<BlockArgument>(index);
+  if (!arg || !arg.getOwner())
+    return failure();
+  Operation *owner = arg.getOwner()->getParentOp();
+  unsigned pos = arg.getArgNumber();
+  if (auto c = dyn_cast_or_null<ComprehensionOp>(owner)) {
+    if (c.isSymbolicExtent(pos))
+      return getSizeOf(c.getDynamicExtent(pos));
+    return Size::get(c.getExtent(pos));
+  }
+  if (auto s = dyn_cast_or_null<ScanOp>(owner))
+    return Size::get(s.getExtent(pos));
+  if (auto s = dyn_cast_or_null<ScatterOp>(owner))
+    return Size::get(s.getExtent(pos));
+  return failure();
+}
+
+//===----------------------------------------------------------------------===//
+// Bounds
+//===----------------------------------------------------------------------===//
+
+FailureOr<SmallVector<SizeRequirement>>
+mlir::tang::getSymbolicBoundsConditions(Operation *op, AffineMap map,
+                                        ValueRange indices, Value tensor) {
+  SmallVector<SizeRequirement> conds;
+  FunctionOpInterface func = getSizeScope(tensor);
+  SmallVector<SizeSymbol> symbols =
+      func ? getSizeSymbols(func) : SmallVector<SizeSymbol>();
+  SmallVector<Size> extents;
+  for (Value i : indices) {
+    FailureOr<Size> e = getIndexExtent(i);
+    if (failed(e))
+      return op->emitOpError() << "has an index operand whose extent is not "
+                                  "known";
+    extents.push_back(*e);
+  }
+  for (auto [pos, expr] : llvm::enumerate(map.getResults())) {
+    // Data coordinates (the symbols of a gather's map) are checked when
+    // the program runs, per the gather's policy.
+    bool data = false;
+    expr.walk([&](AffineExpr e) { data |= isa<AffineSymbolExpr>(e); });
+    if (data)
+      continue;
+    FailureOr<Size> dim = getDimSize(tensor, pos);
+    if (failed(dim))
+      return op->emitOpError() << "reads dimension " << pos
+                               << " of a tensor whose size is not known";
+    bool symbolic = !dim->isConstant();
+    for (unsigned d = 0; d < map.getNumDims(); ++d)
+      symbolic |= expr.isFunctionOfDim(d) && !extents[d].isConstant();
+    if (!symbolic)
+      continue;
+    std::optional<LinearForm> lin = getLinearForm(expr, map.getNumDims());
+    if (!lin)
+      return op->emitOpError()
+             << "coordinate #" << pos << " (" << detail::formatAffineExpr(expr)
+             << ") ranges over a symbolic extent and is not linear in the "
+                "indices, so its bounds cannot be checked";
+    Size lo = Size::get(lin->constant), hi = Size::get(lin->constant);
+    for (auto [d, a] : llvm::enumerate(lin->coeffs)) {
+      Size span = (extents[d] - Size::get(1)) * a;
+      (a < 0 ? lo : hi) = (a < 0 ? lo : hi) + span;
+    }
+    std::string coord = "coordinate #" + std::to_string(pos) + " (" +
+                        detail::formatAffineExpr(expr) + ")";
+    conds.push_back(
+        {lo, op,
+         coord + ", at least " + lo.str(symbols) + ", is not negative"});
+    conds.push_back({*dim - Size::get(1) - hi, op,
+                     coord + ", up to " + hi.str(symbols) +
+                         ", stays below dimension " + std::to_string(pos) +
+                         " (" + dim->str(symbols) + ")"});
+  }
+  return conds;
+}
+
+SmallVector<SizeRequirement>
+mlir::tang::collectSizeRequirements(FunctionOpInterface func) {
+  SmallVector<SizeRequirement> reqs;
+  SmallVector<SizeSymbol> symbols = getSizeSymbols(func);
+  auto keep = [&](ArrayRef<SizeRequirement> conds) {
+    for (const SizeRequirement &r : conds)
+      if (!r.expr.isProvablyNonNegative())
+        reqs.push_back(r);
+  };
+  func->walk([&](Operation *op) {
+    if (auto c = dyn_cast<ComprehensionOp>(op)) {
+      for (unsigned pos = 0; pos < c.getNumIndices(); ++pos) {
+        if (!c.isSymbolicExtent(pos))
+          continue;
+        FailureOr<Size> e = getSizeOf(c.getDynamicExtent(pos));
+        if (succeeded(e))
+          keep({{*e - Size::get(1), op,
+                 "the extent of index #" + std::to_string(pos) + " (" +
+                     e->str(symbols) + ") is positive"}});
+      }
+      return;
+    }
+    auto check = [&](AffineMap map, ValueRange indices, Value tensor) {
+      auto conds = getSymbolicBoundsConditions(op, map, indices, tensor);
+      if (succeeded(conds))
+        keep(*conds);
+    };
+    if (auto r = dyn_cast<ReadOp>(op); r && !r.getFillAttr())
+      check(r.getMap(), r.getIndices(), r.getTensor());
+    else if (auto g = dyn_cast<GatherOp>(op))
+      check(g.getMap(), g.getIndices(), g.getTensor());
+  });
+  return reqs;
+}
+
+bool mlir::tang::hasSymbolicSizes(Operation *op) {
+  auto dynamic = [](Type t) {
+    auto tt = dyn_cast<RankedTensorType>(t);
+    return tt && !tt.hasStaticShape();
+  };
+  if (auto func = dyn_cast<FunctionOpInterface>(op))
+    if (llvm::any_of(func.getArgumentTypes(),
+                     [&](Type t) { return t.isIndex() || dynamic(t); }))
+      return true;
+  WalkResult r = op->walk([&](Operation *o) {
+    if (auto c = dyn_cast<ComprehensionOp>(o);
+        c && !c.getDynamicExtents().empty())
+      return WalkResult::interrupt();
+    if (llvm::any_of(o->getOperandTypes(), dynamic) ||
+        llvm::any_of(o->getResultTypes(), dynamic))
+      return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return r.wasInterrupted();
 }
 
 #define GET_OP_CLASSES

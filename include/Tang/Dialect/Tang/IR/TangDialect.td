@@ -31,7 +31,8 @@ def Tang_Dialect : Dialect {
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
-    "::mlir::math::MathDialect"
+    "::mlir::math::MathDialect",
+    "::mlir::tensor::TensorDialect"
   ];
   let useDefaultAttributePrinterParser = 1;
   let hasOperationAttrVerify = 1;

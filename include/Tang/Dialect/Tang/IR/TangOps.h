@@ -6,6 +6,7 @@
 #include "Tang/Dialect/Tang/IR/TangAffine.h"
 #include "Tang/Dialect/Tang/IR/TangAttrs.h"
 #include "Tang/Dialect/Tang/IR/TangDialect.h"
+#include "Tang/Dialect/Tang/IR/TangSizes.h"
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpDefinition.h"
@@ -32,6 +33,51 @@ ComprehensionOp getOwningComprehension(Value index);
 /// Whether `op` is in the body of a comprehension or of a scatter (not at a
 /// function's level).
 bool isInIterationBody(Operation *op);
+
+//===----------------------------------------------------------------------===//
+// Sizes: what extents and dimensions denote (Size, TangSizes.h)
+//===----------------------------------------------------------------------===//
+
+/// The function whose size symbols `v`'s sizes are written in.
+FunctionOpInterface getSizeScope(Value v);
+
+/// The size an `index` value denotes, when it is a function-level size
+/// expression: an `index` argument of the function, `tensor.dim` of a
+/// tensor at a constant dimension, an `arith.constant`, or
+/// `arith.addi`/`arith.subi` of sizes and `arith.muli` by a constant. Fails
+/// otherwise, with the reason in `why`.
+FailureOr<Size> getSizeOf(Value v, std::string *why = nullptr);
+
+/// The size of dimension `d` of the ranked tensor `tensor`: a constant for a
+/// static dimension, a symbol for a `?` dimension of a function argument,
+/// the extent behind a `?` dimension of a comprehension's result. Fails
+/// for a `?` dimension of anything else.
+FailureOr<Size> getDimSize(Value tensor, unsigned d);
+
+/// The extent of iteration index `index` (a block argument of a
+/// comprehension, scan or scatter body).
+FailureOr<Size> getIndexExtent(Value index);
+
+/// The bounds conditions of an access at coordinates `map` (dimensions are
+/// `indices`, iteration indices in scope; symbols, if any, data values that
+/// are not checked here) into `tensor`: for each coordinate with symbolic
+/// parts, lowest >= 0 and highest <= dim - 1. Fails, with a diagnostic at
+/// `op`, on a coordinate over a symbolic extent that is not linear.
+/// Coordinates whose range is fully static are not listed (the verifier
+/// checks them exactly).
+FailureOr<SmallVector<SizeRequirement>>
+getSymbolicBoundsConditions(Operation *op, AffineMap map, ValueRange indices,
+                            Value tensor);
+
+/// The conditions on `func`'s size symbols that the verifier could not
+/// prove for every size: reads and gathers in bounds, symbolic extents
+/// positive. A run checks them first and refuses sizes that break one.
+SmallVector<SizeRequirement> collectSizeRequirements(FunctionOpInterface func);
+
+/// True if `op` (a function, comprehension, scan or scatter) has a symbolic
+/// extent, or reads, writes or produces a tensor with a `?` dimension,
+/// anywhere in it (a function: or takes an `index` argument).
+bool hasSymbolicSizes(Operation *op);
 
 } // namespace mlir::tang
 

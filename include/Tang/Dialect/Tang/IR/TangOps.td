@@ -55,9 +55,28 @@ def Tang_ComprehensionOp : Tang_Op<"comprehension", [
       give several results.
     * An optional `schedule` attribute (`#tang.schedule`) says how to tile
       and map the domain; it never changes the result beyond rounding.
+    * An extent may be a size: an SSA `index` value at function level (an
+      `index` argument, `tensor.dim` of a tensor, constants and sums of
+      those, see TangSizes.h). The result's dimension is then `?`:
+
+      ```mlir
+      // Decode attention's scores over a context of %len positions.
+      func.func @scores(%q: tensor<64xf32>, %K: tensor<4096x64xf32>,
+                        %len: index) -> tensor<?xf32> {
+        %s = tang.comprehension (%t) reduce (%d) [%len, 64] monoid(add)
+               : tensor<?xf32> { ... tang.read %K[%t, %d] ... }
+        return %s : tensor<?xf32>
+      }
+      ```
+
+      The verifier proves reads in bounds for every size where it can
+      (`%t` over a `?` dimension whose size is that extent); what it
+      cannot prove (here `%len <= 4096`) is a size requirement that every
+      run checks before anything executes, naming the size and its value.
   }];
 
   let arguments = (ins
+    Variadic<Index>:$dynamic_extents,
     DenseI64ArrayAttr:$parallel_extents,
     DenseI64ArrayAttr:$reduced_extents,
     OptionalAttr<AnyAttrOf<[Tang_MonoidAttr, FlatSymbolRefAttr]>>:$monoid,
@@ -70,15 +89,37 @@ def Tang_ComprehensionOp : Tang_Op<"comprehension", [
   let hasVerifier = 1;
   let hasRegionVerifier = 1;
 
+  let builders = [
+    // A comprehension of static extents.
+    OpBuilder<(ins "::mlir::TypeRange":$results,
+                   "::llvm::ArrayRef<int64_t>":$parallel_extents,
+                   "::llvm::ArrayRef<int64_t>":$reduced_extents,
+                   CArg<"::mlir::Attribute", "{}">:$monoid,
+                   CArg<"::mlir::tang::ScheduleAttr", "{}">:$schedule), [{
+      build($_builder, $_state, results, ::mlir::ValueRange(),
+            parallel_extents, reduced_extents, monoid, schedule);
+    }]>
+  ];
+
   let extraClassDeclaration = [{
     /// Number of parallel / reduced / all iteration indices.
     unsigned getNumParallel() { return getParallelExtents().size(); }
     unsigned getNumReduced() { return getReducedExtents().size(); }
     unsigned getNumIndices() { return getNumParallel() + getNumReduced(); }
 
-    /// The extent of iteration index `pos` (parallel indices first). This is
-    /// the one accessor for extents: symbolic extents will be answered here.
+    /// The static extent of iteration index `pos` (parallel indices first),
+    /// or ShapedType::kDynamic for a symbolic one. What a symbolic extent
+    /// denotes is answered by getIndexExtent/getSizeOf (TangSizes.h).
     int64_t getExtent(unsigned pos);
+
+    /// True if the extent of index `pos` is an SSA value (a size).
+    bool isSymbolicExtent(unsigned pos) {
+      return ::mlir::ShapedType::isDynamic(getExtent(pos));
+    }
+    /// The size value of the symbolic extent of index `pos`.
+    ::mlir::Value getDynamicExtent(unsigned pos);
+    /// True if some extent is symbolic.
+    bool hasSymbolicExtents() { return !getDynamicExtents().empty(); }
 
     /// The block argument of iteration index `pos`.
     ::mlir::BlockArgument getIndex(unsigned pos) {
