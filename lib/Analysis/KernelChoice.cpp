@@ -256,6 +256,10 @@ KernelChoice mlir::tang::chooseKernel(ComprehensionOp op,
     if (remarks)
       op.emitRemark() << why;
   };
+  // Sizes known when the kernel runs: a point kernel (the others are built
+  // for static extents).
+  if (hasSymbolicSizes(op))
+    return choice;
   if (hasPaddedRead(op)) {
     // Matrix-unit and tile kernels load without guards.
     if (classifyComprehension(op) == ShapeClass::MatmulLike)

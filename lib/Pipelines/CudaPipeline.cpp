@@ -97,6 +97,7 @@ void mlir::tang::buildTangLowerCudaPipeline(
   nvvmTarget.optLevel = options.optLevel;
   pm.addPass(createGpuNVVMAttachTarget(nvvmTarget));
   OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
+  kernels.addNestedPass<gpu::GPUFuncOp>(createTangFlatBufferParams());
   kernels.addPass(createLowerAffinePass());
   kernels.addPass(createSCFToControlFlowPass());
   kernels.addPass(createConvertNVGPUToNVVMPass());

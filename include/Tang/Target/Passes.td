@@ -112,6 +112,26 @@ def TangTensorMapParams : Pass<"tang-tensor-map-params", "::mlir::LLVM::LLVMFunc
   let dependentDialects = ["::mlir::NVVM::NVVMDialect"];
 }
 
+def TangFlatBufferParams : Pass<"tang-flat-buffer-params", "::mlir::gpu::GPUFuncOp"> {
+  let summary = "Give CUDA kernels' flat buffer parameters a static extent for bare pointers";
+  let description = [{
+    A kernel of a function with symbolic sizes takes a tensor with a `?`
+    dimension as a flat `memref<?xT>`, indexed through the sizes it also
+    takes. The bare-pointer calling convention (one pointer per buffer, what
+    the bundle's runtimes pass) needs static memrefs, so each such
+    parameter becomes `memref<2^40 x T>`: the extent is never read. Only
+    `memref.load` and `memref.store` may use the parameter.
+
+    ```mlir
+    // Before:
+    gpu.func @k(%a: memref<?xf32>, %sizes: memref<1xi32>) kernel
+    // After:
+    gpu.func @k(%a: memref<1099511627776xf32>, %sizes: memref<1xi32>) kernel
+    ```
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
 def TangExportBundle : Pass<"tang-export-bundle", "::mlir::ModuleOp"> {
   let summary = "Write a bundle of compiled kernels (PTX, cubin or SPIR-V) and its manifest";
   let description = [{

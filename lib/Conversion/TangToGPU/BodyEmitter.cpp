@@ -141,14 +141,102 @@ SmallVector<Value> MonoidCodegen::finalize(OpBuilder &b, Location loc,
 }
 
 //===----------------------------------------------------------------------===//
+// KernelSizes
+//===----------------------------------------------------------------------===//
+
+KernelSizes::KernelSizes(Value buffer, unsigned numSymbols, Block *entry)
+    : entry(entry) {
+  OpBuilder b = OpBuilder::atBlockBegin(entry);
+  Location loc = buffer.getLoc();
+  for (unsigned i = 0; i < numSymbols; ++i) {
+    Value raw = memref::LoadOp::create(
+        b, loc, buffer,
+        ValueRange{arith::ConstantIndexOp::create(b, loc, i).getResult()});
+    symbols.push_back(
+        arith::IndexCastOp::create(b, loc, b.getIndexType(), raw));
+  }
+}
+
+OpBuilder KernelSizes::getEntryBuilder() {
+  if (symbols.empty())
+    return OpBuilder::atBlockBegin(entry);
+  OpBuilder b(entry->getParentOp()->getContext());
+  b.setInsertionPointAfter(symbols.back().getDefiningOp());
+  return b;
+}
+
+Value KernelSizes::get(OpBuilder &b, Location loc, const Size &s) {
+  auto cst = [&](int64_t v) {
+    return arith::ConstantIndexOp::create(b, loc, v).getResult();
+  };
+  Value v = cst(s.constant);
+  for (auto [i, c] : llvm::enumerate(s.coeffs)) {
+    if (!c)
+      continue;
+    Value term =
+        c == 1 ? symbols[i]
+               : arith::MulIOp::create(b, loc, symbols[i], cst(c)).getResult();
+    v = arith::AddIOp::create(b, loc, v, term);
+  }
+  return v;
+}
+
+Value KernelSizes::getDim(OpBuilder &b, Location loc, Value memref,
+                          unsigned d) {
+  auto it = flatShapes.find(memref);
+  if (it != flatShapes.end())
+    return get(b, loc, it->second[d]);
+  return arith::ConstantIndexOp::create(
+      b, loc, cast<MemRefType>(memref.getType()).getDimSize(d));
+}
+
+SmallVector<Value> KernelSizes::getIndices(OpBuilder &b, Location loc,
+                                           Value memref, ValueRange coords) {
+  auto it = flatShapes.find(memref);
+  if (it == flatShapes.end())
+    return llvm::to_vector(coords);
+  Value off = coords.empty()
+                  ? arith::ConstantIndexOp::create(b, loc, 0).getResult()
+                  : coords[0];
+  for (unsigned d = 1; d < coords.size(); ++d)
+    off = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, off, get(b, loc, it->second[d])),
+        coords[d]);
+  return {off};
+}
+
+//===----------------------------------------------------------------------===//
 // BodyEmitter
 //===----------------------------------------------------------------------===//
+
+Value BodyEmitter::load(OpBuilder &b, Location loc, Value memref,
+                        ValueRange coords) {
+  if (sizes)
+    return memref::LoadOp::create(b, loc, memref,
+                                  sizes->getIndices(b, loc, memref, coords));
+  return memref::LoadOp::create(b, loc, memref, coords);
+}
+
+Value BodyEmitter::getDim(OpBuilder &b, Location loc, Value memref,
+                          unsigned d) {
+  if (sizes)
+    return sizes->getDim(b, loc, memref, d);
+  return arith::ConstantIndexOp::create(
+      b, loc, cast<MemRefType>(memref.getType()).getDimSize(d));
+}
+
+Value BodyEmitter::getExtent(OpBuilder &b, Location loc, ComprehensionOp op,
+                             unsigned pos) {
+  if (op.isSymbolicExtent(pos) && sizes)
+    return sizes->get(b, loc, *getSizeOf(op.getDynamicExtent(pos)));
+  return arith::ConstantIndexOp::create(b, loc, op.getExtent(pos));
+}
 
 Value BodyEmitter::emitRead(OpBuilder &b, Location loc, Value memref,
                             AffineMap map, ValueRange indices) {
   std::optional<SmallVector<Value, 8>> coords =
       affine::expandAffineMap(b, loc, map, indices);
-  Value v = memref::LoadOp::create(b, loc, memref, *coords);
+  Value v = load(b, loc, memref, *coords);
   Type ct = getComputeType(v.getType());
   if (ct != v.getType())
     v = arith::ExtFOp::create(b, loc, ct, v);
@@ -157,12 +245,11 @@ Value BodyEmitter::emitRead(OpBuilder &b, Location loc, Value memref,
 
 /// `c` if it lies in [0, extent), else 0 (a safe address); `inside`
 /// accumulates (and) whether every coordinate guarded so far lies inside.
-static Value guardCoordinate(OpBuilder &b, Location loc, Value c,
-                             int64_t extent, Value &inside) {
+static Value guardCoordinate(OpBuilder &b, Location loc, Value c, Value extent,
+                             Value &inside) {
   // In range as an unsigned comparison: a negative coordinate is huge.
   Value ok =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, c,
-                            arith::ConstantIndexOp::create(b, loc, extent));
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, c, extent);
   inside = inside ? arith::AndIOp::create(b, loc, inside, ok) : ok;
   return arith::SelectOp::create(b, loc, ok, c,
                                  arith::ConstantIndexOp::create(b, loc, 0));
@@ -183,7 +270,6 @@ LogicalResult BodyEmitter::emitGather(OpBuilder &b, GatherOp gather,
   auto lookup = [&](Value v) { return mapping.lookup(v); };
   SmallVector<Value> dims = llvm::map_to_vector(gather.getIndices(), lookup);
   SmallVector<Value> symbols = llvm::map_to_vector(gather.getValues(), lookup);
-  ArrayRef<int64_t> shape = cast<MemRefType>(memref.getType()).getShape();
   auto cst = [&](int64_t v) {
     return arith::ConstantIndexOp::create(b, loc, v).getResult();
   };
@@ -196,9 +282,12 @@ LogicalResult BodyEmitter::emitGather(OpBuilder &b, GatherOp gather,
     if (usesData && gather.getPolicy() == OutOfRange::Clamp)
       c = arith::MaxSIOp::create(
           b, loc, cst(0),
-          arith::MinSIOp::create(b, loc, c, cst(shape[pos] - 1)));
+          arith::MinSIOp::create(
+              b, loc, c,
+              arith::SubIOp::create(b, loc, getDim(b, loc, memref, pos),
+                                    cst(1))));
     else if (usesData)
-      c = guardCoordinate(b, loc, c, shape[pos], inside);
+      c = guardCoordinate(b, loc, c, getDim(b, loc, memref, pos), inside);
     coords.push_back(c);
   }
   Type element = cast<MemRefType>(memref.getType()).getElementType();
@@ -211,12 +300,12 @@ LogicalResult BodyEmitter::emitGather(OpBuilder &b, GatherOp gather,
 Value BodyEmitter::emitPaddedRead(OpBuilder &b, ReadOp read, Value memref,
                                   ValueRange indices) {
   Location loc = read.getLoc();
-  ArrayRef<int64_t> shape = cast<MemRefType>(memref.getType()).getShape();
   SmallVector<Value> coords;
   Value inside;
   for (auto [pos, expr] : llvm::enumerate(read.getMap().getResults())) {
     Value c = affine::expandAffineExpr(b, loc, expr, indices, {});
-    coords.push_back(guardCoordinate(b, loc, c, shape[pos], inside));
+    coords.push_back(
+        guardCoordinate(b, loc, c, getDim(b, loc, memref, pos), inside));
   }
   return emitGuardedLoad(b, loc, memref, coords, inside, read.getFillAttr());
 }
@@ -224,7 +313,7 @@ Value BodyEmitter::emitPaddedRead(OpBuilder &b, ReadOp read, Value memref,
 Value BodyEmitter::emitGuardedLoad(OpBuilder &b, Location loc, Value memref,
                                    ValueRange coords, Value inside,
                                    TypedAttr outside) {
-  Value v = memref::LoadOp::create(b, loc, memref, coords);
+  Value v = load(b, loc, memref, coords);
   Type ct = getComputeType(v.getType());
   if (ct != v.getType())
     v = arith::ExtFOp::create(b, loc, ct, v);
@@ -308,6 +397,10 @@ FailureOr<SmallVector<Value>> BodyEmitter::emitPartialReduction(
         });
     return monoid.accumulate(ob, loc, carrier, yields);
   };
+  for (unsigned r = op.getNumParallel(); r <= last; ++r)
+    if (threads > 1 && op.isSymbolicExtent(r))
+      return op.emitOpError() << "has a symbolic reduced extent, which only "
+                                 "one thread per reduction runs yet";
   if (threads > 1 && !monoid.isCommutative()) {
     // A consecutive run of the row-major reduced domain per thread.
     int64_t total = 1;
@@ -345,7 +438,7 @@ FailureOr<SmallVector<Value>> BodyEmitter::emitPartialReduction(
     if (r == op.getNumIndices())
       return accumulate(ob, carrier);
     Value lb = r == last ? start : arith::ConstantIndexOp::create(ob, loc, 0);
-    Value ub = arith::ConstantIndexOp::create(ob, loc, op.getExtent(r));
+    Value ub = getExtent(ob, loc, op, r);
     Value st = arith::ConstantIndexOp::create(ob, loc, r == last ? step : 1);
     auto loop = scf::ForOp::create(
         ob, loc, lb, ub, st, carrier,
@@ -362,13 +455,19 @@ FailureOr<SmallVector<Value>> BodyEmitter::emitPartialReduction(
   return carrier;
 }
 
-LogicalResult BodyEmitter::emitOp(OpBuilder &b, Operation *op,
-                                  IRMapping &mapping) {
+LogicalResult BodyEmitter::materialize(Operation *op, IRMapping &mapping) {
   Location loc = op->getLoc();
   // Scalar constants hoisted to the function level are rematerialised.
   for (Value v : op->getOperands()) {
     if (mapping.contains(v) || isa<ShapedType>(v.getType()))
       continue;
+    // A size used in a body (a length a body divides by).
+    if (sizes && v.getType().isIndex() && !v.getDefiningOp<arith::ConstantOp>())
+      if (FailureOr<Size> size = getSizeOf(v); succeeded(size)) {
+        OpBuilder atEntry = sizes->getEntryBuilder();
+        mapping.map(v, sizes->get(atEntry, loc, *size));
+        continue;
+      }
     auto c = v.getDefiningOp<arith::ConstantOp>();
     if (!c)
       return op->emitOpError()
@@ -377,6 +476,14 @@ LogicalResult BodyEmitter::emitOp(OpBuilder &b, Operation *op,
     if (failed(emitOp(atEntry, c, mapping)))
       return failure();
   }
+  return success();
+}
+
+LogicalResult BodyEmitter::emitOp(OpBuilder &b, Operation *op,
+                                  IRMapping &mapping) {
+  Location loc = op->getLoc();
+  if (failed(materialize(op, mapping)))
+    return failure();
 
   if (auto read = dyn_cast<ReadOp>(op)) {
     Value memref = tensors.lookupOrNull(read.getTensor());

@@ -67,6 +67,40 @@ private:
   SmallVector<Type> carrierTypes;
 };
 
+/// The sizes inside a kernel of a function with symbolic sizes: the values
+/// of the function's size symbols, which the kernel's last parameter holds
+/// (one i32 each, loaded once at the kernel's entry), and the logical
+/// shape of each flat buffer: a tensor with a `?` dimension is passed as a
+/// 1-D memref<?xT> and indexed row-major through these sizes.
+class KernelSizes {
+public:
+  /// Loads the `numSymbols` values of `buffer` at the start of `entry`.
+  KernelSizes(Value buffer, unsigned numSymbols, Block *entry);
+
+  /// A builder at the kernel's entry, after the loads of the sizes.
+  OpBuilder getEntryBuilder();
+
+  /// `s` as an index value (at `b`'s insertion point; the symbols it uses
+  /// are loaded at the kernel's entry).
+  Value get(OpBuilder &b, Location loc, const Size &s);
+  /// Records that `memref` is flat, holding a tensor of `shape`.
+  void setFlatShape(Value memref, SmallVector<Size> shape) {
+    flatShapes[memref] = std::move(shape);
+  }
+  bool isFlat(Value memref) const { return flatShapes.count(memref); }
+  /// The extent of dimension `d` of the tensor `memref` holds.
+  Value getDim(OpBuilder &b, Location loc, Value memref, unsigned d);
+  /// The memref's own indices for the tensor coordinates `coords`: a flat
+  /// buffer's row-major offset, `coords` otherwise.
+  SmallVector<Value> getIndices(OpBuilder &b, Location loc, Value memref,
+                                ValueRange coords);
+
+private:
+  Block *entry;
+  SmallVector<Value> symbols;
+  llvm::DenseMap<Value, SmallVector<Size>> flatShapes;
+};
+
 /// Emits comprehension bodies at a builder's insertion point.
 class BodyEmitter {
 public:
@@ -80,6 +114,11 @@ public:
   /// Emit fast approximations of math functions and divisions (see
   /// allowApproximation).
   void setApproximate(bool a) { approximate = a; }
+  /// The kernel's sizes, when its function has symbolic sizes: extents,
+  /// flat buffers and size values in bodies are taken from them.
+  void setSizes(KernelSizes *s) { sizes = s; }
+  /// The extent of index `pos` of `op` as an index value.
+  Value getExtent(OpBuilder &b, Location loc, ComprehensionOp op, unsigned pos);
 
   /// Emits `body` (a comprehension's block, its indices already mapped in
   /// `mapping` to index values) and returns the yielded values in compute
@@ -106,6 +145,11 @@ public:
                        const MonoidCodegen &monoid, Value tid, int64_t threads,
                        llvm::function_ref<LogicalResult(OpBuilder &)> body);
 
+  /// Brings the function-level values `op` uses into the kernel: scalar
+  /// constants hoisted out of bodies are rematerialised and sizes computed
+  /// at the kernel's entry (emitOp does this for the ops it emits).
+  LogicalResult materialize(Operation *op, IRMapping &mapping);
+
   /// Emits one operation of a body.
   LogicalResult emit(OpBuilder &b, Operation *op, IRMapping &mapping) {
     return emitOp(b, op, mapping);
@@ -129,9 +173,15 @@ private:
   Value emitGuardedLoad(OpBuilder &b, Location loc, Value memref,
                         ValueRange coords, Value inside, TypedAttr outside);
 
+  /// A load of the tensor in `memref` at `coords`.
+  Value load(OpBuilder &b, Location loc, Value memref, ValueRange coords);
+  /// The extent of dimension `d` of the tensor in `memref`.
+  Value getDim(OpBuilder &b, Location loc, Value memref, unsigned d);
+
   IRMapping &tensors;
   Block *entry;
   bool approximate = false;
+  KernelSizes *sizes = nullptr;
 };
 
 } // namespace mlir::tang

@@ -39,6 +39,13 @@ MemRefType mlir::tang::getMemRefType(Type tensor) {
   return MemRefType::get(t.getShape(), t.getElementType());
 }
 
+MemRefType mlir::tang::getKernelBufferType(Type tensor) {
+  auto t = cast<RankedTensorType>(tensor);
+  if (t.hasStaticShape())
+    return getMemRefType(t);
+  return MemRefType::get({ShapedType::kDynamic}, t.getElementType());
+}
+
 Value mlir::tang::toStorage(OpBuilder &b, Location loc, Value v, Type storage) {
   if (v.getType() == storage)
     return v;
@@ -88,6 +95,34 @@ mlir::tang::emitThreadPerPoint(OpBuilder &b, Operation *op,
     Value ext = arith::ConstantIndexOp::create(b, loc, extents[i]);
     point[i] = arith::RemUIOp::create(b, loc, rest, ext);
     rest = arith::DivUIOp::create(b, loc, rest, ext);
+  }
+  return point;
+}
+
+SmallVector<Value> mlir::tang::emitGridStridePoints(OpBuilder &b, Location loc,
+                                                    ArrayRef<Value> extents,
+                                                    Kernel &k) {
+  // Enough blocks to fill a large GPU; small domains leave most idle.
+  constexpr int64_t kBlockSize = 256, kGrid = 1024;
+  k.grid = {kGrid, 1, 1};
+  k.block = {kBlockSize, 1, 1};
+  auto cst = [&](int64_t v) {
+    return arith::ConstantIndexOp::create(b, loc, v).getResult();
+  };
+  Value total = cst(1);
+  for (Value e : extents)
+    total = arith::MulIOp::create(b, loc, total, e);
+  Value bid = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value first = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, bid, cst(kBlockSize)), tid);
+  auto loop = scf::ForOp::create(b, loc, first, total, cst(kBlockSize * kGrid));
+  b.setInsertionPoint(loop.getBody()->getTerminator());
+  SmallVector<Value> point(extents.size());
+  Value rest = loop.getInductionVar();
+  for (int i = static_cast<int>(extents.size()) - 1; i >= 0; --i) {
+    point[i] = arith::RemUIOp::create(b, loc, rest, extents[i]);
+    rest = arith::DivUIOp::create(b, loc, rest, extents[i]);
   }
   return point;
 }

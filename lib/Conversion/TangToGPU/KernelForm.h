@@ -24,6 +24,8 @@
 
 namespace mlir::tang {
 
+class KernelSizes;
+
 /// A tensor map (CUtensorMap) the kernel takes by value: a tiled view of
 /// one of its buffer parameters for bulk tensor copies (TMA). The host
 /// launch describes it with nvgpu.tma.create.descriptor; the runtime
@@ -50,6 +52,10 @@ struct Kernel {
   /// it was offered (softmax statistics beside a flash kernel, a second
   /// score reduction beside a score kernel).
   bool wroteSibling = false;
+  /// The kernel's sizes, when its function has symbolic sizes (its last
+  /// parameter holds their values): only kernels that take them (point,
+  /// scan and scatter kernels) are built for such functions.
+  KernelSizes *sizes = nullptr;
 
   /// Appends a tensor-map parameter for `param` to the kernel and returns
   /// it (a generic pointer to the map).
@@ -58,6 +64,10 @@ struct Kernel {
 
 /// The buffer type of a ranked tensor: a dense row-major memref.
 MemRefType getMemRefType(Type tensor);
+/// The type of a kernel parameter holding a ranked tensor: its buffer type,
+/// or a flat memref<?xT> for a tensor with a `?` dimension (KernelSizes
+/// knows its shape).
+MemRefType getKernelBufferType(Type tensor);
 
 /// Converts a value in compute type back to its storage type.
 Value toStorage(OpBuilder &b, Location loc, Value v, Type storage);
@@ -74,6 +84,12 @@ SmallVector<Value> getTensorsRead(Operation *op);
 FailureOr<SmallVector<Value>> emitThreadPerPoint(OpBuilder &b, Operation *op,
                                                  ArrayRef<int64_t> extents,
                                                  Kernel &k);
+/// One thread per point of the row-major domain `extents` (index values,
+/// known when the kernel runs): a fixed grid of 256-thread blocks strides
+/// over the domain. Moves `b` into the loop and returns the point's
+/// indices there.
+SmallVector<Value> emitGridStridePoints(OpBuilder &b, Location loc,
+                                        ArrayRef<Value> extents, Kernel &k);
 
 /// The kernel of a scatter (ScatterKernel.cpp): `output` already holds a
 /// copy of its base; each thread takes the points of one value of the

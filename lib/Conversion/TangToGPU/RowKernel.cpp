@@ -633,22 +633,34 @@ LogicalResult emitPointKernel(OpBuilder &b, ComprehensionOp op,
                               Kernel &k) {
   Location loc = op.getLoc();
   OpBuilder::InsertionGuard guard(b);
-  FailureOr<SmallVector<Value>> point =
-      emitThreadPerPoint(b, op, op.getParallelExtents(), k);
+  BodyEmitter emitter(tensors, &k.func.getBody().front());
+  emitter.setApproximate(isLowPrecision(op));
+  emitter.setSizes(k.sizes);
+  // Extents known when the kernel runs: a grid stride over the points.
+  FailureOr<SmallVector<Value>> point;
+  if (k.sizes) {
+    SmallVector<Value> extents;
+    for (unsigned i = 0; i < op.getNumParallel(); ++i)
+      extents.push_back(emitter.getExtent(b, loc, op, i));
+    point = emitGridStridePoints(b, loc, extents, k);
+  } else {
+    point = emitThreadPerPoint(b, op, op.getParallelExtents(), k);
+  }
   if (failed(point))
     return failure();
   IRMapping mapping;
   for (auto [i, v] : llvm::enumerate(*point))
     mapping.map(op.getIndex(i), v);
-  BodyEmitter emitter(tensors, &k.func.getBody().front());
-  emitter.setApproximate(isLowPrecision(op));
   FailureOr<SmallVector<Value>> results =
       emitter.emitSerialReduction(b, op, mapping);
   if (failed(results))
     return failure();
   for (auto [v, out] : llvm::zip(*results, outputs)) {
     Type storage = cast<MemRefType>(out.getType()).getElementType();
-    memref::StoreOp::create(b, loc, toStorage(b, loc, v, storage), out, *point);
+    SmallVector<Value> at(*point);
+    if (k.sizes)
+      at = k.sizes->getIndices(b, loc, out, *point);
+    memref::StoreOp::create(b, loc, toStorage(b, loc, v, storage), out, at);
   }
   return success();
 }

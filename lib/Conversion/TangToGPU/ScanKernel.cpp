@@ -45,6 +45,7 @@ LogicalResult mlir::tang::emitScanKernel(OpBuilder &b, ScanOp op,
   Value t = loop.getInductionVar();
   mapping.map(op.getIndex(n), t);
   BodyEmitter emitter(tensors, &k.func.getBody().front());
+  emitter.setSizes(k.sizes);
   FailureOr<SmallVector<Value>> yields =
       emitter.emitBody(b, op.getBodyBlock(), mapping);
   if (failed(yields))

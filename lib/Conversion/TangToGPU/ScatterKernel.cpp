@@ -71,9 +71,13 @@ LogicalResult mlir::tang::emitScatterKernel(OpBuilder &b, ScatterOp op,
   }
 
   BodyEmitter emitter(tensors, &k.func.getBody().front());
+  emitter.setSizes(k.sizes);
   for (Operation &o : op.getBodyBlock().without_terminator())
     if (failed(emitter.emit(b, &o, mapping)))
       return failure();
+  // Its coordinates may use sizes (a KV cache written at %pos).
+  if (failed(emitter.materialize(put, mapping)))
+    return failure();
   Value value = mapping.lookup(put.getValue());
 
   // The coordinates; the data ones checked.

@@ -37,6 +37,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/ADT/SetVector.h"
@@ -82,6 +83,53 @@ Value createTensorMap(OpBuilder &b, Location loc, Value buffer,
       .getResult(0);
 }
 
+/// A size as the kernel form records it: [constant, coefficient of symbol
+/// 0, 1, ...] (trailing zeros omitted).
+DenseI64ArrayAttr encodeSize(Builder &b, const Size &s) {
+  SmallVector<int64_t> v{s.constant};
+  v.append(s.coeffs.begin(), s.coeffs.end());
+  while (v.size() > 1 && v.back() == 0)
+    v.pop_back();
+  return b.getDenseI64ArrayAttr(v);
+}
+
+/// The sizes of a host function whose tang function has symbolic sizes:
+/// the symbols' values on the host (index arguments, memref.dim of input
+/// buffers) and the buffer of their values (i32) that every kernel takes as
+/// its last parameter.
+struct HostSizes {
+  SmallVector<SizeSymbol> symbols;
+  SmallVector<Value> values;
+  Value buffer;
+
+  /// `s` as a host index value.
+  Value get(OpBuilder &b, Location loc, const Size &s) const {
+    Value v = arith::ConstantIndexOp::create(b, loc, s.constant);
+    for (auto [i, c] : llvm::enumerate(s.coeffs))
+      if (c)
+        v = arith::AddIOp::create(
+            b, loc, v,
+            arith::MulIOp::create(b, loc, values[i],
+                                  arith::ConstantIndexOp::create(b, loc, c)));
+    return v;
+  }
+  /// The type of the sizes buffer.
+  MemRefType getBufferType(MLIRContext *ctx) const {
+    return MemRefType::get(
+        {std::max<int64_t>(1, static_cast<int64_t>(symbols.size()))},
+        IntegerType::get(ctx, 32));
+  }
+};
+
+/// The sizes of `tensor` (a value of the tang function), one per dimension.
+SmallVector<Size> getShapeSizes(Value tensor) {
+  SmallVector<Size> shape;
+  for (int64_t d = 0, e = cast<RankedTensorType>(tensor.getType()).getRank();
+       d < e; ++d)
+    shape.push_back(*getDimSize(tensor, d));
+  return shape;
+}
+
 /// Converts functions of comprehensions into host functions launching one
 /// kernel per comprehension, each built by the first kernel pattern that
 /// matches it.
@@ -117,8 +165,31 @@ private:
                                   TypeRange argTypes);
   /// Ends `k`'s function (`b` at its end) and records its block size.
   void finishKernel(OpBuilder &b, Location loc, Kernel &k);
+  /// For a function with symbolic sizes: the kernel `func`'s sizes (its
+  /// last parameter), its leading parameters holding `params` (tensors of
+  /// the tang function; those with a `?` dimension flat).
+  std::unique_ptr<KernelSizes> addKernelSizes(gpu::GPUFuncOp func,
+                                              ArrayRef<Value> params);
+  /// The kernel parameter types for `params` (tensors), then the sizes
+  /// buffer when the function has symbolic sizes.
+  SmallVector<Type> getKernelParamTypes(ArrayRef<Value> params);
+  /// For `func` with symbolic sizes: `hostSizes` (the symbols' values at
+  /// the start of `host` and the sizes buffer), and the host's tang.sizes
+  /// (symbols, argument shapes, `requirements`).
+  LogicalResult buildHostSizes(func::FuncOp func, func::FuncOp host,
+                               ArrayRef<SizeRequirement> requirements);
+  /// A temporary buffer for the tang tensor `r` (its `?` dimensions sized
+  /// on the host).
+  Value allocateTemporary(OpBuilder &b, Location loc, Value r);
+  /// The launch operands for kernel parameters `buffers`: a buffer with a
+  /// `?` dimension flattened (its kernel parameter is 1-D), then the sizes
+  /// buffer, when the function has symbolic sizes.
+  SmallVector<Value> getLaunchArgs(OpBuilder &b, Location loc,
+                                   ArrayRef<Value> buffers);
 
   gpu::GPUModuleOp kernels;
+  /// The sizes of the host function being built, if it has symbolic ones.
+  std::optional<HostSizes> hostSizes;
   const KernelOptions &options;
   const KernelPatternSet &patterns;
 };
@@ -129,23 +200,22 @@ FailureOr<Kernel> KernelFormBuilder::buildKernel(ComprehensionOp op,
                                                  ArrayRef<Value> inputs,
                                                  ComprehensionOp sibling) {
   Location loc = op.getLoc();
-  SmallVector<Type> argTypes;
-  for (Value t : inputs)
-    argTypes.push_back(getMemRefType(t.getType()));
-  for (Type t : op.getResultTypes())
-    argTypes.push_back(getMemRefType(t));
+  SmallVector<Value> params(inputs);
+  llvm::append_range(params, op.getResults());
   if (sibling)
-    for (Type t : sibling.getResultTypes())
-      argTypes.push_back(getMemRefType(t));
+    llvm::append_range(params, sibling.getResults());
   OpBuilder b(op.getContext());
-  gpu::GPUFuncOp func = createKernelFunc(b, loc, name, argTypes);
+  gpu::GPUFuncOp func =
+      createKernelFunc(b, loc, name, getKernelParamTypes(params));
   Block &entry = func.getBody().front();
+  std::unique_ptr<KernelSizes> sizes = addKernelSizes(func, params);
 
   IRMapping tensors;
   for (auto [t, arg] : llvm::zip(inputs, entry.getArguments()))
     tensors.map(t, arg);
   // A copy: workgroup attributions added later append block arguments.
-  SmallVector<Value> outputs(entry.getArguments().drop_front(inputs.size()));
+  SmallVector<Value> outputs(
+      entry.getArguments().slice(inputs.size(), params.size() - inputs.size()));
   SmallVector<Value> siblingOutputs;
   if (sibling) {
     siblingOutputs.assign(outputs.begin() + op.getNumResults(), outputs.end());
@@ -154,6 +224,7 @@ FailureOr<Kernel> KernelFormBuilder::buildKernel(ComprehensionOp op,
 
   Kernel k;
   k.func = func;
+  k.sizes = sizes.get();
   KernelRequest request{b,       op,      choice,         tensors,
                         outputs, sibling, siblingOutputs, k};
   KernelMatch match = KernelMatch::NoMatch;
@@ -182,6 +253,116 @@ gpu::GPUFuncOp KernelFormBuilder::createKernelFunc(OpBuilder &b, Location loc,
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
   b.setInsertionPointToStart(&func.getBody().front());
   return func;
+}
+
+SmallVector<Type>
+KernelFormBuilder::getKernelParamTypes(ArrayRef<Value> params) {
+  SmallVector<Type> types = llvm::map_to_vector(
+      params, [](Value t) { return Type(getKernelBufferType(t.getType())); });
+  if (hostSizes)
+    types.push_back(hostSizes->getBufferType(kernels.getContext()));
+  return types;
+}
+
+std::unique_ptr<KernelSizes>
+KernelFormBuilder::addKernelSizes(gpu::GPUFuncOp func, ArrayRef<Value> params) {
+  if (!hostSizes)
+    return nullptr;
+  Block &entry = func.getBody().front();
+  auto sizes = std::make_unique<KernelSizes>(entry.getArgument(params.size()),
+                                             hostSizes->symbols.size(), &entry);
+  for (auto [t, arg] : llvm::zip(params, entry.getArguments()))
+    if (!cast<RankedTensorType>(t.getType()).hasStaticShape())
+      sizes->setFlatShape(arg, getShapeSizes(t));
+  return sizes;
+}
+
+LogicalResult
+KernelFormBuilder::buildHostSizes(func::FuncOp func, func::FuncOp host,
+                                  ArrayRef<SizeRequirement> requirements) {
+  Location loc = func.getLoc();
+  Block &entry = host.getBody().front();
+  OpBuilder b = OpBuilder::atBlockBegin(&entry);
+  HostSizes &sizes = hostSizes.emplace();
+  sizes.symbols = getSizeSymbols(func);
+  for (SizeSymbol s : sizes.symbols) {
+    Value arg = entry.getArgument(s.argNumber);
+    sizes.values.push_back(
+        s.dim < 0 ? arg
+                  : memref::DimOp::create(b, loc, arg, s.dim).getResult());
+  }
+  auto buffer =
+      memref::AllocOp::create(b, loc, sizes.getBufferType(b.getContext()));
+  buffer->setAttr(kSizesBufferAttrName, b.getUnitAttr());
+  sizes.buffer = buffer;
+  for (auto [i, v] : llvm::enumerate(sizes.values))
+    memref::StoreOp::create(
+        b, loc, arith::IndexCastOp::create(b, loc, b.getI32Type(), v), buffer,
+        ValueRange{arith::ConstantIndexOp::create(b, loc, i).getResult()});
+
+  // What the bundle's manifest says of them (docs/Bundle.md).
+  SmallVector<int64_t> symbols;
+  for (SizeSymbol s : sizes.symbols)
+    symbols.append({s.argNumber, s.dim});
+  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  SmallVector<Attribute> shapes;
+  for (Value v : llvm::concat<Value>(func.getArguments(), ret.getOperands())) {
+    SmallVector<Attribute> shape;
+    if (isa<RankedTensorType>(v.getType()))
+      for (const Size &d : getShapeSizes(v))
+        shape.push_back(encodeSize(b, d));
+    shapes.push_back(b.getArrayAttr(shape));
+  }
+  SmallVector<Attribute> reqs;
+  for (const SizeRequirement &r : requirements)
+    reqs.push_back(b.getDictionaryAttr(
+        {b.getNamedAttr("size", encodeSize(b, r.expr)),
+         b.getNamedAttr("what", b.getStringAttr(r.what)),
+         b.getNamedAttr("condition", b.getStringAttr(r.expr.strNonNegative(
+                                         sizes.symbols)))}));
+  host->setAttr(kSizesAttrName,
+                b.getDictionaryAttr(
+                    {b.getNamedAttr("symbols", b.getDenseI64ArrayAttr(symbols)),
+                     b.getNamedAttr("shapes", b.getArrayAttr(shapes)),
+                     b.getNamedAttr("requirements", b.getArrayAttr(reqs))}));
+  return success();
+}
+
+Value KernelFormBuilder::allocateTemporary(OpBuilder &b, Location loc,
+                                           Value r) {
+  auto type = cast<RankedTensorType>(r.getType());
+  if (type.hasStaticShape())
+    return memref::AllocOp::create(b, loc, getMemRefType(type));
+  SmallVector<Value> dynamic;
+  SmallVector<Attribute> shape;
+  for (auto [d, size] : llvm::enumerate(getShapeSizes(r))) {
+    shape.push_back(encodeSize(b, size));
+    if (type.isDynamicDim(d))
+      dynamic.push_back(hostSizes->get(b, loc, size));
+  }
+  auto alloc = memref::AllocOp::create(b, loc, getMemRefType(type), dynamic);
+  alloc->setAttr(kShapeAttrName, b.getArrayAttr(shape));
+  return alloc;
+}
+
+SmallVector<Value> KernelFormBuilder::getLaunchArgs(OpBuilder &b, Location loc,
+                                                    ArrayRef<Value> buffers) {
+  if (!hostSizes)
+    return SmallVector<Value>(buffers);
+  SmallVector<Value> args;
+  for (Value m : buffers) {
+    auto type = cast<MemRefType>(m.getType());
+    if (type.hasStaticShape() || type.getRank() == 1) {
+      args.push_back(m);
+      continue;
+    }
+    SmallVector<ReassociationIndices> all(1);
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      all[0].push_back(d);
+    args.push_back(memref::CollapseShapeOp::create(b, loc, m, all));
+  }
+  args.push_back(hostSizes->buffer);
+  return args;
 }
 
 void KernelFormBuilder::finishKernel(OpBuilder &b, Location loc, Kernel &k) {
@@ -287,26 +468,31 @@ LogicalResult KernelFormBuilder::convertFunc(func::FuncOp func) {
   Location loc = func.getLoc();
   if (!func.getBody().hasOneBlock())
     return func.emitOpError() << "needs one block for the kernel form";
+  bool symbolic = hasSymbolicSizes(func);
   SmallVector<Type> argTypes;
-  for (Type t : llvm::concat<const Type>(func.getArgumentTypes(),
-                                         func.getResultTypes())) {
+  for (auto [i, t] : llvm::enumerate(llvm::concat<const Type>(
+           func.getArgumentTypes(), func.getResultTypes()))) {
+    if (t.isIndex() && i < func.getNumArguments()) {
+      argTypes.push_back(t); // A size.
+      continue;
+    }
     auto tt = dyn_cast<RankedTensorType>(t);
-    if (!tt || !tt.hasStaticShape())
+    if (!tt)
       return func.emitOpError()
-             << "has a non-tensor or dynamically shaped argument or result ("
-             << t
-             << "): the kernel form needs static tensors (symbolic sizes "
-                "are run by tang-run only, not lowered to kernels yet)";
+             << "has an argument or result of type " << t
+             << ": the kernel form takes tensors and index sizes";
     if (tt.getElementType().isInteger(1))
       return func.emitOpError() << "has an i1 tensor (" << t
                                 << "): the kernel form stores no i1 tensors "
                                    "yet";
     argTypes.push_back(getMemRefType(t));
   }
-  if (hasSymbolicSizes(func))
-    return func.emitOpError() << "has symbolic extents: the kernel form needs "
-                                 "static ones (symbolic sizes are run by "
-                                 "tang-run only, not lowered to kernels yet)";
+  // Functions with symbolic sizes run scans and scatters of static extents
+  // only (their verifiers ensure it) and point kernels for comprehensions.
+  hostSizes.reset();
+  SmallVector<SizeRequirement> requirements;
+  if (symbolic)
+    requirements = collectSizeRequirements(func);
 
   OpBuilder b(func);
   auto host = func::FuncOp::create(b, loc, func.getSymName(),
@@ -327,7 +513,11 @@ LogicalResult KernelFormBuilder::convertFunc(func::FuncOp func) {
   auto copyOf = [](Operation *at, Value v) -> Value {
     OpBuilder rb(at);
     auto t = cast<RankedTensorType>(v.getType());
-    auto copy = ComprehensionOp::create(rb, at->getLoc(), TypeRange{t},
+    SmallVector<Value> sizes;
+    for (int64_t d = 0; d < t.getRank(); ++d)
+      if (t.isDynamicDim(d))
+        sizes.push_back(tensor::DimOp::create(rb, at->getLoc(), v, d));
+    auto copy = ComprehensionOp::create(rb, at->getLoc(), TypeRange{t}, sizes,
                                         t.getShape(), ArrayRef<int64_t>{},
                                         Attribute(), ScheduleAttr());
     Block *body = rb.createBlock(&copy.getBody());
@@ -373,6 +563,8 @@ LogicalResult KernelFormBuilder::convertFunc(func::FuncOp func) {
   llvm::DenseMap<Value, Value> outputOf;
   for (auto [i, v] : llvm::enumerate(ret.getOperands()))
     outputOf[v] = entry->getArgument(func.getNumArguments() + i);
+  if (symbolic && failed(buildHostSizes(func, host, requirements)))
+    return failure();
   // The copy a returned scatter writes into is the result's buffer.
   for (auto scatter : func.getBody().getOps<ScatterOp>())
     if (Value out = outputOf.lookup(scatter.getResult()))
@@ -412,8 +604,7 @@ LogicalResult KernelFormBuilder::convertFunc(func::FuncOp func) {
         if (!m)
           m = outputOf.lookup(r);
         if (!m) {
-          m = memref::AllocOp::create(b, c.getLoc(),
-                                      getMemRefType(r.getType()));
+          m = allocateTemporary(b, c.getLoc(), r);
           temporaries.push_back(m);
         }
         buffers.map(r, m);
@@ -438,7 +629,7 @@ LogicalResult KernelFormBuilder::convertFunc(func::FuncOp func) {
       SmallVector<Value> args = llvm::map_to_vector(
           inputs, [&](Value t) { return buffers.lookup(t); });
       args.append(results);
-      launchKernel(b, c.getLoc(), *k, args);
+      launchKernel(b, c.getLoc(), *k, getLaunchArgs(b, c.getLoc(), args));
       continue;
     }
     if (auto scan = dyn_cast<ScanOp>(op)) {
@@ -454,26 +645,27 @@ LogicalResult KernelFormBuilder::convertFunc(func::FuncOp func) {
         buffers.map(r, m);
         outputs.push_back(m);
       }
-      SmallVector<Type> argTypes = llvm::map_to_vector(
-          inputs, [](Value t) { return Type(getMemRefType(t.getType())); });
-      for (Value m : outputs)
-        argTypes.push_back(m.getType());
+      SmallVector<Value> params(inputs);
+      llvm::append_range(params, scan.getResults());
       std::string name = (func.getSymName() + "_k" + Twine(kernelNo++)).str();
       OpBuilder kb(scan.getContext());
       Kernel k;
-      k.func = createKernelFunc(kb, scan.getLoc(), name, argTypes);
+      k.func = createKernelFunc(kb, scan.getLoc(), name,
+                                getKernelParamTypes(params));
+      std::unique_ptr<KernelSizes> sizes = addKernelSizes(k.func, params);
+      k.sizes = sizes.get();
       IRMapping tensors;
       for (auto [t, arg] : llvm::zip(inputs, k.func.getArguments()))
         tensors.map(t, arg);
-      if (failed(emitScanKernel(kb, scan, tensors,
-                                k.func.getArguments().take_back(outputs.size()),
-                                k)))
+      if (failed(emitScanKernel(
+              kb, scan, tensors,
+              k.func.getArguments().slice(inputs.size(), outputs.size()), k)))
         return failure();
       finishKernel(kb, scan.getLoc(), k);
       SmallVector<Value> args = llvm::map_to_vector(
           inputs, [&](Value t) { return buffers.lookup(t); });
       args.append(outputs);
-      launchKernel(b, scan.getLoc(), k, args);
+      launchKernel(b, scan.getLoc(), k, getLaunchArgs(b, scan.getLoc(), args));
       continue;
     }
     if (auto scatter = dyn_cast<ScatterOp>(op)) {
@@ -482,25 +674,31 @@ LogicalResult KernelFormBuilder::convertFunc(func::FuncOp func) {
       buffers.map(scatter.getResult(), output);
       SmallVector<Value> inputs = getTensorsRead(scatter);
       std::string name = (func.getSymName() + "_k" + Twine(kernelNo++)).str();
-      SmallVector<Type> argTypes = llvm::map_to_vector(
-          inputs, [](Value t) { return Type(getMemRefType(t.getType())); });
-      argTypes.push_back(output.getType());
+      SmallVector<Value> params(inputs);
+      params.push_back(scatter.getResult());
       OpBuilder kb(scatter.getContext());
       Kernel k;
-      k.func = createKernelFunc(kb, scatter.getLoc(), name, argTypes);
+      k.func = createKernelFunc(kb, scatter.getLoc(), name,
+                                getKernelParamTypes(params));
+      std::unique_ptr<KernelSizes> sizes = addKernelSizes(k.func, params);
+      k.sizes = sizes.get();
       IRMapping tensors;
       for (auto [t, arg] : llvm::zip(inputs, k.func.getArguments()))
         tensors.map(t, arg);
       if (failed(emitScatterKernel(kb, scatter, tensors,
-                                   k.func.getArguments().back(), k)))
+                                   k.func.getArgument(inputs.size()), k)))
         return failure();
       finishKernel(kb, scatter.getLoc(), k);
       SmallVector<Value> args = llvm::map_to_vector(
           inputs, [&](Value t) { return buffers.lookup(t); });
       args.push_back(output);
-      launchKernel(b, scatter.getLoc(), k, args);
+      launchKernel(b, scatter.getLoc(), k,
+                   getLaunchArgs(b, scatter.getLoc(), args));
       continue;
     }
+    if (op.getNumResults() == 1 && op.getResult(0).getType().isIndex() &&
+        succeeded(getSizeOf(op.getResult(0))))
+      continue; // A size: the kernels compute it from the sizes buffer.
     if (auto c = dyn_cast<arith::ConstantOp>(op)) {
       if (c.getType().isIntOrIndexOrFloat())
         continue; // Rematerialised in the kernels that use it.
@@ -510,6 +708,8 @@ LogicalResult KernelFormBuilder::convertFunc(func::FuncOp func) {
     if (isa<func::ReturnOp>(op)) {
       for (Value t : temporaries)
         memref::DeallocOp::create(b, loc, t);
+      if (hostSizes)
+        memref::DeallocOp::create(b, loc, hostSizes->buffer);
       func::ReturnOp::create(b, loc);
       continue;
     }

@@ -9,6 +9,7 @@
 
 #include "Tang/Target/Bundle/ExportBundle.h"
 #include "Tang/Dialect/Tang/IR/TangDialect.h"
+#include "Tang/Dialect/Tang/IR/TangSizes.h"
 #include "Tang/Target/Passes.h"
 #include "llvm/Support/Debug.h"
 
@@ -54,18 +55,33 @@ static FailureOr<std::string> getDtype(Operation *at, Type t) {
                            << " that the CUDA bundle cannot describe";
 }
 
-static FailureOr<llvm::json::Object> describeBuffer(Operation *at, Type t) {
+/// A buffer of type `t`: its dtype and dense row-major shape; a `?`
+/// dimension is the size `shape` gives it, as [constant, coefficient of
+/// size symbol 0, 1, ...] (docs/Bundle.md).
+static FailureOr<llvm::json::Object> describeBuffer(Operation *at, Type t,
+                                                    ArrayAttr shape = {}) {
   auto m = dyn_cast<MemRefType>(t);
-  if (!m || !m.hasStaticShape() || !m.getLayout().isIdentity())
+  if (!m || !m.getLayout().isIdentity() ||
+      (!m.hasStaticShape() &&
+       (!shape || static_cast<int64_t>(shape.size()) != m.getRank())))
     return at->emitOpError()
-           << "has a buffer " << t << " that is not a static, dense memref";
+           << "has a buffer " << t
+           << " that is not a dense memref of static or described shape";
   FailureOr<std::string> dtype = getDtype(at, m.getElementType());
   if (failed(dtype))
     return failure();
-  llvm::json::Array shape;
-  for (int64_t d : m.getShape())
-    shape.push_back(d);
-  return llvm::json::Object{{"shape", std::move(shape)}, {"dtype", *dtype}};
+  llvm::json::Array dims;
+  for (auto [d, n] : llvm::enumerate(m.getShape())) {
+    if (!ShapedType::isDynamic(n)) {
+      dims.push_back(n);
+      continue;
+    }
+    auto size = dyn_cast<DenseI64ArrayAttr>(shape[d]);
+    if (!size || size.empty())
+      return at->emitOpError() << "has no size for dimension " << d;
+    dims.push_back(llvm::json::Array(size.asArrayRef()));
+  }
+  return llvm::json::Object{{"shape", std::move(dims)}, {"dtype", *dtype}};
 }
 
 static FailureOr<llvm::json::Array>
@@ -138,8 +154,18 @@ static FailureOr<llvm::json::Object> describeFunction(func::FuncOp func) {
   if (!numInputs)
     return func.emitOpError() << "is not a kernel-form host function";
   llvm::json::Array args, temps, launches;
+  // Symbolic sizes: what they are, the shapes they give, what they need.
+  auto sizes = func->getAttrOfType<DictionaryAttr>(kSizesAttrName);
+  ArrayAttr shapes = sizes ? sizes.getAs<ArrayAttr>("shapes") : ArrayAttr();
   for (auto [i, t] : llvm::enumerate(func.getArgumentTypes())) {
-    FailureOr<llvm::json::Object> d = describeBuffer(func, t);
+    if (t.isIndex()) {
+      args.push_back(llvm::json::Object{{"role", "size"}});
+      continue;
+    }
+    FailureOr<llvm::json::Object> d = describeBuffer(
+        func, t,
+        shapes && i < shapes.size() ? dyn_cast<ArrayAttr>(shapes[i])
+                                    : ArrayAttr());
     if (failed(d))
       return failure();
     (*d)["role"] =
@@ -147,9 +173,16 @@ static FailureOr<llvm::json::Object> describeFunction(func::FuncOp func) {
     args.push_back(std::move(*d));
   }
   llvm::DenseMap<Value, int64_t> tempIndex;
+  Value sizesBuffer;
   for (Operation &op : func.getBody().front()) {
     if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
-      FailureOr<llvm::json::Object> d = describeBuffer(alloc, alloc.getType());
+      if (alloc->hasAttr(kSizesBufferAttrName)) {
+        sizesBuffer = alloc;
+        continue;
+      }
+      FailureOr<llvm::json::Object> d =
+          describeBuffer(alloc, alloc.getType(),
+                         alloc->getAttrOfType<ArrayAttr>(kShapeAttrName));
       if (failed(d))
         return failure();
       tempIndex[alloc.getResult()] = temps.size();
@@ -174,6 +207,11 @@ static FailureOr<llvm::json::Object> describeFunction(func::FuncOp func) {
     }
     llvm::json::Array kargs;
     auto describeBufferArg = [&](Value v) -> FailureOr<llvm::json::Object> {
+      // A buffer with a `?` dimension is passed flat.
+      if (auto collapse = v.getDefiningOp<memref::CollapseShapeOp>())
+        v = collapse.getSrc();
+      if (v == sizesBuffer)
+        return llvm::json::Object{{"sizes", true}};
       if (auto arg = dyn_cast<BlockArgument>(v))
         return llvm::json::Object{{"arg", arg.getArgNumber()}};
       auto it = tempIndex.find(v);
@@ -211,10 +249,34 @@ static FailureOr<llvm::json::Object> describeFunction(func::FuncOp func) {
                            {"shared_bytes", shared},
                            {"args", std::move(kargs)}});
   }
-  return llvm::json::Object{{"name", func.getSymName().str()},
-                            {"args", std::move(args)},
-                            {"temporaries", std::move(temps)},
-                            {"launches", std::move(launches)}};
+  llvm::json::Object function{{"name", func.getSymName().str()},
+                              {"args", std::move(args)},
+                              {"temporaries", std::move(temps)},
+                              {"launches", std::move(launches)}};
+  if (sizes) {
+    llvm::json::Array symbols, requirements;
+    ArrayRef<int64_t> pairs = sizes.getAs<DenseI64ArrayAttr>("symbols");
+    for (size_t i = 0; i + 1 < pairs.size(); i += 2) {
+      SizeSymbol s{static_cast<unsigned>(pairs[i]),
+                   static_cast<int>(pairs[i + 1])};
+      llvm::json::Object o{{"arg", s.argNumber},
+                           {"name", getSizeSymbolName(s)}};
+      if (s.dim >= 0)
+        o["dim"] = s.dim;
+      symbols.push_back(std::move(o));
+    }
+    for (Attribute a : sizes.getAs<ArrayAttr>("requirements")) {
+      auto r = cast<DictionaryAttr>(a);
+      requirements.push_back(llvm::json::Object{
+          {"size",
+           llvm::json::Array(r.getAs<DenseI64ArrayAttr>("size").asArrayRef())},
+          {"what", r.getAs<StringAttr>("what").str()},
+          {"condition", r.getAs<StringAttr>("condition").str()}});
+    }
+    function["sizes"] = std::move(symbols);
+    function["requirements"] = std::move(requirements);
+  }
+  return function;
 }
 
 static LogicalResult writeManifest(ModuleOp module, StringRef dir,

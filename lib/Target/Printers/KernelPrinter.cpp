@@ -81,10 +81,12 @@ std::optional<std::string> KernelPrinter::getCScalarName(Type t) {
 
 FailureOr<MemRefType> KernelPrinter::getBufferType(gpu::GPUFuncOp func,
                                                    BlockArgument arg) {
+  // A flat buffer of a tensor with a `?` dimension is a 1-D memref<?xT>.
   auto type = dyn_cast<MemRefType>(arg.getType());
-  if (!type || !type.hasStaticShape())
+  if (!type || !type.getLayout().isIdentity() ||
+      (!type.hasStaticShape() && type.getRank() != 1))
     return func.emitOpError() << "has an argument " << arg.getType()
-                              << " that is not a static memref";
+                              << " that is not a static or a flat memref";
   return type;
 }
 

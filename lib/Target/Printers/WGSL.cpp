@@ -120,7 +120,7 @@ protected:
       if (failed(buffer))
         return failure();
       MemRefType type = *buffer;
-      if (type.getNumElements() >= (int64_t(1) << 31))
+      if (type.hasStaticShape() && type.getNumElements() >= (int64_t(1) << 31))
         return func.emitOpError()
                << "has a buffer of " << type.getNumElements()
                << " elements: the WGSL target indexes with 32-bit i32";

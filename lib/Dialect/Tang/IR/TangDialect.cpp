@@ -114,9 +114,30 @@ LogicalResult TangDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
 
+  // The sizes of the kernel form (written by --convert-tang-to-gpu).
+  if (name == kSizesAttrName) {
+    auto d = dyn_cast<DictionaryAttr>(value);
+    if (!d || !d.getAs<DenseI64ArrayAttr>("symbols") ||
+        !d.getAs<ArrayAttr>("shapes") || !d.getAs<ArrayAttr>("requirements"))
+      return wrongValue("a dictionary of symbols, shapes and requirements");
+    if (!op->hasAttr(kKernelFormAttrName))
+      return wrongOp("a host function of the kernel form");
+    return success();
+  }
+  if (name == kShapeAttrName || name == kSizesBufferAttrName) {
+    if (op->getName().getStringRef() != "memref.alloc")
+      return wrongOp("a memref.alloc");
+    if (name == kShapeAttrName && !isa<ArrayAttr>(value))
+      return wrongValue("an array of sizes");
+    if (name == kSizesBufferAttrName && !isa<UnitAttr>(value))
+      return wrongValue("a unit attribute");
+    return success();
+  }
+
   return op->emitError() << "unknown discardable attribute '" << name
                          << "' (the tang dialect declares tang.target, "
                             "tang.saved, tang.fuse_id, tang.shape_class, "
                             "tang.traffic_tile, tang.kernel_form, "
-                            "tang.num_inputs and tang.tensor_map_params)";
+                            "tang.num_inputs, tang.tensor_map_params, "
+                            "tang.sizes, tang.shape and tang.sizes_buffer)";
 }

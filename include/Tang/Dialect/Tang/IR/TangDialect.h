@@ -32,6 +32,12 @@ inline constexpr StringLiteral kNumInputsAttrName =
     TangDialect::NumInputsAttrHelper::getNameStr();
 inline constexpr StringLiteral kTensorMapParamsAttrName =
     TangDialect::TensorMapParamsAttrHelper::getNameStr();
+inline constexpr StringLiteral kSizesAttrName =
+    TangDialect::SizesAttrHelper::getNameStr();
+inline constexpr StringLiteral kShapeAttrName =
+    TangDialect::ShapeAttrHelper::getNameStr();
+inline constexpr StringLiteral kSizesBufferAttrName =
+    TangDialect::SizesBufferAttrHelper::getNameStr();
 
 } // namespace mlir::tang
 

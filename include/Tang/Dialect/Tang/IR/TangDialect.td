@@ -57,7 +57,17 @@ def Tang_Dialect : Dialect {
     "::mlir::IntegerAttr":$num_inputs,
     // On a kernel: the positions of its tensor-map parameters, increasing
     // (--tang-tensor-map-params passes them by value).
-    "::mlir::DenseI64ArrayAttr":$tensor_map_params
+    "::mlir::DenseI64ArrayAttr":$tensor_map_params,
+    // On a host function of the kernel form with symbolic sizes: its size
+    // symbols, the shapes of its arguments and the size requirements
+    // (`{symbols, shapes, requirements}`, docs/Bundle.md).
+    "::mlir::DictionaryAttr":$sizes,
+    // On a memref.alloc of a host function: the shape of a temporary with
+    // a '?' dimension, one size per dimension.
+    "::mlir::ArrayAttr":$shape,
+    // On a memref.alloc of a host function: the buffer of size values its
+    // kernels take last (the runtime fills it).
+    "::mlir::UnitAttr":$sizes_buffer
   );
   let extraClassDeclaration = [{
     /// Registers the attributes of TangAttrs.td (defined in TangAttrs.cpp).
