@@ -7,6 +7,7 @@
 
 #include "Manifest.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
@@ -470,10 +471,16 @@ private:
         b.role = BufferSpec::Role::Input;
       else if (role->string == "output")
         b.role = BufferSpec::Role::Output;
+      else if (role->string == "size")
+        b.role = BufferSpec::Role::Size;
       else
         return fail(join(path, "role"), "unknown role \"" + role->string +
-                                            "\" (expected \"input\" or "
-                                            "\"output\")");
+                                            "\" (expected \"input\", "
+                                            "\"output\" or \"size\")");
+      // An index argument: a scalar the caller gives, no buffer.
+      if (b.role == BufferSpec::Role::Size)
+        return v.object.size() == 1 ||
+               fail(path, "a size argument has only a \"role\"");
     }
     const Json *shape = member(v, path, "shape", Json::Kind::Array);
     if (!shape)
@@ -482,6 +489,16 @@ private:
     constexpr int64_t kMaxElements = int64_t(1) << 48;
     int64_t count = 1;
     for (size_t i = 0; i < shape->array.size(); ++i) {
+      // A dimension given by a size: [constant, coefficients...].
+      if (shape->array[i].kind == Json::Kind::Array) {
+        SizeExpr e;
+        if (!readSize(shape->array[i], index(join(path, "shape"), i), e))
+          return false;
+        b.shape.push_back(-1);
+        b.sizes.resize(shape->array.size());
+        b.sizes[i] = std::move(e);
+        continue;
+      }
       int64_t d;
       if (!readInt(shape->array[i], index(join(path, "shape"), i), 0,
                    kMaxElements, d))
@@ -491,6 +508,7 @@ private:
       count *= d;
       b.shape.push_back(d);
     }
+    b.sizes.resize(b.shape.size());
     const Json *dtype = member(v, path, "dtype", Json::Kind::String);
     if (!dtype)
       return false;
@@ -500,6 +518,70 @@ private:
                   "unknown dtype \"" + dtype->string +
                       "\" (expected f64, f32, f16, bf16, i32, i8 or i1)");
     b.dtype = *t;
+    return true;
+  }
+
+  /// Reads a size: a non-empty array of integers.
+  bool readSize(const Json &v, const std::string &path, SizeExpr &out) {
+    if (v.kind != Json::Kind::Array || v.array.empty())
+      return fail(path, "expected a size ([constant, coefficients...])");
+    constexpr int64_t kMax = int64_t(1) << 48;
+    for (size_t i = 0; i < v.array.size(); ++i) {
+      int64_t t;
+      if (!readInt(v.array[i], index(path, i), -kMax, kMax, t))
+        return false;
+      out.terms.push_back(t);
+    }
+    return true;
+  }
+
+  /// Reads a function's "sizes" and "requirements", if it has them.
+  bool readSizes(const Json &v, const std::string &path, FunctionSpec &f) {
+    const Json *sizes = v.get("sizes");
+    const Json *reqs = v.get("requirements");
+    if (!sizes && !reqs)
+      return true;
+    sizes = member(v, path, "sizes", Json::Kind::Array);
+    reqs = sizes ? member(v, path, "requirements", Json::Kind::Array) : nullptr;
+    if (!reqs)
+      return false;
+    for (size_t i = 0; i < sizes->array.size(); ++i) {
+      const Json &s = sizes->array[i];
+      std::string p = index(join(path, "sizes"), i);
+      SizeSymbolSpec sym;
+      int64_t arg, dim = -1;
+      const Json *a = s.kind == Json::Kind::Object ? s.get("arg") : nullptr;
+      if (!a)
+        return fail(p, "expected {\"arg\": i, \"dim\": d?, \"name\": s}");
+      if (!readInt(*a, join(p, "arg"), 0, int64_t(f.args.size()) - 1, arg) ||
+          !readName(s, p, "name", sym.name))
+        return false;
+      if (const Json *d = s.get("dim")) {
+        if (!readInt(*d, join(p, "dim"), 0, 63, dim))
+          return false;
+        const BufferSpec &b = f.args[arg];
+        if (b.role != BufferSpec::Role::Input || size_t(dim) >= b.shape.size())
+          return fail(p, "names no dimension of an input");
+      } else if (f.args[arg].role != BufferSpec::Role::Size) {
+        return fail(p, "names an argument that is not a size");
+      }
+      sym.arg = unsigned(arg);
+      sym.dim = int(dim);
+      f.sizes.push_back(std::move(sym));
+    }
+    for (size_t i = 0; i < reqs->array.size(); ++i) {
+      const Json &r = reqs->array[i];
+      std::string p = index(join(path, "requirements"), i);
+      RequirementSpec req;
+      const Json *size = r.kind == Json::Kind::Object ? r.get("size") : nullptr;
+      if (!size)
+        return fail(p, "expected {\"size\", \"what\", \"condition\"}");
+      if (!readSize(*size, join(p, "size"), req.size) ||
+          !readName(r, p, "what", req.what) ||
+          !readName(r, p, "condition", req.condition))
+        return false;
+      f.requirements.push_back(std::move(req));
+    }
     return true;
   }
 
@@ -546,6 +628,15 @@ private:
       if (a.kind != Json::Kind::Object)
         return fail(p,
                     std::string("expected an object, got ") + kindName(a.kind));
+      if (const Json *sizes = a.get("sizes")) {
+        if (a.object.size() != 1 || sizes->kind != Json::Kind::Bool ||
+            !sizes->boolean)
+          return fail(p, "the sizes buffer is {\"sizes\": true}");
+        LaunchArg la;
+        la.isSizes = true;
+        l.args.push_back(la);
+        continue;
+      }
       const Json *arg = a.get("arg"), *temp = a.get("temp");
       const Json *map = a.get("tensor_map");
       if ((arg != nullptr) == (temp != nullptr) ||
@@ -567,9 +658,16 @@ private:
                 "has " +
                 std::to_string(count) + (arg ? " args)" : " temporaries)"));
       la.index = unsigned(k);
+      if (!la.isTemporary && f.args[la.index].role == BufferSpec::Role::Size)
+        return fail(join(p, "arg"),
+                    "arg " + std::to_string(k) + " is a size, not a buffer");
       if (map) {
         const BufferSpec &b =
             la.isTemporary ? f.temporaries[la.index] : f.args[la.index];
+        for (int64_t d : b.shape)
+          if (d < 0)
+            return fail(join(p, "tensor_map"),
+                        "a tensor map over a buffer of symbolic shape");
         if (!readTensorMap(*map, join(p, "tensor_map"), b, la))
           return false;
       }
@@ -660,6 +758,8 @@ private:
         return false;
       f.temporaries.push_back(std::move(b));
     }
+    if (!readSizes(v, path, f))
+      return false;
     for (size_t i = 0; i < launches->array.size(); ++i) {
       LaunchSpec l;
       if (!readLaunch(launches->array[i], index(join(path, "launches"), i), f,
@@ -779,6 +879,164 @@ size_t FunctionSpec::numInputs() const {
   for (const BufferSpec &b : args)
     n += b.role == BufferSpec::Role::Input;
   return n;
+}
+
+size_t FunctionSpec::numOutputs() const {
+  size_t n = 0;
+  for (const BufferSpec &b : args)
+    n += b.role == BufferSpec::Role::Output;
+  return n;
+}
+
+bool FunctionSpec::isSymbolic() const {
+  if (!sizes.empty() || !requirements.empty())
+    return true;
+  for (const BufferSpec &b : args)
+    if (b.role == BufferSpec::Role::Size)
+      return true;
+  for (const LaunchSpec &l : launches)
+    for (const LaunchArg &a : l.args)
+      if (a.isSizes)
+        return true;
+  return false;
+}
+
+int64_t SizeExpr::evaluate(const std::vector<int64_t> &symbols) const {
+  int64_t v = terms.empty() ? 0 : terms[0];
+  for (size_t i = 1; i < terms.size(); ++i)
+    v += terms[i] * (i - 1 < symbols.size() ? symbols[i - 1] : 0);
+  return v;
+}
+
+Expected<FunctionSpec>
+FunctionSpec::instantiate(const std::vector<std::vector<int64_t>> &inputShapes,
+                          const std::map<unsigned, int64_t> &sizeArgs) const {
+  if (!isSymbolic())
+    return *this;
+  auto fail = [&](const std::string &msg) -> Expected<FunctionSpec> {
+    return Error::failure("'" + name + "': " + msg);
+  };
+  // The inputs by argument number.
+  std::map<unsigned, size_t> inputOf;
+  for (size_t i = 0, k = 0; i < args.size(); ++i)
+    if (args[i].role == BufferSpec::Role::Input)
+      inputOf[unsigned(i)] = k++;
+  std::vector<int64_t> values;
+  for (const SizeSymbolSpec &s : sizes) {
+    int64_t v;
+    if (s.dim < 0) {
+      auto it = sizeArgs.find(s.arg);
+      if (it == sizeArgs.end())
+        return fail("argument #" + std::to_string(s.arg) + " is a size (" +
+                    s.name + "): give it with --size arg" +
+                    std::to_string(s.arg) + "=N");
+      v = it->second;
+    } else {
+      size_t k = inputOf.at(s.arg);
+      if (k >= inputShapes.size() || size_t(s.dim) >= inputShapes[k].size())
+        return fail("input #" + std::to_string(k) + " has no dimension " +
+                    std::to_string(s.dim) + " for " + s.name);
+      v = inputShapes[k][s.dim];
+    }
+    if (v < 0)
+      return fail(s.name + " = " + std::to_string(v) +
+                  ": sizes are at least 0");
+    values.push_back(v);
+  }
+  for (const auto &[arg, v] : sizeArgs)
+    if (arg >= args.size() || args[arg].role != BufferSpec::Role::Size)
+      return fail("--size arg" + std::to_string(arg) +
+                  " names no size argument");
+  for (const RequirementSpec &r : requirements) {
+    if (r.size.evaluate(values) >= 0)
+      continue;
+    std::string used;
+    for (size_t i = 0; i < sizes.size(); ++i)
+      if (i + 1 < r.size.terms.size() && r.size.terms[i + 1])
+        used += (used.empty() ? "" : ", ") + sizes[i].name + " = " +
+                std::to_string(values[i]);
+    return fail("the sizes break a requirement: " + r.what + " only if " +
+                r.condition + ", but " + used + "; nothing ran");
+  }
+  auto resolve = [&](BufferSpec b) -> Expected<BufferSpec> {
+    for (size_t d = 0; d < b.shape.size(); ++d) {
+      if (b.shape[d] >= 0)
+        continue;
+      b.shape[d] = b.sizes[d]->evaluate(values);
+      if (b.shape[d] < 1)
+        return Error::failure("'" + name + "': a buffer dimension is " +
+                              std::to_string(b.shape[d]) + " at these sizes");
+    }
+    b.sizes.assign(b.shape.size(), std::nullopt);
+    return b;
+  };
+  FunctionSpec out;
+  out.name = name;
+  std::vector<unsigned> argIndex(args.size(), 0);
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i].role == BufferSpec::Role::Size)
+      continue;
+    Expected<BufferSpec> b = resolve(args[i]);
+    if (!b)
+      return b.takeError();
+    argIndex[i] = unsigned(out.args.size());
+    out.args.push_back(std::move(*b));
+  }
+  for (const BufferSpec &t : temporaries) {
+    Expected<BufferSpec> b = resolve(t);
+    if (!b)
+      return b.takeError();
+    out.temporaries.push_back(std::move(*b));
+  }
+  // The sizes buffer: one i32 per symbol (at least one element).
+  BufferSpec buffer;
+  buffer.role = BufferSpec::Role::Temporary;
+  buffer.dtype = DType::I32;
+  buffer.shape = {std::max<int64_t>(1, int64_t(values.size()))};
+  buffer.sizes.resize(1);
+  buffer.init.assign(size_t(buffer.shape[0]), 0);
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (values[i] > std::numeric_limits<int32_t>::max())
+      return fail(sizes[i].name + " = " + std::to_string(values[i]) +
+                  " does not fit the kernels' 32-bit sizes");
+    buffer.init[i] = int32_t(values[i]);
+  }
+  unsigned sizesIndex = unsigned(out.temporaries.size());
+  out.temporaries.push_back(std::move(buffer));
+  for (LaunchSpec l : launches) {
+    for (LaunchArg &a : l.args) {
+      if (a.isSizes) {
+        a.isSizes = false;
+        a.isTemporary = true;
+        a.index = sizesIndex;
+      } else if (!a.isTemporary) {
+        a.index = argIndex[a.index];
+      }
+    }
+    out.launches.push_back(std::move(l));
+  }
+  return out;
+}
+
+Error tang::runtime::parseSizeArg(const std::string &spec,
+                                  std::map<unsigned, int64_t> &sizeArgs) {
+  size_t eq = spec.find('=');
+  auto bad = [&] {
+    return Error::failure("--size " + spec +
+                          ": expected argK=N (the index argument #K), N >= 0");
+  };
+  if (spec.rfind("arg", 0) != 0 || eq == std::string::npos || eq == 3 ||
+      eq + 1 == spec.size())
+    return bad();
+  for (size_t i = 3; i < spec.size(); ++i)
+    if (i != eq && (spec[i] < '0' || spec[i] > '9'))
+      return bad();
+  if (eq - 3 > 9 || spec.size() - eq - 1 > 18)
+    return bad();
+  unsigned arg = unsigned(std::stoul(spec.substr(3, eq - 3)));
+  int64_t n = std::stoll(spec.substr(eq + 1));
+  sizeArgs[arg] = n;
+  return Error::success();
 }
 
 std::string Manifest::checkCudaFormat(const std::string &format) {

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,14 +37,29 @@ size_t dtypeBytes(DType type);
 /// The type spelled `name`, if any.
 std::optional<DType> parseDType(const std::string &name);
 
-/// One buffer of a function: an argument or a temporary.
+/// A size of a function with symbolic sizes: terms[0] + sum_i terms[i + 1]
+/// * symbol_i (docs/Bundle.md).
+struct SizeExpr {
+  std::vector<int64_t> terms;
+  /// The value at `symbols` (one per size symbol).
+  int64_t evaluate(const std::vector<int64_t> &symbols) const;
+};
+
+/// One buffer of a function: an argument or a temporary; or an `index`
+/// argument (role Size), a scalar the caller gives (--size argK=N).
 struct BufferSpec {
   /// What the buffer is for.
-  enum class Role { Input, Output, Temporary };
+  enum class Role { Input, Output, Temporary, Size };
   Role role = Role::Input;
-  /// Dense row-major shape; empty for a scalar.
+  /// Dense row-major shape; empty for a scalar. A dimension given by a size
+  /// is -1 here and its size is in `sizes` (FunctionSpec::instantiate
+  /// resolves it).
   std::vector<int64_t> shape;
+  /// Per dimension, its size when the dimension is -1 in `shape`.
+  std::vector<std::optional<SizeExpr>> sizes;
   DType dtype = DType::F32;
+  /// Initial contents of a temporary, as i32 (the sizes buffer), if any.
+  std::vector<int32_t> init;
 
   /// The number of elements (1 for a scalar).
   int64_t numElements() const;
@@ -65,6 +81,9 @@ struct TensorMapSpec {
 /// device pointer or, with `tensorMap`, as a tensor map over it.
 struct LaunchArg {
   bool isTemporary = false;
+  /// The buffer of size values ({"sizes": true}); FunctionSpec::instantiate
+  /// turns it into a temporary with those values.
+  bool isSizes = false;
   unsigned index = 0;
   std::optional<TensorMapSpec> tensorMap;
 };
@@ -78,6 +97,21 @@ struct LaunchSpec {
   std::vector<LaunchArg> args;
 };
 
+/// A size symbol of a function: an index argument (dim < 0) or a
+/// dimension of an input.
+struct SizeSymbolSpec {
+  unsigned arg = 0;
+  int dim = -1;
+  /// Its name in messages, e.g. "%arg5" or "dim 0 of %arg1".
+  std::string name;
+};
+
+/// A condition on the sizes: `size` >= 0, i.e. `condition`, for `what`.
+struct RequirementSpec {
+  SizeExpr size;
+  std::string what, condition;
+};
+
 /// A host function: its buffers and its launch sequence.
 struct FunctionSpec {
   std::string name;
@@ -86,12 +120,32 @@ struct FunctionSpec {
   /// Device buffers the sequence needs (no initial value).
   std::vector<BufferSpec> temporaries;
   std::vector<LaunchSpec> launches;
+  /// With symbolic sizes: its size symbols and what they must satisfy.
+  std::vector<SizeSymbolSpec> sizes;
+  std::vector<RequirementSpec> requirements;
 
   /// The number of input arguments.
   size_t numInputs() const;
   /// The number of output arguments.
-  size_t numOutputs() const { return args.size() - numInputs(); }
+  size_t numOutputs() const;
+  /// Whether some shape depends on sizes given when the function runs.
+  bool isSymbolic() const;
+
+  /// This function at the sizes that `inputShapes` (one per input, in
+  /// order) and `sizeArgs` (index arguments by argument number) give: every
+  /// shape resolved, the index arguments gone (launch arguments
+  /// renumbered), the sizes buffer a temporary holding the symbols' values.
+  /// Fails, naming the size and its value, when a size is missing or below
+  /// 1, or breaks a requirement; nothing has run then. A function without
+  /// sizes comes back as it is.
+  Expected<FunctionSpec>
+  instantiate(const std::vector<std::vector<int64_t>> &inputShapes,
+              const std::map<unsigned, int64_t> &sizeArgs) const;
 };
+
+/// Parses a `--size argK=N` value into `sizeArgs`.
+Error parseSizeArg(const std::string &spec,
+                   std::map<unsigned, int64_t> &sizeArgs);
 
 /// A parsed and validated manifest.json (format version 1).
 struct Manifest {

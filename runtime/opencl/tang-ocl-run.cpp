@@ -24,6 +24,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -79,15 +80,21 @@ struct Resources {
 int run(int argc, char **argv) {
   std::vector<std::string> positional;
   std::string outDir = ".";
+  std::map<unsigned, int64_t> sizeArgs;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--out") {
       if (++i == argc)
         return fail("--out needs a directory");
       outDir = argv[i];
+    } else if (a == "--size") {
+      if (++i == argc)
+        return fail("--size needs argK=N");
+      if (Error e = parseSizeArg(argv[i], sizeArgs))
+        return fail(e.message());
     } else if (a == "-h" || a == "--help") {
       std::printf("usage: tang-ocl-run BUNDLE_DIR FUNCTION [INPUT.npy ...] "
-                  "[--out DIR]\n");
+                  "[--size argK=N ...] [--out DIR]\n");
       return 0;
     } else {
       positional.push_back(a);
@@ -101,20 +108,32 @@ int run(int argc, char **argv) {
       Manifest::loadFile(dir + "/manifest.json", checkOpenCLFormat);
   if (!manifest)
     return fail(manifest.error().message());
-  const FunctionSpec *fn = nullptr;
-  for (const FunctionSpec &f : manifest->functions)
-    if (f.name == name)
-      fn = &f;
+  const FunctionSpec *fn = manifest->find(name);
   if (!fn)
     return fail("the bundle has no function '" + name + "'");
-  for (const BufferSpec &b : fn->args)
-    if (!isSupportedIO(b.dtype))
-      return fail(std::string("'") + name + "' has a " + dtypeName(b.dtype) +
-                  " buffer; tang-ocl-run reads and writes f32, f64 and i32");
   size_t numInputs = fn->numInputs();
   if (positional.size() - 2 != numInputs)
     return fail("'" + name + "' takes " + std::to_string(numInputs) +
                 " inputs, got " + std::to_string(positional.size() - 2));
+  // Inputs; their shapes and --size give the function's sizes.
+  std::vector<Npy> npys;
+  std::vector<std::vector<int64_t>> shapes;
+  for (size_t k = 0; k < numInputs; ++k) {
+    Expected<Npy> npy = readNpy(positional[2 + k]);
+    if (!npy)
+      return fail("input #" + std::to_string(k) + " (" + positional[2 + k] +
+                  "): " + npy.error().message());
+    shapes.push_back(npy->shape);
+    npys.push_back(std::move(*npy));
+  }
+  Expected<FunctionSpec> instance = fn->instantiate(shapes, sizeArgs);
+  if (!instance)
+    return fail(instance.error().message());
+  fn = &*instance;
+  for (const BufferSpec &b : fn->args)
+    if (!isSupportedIO(b.dtype))
+      return fail(std::string("'") + name + "' has a " + dtypeName(b.dtype) +
+                  " buffer; tang-ocl-run reads and writes f32, f64 and i32");
 
   // Inputs, converted to their buffers' contents.
   std::vector<std::vector<char>> hostInputs(numInputs);
@@ -122,9 +141,7 @@ int run(int argc, char **argv) {
     const BufferSpec &b = fn->args[k];
     std::string what =
         "input #" + std::to_string(k) + " (" + positional[2 + k] + ")";
-    Expected<Npy> npy = readNpy(positional[2 + k]);
-    if (!npy)
-      return fail(what + ": " + npy.error().message());
+    const Npy *npy = &npys[k];
     if (npy->shape != b.shape)
       return fail(what + ": shape " + npyShapeString(npy->shape) +
                   ", the function expects " + npyShapeString(b.shape));
@@ -194,7 +211,8 @@ int run(int argc, char **argv) {
     args.push_back(m);
   }
   for (size_t k = 0; k < fn->temporaries.size(); ++k) {
-    cl_mem m = makeBuffer(fn->temporaries[k], nullptr);
+    const BufferSpec &t = fn->temporaries[k];
+    cl_mem m = makeBuffer(t, t.init.empty() ? nullptr : t.init.data());
     if (!m)
       return fail(clError("clCreateBuffer", st) + " for temporary #" +
                   std::to_string(k));

@@ -126,6 +126,16 @@ def test_empty_extent_is_refused(tmp_path):
     assert not list(out.iterdir())
 
 
+def test_empty_length_is_refused(tmp_path):
+    # A size may be 0 (a position); as an extent it must not be.
+    q, K, V = decode_inputs(0)
+    r, out = run(tmp_path, DECODE, q, K, V, sizes=["arg3=0"])
+    assert r.returncode != 0
+    assert ("the extent of index #0 (%arg3) is positive only if 1 <= %arg3, "
+            "but %arg3 = 0; nothing ran") in r.stderr, r.stderr
+    assert not list(out.iterdir())
+
+
 def test_missing_size_is_named(tmp_path):
     q, K, V = decode_inputs(0)
     r, _ = run(tmp_path, DECODE, q, K, V)
@@ -134,7 +144,7 @@ def test_missing_size_is_named(tmp_path):
             "arg3=N") in r.stderr
 
 
-@pytest.mark.parametrize("spec", ["arg3=0", "arg0=4", "arg7=2", "arg3.0=2",
+@pytest.mark.parametrize("spec", ["arg3=-1", "arg0=4", "arg7=2", "arg3.0=2",
                                   "len=4"])
 def test_bad_size_option(tmp_path, spec):
     q, K, V = decode_inputs(0)

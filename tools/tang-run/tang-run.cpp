@@ -153,19 +153,19 @@ FailureOr<llvm::StringMap<int64_t>> parseSizes(func::FuncOp func) {
     auto [argPart, dimPart] = name.split('.');
     bool ok = argPart.consume_front("arg") && !argPart.getAsInteger(10, arg) &&
               arg < func.getNumArguments() && !value.getAsInteger(10, n) &&
-              n >= 1;
+              n >= 0;
     if (ok && dimPart.empty())
       ok = func.getArgument(arg).getType().isIndex();
     else if (ok) {
       auto t = dyn_cast<RankedTensorType>(func.getArgument(arg).getType());
       ok = !dimPart.getAsInteger(10, dim) && t && dim < t.getRank() &&
-           t.isDynamicDim(dim);
+           t.isDynamicDim(dim) && n >= 1;
     }
     if (!ok)
       return emitError(func.getLoc())
              << "--size " << spec
              << ": expected argK=N (an index argument) or argK.D=N (a '?' "
-                "dimension of a tensor argument), N >= 1";
+                "dimension of a tensor argument), N >= 0 (a dimension: >= 1)";
     sizes[name] = n;
   }
   return sizes;

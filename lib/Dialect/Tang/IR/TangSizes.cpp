@@ -85,15 +85,10 @@ int64_t Size::evaluate(ArrayRef<int64_t> symbols) const {
 }
 
 bool Size::isProvablyNonNegative() const {
-  // With every symbol >= 1 the minimum is reached at symbols = 1 when no
-  // coefficient is negative; a negative one makes the size unbounded below.
-  int64_t least = constant;
-  for (int64_t c : coeffs) {
-    if (c < 0)
-      return false;
-    least += c;
-  }
-  return least >= 0;
+  // With every symbol >= 0 the minimum is the constant when no coefficient
+  // is negative; a negative one makes the size unbounded below.
+  return constant >= 0 &&
+         llvm::all_of(coeffs, [](int64_t c) { return c >= 0; });
 }
 
 void Size::print(raw_ostream &os, ArrayRef<SizeSymbol> symbols) const {

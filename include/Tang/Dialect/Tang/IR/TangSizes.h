@@ -60,7 +60,8 @@ struct Size {
 
   /// The value at `symbols` (one value per size symbol).
   int64_t evaluate(ArrayRef<int64_t> symbols) const;
-  /// True when the size is >= 0 for every value of the symbols >= 1.
+  /// True when the size is >= 0 for every value of the symbols >= 0 (an
+  /// index argument may be 0: a position).
   bool isProvablyNonNegative() const;
   /// Prints e.g. `%arg2 - 1` or `4096`.
   void print(raw_ostream &os, ArrayRef<SizeSymbol> symbols) const;
