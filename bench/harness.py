@@ -241,16 +241,26 @@ _COMP = re.compile(r"tang\.comprehension\s*(\(([^)]*)\))?\s*"
                    r"(reduce\s*\(([^)]*)\))?\s*\[([^\]]*)\]")
 
 
+_SHAPE = re.compile(r"tensor<((?:\d+x)+)")
+
+
 def program_shape(text: str):
     """(K, R): the longest reduction (product of a comprehension's reduced
-    extents) and the number of comprehensions in a tang program."""
+    extents) and the number of comprehensions in a tang program. A symbolic
+    extent (an SSA size, `[%len, 16]`) counts as the largest static
+    dimension of the program's tensors (a cache's capacity bounds a context
+    length), or 65536 when every dimension is symbolic."""
+    dims = [int(d) for m in _SHAPE.finditer(text)
+            for d in m.group(1).split("x") if d]
+    bound = max(dims, default=65536)
     K, R = 1, 0
     for m in _COMP.finditer(text):
         R += 1
         if not m.group(3):
             continue
         nred = len([x for x in m.group(4).split(",") if x.strip()])
-        ext = [int(x) for x in m.group(5).split(",") if x.strip()]
+        ext = [int(x) if x.strip().lstrip("-").isdigit() else bound
+               for x in m.group(5).split(",") if x.strip()]
         k = 1
         for e in ext[len(ext) - nred:]:
             k *= e

@@ -6,6 +6,12 @@
 // %pos + 1 <= 64 before anything executes.
 //
 //   tang-run examples/kv_cache_decode.mlir --size arg5=9
+//
+// The differential tests and the GPU check run one bundle at three
+// positions: the first, one inside, the last.
+// sizes: arg5=0
+// sizes: arg5=9
+// sizes: arg5=63
 func.func @main(%Kc: tensor<64x16xf32>, %Vc: tensor<64x16xf32>,
                 %k: tensor<16xf32>, %v: tensor<16xf32>, %q: tensor<16xf32>,
                 %pos: index)

@@ -783,6 +783,9 @@ Status Runner::run(const FunctionSpec &f, const std::vector<uint32_t> &spirv,
     if (i < f.args.size() && b.role == BufferSpec::Role::Input) {
       const std::string &data = inputs[nextInput++];
       std::memcpy(buffers[i].mapped, data.data(), data.size());
+    } else if (!b.init.empty()) {
+      std::memcpy(buffers[i].mapped, b.init.data(),
+                  b.init.size() * sizeof(int32_t));
     } else {
       std::memset(buffers[i].mapped, 0xff, b.numBytes());
     }
@@ -1036,7 +1039,8 @@ void Runner::destroy() {
 //===----------------------------------------------------------------------===//
 
 const char *const kUsage =
-    "usage: tang-vk-run BUNDLE_DIR FUNCTION [INPUT.npy ...] [--out DIR]\n"
+    "usage: tang-vk-run BUNDLE_DIR FUNCTION [INPUT.npy ...] [--size argK=N]\n"
+    "                   [--out DIR]\n"
     "       tang-vk-run --probe\n"
     "\n"
     "Runs FUNCTION of the tang SPIR-V bundle in BUNDLE_DIR (manifest.json\n"
@@ -1048,6 +1052,7 @@ const char *const kUsage =
     "options:\n"
     "  --out DIR   write output #k to DIR/output_<k>.npy (floats as float64,\n"
     "              i32 as int32)\n"
+    "  --size argK=N  the value of the index argument #K (a size)\n"
     "  --probe     only find the device: print its name, exit 0, or 2 when\n"
     "              there is no Vulkan loader, driver or device\n"
     "  -v          print the device used\n"
@@ -1064,6 +1069,7 @@ struct Options {
   std::string bundleDir;
   std::string function;
   std::vector<std::string> inputs;
+  std::map<unsigned, int64_t> sizes;
   std::string outDir;
   bool probe = false;
   bool verbose = false;
@@ -1087,6 +1093,10 @@ Status parseArgs(int argc, char **argv, Options &o) {
       }
       if (o.outDir.empty())
         return Status::error("--out needs a directory");
+    } else if (a == "--size") {
+      if (i + 1 >= argc)
+        return Status::error("--size needs argK=N");
+      TRY(toStatus(tang::runtime::parseSizeArg(argv[++i], o.sizes)));
     } else if (a == "--probe") {
       o.probe = true;
     } else if (a == "-v") {
@@ -1136,6 +1146,22 @@ Status runMain(const Options &o, Runner &runner) {
   if (!f)
     return Status::error("the bundle has no function @" + o.function +
                          " (it has: " + (names.empty() ? "none" : names) + ")");
+  // The inputs' shapes and --size give the function's sizes.
+  std::vector<Npy> npys;
+  std::vector<std::vector<int64_t>> shapes;
+  if (o.inputs.size() == f->numInputs())
+    for (const std::string &path : o.inputs) {
+      tang::runtime::Expected<Npy> read = tang::runtime::readNpy(path);
+      if (!read)
+        return toStatus(read.error());
+      shapes.push_back(read->shape);
+      npys.push_back(std::move(*read));
+    }
+  tang::runtime::Expected<FunctionSpec> instance =
+      f->instantiate(shapes, o.sizes);
+  if (!instance)
+    return toStatus(instance.error());
+  f = &*instance;
 
   auto unsupported = [&](const BufferSpec &b, const std::string &what) {
     return Status::error("@" + f->name + " " + what + ": dtype " +
@@ -1161,10 +1187,7 @@ Status runMain(const Options &o, Runner &runner) {
     const BufferSpec &b = f->args[i];
     if (b.role != BufferSpec::Role::Input)
       continue;
-    tang::runtime::Expected<Npy> read = tang::runtime::readNpy(o.inputs[k]);
-    if (!read)
-      return toStatus(read.error());
-    const Npy &npy = *read;
+    const Npy &npy = npys[k];
     std::string what = o.inputs[k] + " (input #" + std::to_string(k) + ")";
     if (npy.shape != b.shape)
       return Status::error(what + ": shape " + shapeString(npy.shape) +

@@ -34,7 +34,7 @@ class Failure extends Error {
   }
 }
 
-const usage = `usage: tang-wgpu-run BUNDLE_DIR FUNCTION [INPUT.npy ...] [--out DIR]
+const usage = `usage: tang-wgpu-run BUNDLE_DIR FUNCTION [INPUT.npy ...] [--size argK=N] [--out DIR]
        tang-wgpu-run --validate BUNDLE_DIR
        tang-wgpu-run --probe
 
@@ -46,6 +46,7 @@ order (f32/f16 buffers take <f2, <f4 or <f8; i32 buffers <i4 or <i8).
 options:
   --out DIR      write output #k to DIR/output_<k>.npy (floats as float64,
                  i32 as int32)
+  --size argK=N  the value of the index argument #K (a size)
   --validate     compile the module and create every kernel's pipeline on
                  Dawn's null backend (no GPU): WGSL errors with line:column
   --probe        only find the adapter: print its name, exit 0, or 2 when
@@ -310,6 +311,71 @@ function loadBundle(dir) {
   return { manifest, source, file };
 }
 
+/// A size ([constant, coefficients...], docs/Bundle.md) at `values`.
+function evaluateSize(terms, values) {
+  let v = terms[0];
+  for (let i = 1; i < terms.length; ++i)
+    v += terms[i] * (values[i - 1] ?? 0);
+  return v;
+}
+
+/// `fn` at the sizes its inputs' shapes and `sizeArgs` (index arguments by
+/// number) give, as runtime/common/Manifest.cpp's FunctionSpec::instantiate:
+/// shapes resolved, size arguments gone, the sizes buffer a temporary with
+/// the symbols' values; a missing size or a broken requirement fails
+/// before anything runs.
+function instantiate(fn, inputShapes, sizeArgs) {
+  const symbolic = fn.sizes !== undefined ||
+    fn.args.some((a) => a.role === 'size') ||
+    fn.launches.some((l) => l.args.some((a) => 'sizes' in a));
+  if (!symbolic)
+    return fn;
+  const inputOf = new Map();
+  fn.args.forEach((a, i) => { if (a.role === 'input') inputOf.set(i, inputOf.size); });
+  const values = (fn.sizes ?? []).map((s) => {
+    let v;
+    if (s.dim === undefined) {
+      if (!sizeArgs.has(s.arg))
+        throw new Failure(`'${fn.name}': argument #${s.arg} is a size ` +
+                          `(${s.name}): give it with --size arg${s.arg}=N`);
+      v = sizeArgs.get(s.arg);
+    } else {
+      v = inputShapes[inputOf.get(s.arg)][s.dim];
+    }
+    return v;
+  });
+  for (const arg of sizeArgs.keys())
+    if (fn.args[arg]?.role !== 'size')
+      throw new Failure(`'${fn.name}': --size arg${arg} names no size argument`);
+  for (const r of fn.requirements ?? []) {
+    if (evaluateSize(r.size, values) >= 0)
+      continue;
+    const used = fn.sizes.filter((s, i) => r.size[i + 1])
+      .map((s) => `${s.name} = ${values[fn.sizes.indexOf(s)]}`).join(', ');
+    throw new Failure(`'${fn.name}': the sizes break a requirement: ` +
+                      `${r.what} only if ${r.condition}, but ${used}; ` +
+                      `nothing ran`);
+  }
+  const resolve = (b) => ({ ...b, shape: b.shape.map((d) =>
+    Array.isArray(d) ? evaluateSize(d, values) : d) });
+  const argIndex = new Map();
+  const args = [];
+  fn.args.forEach((a, i) => {
+    if (a.role === 'size')
+      return;
+    argIndex.set(i, args.length);
+    args.push(resolve(a));
+  });
+  const temporaries = fn.temporaries.map(resolve);
+  const sizesTemp = temporaries.length;
+  temporaries.push({ shape: [Math.max(1, values.length)], dtype: 'i32',
+                     init: values.length ? values : [0] });
+  const launches = fn.launches.map((l) => ({ ...l, args: l.args.map((a) =>
+    'sizes' in a ? { temp: sizesTemp }
+    : 'arg' in a ? { ...a, arg: argIndex.get(a.arg) } : a) }));
+  return { ...fn, args, temporaries, launches };
+}
+
 /// The buffer spec a launch argument names.
 function launchBuffer(fn, arg, where) {
   const list = 'temp' in arg ? fn.temporaries : fn.args;
@@ -365,22 +431,26 @@ async function validate(webgpu, dir) {
   device.destroy();
 }
 
-async function run(webgpu, dir, name, inputPaths, outDir) {
+async function run(webgpu, dir, name, inputPaths, outDir, sizeArgs) {
   const { manifest, source, file } = loadBundle(dir);
-  const fn = manifest.functions.find((f) => f.name === name);
-  if (!fn)
+  const symbolicFn = manifest.functions.find((f) => f.name === name);
+  if (!symbolicFn)
     throw new Failure(`no function '${name}' in ${dir} (functions: ` +
                       `${manifest.functions.map((f) => f.name).join(', ')})`);
-  const inputs = fn.args.filter((a) => a.role === 'input');
-  if (inputPaths.length !== inputs.length)
-    throw new Failure(`function '${name}' takes ${inputs.length} inputs, ` +
+  const nInputs = symbolicFn.args.filter((a) => a.role === 'input').length;
+  if (inputPaths.length !== nInputs)
+    throw new Failure(`function '${name}' takes ${nInputs} inputs, ` +
                       `got ${inputPaths.length}`);
+  // Inputs first: a bad file fails before any device work; their shapes
+  // and --size give the function's sizes.
+  const npys = inputPaths.map((path) => readNpy(path));
+  const fn = instantiate(symbolicFn, npys.map((n) => n.shape), sizeArgs);
+  const inputs = fn.args.filter((a) => a.role === 'input');
   const specs = [...fn.args, ...fn.temporaries];
   specs.forEach((s, i) => dtypeOf(s, `buffer #${i} of '${name}'`));
 
-  // Inputs first: a bad file fails before any device work.
   const data = inputPaths.map((path, i) => {
-    const npy = readNpy(path);
+    const npy = npys[i];
     const spec = inputs[i];
     if (!DTYPES[spec.dtype].accepts.includes(npy.descr))
       throw new Failure(`input #${i} (${path}) holds '${npy.descr}'; the ` +
@@ -420,6 +490,8 @@ async function run(webgpu, dir, name, inputPaths, outDir) {
       const init = new Uint8Array(size).fill(0xff);
       if (i < fn.args.length && spec.role === 'input')
         init.set(new Uint8Array(data[nextInput++]));
+      else if (spec.init)
+        init.set(new Uint8Array(encode(spec.dtype, spec.init)));
       device.queue.writeBuffer(buffer, 0, init);
       return buffer;
     }));
@@ -498,6 +570,7 @@ async function run(webgpu, dir, name, inputPaths, outDir) {
 
 async function main(argv) {
   const positional = [];
+  const sizeArgs = new Map();
   let outDir = '', mode = 'run';
   for (let i = 0; i < argv.length; ++i) {
     const a = argv[i];
@@ -508,6 +581,11 @@ async function main(argv) {
       if (i + 1 >= argv.length)
         throw new Failure('--out needs a directory');
       outDir = argv[++i];
+    } else if (a === '--size') {
+      const m = /^arg(\d+)=(\d+)$/.exec(argv[++i] ?? '');
+      if (!m)
+        throw new Failure('--size needs argK=N (the index argument #K), N >= 0');
+      sizeArgs.set(Number(m[1]), Number(m[2]));
     } else if (a === '--probe' || a === '--validate') {
       mode = a.slice(2);
     } else if (a.startsWith('-')) {
@@ -532,7 +610,7 @@ async function main(argv) {
     await validate(webgpu, positional[0]);
   } else {
     await run(webgpu, positional[0], positional[1], positional.slice(2),
-              outDir);
+              outDir, sizeArgs);
   }
   return 0;
 }

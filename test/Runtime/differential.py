@@ -19,6 +19,8 @@ import pytest
 import sys  # noqa: E402
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "bench"))
 import harness  # noqa: E402
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "python"))
+from tang import sizes as tang_sizes  # noqa: E402
 
 INTEGER_DTYPES = {"i32"}
 NUMPY_DTYPE = {"f16": np.float16, "f32": np.float32, "f64": np.float64,
@@ -128,44 +130,85 @@ def compare(backend, where, k, spec, out, ref, program):
         f"{c['worst']['ref']} ({c['max_err']:.3g} of its bound)")
 
 
+def size_flags(specs):
+    """`--size argK=N` for the index arguments among `specs` (tang-run's
+    --size values; the dimensions come from the inputs' shapes)."""
+    flags = []
+    for spec in specs:
+        if "." not in spec.split("=")[0]:
+            flags += ["--size", spec]
+    return flags
+
+
 def check_functions(backend, example, manifest, tmp_path, tang_bin, runner):
     """Runs every function of `manifest` (the bundle of `example`) through
-    `runner(name, input_paths, out_dir)` on seeded inputs and compares each
-    output with tang-run's."""
+    `runner(name, input_paths, out_dir, sizes)` on seeded inputs and
+    compares each output with tang-run's. A function with symbolic sizes
+    runs at each `// sizes:` line of the program (python/tang/sizes.py),
+    all from the one bundle; `sizes` is then the runtime's --size flags."""
+    program = pathlib.Path(example).read_text()
     for fn in manifest["functions"]:
         name = fn["name"]
-        where = f"{example.name} @{name}"
         for spec in fn["args"] + fn["temporaries"]:
-            if spec["dtype"] not in NUMPY_DTYPE:
-                pytest.skip(f"{where}: dtype {spec['dtype']} is not supported "
-                            "by the backend's host yet")
+            if "dtype" in spec and spec["dtype"] not in NUMPY_DTYPE:
+                pytest.skip(f"{example.name} @{name}: dtype {spec['dtype']} "
+                            "is not supported by the backend's host yet")
+        runs = [[]]
+        if tang_sizes.is_symbolic(fn):
+            runs = tang_sizes.program_sizes(program)
+            assert runs, (f"{example.name} @{name} has symbolic sizes but "
+                          "the program names none to run at (// sizes:)")
+        for n, specs in enumerate(runs):
+            check_run(backend, example, program, fn, specs, n, tmp_path,
+                      tang_bin, runner)
 
-        rng = np.random.default_rng(zlib.crc32(where.encode()))
-        inputs = []
-        for i, spec in enumerate(a for a in fn["args"]
-                                 if a["role"] == "input"):
-            path = tmp_path / f"{name}_input_{i}.npy"
-            np.save(path, random_input(rng, spec))
-            inputs.append(path)
 
-        ref_dir, out_dir = tmp_path / f"{name}_ref", tmp_path / f"{name}_vk"
-        r = run([tang_bin / "tang-run", example, f"--entry={name}",
-                 *[f"--input={p}" for p in inputs], f"--output-dir={ref_dir}"])
-        assert r.returncode == 0, f"tang-run failed on {where}:\n{r.stderr}"
-        r = runner(name, inputs, out_dir)
-        assert r.returncode == 0, (
-            f"[{backend}] the backend's host failed on {where} "
-            f"(exit {r.returncode}):\n{r.stderr}")
+def check_run(backend, example, program, fn, specs, n, tmp_path, tang_bin,
+              runner):
+    """check_functions for one function at the sizes `specs` (run #n)."""
+    name = fn["name"]
+    where = f"{example.name} @{name}" + (f" at {' '.join(specs)}"
+                                          if specs else "")
+    size_args, dims = tang_sizes.parse_specs(specs)
+    rng = np.random.default_rng(zlib.crc32(where.encode()))
+    inputs, shapes = [], []
+    for a, spec in enumerate(fn["args"]):
+        if spec["role"] != "input":
+            continue
+        shape = []
+        for d, x in enumerate(spec["shape"]):
+            if isinstance(x, list):
+                assert (a, d) in dims, (f"{where}: no size for dimension {d} "
+                                        f"of argument #{a} (arg{a}.{d}=N)")
+                x = dims[(a, d)]
+            shape.append(x)
+        path = tmp_path / f"{name}_{n}_input_{len(inputs)}.npy"
+        np.save(path, random_input(rng, dict(spec, shape=shape)))
+        inputs.append(path)
+        shapes.append(shape)
+    fn_at = tang_sizes.instantiate(fn, shapes, size_args)
 
-        outputs = [a for a in fn["args"] if a["role"] == "output"]
-        assert outputs, f"{where}: no outputs"
-        program = pathlib.Path(example).read_text()
-        for k, spec in enumerate(outputs):
-            out = np.load(out_dir / f"output_{k}.npy")
-            ref = np.load(ref_dir / f"output_{k}.npy")
-            compare(backend, where, k, spec, out, ref, program)
-        extra = sorted(p.name for p in out_dir.glob("output_*.npy"))
-        assert len(extra) == len(outputs), f"{where}: outputs {extra}"
+    ref_dir = tmp_path / f"{name}_{n}_ref"
+    out_dir = tmp_path / f"{name}_{n}_out"
+    flags = size_flags(specs)
+    r = run([tang_bin / "tang-run", example, f"--entry={name}",
+             *[f"--input={p}" for p in inputs], *flags,
+             f"--output-dir={ref_dir}"])
+    assert r.returncode == 0, f"tang-run failed on {where}:\n{r.stderr}"
+    r = runner(name, inputs, out_dir, flags) if flags else runner(
+        name, inputs, out_dir)
+    assert r.returncode == 0, (
+        f"[{backend}] the backend's host failed on {where} "
+        f"(exit {r.returncode}):\n{r.stderr}")
+
+    outputs = [a for a in fn_at["args"] if a["role"] == "output"]
+    assert outputs, f"{where}: no outputs"
+    for k, spec in enumerate(outputs):
+        out = np.load(out_dir / f"output_{k}.npy")
+        ref = np.load(ref_dir / f"output_{k}.npy")
+        compare(backend, where, k, spec, out, ref, program)
+    extra = sorted(p.name for p in out_dir.glob("output_*.npy"))
+    assert len(extra) == len(outputs), f"{where}: outputs {extra}"
 
 
 def check_program(backend, text, tmp_path, tang_bin, pipeline, fmt, host,

@@ -25,7 +25,8 @@ import pytest
 
 from differential import (CMPF_PROGRAM, GATHER_PROGRAM, SCATTER_PROGRAM,  # noqa: E402
                           MATRIX_PROGRAMS, check_functions,
-                          check_special_values, lower_example, run)
+                          check_special_values, lower_example, run,
+                          tang_sizes)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TANG_BIN = pathlib.Path(os.environ.get("TANG_BIN", ROOT / "build" / "bin"))
@@ -52,23 +53,28 @@ def build(example, tmp_path, cc, options=""):
     return manifest, ctypes.CDLL(str(lib))
 
 
-def runner(lib, fn):
+def runner(lib, symbolic_fn):
     """Runs `fn`'s launches with NumPy buffers; writes output_<k>.npy as
-    float64 (as tang-run writes them) and returns a process-like result."""
-    def go(name, inputs, out_dir):
+    float64 (as tang-run writes them) and returns a process-like result.
+    `sizes`: --size flags, for a function with symbolic sizes."""
+    def go(name, inputs, out_dir, sizes=()):
         out_dir.mkdir(parents=True, exist_ok=True)
+        arrays = [np.load(p) for p in inputs]
+        size_args, _ = tang_sizes.parse_specs(sizes[1::2])
+        fn = tang_sizes.instantiate(symbolic_fn, [a.shape for a in arrays],
+                                    size_args)
         args, k_in = [], 0
         for spec in fn["args"]:
             dtype = DTYPES[spec["dtype"]]
             if spec["role"] == "input":
-                args.append(np.ascontiguousarray(
-                    np.load(inputs[k_in]).astype(dtype)))
+                args.append(np.ascontiguousarray(arrays[k_in].astype(dtype)))
                 k_in += 1
             else:
                 a = np.empty(spec["shape"], dtype)
                 a.fill(np.nan if a.dtype.kind == "f" else -7)
                 args.append(a)
-        temps = [np.zeros(t["shape"], DTYPES[t["dtype"]])
+        temps = [np.array(t["init"], DTYPES[t["dtype"]]) if "init" in t
+                 else np.zeros(t["shape"], DTYPES[t["dtype"]])
                  for t in fn["temporaries"]]
         for launch in fn["launches"]:
             grid = (ctypes.c_long * 3)(*launch["grid"])

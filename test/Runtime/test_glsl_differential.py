@@ -39,8 +39,8 @@ KNOWN_LIMITS = {
 
 def host(bundle):
     """Runs a function of `bundle` with tang-vk-run (check_functions)."""
-    return lambda name, inputs, out: run_vulkan(
-        [VK_RUN, bundle, name, *inputs, "--out", out])
+    return lambda name, inputs, out, sizes=(): run_vulkan(
+        [VK_RUN, bundle, name, *inputs, *sizes, "--out", out])
 
 
 @pytest.fixture(scope="module")

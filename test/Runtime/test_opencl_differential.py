@@ -48,8 +48,8 @@ def backend(tmp_path_factory):
 
 def host(bundle):
     """Runs a function of `bundle` with tang-ocl-run (check_functions)."""
-    return lambda name, inputs, out: run(
-        [OCL_RUN, bundle, name, *inputs, "--out", out], timeout=300)
+    return lambda name, inputs, out, sizes=(): run(
+        [OCL_RUN, bundle, name, *inputs, *sizes, "--out", out], timeout=300)
 
 
 def lower(example, bundle, fuse=1):

@@ -37,8 +37,8 @@ EXAMPLES = sorted((ROOT / "examples").glob("*.mlir"))
 
 def host(bundle):
     """Runs a function of `bundle` with tang-wgpu-run (check_functions)."""
-    return lambda name, inputs, out: run(
-        [WGPU_RUN, bundle, name, *inputs, "--out", out])
+    return lambda name, inputs, out, sizes=(): run(
+        [WGPU_RUN, bundle, name, *inputs, *sizes, "--out", out])
 
 
 def host_or_skip(*args):
@@ -84,9 +84,9 @@ def test_example_matches_interpreter(example, backend, tmp_path):
     manifest = lower_example(TANG_BIN, example, "tang-lower-wgsl", bundle,
                              "wgsl")
     check_functions(backend, example, manifest, tmp_path, TANG_BIN,
-                    lambda name, inputs, out: run(
-                        [WGPU_RUN, bundle, name, *inputs, "--out", out],
-                        timeout=900))
+                    lambda name, inputs, out, sizes=(): run(
+                        [WGPU_RUN, bundle, name, *inputs, *sizes, "--out",
+                         out], timeout=900))
 
 
 HALF_PROGRAM = """\

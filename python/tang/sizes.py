@@ -1,0 +1,146 @@
+"""Symbolic sizes of a bundle function (docs/Bundle.md, "Sizes").
+
+A function whose tang program has `index` arguments or `?` dimensions lists
+its size symbols ("sizes"), gives some shapes as sizes ([constant,
+coefficient of symbol 0, 1, ...]) and states requirements on them. Before a
+run, `instantiate` binds the symbols from the inputs' shapes and the index
+arguments' values, checks the requirements (nothing runs when one fails)
+and returns the function with every shape resolved, its size arguments
+gone and the sizes buffer a temporary holding the symbols' values: what
+runtime/common/Manifest.cpp's FunctionSpec::instantiate does for the C++
+runtimes, on the manifest's JSON.
+
+Programs name the sizes they are run at in comment lines, one run each:
+
+    // sizes: arg5=9                 (index argument #5)
+    // sizes: arg0.0=3 arg2=7        (dimension 0 of argument #0, ...)
+
+the syntax of `tang-run --size`; `program_sizes` reads them.
+"""
+
+import re
+from typing import Dict, List, Sequence, Tuple
+
+
+class SizeError(ValueError):
+    """A size is missing, negative, or breaks a requirement."""
+
+
+def evaluate(terms: Sequence[int], values: Sequence[int]) -> int:
+    """The size `terms` ([constant, coefficients...]) at `values`."""
+    v = terms[0] if terms else 0
+    for i, c in enumerate(terms[1:]):
+        v += c * (values[i] if i < len(values) else 0)
+    return v
+
+
+def is_symbolic(fn: dict) -> bool:
+    """Whether the manifest function `fn` has sizes given when it runs."""
+    return ("sizes" in fn or any(a["role"] == "size" for a in fn["args"])
+            or any("sizes" in a for l in fn["launches"] for a in l["args"]))
+
+
+def instantiate(fn: dict, input_shapes: Sequence[Sequence[int]],
+                size_args: Dict[int, int]) -> dict:
+    """`fn` (a manifest function) at the sizes that `input_shapes` (one per
+    input, in order) and `size_args` (index arguments by argument number)
+    give. Raises SizeError naming the size and its value."""
+    if not is_symbolic(fn):
+        return fn
+    name = fn["name"]
+    input_of = {}
+    for i, a in enumerate(fn["args"]):
+        if a["role"] == "input":
+            input_of[i] = len(input_of)
+    values = []
+    for s in fn.get("sizes", []):
+        if "dim" not in s:
+            if s["arg"] not in size_args:
+                raise SizeError(
+                    f"'{name}': argument #{s['arg']} is a size ({s['name']}):"
+                    f" give it with --size arg{s['arg']}=N")
+            v = size_args[s["arg"]]
+        else:
+            k = input_of[s["arg"]]
+            if k >= len(input_shapes) or s["dim"] >= len(input_shapes[k]):
+                raise SizeError(f"'{name}': input #{k} has no dimension "
+                                f"{s['dim']} for {s['name']}")
+            v = input_shapes[k][s["dim"]]
+        if v < 0:
+            raise SizeError(f"'{name}': {s['name']} = {v}: sizes are at "
+                            "least 0")
+        values.append(int(v))
+    for arg in size_args:
+        if arg >= len(fn["args"]) or fn["args"][arg]["role"] != "size":
+            raise SizeError(f"'{name}': --size arg{arg} names no size "
+                            "argument")
+    for r in fn.get("requirements", []):
+        if evaluate(r["size"], values) >= 0:
+            continue
+        used = ", ".join(f"{s['name']} = {values[i]}"
+                         for i, s in enumerate(fn["sizes"])
+                         if i + 1 < len(r["size"]) and r["size"][i + 1])
+        raise SizeError(f"'{name}': the sizes break a requirement: "
+                        f"{r['what']} only if {r['condition']}, but {used}; "
+                        "nothing ran")
+
+    def resolve(b):
+        b = dict(b)
+        b["shape"] = [evaluate(d, values) if isinstance(d, list) else d
+                      for d in b["shape"]]
+        if any(d < 0 for d in b["shape"]):
+            raise SizeError(f"'{name}': a buffer of shape {b['shape']} at "
+                            "these sizes")
+        return b
+
+    out = {"name": name, "args": [], "temporaries": [], "launches": []}
+    arg_index = {}
+    for i, a in enumerate(fn["args"]):
+        if a["role"] == "size":
+            continue
+        arg_index[i] = len(out["args"])
+        out["args"].append(resolve(a))
+    out["temporaries"] = [resolve(t) for t in fn["temporaries"]]
+    sizes_temp = len(out["temporaries"])
+    out["temporaries"].append({"shape": [max(1, len(values))], "dtype": "i32",
+                               "init": values or [0]})
+    for launch in fn["launches"]:
+        launch = dict(launch)
+        args = []
+        for a in launch["args"]:
+            if "sizes" in a:
+                args.append({"temp": sizes_temp})
+            elif "arg" in a:
+                args.append(dict(a, arg=arg_index[a["arg"]]))
+            else:
+                args.append(dict(a))
+        launch["args"] = args
+        out["launches"].append(launch)
+    return out
+
+
+_SPEC = re.compile(r"^arg(\d+)(?:\.(\d+))?=(\d+)$")
+
+
+def parse_specs(specs: Sequence[str]) -> Tuple[Dict[int, int],
+                                               Dict[Tuple[int, int], int]]:
+    """`tang-run --size` values: (index arguments {arg: N}, dimensions
+    {(arg, dim): N})."""
+    args, dims = {}, {}
+    for spec in specs:
+        m = _SPEC.match(spec)
+        if not m:
+            raise SizeError(f"--size {spec}: expected argK=N or argK.D=N")
+        arg, dim, n = int(m[1]), m[2], int(m[3])
+        if dim is None:
+            args[arg] = n
+        else:
+            dims[(arg, int(dim))] = n
+    return args, dims
+
+
+def program_sizes(text: str) -> List[List[str]]:
+    """The `// sizes:` lines of a program: the --size values of each run."""
+    return [line.split(":", 1)[1].split()
+            for line in text.splitlines()
+            if line.startswith("// sizes:")]
