@@ -30,9 +30,11 @@ import math
 import os
 import statistics
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
+
+from . import sizes as _sizes
 
 __all__ = [
     "BufferSpec", "Bundle", "CudaError", "CudaUnavailableError", "DTYPES",
@@ -92,6 +94,8 @@ class BufferSpec:
     role: str  #: "input", "output" or "temporary"
     shape: Tuple[int, ...]  #: dense row-major; () for a scalar
     dtype: str  #: a key of DTYPES
+    #: Initial contents of a temporary (the sizes buffer's i32 values).
+    init: Optional[Tuple[int, ...]] = None
 
     @property
     def numel(self) -> int:
@@ -165,13 +169,20 @@ class Manifest:
     image: str  #: the image file, relative to the bundle directory
     chip: str  #: e.g. "sm_90a"
     functions: Tuple[Function, ...]
+    #: Functions with symbolic sizes, as their manifest JSON: each is
+    #: resolved at the sizes of a run (python/tang/sizes.py).
+    symbolic: Dict[str, dict] = field(default_factory=dict)
 
     def function(self, name: str) -> Function:
         """The function called `name`; ValueError naming the others if none."""
         for f in self.functions:
             if f.name == name:
                 return f
-        names = ", ".join(f.name for f in self.functions) or "(none)"
+        if name in self.symbolic:
+            raise ValueError(f"function '{name}' has symbolic sizes: it is "
+                             "resolved by Bundle.run(..., sizes=...)")
+        names = ", ".join([f.name for f in self.functions]
+                          + list(self.symbolic)) or "(none)"
         raise ValueError(
             f"no function '{name}' in the bundle (it has {names})")
 
@@ -246,8 +257,8 @@ class _Reader:
             role = self.member(v, path, "role", str)
             if role not in ("input", "output"):
                 self.fail(self.join(path, "role"),
-                          f'unknown role "{role}" (expected "input" or '
-                          f'"output")')
+                          f'unknown role "{role}" (expected "input", '
+                          f'"output" or "size")')
         shape_path = self.join(path, "shape")
         dims = self.member(v, path, "shape", list)
         count = 1
@@ -263,7 +274,13 @@ class _Reader:
             self.fail(self.join(path, "dtype"),
                       f'unknown dtype "{dtype}" (expected f64, f32, f16, '
                       f'bf16, i32, i8 or i1)')
-        return BufferSpec(role, tuple(shape), dtype)
+        init = None
+        if temporary and "init" in v:  # from a resolved symbolic function
+            init = tuple(self.integer(x, f"{path}.init", -_INT32_MAX - 1,
+                                      _INT32_MAX) for x in v["init"])
+            if dtype != "i32" or len(init) != count:
+                self.fail(path, "init needs i32 and one value per element")
+        return BufferSpec(role, tuple(shape), dtype, init)
 
     def dim3(self, v: dict, path: str, key: str) -> Tuple[int, int, int]:
         a = self.member(v, path, key, list)
@@ -379,15 +396,17 @@ class _Reader:
                       f'unknown format "{fmt}" (expected "ptx" or "cubin")')
         image = self.name(root, "", "image")
         chip = self.member(root, "", "chip", str)
-        functions = []
+        functions, symbolic = [], {}
         for i, f in enumerate(self.member(root, "", "functions", list)):
             path = f"functions[{i}]"
-            fn = self.function(f, path)
-            if any(g.name == fn.name for g in functions):
-                self.fail(f"{path}.name",
-                          f'duplicate function name "{fn.name}"')
-            functions.append(fn)
-        return Manifest(version, fmt, image, chip, tuple(functions))
+            name = self.name(self.obj(f, path), path, "name")
+            if name in symbolic or any(g.name == name for g in functions):
+                self.fail(f"{path}.name", f'duplicate function name "{name}"')
+            if _sizes.is_symbolic(f):
+                symbolic[name] = f  # checked when resolved at a run's sizes
+                continue
+            functions.append(self.function(f, path))
+        return Manifest(version, fmt, image, chip, tuple(functions), symbolic)
 
 
 def _no_duplicates(pairs):
@@ -492,6 +511,8 @@ _SIGNATURES = {
                            [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
     "cuMemAlloc": (("cuMemAlloc_v2",), [_c_uint64_p, ctypes.c_size_t]),
     "cuMemFree": (("cuMemFree_v2",), [ctypes.c_uint64]),
+    "cuMemcpyHtoD": (("cuMemcpyHtoD_v2",),
+                     [ctypes.c_uint64, ctypes.c_void_p, ctypes.c_size_t]),
     "cuLaunchKernel": (("cuLaunchKernel",),
                        [ctypes.c_void_p, _u, _u, _u, _u, _u, _u, _u,
                         ctypes.c_void_p, _c_void_pp, _c_void_pp]),
@@ -799,7 +820,8 @@ class Bundle:
         self._drv = None
         self._module = None
         self._retained = None
-        self._prepared: Dict[str, _Prepared] = {}
+        self._prepared: Dict[object, _Prepared] = {}
+        self._instances: Dict[tuple, Function] = {}
         self._drv = _require_driver()
         self._ctx, self.device, self._retained = _acquire_context(
             self._drv, device)
@@ -810,6 +832,9 @@ class Bundle:
             for fn in self.manifest.functions:
                 for launch in fn.launches:
                     self._kernel(fn, launch)
+            for raw in self.manifest.symbolic.values():
+                for launch in raw["launches"]:
+                    self._kernel_named(raw["name"], launch["kernel"])
         except BaseException:
             self.close()  # the context now, not when the traceback dies
             raise
@@ -840,19 +865,24 @@ class Bundle:
         self.jit_info_log = info.value.decode(errors="replace").rstrip()
         return module.value
 
-    def _kernel(self, fn: Function, launch: Launch) -> int:
+    def _kernel_named(self, fn_name: str, kernel: str) -> int:
         drv = self._drv
-        k = self._kernels.get(launch.kernel)
+        k = self._kernels.get(kernel)
         if k is None:
             f = ctypes.c_void_p()
             r = drv.cuModuleGetFunction(ctypes.byref(f), self._module,
-                                        launch.kernel.encode())
+                                        kernel.encode())
             if r == _CUDA_ERROR_NOT_FOUND:
-                raise CudaError(f"function '{fn.name}': no kernel "
-                                f"'{launch.kernel}' in "
+                raise CudaError(f"function '{fn_name}': no kernel "
+                                f"'{kernel}' in "
                                 f"{self.path / self.manifest.image}")
-            drv.check(r, f"cuModuleGetFunction('{launch.kernel}')")
-            k = self._kernels[launch.kernel] = f.value
+            drv.check(r, f"cuModuleGetFunction('{kernel}')")
+            k = self._kernels[kernel] = f.value
+        return k
+
+    def _kernel(self, fn: Function, launch: Launch) -> int:
+        drv = self._drv
+        k = self._kernel_named(fn.name, launch.kernel)
         # Over 48 KiB of shared memory, static and dynamic together, must be
         # allowed explicitly: allowed for every dynamic size (the kernels'
         # few static bytes could tip a launch of exactly 48 KiB over).
@@ -865,11 +895,15 @@ class Bundle:
             self._shared_limit[k] = launch.shared_bytes
         return k
 
-    def _prepare(self, name: str) -> _Prepared:
-        p = self._prepared.get(name)
+    def _prepare(self, name: str, fn: Optional[Function] = None,
+                 key=None) -> _Prepared:
+        """The prepared function `name` (or `fn`, a symbolic function
+        resolved at some sizes, cached under `key`)."""
+        key = name if key is None else key
+        p = self._prepared.get(key)
         if p is not None:
             return p
-        fn = self.manifest.function(name)
+        fn = fn or self.manifest.function(name)
         p = _Prepared(fn, [self._kernel(fn, l) for l in fn.launches])
         self._make_current()
         for i, t in enumerate(fn.temporaries):
@@ -880,8 +914,39 @@ class Bundle:
                     f"cuMemAlloc({t.nbytes}) for temporary #{i} of '{name}'")
             p.temps.append(ptr.value)
             p.slots[p.nargs + i] = ptr.value
-        self._prepared[name] = p
+            if t.init is not None and t.nbytes:
+                data = (ctypes.c_int32 * len(t.init))(*t.init)
+                self._drv.check(
+                    self._drv.cuMemcpyHtoD(ptr.value, data, t.nbytes),
+                    f"cuMemcpyHtoD of the sizes of '{name}'")
+        self._prepared[key] = p
         return p
+
+    def _resolve(self, name: str, tensors, sizes) -> Tuple[Function, object]:
+        """Function `name` at the sizes of a run: itself, or a symbolic
+        function resolved at the inputs' shapes and `sizes` ({argument
+        number: value} of its index arguments), with its cache key."""
+        raw = self.manifest.symbolic.get(name)
+        if raw is None:
+            if sizes:
+                raise TypeError(f"'{name}' has no sizes; got sizes={sizes}")
+            return self.manifest.function(name), name
+        nin = sum(a["role"] == "input" for a in raw["args"])
+        shapes = [tuple(t.__cuda_array_interface__["shape"])
+                  if hasattr(t, "__cuda_array_interface__")
+                  else tuple(getattr(t, "shape", ())) for t in tensors[:nin]]
+        size_args = {int(k): int(v) for k, v in (sizes or {}).items()}
+        key = (name, tuple(shapes), tuple(sorted(size_args.items())))
+        fn = self._instances.get(key)
+        if fn is None:
+            try:
+                resolved = _sizes.instantiate(raw, shapes, size_args)
+            except _sizes.SizeError as e:
+                raise ValueError(str(e)) from None
+            fn = _Reader(str(self.path / "manifest.json")).function(
+                resolved, f"functions['{name}'] at {dict(size_args)}")
+            self._instances[key] = fn
+        return fn, key
 
     def _make_current(self):
         drv = self._drv
@@ -896,13 +961,14 @@ class Bundle:
         """The manifest entry of function `name`."""
         return self.manifest.function(name)
 
-    def _bind(self, name: str, tensors, outputs):
-        """Checks the tensors against function `name` and writes their
-        pointers into its prepared launch parameters. Returns the prepared
-        function, the outputs and whether any tensor is a PyTorch one."""
+    def _bind(self, name: str, tensors, outputs, sizes=None):
+        """Checks the tensors against function `name` (at `sizes`, for a
+        function with symbolic sizes) and writes their pointers into its
+        prepared launch parameters. Returns the prepared function, the
+        outputs and whether any tensor is a PyTorch one."""
         if self._drv is None:
             raise CudaError("the bundle is closed")
-        fn = self.manifest.function(name)
+        fn, key = self._resolve(name, tensors, sizes)
         nin, nout = len(fn.inputs), len(fn.outputs)
         if outputs is None and len(tensors) == len(fn.args):
             args = list(tensors)  # every buffer, in manifest order
@@ -923,7 +989,7 @@ class Bundle:
                 args[i] = t
             for i, t in zip(fn.outputs, outputs):
                 args[i] = t
-        p = self._prepare(name)
+        p = self._prepare(name, fn, key)
         uses_torch = False
         for i, (t, spec) in enumerate(zip(args, fn.args)):
             p.slots[i] = _pointer(t, spec, f"'{name}' arg #{i} ({spec.role})",
@@ -998,7 +1064,7 @@ class Bundle:
                     f"{drv.status(r)}")
 
     def run(self, name: str, *tensors, outputs: Optional[Sequence] = None,
-            stream=None, sync: bool = False):
+            stream=None, sync: bool = False, sizes=None):
         """Enqueues function `name`'s launch sequence.
 
         `tensors` are the inputs, in manifest order (or all buffers, inputs
@@ -1009,9 +1075,12 @@ class Bundle:
         `stream` (default: PyTorch's current stream when tensors are PyTorch
         tensors, else the default stream). With `sync`, waits for the kernels
         and reports their faults. Returns the output, or a tuple when there
-        is not exactly one.
+        is not exactly one. A function with symbolic sizes takes the values
+        of its index arguments as `sizes` ({argument number: value}); its
+        `?` dimensions come from the inputs' shapes; a requirement the
+        sizes break raises ValueError before anything runs.
         """
-        p, outs, uses_torch = self._bind(name, tensors, outputs)
+        p, outs, uses_torch = self._bind(name, tensors, outputs, sizes)
         s = self._stream(stream, uses_torch)
         self._make_current()
         self._launch_all(p, s)
@@ -1021,13 +1090,14 @@ class Bundle:
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def time(self, name: str, *tensors, outputs: Optional[Sequence] = None,
-             repeat: int = 100, warmup: int = 10, stream=None) -> float:
+             repeat: int = 100, warmup: int = 10, stream=None,
+             sizes=None) -> float:
         """The median time in milliseconds of one run of function `name`
         (arguments as for run), from CUDA events recorded between `repeat`
         back-to-back runs after `warmup` untimed ones."""
         if repeat < 1:
             raise ValueError("repeat must be at least 1")
-        p, _, uses_torch = self._bind(name, tensors, outputs)
+        p, _, uses_torch = self._bind(name, tensors, outputs, sizes)
         s = self._stream(stream, uses_torch)
         self._make_current()
         drv = self._drv

@@ -34,10 +34,20 @@ def evaluate(terms: Sequence[int], values: Sequence[int]) -> int:
     return v
 
 
-def is_symbolic(fn: dict) -> bool:
-    """Whether the manifest function `fn` has sizes given when it runs."""
-    return ("sizes" in fn or any(a["role"] == "size" for a in fn["args"])
-            or any("sizes" in a for l in fn["launches"] for a in l["args"]))
+def is_symbolic(fn) -> bool:
+    """Whether the manifest function `fn` has sizes given when it runs
+    (False for JSON too malformed to say: the manifest check reports it)."""
+    if not isinstance(fn, dict):
+        return False
+    args = fn.get("args") if isinstance(fn.get("args"), list) else []
+    launches = (fn.get("launches") if isinstance(fn.get("launches"), list)
+                else [])
+    return ("sizes" in fn
+            or any(isinstance(a, dict) and a.get("role") == "size"
+                   for a in args)
+            or any(isinstance(l, dict) and isinstance(l.get("args"), list)
+                   and any(isinstance(a, dict) and "sizes" in a
+                           for a in l["args"]) for l in launches))
 
 
 def instantiate(fn: dict, input_shapes: Sequence[Sequence[int]],

@@ -601,6 +601,10 @@ Error Bundle::run(const std::string &name, const std::vector<CUdeviceptr> &args,
   if (!f)
     return Error::failure("no function '" + name + "' in the bundle (it has " +
                           man.functionNames() + ")");
+  if (f->isSymbolic())
+    return Error::failure("function '" + name +
+                          "' has symbolic sizes: load the bundle with it "
+                          "resolved (FunctionSpec::instantiate)");
   if (args.size() != f->args.size())
     return Error::failure("function '" + name + "' takes " +
                           std::to_string(f->args.size()) + " buffers, got " +
@@ -624,6 +628,9 @@ Error Bundle::run(const std::string &name, const std::vector<CUdeviceptr> &args,
       if (!buf)
         return buf.takeError().withContext("function '" + name +
                                            "': temporary");
+      if (!t.init.empty())
+        if (Error e = buf->upload(t.init.data(), t.numBytes()))
+          return std::move(e).withContext("function '" + name + "': sizes");
       l.temporaries.push_back(std::move(*buf));
     }
     l.allocated = true;

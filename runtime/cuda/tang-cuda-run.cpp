@@ -26,6 +26,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 using namespace tang::cuda;
@@ -38,6 +39,7 @@ struct Options {
   std::string bundleDir;
   std::string function;
   std::vector<std::string> inputs;
+  std::map<unsigned, int64_t> sizes;
   std::string outDir;
   int repeat = 0;
   int warmup = 3;
@@ -57,6 +59,7 @@ const char *const kUsage =
     "max)\n"
     "  --warmup N    untimed runs before the timed ones (default 3)\n"
     "  --device N    the CUDA device ordinal (default 0)\n"
+    "  --size argK=N the value of the index argument #K (a size)\n"
     "  -h, --help    this text\n";
 
 /// Parses a non-negative decimal integer.
@@ -102,6 +105,14 @@ int parseOptions(int argc, char **argv, Options &o) {
       if (!parseCount(v, target)) {
         std::fprintf(stderr, "tang-cuda-run: %s wants a count, got '%s'\n",
                      a.c_str(), v);
+        return 2;
+      }
+    } else if (a == "--size") {
+      const char *v = value("--size");
+      if (!v)
+        return 2;
+      if (Error e = parseSizeArg(v, o.sizes)) {
+        std::fprintf(stderr, "tang-cuda-run: %s\n", e.message().c_str());
         return 2;
       }
     } else if (a.size() > 1 && a[0] == '-') {
@@ -212,15 +223,29 @@ int runMain(const Options &o) {
     return fail(Error::failure(
         "function '" + f->name + "' has " + std::to_string(f->numInputs()) +
         " inputs, got " + std::to_string(o.inputs.size()) + " .npy files"));
+  std::vector<Npy> npys;
+  std::vector<std::vector<int64_t>> shapes;
+  for (const std::string &path : o.inputs) {
+    Expected<Npy> npy = readNpy(path);
+    if (!npy)
+      return fail(npy.error());
+    shapes.push_back(npy->shape);
+    npys.push_back(std::move(*npy));
+  }
+  // The function at the sizes its inputs and --size give: the bundle is
+  // loaded with that function alone.
+  Expected<FunctionSpec> instance = f->instantiate(shapes, o.sizes);
+  if (!instance)
+    return fail(instance.error());
+  manifest->functions = {std::move(*instance)};
+  f = &manifest->functions[0];
   std::vector<Npy> inputs;
   for (size_t i = 0, k = 0; i < f->args.size(); ++i) {
     const BufferSpec &b = f->args[i];
     if (b.role != BufferSpec::Role::Input)
       continue;
-    const std::string &path = o.inputs[k++];
-    Expected<Npy> npy = readNpy(path);
-    if (!npy)
-      return fail(npy.error());
+    const std::string &path = o.inputs[k];
+    Npy *npy = &npys[k++];
     if (npy->shape != b.shape)
       return fail(Error::failure(path + ": shape " +
                                  npyShapeString(npy->shape) + ", but arg #" +

@@ -52,6 +52,16 @@ class Case:
     reference: Callable[..., Sequence[np.ndarray]]
     output_shapes: List[Tuple[int, ...]]
     output_dtypes: List[str] = field(default_factory=list)  # default: all float
+    #: For programs with index arguments (sizes): the values of each run
+    #: (tang-run --size argK=N, K the argument after the inputs), passed to
+    #: the reference after the inputs.
+    sizes: List[Tuple[int, ...]] = field(default_factory=lambda: [()])
+
+    def size_flags(self, values: Tuple[int, ...]) -> List[str]:
+        flags = []
+        for k, v in enumerate(values):
+            flags += ["--size", f"arg{len(self.inputs) + k}={v}"]
+        return flags
 
 
 def make_inputs(case: Case, seed: int) -> List[np.ndarray]:
@@ -92,13 +102,14 @@ def run_tang(example: str, args: Sequence[str], tmp_path: Path,
 
 
 def run_with_inputs(example: str, inputs: Sequence[np.ndarray],
-                    tmp_path: Path) -> List[np.ndarray]:
-    args = []
+                    tmp_path: Path, flags: Sequence[str] = (),
+                    tag: str = "out") -> List[np.ndarray]:
+    args = list(flags)
     for i, a in enumerate(inputs):
         p = tmp_path / f"input_{i}.npy"
         np.save(p, a)
         args += ["--input", str(p)]
-    return run_tang(example, args, tmp_path)
+    return run_tang(example, args, tmp_path, tag)
 
 
 def check_outputs(case: Case, outs: Sequence[np.ndarray],
@@ -302,6 +313,14 @@ def ref_linear_recurrence(g, x):
     return [h]
 
 
+def ref_kv_cache_decode(Kc, Vc, k, v, q, pos):
+    K, V = Kc.copy(), Vc.copy()
+    K[pos], V[pos] = k, v
+    s = K[:pos + 1] @ q * 0.25
+    p = np.exp(s - s.max())
+    return [K, V, (p @ V[:pos + 1]) / p.sum()]
+
+
 def ref_logsumexp(X):
     m = X.max(axis=1)
     return [m + np.log(np.exp(X - m[:, None]).sum(axis=1))]
@@ -370,6 +389,13 @@ CASES = {
     "argmax": Case([Input((8, 32))], ref_argmax, [(8,), (8,)],
                    output_dtypes=["f", "i"]),
     "logsumexp": Case([Input((8, 32), lo=-4, hi=4)], ref_logsumexp, [(8,)]),
+    # One program at three positions of a 64-row cache: the first, one
+    # inside, the last.
+    "kv_cache_decode": Case(
+        [Input((64, 16)), Input((64, 16)), Input((16,)), Input((16,)),
+         Input((16,), lo=-2, hi=2)],
+        ref_kv_cache_decode, [(64, 16), (64, 16), (16,)],
+        sizes=[(0,), (9,), (63,)]),
     "cross_entropy": Case([Input((8, 32), lo=-4, hi=4), Input((8, 32), lo=0.01, hi=1)],
                           ref_cross_entropy, [(8,)]),
 }
@@ -408,8 +434,10 @@ def test_matches_numpy(name, tmp_path):
     inputs = make_inputs(case, seed=sum(map(ord, name)))
     for a in inputs:
         assert np.all(a != 0)
-    outs = run_with_inputs(name, inputs, tmp_path)
-    check_outputs(case, outs, case.reference(*inputs))
+    for n, values in enumerate(case.sizes):
+        outs = run_with_inputs(name, inputs, tmp_path,
+                               case.size_flags(values), tag=f"out{n}")
+        check_outputs(case, outs, case.reference(*inputs, *values))
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -417,13 +445,14 @@ def test_random_inputs_match_numpy(name, tmp_path):
     """Without --input: the inputs tang-run draws (dumped with --dump-inputs)
     give the same outputs as NumPy on those inputs."""
     dump = tmp_path / "inputs"
-    outs = run_tang(name, ["--seed", "3", "--dump-inputs", str(dump)],
-                    tmp_path)
     case = CASES[name]
+    values = case.sizes[-1]
+    outs = run_tang(name, ["--seed", "3", "--dump-inputs", str(dump),
+                           *case.size_flags(values)], tmp_path)
     inputs = [np.load(dump / f"input_{i}.npy") for i in range(len(case.inputs))]
     for a, spec in zip(inputs, case.inputs):
         assert a.shape == spec.shape
-    check_outputs(case, outs, case.reference(*inputs))
+    check_outputs(case, outs, case.reference(*inputs, *values))
 
 
 def test_seeded_random_inputs_are_deterministic(tmp_path):

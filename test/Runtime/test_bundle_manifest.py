@@ -193,8 +193,8 @@ BAD = [
     ("no-dtype", _del(_arg(1), "dtype"),
      'functions[0].args[1]: missing field "dtype"'),
     ("bad-role", _set(_arg(1), "role", "inout"),
-     'functions[0].args[1].role: unknown role "inout" (expected "input" or '
-     '"output")'),
+     'functions[0].args[1].role: unknown role "inout" (expected "input", '
+     '"output" or "size")'),
     ("no-role", _del(_arg(0), "role"),
      'functions[0].args[0]: missing field "role"'),
     ("no-shape", _del(_arg(0), "shape"),
@@ -1307,3 +1307,84 @@ def test_cli_tensor_map_by_value(tmp_path, mock_lib, mock_bundle):
     words = np.load(tmp_path / "output_0.npy").view(np.uint64).tolist()
     assert words[0] != 0  # the device buffer's address
     assert words[1:] == _expected_map_words(0)[1:]
+
+
+# ---------------------------------------------------------------------------
+# Symbolic sizes (docs/Bundle.md, "Sizes")
+# ---------------------------------------------------------------------------
+
+# out = 3 x for x of any length n >= 4 (the mock kernels cover 4 elements),
+# through a temporary of n elements; index argument #1 must stay below n.
+SYM_MANIFEST = {
+    "version": 1, "format": "ptx", "image": "mock.ptx", "chip": "sm_90a",
+    "functions": [{
+        "name": "sym",
+        "args": [_buf("input", [[0, 1]]), {"role": "size"},
+                 _buf("output", [[0, 1]])],
+        "temporaries": [{"shape": [[0, 1]], "dtype": "f32"}],
+        "sizes": [{"arg": 0, "dim": 0, "name": "dim 0 of %arg0"},
+                  {"arg": 1, "name": "%arg1"}],
+        "requirements": [{"size": [-1, 1, -1],
+                          "what": "the read at row %arg1",
+                          "condition": "%arg1 + 1 <= dim 0 of %arg0"}],
+        "launches": [
+            _launch("scale2", 4, [{"arg": 0}, {"temp": 0}, {"sizes": True}]),
+            _launch("add", 4, [{"temp": 0}, {"arg": 0}, {"arg": 2},
+                               {"sizes": True}]),
+        ],
+    }],
+}
+
+
+@pytest.fixture
+def sym_bundle(tmp_path):
+    return write_bundle(tmp_path / "sym", SYM_MANIFEST, image=MOCK_IMAGE)
+
+
+def test_mock_symbolic_sizes(mock, sym_bundle):
+    b = tc.Bundle(sym_bundle)
+    for n in (4, 6):
+        x = _random((n,), n)
+        out = np.full((n,), np.nan, np.float32)
+        b.run("sym", DeviceArray(x), outputs=[DeviceArray(out)],
+              sizes={1: n - 1}, sync=True)
+        np.testing.assert_array_equal(out[:4], 3 * x[:4])
+    # A temporary and the sizes buffer per size; none for a broken one.
+    assert mock.mock_allocations() == 4
+    x = DeviceArray(_random((4,), 1))
+    out = [DeviceArray(np.zeros(4, np.float32))]
+    with pytest.raises(ValueError, match=(
+            r"the read at row %arg1 only if %arg1 \+ 1 <= dim 0 of %arg0, "
+            r"but dim 0 of %arg0 = 4, %arg1 = 4; nothing ran")):
+        b.run("sym", x, outputs=out, sizes={1: 4})
+    with pytest.raises(ValueError, match=r"give it with --size arg1=N"):
+        b.run("sym", x, outputs=out)
+    with pytest.raises(ValueError, match="has symbolic sizes"):
+        b.function("sym")
+    assert mock.mock_allocations() == 4
+    b.close()
+    assert mock.mock_live_allocations() == 0
+
+
+@needs_cli
+def test_cli_symbolic_sizes(tmp_path, mock_lib, sym_bundle):
+    x = _random((5,), 7)
+    np.save(tmp_path / "x.npy", x)
+    env = {"TANG_LIBCUDA": str(mock_lib)}
+    r = cli(sym_bundle, "sym", tmp_path / "x.npy", "--size", "arg1=2",
+            "--out", tmp_path / "out", env=env)
+    assert r.returncode == 0, r.stderr
+    got = np.load(tmp_path / "out" / "output_0.npy")
+    assert got.shape == (5,)
+    np.testing.assert_array_equal(got[:4], 3 * x[:4])
+    r = cli(sym_bundle, "sym", tmp_path / "x.npy", "--size", "arg1=5",
+            env=env)
+    assert r.returncode == 1
+    assert ("the read at row %arg1 only if %arg1 + 1 <= dim 0 of %arg0, but "
+            "dim 0 of %arg0 = 5, %arg1 = 5; nothing ran") in r.stderr
+    r = cli(sym_bundle, "sym", tmp_path / "x.npy", env=env)
+    assert "argument #1 is a size (%arg1): give it with --size arg1=N" in (
+        r.stderr)
+    r = cli(sym_bundle, "sym", tmp_path / "x.npy", "--size", "arg1=1",
+            "--size", "arg7=1", env=env)
+    assert "--size arg7 names no size argument" in r.stderr

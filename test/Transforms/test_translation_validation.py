@@ -40,10 +40,13 @@ PIPELINES = {
 RTOL = 1e-12
 
 
-def run_outputs(program_text, seed, tmp_path, tag):
+def run_outputs(program_text, seed, tmp_path, tag, sizes=()):
+    """tang-run's outputs; `sizes`: its --size values (a program with
+    symbolic sizes runs at the first of its `// sizes:` lines)."""
     out = tmp_path / tag
+    flags = [f for s in sizes for f in ("--size", s)]
     r = subprocess.run([str(TANG_BIN / "tang-run"), "-", "--seed", str(seed),
-                        "--output-dir", str(out)],
+                        *flags, "--output-dir", str(out)],
                        input=program_text, capture_output=True, text=True,
                        timeout=120)
     assert r.returncode == 0, r.stderr
@@ -66,11 +69,19 @@ def rewrite(example, flags):
 _BEFORE = {}
 
 
+def sizes_of(example):
+    """The --size values of the first `// sizes:` line of `example`."""
+    for line in example.read_text().splitlines():
+        if line.startswith("// sizes:"):
+            return line.split(":", 1)[1].split()
+    return []
+
+
 def outputs_before(example, tmp_path):
     """The unrewritten program's outputs, computed once per example."""
     if example not in _BEFORE:
         _BEFORE[example] = run_outputs(example.read_text(), SEED, tmp_path,
-                                       "before")
+                                       "before", sizes_of(example))
     return _BEFORE[example]
 
 
@@ -83,7 +94,7 @@ SEED = 11
 def test_rewrite_preserves_semantics(example, pipeline, tmp_path):
     before = outputs_before(example, tmp_path)
     after = run_outputs(rewrite(example, PIPELINES[pipeline]), SEED, tmp_path,
-                        "after")
+                        "after", sizes_of(example))
     assert len(before) == len(after)
     for b, a in zip(before, after):
         assert b.shape == a.shape and b.dtype == a.dtype
