@@ -41,39 +41,60 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
 sys.path.insert(0, str(ROOT / "bench"))
 import harness  # noqa: E402
+from tang import sizes as tang_sizes  # noqa: E402
 
 def check_case(torch, tang_cuda, case):
-    dtypes = {"f32": torch.float32, "f16": torch.float16,
-              "bf16": torch.bfloat16, "f64": torch.float64,
-              "i32": torch.int32, "i8": torch.int8}
+    """Every output of the case's function against the reference. A
+    function with symbolic sizes runs from its one bundle at each run of
+    runs.json (scripts/prepare-gpu-check.py), each checked alike."""
     manifest = json.loads((case / "bundle" / "manifest.json").read_text())
     fn = manifest["functions"][0]
     program = (case / "program.mlir").read_text()
     bundle = tang_cuda.Bundle(case / "bundle")
-    inputs, outputs = [], []
-    for i, arg in enumerate(a for a in fn["args"] if a["role"] == "input"):
-        host = torch.from_numpy(np.load(case / f"input_{i}.npy"))
-        inputs.append(host.to(dtypes[arg["dtype"]]).cuda())
+    runs = [{"dir": ".", "sizes": {}}]
+    if (case / "runs.json").exists():
+        runs = json.loads((case / "runs.json").read_text())
+    checks, same = [], True
+    for r in runs:
+        sizes = {int(k): v for k, v in r["sizes"].items()}
+        tag = "".join(f" arg{k}={v}" for k, v in sizes.items())
+        c, s = check_run(torch, bundle, fn, program, case / r["dir"], sizes,
+                         tag)
+        checks += c
+        same = same and s
+    bundle.close()
+    return checks, same
+
+
+def check_run(torch, bundle, fn, program, where, sizes, tag):
+    """One run: the inputs and references under `where`, at `sizes`."""
+    dtypes = {"f32": torch.float32, "f16": torch.float16,
+              "bf16": torch.bfloat16, "f64": torch.float64,
+              "i32": torch.int32, "i8": torch.int8}
+    in_args = [a for a in fn["args"] if a["role"] == "input"]
+    hosts = [np.load(where / f"input_{i}.npy") for i in range(len(in_args))]
+    fn = tang_sizes.instantiate(fn, [h.shape for h in hosts], sizes)
+    inputs = [torch.from_numpy(h).to(dtypes[a["dtype"]]).cuda()
+              for h, a in zip(hosts, in_args)]
     out_args = [a for a in fn["args"] if a["role"] == "output"]
-    for arg in out_args:
-        outputs.append(torch.empty(arg["shape"], dtype=dtypes[arg["dtype"]],
-                                   device="cuda"))
+    outputs = [torch.empty(a["shape"], dtype=dtypes[a["dtype"]],
+                           device="cuda") for a in out_args]
     first, same = harness.poisoned_runs(
         torch, outputs, lambda: bundle.run(fn["name"], *inputs,
-                                           outputs=outputs))
+                                           outputs=outputs,
+                                           sizes=sizes or None))
     checks = []
     for k, (got, arg) in enumerate(zip(first, out_args)):
-        ref = np.load(case / "ref" / f"output_{k}.npy").astype(np.float64)
-        sens_path = case / "ref" / f"sensitivity_{k}.npy"
+        ref = np.load(where / "ref" / f"output_{k}.npy").astype(np.float64)
+        sens_path = where / "ref" / f"sensitivity_{k}.npy"
         # Integers (argmax indices) stay exact.
         sens = (np.load(sens_path) if sens_path.exists()
                 and arg["dtype"] not in harness.INTEGER_TYPES else None)
         tol = harness.tolerance_for_program(arg["dtype"], program)
         c = harness.check_elementwise(got.double().cpu().numpy(), ref, tol,
-                                      f"out{k} {arg['dtype']}",
+                                      f"out{k} {arg['dtype']}{tag}",
                                       sensitivity=sens)
         checks.append(c)
-    bundle.close()
     return checks, same
 
 

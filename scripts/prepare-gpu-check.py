@@ -8,6 +8,9 @@ gpu-work/check/<example>-<dtype>/:
   input_<i>.npy  seeded random inputs, representable in the storage type,
                  saved as float32 (exactly);
   ref/output_<i>.npy  the float64 reference interpreter's outputs.
+A program with symbolic sizes has one bundle and, per `// sizes:` line,
+run<n>/ with that run's inputs and ref/, listed in runs.json with the
+values of its index arguments (python/tang/sizes.py).
 
 With --gradients, instead: for every example --tang-grad can differentiate,
 gpu-work/check/<example>-grad-f32/ holds its gradient function alone
@@ -28,6 +31,9 @@ import sys
 import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "python"))
+from tang import sizes as tang_sizes  # noqa: E402
+
 BIN = ROOT / "build" / "bin"
 OUT = ROOT / "gpu-work" / "check"
 DTYPES = ["f32", "f16", "bf16"]
@@ -80,7 +86,7 @@ def prepare(example, dtype, rng, gradient=False):
     text = gradient_program(example) if gradient else example.read_text()
     if dtype != "f32":
         # Scalars (`: f32`) and tensor element types (`tensor<4x8xf32>`).
-        text = re.sub(r"(\bf32\b|(?<=\dx)f32\b)", dtype, text)
+        text = re.sub(r"(\bf32\b|(?<=[\d?]x)f32\b)", dtype, text)
         # Hexadecimal float constants are bit patterns of the type: -inf.
         text = text.replace("0xFF800000",
                             {"f16": "0xFC00", "bf16": "0xFF80"}[dtype])
@@ -89,25 +95,52 @@ def prepare(example, dtype, rng, gradient=False):
     run([BIN / "tang-opt", program,
          f"--tang-lower-cuda=fuse=1 bundle={case / 'bundle'}", "-o", "/dev/null"])
     manifest = json.loads((case / "bundle" / "manifest.json").read_text())
-    inputs = []
-    for i, arg in enumerate(a for a in manifest["functions"][0]["args"]
-                            if a["role"] == "input"):
-        shape = tuple(arg["shape"])
+    fn = manifest["functions"][0]
+    if not tang_sizes.is_symbolic(fn):
+        prepare_run(example, program, case, fn, [], rng, gradient)
+        return case
+    # One bundle, run at each `// sizes:` line of the program.
+    runs = []
+    for n, specs in enumerate(tang_sizes.program_sizes(text)):
+        size_args, _ = tang_sizes.parse_specs(specs)
+        prepare_run(example, program, case / f"run{n}", fn, specs, rng,
+                    gradient)
+        runs.append({"dir": f"run{n}", "sizes": size_args})
+    if not runs:
+        raise RuntimeError(f"{example.name} has symbolic sizes but names "
+                           "none to run at (// sizes: lines)")
+    (case / "runs.json").write_text(json.dumps(runs, indent=1))
+    return case
+
+
+def prepare_run(example, program, where, fn, specs, rng, gradient):
+    """Inputs and references under `where` for one run of `fn` (at the
+    tang-run --size values `specs`)."""
+    where.mkdir(parents=True, exist_ok=True)
+    size_args, dims = tang_sizes.parse_specs(specs)
+    flags = [f for s in specs if "." not in s.split("=")[0]
+             for f in ("--size", s)]
+    inputs, args = [], []
+    for a, arg in enumerate(fn["args"]):
+        if arg["role"] != "input":
+            continue
+        shape = tuple(dims[(a, d)] if isinstance(x, list) else x
+                      for d, x in enumerate(arg["shape"]))
         if arg["dtype"] in ("f32", "f16", "bf16", "f64"):
             values = round_to(rng.uniform(-1, 1, shape), arg["dtype"])
             if not gradient:
                 values = add_special_values(example, values)
         else:
             values = rng.integers(-8, 9, shape).astype(np.int32)
-        path = case / f"input_{i}.npy"
+        path = where / f"input_{len(inputs)}.npy"
         np.save(path, values)
         inputs.append(path)
-    cmd = [BIN / "tang-run", program, "--output-dir", case / "ref"]
+        args.append(arg)
+    cmd = [BIN / "tang-run", program, "--output-dir", where / "ref", *flags]
     for p in inputs:
         cmd += ["--input", p]
     run(cmd)
-    write_sensitivity(case, program, inputs, manifest, rng)
-    return case
+    write_sensitivity(where, program, inputs, args, rng, flags)
 
 
 #: The relative rounding of each storage type (half an ulp).
@@ -115,13 +148,12 @@ UNIT_ROUNDOFF = {"f32": 2.0 ** -24, "f16": 2.0 ** -11, "bf16": 2.0 ** -8,
                  "f64": 2.0 ** -53}
 
 
-def write_sensitivity(case, program, inputs, manifest, rng, trials=2):
+def write_sensitivity(case, program, inputs, args, rng, flags, trials=2):
     """ref/sensitivity_<k>.npy: the largest change of output k, over
     `trials` runs of the interpreter on inputs each moved by a random
     fraction of their storage type's rounding. An element that cancels
     moves that much in any implementation; bench/gpu_check.py adds a
     multiple of it to the element's bound (bench/harness.py)."""
-    args = [a for a in manifest["functions"][0]["args"] if a["role"] == "input"]
     refs = sorted((case / "ref").glob("output_*.npy"),
                   key=lambda r: int(r.stem.split("_")[1]))
     worst = [np.zeros(np.load(r).shape) for r in refs]
@@ -129,7 +161,7 @@ def write_sensitivity(case, program, inputs, manifest, rng, trials=2):
     for t in range(trials):
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir()
-        cmd = [BIN / "tang-run", program, "--output-dir", tmp / "out"]
+        cmd = [BIN / "tang-run", program, "--output-dir", tmp / "out", *flags]
         for i, (path, arg) in enumerate(zip(inputs, args)):
             values = np.load(path)
             if arg["dtype"] in UNIT_ROUNDOFF:
@@ -153,7 +185,8 @@ def write_sensitivity(case, program, inputs, manifest, rng, trials=2):
 
 # Examples --tang-grad refuses (the argmax monoid and scans have no
 # derivative rule yet).
-NOT_DIFFERENTIABLE = {"argmax", "linear_recurrence", "linear_recurrence_scan"}
+NOT_DIFFERENTIABLE = {"argmax", "linear_recurrence", "linear_recurrence_scan",
+                      "kv_cache_decode"}
 
 
 def main():
