@@ -43,8 +43,11 @@ Tensor mlir::tang::makeRandomTensor(RankedTensorType type, uint64_t seed,
   t.shape.assign(type.getShape().begin(), type.getShape().end());
   t.elementType = type.getElementType();
   t.data.resize(t.getNumElements());
-  uint64_t state =
-      seed * 0x2545f4914f6cdd1dULL + stream * 0x9e3779b97f4a7c15ULL;
+  // The stream is hashed first: stream * the generator's increment would
+  // make stream k the sequence of stream 0 advanced by k values (the
+  // arguments' inputs shifted copies of one another).
+  uint64_t streamState = stream;
+  uint64_t state = seed * 0x2545f4914f6cdd1dULL ^ splitMix64(streamState);
   splitMix64(state);
   Type et = t.elementType;
   for (double &v : t.data) {
