@@ -186,7 +186,7 @@ def write_sensitivity(case, program, inputs, args, rng, flags, trials=2):
 # Examples --tang-grad refuses (the argmax monoid and scans have no
 # derivative rule yet).
 NOT_DIFFERENTIABLE = {"argmax", "linear_recurrence", "linear_recurrence_scan",
-                      "kv_cache_decode"}
+                      "kv_cache_decode", "moe_top2"}
 
 
 def main():

@@ -321,6 +321,19 @@ def ref_kv_cache_decode(Kc, Vc, k, v, q, pos):
     return [K, V, (p @ V[:pos + 1]) / p.sum()]
 
 
+def ref_moe_top2(x, Wg, W):
+    logits = x @ Wg
+    order = np.argsort(-logits, axis=1, kind="stable")
+    e1, e2 = order[:, 0], order[:, 1]
+    t = np.arange(x.shape[0])
+    v1, v2 = logits[t, e1], logits[t, e2]
+    g1 = 1 / (1 + np.exp(v2 - v1))
+    y = (g1[:, None] * np.einsum("td,tdj->tj", x, W[e1])
+         + (1 - g1)[:, None] * np.einsum("td,tdj->tj", x, W[e2]))
+    load = np.bincount(np.concatenate([e1, e2]), minlength=W.shape[0])
+    return [y, load.astype(np.float64)]
+
+
 def ref_logsumexp(X):
     m = X.max(axis=1)
     return [m + np.log(np.exp(X - m[:, None]).sum(axis=1))]
@@ -389,6 +402,8 @@ CASES = {
     "argmax": Case([Input((8, 32))], ref_argmax, [(8,), (8,)],
                    output_dtypes=["f", "i"]),
     "logsumexp": Case([Input((8, 32), lo=-4, hi=4)], ref_logsumexp, [(8,)]),
+    "moe_top2": Case([Input((32, 16)), Input((16, 8)), Input((8, 16, 24))],
+                     ref_moe_top2, [(32, 24), (8,)]),
     # One program at three positions of a 64-row cache: the first, one
     # inside, the last.
     "kv_cache_decode": Case(

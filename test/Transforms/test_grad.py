@@ -36,6 +36,8 @@ NOT_DIFFERENTIABLE = {
         "reduces under a monoid --tang-grad has no derivative rule",
     "linear_recurrence_scan":
         "cannot be differentiated yet (--tang-grad has no rule for scans)",
+    "moe_top2":
+        "cannot be differentiated yet (--tang-grad has no rule for scatters)",
     "kv_cache_decode":
         "cannot be differentiated yet (--tang-grad has no rule for scatters)",
 }
