@@ -12,7 +12,7 @@
 // sizes: arg5=0
 // sizes: arg5=9
 // sizes: arg5=63
-func.func @main(%Kc: tensor<64x16xf32>, %Vc: tensor<64x16xf32>,
+func.func @main(%Kc: tensor<64x16xf32> {tang.donate}, %Vc: tensor<64x16xf32> {tang.donate},
                 %k: tensor<16xf32>, %v: tensor<16xf32>, %q: tensor<16xf32>,
                 %pos: index)
     -> (tensor<64x16xf32>, tensor<64x16xf32>, tensor<16xf32>) {

@@ -96,6 +96,10 @@ class BufferSpec:
     dtype: str  #: a key of DTYPES
     #: Initial contents of a temporary (the sizes buffer's i32 values).
     init: Optional[Tuple[int, ...]] = None
+    #: For an output updated in place: the argument index of the donated
+    #: input whose buffer it is (the run passes that buffer and returns the
+    #: input as this output).
+    alias: Optional[int] = None
 
     @property
     def numel(self) -> int:
@@ -274,13 +278,20 @@ class _Reader:
             self.fail(self.join(path, "dtype"),
                       f'unknown dtype "{dtype}" (expected f64, f32, f16, '
                       f'bf16, i32, i8 or i1)')
+        alias = None
+        if "alias" in v:
+            if role != "output":
+                self.fail(self.join(path, "alias"),
+                          "only an output aliases an input")
+            alias = self.integer(v["alias"], self.join(path, "alias"), 0,
+                                 _INT32_MAX)
         init = None
         if temporary and "init" in v:  # from a resolved symbolic function
             init = tuple(self.integer(x, f"{path}.init", -_INT32_MAX - 1,
                                       _INT32_MAX) for x in v["init"])
             if dtype != "i32" or len(init) != count:
                 self.fail(path, "init needs i32 and one value per element")
-        return BufferSpec(role, tuple(shape), dtype, init)
+        return BufferSpec(role, tuple(shape), dtype, init, alias)
 
     def dim3(self, v: dict, path: str, key: str) -> Tuple[int, int, int]:
         a = self.member(v, path, key, list)
@@ -378,6 +389,15 @@ class _Reader:
         launches = tuple(
             self.launch(l, f"{path}.launches[{i}]", args, temps)
             for i, l in enumerate(launches))
+        for i, a in enumerate(args):
+            if a.alias is None:
+                continue
+            if (a.alias >= len(args) or args[a.alias].role != "input"
+                    or args[a.alias].shape != a.shape
+                    or args[a.alias].dtype != a.dtype):
+                self.fail(f"{path}.args[{i}].alias",
+                          f"arg {a.alias} is not an input of the output's "
+                          f"shape and dtype")
         return Function(name, args, temps, launches)
 
     def manifest(self, root) -> Manifest:
@@ -989,6 +1009,10 @@ class Bundle:
                 args[i] = t
             for i, t in zip(fn.outputs, outputs):
                 args[i] = t
+        # An output updated in place is its donated input.
+        for k, i in enumerate(fn.outputs):
+            if fn.args[i].alias is not None:
+                args[i] = outputs[k] = args[fn.args[i].alias]
         p = self._prepare(name, fn, key)
         uses_torch = False
         for i, (t, spec) in enumerate(zip(args, fn.args)):
@@ -1043,7 +1067,9 @@ class Bundle:
                             f"PyTorch; pass outputs=[...]")
         device = f"cuda:{self.device}"
         specs = [fn.args[i] for i in fn.outputs]
-        return [torch.empty(s.shape, device=device,
+        # (An output updated in place is its input: nothing to allocate.)
+        return [None if s.alias is not None else
+                torch.empty(s.shape, device=device,
                             dtype=getattr(torch, _TORCH_DTYPES[s.dtype]))
                 for s in specs]
 

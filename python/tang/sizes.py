@@ -110,6 +110,9 @@ def instantiate(fn: dict, input_shapes: Sequence[Sequence[int]],
             continue
         arg_index[i] = len(out["args"])
         out["args"].append(resolve(a))
+    for a in out["args"]:
+        if "alias" in a:
+            a["alias"] = arg_index[a["alias"]]
     out["temporaries"] = [resolve(t) for t in fn["temporaries"]]
     sizes_temp = len(out["temporaries"])
     out["temporaries"].append({"shape": [max(1, len(values))], "dtype": "i32",

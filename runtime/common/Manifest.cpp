@@ -482,6 +482,15 @@ private:
         return v.object.size() == 1 ||
                fail(path, "a size argument has only a \"role\"");
     }
+    if (const Json *alias = v.get("alias")) {
+      int64_t k;
+      if (b.role != BufferSpec::Role::Output)
+        return fail(join(path, "alias"), "only an output aliases an input");
+      if (!readInt(*alias, join(path, "alias"), 0,
+                   std::numeric_limits<int32_t>::max(), k))
+        return false;
+      b.aliasOf = int(k);
+    }
     const Json *shape = member(v, path, "shape", Json::Kind::Array);
     if (!shape)
       return false;
@@ -760,6 +769,25 @@ private:
     }
     if (!readSizes(v, path, f))
       return false;
+    for (size_t i = 0; i < f.args.size(); ++i) {
+      const BufferSpec &out = f.args[i];
+      int k = out.aliasOf;
+      if (k < 0)
+        continue;
+      bool same = size_t(k) < f.args.size();
+      if (same) {
+        const BufferSpec &in = f.args[size_t(k)];
+        same = in.role == BufferSpec::Role::Input && in.dtype == out.dtype &&
+               in.shape == out.shape;
+        for (size_t d = 0; same && d < in.shape.size(); ++d)
+          same = (in.sizes[d] ? in.sizes[d]->terms : std::vector<int64_t>()) ==
+                 (out.sizes[d] ? out.sizes[d]->terms : std::vector<int64_t>());
+      }
+      if (!same)
+        return fail(index(join(path, "args"), i) + ".alias",
+                    "arg " + std::to_string(k) +
+                        " is not an input of the output's shape and dtype");
+    }
     for (size_t i = 0; i < launches->array.size(); ++i) {
       LaunchSpec l;
       if (!readLaunch(launches->array[i], index(join(path, "launches"), i), f,
@@ -982,6 +1010,9 @@ FunctionSpec::instantiate(const std::vector<std::vector<int64_t>> &inputShapes,
     argIndex[i] = unsigned(out.args.size());
     out.args.push_back(std::move(*b));
   }
+  for (BufferSpec &b : out.args)
+    if (b.aliasOf >= 0)
+      b.aliasOf = int(argIndex[size_t(b.aliasOf)]);
   for (const BufferSpec &t : temporaries) {
     Expected<BufferSpec> b = resolve(t);
     if (!b)

@@ -60,6 +60,10 @@ struct BufferSpec {
   DType dtype = DType::F32;
   /// Initial contents of a temporary, as i32 (the sizes buffer), if any.
   std::vector<int32_t> init;
+  /// For an output updated in place: the argument index of the (donated)
+  /// input whose buffer it is; the runtime passes that buffer and reads the
+  /// output from it. -1 otherwise.
+  int aliasOf = -1;
 
   /// The number of elements (1 for a scalar).
   int64_t numElements() const;

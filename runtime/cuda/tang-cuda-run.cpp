@@ -277,6 +277,12 @@ int runMain(const Options &o) {
   std::vector<CUdeviceptr> ptrs;
   for (size_t i = 0, k = 0; i < f->args.size(); ++i) {
     const BufferSpec &b = f->args[i];
+    // An output updated in place is its input's buffer.
+    if (b.aliasOf >= 0) {
+      ptrs.push_back(ptrs[size_t(b.aliasOf)]);
+      buffers.emplace_back();
+      continue;
+    }
     Expected<Buffer> buf = Buffer::allocate(b.numBytes());
     if (!buf)
       return fail(buf.error());
@@ -303,7 +309,8 @@ int runMain(const Options &o) {
     if (b.role != BufferSpec::Role::Output)
       continue;
     std::string data(b.numBytes(), '\0');
-    if (Error e = buffers[i].download(data.data(), data.size()))
+    size_t from = b.aliasOf >= 0 ? size_t(b.aliasOf) : i;
+    if (Error e = buffers[from].download(data.data(), data.size()))
       return fail(e);
     printSummary(k, i, b, data);
     if (!o.outDir.empty()) {

@@ -203,6 +203,11 @@ int run(int argc, char **argv) {
   };
   std::vector<cl_mem> args, temps;
   for (size_t k = 0; k < fn->args.size(); ++k) {
+    // An output updated in place is its input's buffer.
+    if (fn->args[k].aliasOf >= 0) {
+      args.push_back(args[size_t(fn->args[k].aliasOf)]);
+      continue;
+    }
     cl_mem m =
         makeBuffer(fn->args[k], k < numInputs ? hostInputs[k].data() : nullptr);
     if (!m)

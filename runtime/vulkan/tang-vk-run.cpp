@@ -131,6 +131,12 @@ size_t bufferIndex(const FunctionSpec &f, const LaunchArg &a) {
   return a.isTemporary ? f.args.size() + a.index : a.index;
 }
 
+/// The buffer holding argument `i`: an output updated in place is its
+/// input's.
+size_t argBuffer(const FunctionSpec &f, size_t i) {
+  return f.args[i].aliasOf >= 0 ? size_t(f.args[i].aliasOf) : i;
+}
+
 /// The sizes of `d` as an array.
 std::array<uint32_t, 3> sizes(const Dim3 &d) { return {d.x, d.y, d.z}; }
 
@@ -779,6 +785,8 @@ Status Runner::run(const FunctionSpec &f, const std::vector<uint32_t> &spirv,
   size_t nextInput = 0;
   for (size_t i = 0; i < specs.size(); ++i) {
     const BufferSpec &b = *specs[i];
+    if (b.aliasOf >= 0)
+      continue; // Its input's buffer (argBuffer).
     TRY(createBuffer(b.numBytes(), buffers[i]));
     if (i < f.args.size() && b.role == BufferSpec::Role::Input) {
       const std::string &data = inputs[nextInput++];
@@ -792,6 +800,8 @@ Status Runner::run(const FunctionSpec &f, const std::vector<uint32_t> &spirv,
   }
   std::vector<VkMappedMemoryRange> ranges;
   for (const DeviceBuffer &b : buffers) {
+    if (!b.memory)
+      continue;
     VkMappedMemoryRange range{};
     range.sType = VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE;
     range.memory = b.memory;
@@ -869,7 +879,10 @@ Status Runner::run(const FunctionSpec &f, const std::vector<uint32_t> &spirv,
     std::vector<VkDescriptorBufferInfo> infos(l.args.size());
     std::vector<VkWriteDescriptorSet> writes(l.args.size());
     for (uint32_t p = 0; p < l.args.size(); ++p) {
-      infos[p] = {buffers[bufferIndex(f, l.args[p])].buffer, 0, VK_WHOLE_SIZE};
+      size_t at = bufferIndex(f, l.args[p]);
+      if (at < f.args.size())
+        at = argBuffer(f, at);
+      infos[p] = {buffers[at].buffer, 0, VK_WHOLE_SIZE};
       writes[p].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
       writes[p].dstSet = sets[i];
       writes[p].dstBinding = p;
@@ -962,7 +975,8 @@ Status Runner::run(const FunctionSpec &f, const std::vector<uint32_t> &spirv,
     size_t n = size_t(b.numElements()), nans = 0;
     double lo = INFINITY, hi = -INFINITY;
     for (size_t e = 0; e < n; ++e) {
-      const char *p = static_cast<const char *>(buffers[i].mapped);
+      const char *p =
+          static_cast<const char *>(buffers[argBuffer(f, i)].mapped);
       double x;
       if (b.dtype == DType::F32) {
         float v;
@@ -992,7 +1006,7 @@ Status Runner::run(const FunctionSpec &f, const std::vector<uint32_t> &spirv,
                 nanNote.c_str());
     if (!outDir.empty())
       TRY(writeNpy(outDir + "/output_" + std::to_string(k) + ".npy", b,
-                   buffers[i].mapped));
+                   buffers[argBuffer(f, i)].mapped));
     ++k;
   }
   return {};

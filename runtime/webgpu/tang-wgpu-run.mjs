@@ -370,6 +370,9 @@ function instantiate(fn, inputShapes, sizeArgs) {
   const sizesTemp = temporaries.length;
   temporaries.push({ shape: [Math.max(1, values.length)], dtype: 'i32',
                      init: values.length ? values : [0] });
+  for (const a of args)
+    if (a.alias !== undefined)
+      a.alias = argIndex.get(a.alias);
   const launches = fn.launches.map((l) => ({ ...l, args: l.args.map((a) =>
     'sizes' in a ? { temp: sizesTemp }
     : 'arg' in a ? { ...a, arg: argIndex.get(a.arg) } : a) }));
@@ -478,6 +481,9 @@ async function run(webgpu, dir, name, inputPaths, outDir, sizeArgs) {
   let nextInput = 0;
   const buffers = await checked(device, 'allocating the buffers', () =>
     specs.map((spec, i) => {
+      // An output updated in place is its input's buffer (set below).
+      if (i < fn.args.length && spec.alias !== undefined)
+        return null;
       const bytes = numElements(spec) * DTYPES[spec.dtype].bytes;
       if (bytes > limits.maxStorageBufferBindingSize)
         throw new Failure(`buffer #${i} of '${name}' takes ${bytes} bytes, ` +
@@ -496,6 +502,10 @@ async function run(webgpu, dir, name, inputPaths, outDir, sizeArgs) {
       return buffer;
     }));
 
+  fn.args.forEach((spec, i) => {
+    if (spec.alias !== undefined)
+      buffers[i] = buffers[spec.alias];
+  });
   const pipelines = new Map();
   const encoder = device.createCommandEncoder();
   for (const [l, launch] of fn.launches.entries()) {

@@ -1388,3 +1388,59 @@ def test_cli_symbolic_sizes(tmp_path, mock_lib, sym_bundle):
     r = cli(sym_bundle, "sym", tmp_path / "x.npy", "--size", "arg1=1",
             "--size", "arg7=1", env=env)
     assert "--size arg7 names no size argument" in r.stderr
+
+
+# x doubled in place: the output is the donated input's buffer.
+ALIAS_MANIFEST = {
+    "version": 1, "format": "ptx", "image": "mock.ptx", "chip": "sm_90a",
+    "functions": [{
+        "name": "inplace",
+        "args": [_buf("input", [4]), dict(_buf("output", [4]), alias=0)],
+        "temporaries": [],
+        "launches": [_launch("scale2", 4, [{"arg": 0}, {"arg": 0}])],
+    }],
+}
+
+
+def test_mock_output_updated_in_place(mock, tmp_path):
+    b = tc.Bundle(write_bundle(tmp_path / "alias", ALIAS_MANIFEST,
+                               image=MOCK_IMAGE))
+    x = _random((4,), 3)
+    want = 2 * x
+    other = DeviceArray(np.zeros(4, np.float32))
+    got = b.run("inplace", DeviceArray(x), outputs=[other], sync=True)
+    assert got.a is x  # the input, updated
+    np.testing.assert_array_equal(x, want)
+    np.testing.assert_array_equal(other.a, np.zeros(4, np.float32))
+    assert mock.mock_allocations() == 0
+    b.close()
+
+
+@pytest.mark.parametrize("alias,message", [
+    (1, "arg 1 is not an input of the output's shape and dtype"),
+    (7, "arg 7 is not an input of the output's shape and dtype"),
+])
+def test_bad_alias(tmp_path, alias, message):
+    m = copy.deepcopy(ALIAS_MANIFEST)
+    m["functions"][0]["args"][1]["alias"] = alias
+    with pytest.raises(tc.ManifestError,
+                       match=r"functions\[0\]\.args\[1\]\.alias: " + message):
+        tc.parse_manifest(json.dumps(m))
+    if CUDA_RUN.exists():
+        d = write_bundle(tmp_path / "bad", m, image=MOCK_IMAGE)
+        np.save(tmp_path / "x.npy", np.zeros(4, np.float32))
+        r = cli(d, "inplace", tmp_path / "x.npy")
+        assert r.returncode != 0
+        assert "functions[0].args[1].alias: " + message in r.stderr
+
+
+@needs_cli
+def test_cli_output_updated_in_place(tmp_path, mock_lib):
+    d = write_bundle(tmp_path / "alias", ALIAS_MANIFEST, image=MOCK_IMAGE)
+    x = _random((4,), 4)
+    np.save(tmp_path / "x.npy", x)
+    r = cli(d, "inplace", tmp_path / "x.npy", "--out", tmp_path / "out",
+            env={"TANG_LIBCUDA": str(mock_lib)})
+    assert r.returncode == 0, r.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "out" / "output_0.npy"),
+                                  2 * x)

@@ -83,6 +83,9 @@ def runner(lib, symbolic_fn):
                      else args[a["arg"]]).ctypes.data for a in launch["args"]]
             arr = (ctypes.c_void_p * len(ptrs))(*ptrs)
             getattr(lib, "tang_launch_" + launch["kernel"])(grid, block, arr)
+        # An output updated in place is its donated input.
+        args = [args[s["alias"]] if "alias" in s else a
+                for a, s in zip(args, fn["args"])]
         outputs = [a for a, s in zip(args, fn["args"]) if s["role"] == "output"]
         for k, a in enumerate(outputs):
             np.save(out_dir / f"output_{k}.npy",

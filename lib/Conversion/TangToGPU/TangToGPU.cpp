@@ -542,9 +542,22 @@ LogicalResult KernelFormBuilder::convertFunc(func::FuncOp func) {
     }
   }
   // A scatter writes in place into a copy of its base (its body still reads
-  // the base itself, unchanged).
-  for (auto scatter : llvm::to_vector(func.getBody().getOps<ScatterOp>()))
+  // the base itself, unchanged), or into the base itself when that is a
+  // donated argument nothing else uses (a KV cache updated in place).
+  llvm::DenseSet<Operation *> inPlace;
+  for (auto scatter : llvm::to_vector(func.getBody().getOps<ScatterOp>())) {
+    auto arg = dyn_cast<BlockArgument>(scatter.getBase());
+    if (arg && func.getArgAttr(arg.getArgNumber(), kDonateAttrName)) {
+      if (arg.hasOneUse()) {
+        inPlace.insert(scatter);
+        continue;
+      }
+      scatter.emitRemark()
+          << "copies its base, donated argument #" << arg.getArgNumber()
+          << ", instead of updating it in place: the argument has other uses";
+    }
     scatter.getBaseMutable().assign(copyOf(scatter, scatter.getBase()));
+  }
   // A body that yields (or puts) a constant hoisted out of it (a fill: no
   // reads, a constant operand of a tuple) yields a copy made in the body,
   // so that every kernel shape finds its yielded values among the body's.
@@ -565,10 +578,23 @@ LogicalResult KernelFormBuilder::convertFunc(func::FuncOp func) {
     outputOf[v] = entry->getArgument(func.getNumArguments() + i);
   if (symbolic && failed(buildHostSizes(func, host, requirements)))
     return failure();
-  // The copy a returned scatter writes into is the result's buffer.
-  for (auto scatter : func.getBody().getOps<ScatterOp>())
+  // The copy a returned scatter writes into is the result's buffer; a
+  // scatter in place returns its donated argument's buffer (an alias).
+  SmallVector<int64_t> aliases;
+  for (auto scatter : func.getBody().getOps<ScatterOp>()) {
+    if (inPlace.contains(scatter)) {
+      for (OpOperand &use : scatter.getResult().getUses())
+        if (use.getOwner() == ret.getOperation())
+          aliases.append(
+              {func.getNumArguments() + use.getOperandNumber(),
+               cast<BlockArgument>(scatter.getBase()).getArgNumber()});
+      continue;
+    }
     if (Value out = outputOf.lookup(scatter.getResult()))
       outputOf[scatter.getBase()] = out;
+  }
+  if (!aliases.empty())
+    host->setAttr(kAliasesAttrName, b.getDenseI64ArrayAttr(aliases));
 
   SmallVector<Value> temporaries;
   unsigned kernelNo = 0;

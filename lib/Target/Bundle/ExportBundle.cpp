@@ -170,6 +170,11 @@ static FailureOr<llvm::json::Object> describeFunction(func::FuncOp func) {
       return failure();
     (*d)["role"] =
         static_cast<int64_t>(i) < numInputs.getInt() ? "input" : "output";
+    // An output updated in place: the buffer of a donated input.
+    if (auto aliases = func->getAttrOfType<DenseI64ArrayAttr>(kAliasesAttrName))
+      for (size_t k = 0; k + 1 < aliases.size(); k += 2)
+        if (aliases[k] == static_cast<int64_t>(i))
+          (*d)["alias"] = aliases[k + 1];
     args.push_back(std::move(*d));
   }
   llvm::DenseMap<Value, int64_t> tempIndex;

@@ -1952,3 +1952,24 @@ func.func @scatter_dynamic_base(%b: tensor<?xf32>) -> tensor<?xf32> {
   }
   return %r : tensor<?xf32>
 }
+
+// -----
+
+// expected-error @+1 {{'tang.donate' belongs on a tensor argument of a function}}
+func.func @donate_an_index(%n: index {tang.donate}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'tang.donate' must be a unit attribute}}
+func.func @donate_a_value(%x: tensor<4xf32> {tang.donate = 1 : i32}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{unknown argument attribute 'tang.donated' (the tang dialect declares tang.donate)}}
+func.func @donate_misspelled(%x: tensor<4xf32> {tang.donated}) {
+  return
+}

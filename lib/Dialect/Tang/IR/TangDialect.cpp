@@ -134,10 +134,50 @@ LogicalResult TangDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
 
+  if (name == kAliasesAttrName) {
+    auto pairs = dyn_cast<DenseI64ArrayAttr>(value);
+    auto func = dyn_cast<FunctionOpInterface>(op);
+    auto numInputs = op->getAttrOfType<IntegerAttr>(kNumInputsAttrName);
+    if (!pairs || pairs.size() % 2)
+      return wrongValue("an i64 array of (output, input) pairs");
+    if (!func || !numInputs)
+      return wrongOp("a host function of the kernel form");
+    for (size_t i = 0; i < pairs.size(); i += 2)
+      if (pairs[i] < numInputs.getInt() ||
+          pairs[i] >= static_cast<int64_t>(func.getNumArguments()) ||
+          pairs[i + 1] < 0 || pairs[i + 1] >= numInputs.getInt() ||
+          func.getArgumentTypes()[pairs[i]] !=
+              func.getArgumentTypes()[pairs[i + 1]])
+        return op->emitError()
+               << "'" << name << "' pairs output #" << pairs[i]
+               << " with input #" << pairs[i + 1]
+               << ": it must pair an output with an input of its type";
+    return success();
+  }
+
   return op->emitError() << "unknown discardable attribute '" << name
                          << "' (the tang dialect declares tang.target, "
                             "tang.saved, tang.fuse_id, tang.shape_class, "
                             "tang.traffic_tile, tang.kernel_form, "
                             "tang.num_inputs, tang.tensor_map_params, "
-                            "tang.sizes, tang.shape and tang.sizes_buffer)";
+                            "tang.sizes, tang.shape, tang.sizes_buffer and "
+                            "tang.aliases; tang.donate on arguments)";
+}
+
+LogicalResult TangDialect::verifyRegionArgAttribute(Operation *op,
+                                                    unsigned regionIndex,
+                                                    unsigned argIndex,
+                                                    NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  if (name != kDonateAttrName)
+    return op->emitError() << "unknown argument attribute '" << name
+                           << "' (the tang dialect declares tang.donate)";
+  if (!isa<UnitAttr>(attr.getValue()))
+    return op->emitError() << "'" << name << "' must be a unit attribute";
+  auto func = dyn_cast<FunctionOpInterface>(op);
+  if (!func || regionIndex != 0 ||
+      !isa<RankedTensorType>(func.getArgumentTypes()[argIndex]))
+    return op->emitError() << "'" << name
+                           << "' belongs on a tensor argument of a function";
+  return success();
 }

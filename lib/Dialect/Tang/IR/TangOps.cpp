@@ -1487,9 +1487,13 @@ SmallVector<SizeRequirement>
 mlir::tang::collectSizeRequirements(FunctionOpInterface func) {
   SmallVector<SizeRequirement> reqs;
   SmallVector<SizeSymbol> symbols = getSizeSymbols(func);
+  // Each condition once (reads of one tensor repeat theirs).
   auto keep = [&](ArrayRef<SizeRequirement> conds) {
     for (const SizeRequirement &r : conds)
-      if (!r.expr.isProvablyNonNegative())
+      if (!r.expr.isProvablyNonNegative() &&
+          llvm::none_of(reqs, [&](const SizeRequirement &q) {
+            return q.expr == r.expr;
+          }))
         reqs.push_back(r);
   };
   func->walk([&](Operation *op) {

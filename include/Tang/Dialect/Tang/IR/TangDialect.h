@@ -38,6 +38,10 @@ inline constexpr StringLiteral kShapeAttrName =
     TangDialect::ShapeAttrHelper::getNameStr();
 inline constexpr StringLiteral kSizesBufferAttrName =
     TangDialect::SizesBufferAttrHelper::getNameStr();
+inline constexpr StringLiteral kDonateAttrName =
+    TangDialect::DonateAttrHelper::getNameStr();
+inline constexpr StringLiteral kAliasesAttrName =
+    TangDialect::AliasesAttrHelper::getNameStr();
 
 } // namespace mlir::tang
 

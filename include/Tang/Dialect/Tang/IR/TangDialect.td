@@ -36,6 +36,7 @@ def Tang_Dialect : Dialect {
   ];
   let useDefaultAttributePrinterParser = 1;
   let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
   // The discardable attributes passes leave for later passes, each checked
   // by the dialect's verifier (TangDialect.cpp). `tang.target` (a
   // #tang.target on a module) is the seventh, named by kTargetAttrName.
@@ -67,7 +68,13 @@ def Tang_Dialect : Dialect {
     "::mlir::ArrayAttr":$shape,
     // On a memref.alloc of a host function: the buffer of size values its
     // kernels take last (the runtime fills it).
-    "::mlir::UnitAttr":$sizes_buffer
+    "::mlir::UnitAttr":$sizes_buffer,
+    // On a tensor argument of a function: donated, the caller gives up its
+    // value, so a scatter into it may update it in place (a KV cache).
+    "::mlir::UnitAttr":$donate,
+    // On a host function of the kernel form: [output, input, ...] pairs of
+    // arguments, each output the input's buffer updated in place.
+    "::mlir::DenseI64ArrayAttr":$aliases
   );
   let extraClassDeclaration = [{
     /// Registers the attributes of TangAttrs.td (defined in TangAttrs.cpp).

@@ -330,6 +330,13 @@ def Tang_ScatterOp : Tang_Op<"scatter", [
     scalar expression graph like a comprehension's (reads, gathers, nested
     reductions) and may read `base` itself, which it sees unchanged.
 
+    Execution is in place when `base` is a function argument marked
+    `{tang.donate}` (the caller gives up its value) that nothing else uses:
+    the kernel form writes into the argument's buffer instead of a copy,
+    and a returned result is that buffer (the bundle's manifest gives the
+    output an `"alias"`: a KV cache updated without copying it). A donated
+    argument with other uses is copied, with a remark.
+
     ```mlir
     // dE[tokens[i], d] += dY[i, d]: the gradient of an embedding lookup.
     %dE = tang.scatter (%i, %d) [128, 64] into %zeros monoid(add)
