@@ -76,13 +76,27 @@ def check_run(torch, bundle, fn, program, where, sizes, tag):
     fn = tang_sizes.instantiate(fn, [h.shape for h in hosts], sizes)
     inputs = [torch.from_numpy(h).to(dtypes[a["dtype"]]).cuda()
               for h, a in zip(hosts, in_args)]
+    originals = [t.clone() for t in inputs]
     out_args = [a for a in fn["args"] if a["role"] == "output"]
-    outputs = [torch.empty(a["shape"], dtype=dtypes[a["dtype"]],
+    # An output updated in place is its (donated) input: not poisoned, and
+    # the input restored before each run (an in-place update need not be
+    # idempotent).
+    position = {i: p for p, i in enumerate(
+        i for i, a in enumerate(fn["args"]) if a["role"] == "input")}
+    outputs = [inputs[position[a["alias"]]] if "alias" in a else
+               torch.empty(a["shape"], dtype=dtypes[a["dtype"]],
                            device="cuda") for a in out_args]
-    first, same = harness.poisoned_runs(
-        torch, outputs, lambda: bundle.run(fn["name"], *inputs,
-                                           outputs=outputs,
-                                           sizes=sizes or None))
+    written = [o for o, a in zip(outputs, out_args) if "alias" not in a]
+
+    def step():
+        for t, o in zip(inputs, originals):
+            t.copy_(o)
+        bundle.run(fn["name"], *inputs, outputs=outputs, sizes=sizes or None)
+
+    firsts, same = harness.poisoned_runs(torch, written, step)
+    firsts = iter(firsts)
+    first = [o.clone() if "alias" in a else next(firsts)
+             for o, a in zip(outputs, out_args)]
     checks = []
     for k, (got, arg) in enumerate(zip(first, out_args)):
         ref = np.load(where / "ref" / f"output_{k}.npy").astype(np.float64)
