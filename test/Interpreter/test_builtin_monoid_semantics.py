@@ -8,7 +8,6 @@ import pathlib
 import subprocess
 
 import numpy as np
-import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TANG_BIN = pathlib.Path(os.environ.get("TANG_BIN", ROOT / "build" / "bin"))

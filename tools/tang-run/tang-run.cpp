@@ -356,6 +356,9 @@ int main(int argc, char **argv) {
       "tang-run: the float64 reference interpreter for tang programs\n\n"
       "  tang-run prog.mlir                       random inputs, seed 0\n"
       "  tang-run prog.mlir --input a.npy --input b.npy --output-dir out\n"
+      "  tang-run decode.mlir --size arg5=9        index argument #5 = 9\n"
+      "  tang-run rows.mlir --size arg0.0=7        random input #0 of 7 "
+      "rows\n"
       "  tang-run prog.mlir --check-monoid-laws    monoid laws, 1000 "
       "samples\n");
 

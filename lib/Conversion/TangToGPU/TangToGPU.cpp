@@ -173,6 +173,17 @@ private:
   /// The kernel parameter types for `params` (tensors), then the sizes
   /// buffer when the function has symbolic sizes.
   SmallVector<Type> getKernelParamTypes(ArrayRef<Value> params);
+  /// A kernel `name` of one shape for `op` (a scan or a scatter: no kernel
+  /// patterns), reading `inputs` and writing `results` (tensors of the tang
+  /// function, held on the host by `buffers` and `outputs`): `emit` builds
+  /// its body given the tensors' kernel buffers and its outputs; then `b`
+  /// launches it.
+  using BodyKernelFn = function_ref<LogicalResult(OpBuilder &, IRMapping &,
+                                                  ValueRange, Kernel &)>;
+  LogicalResult buildBodyKernel(OpBuilder &b, Operation *op, StringRef name,
+                                ArrayRef<Value> inputs, ValueRange results,
+                                ValueRange outputs, const IRMapping &buffers,
+                                BodyKernelFn emit);
   /// For `func` with symbolic sizes: `hostSizes` (the symbols' values at
   /// the start of `host` and the sizes buffer), and the host's tang.sizes
   /// (symbols, argument shapes, `requirements`).
@@ -262,6 +273,37 @@ KernelFormBuilder::getKernelParamTypes(ArrayRef<Value> params) {
   if (hostSizes)
     types.push_back(hostSizes->getBufferType(kernels.getContext()));
   return types;
+}
+
+static void launchKernel(OpBuilder &b, Location loc, const Kernel &k,
+                         SmallVector<Value> args);
+
+LogicalResult
+KernelFormBuilder::buildBodyKernel(OpBuilder &b, Operation *op, StringRef name,
+                                   ArrayRef<Value> inputs, ValueRange results,
+                                   ValueRange outputs, const IRMapping &buffers,
+                                   BodyKernelFn emit) {
+  Location loc = op->getLoc();
+  SmallVector<Value> params(inputs);
+  llvm::append_range(params, results);
+  OpBuilder kb(op->getContext());
+  Kernel k;
+  k.func = createKernelFunc(kb, loc, name, getKernelParamTypes(params));
+  std::unique_ptr<KernelSizes> sizes = addKernelSizes(k.func, params);
+  k.sizes = sizes.get();
+  IRMapping tensors;
+  for (auto [t, arg] : llvm::zip(inputs, k.func.getArguments()))
+    tensors.map(t, arg);
+  if (failed(emit(kb, tensors,
+                  k.func.getArguments().slice(inputs.size(), results.size()),
+                  k)))
+    return failure();
+  finishKernel(kb, loc, k);
+  SmallVector<Value> args =
+      llvm::map_to_vector(inputs, [&](Value t) { return buffers.lookup(t); });
+  llvm::append_range(args, outputs);
+  launchKernel(b, loc, k, getLaunchArgs(b, loc, args));
+  return success();
 }
 
 std::unique_ptr<KernelSizes>
@@ -671,27 +713,14 @@ LogicalResult KernelFormBuilder::convertFunc(func::FuncOp func) {
         buffers.map(r, m);
         outputs.push_back(m);
       }
-      SmallVector<Value> params(inputs);
-      llvm::append_range(params, scan.getResults());
       std::string name = (func.getSymName() + "_k" + Twine(kernelNo++)).str();
-      OpBuilder kb(scan.getContext());
-      Kernel k;
-      k.func = createKernelFunc(kb, scan.getLoc(), name,
-                                getKernelParamTypes(params));
-      std::unique_ptr<KernelSizes> sizes = addKernelSizes(k.func, params);
-      k.sizes = sizes.get();
-      IRMapping tensors;
-      for (auto [t, arg] : llvm::zip(inputs, k.func.getArguments()))
-        tensors.map(t, arg);
-      if (failed(emitScanKernel(
-              kb, scan, tensors,
-              k.func.getArguments().slice(inputs.size(), outputs.size()), k)))
+      if (failed(buildBodyKernel(
+              b, scan, name, inputs, scan.getResults(), outputs, buffers,
+              [&](OpBuilder &kb, IRMapping &tensors, ValueRange out,
+                  Kernel &k) {
+                return emitScanKernel(kb, scan, tensors, out, k);
+              })))
         return failure();
-      finishKernel(kb, scan.getLoc(), k);
-      SmallVector<Value> args = llvm::map_to_vector(
-          inputs, [&](Value t) { return buffers.lookup(t); });
-      args.append(outputs);
-      launchKernel(b, scan.getLoc(), k, getLaunchArgs(b, scan.getLoc(), args));
       continue;
     }
     if (auto scatter = dyn_cast<ScatterOp>(op)) {
@@ -700,26 +729,13 @@ LogicalResult KernelFormBuilder::convertFunc(func::FuncOp func) {
       buffers.map(scatter.getResult(), output);
       SmallVector<Value> inputs = getTensorsRead(scatter);
       std::string name = (func.getSymName() + "_k" + Twine(kernelNo++)).str();
-      SmallVector<Value> params(inputs);
-      params.push_back(scatter.getResult());
-      OpBuilder kb(scatter.getContext());
-      Kernel k;
-      k.func = createKernelFunc(kb, scatter.getLoc(), name,
-                                getKernelParamTypes(params));
-      std::unique_ptr<KernelSizes> sizes = addKernelSizes(k.func, params);
-      k.sizes = sizes.get();
-      IRMapping tensors;
-      for (auto [t, arg] : llvm::zip(inputs, k.func.getArguments()))
-        tensors.map(t, arg);
-      if (failed(emitScatterKernel(kb, scatter, tensors,
-                                   k.func.getArgument(inputs.size()), k)))
+      if (failed(buildBodyKernel(
+              b, scatter, name, inputs, scatter.getResult(), output, buffers,
+              [&](OpBuilder &kb, IRMapping &tensors, ValueRange out,
+                  Kernel &k) {
+                return emitScatterKernel(kb, scatter, tensors, out[0], k);
+              })))
         return failure();
-      finishKernel(kb, scatter.getLoc(), k);
-      SmallVector<Value> args = llvm::map_to_vector(
-          inputs, [&](Value t) { return buffers.lookup(t); });
-      args.push_back(output);
-      launchKernel(b, scatter.getLoc(), k,
-                   getLaunchArgs(b, scatter.getLoc(), args));
       continue;
     }
     if (op.getNumResults() == 1 && op.getResult(0).getType().isIndex() &&
