@@ -1491,9 +1491,8 @@ mlir::tang::collectSizeRequirements(FunctionOpInterface func) {
   auto keep = [&](ArrayRef<SizeRequirement> conds) {
     for (const SizeRequirement &r : conds)
       if (!r.expr.isProvablyNonNegative() &&
-          llvm::none_of(reqs, [&](const SizeRequirement &q) {
-            return q.expr == r.expr;
-          }))
+          llvm::none_of(
+              reqs, [&](const SizeRequirement &q) { return q.expr == r.expr; }))
         reqs.push_back(r);
   };
   func->walk([&](Operation *op) {
