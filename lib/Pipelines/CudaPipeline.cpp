@@ -67,6 +67,7 @@ void mlir::tang::buildTangLowerCudaPipeline(
   if (options.fuse) {
     pm.addPass(createTangFuse());
     pm.addPass(createTangOnlineSoftmax());
+    pm.addPass(createTangTriangularScan());
   }
   pm.addPass(createCanonicalizerPass());
   // tang -> tang with schedules that name every kernel and all its

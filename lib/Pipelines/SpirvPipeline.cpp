@@ -25,6 +25,7 @@ static void addPortableKernelForm(OpPassManager &pm, bool fuse,
   if (fuse) {
     pm.addPass(createTangFuse());
     pm.addPass(createTangOnlineSoftmax());
+    pm.addPass(createTangTriangularScan());
   }
   pm.addPass(createCanonicalizerPass());
   ConvertTangToGPUOptions kernelForm;

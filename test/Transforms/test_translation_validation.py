@@ -27,6 +27,9 @@ PIPELINES = {
     "fuse-all": ["--tang-fuse=max-recompute=1000 max-broadcast=1000000"],
     "online-softmax": ["--tang-online-softmax"],
     "fuse+online-softmax": ["--tang-fuse", "--tang-online-softmax"],
+    "triangular-scan": ["--tang-triangular-scan"],
+    "fuse+triangular-scan": ["--tang-fuse", "--tang-online-softmax",
+                             "--tang-triangular-scan"],
     "fuse+online-softmax+canonicalize": ["--tang-fuse", "--tang-online-softmax",
                                          "--canonicalize", "--cse"],
     # A schedule never changes the math.

@@ -107,6 +107,40 @@ def TangFuse : Pass<"tang-fuse", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::tang::TangDialect"];
 }
 
+def TangTriangularScan : Pass<"tang-triangular-scan", "::mlir::ModuleOp"> {
+  let summary = "Rewrite prefix reductions over a triangular mask into scans";
+  let description = [{
+    The triangular form users write for a prefix reduction,
+
+    ```mlir
+    // y[i] = sum_k select(k <= i, x[k], 0): O(n^2) work
+    %y = tang.comprehension (%i) reduce (%k) [64, 64] monoid(add) : tensor<64xf32> {
+      %xk = tang.read %x[%k] : tensor<64xf32>
+      %vi = tang.index %i : i32
+      %vk = tang.index %k : i32
+      %keep = arith.cmpi sle, %vk, %vi : i32
+      %zero = arith.constant 0.0 : f32
+      %v = arith.select %keep, %xk, %zero : f32
+      tang.yield %v : f32
+    }
+    ```
+
+    becomes `tang.scan along (%k) [64] monoid(add) { ...; tang.yield %xk }`
+    (O(n) work), when: the reduction is over one index `k` under a builtin
+    monoid of one component (add, mul, max, min, and, or); the body yields
+    `select(k <= i, v, identity)` (`sle`/`ule`, or `sge`/`uge` with the
+    operands swapped, on `tang.index` of the two indices) with `i` the last
+    parallel index, of the same extent as `k`; and `v` does not depend on
+    `i`. Other comprehensions are left alone. The interpreter runs the
+    triangular form as written: the rewrite is checked against it
+    (test_translation_validation.py).
+  }];
+  let statistics = [
+    Statistic<"numScans", "scans", "Triangular reductions rewritten to scans">,
+  ];
+  let dependentDialects = ["::mlir::tang::TangDialect"];
+}
+
 def TangOnlineSoftmax : Pass<"tang-online-softmax", "::mlir::ModuleOp"> {
   let summary = "Rewrite softmax-normalised reductions into single-pass monoids";
   let description = [{
