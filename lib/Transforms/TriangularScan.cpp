@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/Support/Debug.h"
@@ -76,24 +77,46 @@ struct Triangular_Scan : OpRewritePattern<ComprehensionOp> {
   LogicalResult matchAndRewrite(ComprehensionOp op,
                                 PatternRewriter &rewriter) const override {
     if (isInIterationBody(op) || op.getNumReduced() != 1 ||
-        op.getNumParallel() == 0 || op.getNumResults() != 1 ||
-        hasSymbolicSizes(op) || op.getScheduleAttr())
+        op.getNumParallel() == 0 || hasSymbolicSizes(op) ||
+        op.getScheduleAttr())
       return rewriter.notifyMatchFailure(op, "not a single reduction");
-    std::optional<MonoidKind> kind = op.getBuiltinMonoid();
-    if (!kind ||
-        !llvm::is_contained({MonoidKind::Add, MonoidKind::Mul, MonoidKind::Max,
-                             MonoidKind::Min, MonoidKind::And, MonoidKind::Or},
-                            *kind))
-      return rewriter.notifyMatchFailure(op, "not a one-component monoid");
+    // The monoid's identity, one value per yield: a builtin of one
+    // component, or a tang.monoid (whose carrier is the yields).
+    SmallVector<Attribute> identity;
+    TypeRange yields = op.getYield().getValues().getTypes();
+    if (std::optional<MonoidKind> kind = op.getBuiltinMonoid()) {
+      if (!llvm::is_contained({MonoidKind::Add, MonoidKind::Mul,
+                               MonoidKind::Max, MonoidKind::Min,
+                               MonoidKind::And, MonoidKind::Or},
+                              *kind) ||
+          yields.size() != 1)
+        return rewriter.notifyMatchFailure(op, "not a one-component monoid");
+      llvm::append_range(identity, getBuiltinIdentity(*kind, yields));
+    } else if (auto user = SymbolTable::lookupNearestSymbolFrom<MonoidOp>(
+                   op, cast<FlatSymbolRefAttr>(op.getMonoidAttr()))) {
+      llvm::append_range(identity, user.getIdentity());
+    }
+    if (identity.size() != yields.size() || op.getNumResults() != yields.size())
+      return rewriter.notifyMatchFailure(op, "not a monoid of the yields");
     unsigned last = op.getNumParallel() - 1;
     Value i = op.getIndex(last), k = op.getIndex(op.getNumParallel());
     if (op.getExtent(last) != op.getExtent(op.getNumParallel()))
       return rewriter.notifyMatchFailure(op, "the extents differ");
-    auto select = op.getYield().getValues()[0].getDefiningOp<arith::SelectOp>();
-    if (!select)
-      return rewriter.notifyMatchFailure(op, "the yield is not a select");
-    // The mask: k <= i.
-    auto cmp = select.getCondition().getDefiningOp<arith::CmpIOp>();
+    // Every yield: select(k <= i, v, identity), one mask for all.
+    Value mask;
+    SmallVector<Value> values;
+    for (auto [c, y] : llvm::enumerate(op.getYield().getValues())) {
+      auto select = y.getDefiningOp<arith::SelectOp>();
+      Attribute masked;
+      if (!select || (mask && select.getCondition() != mask) ||
+          !matchPattern(select.getFalseValue(), m_Constant(&masked)) ||
+          masked != identity[c])
+        return rewriter.notifyMatchFailure(
+            op, "a yield is not selected against the identity");
+      mask = select.getCondition();
+      values.push_back(select.getTrueValue());
+    }
+    auto cmp = mask.getDefiningOp<arith::CmpIOp>();
     if (!cmp)
       return rewriter.notifyMatchFailure(op, "the mask is not a compare");
     Value lhs = getIndexOf(cmp.getLhs()), rhs = getIndexOf(cmp.getRhs());
@@ -106,17 +129,8 @@ struct Triangular_Scan : OpRewritePattern<ComprehensionOp> {
         lhs == i && rhs == k;
     if (!lower && !upper)
       return rewriter.notifyMatchFailure(op, "the mask is not k <= i");
-    // Masked by the identity.
-    Type type = select.getType();
-    SmallVector<TypedAttr> identity = getBuiltinIdentity(*kind, {type});
-    Attribute masked;
-    if (identity.size() != 1 ||
-        !matchPattern(select.getFalseValue(), m_Constant(&masked)) ||
-        masked != identity[0])
-      return rewriter.notifyMatchFailure(op, "not masked by the identity");
-    Value v = select.getTrueValue();
-    if (dependsOn(v, i))
-      return rewriter.notifyMatchFailure(op, "the summand depends on i");
+    if (llvm::any_of(values, [&](Value v) { return dependsOn(v, i); }))
+      return rewriter.notifyMatchFailure(op, "a summand depends on i");
 
     // The scan: the parallel indices but i, then k along which it scans.
     SmallVector<int64_t> extents;
@@ -134,7 +148,9 @@ struct Triangular_Scan : OpRewritePattern<ComprehensionOp> {
     mapping.map(i, t); // (Only the mask, which goes, used i.)
     for (Operation &inner : op.getBodyBlock().without_terminator())
       rewriter.clone(inner, mapping);
-    YieldOp::create(rewriter, op.getLoc(), ValueRange{mapping.lookup(v)});
+    YieldOp::create(rewriter, op.getLoc(),
+                    llvm::map_to_vector(
+                        values, [&](Value v) { return mapping.lookup(v); }));
     // The mask and whatever only it used.
     for (Operation &inner : llvm::make_early_inc_range(llvm::reverse(*body)))
       if (!inner.hasTrait<OpTrait::IsTerminator>() && inner.use_empty() &&

@@ -38,6 +38,35 @@ func.func @running_max(%x: tensor<4x32xf32>) -> tensor<4x32xf32> {
   return %y : tensor<4x32xf32>
 }
 
+// A linear recurrence under a user monoid that is not commutative: both
+// yields masked by the identity's components, one mask.
+// CHECK-LABEL: func.func @recurrence
+// CHECK: %[[S:.*]]:2 = tang.scan along (%[[T:.*]]) [16] monoid(@affine_map) : tensor<16xf32>, tensor<16xf32>
+// CHECK-NOT: arith.select
+// CHECK: return %[[S]]#1
+tang.monoid @affine_map : [f32, f32] identity [1.0 : f32, 0.0 : f32] {
+^bb0(%a1: f32, %b1: f32, %a2: f32, %b2: f32):
+  %a = arith.mulf %a1, %a2 : f32
+  %ab = arith.mulf %a2, %b1 : f32
+  %b = arith.addf %ab, %b2 : f32
+  tang.yield %a, %b : f32, f32
+}
+func.func @recurrence(%g: tensor<16xf32>, %x: tensor<16xf32>) -> tensor<16xf32> {
+  %A, %h = tang.comprehension (%t) reduce (%k) [16, 16] monoid(@affine_map) : tensor<16xf32>, tensor<16xf32> {
+    %gk = tang.read %g[%k] : tensor<16xf32>
+    %xk = tang.read %x[%k] : tensor<16xf32>
+    %one = arith.constant 1.0 : f32
+    %zero = arith.constant 0.0 : f32
+    %vt = tang.index %t : i32
+    %vk = tang.index %k : i32
+    %keep = arith.cmpi sle, %vk, %vt : i32
+    %a = arith.select %keep, %gk, %one : f32
+    %b = arith.select %keep, %xk, %zero : f32
+    tang.yield %a, %b : f32, f32
+  }
+  return %h : tensor<16xf32>
+}
+
 // Left alone: a summand that depends on i, a strict mask, a mask by a
 // value that is not the identity, a mask on an index that is not the last.
 // CHECK-LABEL: func.func @left_alone

@@ -127,11 +127,13 @@ def TangTriangularScan : Pass<"tang-triangular-scan", "::mlir::ModuleOp"> {
 
     becomes `tang.scan along (%k) [64] monoid(add) { ...; tang.yield %xk }`
     (O(n) work), when: the reduction is over one index `k` under a builtin
-    monoid of one component (add, mul, max, min, and, or); the body yields
-    `select(k <= i, v, identity)` (`sle`/`ule`, or `sge`/`uge` with the
-    operands swapped, on `tang.index` of the two indices) with `i` the last
-    parallel index, of the same extent as `k`; and `v` does not depend on
-    `i`. Other comprehensions are left alone. The interpreter runs the
+    monoid of one component (add, mul, max, min, and, or) or a `tang.monoid`
+    (commutative or not: a scan keeps the order); every yield is
+    `select(k <= i, v, identity)` with one mask (`sle`/`ule`, or
+    `sge`/`uge` with the operands swapped, on `tang.index` of the two
+    indices) and the identity's component, `i` the last parallel index, of
+    the same extent as `k`; and no `v` depends on `i` (the linear
+    recurrence of examples/linear_recurrence.mlir is one). Other comprehensions are left alone. The interpreter runs the
     triangular form as written: the rewrite is checked against it
     (test_translation_validation.py).
   }];
