@@ -592,9 +592,11 @@ async function main(argv) {
         throw new Failure('--out needs a directory');
       outDir = argv[++i];
     } else if (a === '--size') {
-      const m = /^arg(\d+)=(\d+)$/.exec(argv[++i] ?? '');
+      const spec = argv[++i] ?? '';
+      const m = /^arg(\d+)=(\d+)$/.exec(spec);
       if (!m)
-        throw new Failure('--size needs argK=N (the index argument #K), N >= 0');
+        throw new Failure(`--size ${spec}: expected argK=N (the index ` +
+                          `argument #K), N >= 0`);
       sizeArgs.set(Number(m[1]), Number(m[2]));
     } else if (a === '--probe' || a === '--validate') {
       mode = a.slice(2);

@@ -444,3 +444,39 @@ func.func @main(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
   return %y : tensor<8x16xf32>
 }
 """
+
+
+def check_size_errors(tang_bin, pipeline, fmt, run_host, tmp_path):
+    """A runtime refuses, before anything runs and naming the size and its
+    value, the sizes examples/kv_cache_decode.mlir cannot take: a missing
+    index argument, a position past the cache, an --size naming no size
+    argument, a malformed --size. `run_host(bundle, args)` runs the
+    backend's host on the bundle with `args` (function, inputs, flags)."""
+    example = pathlib.Path(__file__).resolve().parents[2] / "examples" / \
+        "kv_cache_decode.mlir"
+    bundle = tmp_path / "bundle"
+    lower_example(tang_bin, example, pipeline, bundle, fmt)
+    rng = np.random.default_rng(0)
+    inputs = []
+    for i, shape in enumerate([(64, 16), (64, 16), (16,), (16,), (16,)]):
+        inputs.append(tmp_path / f"input_{i}.npy")
+        np.save(inputs[-1], rng.uniform(-1, 1, shape).astype(np.float32))
+    out = tmp_path / "out"
+    cases = [
+        ([], "argument #5 is a size (%arg5): give it with --size arg5=N"),
+        (["--size", "arg5=64"],
+         "the sizes break a requirement: coordinate #0 (d0), up to %arg5, "
+         "stays below dimension 0 (64) only if %arg5 <= 63, but %arg5 = 64; "
+         "nothing ran"),
+        (["--size", "arg5=3", "--size", "arg9=1"],
+         "--size arg9 names no size argument"),
+        (["--size", "arg5"],
+         "--size arg5: expected argK=N (the index argument #K), N >= 0"),
+    ]
+    for flags, message in cases:
+        r = run_host(bundle, ["main", *inputs, *flags, "--out", out])
+        assert r.returncode != 0, f"{flags}: expected a failure"
+        assert message in r.stderr, f"{flags}: {r.stderr}"
+        assert not list(out.glob("output_*.npy")), f"{flags}: wrote outputs"
+    r = run_host(bundle, ["main", *inputs, "--size", "arg5=0", "--out", out])
+    assert r.returncode == 0, r.stderr

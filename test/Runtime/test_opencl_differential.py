@@ -23,7 +23,8 @@ import numpy as np
 import pytest
 
 from differential import (GATHER_PROGRAM, SCATTER_PROGRAM, CMPF_PROGRAM,  # noqa: E402
-                          check_functions, check_program, lower_example, run)
+                          check_functions, check_program, check_size_errors,
+                          lower_example, run)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TANG_BIN = pathlib.Path(os.environ.get("TANG_BIN", ROOT / "build" / "bin"))
@@ -103,6 +104,12 @@ func.func @main(%x: tensor<8xf16>) -> tensor<8xf16> {
     assert "16-bit floats are not available on the OpenCL 1.2 target" \
         in r.stderr, r.stderr
     assert "half.mlir" in r.stderr  # located
+
+
+def test_host_refuses_bad_sizes(backend, tmp_path):
+    check_size_errors(TANG_BIN, "tang-lower-opencl", "opencl",
+                      lambda bundle, args: run([OCL_RUN, bundle, *args]),
+                      tmp_path)
 
 
 def test_host_reports_bad_inputs(backend, tmp_path):

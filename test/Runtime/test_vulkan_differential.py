@@ -35,7 +35,8 @@ import pytest
 
 from differential import (GATHER_PROGRAM, SCATTER_PROGRAM, CMPF_PROGRAM,  # noqa: E402
                           INDEX_PROGRAM, check_functions, check_program,
-                          lower_example, run, run_vulkan, vulkan_backend)
+                          check_size_errors, lower_example, run, run_vulkan,
+                          vulkan_backend)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TANG_BIN = pathlib.Path(os.environ.get("TANG_BIN", ROOT / "build" / "bin"))
@@ -246,3 +247,9 @@ def test_no_driver_exits_2(softmax_bundle):
     assert r.returncode == 2, r.stderr
     assert r.stderr.startswith("tang-vk-run: error: no Vulkan"), r.stderr
     assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_host_refuses_bad_sizes(backend, tmp_path):
+    check_size_errors(TANG_BIN, "tang-lower-spirv", "spirv",
+                      lambda bundle, args: run_vulkan([VK_RUN, bundle, *args]),
+                      tmp_path)

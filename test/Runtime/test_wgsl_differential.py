@@ -26,7 +26,7 @@ import pytest
 
 from differential import (GATHER_PROGRAM, SCATTER_PROGRAM, CMPF_PROGRAM,  # noqa: E402
                           INDEX_PROGRAM, check_functions, check_program,
-                          lower_example, run)
+                          check_size_errors, lower_example, run)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TANG_BIN = pathlib.Path(os.environ.get("TANG_BIN", ROOT / "build" / "bin"))
@@ -194,3 +194,9 @@ def test_host_reports_bad_inputs(backend, tmp_path):
     assert r.returncode == 1 and "no function 'nope'" in r.stderr
     r = run([WGPU_RUN, tmp_path, "main"])
     assert r.returncode == 1 and "cannot read the manifest" in r.stderr
+
+
+def test_host_refuses_bad_sizes(backend, tmp_path):
+    check_size_errors(TANG_BIN, "tang-lower-wgsl", "wgsl",
+                      lambda bundle, args: run([WGPU_RUN, bundle, *args]),
+                      tmp_path)
