@@ -100,6 +100,8 @@ class BufferSpec:
     #: input whose buffer it is (the run passes that buffer and returns the
     #: input as this output).
     alias: Optional[int] = None
+    #: For a tensor constant: the file of the bundle holding its contents.
+    data: Optional[str] = None
 
     @property
     def numel(self) -> int:
@@ -285,13 +287,19 @@ class _Reader:
                           "only an output aliases an input")
             alias = self.integer(v["alias"], self.join(path, "alias"), 0,
                                  _INT32_MAX)
+        data = None
+        if temporary and "data" in v:
+            data = self.member(v, path, "data", str)
+            if not data or "/" in data or ".." in data:
+                self.fail(self.join(path, "data"),
+                          "expected the name of a file of the bundle")
         init = None
         if temporary and "init" in v:  # from a resolved symbolic function
             init = tuple(self.integer(x, f"{path}.init", -_INT32_MAX - 1,
                                       _INT32_MAX) for x in v["init"])
             if dtype != "i32" or len(init) != count:
                 self.fail(path, "init needs i32 and one value per element")
-        return BufferSpec(role, tuple(shape), dtype, init, alias)
+        return BufferSpec(role, tuple(shape), dtype, init, alias, data)
 
     def dim3(self, v: dict, path: str, key: str) -> Tuple[int, int, int]:
         a = self.member(v, path, key, list)
@@ -939,6 +947,16 @@ class Bundle:
                 self._drv.check(
                     self._drv.cuMemcpyHtoD(ptr.value, data, t.nbytes),
                     f"cuMemcpyHtoD of the sizes of '{name}'")
+            if t.data is not None and t.nbytes:
+                raw = (self.path / t.data).read_bytes()
+                if len(raw) != t.nbytes:
+                    raise ManifestError(
+                        f"{self.path / t.data}: {len(raw)} bytes, but the "
+                        f"constant of '{name}' takes {t.nbytes}")
+                data = ctypes.create_string_buffer(raw, len(raw))
+                self._drv.check(
+                    self._drv.cuMemcpyHtoD(ptr.value, data, t.nbytes),
+                    f"cuMemcpyHtoD of a constant of '{name}'")
         self._prepared[key] = p
         return p
 

@@ -463,6 +463,14 @@ private:
                   std::string("expected an object, got ") + kindName(v.kind));
     if (isTemporary) {
       b.role = BufferSpec::Role::Temporary;
+      if (const Json *data = v.get("data")) {
+        if (data->kind != Json::Kind::String || data->string.empty() ||
+            data->string.find('/') != std::string::npos ||
+            data->string.find("..") != std::string::npos)
+          return fail(join(path, "data"),
+                      "expected the name of a file of the bundle");
+        b.data = data->string;
+      }
     } else {
       const Json *role = member(v, path, "role", Json::Kind::String);
       if (!role)
@@ -1025,13 +1033,15 @@ FunctionSpec::instantiate(const std::vector<std::vector<int64_t>> &inputShapes,
   buffer.dtype = DType::I32;
   buffer.shape = {std::max<int64_t>(1, int64_t(values.size()))};
   buffer.sizes.resize(1);
-  buffer.init.assign(size_t(buffer.shape[0]), 0);
+  std::vector<int32_t> words(size_t(buffer.shape[0]), 0);
   for (size_t i = 0; i < values.size(); ++i) {
     if (values[i] > std::numeric_limits<int32_t>::max())
       return fail(sizes[i].name + " = " + std::to_string(values[i]) +
                   " does not fit the kernels' 32-bit sizes");
-    buffer.init[i] = int32_t(values[i]);
+    words[i] = int32_t(values[i]);
   }
+  buffer.init.resize(words.size() * sizeof(int32_t));
+  std::memcpy(buffer.init.data(), words.data(), buffer.init.size());
   unsigned sizesIndex = unsigned(out.temporaries.size());
   out.temporaries.push_back(std::move(buffer));
   for (LaunchSpec l : launches) {
@@ -1090,7 +1100,27 @@ Expected<Manifest> Manifest::loadFile(const std::string &path,
   Expected<std::string> text = readFile(path);
   if (!text)
     return text.takeError();
-  return parse(*text, path, checkFormat);
+  Expected<Manifest> m = parse(*text, path, checkFormat);
+  if (!m)
+    return m;
+  // Tensor constants: their contents, from the files beside the manifest.
+  size_t slash = path.find_last_of('/');
+  std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
+  for (FunctionSpec &f : m->functions)
+    for (BufferSpec &t : f.temporaries) {
+      if (t.data.empty())
+        continue;
+      Expected<std::string> bytes = readFile(dir + "/" + t.data);
+      if (!bytes)
+        return bytes.takeError();
+      if (t.numElements() >= 0 && bytes->size() != t.numBytes())
+        return Error::failure(dir + "/" + t.data + ": " +
+                              std::to_string(bytes->size()) +
+                              " bytes, but the constant of '" + f.name +
+                              "' takes " + std::to_string(t.numBytes()));
+      t.init.assign(bytes->begin(), bytes->end());
+    }
+  return m;
 }
 
 const FunctionSpec *Manifest::find(const std::string &name) const {

@@ -58,8 +58,11 @@ struct BufferSpec {
   /// Per dimension, its size when the dimension is -1 in `shape`.
   std::vector<std::optional<SizeExpr>> sizes;
   DType dtype = DType::F32;
-  /// Initial contents of a temporary, as i32 (the sizes buffer), if any.
-  std::vector<int32_t> init;
+  /// Initial contents of a temporary (the sizes buffer; a tensor constant's
+  /// data file, read by Manifest::loadFile), numBytes() bytes, if any.
+  std::vector<char> init;
+  /// For a tensor constant: the file of the bundle holding its contents.
+  std::string data;
   /// For an output updated in place: the argument index of the (donated)
   /// input whose buffer it is; the runtime passes that buffer and reads the
   /// output from it. -1 otherwise.

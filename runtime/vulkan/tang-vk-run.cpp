@@ -792,8 +792,7 @@ Status Runner::run(const FunctionSpec &f, const std::vector<uint32_t> &spirv,
       const std::string &data = inputs[nextInput++];
       std::memcpy(buffers[i].mapped, data.data(), data.size());
     } else if (!b.init.empty()) {
-      std::memcpy(buffers[i].mapped, b.init.data(),
-                  b.init.size() * sizeof(int32_t));
+      std::memcpy(buffers[i].mapped, b.init.data(), b.init.size());
     } else {
       std::memset(buffers[i].mapped, 0xff, b.numBytes());
     }

@@ -498,6 +498,15 @@ async function run(webgpu, dir, name, inputPaths, outDir, sizeArgs) {
         init.set(new Uint8Array(data[nextInput++]));
       else if (spec.init)
         init.set(new Uint8Array(encode(spec.dtype, spec.init)));
+      else if (spec.data) {
+        // A tensor constant: its contents, from the bundle's file.
+        const bytes = readFileSync(join(dir, spec.data));
+        if (bytes.length !== numElements(spec) * DTYPES[spec.dtype].bytes)
+          throw new Failure(`${join(dir, spec.data)}: ${bytes.length} bytes, ` +
+                            `but the constant takes ` +
+                            `${numElements(spec) * DTYPES[spec.dtype].bytes}`);
+        init.set(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length));
+      }
       device.queue.writeBuffer(buffer, 0, init);
       return buffer;
     }));

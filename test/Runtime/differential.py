@@ -277,6 +277,29 @@ func.func @main(%tok: tensor<24xi32>, %dY: tensor<24x16xf32>, %base: tensor<6x16
 """
 
 
+# Tensor constants (the weights torch-mlir inlines): a dense matrix, a
+# splat, an i32 table, and a constant returned as it is; the bundle carries
+# their contents (docs/Bundle.md, "Constants").
+CONSTANT_PROGRAM = """\
+func.func @main(%x: tensor<4x3xf32>) -> (tensor<4x2xf32>, tensor<2xf32>, tensor<3xi32>) {
+  %W = arith.constant dense<[[0.5, -1.0], [2.0, 0.25], [-0.75, 1.5]]> : tensor<3x2xf32>
+  %b = arith.constant dense<0.125> : tensor<2xf32>
+  %perm = arith.constant dense<[2, 0, 1]> : tensor<3xi32>
+  %y = tang.comprehension (%i, %j) reduce (%k) [4, 2, 3] monoid(add) : tensor<4x2xf32> {
+    %p = tang.read %perm[%k] : tensor<3xi32>
+    %row = arith.index_cast %p : i32 to index
+    %xv = tang.gather %x[%i, symbol(%row)] clamp : tensor<4x3xf32>
+    %w = tang.read %W[%k, %j] : tensor<3x2xf32>
+    %c = tang.read %b[%j] : tensor<2xf32>
+    %m = arith.mulf %xv, %w : f32
+    %s = arith.addf %m, %c : f32
+    tang.yield %s : f32
+  }
+  return %y, %b, %perm : tensor<4x2xf32>, tensor<2xf32>, tensor<3xi32>
+}
+"""
+
+
 # Contractions the matrix-unit kernels take: [k, n] and [n, k] right
 # operands, a batch index, operand views with offsets (a column block of a
 # wider tensor).

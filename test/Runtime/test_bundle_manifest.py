@@ -1444,3 +1444,59 @@ def test_cli_output_updated_in_place(tmp_path, mock_lib):
     assert r.returncode == 0, r.stderr
     np.testing.assert_array_equal(np.load(tmp_path / "out" / "output_0.npy"),
                                   2 * x)
+
+
+# out = 2 * c for a tensor constant c whose contents the bundle carries.
+DATA_MANIFEST = {
+    "version": 1, "format": "ptx", "image": "mock.ptx", "chip": "sm_90a",
+    "functions": [{
+        "name": "constant",
+        "args": [_buf("output", [4])],
+        "temporaries": [{"shape": [4], "dtype": "f32", "data": "c.bin"}],
+        "launches": [_launch("scale2", 4, [{"temp": 0}, {"arg": 0}])],
+    }],
+}
+
+
+def test_mock_constant_data(mock, tmp_path):
+    d = write_bundle(tmp_path / "data", DATA_MANIFEST, image=MOCK_IMAGE)
+    c = _random((4,), 9)
+    c.tofile(d / "c.bin")
+    b = tc.Bundle(d)
+    out = DeviceArray(np.zeros(4, np.float32))
+    b.run("constant", outputs=[out], sync=True)
+    np.testing.assert_array_equal(out.a, 2 * c)
+    b.close()
+    (d / "c.bin").write_bytes(b"\0" * 12)
+    b = tc.Bundle(d)
+    with pytest.raises(tc.ManifestError,
+                       match=r"c.bin: 12 bytes, but the constant of "
+                             r"'constant' takes 16"):
+        b.run("constant", outputs=[out])
+    b.close()
+
+
+@needs_cli
+def test_cli_constant_data(tmp_path, mock_lib):
+    d = write_bundle(tmp_path / "data", DATA_MANIFEST, image=MOCK_IMAGE)
+    c = _random((4,), 10)
+    c.tofile(d / "c.bin")
+    env = {"TANG_LIBCUDA": str(mock_lib)}
+    r = cli(d, "constant", "--out", tmp_path / "out", env=env)
+    assert r.returncode == 0, r.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "out" / "output_0.npy"),
+                                  2 * c)
+    (d / "c.bin").write_bytes(b"\0" * 12)
+    r = cli(d, "constant", env=env)
+    assert r.returncode == 1
+    assert "c.bin: 12 bytes, but the constant of 'constant' takes 16" in (
+        r.stderr)
+
+
+def test_bad_data_name():
+    m = copy.deepcopy(DATA_MANIFEST)
+    m["functions"][0]["temporaries"][0]["data"] = "../etc/passwd"
+    with pytest.raises(tc.ManifestError,
+                       match=r"temporaries\[0\]\.data: expected the name of "
+                             r"a file of the bundle"):
+        tc.parse_manifest(json.dumps(m))

@@ -23,7 +23,7 @@ import types
 import numpy as np
 import pytest
 
-from differential import (CMPF_PROGRAM, GATHER_PROGRAM, SCATTER_PROGRAM,  # noqa: E402
+from differential import (CONSTANT_PROGRAM, CMPF_PROGRAM, GATHER_PROGRAM, SCATTER_PROGRAM,  # noqa: E402
                           MATRIX_PROGRAMS, check_functions,
                           check_special_values, lower_example, run,
                           tang_sizes)
@@ -50,6 +50,13 @@ def build(example, tmp_path, cc, options=""):
     r = run([cc, "-O2", "-std=c11", "-Wall", "-Werror", "-shared", "-fPIC",
              "-fopenmp", bundle / manifest["image"], "-o", lib, "-lm"])
     assert r.returncode == 0, f"[c] {cc} failed on {example.name}:\n{r.stderr}"
+    # Tensor constants: their contents, from the bundle's data files.
+    for fn in manifest["functions"]:
+        for t in fn["temporaries"]:
+            if "data" in t:
+                t["contents"] = np.fromfile(bundle / t["data"],
+                                            DTYPES[t["dtype"]]).reshape(
+                                                t["shape"])
     return manifest, ctypes.CDLL(str(lib))
 
 
@@ -74,6 +81,7 @@ def runner(lib, symbolic_fn):
                 a.fill(np.nan if a.dtype.kind == "f" else -7)
                 args.append(a)
         temps = [np.array(t["init"], DTYPES[t["dtype"]]) if "init" in t
+                 else t["contents"].copy() if "contents" in t
                  else np.zeros(t["shape"], DTYPES[t["dtype"]])
                  for t in fn["temporaries"]]
         for launch in fn["launches"]:
@@ -122,8 +130,9 @@ def test_matrix_unit_kernels_match_interpreter(name, tile, compiler,
                     TANG_BIN, runner(lib, manifest["functions"][0]))
 
 
-@pytest.mark.parametrize("program_text", [GATHER_PROGRAM, SCATTER_PROGRAM],
-                         ids=["gather", "scatter"])
+@pytest.mark.parametrize("program_text",
+                         [GATHER_PROGRAM, SCATTER_PROGRAM, CONSTANT_PROGRAM],
+                         ids=["gather", "scatter", "constants"])
 def test_data_dependent_programs_match_interpreter(program_text, compiler,
                                                    tmp_path):
     """tang.gather with the clamp and zero policies (indices out of range on

@@ -572,13 +572,14 @@ LogicalResult KernelFormBuilder::convertFunc(func::FuncOp func) {
     YieldOp::create(rb, at->getLoc(), ValueRange{x});
     return copy.getResult(0);
   };
-  // An argument or a value returned twice is copied into its result (the
-  // kernel form writes each result once, in place).
+  // An argument, a constant or a value returned twice is copied into its
+  // result (the kernel form writes each result once, in place).
   {
     llvm::DenseSet<Value> seen;
     for (OpOperand &operand : ret->getOpOperands()) {
       Value v = operand.get();
-      if (!isa<BlockArgument>(v) && seen.insert(v).second)
+      if (!isa<BlockArgument>(v) && !v.getDefiningOp<arith::ConstantOp>() &&
+          seen.insert(v).second)
         continue;
       operand.set(copyOf(ret, v));
     }
@@ -744,8 +745,20 @@ LogicalResult KernelFormBuilder::convertFunc(func::FuncOp func) {
     if (auto c = dyn_cast<arith::ConstantOp>(op)) {
       if (c.getType().isIntOrIndexOrFloat())
         continue; // Rematerialised in the kernels that use it.
-      return c.emitOpError() << "a tensor constant is not supported by the "
-                                "kernel form yet";
+      // A tensor constant (inlined weights): a buffer the bundle fills.
+      auto data = dyn_cast<DenseElementsAttr>(c.getValue());
+      auto type = dyn_cast<RankedTensorType>(c.getType());
+      if (!data || !type || !type.hasStaticShape() ||
+          !isTangElementType(type.getElementType()) ||
+          type.getElementType().isInteger(1))
+        return c.emitOpError() << "is a constant the kernel form cannot "
+                                  "hold (it takes dense tensors of f64, "
+                                  "f32, f16, bf16, i32 or i8)";
+      auto alloc = memref::AllocOp::create(b, c.getLoc(), getMemRefType(type));
+      alloc->setAttr(kDataAttrName, data);
+      temporaries.push_back(alloc);
+      buffers.map(c.getResult(), alloc);
+      continue;
     }
     if (isa<func::ReturnOp>(op)) {
       for (Value t : temporaries)

@@ -149,7 +149,27 @@ describeTensorMap(gpu::LaunchFuncOp launch, UnrealizedConversionCastOp cast,
   return llvm::json::Object{{"box", std::move(dims)}, {"swizzle", swizzle}};
 }
 
-static FailureOr<llvm::json::Object> describeFunction(func::FuncOp func) {
+/// Writes the contents of a tensor constant (dense, row-major, the buffer's
+/// dtype, little-endian) to `dir`/`name`.
+static LogicalResult writeData(Operation *at, DenseElementsAttr data,
+                               StringRef dir, StringRef name) {
+  SmallString<256> path(dir);
+  llvm::sys::path::append(path, name);
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
+  if (ec)
+    return at->emitOpError()
+           << "cannot write '" << path << "': " << ec.message();
+  ArrayRef<char> raw = data.getRawData();
+  int64_t n = data.getNumElements();
+  // A splat holds one element.
+  for (int64_t i = 0, e = data.isSplat() ? n : 1; i < e; ++i)
+    os.write(raw.data(), raw.size());
+  return success();
+}
+
+static FailureOr<llvm::json::Object> describeFunction(func::FuncOp func,
+                                                      StringRef dir) {
   auto numInputs = func->getAttrOfType<IntegerAttr>(kNumInputsAttrName);
   if (!numInputs)
     return func.emitOpError() << "is not a kernel-form host function";
@@ -190,6 +210,15 @@ static FailureOr<llvm::json::Object> describeFunction(func::FuncOp func) {
                          alloc->getAttrOfType<ArrayAttr>(kShapeAttrName));
       if (failed(d))
         return failure();
+      // A tensor constant: its contents in a file of the bundle.
+      if (auto data = alloc->getAttrOfType<DenseElementsAttr>(kDataAttrName)) {
+        std::string name = (func.getSymName() + "_data_" +
+                            Twine(static_cast<int64_t>(temps.size())) + ".bin")
+                               .str();
+        if (failed(writeData(alloc, data, dir, name)))
+          return failure();
+        (*d)["data"] = name;
+      }
       tempIndex[alloc.getResult()] = temps.size();
       temps.push_back(std::move(*d));
       continue;
@@ -380,7 +409,7 @@ static LogicalResult writeManifest(ModuleOp module, StringRef dir,
   for (auto func : module.getOps<func::FuncOp>()) {
     if (!func->hasAttr(kKernelFormAttrName))
       continue;
-    FailureOr<llvm::json::Object> f = describeFunction(func);
+    FailureOr<llvm::json::Object> f = describeFunction(func, dir);
     if (failed(f))
       return failure();
     functions.push_back(std::move(*f));

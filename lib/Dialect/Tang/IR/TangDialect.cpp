@@ -124,6 +124,18 @@ LogicalResult TangDialect::verifyOperationAttribute(Operation *op,
       return wrongOp("a host function of the kernel form");
     return success();
   }
+  if (name == kDataAttrName) {
+    auto data = dyn_cast<DenseElementsAttr>(value);
+    if (op->getName().getStringRef() != "memref.alloc" ||
+        op->getNumResults() != 1)
+      return wrongOp("a memref.alloc");
+    auto type = dyn_cast<MemRefType>(op->getResult(0).getType());
+    if (!data || !type ||
+        data.getType().getShape() != ArrayRef<int64_t>(type.getShape()) ||
+        data.getElementType() != type.getElementType())
+      return wrongValue("dense elements of the buffer's shape and type");
+    return success();
+  }
   if (name == kShapeAttrName || name == kSizesBufferAttrName) {
     if (op->getName().getStringRef() != "memref.alloc")
       return wrongOp("a memref.alloc");
@@ -160,8 +172,9 @@ LogicalResult TangDialect::verifyOperationAttribute(Operation *op,
                             "tang.saved, tang.fuse_id, tang.shape_class, "
                             "tang.traffic_tile, tang.kernel_form, "
                             "tang.num_inputs, tang.tensor_map_params, "
-                            "tang.sizes, tang.shape, tang.sizes_buffer and "
-                            "tang.aliases; tang.donate on arguments)";
+                            "tang.sizes, tang.shape, tang.sizes_buffer, "
+                            "tang.aliases and tang.data; tang.donate on "
+                            "arguments)";
 }
 
 LogicalResult TangDialect::verifyRegionArgAttribute(Operation *op,

@@ -74,7 +74,10 @@ def Tang_Dialect : Dialect {
     "::mlir::UnitAttr":$donate,
     // On a host function of the kernel form: [output, input, ...] pairs of
     // arguments, each output the input's buffer updated in place.
-    "::mlir::DenseI64ArrayAttr":$aliases
+    "::mlir::DenseI64ArrayAttr":$aliases,
+    // On a memref.alloc of a host function: the contents of a tensor
+    // constant (weights a frontend inlined), which the bundle carries.
+    "::mlir::DenseElementsAttr":$data
   );
   let extraClassDeclaration = [{
     /// Registers the attributes of TangAttrs.td (defined in TangAttrs.cpp).
