@@ -400,8 +400,14 @@ FailureOr<SmallVector<Tensor>> mlir::tang::interpret(func::FuncOp func,
       }
       return outs;
     }
-    return op.emitError() << "tang-run: unsupported operation '" << op.getName()
-                          << "' at function level";
+    InFlightDiagnostic d = op.emitError()
+                           << "tang-run: unsupported operation '"
+                           << op.getName() << "' at function level";
+    if (op.getName().getDialectNamespace() == "linalg" ||
+        op.getName().getDialectNamespace() == "tensor")
+      d << " (a linalg program: import it first, tang-opt "
+           "--convert-linalg-to-tang, and run what it prints)";
+    return d;
   }
   return func.emitError() << "tang-run: function has no return";
 }

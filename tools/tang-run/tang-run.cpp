@@ -14,7 +14,9 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
@@ -363,8 +365,10 @@ int main(int argc, char **argv) {
       "samples\n");
 
   DialectRegistry registry;
+  // linalg parses so that a linalg program gets told to import first.
   registry.insert<TangDialect, arith::ArithDialect, math::MathDialect,
-                  func::FuncDialect, tensor::TensorDialect>();
+                  func::FuncDialect, tensor::TensorDialect,
+                  linalg::LinalgDialect>();
   MLIRContext context(registry);
 
   std::string error;
