@@ -59,8 +59,10 @@ def ConvertLinalgToTang : Pass<"convert-linalg-to-tang", "::mlir::ModuleOp"> {
     }
     ```
 
-    What is not importable is an error at the op, naming what is not
-    supported, and the pass fails (it never leaves linalg behind): linalg on
+    A function that cannot be imported stays as it was, with a remark at it
+    naming the first reason; the others are imported. With `strict=1` what
+    is not importable is an error at the op, naming what is not supported,
+    and the pass fails (it never leaves linalg behind). Reasons: linalg on
     memrefs, dynamic shapes ("dynamic shapes are not supported yet"), element
     types other than f64, f32, f16, bf16, i32, i8 and i1, output maps that
     are not permutations of the parallel loops, reductions with several
@@ -70,6 +72,11 @@ def ConvertLinalgToTang : Pass<"convert-linalg-to-tang", "::mlir::ModuleOp"> {
     function-level ops other than linalg ops on tensors, `tensor.empty`,
     `arith.constant`, tang ops and `func.return`.
   }];
+  let options = [
+    Option<"strict", "strict", "bool", /*default=*/"false",
+           "Fail on the first op that cannot be imported (by default its "
+           "function stays as it was, with a remark)">,
+  ];
   let statistics = [
     Statistic<"numDecomposed", "decomposed-softmaxes",
               "linalg.softmax ops decomposed into linalg.generic ops">,
@@ -80,6 +87,8 @@ def ConvertLinalgToTang : Pass<"convert-linalg-to-tang", "::mlir::ModuleOp"> {
     Statistic<"numInitCombines", "init-combines",
               "Reductions whose init is not the monoid's identity (an extra "
               "map comprehension combines it)">,
+    Statistic<"numSkipped", "skipped-functions",
+              "Functions left as they were (not importable)">,
   ];
   let dependentDialects = ["::mlir::tang::TangDialect",
                            "::mlir::arith::ArithDialect",

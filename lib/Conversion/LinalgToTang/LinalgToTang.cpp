@@ -590,27 +590,68 @@ struct ConvertLinalgToTangPass
   void runOnOperation() override {
     LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] running on "
                             << getOperation()->getLoc() << "\n");
+    // The functions to import: every one when strict (what is not tang
+    // must import), else those holding linalg or tensor ops.
+    SmallVector<func::FuncOp> funcs;
+    getOperation().walk([&](func::FuncOp func) {
+      bool foreign = strict;
+      func.walk([&](Operation *op) {
+        StringRef dialect = op->getName().getDialectNamespace();
+        foreign |= dialect == "linalg" || dialect == "tensor";
+      });
+      if (foreign)
+        funcs.push_back(func);
+    });
+    if (strict) {
+      if (failed(importFunctions(funcs)))
+        signalPassFailure();
+      return;
+    }
+    // Each function on a copy: what fails stays as it was, with a remark.
+    for (func::FuncOp func : funcs) {
+      OpBuilder b(func);
+      auto trial = cast<func::FuncOp>(b.clone(*func));
+      trial.setSymName((func.getSymName() + "__tang_import").str());
+      std::string why;
+      LogicalResult imported = success();
+      {
+        ScopedDiagnosticHandler capture(&getContext(), [&](Diagnostic &d) {
+          if (d.getSeverity() == DiagnosticSeverity::Error && why.empty())
+            why = d.str();
+          return success();
+        });
+        imported = importFunctions({trial});
+      }
+      if (failed(imported)) {
+        trial.erase();
+        func.emitRemark() << "convert-linalg-to-tang: @" << func.getSymName()
+                          << " stays as it was: " << why;
+        ++numSkipped;
+        continue;
+      }
+      StringAttr name = func.getSymNameAttr();
+      func.erase();
+      trial.setSymNameAttr(name);
+    }
+  }
+
+  /// Imports every linalg op of `funcs`, or emits errors and fails (with
+  /// the functions partly rewritten).
+  LogicalResult importFunctions(ArrayRef<func::FuncOp> funcs) {
     // 1. Check the function level; decompose linalg.softmax and generalise
     //    named ops.
     bool ok = true;
-    SmallVector<func::FuncOp> funcs;
     SmallVector<linalg::SoftmaxOp> softmaxes;
-    getOperation().walk([&](func::FuncOp func) {
-      bool hasLinalg = false;
-      for (Block &block : func.getBody()) {
+    for (func::FuncOp func : funcs)
+      for (Block &block : func.getBody())
         for (Operation &op : block) {
           if (failed(checkFunctionLevelOp(&op)))
             ok = false;
           else if (auto softmax = dyn_cast<linalg::SoftmaxOp>(op))
             softmaxes.push_back(softmax);
-          hasLinalg |= isa<linalg::LinalgOp, linalg::SoftmaxOp>(op);
         }
-      }
-      if (hasLinalg)
-        funcs.push_back(func);
-    });
     if (!ok)
-      return signalPassFailure();
+      return failure();
 
     IRRewriter rewriter(&getContext());
     for (linalg::SoftmaxOp op : softmaxes) {
@@ -672,7 +713,7 @@ struct ConvertLinalgToTangPass
         ++numInitCombines;
     }
     if (!ok)
-      return signalPassFailure();
+      return failure();
 
     // 3. Import, then erase what became dead (fills, tensor.empty, constants
     //    now cloned into bodies). No folding: it would hoist body constants.
@@ -697,8 +738,7 @@ struct ConvertLinalgToTangPass
         ok = false;
       });
     }
-    if (!ok)
-      signalPassFailure();
+    return success(ok);
   }
 };
 } // namespace

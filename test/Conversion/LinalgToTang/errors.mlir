@@ -1,4 +1,4 @@
-// RUN: tang-opt %s --convert-linalg-to-tang -split-input-file -verify-diagnostics
+// RUN: tang-opt %s --convert-linalg-to-tang=strict=1 -split-input-file -verify-diagnostics
 
 // linalg on memrefs.
 func.func @memref_matmul(%A: memref<4x8xf32>, %B: memref<8x2xf32>, %C: memref<4x2xf32>) {
