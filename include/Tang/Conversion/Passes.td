@@ -42,6 +42,9 @@ def ConvertLinalgToTang : Pass<"convert-linalg-to-tang", "::mlir::ModuleOp"> {
       NaN, so `maxnumf`/`minnumf` reductions differ on NaN inputs only.
     * in a parallel-only generic a used output block argument reads the init
       at the output map. `tensor.empty`s used only as inits disappear.
+    * `tensor.expand_shape` and `tensor.collapse_shape` of static shapes
+      become `tang.view`s by the row-major (de)linearising map, which fold
+      into the reads that use them.
 
     ```mlir
     // Before.
@@ -70,7 +73,7 @@ def ConvertLinalgToTang : Pass<"convert-linalg-to-tang", "::mlir::ModuleOp"> {
     reductions into (or reads of) a `tensor.empty`, `linalg.index` used other
     than by an integer index cast, non-scalar payloads, zero-sized loops, and
     function-level ops other than linalg ops on tensors, `tensor.empty`,
-    `arith.constant`, tang ops and `func.return`.
+    `arith.constant`, reshapes, tang ops and `func.return`.
   }];
   let options = [
     Option<"strict", "strict", "bool", /*default=*/"false",

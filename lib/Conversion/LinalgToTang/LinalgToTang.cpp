@@ -524,9 +524,65 @@ struct GenericOp_ToComprehension : OpRewritePattern<linalg::GenericOp> {
 };
 } // namespace
 
+/// The view map of a reshape between `big` (the expanded shape) and `small`
+/// (the collapsed one) grouped by `groups`: each collapsed coordinate is the
+/// row-major linearisation of its group's expanded coordinates (expand:
+/// from the expanded result to the collapsed source), or each expanded
+/// coordinate the delinearisation of its group's collapsed one (collapse).
+static AffineMap getReshapeMap(ArrayRef<int64_t> big,
+                               ArrayRef<ReassociationIndices> groups,
+                               bool expand, MLIRContext *ctx) {
+  SmallVector<AffineExpr> results;
+  if (expand) {
+    // (expanded coordinates) -> (collapsed coordinates)
+    for (const ReassociationIndices &g : groups) {
+      AffineExpr e = getAffineConstantExpr(0, ctx);
+      for (int64_t d : g)
+        e = e * big[d] + getAffineDimExpr(d, ctx);
+      results.push_back(e);
+    }
+    return AffineMap::get(big.size(), 0, results, ctx);
+  }
+  // (collapsed coordinates) -> (expanded coordinates)
+  for (auto [c, g] : llvm::enumerate(groups)) {
+    AffineExpr x = getAffineDimExpr(c, ctx);
+    int64_t stride = 1;
+    for (int64_t d : g)
+      stride *= big[d];
+    for (int64_t d : g) {
+      stride /= big[d];
+      results.push_back((x.floorDiv(stride)) % big[d]);
+    }
+  }
+  return AffineMap::get(groups.size(), 0, results, ctx);
+}
+
+/// Pattern: tensor.expand_shape / tensor.collapse_shape (static shapes)
+///            -> tang.view by the linearising map
+template <typename ReshapeOp>
+struct Reshape_ToView : OpRewritePattern<ReshapeOp> {
+  using OpRewritePattern<ReshapeOp>::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(ReshapeOp op,
+                                PatternRewriter &rewriter) const override {
+    auto src = cast<RankedTensorType>(op.getSrc().getType());
+    auto dst = cast<RankedTensorType>(op.getResult().getType());
+    if (!src.hasStaticShape() || !dst.hasStaticShape())
+      return rewriter.notifyMatchFailure(op, "dynamic shapes");
+    constexpr bool expand = std::is_same_v<ReshapeOp, tensor::ExpandShapeOp>;
+    AffineMap map =
+        getReshapeMap(expand ? dst.getShape() : src.getShape(),
+                      op.getReassociationIndices(), expand, op.getContext());
+    rewriter.replaceOpWithNewOp<ViewOp>(op, dst, op.getSrc(), map);
+    return success();
+  }
+};
+
 void mlir::tang::populateLinalgToTangPatterns(RewritePatternSet &patterns) {
   linalg::populateLinalgNamedOpsGeneralizationPatterns(patterns);
   patterns.add<GenericOp_ToComprehension>(patterns.getContext());
+  patterns.add<Reshape_ToView<tensor::ExpandShapeOp>,
+               Reshape_ToView<tensor::CollapseShapeOp>>(patterns.getContext());
 }
 
 //===----------------------------------------------------------------------===//
@@ -537,7 +593,8 @@ void mlir::tang::populateLinalgToTangPatterns(RewritePatternSet &patterns) {
 static bool isHandledAtFunctionLevel(Operation *op) {
   return isa_and_nonnull<TangDialect>(op->getDialect()) ||
          isa<func::ReturnOp, arith::ConstantOp, tensor::EmptyOp,
-             linalg::LinalgOp, linalg::SoftmaxOp>(op);
+             linalg::LinalgOp, linalg::SoftmaxOp, tensor::ExpandShapeOp,
+             tensor::CollapseShapeOp>(op);
 }
 
 /// Checks that `op`, at function level, is something the import handles.
@@ -546,8 +603,9 @@ static LogicalResult checkFunctionLevelOp(Operation *op) {
     return op->emitError()
            << "'" << op->getName()
            << "' at function level is not supported by convert-linalg-to-tang "
-              "(expected linalg ops on tensors, tensor.empty, arith.constant, "
-              "tang ops or func.return)";
+              "(expected linalg ops on tensors, tensor.empty, "
+              "tensor.expand_shape/collapse_shape, arith.constant, tang ops "
+              "or func.return)";
   if (auto empty = dyn_cast<tensor::EmptyOp>(op)) {
     // Users that are not handled are reported themselves.
     for (Operation *user : empty->getUsers())
@@ -565,6 +623,14 @@ static LogicalResult checkFunctionLevelOp(Operation *op) {
     return op->emitError() << "cannot import '" << op->getName()
                            << "': linalg on memrefs is not supported (only "
                               "linalg on tensors)";
+  }
+  if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(op)) {
+    auto in = cast<RankedTensorType>(op->getOperand(0).getType());
+    auto out = cast<RankedTensorType>(op->getResult(0).getType());
+    if (!in.hasStaticShape() || !out.hasStaticShape())
+      return op->emitError() << "cannot import '" << op->getName()
+                             << "': dynamic shapes are not supported yet";
+    return success();
   }
   if (auto softmax = dyn_cast<linalg::SoftmaxOp>(op)) {
     // Decomposed into linalg.generic ops; dynamic shapes would bring
@@ -731,7 +797,8 @@ struct ConvertLinalgToTangPass
             rewriter.eraseOp(&op);
       // Everything was planned, so nothing is left; say so if it is.
       func.walk([&](Operation *op) {
-        if (!isa<linalg::LinalgOp, tensor::EmptyOp>(op))
+        if (!isa<linalg::LinalgOp, tensor::EmptyOp, tensor::ExpandShapeOp,
+                 tensor::CollapseShapeOp>(op))
           return;
         op->emitError() << "cannot import '" << nameOf(op)
                         << "': the import left it behind";

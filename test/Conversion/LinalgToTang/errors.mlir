@@ -267,11 +267,26 @@ func.func @zero_sized(%X: tensor<0x4xf32>) -> tensor<4x0xf32> {
 
 // -----
 
-// Function-level ops other than linalg, tensor.empty, arith.constant, tang.
-func.func @reshape(%X: tensor<8xf32>) -> tensor<2x4xf32> {
-  // expected-error @+1 {{'tensor.expand_shape' at function level is not supported by convert-linalg-to-tang (expected linalg ops on tensors, tensor.empty, arith.constant, tang ops or func.return)}}
-  %0 = tensor.expand_shape %X [[0, 1]] output_shape [2, 4] : tensor<8xf32> into tensor<2x4xf32>
-  return %0 : tensor<2x4xf32>
+// Function-level ops other than linalg, tensor.empty, reshapes,
+// arith.constant, tang.
+func.func @slice(%X: tensor<8xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tensor.extract_slice' at function level is not supported by convert-linalg-to-tang (expected linalg ops on tensors, tensor.empty, tensor.expand_shape/collapse_shape, arith.constant, tang ops or func.return)}}
+  %0 = tensor.extract_slice %X[2] [4] [1] : tensor<8xf32> to tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @dynamic_reshape(%X: tensor<?xf32>) -> tensor<?x4xf32> {
+  %c0 = arith.constant 0 : index
+  // expected-error @+1 {{'tensor.dim' at function level is not supported by convert-linalg-to-tang}}
+  %n = tensor.dim %X, %c0 : tensor<?xf32>
+  %c4 = arith.constant 4 : index
+  // expected-error @+1 {{'arith.divui' at function level is not supported by convert-linalg-to-tang}}
+  %m = arith.divui %n, %c4 : index
+  // expected-error @+1 {{cannot import 'tensor.expand_shape': dynamic shapes are not supported yet}}
+  %0 = tensor.expand_shape %X [[0, 1]] output_shape [%m, 4] : tensor<?xf32> into tensor<?x4xf32>
+  return %0 : tensor<?x4xf32>
 }
 
 // -----

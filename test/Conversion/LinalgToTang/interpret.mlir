@@ -28,8 +28,12 @@
 // softmax of [[0, 0], [1, 3]]: [0.5, 0.5], [1, e^2] / (1 + e^2).
 // CHECK: output #7  tensor<2x2xf32>
 // CHECK: [0.5, 0.5, 0.119203, 0.880797]
+// A reshaped (2x3 -> 6 -> 3x2, expand and collapse as views), then
+// transposed: [[1, 3, 5], [2, 4, 6]].
+// CHECK: output #8  tensor<2x3xf32>
+// CHECK: [1, 3, 5, 2, 4, 6]
 #iota = affine_map<(d0, d1) -> (d0, d1)>
-func.func @main() -> (tensor<2x2xf32>, tensor<2x2xf32>, tensor<2xf32>, tensor<2xi32>, tensor<3x2xf32>, tensor<3x3xf32>, tensor<3xf32>, tensor<2x2xf32>) {
+func.func @main() -> (tensor<2x2xf32>, tensor<2x2xf32>, tensor<2xf32>, tensor<2xi32>, tensor<3x2xf32>, tensor<3x3xf32>, tensor<3xf32>, tensor<2x2xf32>, tensor<2x3xf32>) {
   %A = arith.constant dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]> : tensor<2x3xf32>
   %B = arith.constant dense<[[7.0, 8.0], [9.0, 10.0], [11.0, 12.0]]> : tensor<3x2xf32>
   %Ai = arith.constant dense<[[1, 2, 3], [4, 5, 6]]> : tensor<2x3xi32>
@@ -86,5 +90,10 @@ func.func @main() -> (tensor<2x2xf32>, tensor<2x2xf32>, tensor<2xf32>, tensor<2x
   %S = arith.constant dense<[[0.0, 0.0], [1.0, 3.0]]> : tensor<2x2xf32>
   %sm = linalg.softmax dimension(1) ins(%S : tensor<2x2xf32>) outs(%e22 : tensor<2x2xf32>) -> tensor<2x2xf32>
 
-  return %C, %C1, %max, %sum, %T, %mask, %conv, %sm : tensor<2x2xf32>, tensor<2x2xf32>, tensor<2xf32>, tensor<2xi32>, tensor<3x2xf32>, tensor<3x3xf32>, tensor<3xf32>, tensor<2x2xf32>
+  %flat = tensor.collapse_shape %A [[0, 1]] : tensor<2x3xf32> into tensor<6xf32>
+  %A32 = tensor.expand_shape %flat [[0, 1]] output_shape [3, 2] : tensor<6xf32> into tensor<3x2xf32>
+  %e23 = tensor.empty() : tensor<2x3xf32>
+  %AT = linalg.transpose ins(%A32 : tensor<3x2xf32>) outs(%e23 : tensor<2x3xf32>) permutation = [1, 0]
+
+  return %C, %C1, %max, %sum, %T, %mask, %conv, %sm, %AT : tensor<2x2xf32>, tensor<2x2xf32>, tensor<2xf32>, tensor<2xi32>, tensor<3x2xf32>, tensor<3x3xf32>, tensor<3xf32>, tensor<2x2xf32>, tensor<2x3xf32>
 }
