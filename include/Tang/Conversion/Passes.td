@@ -44,7 +44,12 @@ def ConvertLinalgToTang : Pass<"convert-linalg-to-tang", "::mlir::ModuleOp"> {
       at the output map. `tensor.empty`s used only as inits disappear.
     * `tensor.expand_shape` and `tensor.collapse_shape` of static shapes
       become `tang.view`s by the row-major (de)linearising map, which fold
-      into the reads that use them.
+      into the reads that use them; `tensor.extract_slice` with static
+      offsets, sizes and strides a `tang.view` by the slice's map (dropped
+      unit dimensions at their offsets); `tensor.insert_slice` a
+      `tang.scatter` of the source into the destination at those
+      coordinates; `tensor.pad` by a constant a comprehension over the
+      padded shape of a padded `tang.read` (`fill`).
 
     ```mlir
     // Before.
@@ -73,7 +78,8 @@ def ConvertLinalgToTang : Pass<"convert-linalg-to-tang", "::mlir::ModuleOp"> {
     reductions into (or reads of) a `tensor.empty`, `linalg.index` used other
     than by an integer index cast, non-scalar payloads, zero-sized loops, and
     function-level ops other than linalg ops on tensors, `tensor.empty`,
-    `arith.constant`, reshapes, tang ops and `func.return`.
+    `arith.constant`, reshapes, slices, pads by a constant, tang ops and
+    `func.return`.
   }];
   let options = [
     Option<"strict", "strict", "bool", /*default=*/"false",

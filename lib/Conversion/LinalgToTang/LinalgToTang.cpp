@@ -578,11 +578,139 @@ struct Reshape_ToView : OpRewritePattern<ReshapeOp> {
   }
 };
 
+/// The source coordinates of a static slice (`offsets`, `strides`, the
+/// source dimensions `dropped` are not in the slice's shape) as affine
+/// expressions of the slice's coordinates.
+static SmallVector<AffineExpr>
+getSliceCoordinates(ArrayRef<int64_t> offsets, ArrayRef<int64_t> strides,
+                    const llvm::SmallBitVector &dropped, MLIRContext *ctx) {
+  SmallVector<AffineExpr> coords;
+  unsigned k = 0;
+  for (size_t d = 0; d < offsets.size(); ++d) {
+    AffineExpr c = getAffineConstantExpr(offsets[d], ctx);
+    if (!dropped.test(d))
+      c = c + getAffineDimExpr(k++, ctx) * strides[d];
+    coords.push_back(c);
+  }
+  return coords;
+}
+
+/// Whether a slice op's offsets, sizes and strides are all static.
+template <typename SliceOp>
+static bool isStaticSlice(SliceOp op) {
+  return !ShapedType::isDynamicShape(op.getStaticOffsets()) &&
+         !ShapedType::isDynamicShape(op.getStaticSizes()) &&
+         !ShapedType::isDynamicShape(op.getStaticStrides());
+}
+
+/// Pattern: tensor.extract_slice (static) -> tang.view by the slice's map
+struct ExtractSlice_ToView : OpRewritePattern<tensor::ExtractSliceOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(tensor::ExtractSliceOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!isStaticSlice(op) || !op.getType().hasStaticShape())
+      return rewriter.notifyMatchFailure(op, "dynamic slice");
+    SmallVector<AffineExpr> coords =
+        getSliceCoordinates(op.getStaticOffsets(), op.getStaticStrides(),
+                            op.getDroppedDims(), op.getContext());
+    AffineMap map =
+        AffineMap::get(op.getType().getRank(), 0, coords, op.getContext());
+    rewriter.replaceOpWithNewOp<ViewOp>(op, op.getType(), op.getSource(), map);
+    return success();
+  }
+};
+
+/// Pattern: tensor.insert_slice (static) -> tang.scatter of the source into
+///            the destination at the slice's coordinates
+struct InsertSlice_ToScatter : OpRewritePattern<tensor::InsertSliceOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(tensor::InsertSliceOp op,
+                                PatternRewriter &rewriter) const override {
+    auto src = cast<RankedTensorType>(op.getSource().getType());
+    if (!isStaticSlice(op) || !src.hasStaticShape() || src.getRank() == 0)
+      return rewriter.notifyMatchFailure(op, "dynamic or scalar slice");
+    Location loc = op.getLoc();
+    MLIRContext *ctx = op.getContext();
+    llvm::SmallBitVector dropped(op.getStaticSizes().size());
+    // The destination's unit dimensions the source does not have.
+    {
+      unsigned k = 0;
+      for (auto [d, n] : llvm::enumerate(op.getStaticSizes())) {
+        if (k < src.getRank() && src.getDimSize(k) == n)
+          ++k;
+        else
+          dropped.set(d);
+      }
+    }
+    auto scatter =
+        ScatterOp::create(rewriter, loc, op.getType(), op.getDest(),
+                          src.getShape(), Attribute(), /*deterministic=*/false);
+    Block *body = rewriter.createBlock(&scatter.getBody());
+    SmallVector<Value> indices;
+    for (int64_t d = 0; d < src.getRank(); ++d)
+      indices.push_back(body->addArgument(rewriter.getIndexType(), loc));
+    Value v = ReadOp::create(
+        rewriter, loc, op.getSource(),
+        AffineMap::getMultiDimIdentityMap(src.getRank(), ctx), indices);
+    SmallVector<AffineExpr> coords = getSliceCoordinates(
+        op.getStaticOffsets(), op.getStaticStrides(), dropped, ctx);
+    PutOp::create(rewriter, loc, v, indices,
+                  AffineMap::get(src.getRank(), 0, coords, ctx),
+                  OutOfRange::Trap);
+    rewriter.replaceOp(op, scatter.getResult());
+    return success();
+  }
+};
+
+/// The constant a tensor.pad pads with, if its region yields one.
+static TypedAttr getPadValue(tensor::PadOp op) {
+  Attribute value;
+  if (!matchPattern(op.getConstantPaddingValue(), m_Constant(&value)))
+    return {};
+  return dyn_cast<TypedAttr>(value);
+}
+
+/// Pattern: tensor.pad (static, by a constant)
+///            -> comprehension over the padded shape of a padded read
+struct Pad_ToComprehension : OpRewritePattern<tensor::PadOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(tensor::PadOp op,
+                                PatternRewriter &rewriter) const override {
+    TypedAttr fill = getPadValue(op);
+    RankedTensorType type = op.getResultType();
+    if (!fill || !type.hasStaticShape() ||
+        ShapedType::isDynamicShape(op.getStaticLow()))
+      return rewriter.notifyMatchFailure(op, "not a static constant pad");
+    Location loc = op.getLoc();
+    MLIRContext *ctx = op.getContext();
+    auto c = ComprehensionOp::create(rewriter, loc, TypeRange{type},
+                                     type.getShape(), ArrayRef<int64_t>{});
+    Block *body = rewriter.createBlock(&c.getBody());
+    SmallVector<Value> indices;
+    SmallVector<AffineExpr> coords;
+    for (auto [d, low] : llvm::enumerate(op.getStaticLow())) {
+      indices.push_back(body->addArgument(rewriter.getIndexType(), loc));
+      coords.push_back(getAffineDimExpr(d, ctx) - low);
+    }
+    Value v = ReadOp::create(rewriter, loc, op.getSource(),
+                             AffineMap::get(type.getRank(), 0, coords, ctx),
+                             indices, fill);
+    YieldOp::create(rewriter, loc, ValueRange{v});
+    rewriter.replaceOp(op, c.getResult(0));
+    return success();
+  }
+};
+
 void mlir::tang::populateLinalgToTangPatterns(RewritePatternSet &patterns) {
   linalg::populateLinalgNamedOpsGeneralizationPatterns(patterns);
   patterns.add<GenericOp_ToComprehension>(patterns.getContext());
   patterns.add<Reshape_ToView<tensor::ExpandShapeOp>,
-               Reshape_ToView<tensor::CollapseShapeOp>>(patterns.getContext());
+               Reshape_ToView<tensor::CollapseShapeOp>, ExtractSlice_ToView,
+               InsertSlice_ToScatter, Pad_ToComprehension>(
+      patterns.getContext());
 }
 
 //===----------------------------------------------------------------------===//
@@ -594,7 +722,8 @@ static bool isHandledAtFunctionLevel(Operation *op) {
   return isa_and_nonnull<TangDialect>(op->getDialect()) ||
          isa<func::ReturnOp, arith::ConstantOp, tensor::EmptyOp,
              linalg::LinalgOp, linalg::SoftmaxOp, tensor::ExpandShapeOp,
-             tensor::CollapseShapeOp>(op);
+             tensor::CollapseShapeOp, tensor::ExtractSliceOp,
+             tensor::InsertSliceOp, tensor::PadOp>(op);
 }
 
 /// Checks that `op`, at function level, is something the import handles.
@@ -604,8 +733,9 @@ static LogicalResult checkFunctionLevelOp(Operation *op) {
            << "'" << op->getName()
            << "' at function level is not supported by convert-linalg-to-tang "
               "(expected linalg ops on tensors, tensor.empty, "
-              "tensor.expand_shape/collapse_shape, arith.constant, tang ops "
-              "or func.return)";
+              "tensor.expand_shape/collapse_shape, tensor.extract_slice/"
+              "insert_slice, tensor.pad, arith.constant, tang ops or "
+              "func.return)";
   if (auto empty = dyn_cast<tensor::EmptyOp>(op)) {
     // Users that are not handled are reported themselves.
     for (Operation *user : empty->getUsers())
@@ -624,12 +754,26 @@ static LogicalResult checkFunctionLevelOp(Operation *op) {
                            << "': linalg on memrefs is not supported (only "
                               "linalg on tensors)";
   }
-  if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(op)) {
-    auto in = cast<RankedTensorType>(op->getOperand(0).getType());
-    auto out = cast<RankedTensorType>(op->getResult(0).getType());
-    if (!in.hasStaticShape() || !out.hasStaticShape())
+  if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp,
+          tensor::ExtractSliceOp, tensor::InsertSliceOp, tensor::PadOp>(op)) {
+    for (Type t :
+         llvm::concat<Type>(op->getOperandTypes(), op->getResultTypes()))
+      if (auto tt = dyn_cast<RankedTensorType>(t); tt && !tt.hasStaticShape())
+        return op->emitError() << "cannot import '" << op->getName()
+                               << "': dynamic shapes are not supported yet";
+    auto slice = dyn_cast<OffsetSizeAndStrideOpInterface>(op);
+    if (slice && (ShapedType::isDynamicShape(slice.getStaticOffsets()) ||
+                  ShapedType::isDynamicShape(slice.getStaticStrides())))
       return op->emitError() << "cannot import '" << op->getName()
-                             << "': dynamic shapes are not supported yet";
+                             << "': dynamic offsets or strides are not "
+                                "supported yet";
+    if (auto ins = dyn_cast<tensor::InsertSliceOp>(op);
+        ins && ins.getSourceType().getRank() == 0)
+      return op->emitError() << "cannot import 'tensor.insert_slice' of a "
+                                "rank-0 tensor";
+    if (auto pad = dyn_cast<tensor::PadOp>(op); pad && !getPadValue(pad))
+      return op->emitError() << "cannot import 'tensor.pad': it pads with a "
+                                "value that is not a constant";
     return success();
   }
   if (auto softmax = dyn_cast<linalg::SoftmaxOp>(op)) {
@@ -798,7 +942,8 @@ struct ConvertLinalgToTangPass
       // Everything was planned, so nothing is left; say so if it is.
       func.walk([&](Operation *op) {
         if (!isa<linalg::LinalgOp, tensor::EmptyOp, tensor::ExpandShapeOp,
-                 tensor::CollapseShapeOp>(op))
+                 tensor::CollapseShapeOp, tensor::ExtractSliceOp,
+                 tensor::InsertSliceOp, tensor::PadOp>(op))
           return;
         op->emitError() << "cannot import '" << nameOf(op)
                         << "': the import left it behind";

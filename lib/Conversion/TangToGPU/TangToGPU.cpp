@@ -566,20 +566,26 @@ LogicalResult KernelFormBuilder::convertFunc(func::FuncOp func) {
     SmallVector<Value> idx;
     for (int64_t d = 0; d < t.getRank(); ++d)
       idx.push_back(body->addArgument(rb.getIndexType(), at->getLoc()));
-    Value x = ReadOp::create(
-        rb, at->getLoc(), v,
-        AffineMap::getMultiDimIdentityMap(t.getRank(), rb.getContext()), idx);
+    // A view is read through: the copy reads its source.
+    Value source = v;
+    AffineMap map =
+        AffineMap::getMultiDimIdentityMap(t.getRank(), rb.getContext());
+    if (auto view = v.getDefiningOp<ViewOp>()) {
+      source = view.getSource();
+      map = view.getMap();
+    }
+    Value x = ReadOp::create(rb, at->getLoc(), source, map, idx);
     YieldOp::create(rb, at->getLoc(), ValueRange{x});
     return copy.getResult(0);
   };
-  // An argument, a constant or a value returned twice is copied into its
-  // result (the kernel form writes each result once, in place).
+  // An argument, a constant, a view or a value returned twice is copied
+  // into its result (the kernel form writes each result once, in place).
   {
     llvm::DenseSet<Value> seen;
     for (OpOperand &operand : ret->getOpOperands()) {
       Value v = operand.get();
       if (!isa<BlockArgument>(v) && !v.getDefiningOp<arith::ConstantOp>() &&
-          seen.insert(v).second)
+          !v.getDefiningOp<ViewOp>() && seen.insert(v).second)
         continue;
       operand.set(copyOf(ret, v));
     }
@@ -768,9 +774,12 @@ LogicalResult KernelFormBuilder::convertFunc(func::FuncOp func) {
       func::ReturnOp::create(b, loc);
       continue;
     }
-    if (isa<ViewOp>(op))
+    if (isa<ViewOp>(op)) {
+      if (op.use_empty())
+        continue; // Returned: read through by its copy.
       return op.emitOpError() << "is read directly: the kernel form needs "
                                  "views folded into reads (--canonicalize)";
+    }
     return op.emitOpError() << "is not supported by the kernel form";
   }
   func.erase();

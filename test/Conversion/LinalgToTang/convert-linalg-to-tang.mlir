@@ -463,3 +463,26 @@ func.func @no_linalg(%X: tensor<8xf32>) -> tensor<8xf32> {
   }
   return %X : tensor<8xf32>
 }
+
+// -----
+
+// Reshapes and slices become views, an insert a scatter, a constant pad a
+// comprehension of a padded read.
+// CHECK-LABEL: func.func @shapes
+// CHECK: tang.view %{{.*}} by #{{.*}} : tensor<8xf32> to tensor<2x4xf32>
+// CHECK: tang.view %{{.*}} by #{{.*}} : tensor<4x6xf32> to tensor<2x3xf32>
+// CHECK: tang.scatter (%[[I:.*]]) [3] into %{{.*}} : tensor<5x5xf32>
+// CHECK: tang.put %{{.*}} at [1, %[[I]] + 2] : f32
+// CHECK: tang.comprehension (%[[P:.*]], %[[Q:.*]]) [6, 9] : tensor<6x9xf32>
+// CHECK: tang.read %{{.*}}[%[[P]] - 1, %[[Q]] - 2] fill(-2.500000e+00) : tensor<4x6xf32>
+func.func @shapes(%F: tensor<8xf32>, %X: tensor<4x6xf32>, %B: tensor<5x5xf32>, %V: tensor<3xf32>) -> (tensor<2x4xf32>, tensor<2x3xf32>, tensor<5x5xf32>, tensor<6x9xf32>) {
+  %e = tensor.expand_shape %F [[0, 1]] output_shape [2, 4] : tensor<8xf32> into tensor<2x4xf32>
+  %s = tensor.extract_slice %X[1, 0] [2, 3] [1, 2] : tensor<4x6xf32> to tensor<2x3xf32>
+  %i = tensor.insert_slice %V into %B[1, 2] [1, 3] [1, 1] : tensor<3xf32> into tensor<5x5xf32>
+  %cst = arith.constant -2.5 : f32
+  %p = tensor.pad %X low[1, 2] high[1, 1] {
+  ^bb0(%a: index, %b: index):
+    tensor.yield %cst : f32
+  } : tensor<4x6xf32> to tensor<6x9xf32>
+  return %e, %s, %i, %p : tensor<2x4xf32>, tensor<2x3xf32>, tensor<5x5xf32>, tensor<6x9xf32>
+}

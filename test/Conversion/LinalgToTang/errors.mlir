@@ -267,12 +267,26 @@ func.func @zero_sized(%X: tensor<0x4xf32>) -> tensor<4x0xf32> {
 
 // -----
 
-// Function-level ops other than linalg, tensor.empty, reshapes,
-// arith.constant, tang.
-func.func @slice(%X: tensor<8xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{'tensor.extract_slice' at function level is not supported by convert-linalg-to-tang (expected linalg ops on tensors, tensor.empty, tensor.expand_shape/collapse_shape, arith.constant, tang ops or func.return)}}
-  %0 = tensor.extract_slice %X[2] [4] [1] : tensor<8xf32> to tensor<4xf32>
-  return %0 : tensor<4xf32>
+// Function-level ops other than linalg, tensor.empty, reshapes, slices,
+// pads, arith.constant, tang.
+func.func @concat(%X: tensor<8xf32>) -> tensor<16xf32> {
+  // expected-error @+1 {{'tensor.concat' at function level is not supported by convert-linalg-to-tang (expected linalg ops on tensors, tensor.empty, tensor.expand_shape/collapse_shape, tensor.extract_slice/insert_slice, tensor.pad, arith.constant, tang ops or func.return)}}
+  %0 = tensor.concat dim(0) %X, %X : (tensor<8xf32>, tensor<8xf32>) -> tensor<16xf32>
+  return %0 : tensor<16xf32>
+}
+
+// -----
+
+// A pad by a value computed from the coordinates.
+func.func @pad_by_index(%X: tensor<4xf32>) -> tensor<6xf32> {
+  // expected-error @+1 {{cannot import 'tensor.pad': it pads with a value that is not a constant}}
+  %p = tensor.pad %X low[1] high[1] {
+  ^bb0(%i: index):
+    %c = arith.index_cast %i : index to i32
+    %f = arith.sitofp %c : i32 to f32
+    tensor.yield %f : f32
+  } : tensor<4xf32> to tensor<6xf32>
+  return %p : tensor<6xf32>
 }
 
 // -----

@@ -32,8 +32,20 @@
 // transposed: [[1, 3, 5], [2, 4, 6]].
 // CHECK: output #8  tensor<2x3xf32>
 // CHECK: [1, 3, 5, 2, 4, 6]
+// Slices of A: row 1 from column 1 ([5, 6]); columns 0 and 2 of every row
+// ([[1, 3], [4, 6]]).
+// CHECK: output #9  tensor<2xf32>
+// CHECK: [5, 6]
+// CHECK: output #10  tensor<2x2xf32>
+// CHECK: [1, 3, 4, 6]
+// [7, 8] inserted into row 0 of A at column 1: [[1, 7, 8], [4, 5, 6]].
+// CHECK: output #11  tensor<2x3xf32>
+// CHECK: [1, 7, 8, 4, 5, 6]
+// A padded by one -1 before each row: [[-1, 1, 2, 3], [-1, 4, 5, 6]].
+// CHECK: output #12  tensor<2x4xf32>
+// CHECK: [-1, 1, 2, 3, -1, 4, 5, 6]
 #iota = affine_map<(d0, d1) -> (d0, d1)>
-func.func @main() -> (tensor<2x2xf32>, tensor<2x2xf32>, tensor<2xf32>, tensor<2xi32>, tensor<3x2xf32>, tensor<3x3xf32>, tensor<3xf32>, tensor<2x2xf32>, tensor<2x3xf32>) {
+func.func @main() -> (tensor<2x2xf32>, tensor<2x2xf32>, tensor<2xf32>, tensor<2xi32>, tensor<3x2xf32>, tensor<3x3xf32>, tensor<3xf32>, tensor<2x2xf32>, tensor<2x3xf32>, tensor<2xf32>, tensor<2x2xf32>, tensor<2x3xf32>, tensor<2x4xf32>) {
   %A = arith.constant dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]> : tensor<2x3xf32>
   %B = arith.constant dense<[[7.0, 8.0], [9.0, 10.0], [11.0, 12.0]]> : tensor<3x2xf32>
   %Ai = arith.constant dense<[[1, 2, 3], [4, 5, 6]]> : tensor<2x3xi32>
@@ -95,5 +107,15 @@ func.func @main() -> (tensor<2x2xf32>, tensor<2x2xf32>, tensor<2xf32>, tensor<2x
   %e23 = tensor.empty() : tensor<2x3xf32>
   %AT = linalg.transpose ins(%A32 : tensor<3x2xf32>) outs(%e23 : tensor<2x3xf32>) permutation = [1, 0]
 
-  return %C, %C1, %max, %sum, %T, %mask, %conv, %sm, %AT : tensor<2x2xf32>, tensor<2x2xf32>, tensor<2xf32>, tensor<2xi32>, tensor<3x2xf32>, tensor<3x3xf32>, tensor<3xf32>, tensor<2x2xf32>, tensor<2x3xf32>
+  %row = tensor.extract_slice %A[1, 1] [1, 2] [1, 1] : tensor<2x3xf32> to tensor<2xf32>
+  %cols = tensor.extract_slice %A[0, 0] [2, 2] [1, 2] : tensor<2x3xf32> to tensor<2x2xf32>
+  %new = arith.constant dense<[7.0, 8.0]> : tensor<2xf32>
+  %ins = tensor.insert_slice %new into %A[0, 1] [1, 2] [1, 1] : tensor<2xf32> into tensor<2x3xf32>
+  %m1 = arith.constant -1.0 : f32
+  %pad = tensor.pad %A low[0, 1] high[0, 0] {
+  ^bb0(%pi: index, %pj: index):
+    tensor.yield %m1 : f32
+  } : tensor<2x3xf32> to tensor<2x4xf32>
+
+  return %C, %C1, %max, %sum, %T, %mask, %conv, %sm, %AT, %row, %cols, %ins, %pad : tensor<2x2xf32>, tensor<2x2xf32>, tensor<2xf32>, tensor<2xi32>, tensor<3x2xf32>, tensor<3x3xf32>, tensor<3xf32>, tensor<2x2xf32>, tensor<2x3xf32>, tensor<2xf32>, tensor<2x2xf32>, tensor<2x3xf32>, tensor<2x4xf32>
 }

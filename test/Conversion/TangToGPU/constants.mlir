@@ -31,3 +31,22 @@ func.func @bool_constant(%x: tensor<2xf32>) -> tensor<2xf32> {
   }
   return %y : tensor<2xf32>
 }
+
+// -----
+
+// A returned view is copied through to its source (the kernel form reads
+// no views).
+// CHECK-LABEL: func.func @returned_view
+// CHECK-SAME: (%[[X:.*]]: memref<4x6xf32>, %[[Y:.*]]: memref<4x6xf32>, %[[V:.*]]: memref<2x3xf32>)
+// CHECK: gpu.launch_func @tang_kernels::@returned_view_k{{.*}} args(%[[X]] : memref<4x6xf32>, %[[V]] : memref<2x3xf32>)
+// CHECK-LABEL: gpu.func @returned_view_k
+// CHECK: memref.load
+func.func @returned_view(%X: tensor<4x6xf32>) -> (tensor<4x6xf32>, tensor<2x3xf32>) {
+  %y = tang.comprehension (%i, %j) [4, 6] : tensor<4x6xf32> {
+    %a = tang.read %X[%i, %j] : tensor<4x6xf32>
+    %b = arith.addf %a, %a : f32
+    tang.yield %b : f32
+  }
+  %v = tang.view %X by affine_map<(d0, d1) -> (d0 + 1, d1 * 2)> : tensor<4x6xf32> to tensor<2x3xf32>
+  return %y, %v : tensor<4x6xf32>, tensor<2x3xf32>
+}
