@@ -29,7 +29,9 @@ def ConvertLinalgToTang : Pass<"convert-linalg-to-tang", "::mlir::ModuleOp"> {
       by `tang.index` of that type;
     * a reduction's yielded value must be a recognised combiner applied to
       the accumulator (the output block argument), in either operand order:
-      `addf`/`addi` -> `add`, `mulf`/`muli` -> `mul`,
+      `addf`/`addi` -> `add`, `subf`/`subi` with the accumulator first
+      (`acc - x`) -> `add` of `-x` (combined with a non-identity init by an
+      add), `mulf`/`muli` -> `mul`,
       `maximumf`/`maxnumf`/`maxsi` -> `max`, `minimumf`/`minnumf`/`minsi`
       -> `min`, `andi` -> `and`, `ori` -> `or`; the body then yields the
       combiner's other operand. When the init is a fill (or splat constant)

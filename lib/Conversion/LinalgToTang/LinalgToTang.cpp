@@ -72,6 +72,8 @@ static std::optional<MonoidKind> getCombinerMonoid(Operation *op) {
   using Kind = std::optional<MonoidKind>;
   return llvm::TypeSwitch<Operation *, Kind>(op)
       .Case<arith::AddFOp, arith::AddIOp>([](auto) { return MonoidKind::Add; })
+      // acc - x: a sum of -x (planImport checks the accumulator is first).
+      .Case<arith::SubFOp, arith::SubIOp>([](auto) { return MonoidKind::Add; })
       .Case<arith::MulFOp, arith::MulIOp>([](auto) { return MonoidKind::Mul; })
       .Case<arith::MaximumFOp, arith::MaxNumFOp, arith::MaxSIOp>(
           [](auto) { return MonoidKind::Max; })
@@ -325,7 +327,8 @@ static LogicalResult planImport(linalg::GenericOp op, ImportPlan &plan,
   std::optional<MonoidKind> kind = getCombinerMonoid(combiner);
   if (!kind) {
     why << "the combiner '" << combiner->getName()
-        << "' is not recognised (expected arith.addf/addi, mulf/muli, "
+        << "' is not recognised (expected arith.addf/addi, subf/subi (acc - "
+           "x), mulf/muli, "
            "maximumf/maxnumf/maxsi, minimumf/minnumf/minsi, andi or ori "
            "applied to the accumulator)";
     return failure();
@@ -345,6 +348,12 @@ static LogicalResult planImport(linalg::GenericOp op, ImportPlan &plan,
   plan.monoid = kind;
   plan.combiner = combiner;
   plan.accOperand = combiner->getOperand(0) == acc ? 0 : 1;
+  if (isa<arith::SubFOp, arith::SubIOp>(combiner) && plan.accOperand != 0) {
+    why << "the combiner '" << combiner->getName()
+        << "' subtracts the accumulator (x - acc alternates signs: not a "
+           "reduction under a monoid)";
+    return failure();
+  }
   Attribute initValue = getSplatValue(init->get());
   plan.initIsIdentity =
       initValue && isMonoidIdentity(*kind, combiner, initValue);
@@ -479,10 +488,22 @@ struct GenericOp_ToComprehension : OpRewritePattern<linalg::GenericOp> {
       if (&inner != plan.combiner)
         rewriter.clone(inner, mapping);
     SmallVector<Value> yielded;
-    if (reduces)
-      yielded.push_back(mapping.lookupOrDefault(
-          plan.combiner->getOperand(1 - plan.accOperand)));
-    else
+    bool subtracts =
+        isa_and_nonnull<arith::SubFOp, arith::SubIOp>(plan.combiner);
+    if (reduces) {
+      Value x = mapping.lookupOrDefault(
+          plan.combiner->getOperand(1 - plan.accOperand));
+      // acc - x folds -x into a sum.
+      if (subtracts && isa<FloatType>(x.getType()))
+        x = arith::NegFOp::create(rewriter, loc, x);
+      else if (subtracts)
+        x = arith::SubIOp::create(
+            rewriter, loc,
+            arith::ConstantOp::create(rewriter, loc,
+                                      rewriter.getZeroAttr(x.getType())),
+            x);
+      yielded.push_back(x);
+    } else
       for (Value v : payload->getTerminator()->getOperands())
         yielded.push_back(mapping.lookupOrDefault(v));
     YieldOp::create(rewriter, loc, yielded);
@@ -513,10 +534,17 @@ struct GenericOp_ToComprehension : OpRewritePattern<linalg::GenericOp> {
       initValue = ReadOp::create(rewriter, loc, init, identity, indices);
     IRMapping operands;
     operands.map(plan.combiner->getOperand(plan.accOperand), initValue);
-    operands.map(
-        plan.combiner->getOperand(1 - plan.accOperand),
-        ReadOp::create(rewriter, loc, comp->getResult(0), identity, indices));
-    Operation *combined = rewriter.clone(*plan.combiner, operands);
+    Value reduced =
+        ReadOp::create(rewriter, loc, comp->getResult(0), identity, indices);
+    operands.map(plan.combiner->getOperand(1 - plan.accOperand), reduced);
+    // init - x1 - x2 ... is init + (the sum of the -x).
+    Operation *combined =
+        !subtracts ? rewriter.clone(*plan.combiner, operands)
+        : isa<FloatType>(reduced.getType())
+            ? arith::AddFOp::create(rewriter, loc, initValue, reduced)
+                  .getOperation()
+            : arith::AddIOp::create(rewriter, loc, initValue, reduced)
+                  .getOperation();
     YieldOp::create(rewriter, loc, combined->getResults());
     rewriter.replaceOp(op, combine->getResults());
     return success();

@@ -52,11 +52,24 @@ func.func @index_scalar(%X: tensor<4xi32>, %n: index) -> tensor<4xi32> {
 // -----
 
 // A combiner tang has no monoid for.
-func.func @sub_combiner(%X: tensor<8x32xf32>, %init: tensor<8xf32>) -> tensor<8xf32> {
-  // expected-error @+1 {{cannot import 'linalg.reduce': the combiner 'arith.subf' is not recognised (expected arith.addf/addi, mulf/muli, maximumf/maxnumf/maxsi, minimumf/minnumf/minsi, andi or ori applied to the accumulator)}}
+func.func @div_combiner(%X: tensor<8x32xf32>, %init: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{cannot import 'linalg.reduce': the combiner 'arith.divf' is not recognised (expected arith.addf/addi, subf/subi (acc - x), mulf/muli, maximumf/maxnumf/maxsi, minimumf/minnumf/minsi, andi or ori applied to the accumulator)}}
   %0 = linalg.reduce ins(%X : tensor<8x32xf32>) outs(%init : tensor<8xf32>) dimensions = [1]
     (%in: f32, %acc: f32) {
-      %1 = arith.subf %acc, %in : f32
+      %1 = arith.divf %acc, %in : f32
+      linalg.yield %1 : f32
+    }
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+// x - acc alternates signs.
+func.func @sub_from_combiner(%X: tensor<8x32xf32>, %init: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{cannot import 'linalg.reduce': the combiner 'arith.subf' subtracts the accumulator (x - acc alternates signs: not a reduction under a monoid)}}
+  %0 = linalg.reduce ins(%X : tensor<8x32xf32>) outs(%init : tensor<8xf32>) dimensions = [1]
+    (%in: f32, %acc: f32) {
+      %1 = arith.subf %in, %acc : f32
       linalg.yield %1 : f32
     }
   return %0 : tensor<8xf32>

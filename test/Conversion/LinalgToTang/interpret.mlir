@@ -44,8 +44,14 @@
 // A padded by one -1 before each row: [[-1, 1, 2, 3], [-1, 4, 5, 6]].
 // CHECK: output #12  tensor<2x4xf32>
 // CHECK: [-1, 1, 2, 3, -1, 4, 5, 6]
+// Row sums subtracted from 10 (acc - x): [10 - 6, 10 - 15]; from a zero
+// fill: [-6, -15].
+// CHECK: output #13  tensor<2xf32>
+// CHECK: [4, -5]
+// CHECK: output #14  tensor<2xf32>
+// CHECK: [-6, -15]
 #iota = affine_map<(d0, d1) -> (d0, d1)>
-func.func @main() -> (tensor<2x2xf32>, tensor<2x2xf32>, tensor<2xf32>, tensor<2xi32>, tensor<3x2xf32>, tensor<3x3xf32>, tensor<3xf32>, tensor<2x2xf32>, tensor<2x3xf32>, tensor<2xf32>, tensor<2x2xf32>, tensor<2x3xf32>, tensor<2x4xf32>) {
+func.func @main() -> (tensor<2x2xf32>, tensor<2x2xf32>, tensor<2xf32>, tensor<2xi32>, tensor<3x2xf32>, tensor<3x3xf32>, tensor<3xf32>, tensor<2x2xf32>, tensor<2x3xf32>, tensor<2xf32>, tensor<2x2xf32>, tensor<2x3xf32>, tensor<2x4xf32>, tensor<2xf32>, tensor<2xf32>) {
   %A = arith.constant dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]> : tensor<2x3xf32>
   %B = arith.constant dense<[[7.0, 8.0], [9.0, 10.0], [11.0, 12.0]]> : tensor<3x2xf32>
   %Ai = arith.constant dense<[[1, 2, 3], [4, 5, 6]]> : tensor<2x3xi32>
@@ -117,5 +123,20 @@ func.func @main() -> (tensor<2x2xf32>, tensor<2x2xf32>, tensor<2xf32>, tensor<2x
     tensor.yield %m1 : f32
   } : tensor<2x3xf32> to tensor<2x4xf32>
 
-  return %C, %C1, %max, %sum, %T, %mask, %conv, %sm, %AT, %row, %cols, %ins, %pad : tensor<2x2xf32>, tensor<2x2xf32>, tensor<2xf32>, tensor<2xi32>, tensor<3x2xf32>, tensor<3x3xf32>, tensor<3xf32>, tensor<2x2xf32>, tensor<2x3xf32>, tensor<2xf32>, tensor<2x2xf32>, tensor<2x3xf32>, tensor<2x4xf32>
+  %ten = arith.constant 10.0 : f32
+  %e2f = tensor.empty() : tensor<2xf32>
+  %f10 = linalg.fill ins(%ten : f32) outs(%e2f : tensor<2xf32>) -> tensor<2xf32>
+  %minus = linalg.reduce ins(%A : tensor<2x3xf32>) outs(%f10 : tensor<2xf32>) dimensions = [1]
+    (%in: f32, %acc: f32) {
+      %d = arith.subf %acc, %in : f32
+      linalg.yield %d : f32
+    }
+  %f0 = linalg.fill ins(%zero : f32) outs(%e2f : tensor<2xf32>) -> tensor<2xf32>
+  %neg = linalg.reduce ins(%A : tensor<2x3xf32>) outs(%f0 : tensor<2xf32>) dimensions = [1]
+    (%in: f32, %acc: f32) {
+      %d = arith.subf %acc, %in : f32
+      linalg.yield %d : f32
+    }
+
+  return %C, %C1, %max, %sum, %T, %mask, %conv, %sm, %AT, %row, %cols, %ins, %pad, %minus, %neg : tensor<2x2xf32>, tensor<2x2xf32>, tensor<2xf32>, tensor<2xi32>, tensor<3x2xf32>, tensor<3x3xf32>, tensor<3xf32>, tensor<2x2xf32>, tensor<2x3xf32>, tensor<2xf32>, tensor<2x2xf32>, tensor<2x3xf32>, tensor<2x4xf32>, tensor<2xf32>, tensor<2xf32>
 }
