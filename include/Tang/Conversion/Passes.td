@@ -44,6 +44,10 @@ def ConvertLinalgToTang : Pass<"convert-linalg-to-tang", "::mlir::ModuleOp"> {
       NaN, so `maxnumf`/`minnumf` reductions differ on NaN inputs only.
     * in a parallel-only generic a used output block argument reads the init
       at the output map. `tensor.empty`s used only as inits disappear.
+    * `tensor.extract` in a payload of a tensor from above becomes a
+      `tang.read` when its indices are loop indices (`linalg.index`) and
+      constants, a `tang.gather` (trap policy: an out-of-range index fails
+      the run) when one is computed from data (an embedding lookup);
     * `tensor.expand_shape` and `tensor.collapse_shape` of static shapes
       become `tang.view`s by the row-major (de)linearising map, which fold
       into the reads that use them; `tensor.extract_slice` with static

@@ -248,6 +248,18 @@ static LogicalResult planImport(linalg::GenericOp op, ImportPlan &plan,
   Block *body = op.getBody();
   WalkResult walk = body->walk([&](Operation *inner) {
     auto isScalar = [](Type t) { return t.isIntOrIndexOrFloat(); };
+    // tensor.extract of a tensor from above: a read or a gather.
+    if (auto extract = dyn_cast<tensor::ExtractOp>(inner)) {
+      Region *r = extract.getTensor().getParentRegion();
+      if (!r || op->isAncestor(r->getParentOp()) ||
+          !extract.getType().isIntOrFloat() ||
+          !isTangElementType(extract.getType())) {
+        why << "a tensor.extract reads a tensor from inside the payload or "
+               "of an element type tang does not hold";
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    }
     if (!llvm::all_of(inner->getOperandTypes(), isScalar) ||
         !llvm::all_of(inner->getResultTypes(), isScalar)) {
       why << "the payload op '" << inner->getName()
@@ -260,6 +272,8 @@ static LogicalResult planImport(linalg::GenericOp op, ImportPlan &plan,
       if (isa<arith::IndexCastOp, arith::IndexCastUIOp>(user) &&
           isa<IntegerType>(user->getResult(0).getType()))
         continue;
+      if (isa<tensor::ExtractOp>(user))
+        continue; // Its coordinate: an iteration index.
       why << "linalg.index is used by '" << user->getName()
           << "'; only arith.index_cast/index_castui to an integer type can "
              "become tang.index (which produces an integer or float, not "
@@ -484,9 +498,46 @@ struct GenericOp_ToComprehension : OpRewritePattern<linalg::GenericOp> {
     // The payload, less the combiner of a reduction: the body yields what
     // the combiner folds into the accumulator.
     Block *payload = op.getBody();
-    for (Operation &inner : payload->without_terminator())
-      if (&inner != plan.combiner)
-        rewriter.clone(inner, mapping);
+    for (Operation &inner : payload->without_terminator()) {
+      if (&inner == plan.combiner)
+        continue;
+      // tensor.extract: a read at loop indices, or a gather where an
+      // index is data (an embedding lookup); out of range traps.
+      if (auto extract = dyn_cast<tensor::ExtractOp>(inner)) {
+        SmallVector<Value> dims, data;
+        SmallVector<AffineExpr> coords;
+        for (Value i : extract.getIndices()) {
+          APInt c;
+          if (matchPattern(i, m_ConstantInt(&c))) {
+            coords.push_back(
+                getAffineConstantExpr(c.getSExtValue(), getContext()));
+            continue;
+          }
+          if (auto index = i.getDefiningOp<linalg::IndexOp>()) {
+            coords.push_back(getAffineDimExpr(dims.size(), getContext()));
+            dims.push_back(loopIndices[index.getDim()]);
+          } else {
+            coords.push_back(getAffineSymbolExpr(data.size(), getContext()));
+            data.push_back(mapping.lookupOrDefault(i));
+          }
+        }
+        AffineMap map =
+            AffineMap::get(dims.size(), data.size(), coords, getContext());
+        Value v;
+        if (data.empty()) {
+          v = ReadOp::create(rewriter, loc, extract.getTensor(), map, dims);
+        } else {
+          SmallVector<Value> operands(dims);
+          llvm::append_range(operands, data);
+          v = GatherOp::create(rewriter, loc, extract.getType(),
+                               extract.getTensor(), operands, map,
+                               OutOfRange::Trap);
+        }
+        mapping.map(extract.getResult(), v);
+        continue;
+      }
+      rewriter.clone(inner, mapping);
+    }
     SmallVector<Value> yielded;
     bool subtracts =
         isa_and_nonnull<arith::SubFOp, arith::SubIOp>(plan.combiner);

@@ -486,3 +486,30 @@ func.func @shapes(%F: tensor<8xf32>, %X: tensor<4x6xf32>, %B: tensor<5x5xf32>, %
   } : tensor<4x6xf32> to tensor<6x9xf32>
   return %e, %s, %i, %p : tensor<2x4xf32>, tensor<2x3xf32>, tensor<5x5xf32>, tensor<6x9xf32>
 }
+
+// -----
+
+// tensor.extract in a payload: at loop indices and constants a read, at an
+// index computed from data a gather (out of range traps).
+#map = affine_map<(d0) -> (d0)>
+// CHECK-LABEL: func.func @extracts
+// CHECK: tang.comprehension (%[[I:.*]]) [8]
+// CHECK: tang.read %{{.*}}[0] : tensor<8xf32>
+// CHECK: %[[K:.*]] = arith.index_cast %{{.*}} : i32 to index
+// CHECK: tang.gather %{{.*}}[symbol(%[[K]]), %[[I]]] : tensor<4x8xf32>
+func.func @extracts(%X: tensor<8xf32>, %T: tensor<8xf32>, %tok: tensor<8xi32>, %E: tensor<4x8xf32>) -> tensor<8xf32> {
+  %0 = tensor.empty() : tensor<8xf32>
+  %1 = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel"]}
+      ins(%X, %tok : tensor<8xf32>, tensor<8xi32>) outs(%0 : tensor<8xf32>) {
+  ^bb0(%in: f32, %k: i32, %out: f32):
+    %c0 = arith.constant 0 : index
+    %t = tensor.extract %T[%c0] : tensor<8xf32>
+    %ki = arith.index_cast %k : i32 to index
+    %i = linalg.index 0 : index
+    %e = tensor.extract %E[%ki, %i] : tensor<4x8xf32>
+    %r = arith.addf %in, %t : f32
+    %s = arith.addf %r, %e : f32
+    linalg.yield %s : f32
+  } -> tensor<8xf32>
+  return %1 : tensor<8xf32>
+}

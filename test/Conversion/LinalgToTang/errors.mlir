@@ -210,12 +210,13 @@ func.func @index_arith(%X: tensor<8xi32>) -> tensor<8xi32> {
 #map = affine_map<(d0) -> (d0)>
 func.func @tensor_payload(%X: tensor<8xf32>, %T: tensor<8xf32>) -> tensor<8xf32> {
   %0 = tensor.empty() : tensor<8xf32>
-  // expected-error @+1 {{cannot import 'linalg.generic': the payload op 'tensor.extract' computes on non-scalar values (tang bodies compute scalars)}}
+  // expected-error @+1 {{cannot import 'linalg.generic': the payload op 'tensor.from_elements' computes on non-scalar values (tang bodies compute scalars)}}
   %1 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel"]}
       ins(%X : tensor<8xf32>) outs(%0 : tensor<8xf32>) {
   ^bb0(%in: f32, %out: f32):
+    %s = tensor.from_elements %in : tensor<1xf32>
     %c0 = arith.constant 0 : index
-    %t = tensor.extract %T[%c0] : tensor<8xf32>
+    %t = tensor.extract %s[%c0] : tensor<1xf32>
     %r = arith.addf %in, %t : f32
     linalg.yield %r : f32
   } -> tensor<8xf32>

@@ -50,8 +50,12 @@
 // CHECK: [4, -5]
 // CHECK: output #14  tensor<2xf32>
 // CHECK: [-6, -15]
+// An embedding lookup (tensor.extract at a token from the input: a
+// gather): rows 2, 0, 1 of B = [[7, 8], [9, 10], [11, 12]].
+// CHECK: output #15  tensor<3x2xf32>
+// CHECK: [11, 12, 7, 8, 9, 10]
 #iota = affine_map<(d0, d1) -> (d0, d1)>
-func.func @main() -> (tensor<2x2xf32>, tensor<2x2xf32>, tensor<2xf32>, tensor<2xi32>, tensor<3x2xf32>, tensor<3x3xf32>, tensor<3xf32>, tensor<2x2xf32>, tensor<2x3xf32>, tensor<2xf32>, tensor<2x2xf32>, tensor<2x3xf32>, tensor<2x4xf32>, tensor<2xf32>, tensor<2xf32>) {
+func.func @main() -> (tensor<2x2xf32>, tensor<2x2xf32>, tensor<2xf32>, tensor<2xi32>, tensor<3x2xf32>, tensor<3x3xf32>, tensor<3xf32>, tensor<2x2xf32>, tensor<2x3xf32>, tensor<2xf32>, tensor<2x2xf32>, tensor<2x3xf32>, tensor<2x4xf32>, tensor<2xf32>, tensor<2xf32>, tensor<3x2xf32>) {
   %A = arith.constant dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]> : tensor<2x3xf32>
   %B = arith.constant dense<[[7.0, 8.0], [9.0, 10.0], [11.0, 12.0]]> : tensor<3x2xf32>
   %Ai = arith.constant dense<[[1, 2, 3], [4, 5, 6]]> : tensor<2x3xi32>
@@ -138,5 +142,15 @@ func.func @main() -> (tensor<2x2xf32>, tensor<2x2xf32>, tensor<2xf32>, tensor<2x
       linalg.yield %d : f32
     }
 
-  return %C, %C1, %max, %sum, %T, %mask, %conv, %sm, %AT, %row, %cols, %ins, %pad, %minus, %neg : tensor<2x2xf32>, tensor<2x2xf32>, tensor<2xf32>, tensor<2xi32>, tensor<3x2xf32>, tensor<3x3xf32>, tensor<3xf32>, tensor<2x2xf32>, tensor<2x3xf32>, tensor<2xf32>, tensor<2x2xf32>, tensor<2x3xf32>, tensor<2x4xf32>, tensor<2xf32>, tensor<2xf32>
+  %tok = arith.constant dense<[2, 0, 1]> : tensor<3xi32>
+  %eemb = tensor.empty() : tensor<3x2xf32>
+  %emb = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%tok : tensor<3xi32>) outs(%eemb : tensor<3x2xf32>) {
+  ^bb0(%t: i32, %out: f32):
+    %ti = arith.index_cast %t : i32 to index
+    %tj = linalg.index 1 : index
+    %v = tensor.extract %B[%ti, %tj] : tensor<3x2xf32>
+    linalg.yield %v : f32
+  } -> tensor<3x2xf32>
+
+  return %C, %C1, %max, %sum, %T, %mask, %conv, %sm, %AT, %row, %cols, %ins, %pad, %minus, %neg, %emb : tensor<2x2xf32>, tensor<2x2xf32>, tensor<2xf32>, tensor<2xi32>, tensor<3x2xf32>, tensor<3x3xf32>, tensor<3xf32>, tensor<2x2xf32>, tensor<2x3xf32>, tensor<2xf32>, tensor<2x2xf32>, tensor<2x3xf32>, tensor<2x4xf32>, tensor<2xf32>, tensor<2xf32>, tensor<3x2xf32>
 }
