@@ -300,6 +300,26 @@ func.func @main(%x: tensor<4x3xf32>) -> (tensor<4x2xf32>, tensor<2xf32>, tensor<
 """
 
 
+# A size used in a body (a causal mask against a runtime position) in a
+# row reduction of static extents: every kernel shape reads the sizes.
+SIZE_IN_BODY_PROGRAM = """\
+// sizes: arg1=0
+// sizes: arg1=40
+func.func @main(%S: tensor<8x64xf32>, %pos: index) -> tensor<8xf32> {
+  %m = tang.comprehension (%i) reduce (%j) [8, 64] monoid(max) : tensor<8xf32> {
+    %s = tang.read %S[%i, %j] : tensor<8x64xf32>
+    %jj = tang.index %j : i32
+    %p = arith.index_cast %pos : index to i32
+    %keep = arith.cmpi sle, %jj, %p : i32
+    %ninf = arith.constant 0xFF800000 : f32
+    %v = arith.select %keep, %s, %ninf : f32
+    tang.yield %v : f32
+  }
+  return %m : tensor<8xf32>
+}
+"""
+
+
 # Contractions the matrix-unit kernels take: [k, n] and [n, k] right
 # operands, a batch index, operand views with offsets (a column block of a
 # wider tensor).

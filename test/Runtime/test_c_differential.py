@@ -23,7 +23,7 @@ import types
 import numpy as np
 import pytest
 
-from differential import (CONSTANT_PROGRAM, CMPF_PROGRAM, GATHER_PROGRAM, SCATTER_PROGRAM,  # noqa: E402
+from differential import (CONSTANT_PROGRAM, SIZE_IN_BODY_PROGRAM, CMPF_PROGRAM, GATHER_PROGRAM, SCATTER_PROGRAM,  # noqa: E402
                           MATRIX_PROGRAMS, check_functions,
                           check_special_values, lower_example, run,
                           tang_sizes)
@@ -131,8 +131,9 @@ def test_matrix_unit_kernels_match_interpreter(name, tile, compiler,
 
 
 @pytest.mark.parametrize("program_text",
-                         [GATHER_PROGRAM, SCATTER_PROGRAM, CONSTANT_PROGRAM],
-                         ids=["gather", "scatter", "constants"])
+                         [GATHER_PROGRAM, SCATTER_PROGRAM, CONSTANT_PROGRAM,
+                          SIZE_IN_BODY_PROGRAM],
+                         ids=["gather", "scatter", "constants", "size-in-body"])
 def test_data_dependent_programs_match_interpreter(program_text, compiler,
                                                    tmp_path):
     """tang.gather with the clamp and zero policies (indices out of range on

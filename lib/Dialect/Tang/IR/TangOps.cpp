@@ -1530,12 +1530,23 @@ bool mlir::tang::hasSymbolicSizes(Operation *op) {
     if (llvm::any_of(func.getArgumentTypes(),
                      [&](Type t) { return t.isIndex() || dynamic(t); }))
       return true;
+  // A size used in a body (a position a mask compares with) is known only
+  // when the program runs, like a symbolic extent.
+  auto usesSize = [](Value v) {
+    if (!v.getType().isIndex() || getOwningComprehension(v) ||
+        v.getDefiningOp<arith::ConstantOp>())
+      return false;
+    FunctionOpInterface func = getSizeScope(v);
+    Region *r = v.getParentRegion();
+    return func && r == &func.getFunctionBody() && succeeded(getSizeOf(v));
+  };
   WalkResult r = op->walk([&](Operation *o) {
     if (auto c = dyn_cast<ComprehensionOp>(o);
         c && !c.getDynamicExtents().empty())
       return WalkResult::interrupt();
     if (llvm::any_of(o->getOperandTypes(), dynamic) ||
-        llvm::any_of(o->getResultTypes(), dynamic))
+        llvm::any_of(o->getResultTypes(), dynamic) ||
+        (isInIterationBody(o) && llvm::any_of(o->getOperands(), usesSize)))
       return WalkResult::interrupt();
     return WalkResult::advance();
   });

@@ -75,8 +75,9 @@ getSymbolicBoundsConditions(Operation *op, AffineMap map, ValueRange indices,
 SmallVector<SizeRequirement> collectSizeRequirements(FunctionOpInterface func);
 
 /// True if `op` (a function, comprehension, scan or scatter) has a symbolic
-/// extent, or reads, writes or produces a tensor with a `?` dimension,
-/// anywhere in it (a function: or takes an `index` argument).
+/// extent, reads, writes or produces a tensor with a `?` dimension, or
+/// computes with a size in a body, anywhere in it (a function: or takes an
+/// `index` argument).
 bool hasSymbolicSizes(Operation *op);
 
 } // namespace mlir::tang
