@@ -80,6 +80,12 @@ public:
   /// A builder at the kernel's entry, after the loads of the sizes.
   OpBuilder getEntryBuilder();
 
+  /// The blocks of a launch whose extents are known only when it runs (a
+  /// grid-stride loop covers the rest): from the device model, enough to
+  /// fill every multiprocessor (setGridBlocks).
+  int64_t getGridBlocks() const { return gridBlocks; }
+  void setGridBlocks(int64_t n) { gridBlocks = n; }
+
   /// `s` as an index value (at `b`'s insertion point; the symbols it uses
   /// are loaded at the kernel's entry).
   Value get(OpBuilder &b, Location loc, const Size &s);
@@ -97,6 +103,7 @@ public:
 
 private:
   Block *entry;
+  int64_t gridBlocks = 1024;
   SmallVector<Value> symbols;
   llvm::DenseMap<Value, SmallVector<Size>> flatShapes;
 };

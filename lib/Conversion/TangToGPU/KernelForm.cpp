@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelForm.h"
+#include "BodyEmitter.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -102,8 +103,10 @@ mlir::tang::emitThreadPerPoint(OpBuilder &b, Operation *op,
 SmallVector<Value> mlir::tang::emitGridStridePoints(OpBuilder &b, Location loc,
                                                     ArrayRef<Value> extents,
                                                     Kernel &k) {
-  // Enough blocks to fill a large GPU; small domains leave most idle.
-  constexpr int64_t kBlockSize = 256, kGrid = 1024;
+  // Blocks to fill the device (KernelSizes::getGridBlocks); small domains
+  // leave most idle.
+  constexpr int64_t kBlockSize = 256;
+  int64_t kGrid = k.sizes ? k.sizes->getGridBlocks() : 1024;
   k.grid = {kGrid, 1, 1};
   k.block = {kBlockSize, 1, 1};
   auto cst = [&](int64_t v) {

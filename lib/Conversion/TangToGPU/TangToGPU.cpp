@@ -313,6 +313,10 @@ KernelFormBuilder::addKernelSizes(gpu::GPUFuncOp func, ArrayRef<Value> params) {
   Block &entry = func.getBody().front();
   auto sizes = std::make_unique<KernelSizes>(entry.getArgument(params.size()),
                                              hostSizes->symbols.size(), &entry);
+  // Eight 256-thread blocks per multiprocessor of the device model (2048
+  // resident threads each on NVIDIA GPUs); 1024 blocks when it has no count.
+  if (int64_t sms = getTarget(kernels).getSmCount(); sms > 0)
+    sizes->setGridBlocks(8 * sms);
   for (auto [t, arg] : llvm::zip(params, entry.getArguments()))
     if (!cast<RankedTensorType>(t.getType()).hasStaticShape())
       sizes->setFlatShape(arg, getShapeSizes(t));

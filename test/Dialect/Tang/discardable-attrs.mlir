@@ -124,3 +124,73 @@ func.func @target_on_func() attributes {tang.target = "sm_90a"} {
 func.func @unknown() attributes {tang.tile = 1 : i64} {
   return
 }
+
+// -----
+
+// The sizes, shapes, sizes buffer, aliases and data of the kernel form,
+// where they belong: accepted.
+func.func @sized(%a: memref<?xf32>, %n: index, %b: memref<?xf32>) attributes {tang.kernel_form, tang.num_inputs = 2 : i64, tang.sizes = {symbols = array<i64: 1, -1>, shapes = [[array<i64: 0, 1>], [], [array<i64: 0, 1>]], requirements = []}} {
+  %s = memref.alloc() {tang.sizes_buffer} : memref<1xi32>
+  %t = memref.alloc(%n) {tang.shape = [array<i64: 0, 1>]} : memref<?xf32>
+  %c = memref.alloc() {tang.data = dense<[1.0, 2.0]> : tensor<2xf32>} : memref<2xf32>
+  return
+}
+func.func @aliased(%a: memref<4xf32>, %b: memref<4xf32>) attributes {tang.kernel_form, tang.num_inputs = 1 : i64, tang.aliases = array<i64: 1, 0>} {
+  return
+}
+func.func @donated(%x: tensor<4xf32> {tang.donate}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'tang.sizes' must be a dictionary of symbols, shapes and requirements, got {symbols = array<i64>}}}
+func.func @sizes_incomplete(%a: memref<4xf32>) attributes {tang.kernel_form, tang.num_inputs = 1 : i64, tang.sizes = {symbols = array<i64>}} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'tang.sizes' belongs on a host function of the kernel form}}
+func.func @sizes_not_host(%a: memref<4xf32>) attributes {tang.sizes = {symbols = array<i64>, shapes = [], requirements = []}} {
+  return
+}
+
+// -----
+
+func.func @sizes_buffer_on_dim(%a: memref<?xf32>) {
+  %c0 = arith.constant 0 : index
+  // expected-error @+1 {{'tang.sizes_buffer' belongs on a memref.alloc}}
+  %d = "memref.dim"(%a, %c0) {tang.sizes_buffer} : (memref<?xf32>, index) -> index
+  return
+}
+
+// -----
+
+func.func @shape_not_array() {
+  // expected-error @+1 {{'tang.shape' must be an array of sizes, got 1 : i64}}
+  %t = memref.alloc() {tang.shape = 1 : i64} : memref<4xf32>
+  return
+}
+
+// -----
+
+func.func @data_wrong_shape() {
+  // expected-error @+1 {{'tang.data' must be dense elements of the buffer's shape and type}}
+  %c = memref.alloc() {tang.data = dense<[1.0, 2.0]> : tensor<2xf32>} : memref<3xf32>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'tang.aliases' pairs output #1 with input #0: it must pair an output with an input of its type}}
+func.func @alias_wrong_type(%a: memref<4xf32>, %b: memref<8xf32>) attributes {tang.kernel_form, tang.num_inputs = 1 : i64, tang.aliases = array<i64: 1, 0>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'tang.aliases' belongs on a host function of the kernel form}}
+func.func @alias_not_host(%a: memref<4xf32>, %b: memref<4xf32>) attributes {tang.aliases = array<i64: 1, 0>} {
+  return
+}

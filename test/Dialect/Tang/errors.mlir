@@ -1973,3 +1973,16 @@ func.func @donate_a_value(%x: tensor<4xf32> {tang.donate = 1 : i32}) {
 func.func @donate_misspelled(%x: tensor<4xf32> {tang.donated}) {
   return
 }
+
+// -----
+
+// A '?' extent needs its size operand (the generic form can omit it).
+func.func @extent_without_size(%X: tensor<64xf32>) -> tensor<?xf32> {
+  // expected-error @+1 {{'tang.comprehension' op has 1 symbolic extents but 0 size operands}}
+  %s = "tang.comprehension"() <{parallel_extents = array<i64: -9223372036854775808>, reduced_extents = array<i64>}> ({
+  ^bb0(%i: index):
+    %x = tang.read %X[%i] : tensor<64xf32>
+    tang.yield %x : f32
+  }) : () -> tensor<?xf32>
+  return %s : tensor<?xf32>
+}
