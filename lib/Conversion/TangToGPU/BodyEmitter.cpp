@@ -166,6 +166,11 @@ OpBuilder KernelSizes::getEntryBuilder() {
 }
 
 Value KernelSizes::get(OpBuilder &b, Location loc, const Size &s) {
+  return buildSize(b, loc, s, symbols);
+}
+
+Value mlir::tang::buildSize(OpBuilder &b, Location loc, const Size &s,
+                            ArrayRef<Value> symbols) {
   auto cst = [&](int64_t v) {
     return arith::ConstantIndexOp::create(b, loc, v).getResult();
   };

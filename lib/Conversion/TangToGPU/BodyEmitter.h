@@ -67,6 +67,10 @@ private:
   SmallVector<Type> carrierTypes;
 };
 
+/// `s` as an index value at `b`, from the values of the size symbols.
+Value buildSize(OpBuilder &b, Location loc, const Size &s,
+                ArrayRef<Value> symbols);
+
 /// The sizes inside a kernel of a function with symbolic sizes: the values
 /// of the function's size symbols, which the kernel's last parameter holds
 /// (one i32 each, loaded once at the kernel's entry), and the logical

@@ -104,14 +104,7 @@ struct HostSizes {
 
   /// `s` as a host index value.
   Value get(OpBuilder &b, Location loc, const Size &s) const {
-    Value v = arith::ConstantIndexOp::create(b, loc, s.constant);
-    for (auto [i, c] : llvm::enumerate(s.coeffs))
-      if (c)
-        v = arith::AddIOp::create(
-            b, loc, v,
-            arith::MulIOp::create(b, loc, values[i],
-                                  arith::ConstantIndexOp::create(b, loc, c)));
-    return v;
+    return buildSize(b, loc, s, values);
   }
   /// The type of the sizes buffer.
   MemRefType getBufferType(MLIRContext *ctx) const {
