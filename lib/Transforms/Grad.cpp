@@ -207,8 +207,9 @@ LogicalResult Differentiator::differentiate(ComprehensionOp c,
   std::optional<MonoidKind> monoid = c.getBuiltinMonoid();
   SmallVector<Value> saved;
   if (c.getNumReduced() != 0) {
-    if (monoid == MonoidKind::Max || monoid == MonoidKind::Min) {
-      if (c.getNumResults() != 1)
+    if (isExtremum(monoid)) {
+      // (argmax and argmin: the value; the index has no cotangent.)
+      if (c.getNumResults() != 1 && !isArgExtremum(monoid))
         return c.emitOpError() << "has several results under max/min";
       saved.push_back(tieCount(c));
     } else if (monoid == MonoidKind::SoftmaxNorm) {
@@ -221,8 +222,8 @@ LogicalResult Differentiator::differentiate(ComprehensionOp c,
                                 "derivative rule for (";
       if (Attribute attr = c.getMonoidAttr())
         d << attr;
-      return d << "); add, max, min, softmax_norm and online_softmax have "
-                  "one";
+      return d << "); add, max, min, argmax, argmin, softmax_norm and "
+                  "online_softmax have one";
     }
   }
   // Reads and gathers of c's body, then of the nested reductions in it.
@@ -246,9 +247,9 @@ LogicalResult Differentiator::differentiate(ComprehensionOp c,
   return success();
 }
 
-bool Differentiator::readsGradientOf(ComprehensionOp c) {
+bool Differentiator::readsGradientOf(Operation *c) {
   bool reads = false;
-  c.getBodyBlock().walk([&](Operation *op) {
+  c->walk([&](Operation *op) {
     if (auto r = dyn_cast<ReadOp>(op))
       reads |= needsGradient.contains(r.getTensor());
     else if (auto g = dyn_cast<GatherOp>(op))
@@ -320,38 +321,57 @@ Differentiator::run(ArrayRef<std::pair<Value, Value>> seeds) {
   builder.setInsertionPoint(ret);
   for (unsigned i : wrt)
     needsGradient.insert(entry.getArgument(i));
-  SmallVector<ComprehensionOp> program;
+  // The comprehensions, scatters and scans, in order.
+  SmallVector<Operation *> program;
   for (Operation &op : entry.without_terminator()) {
-    auto c = dyn_cast<ComprehensionOp>(op);
-    if (!c) {
-      if (isa<arith::ConstantOp>(op))
-        continue;
-      return op.emitOpError() << "is not a comprehension: --tang-grad "
-                                 "differentiates functions of "
-                                 "comprehensions and views";
+    if (isa<arith::ConstantOp>(op))
+      continue;
+    if (auto s = dyn_cast<ScatterOp>(op)) {
+      LogicalResult status = success();
+      if (prepareScatter(s, status))
+        needsGradient.insert(s.getResult());
+      if (failed(status))
+        return failure();
+      program.push_back(s);
+      continue;
     }
-    program.push_back(c);
-    if (readsGradientOf(c))
-      for (Value r : c.getResults())
+    if (!isa<ComprehensionOp, ScanOp>(op))
+      return op.emitOpError() << "is not a comprehension, scatter or scan: "
+                                 "--tang-grad differentiates functions of "
+                                 "those and views";
+    program.push_back(&op);
+    if (readsGradientOf(&op))
+      for (Value r : op.getResults())
         if (isFloatTensor(r.getType()))
           needsGradient.insert(r);
   }
   for (auto [value, dy] : seeds)
     contributions[value].push_back(Part{dy, AffineMap(), {}});
-  for (ComprehensionOp c : llvm::reverse(program)) {
+  for (Operation *op : llvm::reverse(program)) {
     SmallVector<Value> cotangents;
     bool any = false;
-    for (Value r : c.getResults()) {
+    for (Value r : op->getResults()) {
       auto it = contributions.find(r);
-      if (it == contributions.end() || !isFloatTensor(r.getType())) {
+      if (it == contributions.end() || !isFloatTensor(r.getType()) ||
+          !needsGradient.contains(r)) {
         cotangents.push_back(Value());
         continue;
       }
       cotangents.push_back(
-          sum(it->second, cast<RankedTensorType>(r.getType()), c.getLoc()));
+          sum(it->second, cast<RankedTensorType>(r.getType()), op->getLoc()));
       any = true;
     }
-    if (any && failed(differentiate(c, cotangents)))
+    if (!any)
+      continue;
+    LogicalResult status =
+        TypeSwitch<Operation *, LogicalResult>(op)
+            .Case(
+                [&](ComprehensionOp c) { return differentiate(c, cotangents); })
+            .Case([&](ScatterOp s) {
+              return differentiateScatter(s, cotangents[0]);
+            })
+            .Case([&](ScanOp s) { return differentiateScan(s, cotangents); });
+    if (failed(status))
       return failure();
   }
   SmallVector<Value> gradients;
@@ -423,20 +443,6 @@ struct TangGradPass : tang::impl::TangGradBase<TangGradPass> {
   /// comprehensions, the results).
   LogicalResult differentiateFunction(func::FuncOp f) {
     ModuleOp module = getOperation();
-    // A scatter has no derivative rule yet (that of an insert is a gather,
-    // of a scatter-add a gather of the cotangent): refuse rather than leave
-    // a gradient zero.
-    // Nor has a scan yet (its gradient is a reverse scan).
-    WalkResult unsupported = f.walk([](Operation *op) {
-      if (!isa<ScatterOp, ScanOp>(op))
-        return WalkResult::advance();
-      op->emitOpError() << "cannot be differentiated yet (--tang-grad has no "
-                           "rule for "
-                        << (isa<ScanOp>(op) ? "scans" : "scatters") << ")";
-      return WalkResult::interrupt();
-    });
-    if (unsupported.wasInterrupted())
-      return failure();
     if (hasSymbolicSizes(f))
       return f.emitOpError() << "cannot be differentiated yet: it has "
                                 "symbolic sizes (--tang-grad needs static "
@@ -516,6 +522,8 @@ struct TangGradPass : tang::impl::TangGradBase<TangGradPass> {
              llvm::reverse(grad.getBody().front().without_terminator())))
       if (isa<ViewOp>(op) && op.use_empty())
         op.erase();
+    // What scatters write and scans fold, as comprehensions.
+    splitBodies(grad);
     // Nested comprehensions, innermost first: saved tensors, or sums
     // recomputed in the gradient's bodies.
     if (!llvm::is_contained({"auto", "save", "recompute"}, policy.getValue()))

@@ -1,10 +1,11 @@
 //===- GradInternal.h - what the parts of --tang-grad share ----*- C++ -*-===//
 //
-// --tang-grad in five files, layered: GradHoist.cpp (the save policy:
+// --tang-grad in six files, layered: GradHoist.cpp (the save policy:
 // nested comprehensions hoisted to saved tensors), GradIndex.cpp (solving a
 // read's coordinates for the indices: masks and inverses), GradRules.cpp
 // (the scalar derivative rules and body cloning), GradReads.cpp (the
-// gradient of one read), Grad.cpp (the walk over a function and the pass).
+// gradient of one read), GradScatterScan.cpp (scatters and scans), Grad.cpp
+// (the walk over a function and the pass).
 // Private to lib/Transforms.
 //
 //===----------------------------------------------------------------------===//
@@ -116,6 +117,16 @@ std::optional<Inverse> invert(ArrayRef<AffineExpr> coords,
 Operation *cloneSubstituted(OpBuilder &b, Operation *op, IRMapping &mapping,
                             llvm::DenseMap<Value, AffineExpr> &exprOf,
                             SmallVector<Value> &operands);
+/// Whether a reduction under `monoid` keeps one of its terms (max, min and
+/// their arg forms): the cotangent goes to the terms equal to the result.
+inline bool isExtremum(std::optional<MonoidKind> monoid) {
+  return monoid == MonoidKind::Max || monoid == MonoidKind::Min ||
+         monoid == MonoidKind::ArgMax || monoid == MonoidKind::ArgMin;
+}
+/// argmax and argmin: a value, then an index with no cotangent.
+inline bool isArgExtremum(std::optional<MonoidKind> monoid) {
+  return monoid == MonoidKind::ArgMax || monoid == MonoidKind::ArgMin;
+}
 /// `v` in `type` (floating point), extended or truncated.
 Value castFloat(OpBuilder &b, Location loc, Value v, Type type);
 /// The type saved statistics and softmax derivatives are computed in: f32
@@ -143,6 +154,16 @@ void getBodySlice(ComprehensionOp c, Value v,
 LogicalResult backpropagate(OpBuilder &b, ArrayRef<Operation *> ops,
                             llvm::DenseMap<Value, Value> &adjoint,
                             const llvm::DenseSet<Operation *> &onPath);
+
+//===----------------------------------------------------------------------===//
+// Scatters and scans (GradScatterScan.cpp)
+//===----------------------------------------------------------------------===//
+
+/// Moves the values each scatter of `f` writes, and the elements each scan
+/// folds, to a comprehension over their domain whose tensor the scatter or
+/// scan then reads at its indices (values already read so stay): their
+/// reads are then differentiated by the comprehension rules.
+void splitBodies(func::FuncOp f);
 
 //===----------------------------------------------------------------------===//
 // The differentiator (Grad.cpp; the gradient of a read: GradReads.cpp)
@@ -173,8 +194,20 @@ public:
   FailureOr<SmallVector<Value>> run(ArrayRef<std::pair<Value, Value>> seeds);
 
 private:
-  /// Whether `c` reads (or gathers from) a tensor that needs a gradient.
-  bool readsGradientOf(ComprehensionOp c);
+  /// Whether `op`'s body reads (or gathers from) a tensor that needs a
+  /// gradient.
+  bool readsGradientOf(Operation *op);
+  /// Whether the scatter `s` passes a gradient (to its base or to the
+  /// values it writes); sets `status` to a failure (with a diagnostic)
+  /// when it would but --tang-grad has no rule for it.
+  bool prepareScatter(ScatterOp s, LogicalResult &status);
+  /// The cotangents of `s`'s base and of the tensor of values it writes
+  /// (splitBodies) from `dOut`, the cotangent of its result
+  /// (GradScatterScan.cpp).
+  LogicalResult differentiateScatter(ScatterOp s, Value dOut);
+  /// The cotangents of the tensors of `scan`'s elements (splitBodies) from
+  /// `dY`, those of its results (null: none) (GradScatterScan.cpp).
+  LogicalResult differentiateScan(ScanOp scan, ArrayRef<Value> dY);
   LogicalResult differentiate(ComprehensionOp c,
                               ArrayRef<Value> resultCotangents);
   /// `saved`: the tie counts of a max/min reduction; (m, l, tie counts)

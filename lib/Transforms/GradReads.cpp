@@ -268,7 +268,7 @@ LogicalResult Differentiator::emitReadGradient(
       continue;
     Value yielded = mapping.lookup(c.getYield().getValues()[k]);
     Value seed = ReadOp::create(b, loc, dy, atParallel, gIndices);
-    if (monoid == MonoidKind::Max || monoid == MonoidKind::Min) {
+    if (isExtremum(monoid)) {
       Value result =
           ReadOp::create(b, loc, c.getResult(k), atParallel, gIndices);
       Value ties = ReadOp::create(b, loc, saved[0], atParallel, gIndices);

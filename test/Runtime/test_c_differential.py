@@ -157,8 +157,9 @@ def test_float_compares_follow_cmpf(compiler, tmp_path):
                          runner(lib, manifest["functions"][0]))
 
 
-GRADIENT_EXAMPLES = ["attention", "causal_conv1d", "conv2d", "cross_entropy",
-                     "embedding_rmsnorm", "layernorm", "matmul_bias_gelu",
+GRADIENT_EXAMPLES = ["argmax", "attention", "causal_conv1d", "conv2d",
+                     "cross_entropy", "embedding_rmsnorm", "layernorm",
+                     "linear_recurrence_scan", "matmul_bias_gelu", "moe_top2",
                      "rmsnorm", "softmax"]
 
 

@@ -90,8 +90,20 @@ func.func @floor(%x: tensor<8xf32>) -> tensor<8xf32> {
 
 // -----
 
+// argmax: the value's cotangent goes to the terms equal to it, shared
+// among ties (a tie count saved), as max's; the index has none (one
+// cotangent argument).
+// CHECK-LABEL: func.func @argmax_grad
+// CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32>, %[[DV:.*]]: tensor<4xf32>) -> tensor<4x8xf32>
+// CHECK: %[[V:.*]]:2 = tang.comprehension (%{{.*}}) reduce (%{{.*}}) [4, 8] monoid(argmax)
+// CHECK: %[[TIES:.*]] = tang.comprehension (%{{.*}}) reduce (%{{.*}}) [4, 8] monoid(add) attributes {tang.saved}
+// CHECK: arith.cmpf oeq
+// CHECK: tang.comprehension (%[[I:.*]], %{{.*}}) [4, 8]
+// CHECK-DAG: tang.read %[[DV]][%[[I]]]
+// CHECK-DAG: tang.read %[[V]]#0[%[[I]]]
+// CHECK-DAG: tang.read %[[TIES]][%[[I]]]
+// CHECK: arith.divf
 func.func @argmax(%x: tensor<4x8xf32>) -> (tensor<4xf32>, tensor<4xi32>) {
-  // expected-error @+1 {{reduces under a monoid --tang-grad has no derivative rule for (#tang.monoid<argmax>)}}
   %v, %i = tang.comprehension (%r) reduce (%c) [4, 8] monoid(argmax) : tensor<4xf32>, tensor<4xi32> {
     %a = tang.read %x[%r, %c] : tensor<4x8xf32>
     %ci = tang.index %c : i32

@@ -31,15 +31,9 @@ EXAMPLES = sorted((ROOT / "examples").glob("*.mlir"))
 
 # Examples --tang-grad refuses, and the words of its diagnostic.
 NOT_DIFFERENTIABLE = {
-    "argmax": "reduces under a monoid --tang-grad has no derivative rule",
     "linear_recurrence":
         "reduces under a monoid --tang-grad has no derivative rule",
-    "linear_recurrence_scan":
-        "cannot be differentiated yet (--tang-grad has no rule for scans)",
-    "moe_top2":
-        "cannot be differentiated yet (--tang-grad has no rule for scatters)",
-    "kv_cache_decode":
-        "cannot be differentiated yet (--tang-grad has no rule for scatters)",
+    "kv_cache_decode": "cannot be differentiated yet: it has symbolic sizes",
 }
 
 STEP = 1e-5
@@ -303,6 +297,63 @@ func.func @main(%logits: tensor<6x5xf32>, %target: tensor<6xi32>, %E: tensor<7x4
     tang.yield %o : f32
   }
   return %loss, %y, %r : tensor<f32>, tensor<3x2x4xf32>, tensor<3x4xf32>
+}
+""",
+    # Scans under add (a reverse scan), mul and max (the general rule: a
+    # reverse scan of affine maps), along the last index with a parallel one.
+    "scans": """\
+func.func @main(%x: tensor<3x17xf32>, %y: tensor<3x17xf32>)
+    -> (tensor<3x17xf32>, tensor<3x17xf32>, tensor<3x17xf32>) {
+  %s = tang.scan (%b) along (%t) [3, 17] monoid(add) : tensor<3x17xf32> {
+    %a = tang.read %x[%b, %t] : tensor<3x17xf32>
+    %c = tang.read %y[%b, %t] : tensor<3x17xf32>
+    %p = arith.mulf %a, %c : f32
+    tang.yield %p : f32
+  }
+  %m = tang.scan (%b) along (%t) [3, 17] monoid(mul) : tensor<3x17xf32> {
+    %a = tang.read %x[%b, %t] : tensor<3x17xf32>
+    %e = math.exp %a : f32
+    tang.yield %e : f32
+  }
+  %x2 = tang.scan (%b) along (%t) [3, 17] monoid(max) : tensor<3x17xf32> {
+    %a = tang.read %y[%b, %t] : tensor<3x17xf32>
+    %c = tang.read %x[%b, %t] : tensor<3x17xf32>
+    %p = arith.addf %a, %c : f32
+    tang.yield %p : f32
+  }
+  return %s, %m, %x2 : tensor<3x17xf32>, tensor<3x17xf32>, tensor<3x17xf32>
+}
+""",
+    # A scatter-add with colliding rows (the base and the values get
+    # cotangents; rows r*r mod 6 of the seeded inputs collide), and an
+    # insert at a row read from data whose value gathers from the base
+    # (the overwritten row gets no cotangent through the insert).
+    "scatters": """\
+func.func @main(%base: tensor<6x4xf32>, %src: tensor<9x4xf32>,
+                %rows: tensor<9xi32>, %at: tensor<i32>, %new: tensor<4xf32>)
+    -> (tensor<6x4xf32>, tensor<6x4xf32>) {
+  %sum = tang.scatter (%i, %d) [9, 4] into %base monoid(add) deterministic : tensor<6x4xf32> {
+    %r = tang.read %rows[%i] : tensor<9xi32>
+    %c6 = arith.constant 6 : i32
+    %r2 = arith.muli %r, %r : i32
+    %rm = arith.remsi %r2, %c6 : i32
+    %row = arith.index_cast %rm : i32 to index
+    %v = tang.read %src[%i, %d] : tensor<9x4xf32>
+    %t = math.tanh %v : f32
+    tang.put %t at [symbol(%row), %d] drop : f32
+  }
+  %ins = tang.scatter (%d) [4] into %sum : tensor<6x4xf32> {
+    %p = tang.read %at[] : tensor<i32>
+    %c6 = arith.constant 6 : i32
+    %p2 = arith.muli %p, %p : i32
+    %pm = arith.remsi %p2, %c6 : i32
+    %row = arith.index_cast %pm : i32 to index
+    %v = tang.read %new[%d] : tensor<4xf32>
+    %b = tang.gather %base[symbol(%row), %d] zero : tensor<6x4xf32>
+    %w = arith.mulf %v, %b : f32
+    tang.put %w at [symbol(%row), %d] drop : f32
+  }
+  return %sum, %ins : tensor<6x4xf32>, tensor<6x4xf32>
 }
 """,
     "max_min_reductions": """\

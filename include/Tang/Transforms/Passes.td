@@ -217,8 +217,29 @@ def TangGrad : Pass<"tang-grad", "::mlir::ModuleOp"> {
       / smaller operand takes the cotangent, the first on ties), select
       (the chosen branch), float casts. Comparisons only steer selects.
       Reductions under `add` pass the cotangent to every term; under `max`
-      and `min` to the terms equal to the result, shared equally among
+      and `min` (and the value of `argmax` and `argmin`, whose index has
+      no cotangent) to the terms equal to the result, shared equally among
       ties (as torch.amax does).
+    * A gather's cotangent is a scatter-add into the gathered tensor at
+      the same coordinates (its policy kept: `zero` drops, `clamp` adds to
+      the clamped element).
+    * A scatter's base gets the result's cotangent (an insert zeroes the
+      elements it overwrote); the values it writes get the result's
+      cotangent gathered at their coordinates (a dropped write none). An
+      insert whose points might write one element twice (an index that is
+      not a coordinate of its own) is refused: only the last write's value
+      would have a gradient. Scatters under other monoids are refused.
+    * A scan `y[t] = f(y[t-1], x[t])` gives its elements
+      `(df/dx)^T G[t]`, where the cotangents of the prefixes follow the
+      reverse recurrence `G[t] = dy[t] + (df/dy at t+1)^T G[t+1]`: a
+      reverse scan of `dy` under `add` for an `add` scan, and for `mul`,
+      `max`, `min` and user monoids a reverse scan under the composition
+      of affine maps of R^n (a generated `tang.monoid
+      @tang_grad_affine<n>_<type>`, carrier n*n + n), O(n^2) work per
+      element and still O(T) along the scan.
+    * What a scatter writes and what a scan folds are first moved to a
+      comprehension over their domain, so their reads are differentiated
+      by the rules above.
     * An online-softmax reduction `O = sum_j p(i, j) v(j, e)` (p the
       softmax of scores s over j) has the flash-attention backward: its
       statistics (m, l) are recomputed by a softmax_norm reduction over
@@ -248,9 +269,10 @@ def TangGrad : Pass<"tang-grad", "::mlir::ModuleOp"> {
     ```
 
     Differentiating through an operation with no rule (integer arithmetic
-    on the path, `fptosi`, a monoid other than add, max and min) is a
+    on the path, `fptosi`, a reduction under a user monoid) is a
     diagnostic naming the operation; nothing is treated as constant
-    silently.
+    silently. Functions with symbolic sizes are refused
+    (`--tang-specialize-sizes` makes them static first).
   }];
   let options = [
     ListOption<"wrt", "wrt", "int64_t",

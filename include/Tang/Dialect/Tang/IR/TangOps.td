@@ -265,8 +265,10 @@ def Tang_ScanOp : Tang_Op<"scan", [
 
     The interpreter runs it in O(n) per sequence; the kernel form runs one
     thread per parallel point, carrying the monoid's carrier along the scan
-    index. It is a function-level op (`--tang-grad` has no rule for it
-    yet; fusion does not fuse into its body). The triangular form
+    index. It is a function-level op (fusion does not fuse into its body).
+    `--tang-grad` differentiates scans of floats under add (a reverse scan
+    of the cotangent), mul, max, min and user monoids (a reverse scan under
+    the composition of affine maps, the Jacobians of the combine). The triangular form
     (`select(k <= t, x, identity)` reduced over `k`) means the same in
     O(n^2) work.
   }];
