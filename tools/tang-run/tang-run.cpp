@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Tang/Dialect/Tang/IR/TangDialect.h"
+#include "Tang/Dialect/Tang/IR/TangSizes.h"
 #include "Tang/Interpreter/Interpreter.h"
 #include "Tang/Interpreter/Npy.h"
 
@@ -149,25 +150,12 @@ FailureOr<Tensor> loadInput(BlockArgument arg, StringRef path) {
 FailureOr<llvm::StringMap<int64_t>> parseSizes(func::FuncOp func) {
   llvm::StringMap<int64_t> sizes;
   for (StringRef spec : sizeArgs) {
-    auto [name, value] = spec.split('=');
+    tang::SizeSymbol symbol;
     int64_t n = 0;
-    unsigned arg = 0, dim = 0;
-    auto [argPart, dimPart] = name.split('.');
-    bool ok = argPart.consume_front("arg") && !argPart.getAsInteger(10, arg) &&
-              arg < func.getNumArguments() && !value.getAsInteger(10, n) &&
-              n >= 0;
-    if (ok && dimPart.empty())
-      ok = func.getArgument(arg).getType().isIndex();
-    else if (ok) {
-      auto t = dyn_cast<RankedTensorType>(func.getArgument(arg).getType());
-      ok = !dimPart.getAsInteger(10, dim) && t && dim < t.getRank() &&
-           t.isDynamicDim(dim) && n >= 1;
-    }
-    if (!ok)
+    if (failed(tang::parseSizeSpec(func, spec, symbol, n)))
       return emitError(func.getLoc())
-             << "--size " << spec
-             << ": expected argK=N (an index argument) or argK.D=N (a '?' "
-                "dimension of a tensor argument), N >= 0 (a dimension: >= 1)";
+             << "--size " << spec << ": expected " << tang::kSizeSpecSyntax;
+    StringRef name = spec.split('=').first;
     sizes[name] = n;
   }
   return sizes;

@@ -107,6 +107,38 @@ def TangFuse : Pass<"tang-fuse", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::tang::TangDialect"];
 }
 
+def TangSpecializeSizes : Pass<"tang-specialize-sizes", "::mlir::ModuleOp"> {
+  let summary = "Give a function's symbolic sizes values: a static function";
+  let description = [{
+    Replaces the size symbols of a function (its `index` arguments and the
+    `?` dimensions of its tensor arguments) by the values `sizes` gives, in
+    tang-run's `--size` syntax (`arg5=9`, `arg0.1=128`):
+
+    ```
+    tang-opt examples/kv_cache_decode.mlir \
+      --tang-specialize-sizes="sizes=arg5=9" --tang-grad
+    ```
+
+    The index arguments go (their uses become constants), `?` dimensions
+    become static, and symbolic extents become the static extents they
+    evaluate to, with the result types that follow. What passes need
+    static extents for then runs on the result: `--tang-grad`, the fusion
+    and schedules of a size class, a bundle for one known shape. Every
+    size must get a value, and the function's size requirements (the
+    bounds the verifier could not prove for every size) must hold at those
+    values: a broken one is an error naming it, as a run would report.
+  }];
+  let options = [
+    ListOption<"sizes", "sizes", "std::string",
+               "The value of every size: argK=N for the index argument #K, "
+               "argK.D=N for the '?' dimension D of tensor argument #K">,
+    Option<"function", "function", "std::string", /*default=*/"\"\"",
+           "The function to specialise (default: every function with "
+           "symbolic sizes)">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 def TangTriangularScan : Pass<"tang-triangular-scan", "::mlir::ModuleOp"> {
   let summary = "Rewrite prefix reductions over a triangular mask into scans";
   let description = [{

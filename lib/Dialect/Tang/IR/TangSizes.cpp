@@ -36,6 +36,29 @@ std::string mlir::tang::getSizeSymbolName(SizeSymbol s) {
   return "dim " + std::to_string(s.dim) + " of " + name;
 }
 
+LogicalResult mlir::tang::parseSizeSpec(FunctionOpInterface func,
+                                        StringRef spec, SizeSymbol &symbol,
+                                        int64_t &value) {
+  auto [name, number] = spec.split('=');
+  auto [argPart, dimPart] = name.split('.');
+  unsigned arg = 0, dim = 0;
+  if (!argPart.consume_front("arg") || argPart.getAsInteger(10, arg) ||
+      arg >= func.getNumArguments() || number.getAsInteger(10, value) ||
+      value < 0)
+    return failure();
+  Type type = func.getArgumentTypes()[arg];
+  if (dimPart.empty()) {
+    symbol = SizeSymbol{arg, -1};
+    return success(type.isIndex());
+  }
+  auto t = dyn_cast<RankedTensorType>(type);
+  if (dimPart.getAsInteger(10, dim) || !t || dim >= t.getRank() ||
+      !t.isDynamicDim(dim) || value < 1)
+    return failure();
+  symbol = SizeSymbol{arg, static_cast<int>(dim)};
+  return success();
+}
+
 Size Size::symbol(unsigned s) {
   Size r;
   r.coeffs.assign(s + 1, 0);

@@ -39,6 +39,17 @@ SmallVector<SizeSymbol> getSizeSymbols(FunctionOpInterface func);
 /// The symbol's name in messages: `%arg2`, or `dim 0 of %arg1`.
 std::string getSizeSymbolName(SizeSymbol s);
 
+/// Parses `argK=N` (the index argument #K) or `argK.D=N` (the `?`
+/// dimension D of tensor argument #K) naming a size symbol of `func`, N >= 0
+/// (a dimension: >= 1), as tang-run's --size and --tang-specialize-sizes
+/// take them; failure when `spec` does not name one.
+LogicalResult parseSizeSpec(FunctionOpInterface func, StringRef spec,
+                            SizeSymbol &symbol, int64_t &value);
+/// What parseSizeSpec expects, for diagnostics.
+inline constexpr const char *kSizeSpecSyntax =
+    "argK=N (an index argument) or argK.D=N (a '?' dimension of a tensor "
+    "argument), N >= 0 (a dimension: >= 1)";
+
 /// A size: constant + sum_s coeffs[s] * symbol_s over the size symbols of
 /// one function (missing trailing coefficients are zero). Symbols are at
 /// least 1 (a size of zero is refused before a run).
