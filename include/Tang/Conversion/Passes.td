@@ -86,6 +86,11 @@ def ConvertLinalgToTang : Pass<"convert-linalg-to-tang", "::mlir::ModuleOp"> {
     function-level ops other than linalg ops on tensors, `tensor.empty`,
     `arith.constant`, reshapes, slices, pads by a constant, tang ops and
     `func.return`.
+
+    What upstream `tosa-to-linalg` makes of a linear layer, an MLP, a
+    softmax, a padded conv2d, batch-1 attention, an embedding lookup
+    (`tosa.gather`) and a cross-entropy loss imports strictly and matches
+    NumPy (test/Conversion/LinalgToTang/Inputs/tosa, test_tosa_import.py).
   }];
   let options = [
     Option<"strict", "strict", "bool", /*default=*/"false",
