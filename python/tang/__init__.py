@@ -1,13 +1,28 @@
-"""tang: Python helpers for the tang tensor compiler.
+"""tang: the Python front end of the tang tensor compiler.
 
-Submodules:
-  tang.cuda  load a CUDA bundle written by ``tang-opt --tang-lower-cuda``
-             (docs/Bundle.md) and run its functions on PyTorch tensors,
-             through ctypes over the CUDA driver (no compiled extension).
+Write programs as math (``tang.function``, ``tang.compute``, reductions,
+scans, gathers, scatters: tang.lang), get tang IR text, compile and run it
+(tang.compile), or load a CUDA bundle and run it on PyTorch tensors
+(tang.cuda). Operators written with it: tang.nn.
 
-Importing ``tang`` or ``tang.cuda`` needs neither PyTorch nor a GPU.
+Importing ``tang`` needs neither PyTorch nor a GPU.
 """
 
-from . import cuda
+from . import cuda, lang, nn, sizes
+from .compiler import Compiled, compile, find_tool
+from .lang import (DType, Function, Sym, Monoid, TangError, abs, argmax, argmin,
+                   bf16, compute, cos, erf, exp, f16, f32, f64, function, i1,
+                   i8, i32, index_value, log, max, maximum, min, minimum,
+                   module, pow, prod, reduce, rsqrt, scan, scatter, sigmoid,
+                   sin, size, sqrt, sum, tanh, where)
 
-__all__ = ["cuda"]
+__version__ = "0.2.0"
+
+__all__ = [
+    "Compiled", "compile", "find_tool", "nn", "DType", "Sym", "Function", "Monoid", "TangError", "abs", "argmax", "argmin",
+    "bf16", "compute", "cos", "cuda", "erf", "exp", "f16", "f32", "f64",
+    "function", "i1", "i8", "i32", "index_value", "lang", "log", "max",
+    "maximum", "min", "minimum", "module", "pow", "prod", "reduce", "rsqrt",
+    "scan", "scatter", "sigmoid", "sin", "size", "sizes", "sqrt", "sum",
+    "tanh", "where",
+]

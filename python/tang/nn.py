@@ -1,0 +1,158 @@
+"""The usual operators, each a few lines of tang: no per-operator kernel.
+
+Every function here is called inside a ``tang.function`` on its tensors
+and returns tensors; what kernels they become (fused, tensor-core GEMMs,
+flash attention from the softmax written out) is the compiler's business.
+
+    @tang.function
+    def block(x: f32["T", 64], w: f32[64], wq: f32[64, 64], ...):
+        h = nn.rms_norm(x, w)
+        ...
+
+Shapes: ``x`` is ``[rows, features]`` (batch and sequence flattened into
+rows) unless a docstring says otherwise; weights are ``[in, out]``.
+"""
+
+import math
+
+from . import lang as t
+from .lang import f32, i32
+
+__all__ = ["linear", "rms_norm", "layer_norm", "softmax", "attention",
+           "rope", "swiglu", "embedding", "cross_entropy", "causal_conv1d",
+           "gelu"]
+
+
+def linear(x, w, b=None):
+    """``x @ w (+ b)``: x [M, K], w [K, N], b [N]."""
+    (M, K), N = x.shape, w.shape[1]
+    y = t.compute((M, N), lambda i, j: t.sum(K, lambda k: x[i, k] * w[k, j]))
+    if b is None:
+        return y
+    return t.compute((M, N), lambda i, j: y[i, j] + b[j])
+
+
+def rms_norm(x, w, eps=1e-6):
+    """``x / sqrt(mean(x^2) + eps) * w`` over the last axis."""
+    M, D = x.shape
+    ms = t.compute((M,), lambda i: t.sum(D, lambda k: x[i, k] * x[i, k]))
+    return t.compute((M, D), lambda i, d:
+                     x[i, d] * t.rsqrt(ms[i] / D + eps) * w[d])
+
+
+def layer_norm(x, w, b, eps=1e-5):
+    """``(x - mean) / sqrt(var + eps) * w + b`` over the last axis."""
+    M, D = x.shape
+    mean = t.compute((M,), lambda i: t.sum(D, lambda k: x[i, k]) / D)
+    var = t.compute((M,), lambda i: t.sum(
+        D, lambda k: (x[i, k] - mean[i]) * (x[i, k] - mean[i])) / D)
+    return t.compute((M, D), lambda i, d:
+                     (x[i, d] - mean[i]) * t.rsqrt(var[i] + eps) * w[d]
+                     + b[d])
+
+
+def softmax(x):
+    """Softmax over the last axis (max subtracted)."""
+    M, N = x.shape
+    m = t.compute((M,), lambda i: t.max(N, lambda j: x[i, j]))
+    s = t.compute((M,), lambda i: t.sum(N, lambda j: t.exp(x[i, j] - m[i])))
+    return t.compute((M, N), lambda i, j: t.exp(x[i, j] - m[i]) / s[i])
+
+
+def attention(q, k, v, causal=False, scale=None):
+    """Multi-head attention: q [H, L, D], k and v [H, S, D] (grouped
+    queries when k has fewer heads: query head h reads key head
+    h // (H // Hk)); ``causal`` masks keys after the query (aligned at the
+    end when S > L). Written as scores, max, sum and product: fusion makes
+    it one online-softmax reduction (flash attention)."""
+    H, L, D = q.shape
+    Hk, S, _ = k.shape
+    group = int(H) // int(Hk)
+    c = scale if scale is not None else 1.0 / math.sqrt(int(D))
+    offset = int(S - L) if causal else 0
+
+    def kv(h):
+        return h // group if group > 1 else h
+
+    def masked(s, i, j):
+        return t.where(j <= i + offset, s, float("-inf")) if causal else s
+    sc = t.compute((H, L, S), lambda h, i, j: t.sum(
+        D, lambda e: q[h, i, e] * k[kv(h), j, e] * c))
+    m = t.compute((H, L), lambda h, i: t.max(
+        S, lambda j: masked(sc[h, i, j], i, j)))
+    z = t.compute((H, L), lambda h, i: t.sum(
+        S, lambda j: t.exp(masked(sc[h, i, j], i, j) - m[h, i])))
+    return t.compute((H, L, D), lambda h, i, e: t.sum(
+        S, lambda j: t.exp(masked(sc[h, i, j], i, j) - m[h, i])
+        * v[kv(h), j, e]) / z[h, i])
+
+
+def rope(x, positions=None, theta=10000.0):
+    """Rotary embedding, rotate-half form: x [L, H, D] at positions
+    (an i32 tensor [L], default 0..L-1); pairs (d, d + D/2) rotate by
+    ``pos * theta^(-2 (d mod D/2) / D)``."""
+    L, H, D = x.shape
+    half = int(D) // 2
+    log_theta = math.log(theta)
+
+    def rotated(l, h, d):
+        pos = (positions[l].astype(f32) if positions is not None
+               else t.index_value(l, f32))
+        freq = t.exp(t.index_value(d % half, f32) * (-2.0 * log_theta / int(D)))
+        angle = pos * freq
+        first = t.index_value(d, i32) < half
+        partner = t.where(first, -x[l, h, (d + half) % int(D)],
+                          x[l, h, (d + half) % int(D)])
+        return x[l, h, d] * t.cos(angle) + partner * t.sin(angle)
+    return t.compute((L, H, D), rotated)
+
+
+def swiglu(x, w_gate, w_up, w_down):
+    """``(silu(x w_gate) * (x w_up)) w_down``: x [M, D], w_gate and w_up
+    [D, F], w_down [F, D]."""
+    M, F = x.shape[0], w_gate.shape[1]
+    gate, up = linear(x, w_gate), linear(x, w_up)
+    h = t.compute((M, F), lambda i, f:
+                  gate[i, f] * t.sigmoid(gate[i, f]) * up[i, f])
+    return linear(h, w_down)
+
+
+def gelu(x):
+    """GELU (erf form), elementwise on [M, N]."""
+    M, N = x.shape
+    return t.compute((M, N), lambda i, j:
+                     0.5 * x[i, j] * (1.0 + t.erf(x[i, j] * (1 / math.sqrt(2)))))
+
+
+def embedding(table, ids, policy="trap"):
+    """Rows of ``table`` [V, D] at ``ids`` [T] (i32): a gather. An id out of
+    range fails the run (``trap``, the interpreter's; kernels cannot report
+    it yet and refuse it) or reads the nearest row (``clamp``) or zeros
+    (``zero``)."""
+    (T,), D = ids.shape, table.shape[1]
+    rows = table.gather_policy(policy)
+    return t.compute((T, D), lambda i, d: rows[ids[i], d])
+
+
+def cross_entropy(logits, targets, policy="trap"):
+    """Mean over rows of ``logsumexp(logits[i]) - logits[i, targets[i]]``:
+    logits [N, C], targets [N] (i32; out of range: ``policy``, as
+    ``embedding``'s). A scalar tensor."""
+    N, C = logits.shape
+    picked = logits.gather_policy(policy)
+    m = t.compute((N,), lambda i: t.max(C, lambda c: logits[i, c]))
+    lse = t.compute((N,), lambda i: t.log(t.sum(
+        C, lambda c: t.exp(logits[i, c] - m[i]))) + m[i])
+    return t.compute((), lambda: t.sum(
+        N, lambda i: (lse[i] - picked[i, targets[i]]) / N))
+
+
+def causal_conv1d(x, w):
+    """Depthwise causal convolution: x [C, L], w [C, K];
+    ``y[c, t] = sum_k w[c, k] x[c, t + k - K + 1]``, zero before the
+    start (a padded read)."""
+    C, L = x.shape
+    K = w.shape[1]
+    xp = x.padded(0.0)
+    return t.compute((C, L), lambda c, s: t.sum(
+        K, lambda k: w[c, k] * xp[c, s + k - (int(K) - 1)]))

@@ -1,0 +1,380 @@
+"""The Python front end (python/tang): the builder, the operator library
+and tang.compile, against NumPy.
+
+Every operator of tang.nn is traced, parsed and printed back by tang-opt
+(round trip), run by the float64 interpreter (tolerance of float64 from the
+same float32 inputs) and by the C backend (float32), against NumPy in
+float64, on every element. Errors name the user's line.
+
+Run:  TANG_BIN=<build>/bin /usr/bin/python3 -m pytest -q test/Python
+"""
+
+import math
+import os
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "python"))
+TANG_BIN = pathlib.Path(os.environ.get("TANG_BIN", ROOT / "build" / "bin"))
+os.environ.setdefault("TANG_BIN", str(TANG_BIN))
+
+import tang  # noqa: E402
+from tang import f32, i32, nn  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TANG_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def rand(rng, *shape):
+    return rng.uniform(-1, 1, shape).astype(np.float32)
+
+
+def np_softmax(x, axis=-1):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def np_rms_norm(x, w, eps=1e-6):
+    return x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * w
+
+
+def np_layer_norm(x, w, b, eps=1e-5):
+    m = x.mean(-1, keepdims=True)
+    v = ((x - m) ** 2).mean(-1, keepdims=True)
+    return (x - m) / np.sqrt(v + eps) * w + b
+
+
+def np_attention(q, k, v, causal):
+    H, L, D = q.shape
+    Hk, S, _ = k.shape
+    kk = np.repeat(k, H // Hk, axis=0)
+    vv = np.repeat(v, H // Hk, axis=0)
+    s = q @ kk.transpose(0, 2, 1) / math.sqrt(D)
+    if causal:
+        i = np.arange(L)[:, None]
+        j = np.arange(S)[None, :]
+        s = np.where(j <= i + (S - L), s, -np.inf)
+    return np_softmax(s) @ vv
+
+
+def np_rope(x, theta=10000.0):
+    L, H, D = x.shape
+    half = D // 2
+    freq = theta ** (-2.0 * (np.arange(D) % half) / D)
+    ang = np.arange(L)[:, None, None] * freq[None, None, :]
+    rot = np.concatenate([-x[..., half:], x[..., :half]], axis=-1)
+    return x * np.cos(ang) + rot * np.sin(ang)
+
+
+def np_gelu(x):
+    from math import erf
+    return 0.5 * x * (1 + np.vectorize(erf)(x / math.sqrt(2)))
+
+
+def np_cross_entropy(logits, t):
+    m = logits.max(1, keepdims=True)
+    lse = np.log(np.exp(logits - m).sum(1)) + m[:, 0]
+    return np.array(np.mean(lse - logits[np.arange(len(t)), t]))
+
+
+def np_conv(x, w):
+    C, L = x.shape
+    K = w.shape[1]
+    xp = np.concatenate([np.zeros((C, K - 1)), x], axis=1)
+    return np.stack([sum(w[:, k:k + 1] * xp[:, k:k + L][:, s:s + 1]
+                         for k in range(K))[:, 0] for s in range(L)], axis=1)
+
+
+def np_swiglu(x, wg, wu, wd):
+    g = x @ wg
+    return (g / (1 + np.exp(-g)) * (x @ wu)) @ wd
+
+
+# name -> (function, inputs maker, NumPy reference)
+def library():
+    @tang.function
+    def rms_norm(x: f32[8, 32], w: f32[32]):
+        return nn.rms_norm(x, w)
+
+    @tang.function
+    def layer_norm(x: f32[8, 32], w: f32[32], b: f32[32]):
+        return nn.layer_norm(x, w, b)
+
+    @tang.function
+    def softmax(x: f32[8, 32]):
+        return nn.softmax(x)
+
+    @tang.function
+    def linear(x: f32[8, 32], w: f32[32, 12], b: f32[12]):
+        return nn.linear(x, w, b)
+
+    @tang.function
+    def gelu(x: f32[8, 32]):
+        return nn.gelu(x)
+
+    @tang.function
+    def attention(q: f32[4, 6, 8], k: f32[2, 9, 8], v: f32[2, 9, 8]):
+        return nn.attention(q, k, v)
+
+    @tang.function
+    def causal_attention(q: f32[4, 6, 8], k: f32[2, 9, 8], v: f32[2, 9, 8]):
+        return nn.attention(q, k, v, causal=True)
+
+    @tang.function
+    def rope(x: f32[6, 2, 8]):
+        return nn.rope(x)
+
+    @tang.function
+    def swiglu(x: f32[4, 16], wg: f32[16, 24], wu: f32[16, 24],
+               wd: f32[24, 16]):
+        return nn.swiglu(x, wg, wu, wd)
+
+    @tang.function
+    def embedding(table: f32[20, 8], ids: i32[6]):
+        return nn.embedding(table, ids, policy="clamp")
+
+    @tang.function
+    def cross_entropy(logits: f32[6, 20], ids: i32[6]):
+        return nn.cross_entropy(logits, ids, policy="clamp")
+
+    @tang.function
+    def causal_conv1d(x: f32[3, 10], w: f32[3, 4]):
+        return nn.causal_conv1d(x, w)
+
+    def ids(rng, n, bound):
+        return rng.integers(0, bound, n).astype(np.int32)
+
+    return {
+        "rms_norm": (rms_norm, lambda r: [rand(r, 8, 32), rand(r, 32)],
+                     np_rms_norm),
+        "layer_norm": (layer_norm, lambda r: [rand(r, 8, 32), rand(r, 32),
+                                              rand(r, 32)], np_layer_norm),
+        "softmax": (softmax, lambda r: [rand(r, 8, 32)], np_softmax),
+        "linear": (linear, lambda r: [rand(r, 8, 32), rand(r, 32, 12),
+                                      rand(r, 12)],
+                   lambda x, w, b: x @ w + b),
+        "gelu": (gelu, lambda r: [rand(r, 8, 32)], np_gelu),
+        "attention": (attention, lambda r: [rand(r, 4, 6, 8),
+                                            rand(r, 2, 9, 8),
+                                            rand(r, 2, 9, 8)],
+                      lambda q, k, v: np_attention(q, k, v, False)),
+        "causal_attention": (causal_attention,
+                             lambda r: [rand(r, 4, 6, 8), rand(r, 2, 9, 8),
+                                        rand(r, 2, 9, 8)],
+                             lambda q, k, v: np_attention(q, k, v, True)),
+        "rope": (rope, lambda r: [rand(r, 6, 2, 8)], np_rope),
+        "swiglu": (swiglu, lambda r: [rand(r, 4, 16), rand(r, 16, 24),
+                                      rand(r, 16, 24), rand(r, 24, 16)],
+                   np_swiglu),
+        "embedding": (embedding, lambda r: [rand(r, 20, 8), ids(r, 6, 20)],
+                      lambda t, i: t[i]),
+        "cross_entropy": (cross_entropy,
+                          lambda r: [rand(r, 6, 20), ids(r, 6, 20)],
+                          np_cross_entropy),
+        "causal_conv1d": (causal_conv1d, lambda r: [rand(r, 3, 10),
+                                                    rand(r, 3, 4)], np_conv),
+    }
+
+
+LIBRARY = library()
+
+
+def check(got, want, rtol, atol):
+    got = np.asarray(got, np.float64)
+    want = np.asarray(want, np.float64)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    assert np.all(np.isfinite(got)), "non-finite output"
+    scale = max(1.0, float(np.abs(want).max()))
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol * scale)
+
+
+@pytest.mark.parametrize("name", sorted(LIBRARY))
+def test_operator_round_trips_through_tang_opt(name, tmp_path):
+    fn = LIBRARY[name][0]
+    text = fn.mlir()
+    src = tmp_path / "a.mlir"
+    src.write_text(text)
+    once = subprocess.run([str(TANG_BIN / "tang-opt"), str(src)],
+                          capture_output=True, text=True)
+    assert once.returncode == 0, once.stderr
+    (tmp_path / "b.mlir").write_text(once.stdout)
+    twice = subprocess.run([str(TANG_BIN / "tang-opt"),
+                            str(tmp_path / "b.mlir")],
+                           capture_output=True, text=True)
+    assert twice.returncode == 0, twice.stderr
+    assert once.stdout == twice.stdout
+
+
+@pytest.mark.parametrize("target", ["interpreter", "c"])
+@pytest.mark.parametrize("name", sorted(LIBRARY))
+def test_operator_matches_numpy(name, target):
+    fn, make, reference = LIBRARY[name]
+    rng = np.random.default_rng(sum(map(ord, name)))
+    xs = make(rng)
+    got = tang.compile(fn, target=target)(*xs)
+    want = reference(*[x.astype(np.float64) if x.dtype.kind == "f" else x
+                       for x in xs])
+    if target == "interpreter":
+        # float64 arithmetic from the same inputs; the program's constants
+        # (1/sqrt(D), RoPE's frequencies' factor) are f32, rounded.
+        check(got, want, 1e-6, 1e-9)
+    else:
+        # float32: a few ulps per accumulated term.
+        check(got, want, 2e-5, 2e-6)
+
+
+def test_symbolic_rows_one_compilation_every_size():
+    M = tang.Sym("M")
+
+    @tang.function
+    def rms(x: f32[M, 16], w: f32[16]):
+        return nn.rms_norm(x, w)
+
+    @tang.function
+    def rows(x: f32[M, 16]):
+        # The symbol itself as an extent.
+        return tang.compute((M,), lambda i: tang.sum(16, lambda k: x[i, k]))
+
+    assert "[%x_dim0, 16] monoid(add)" in rows.mlir()
+
+    assert "tensor<?x16xf32>" in rms.mlir()
+    run = tang.compile(rms)
+    rng = np.random.default_rng(1)
+    w = rand(rng, 16)
+    for m in (1, 5, 33):
+        x = rand(rng, m, 16)
+        check(run(x, w), np_rms_norm(x.astype(np.float64), w), 2e-5, 2e-6)
+
+
+def test_scan_with_a_user_monoid():
+    affine = tang.Monoid("affine", [f32, f32], [1.0, 0.0],
+                         lambda a, b: (a[0] * b[0], b[0] * a[1] + b[1]))
+
+    @tang.function
+    def recurrence(g: f32[300], x: f32[300]):
+        _, h = tang.scan((300,), affine, lambda t: (tang.sigmoid(g[t]), x[t]))
+        return h
+
+    rng = np.random.default_rng(2)
+    g, x = rand(rng, 300), rand(rng, 300)
+    a = 1 / (1 + np.exp(-g.astype(np.float64)))
+    want, h = [], 0.0
+    for t in range(300):
+        h = a[t] * h + x[t]
+        want.append(h)
+    for target in ("interpreter", "c"):
+        check(tang.compile(recurrence, target=target)(g, x), want, 2e-5,
+              2e-6)
+
+
+def test_scatter_at_a_position_argument():
+    @tang.function(donate=("cache",))
+    def insert(cache: f32[8, 4], new: f32[4], pos: tang.size):
+        return tang.scatter(cache, (4,), lambda d: (new[d], (pos, d)))
+
+    assert "%pos: index" in insert.mlir()
+    assert "{tang.donate}" in insert.mlir()
+    rng = np.random.default_rng(3)
+    cache, new = rand(rng, 8, 4), rand(rng, 4)
+    want = cache.copy()
+    want[5] = new
+    got = tang.compile(insert, target="interpreter")(cache, new, 5)
+    check(got, want, 0, 0)
+
+
+def test_compiled_programs_are_cached(monkeypatch):
+    @tang.function
+    def double(x: f32[4]):
+        return tang.compute((4,), lambda i: x[i] * 2.0)
+
+    first = tang.compile(double)
+
+    def no_tools(*args, **kwargs):
+        raise AssertionError("the cached program was rebuilt")
+    # A second compile loads the library: no tang-opt, no C compiler.
+    monkeypatch.setattr(tang.compiler, "_run", no_tools)
+    second = tang.compile(double)
+    assert second.directory == first.directory
+    check(second(np.arange(4, dtype=np.float32)), [0, 2, 4, 6], 0, 0)
+
+
+def test_out_of_range_id_traps_in_the_interpreter():
+    @tang.function
+    def lookup(table: f32[20, 8], ids: i32[3]):
+        return nn.embedding(table, ids)
+
+    rng = np.random.default_rng(4)
+    run = tang.compile(lookup, target="interpreter")
+    with pytest.raises(tang.TangError, match="25"):
+        run(rand(rng, 20, 8), np.array([1, 25, 3], np.int32))
+    # Kernels cannot report it: the C backend refuses trap, at the line.
+    with pytest.raises(tang.TangError, match="traps on an out-of-range"):
+        tang.compile(lookup, target="c")
+
+
+def test_call_errors_name_the_argument():
+    run = tang.compile(LIBRARY["softmax"][0])
+    with pytest.raises(tang.TangError, match=r"input #0 has shape \(8, 31\)"):
+        run(np.zeros((8, 31), np.float32))
+    with pytest.raises(tang.TangError, match="input #0 is float64"):
+        run(np.zeros((8, 32)))
+    with pytest.raises(tang.TangError, match="takes 1 arguments, got 2"):
+        run(np.zeros((8, 32), np.float32), 3)
+
+
+def here():
+    import inspect
+    return inspect.currentframe().f_back.f_lineno
+
+
+def test_branch_on_a_traced_value_is_an_error_at_the_line():
+    @tang.function
+    def branchy(x: f32[4]):
+        def body(i):
+            line[0] = here() + 1
+            if x[i] > 0:
+                return x[i]
+            return -x[i]
+        return tang.compute((4,), body)
+
+    line = [0]
+    with pytest.raises(tang.TangError) as e:
+        branchy.mlir()
+    assert f"test_lang.py:{line[0]}:" in str(e.value), str(e.value)
+    assert "tang.where" in str(e.value)
+
+
+def test_mixed_types_and_ranks_are_errors():
+    @tang.function
+    def mixed(x: f32[4], y: tang.bf16[4]):
+        return tang.compute((4,), lambda i: x[i] + y[i])
+
+    with pytest.raises(tang.TangError, match="mixing f32 and bf16"):
+        mixed.mlir()
+
+    @tang.function
+    def rank(x: f32[4, 4]):
+        return tang.compute((4,), lambda i: x[i])
+
+    with pytest.raises(tang.TangError, match="1 coordinates for a tensor of "
+                                             "rank 2"):
+        rank.mlir()
+
+
+def test_verifier_errors_point_at_the_python_line(tmp_path):
+    @tang.function
+    def shifted(x: f32[4]):
+        line[0] = here() + 1
+        return tang.compute((4,), lambda i: x[i + 1])
+
+    line = [0]
+    with pytest.raises(tang.TangError) as e:
+        tang.compile(shifted, target="interpreter")
+    assert f"test_lang.py:{line[0]}:" in str(e.value), str(e.value)
