@@ -20,7 +20,7 @@ from .lang import f32, i32
 
 __all__ = ["linear", "rms_norm", "layer_norm", "softmax", "attention",
            "rope", "swiglu", "embedding", "cross_entropy", "causal_conv1d",
-           "gelu"]
+           "gelu", "add", "split_heads", "merge_heads", "transformer_block"]
 
 
 def linear(x, w, b=None):
@@ -156,3 +156,35 @@ def causal_conv1d(x, w):
     xp = x.padded(0.0)
     return t.compute((C, L), lambda c, s: t.sum(
         K, lambda k: w[c, k] * xp[c, s + k - (int(K) - 1)]))
+
+
+def add(a, b):
+    """Elementwise ``a + b`` of two [M, N] tensors (a residual)."""
+    M, N = a.shape
+    return t.compute((M, N), lambda i, j: a[i, j] + b[i, j])
+
+
+def split_heads(x, heads):
+    """[T, H * Dh] seen as [H, T, Dh] (a view: no copy)."""
+    T, D = x.shape
+    dh = int(D) // heads
+    return x.view((heads, T, dh), lambda h, l, d: (l, h * dh + d))
+
+
+def merge_heads(x):
+    """[H, T, Dh] seen as [T, H * Dh] (a view)."""
+    H, T, dh = x.shape
+    dh = int(dh)
+    return x.view((T, int(H) * dh), lambda l, c: (c // dh, l, c % dh))
+
+
+def transformer_block(x, wn1, wq, wk, wv, wo, wn2, w1, w3, w2, heads,
+                      eps=1e-6):
+    """A pre-norm (Llama-style) block on one sequence x [T, D]: causal
+    multi-head attention with RMSNorm before it, a SwiGLU MLP with RMSNorm
+    before it, residuals around both."""
+    xn = rms_norm(x, wn1, eps)
+    q, k, v = (split_heads(linear(xn, w), heads) for w in (wq, wk, wv))
+    o = merge_heads(attention(q, k, v, causal=True))
+    h = add(x, linear(o, wo))
+    return add(h, swiglu(rms_norm(h, wn2, eps), w1, w3, w2))

@@ -1,0 +1,141 @@
+"""Gradients of tang programs: ``tang.vjp`` (NumPy) and ``tang.autograd``
+(a ``torch.autograd.Function``), both from ``tang-opt --tang-grad
+split=1``: the forward saves the residuals the derived backward names
+(attention's softmax statistics, ...), the backward runs the derived
+kernels.
+
+    step = tang.vjp(block)                       # the C backend
+    outputs, saved = step.forward(x, w)
+    dx, dw = step.backward(saved, dy)
+
+    f = tang.autograd(block, target="cuda")      # on torch tensors
+    y = f(x, w); y.sum().backward()
+
+Gradients are taken with respect to every floating-point tensor argument;
+integer arguments (token ids) and sizes get none (``None`` in torch).
+"""
+
+import os
+import tempfile
+from typing import Optional, Sequence
+
+from .compiler import compile as _compile, find_tool, _run
+from .lang import Function, TangError
+
+__all__ = ["vjp", "VJP", "autograd", "gradient_program"]
+
+
+def gradient_program(fn: Function) -> str:
+    """The module of ``fn`` with ``@name_grad``, ``@name_fwd`` (inputs ->
+    results, residuals) and ``@name_bwd`` (inputs, results, residuals,
+    cotangents -> gradients)."""
+    text = fn.mlir()
+    with tempfile.TemporaryDirectory(prefix="tang-grad-") as tmp:
+        src = os.path.join(tmp, "program.mlir")
+        with open(src, "w") as f:
+            f.write(text)
+        r = _run([find_tool("tang-opt"), src,
+                  f"--tang-grad=split=1 function={fn.name}"],
+                 "tang-opt --tang-grad")
+    return r.stdout
+
+
+class VJP:
+    """The forward and backward of ``fn`` compiled for ``target``."""
+
+    def __init__(self, fn: Function, target: str = "c", options: str = ""):
+        self.fn = fn
+        self.text = gradient_program(fn)
+        self.target = target
+        self.forward_fn = _compile(self.text, target, options,
+                                   function=f"{fn.name}_fwd")
+        self.backward_fn = _compile(self.text, target, options,
+                                    function=f"{fn.name}_bwd")
+        kinds = fn.arg_types
+        self.num_inputs = len(kinds)
+        self.num_results = len(fn.results)
+        self.float_results = [k for k, r in enumerate(fn.results)
+                              if r.dtype.is_float]
+        self.wrt = [k for k, t in enumerate(kinds)
+                    if getattr(getattr(t, "dtype", None), "is_float", False)]
+
+    def forward(self, *inputs):
+        """(results, saved): ``saved`` is what ``backward`` takes."""
+        out = self.forward_fn(*inputs)
+        out = out if isinstance(out, tuple) else (out,)
+        results = out[:self.num_results]
+        saved = (tuple(inputs), results, out[self.num_results:])
+        return (results[0] if len(results) == 1 else results), saved
+
+    def backward(self, saved, *cotangents):
+        """The gradients of the floating-point arguments, in order, given
+        one cotangent per floating-point result."""
+        inputs, results, residuals = saved
+        if len(cotangents) != len(self.float_results):
+            raise TangError(f"{self.fn.name} has {len(self.float_results)} "
+                            f"floating-point results: give one cotangent "
+                            f"each, got {len(cotangents)}")
+        out = self.backward_fn(*inputs, *results, *residuals, *cotangents)
+        return out if isinstance(out, tuple) else (out,)
+
+
+def vjp(fn: Function, target: str = "c", options: str = "") -> VJP:
+    """``fn``'s forward and vector-Jacobian product, compiled."""
+    return VJP(fn, target, options)
+
+
+def autograd(fn: Function, target: Optional[str] = None, options: str = ""):
+    """A callable on torch tensors that records ``fn`` for autograd: its
+    backward runs the kernels ``--tang-grad`` derives. ``target``: "cuda"
+    for CUDA tensors, "c" for CPU tensors (default: "cuda" when torch has a
+    GPU)."""
+    import torch
+
+    if target is None:
+        target = "cuda" if torch.cuda.is_available() else "c"
+    step = vjp(fn, target, options)
+    on_cpu = target in ("c", "interpreter")
+
+    def to_backend(x):
+        if not isinstance(x, torch.Tensor):
+            return x
+        return x.detach().cpu().contiguous().numpy() if on_cpu else \
+            x.detach().contiguous()
+
+    def to_torch(x, like):
+        if on_cpu:
+            return torch.from_numpy(x).to(like.device)
+        return x
+
+    class TangFunction(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, *inputs):
+            like = next(x for x in inputs if isinstance(x, torch.Tensor))
+            results, saved = step.forward(*map(to_backend, inputs))
+            ctx.tang_saved = saved
+            ctx.like = like
+            results = results if isinstance(results, tuple) else (results,)
+            out = tuple(to_torch(r, like) for r in results)
+            ctx.results = [(o.shape, o.dtype, o.device) for o in out]
+            return out[0] if len(out) == 1 else out
+
+        @staticmethod
+        def backward(ctx, *douts):
+            like = ctx.like
+
+            def cotangent(k):
+                if douts[k] is not None:
+                    return douts[k]
+                shape, dtype, device = ctx.results[k]
+                return torch.zeros(shape, dtype=dtype, device=device)
+            cot = [to_backend(cotangent(k)) for k in step.float_results]
+            grads = step.backward(ctx.tang_saved, *cot)
+            full: Sequence = [None] * step.num_inputs
+            for k, g in zip(step.wrt, grads):
+                full[k] = to_torch(g, like)
+            return tuple(full)
+
+    def call(*inputs):
+        return TangFunction.apply(*inputs)
+    call.vjp = step
+    return call
