@@ -3,6 +3,7 @@
 
   scripts/prepare-gpu-check.py               every example, f32/f16/bf16
   scripts/prepare-gpu-check.py --gradients   every example's gradient, f32
+  bench/prepare_python.py                    the Python front end's programs
   bench/prepare_bench.py                     the memory-bound kernels
   bench/prepare_gemm.py                      GEMMs, attention forward, block
   bench/prepare_attention_grad.py            attention forward + backward
@@ -31,6 +32,7 @@ import harness  # noqa: E402
 STEPS = [
     ("gpu_check", ["scripts/prepare-gpu-check.py"]),
     ("gpu_check_gradients", ["scripts/prepare-gpu-check.py", "--gradients"]),
+    ("python_check", ["bench/prepare_python.py"]),
     ("memory_bound", ["bench/prepare_bench.py"]),
     ("gemm", ["bench/prepare_gemm.py"]),
     ("attention_grad", ["bench/prepare_attention_grad.py"]),

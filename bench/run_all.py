@@ -37,10 +37,11 @@ import harness  # noqa: E402
 #: (suite, script, share of the budget, extra arguments)
 SUITES = [
     ("gpu_check", "bench/gpu_check.py", 0.15, []),
+    ("python_check", "bench/python_check.py", 0.10, []),
     ("memory_bound", "bench/bench_memory_bound.py", 0.19, []),
     ("gemm", "bench/bench_gemm.py", 0.15, []),
     ("attention_grad", "bench/bench_attention_grad.py", 0.15, []),
-    ("block_grad", "bench/bench_block_grad.py", 0.36, []),
+    ("block_grad", "bench/bench_block_grad.py", 0.26, []),
 ]
 #: Seconds a suite may run past its deadline before it is killed (a case
 #: in flight finishes; its JSON is rewritten after every case).

@@ -16,6 +16,8 @@
 
 #include "Tang/Transforms/Passes.h"
 
+#include "Tang/Analysis/ShapeClass.h"
+
 #include "mlir/IR/Dominance.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
@@ -680,7 +682,13 @@ double mlir::tang::getExecutedWork(ComprehensionOp op) {
   // (Symbolic sizes are not fused: their work is not compared.)
   if (hasSymbolicSizes(op))
     return 0;
-  bool sharesRow = op.getNumReduced() == 0 ||
+  // A row's shared values are computed once only by the kernels that
+  // share them: the row kernel (what a comprehension of no reduction of
+  // its own and of the row-reduction class gets) and the flash kernel. A
+  // comprehension whose nested reductions make it matmul-like gets a tiled
+  // kernel that evaluates its body per element, nested reductions and all.
+  bool sharesRow = (op.getNumReduced() == 0 &&
+                    classifyComprehension(op) == ShapeClass::RowReduction) ||
                    op.getBuiltinMonoid() == MonoidKind::OnlineSoftmax;
   SmallVector<double> counts = getBodyCounts(op, sharesRow);
   double work = 0;

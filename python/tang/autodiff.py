@@ -15,11 +15,13 @@ Gradients are taken with respect to every floating-point tensor argument;
 integer arguments (token ids) and sizes get none (``None`` in torch).
 """
 
+import hashlib
 import os
 import tempfile
 from typing import Optional, Sequence
 
-from .compiler import compile as _compile, find_tool, _run
+from .compiler import (_VERSION, _cache_root, _run, _tool_identity,
+                       compile as _compile, find_tool)
 from .lang import Function, TangError
 
 __all__ = ["vjp", "VJP", "autograd", "gradient_program"]
@@ -30,13 +32,25 @@ def gradient_program(fn: Function) -> str:
     results, residuals) and ``@name_bwd`` (inputs, results, residuals,
     cotangents -> gradients)."""
     text = fn.mlir()
+    options = f"--tang-grad=split=1 function={fn.name}"
+    key = hashlib.sha256(f"{text}\0{options}\0{_VERSION}".encode())
+    cached = _cache_root() / f"grad-{key.hexdigest()[:24]}.mlir"
+    built_by = cached.with_suffix(".id")
+    identity = _tool_identity()
+    if cached.exists() and (identity is None or (
+            built_by.exists() and built_by.read_text() == identity)):
+        return cached.read_text()
     with tempfile.TemporaryDirectory(prefix="tang-grad-") as tmp:
         src = os.path.join(tmp, "program.mlir")
         with open(src, "w") as f:
             f.write(text)
-        r = _run([find_tool("tang-opt"), src,
-                  f"--tang-grad=split=1 function={fn.name}"],
+        r = _run([find_tool("tang-opt"), src, options],
                  "tang-opt --tang-grad")
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    part = cached.with_suffix(".part")
+    part.write_text(r.stdout)
+    os.replace(part, cached)
+    built_by.write_text(identity or "")
     return r.stdout
 
 

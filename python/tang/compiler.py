@@ -50,6 +50,9 @@ from .lang import Function, TangError
 
 __all__ = ["compile", "find_tool", "Compiled", "NUMPY_DTYPES"]
 
+# Part of every cache key: a new tang invalidates old bundles.
+_VERSION = "0.2.0"
+
 NUMPY_DTYPES = {"f64": "float64", "f32": "float32", "f16": "float16",
                 "i32": "int32", "i8": "int8", "i1": "bool"}
 
@@ -72,6 +75,17 @@ def find_tool(name: str) -> Path:
     raise TangError(f"{name} not found: set {env or 'TANG_BIN'}, put an "
                     f"installed tang on PATH, or build the source tree "
                     f"(scripts/build.sh)")
+
+
+def _tool_identity() -> Optional[str]:
+    """Which tang-opt would build (size and time of the binary), or None
+    where there is none: a bundle built by another tang-opt is rebuilt, and
+    a machine without tang-opt uses what it was given."""
+    try:
+        st = find_tool("tang-opt").stat()
+    except (TangError, OSError):
+        return None
+    return f"{st.st_size}-{int(st.st_mtime)}"
 
 
 def _run(args, what: str):
@@ -123,9 +137,7 @@ class Compiled:
                              if f["name"] == function)
         if target == "c":
             self._lib = ctypes.CDLL(str(directory / "kernels.so"))
-        if target == "cuda":
-            from . import cuda
-            self._bundle = cuda.Bundle(directory / "bundle")
+        self._bundle = None   # a CUDA bundle: loaded at the first call
 
     def __repr__(self):
         return f"tang.Compiled(@{self.function}, target={self.target})"
@@ -134,6 +146,9 @@ class Compiled:
         if self.target == "interpreter":
             return self._interpret(args)
         if self.target == "cuda":
+            if self._bundle is None:
+                from . import cuda
+                self._bundle = cuda.Bundle(self.directory / "bundle")
             return self._bundle.run(self.function, *args)
         return self._run_c(args)
 
@@ -259,10 +274,13 @@ def compile(program: Union[Function, str, Path], target: str = "c",
         function = program.name
     if target not in ("c", "interpreter", "cuda"):
         raise TangError(f"unknown target {target!r}: c, interpreter or cuda")
-    tang_opt = find_tool("tang-opt")
     cc = os.environ.get("CC", "cc")
+    # The key names what decides the result; the tools' paths do not (a
+    # cache filled here is used on a machine without tang-opt: a GPU box
+    # running bundles compiled elsewhere).
     key = hashlib.sha256("\0".join(
-        [text, target, options, str(tang_opt), cc]).encode()).hexdigest()[:24]
+        [text, target, options, cc if target == "c" else "",
+         _VERSION]).encode()).hexdigest()[:24]
     directory = _cache_root() / key if cache else Path(
         tempfile.mkdtemp(prefix="tang-"))
     done = directory / "done"
@@ -271,9 +289,14 @@ def compile(program: Union[Function, str, Path], target: str = "c",
         with tempfile.NamedTemporaryFile("w", suffix=".mlir") as f:
             f.write(text)
             f.flush()
-            _run([tang_opt, f.name, "-o", os.devnull], "tang-opt")
+            _run([find_tool("tang-opt"), f.name, "-o", os.devnull],
+                 "tang-opt")
         return Compiled(text, target, directory, function)
-    if not done.exists():
+    identity = _tool_identity()
+    stale = done.exists() and identity is not None and \
+        done.read_text() != identity
+    if not done.exists() or stale:
+        tang_opt = find_tool("tang-opt")
         work = Path(tempfile.mkdtemp(prefix="tang-build-"))
         program_file = work / "program.mlir"
         program_file.write_text(text)
@@ -287,7 +310,7 @@ def compile(program: Union[Function, str, Path], target: str = "c",
             _run([cc, "-O2", "-std=c11", "-shared", "-fPIC", "-fopenmp",
                   work / "bundle" / manifest["image"], "-o",
                   work / "kernels.so", "-lm"], f"{cc} (the C backend)")
-        (work / "done").write_text(key)
+        (work / "done").write_text(identity or "")
         directory.parent.mkdir(parents=True, exist_ok=True)
         if directory.exists():
             shutil.rmtree(directory)

@@ -32,9 +32,11 @@
 // fusing the projections into the attention scores would recompute a
 // projection per query (hundreds of times the unfused work), so the
 // projections the search finds stay materialised (remarks say which) and
-// the attention chain fuses into one comprehension.
+// the attention chain fuses into one comprehension. The residual h = x + O
+// Wo stays too: fused into the second RMSNorm it would make that norm
+// matmul-like, whose tiled kernel computes the mean square per element.
 // BLOCK-BEFORE: 13
-// BLOCK-AFTER: 8
+// BLOCK-AFTER: 9
 // BLOCK-DEFAULT: 10
 // With the work bound lifted (max-work-factor), everything fuses into 3
 // comprehensions, the projections recomputed inside the attention scores.

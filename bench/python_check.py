@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""The Python front end on the GPU: every operator of tang.nn and a
+transformer block written with it, compiled here by
+bench/prepare_python.py and run through ``tang.compile(..., "cuda")`` on
+torch tensors (bundles found in gpu-work/python-cache by their program's
+hash: no tang-opt on this machine).
+
+* every operator and the block against PyTorch in float64 from the same
+  float32 inputs, on every element (bench/harness.py's rule for f32);
+* the block's forward timed against eager PyTorch (f32, TF32 off) and
+  ``torch.compile`` (default mode), interleaved rounds;
+* the training block, 20 SGD steps through ``tang.autograd`` (the
+  derived backward) next to the same steps in PyTorch autograd from the
+  same weights: every step's loss within bf16's 2^-8 relative.
+
+Usage (GPU machine): python3 bench/python_check.py
+Writes $OUT/python_check.json (bench/harness.py's schema); exits 1 if a
+case fails.
+"""
+
+import os
+import pathlib
+import sys
+import time
+import traceback
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+import harness  # noqa: E402
+import python_suite as S  # noqa: E402
+
+import tang  # noqa: E402
+
+STEPS = 20
+LR = 0.05
+
+
+def check(torch, name, got, ref, program_text, sensitivity=None):
+    tol = harness.tolerance_for_program("f32", program_text)
+    return harness.check_tensor(got, ref.double(), tol, name,
+                                sensitivity=sensitivity)
+
+
+def run_operator(torch, refs, name):
+    fn, specs = S.library()[name]
+    run = tang.compile(fn, target="cuda")
+    xs = S.make_inputs(torch, specs, seed=sum(map(ord, name)))
+    got = run(*xs)
+    torch.cuda.synchronize()
+    xs64 = [x.double() if x.is_floating_point() else x for x in xs]
+    ref = refs[name](*xs64)
+    sens = S.sensitivities(torch).get(name)
+    c = check(torch, "out0 f32", got, ref, fn.mlir(),
+              sens(*xs64) if sens else None)
+    return harness.case_result(f"nn.{name}", status="ok" if c["ok"] else
+                               "incorrect", max_err=c["max_err"],
+                               checks=[c])
+
+
+def run_block(torch, refs, deadline):
+    run = tang.compile(S.BLOCK, target="cuda")
+    xs = S.block_inputs(torch, S.T, S.D, S.F, seed=7)
+    got = run(*xs)
+    ref = refs["block"](*[x.double() for x in xs], heads=S.H)
+    c = check(torch, "out0 f32", got, ref, S.BLOCK.mlir())
+    res = harness.case_result("block forward (T=512, D=512, 8 heads, "
+                              "F=1536)", status="ok" if c["ok"] else
+                              "incorrect", max_err=c["max_err"], checks=[c])
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+
+    def eager(k=0):
+        return refs["block"](*xs, heads=S.H)
+    compiled = torch.compile(eager)
+    compiled()
+    timed = harness.interleaved_rounds(
+        torch, [("tang", lambda k=0: run(*xs)), ("eager", eager),
+                ("torch.compile", compiled)], deadline=deadline)
+    res.update(harness.compare("tang", timed))
+    return res
+
+
+def train(torch, step_fn, params, x, target):
+    losses = []
+    for _ in range(STEPS):
+        y = step_fn(x, *params)
+        loss = ((y - target) ** 2).mean()
+        for p in params:
+            p.grad = None
+        loss.backward()
+        with torch.no_grad():
+            for p in params:
+                p -= LR * p.grad
+        losses.append(float(loss))
+    return losses
+
+
+def run_training(torch, refs):
+    f = tang.autograd(S.TRAIN_BLOCK, target="cuda")
+    xs = S.block_inputs(torch, S.TT, S.TD, S.TF, seed=11)
+    target = S.make_inputs(torch, [("f", (S.TT, S.TD))], seed=12)[0]
+    x, weights = xs[0], xs[1:]
+    ours = [w.clone().requires_grad_(True) for w in weights]
+    theirs = [w.clone().requires_grad_(True) for w in weights]
+    torch.backends.cuda.matmul.allow_tf32 = False
+    l_tang = train(torch, f, ours, x, target)
+    l_torch = train(torch, lambda x_, *p: refs["block"](x_, *p,
+                                                       heads=S.TH),
+                    theirs, x, target)
+    worst = max(abs(a - b) / abs(b) for a, b in zip(l_tang, l_torch))
+    bound = 2.0 ** -8
+    ok = worst <= bound and all(map(lambda v: v == v, l_tang))
+    return harness.case_result(
+        f"autograd: {STEPS} SGD steps of the block (T=128, D=128)",
+        status="ok" if ok else "incorrect", max_err=worst / bound,
+        note=f"loss tang {l_tang[0]:.6g} -> {l_tang[-1]:.6g}, torch "
+             f"{l_torch[0]:.6g} -> {l_torch[-1]:.6g}; worst relative "
+             f"difference {worst:.2e} (bound 2^-8)",
+        checks=[{"name": f"loss step {k}", "ok": abs(a - b) <= bound *
+                 abs(b), "tang": a, "torch": b}
+                for k, (a, b) in enumerate(zip(l_tang, l_torch))])
+
+
+def main():
+    import torch
+    out = pathlib.Path(os.environ.get("OUT", "."))
+    path = out / "python_check.json"
+    rep = harness.new_report("python_check", torch)
+    names = [f"nn.{n}" for n in S.library()]
+    cases = ([(n, lambda n=n: run_operator(torch, refs, n[3:]))
+              for n in names]
+             + [("block", lambda: run_block(torch, refs,
+                                            time.monotonic() + 60))]
+             + [("training", lambda: run_training(torch, refs))])
+    refs = S.torch_references(torch)
+    failed = 0
+    for label, go in cases:
+        try:
+            res = go()
+        except Exception as e:
+            traceback.print_exc()
+            res = harness.case_result(label, status=f"failed: {e}")
+        harness.set_case(rep, res, path)
+        failed += res["status"] != "ok"
+        print(f"python_check {res['case']}: {res['status']} max_err "
+              f"{res['max_err']} tang_ms {res.get('tang_ms')} peers "
+              f"{res.get('peers')} {res.get('note', '')}", flush=True)
+    harness.write_report(rep, path)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
