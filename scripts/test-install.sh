@@ -56,3 +56,36 @@ for f in consumer plugin; do
 done
 echo "[tang] installed package ok: tang-opt, the consumer and mlir-opt with" \
   "TangPlugin.so agree"
+
+# The Python package: pip-installed (no network, no build isolation) into a
+# scratch directory, it finds the installed tang-opt on PATH (nothing else:
+# TANG_BIN and TANG_OPT unset, run from outside the source tree) and
+# compiles and runs a function through the C backend.
+echo "[tang] pip-installing python/ and running it against the installed tools"
+/usr/bin/python3 -m pip install --quiet --no-build-isolation --no-index --no-deps \
+  --target "$work/site" ./python >"$work/pip.log" 2>&1 ||
+  { cat "$work/pip.log" >&2; exit 1; }
+rm -rf python/build python/*.egg-info
+(cd "$work" && env -u TANG_BIN -u TANG_OPT -u TANG_RUN \
+   PATH="$prefix/bin:$PATH" PYTHONPATH="$work/site" \
+   TANG_CACHE_DIR="$work/cache" /usr/bin/python3 - <<'PY'
+import numpy as np
+import tang
+from tang import f32
+
+assert tang.find_tool("tang-opt").parent.name == "bin", tang.find_tool("tang-opt")
+
+@tang.function
+def axpy(x: f32[8], y: f32[8]):
+    return tang.compute((8,), lambda i: 2.0 * x[i] + y[i])
+
+x = np.arange(8, dtype=np.float32)
+y = np.ones(8, dtype=np.float32)
+got = tang.compile(axpy)(x, y)
+assert np.array_equal(got, 2 * x + y), got
+print("[tang] python package ok:", tang.__version__, "via",
+      tang.find_tool("tang-opt"))
+PY
+) || { echo "error: the pip-installed python package failed" >&2; exit 1; }
+(cd "$work" && PATH="$prefix/bin:$PATH" PYTHONPATH="$work/site" \
+   /usr/bin/python3 -m tang --version)
