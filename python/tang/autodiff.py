@@ -27,13 +27,19 @@ from .lang import Function, TangError
 __all__ = ["vjp", "VJP", "autograd", "gradient_program"]
 
 
-def gradient_program(fn: Function) -> str:
+def gradient_program(fn: Function, sizes: Sequence[str] = ()) -> str:
     """The module of ``fn`` with ``@name_grad``, ``@name_fwd`` (inputs ->
     results, residuals) and ``@name_bwd`` (inputs, results, residuals,
-    cotangents -> gradients)."""
+    cotangents -> gradients). ``sizes`` (``argK=N``, ``argK.D=N``) first
+    specialise a function with symbolic sizes (--tang-specialize-sizes):
+    its gradient is derived at those sizes."""
     text = fn.mlir()
-    options = f"--tang-grad=split=1 function={fn.name}"
-    key = hashlib.sha256(f"{text}\0{options}\0{_VERSION}".encode())
+    options = []
+    if sizes:
+        options.append(f"--tang-specialize-sizes=sizes={','.join(sizes)} "
+                       f"function={fn.name}")
+    options.append(f"--tang-grad=split=1 function={fn.name}")
+    key = hashlib.sha256("\0".join([text, *options, _VERSION]).encode())
     cached = _cache_root() / f"grad-{key.hexdigest()[:24]}.mlir"
     built_by = cached.with_suffix(".id")
     identity = _tool_identity()
@@ -44,7 +50,7 @@ def gradient_program(fn: Function) -> str:
         src = os.path.join(tmp, "program.mlir")
         with open(src, "w") as f:
             f.write(text)
-        r = _run([find_tool("tang-opt"), src, options],
+        r = _run([find_tool("tang-opt"), src, *options],
                  "tang-opt --tang-grad")
     cached.parent.mkdir(parents=True, exist_ok=True)
     part = cached.with_suffix(".part")
@@ -55,16 +61,15 @@ def gradient_program(fn: Function) -> str:
 
 
 class VJP:
-    """The forward and backward of ``fn`` compiled for ``target``."""
+    """The forward and backward of ``fn`` compiled for ``target``. A
+    function with symbolic sizes (``?`` dimensions, ``tang.size``
+    arguments) is compiled at the sizes of each call's inputs (once per
+    size, cached): its gradient is derived for static extents."""
 
     def __init__(self, fn: Function, target: str = "c", options: str = ""):
         self.fn = fn
-        self.text = gradient_program(fn)
-        self.target = target
-        self.forward_fn = _compile(self.text, target, options,
-                                   function=f"{fn.name}_fwd")
-        self.backward_fn = _compile(self.text, target, options,
-                                    function=f"{fn.name}_bwd")
+        self.target, self.options = target, options
+        text = fn.mlir()
         kinds = fn.arg_types
         self.num_inputs = len(kinds)
         self.num_results = len(fn.results)
@@ -72,24 +77,65 @@ class VJP:
                               if r.dtype.is_float]
         self.wrt = [k for k, t in enumerate(kinds)
                     if getattr(getattr(t, "dtype", None), "is_float", False)]
+        self.size_args = [k for k, t in enumerate(kinds)
+                          if not hasattr(t, "dtype")]
+        self.symbolic = bool(self.size_args) or any(
+            isinstance(d, str) for t in kinds for d in getattr(t, "shape",
+                                                               ()))
+        self._compiled = {}
+        if not self.symbolic:
+            self._compiled[()] = self._build(())
+        self.text = text
+
+    def _build(self, sizes):
+        text = gradient_program(self.fn, sizes)
+        return (_compile(text, self.target, self.options,
+                         function=f"{self.fn.name}_fwd"),
+                _compile(text, self.target, self.options,
+                         function=f"{self.fn.name}_bwd"))
+
+    def _sizes_of(self, inputs) -> tuple:
+        """The argK=N / argK.D=N values the inputs give."""
+        if not self.symbolic:
+            return ()
+        specs = []
+        for k, (t, x) in enumerate(zip(self.fn.arg_types, inputs)):
+            if k in self.size_args:
+                specs.append(f"arg{k}={int(x)}")
+                continue
+            for d, dim in enumerate(t.shape):
+                if isinstance(dim, str):
+                    specs.append(f"arg{k}.{d}={x.shape[d]}")
+        return tuple(specs)
 
     def forward(self, *inputs):
         """(results, saved): ``saved`` is what ``backward`` takes."""
-        out = self.forward_fn(*inputs)
+        if len(inputs) != self.num_inputs:
+            raise TangError(f"{self.fn.name} takes {self.num_inputs} "
+                            f"arguments, got {len(inputs)}")
+        sizes = self._sizes_of(inputs)
+        if sizes not in self._compiled:
+            self._compiled[sizes] = self._build(sizes)
+        forward_fn, _ = self._compiled[sizes]
+        # Specialised, the size arguments are gone.
+        tensors = tuple(x for k, x in enumerate(inputs)
+                        if k not in self.size_args)
+        out = forward_fn(*tensors)
         out = out if isinstance(out, tuple) else (out,)
         results = out[:self.num_results]
-        saved = (tuple(inputs), results, out[self.num_results:])
+        saved = (sizes, tensors, results, out[self.num_results:])
         return (results[0] if len(results) == 1 else results), saved
 
     def backward(self, saved, *cotangents):
         """The gradients of the floating-point arguments, in order, given
         one cotangent per floating-point result."""
-        inputs, results, residuals = saved
+        sizes, inputs, results, residuals = saved
         if len(cotangents) != len(self.float_results):
             raise TangError(f"{self.fn.name} has {len(self.float_results)} "
                             f"floating-point results: give one cotangent "
                             f"each, got {len(cotangents)}")
-        out = self.backward_fn(*inputs, *results, *residuals, *cotangents)
+        _, backward_fn = self._compiled[sizes]
+        out = backward_fn(*inputs, *results, *residuals, *cotangents)
         return out if isinstance(out, tuple) else (out,)
 
 

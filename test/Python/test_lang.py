@@ -446,3 +446,27 @@ def test_vjp_matches_finite_differences():
         tang.vjp(block, target="c").forward(*xs)[1], dy)
     for g, c in zip(grads, c_grads):
         check(c, g, 1e-4, 1e-5)
+
+
+def test_vjp_of_a_symbolic_function_at_each_size():
+    """A function with a '?' dimension is differentiated at the sizes of
+    each call (--tang-specialize-sizes, then --tang-grad): dx = dy w^T,
+    dw = x^T dy, against NumPy, at two lengths through one tang.vjp."""
+    L = tang.Sym("L")
+
+    @tang.function
+    def proj(x: f32[L, 8], w: f32[8, 4]):
+        return nn.linear(x, w)
+
+    step = tang.vjp(proj)
+    rng = np.random.default_rng(8)
+    w = rand(rng, 8, 4)
+    for n in (3, 7):
+        x = rand(rng, n, 8)
+        y, saved = step.forward(x, w)
+        check(y, x.astype(np.float64) @ w, 2e-6, 2e-6)
+        dy = rand(rng, n, 4)
+        dx, dw = step.backward(saved, dy)
+        check(dx, dy.astype(np.float64) @ w.T, 2e-6, 2e-6)
+        check(dw, x.T.astype(np.float64) @ dy, 2e-6, 2e-6)
+    assert len(step._compiled) == 2
