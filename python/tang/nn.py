@@ -74,17 +74,20 @@ def attention(q, k, v, causal=False, scale=None):
     def kv(h):
         return h // group if group > 1 else h
 
-    def masked(s, i, j):
+    # Written as the chain a user writes (examples/causal_attention.mlir):
+    # masked scaled scores, their row max and sum, probabilities, P V.
+    # Fusion and the online-softmax rewrite make it one flash kernel.
+    def score(h, i, j):
+        s = t.sum(D, lambda e: q[h, i, e] * k[kv(h), j, e]) * c
         return t.where(j <= i + offset, s, float("-inf")) if causal else s
-    sc = t.compute((H, L, S), lambda h, i, j: t.sum(
-        D, lambda e: q[h, i, e] * k[kv(h), j, e] * c))
-    m = t.compute((H, L), lambda h, i: t.max(
-        S, lambda j: masked(sc[h, i, j], i, j)))
+    sc = t.compute((H, L, S), score)
+    m = t.compute((H, L), lambda h, i: t.max(S, lambda j: sc[h, i, j]))
     z = t.compute((H, L), lambda h, i: t.sum(
-        S, lambda j: t.exp(masked(sc[h, i, j], i, j) - m[h, i])))
+        S, lambda j: t.exp(sc[h, i, j] - m[h, i])))
+    p = t.compute((H, L, S), lambda h, i, j:
+                  t.exp(sc[h, i, j] - m[h, i]) / z[h, i])
     return t.compute((H, L, D), lambda h, i, e: t.sum(
-        S, lambda j: t.exp(masked(sc[h, i, j], i, j) - m[h, i])
-        * v[kv(h), j, e]) / z[h, i])
+        S, lambda j: p[h, i, j] * v[kv(h), j, e]))
 
 
 def rope(x, positions=None, theta=10000.0):
