@@ -32,6 +32,13 @@ def main():
             print(f"[prepare] {name}: FAILED\n{e}", file=sys.stderr)
     t0 = time.time()
     try:
+        tang.compile(S.BLOCK, target="cuda", options="tf32=1")
+        print(f"[prepare] block tf32: {time.time() - t0:.1f} s")
+    except tang.TangError as e:
+        failed += 1
+        print(f"[prepare] block tf32: FAILED\n{e}", file=sys.stderr)
+    t0 = time.time()
+    try:
         tang.vjp(S.TRAIN_BLOCK, target="cuda")
         print(f"[prepare] train_block forward + backward: "
               f"{time.time() - t0:.1f} s")

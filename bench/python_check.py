@@ -57,17 +57,24 @@ def run_operator(torch, refs, name):
                                checks=[c])
 
 
-def run_block(torch, refs, deadline):
-    run = tang.compile(S.BLOCK, target="cuda")
+def run_block(torch, refs, deadline, tf32):
+    """The block forward: f32 (TF32 off everywhere), or with its products
+    on tensor cores as TF32 (tang's tf32=1, PyTorch's allow_tf32)."""
+    run = tang.compile(S.BLOCK, target="cuda",
+                       options="tf32=1" if tf32 else "")
     xs = S.block_inputs(torch, S.T, S.D, S.F, seed=7)
     got = run(*xs)
     ref = refs["block"](*[x.double() for x in xs], heads=S.H)
-    c = check(torch, "out0 f32", got, ref, S.BLOCK.mlir())
-    res = harness.case_result("block forward (T=512, D=512, 8 heads, "
+    K, R = harness.program_shape(S.BLOCK.mlir())
+    tol = harness.Tolerance("f32", reduction=K, roundings=R, acc="f32",
+                            operand="tf32" if tf32 else None)
+    c = harness.check_tensor(got, ref, tol, "out0 f32")
+    label = "tf32" if tf32 else "f32"
+    res = harness.case_result(f"block forward {label} (T=512, D=512, 8 heads, "
                               "F=1536)", status="ok" if c["ok"] else
                               "incorrect", max_err=c["max_err"], checks=[c])
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
 
     def eager(k=0):
         return refs["block"](*xs, heads=S.H)
@@ -77,6 +84,7 @@ def run_block(torch, refs, deadline):
         torch, [("tang", lambda k=0: run(*xs)), ("eager", eager),
                 ("torch.compile", compiled)], deadline=deadline)
     res.update(harness.compare("tang", timed))
+    torch._dynamo.reset()
     return res
 
 
@@ -129,8 +137,9 @@ def main():
     names = [f"nn.{n}" for n in S.library()]
     cases = ([(n, lambda n=n: run_operator(torch, refs, n[3:]))
               for n in names]
-             + [("block", lambda: run_block(torch, refs,
-                                            time.monotonic() + 60))]
+             + [(f"block {p}", lambda p=p: run_block(
+                 torch, refs, time.monotonic() + 40, p == "tf32"))
+                for p in ("f32", "tf32")]
              + [("training", lambda: run_training(torch, refs))])
     refs = S.torch_references(torch)
     failed = 0
