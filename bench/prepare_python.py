@@ -7,6 +7,7 @@ transformer block, and the training block's forward and derived backward
 Usage: /usr/bin/python3 bench/prepare_python.py
 """
 
+import json
 import shutil
 import sys
 import time
@@ -37,6 +38,19 @@ def main():
     except tang.TangError as e:
         failed += 1
         print(f"[prepare] block tf32: FAILED\n{e}", file=sys.stderr)
+    t0 = time.time()
+    try:
+        # torch.compile(backend="tang") of the block: its aten graph, as
+        # captured on the GPU machine (bench/fx_capture.py), converted as
+        # the backend converts it there, so that it finds this bundle.
+        from tang import fx
+        graph = json.loads((S.ROOT / "bench" / "inputs" /
+                            "fx_block_gpu.json").read_text())
+        tang.compile(fx.convert(graph, "tang_graph"), target="cuda")
+        print(f"[prepare] torch.compile block: {time.time() - t0:.1f} s")
+    except Exception as e:
+        failed += 1
+        print(f"[prepare] torch.compile block: FAILED\n{e}", file=sys.stderr)
     t0 = time.time()
     try:
         tang.vjp(S.TRAIN_BLOCK, target="cuda")

@@ -88,6 +88,42 @@ def run_block(torch, refs, deadline, tf32):
     return res
 
 
+def run_fx_block(torch, deadline):
+    """torch.compile(module, backend=tang.fx.backend) of the Llama-style
+    block module, under no_grad: no graph may fall back to eager, the
+    output is checked against the module in float64 on every element, and
+    timed against eager and torch.compile's default backend."""
+    import copy
+    from tang import fx
+    t_, d, h, f = S.FX_SIZES["gpu"]
+    torch.backends.cuda.matmul.allow_tf32 = False
+    m = S.torch_block_module(torch, t_, d, h, f, seed=21).cuda()
+    x = S.make_inputs(torch, [("f", (1, t_, d))], seed=22)[0]
+    fx.fallbacks.clear()
+    torch._dynamo.reset()
+    with torch.no_grad():
+        ours = torch.compile(m, backend=fx.backend)
+        got = ours(x)
+        ref = copy.deepcopy(m).double()(x.double())
+        theirs = torch.compile(copy.deepcopy(m))
+        theirs(x)
+        tol = harness.Tolerance("f32", reduction=f, roundings=24, acc="f32")
+        c = harness.check_tensor(got, ref, tol, "out0 f32")
+        ok = c["ok"] and not fx.fallbacks
+        res = harness.case_result(
+            f"torch.compile(backend=tang) block (T={t_}, D={d})",
+            status="ok" if ok else "incorrect", max_err=c["max_err"],
+            checks=[c], note="fallbacks: " + ("; ".join(
+                r for _, r in fx.fallbacks) or "none"))
+        timed = harness.interleaved_rounds(
+            torch, [("tang", lambda k=0: ours(x)), ("eager", lambda k=0: m(x)),
+                    ("torch.compile", lambda k=0: theirs(x))],
+            deadline=deadline)
+    res.update(harness.compare("tang", timed))
+    torch._dynamo.reset()
+    return res
+
+
 def train(torch, step_fn, params, x, target):
     losses = []
     for _ in range(STEPS):
@@ -140,6 +176,8 @@ def main():
              + [(f"block {p}", lambda p=p: run_block(
                  torch, refs, time.monotonic() + 40, p == "tf32"))
                 for p in ("f32", "tf32")]
+             + [("torch.compile block", lambda: run_fx_block(
+                 torch, time.monotonic() + 40))]
              + [("training", lambda: run_training(torch, refs))])
     refs = S.torch_references(torch)
     failed = 0

@@ -219,3 +219,73 @@ def block_inputs(torch, t, d, f, seed, device="cuda"):
     # Weights scaled like an initialisation (1/sqrt(fan-in)).
     return [x if x.dim() == 1 or k == 0 else x / math.sqrt(x.shape[0])
             for k, x in enumerate(xs)]
+
+
+# ---------------------------------------------------------------------------
+# The block as a PyTorch module, for torch.compile(backend="tang")
+# ---------------------------------------------------------------------------
+
+#: The torch.compile block: (T, D, H, F); "ci" is small enough that its
+#: captured aten graph, inputs and eager output are test fixtures
+#: (test/Python/Inputs/fx_block_ci.*).
+FX_SIZES = {"ci": (16, 32, 4, 64), "gpu": (512, 512, 8, 1536)}
+
+
+def torch_block_module(torch, t_, d, h, f, seed):
+    F_ = torch.nn.functional
+
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            g = torch.Generator().manual_seed(seed)
+
+            def lin(i, o):
+                m = torch.nn.Linear(i, o, bias=False)
+                with torch.no_grad():
+                    m.weight.copy_((torch.rand(o, i, generator=g) * 2 - 1)
+                                   / math.sqrt(i))
+                return m
+            self.wn1 = torch.nn.Parameter(torch.rand(d, generator=g) + 0.5)
+            self.wn2 = torch.nn.Parameter(torch.rand(d, generator=g) + 0.5)
+            self.wq, self.wk, self.wv, self.wo = (lin(d, d) for _ in range(4))
+            self.w1, self.w3, self.w2 = lin(d, f), lin(d, f), lin(f, d)
+
+        @staticmethod
+        def rms(x, w):
+            return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w
+
+        def forward(self, x):
+            b, n, _ = x.shape
+            xn = self.rms(x, self.wn1)
+            q, k, v = (m(xn).view(b, n, h, d // h).transpose(1, 2)
+                       for m in (self.wq, self.wk, self.wv))
+            o = F_.scaled_dot_product_attention(q, k, v, is_causal=True)
+            hh = x + self.wo(o.transpose(1, 2).reshape(b, n, d))
+            hn = self.rms(hh, self.wn2)
+            return hh + self.w2(F_.silu(self.w1(hn)) * self.w3(hn))
+    return Block()
+
+
+def capture_aten(torch, module, x):
+    """The forward aten graph AOT autograd gives for ``module(x)`` (no
+    grad), described (tang.fx.describe), and its inputs in placeholder
+    order (NumPy)."""
+    from functorch.compile import make_boxed_func
+    from torch._dynamo.backends.common import aot_autograd
+    from tang import fx
+    graphs = []
+
+    def fw(g, _fake_inputs):
+        desc = fx.describe(g)
+
+        def run(*args):   # the real inputs, at the first call
+            graphs.append((desc, [a.detach().cpu().numpy() for a in args]))
+            return g.forward(*args)
+        return make_boxed_func(run)
+    torch._dynamo.reset()
+    with torch.no_grad():
+        torch.compile(module, backend=aot_autograd(fw_compiler=fw))(x)
+    torch._dynamo.reset()
+    if len(graphs) != 1:
+        raise RuntimeError(f"captured {len(graphs)} graphs, expected one")
+    return graphs[0]

@@ -5,10 +5,13 @@ scans, gathers, scatters: tang.lang), get tang IR text, compile and run it
 (tang.compile), or load a CUDA bundle and run it on PyTorch tensors
 (tang.cuda). Operators written with it: tang.nn.
 
+``torch.compile(model, backend="tang")``: tang.fx (registered when the
+package is pip-installed, or by ``tang.fx.register()``).
+
 Importing ``tang`` needs neither PyTorch nor a GPU.
 """
 
-from . import autodiff, cuda, lang, nn, sizes
+from . import autodiff, cuda, fx, lang, nn, sizes
 from .autodiff import VJP, autograd, vjp
 from .compiler import Compiled, compile, find_tool
 from .lang import (DType, Function, Sym, Monoid, TangError, abs, argmax, argmin,
@@ -20,7 +23,7 @@ from .lang import (DType, Function, Sym, Monoid, TangError, abs, argmax, argmin,
 __version__ = "0.2.0"
 
 __all__ = [
-    "VJP", "autodiff", "autograd", "vjp", "Compiled", "compile", "find_tool", "nn", "DType", "Sym", "Function", "Monoid", "TangError", "abs", "argmax", "argmin",
+    "VJP", "autodiff", "fx", "autograd", "vjp", "Compiled", "compile", "find_tool", "nn", "DType", "Sym", "Function", "Monoid", "TangError", "abs", "argmax", "argmin",
     "bf16", "compute", "cos", "cuda", "erf", "exp", "f16", "f32", "f64",
     "function", "i1", "i8", "i32", "index_value", "lang", "log", "max",
     "maximum", "min", "minimum", "module", "pow", "prod", "reduce", "rsqrt",

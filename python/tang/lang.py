@@ -169,7 +169,27 @@ def _error(message: str) -> TangError:
     return TangError(f"{path}:{line}: {message}")
 
 
+class located:
+    """Within it, every operation is located at ``name`` (an MLIR name
+    location) instead of the user's line: what a converter writes for a
+    node of another graph (tang.fx)."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __enter__(self):
+        self.prev = getattr(_state, "location", None)
+        escaped = self.name.replace("\\", "\\\\").replace('"', '\\"')
+        _state.location = f'loc("{escaped}")'
+
+    def __exit__(self, *exc):
+        _state.location = self.prev
+
+
 def _loc() -> str:
+    fixed = getattr(_state, "location", None)
+    if fixed:
+        return fixed
     path, line = _where()
     escaped = path.replace("\\", "\\\\").replace('"', '\\"')
     return f'loc("{escaped}":{line}:1)'
@@ -191,7 +211,8 @@ class _Builder:
         self.function_lines: List[str] = []
 
     def fresh(self, hint="v") -> str:
-        return f"%{hint}{next(self.counter)}"
+        # A dot: never a Python identifier, so never an argument's name.
+        return f"%{hint}.{next(self.counter)}"
 
     def emit(self, line: str):
         target = self.regions[-1].lines if self.regions else \
