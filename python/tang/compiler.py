@@ -29,6 +29,9 @@ Compiled programs are cached on disk under ``TANG_CACHE_DIR`` (default
 the compiler: a second ``tang.compile`` of the same program loads the
 library without running tang-opt or the C compiler.
 
+Inputs of the CPU targets are NumPy arrays or anything with ``__dlpack__``
+(taken without a copy); outputs are NumPy arrays.
+
 Sizes (``?`` dimensions) are bound from the inputs' shapes; index
 arguments (``tang.size``) are passed as Python ints in their place.
 Mismatched shapes, dtypes or counts are a ``TangError`` naming the
@@ -166,6 +169,10 @@ class Compiled:
                                     f"size: pass an int, got "
                                     f"{type(a).__name__}")
                 size_args[k] = int(a)
+            elif not isinstance(a, np.ndarray) and hasattr(a, "__dlpack__"):
+                # DLPack (a CPU torch tensor, a JAX or CuPy host array): no
+                # copy.
+                arrays.append(np.from_dlpack(a))
             else:
                 arrays.append(np.asarray(a))
         return arrays, size_args

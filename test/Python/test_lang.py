@@ -472,3 +472,22 @@ def test_vjp_of_a_symbolic_function_at_each_size():
         check(dx, dy.astype(np.float64) @ w.T, 2e-6, 2e-6)
         check(dw, x.T.astype(np.float64) @ dy, 2e-6, 2e-6)
     assert len(step._compiled) == 2
+
+
+def test_dlpack_inputs():
+    """Anything with __dlpack__ (a CPU torch tensor, ...) is taken as an
+    input without a copy."""
+    class Foreign:
+        def __init__(self, a):
+            self.a = a
+
+        def __dlpack__(self, **kwargs):
+            return self.a.__dlpack__(**kwargs)
+
+        def __dlpack_device__(self):
+            return self.a.__dlpack_device__()
+
+    fn = LIBRARY["softmax"][0]
+    x = rand(np.random.default_rng(9), 8, 32)
+    got = tang.compile(fn)(Foreign(x))
+    check(got, np_softmax(x.astype(np.float64)), 2e-5, 2e-6)
