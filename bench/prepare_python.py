@@ -17,48 +17,40 @@ import python_suite as S
 import tang
 
 
+def step(name, build):
+    """Runs one compilation; returns 1 if it failed (and says why)."""
+    t0 = time.time()
+    try:
+        build()
+        print(f"[prepare] {name}: {time.time() - t0:.1f} s")
+        return 0
+    except Exception as e:
+        print(f"[prepare] {name}: FAILED\n{e}", file=sys.stderr)
+        return 1
+
+
+def fx_block():
+    """torch.compile(backend="tang") of the block: its aten graph as
+    captured on the GPU machine (bench/fx_capture.py), converted as the
+    backend converts it there, so that it finds this bundle."""
+    from tang import fx
+    graph = json.loads((S.ROOT / "bench" / "inputs" / "fx_block_gpu.json")
+                       .read_text())
+    tang.compile(fx.convert(graph, "tang_graph"), target="cuda")
+
+
 def main():
     shutil.rmtree(S.CACHE, ignore_errors=True)
     S.CACHE.mkdir(parents=True)
-    jobs = [(name, fn) for name, (fn, _) in S.library().items()]
-    jobs.append(("block", S.BLOCK))
-    failed = 0
-    for name, fn in jobs:
-        t0 = time.time()
-        try:
-            tang.compile(fn, target="cuda")
-            print(f"[prepare] {name}: {time.time() - t0:.1f} s")
-        except tang.TangError as e:
-            failed += 1
-            print(f"[prepare] {name}: FAILED\n{e}", file=sys.stderr)
-    t0 = time.time()
-    try:
-        tang.compile(S.BLOCK, target="cuda", options="tf32=1")
-        print(f"[prepare] block tf32: {time.time() - t0:.1f} s")
-    except tang.TangError as e:
-        failed += 1
-        print(f"[prepare] block tf32: FAILED\n{e}", file=sys.stderr)
-    t0 = time.time()
-    try:
-        # torch.compile(backend="tang") of the block: its aten graph, as
-        # captured on the GPU machine (bench/fx_capture.py), converted as
-        # the backend converts it there, so that it finds this bundle.
-        from tang import fx
-        graph = json.loads((S.ROOT / "bench" / "inputs" /
-                            "fx_block_gpu.json").read_text())
-        tang.compile(fx.convert(graph, "tang_graph"), target="cuda")
-        print(f"[prepare] torch.compile block: {time.time() - t0:.1f} s")
-    except Exception as e:
-        failed += 1
-        print(f"[prepare] torch.compile block: FAILED\n{e}", file=sys.stderr)
-    t0 = time.time()
-    try:
-        tang.vjp(S.TRAIN_BLOCK, target="cuda")
-        print(f"[prepare] train_block forward + backward: "
-              f"{time.time() - t0:.1f} s")
-    except tang.TangError as e:
-        failed += 1
-        print(f"[prepare] train_block: FAILED\n{e}", file=sys.stderr)
+    jobs = [(name, lambda fn=fn: tang.compile(fn, target="cuda"))
+            for name, (fn, _) in S.library().items()]
+    jobs += [("block", lambda: tang.compile(S.BLOCK, target="cuda")),
+             ("block tf32", lambda: tang.compile(S.BLOCK, target="cuda",
+                                                 options="tf32=1")),
+             ("torch.compile block", fx_block),
+             ("train_block forward + backward",
+              lambda: tang.vjp(S.TRAIN_BLOCK, target="cuda"))]
+    failed = sum(step(name, build) for name, build in jobs)
     return 1 if failed else 0
 
 

@@ -118,6 +118,17 @@ def library():
 # PyTorch references (float64 for checking, f32 modules for timing)
 # ---------------------------------------------------------------------------
 
+def rope_angles(torch, x, theta=10000.0):
+    """RoPE's angles pos * theta^(-2 (d mod D/2) / D) for x [L, H, D], and
+    x rotated by half (-x2, x1)."""
+    L, _, Dd = x.shape
+    half = Dd // 2
+    idx = torch.arange(Dd, device=x.device, dtype=x.dtype)
+    freq = theta ** (-2.0 * (idx % half) / Dd)
+    ang = torch.arange(L, device=x.device, dtype=x.dtype)[:, None, None] * freq
+    return ang, torch.cat([-x[..., half:], x[..., :half]], -1)
+
+
 def torch_references(torch):
     F_ = torch.nn.functional
 
@@ -136,14 +147,8 @@ def torch_references(torch):
             s = s.masked_fill(j > i + (S - L), float("-inf"))
         return torch.softmax(s, -1) @ v
 
-    def rope(x, theta=10000.0):
-        L, Hh, Dd = x.shape
-        half = Dd // 2
-        idx = torch.arange(Dd, device=x.device, dtype=x.dtype)
-        freq = theta ** (-2.0 * (idx % half) / Dd)
-        ang = torch.arange(L, device=x.device, dtype=x.dtype)[:, None,
-                                                              None] * freq
-        rot = torch.cat([-x[..., half:], x[..., :half]], -1)
+    def rope(x):
+        ang, rot = rope_angles(torch, x)
         return x * torch.cos(ang) + rot * torch.sin(ang)
 
     def swiglu(x, wg, wu, wd):
@@ -187,14 +192,8 @@ def sensitivities(torch):
     conditioning the storage-rounding rule does not cover: RoPE's angle
     pos * freq is an f32 value of magnitude up to L, so its rounding moves
     the output by (|x| + |rotated x|) |angle| u."""
-    def rope(x, theta=10000.0):
-        L, Hh, Dd = x.shape
-        half = Dd // 2
-        idx = torch.arange(Dd, device=x.device, dtype=x.dtype)
-        freq = theta ** (-2.0 * (idx % half) / Dd)
-        ang = torch.arange(L, device=x.device, dtype=x.dtype)[:, None,
-                                                              None] * freq
-        rot = torch.cat([-x[..., half:], x[..., :half]], -1)
+    def rope(x):
+        ang, rot = rope_angles(torch, x)
         return (x.abs() + rot.abs()) * ang.abs() * 2.0 ** -24
     return {"rope": rope}
 
