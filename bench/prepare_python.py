@@ -48,6 +48,8 @@ def main():
              ("block tf32", lambda: tang.compile(S.BLOCK, target="cuda",
                                                  options="tf32=1")),
              ("torch.compile block", fx_block),
+             ("rms_norm backward (tang.torch_op)",
+              lambda: tang.vjp(S.library()["rms_norm"][0], target="cuda")),
              ("train_block forward + backward",
               lambda: tang.vjp(S.TRAIN_BLOCK, target="cuda"))]
     failed = sum(step(name, build) for name, build in jobs)

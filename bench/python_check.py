@@ -124,6 +124,37 @@ def run_fx_block(torch, deadline):
     return res
 
 
+def run_torch_op(torch, refs):
+    """tang.torch_op: nn.rms_norm as the custom op tang::rms_norm, inside a
+    torch.compile'd function, and differentiated through (the derived
+    backward) against PyTorch autograd in float64."""
+    fn, specs = S.library()["rms_norm"]
+    op = tang.torch_op(fn, differentiable=True)
+    x, w = S.make_inputs(torch, specs, seed=31)
+    torch._dynamo.reset()
+    f = torch.compile(lambda a, b: op(a, b) * 2.0 + 1.0)
+    got = f(x, w)
+    ref = refs["rms_norm"](x.double(), w.double()) * 2.0 + 1.0
+    checks = [check(torch, "torch.compile(op) f32", got, ref, fn.mlir())]
+    xg, wg = (t.clone().requires_grad_(True) for t in (x, w))
+    op(xg, wg).sum().backward()
+    xr, wr = (t.double().requires_grad_(True) for t in (x, w))
+    refs["rms_norm"](xr, wr).sum().backward()
+    grad_tol = harness.Tolerance("f32", reduction=x.shape[1], roundings=8,
+                                 acc="f32")
+    checks += [harness.check_tensor(xg.grad, xr.grad, grad_tol, "dx f32"),
+               harness.check_tensor(wg.grad, wr.grad,
+                                    harness.Tolerance(
+                                        "f32", reduction=x.numel(),
+                                        roundings=8, acc="f32"), "dw f32")]
+    torch._dynamo.reset()
+    ok = all(c["ok"] for c in checks)
+    return harness.case_result(
+        "tang.torch_op rms_norm: in torch.compile, and its backward",
+        status="ok" if ok else "incorrect",
+        max_err=max(c["max_err"] or 0 for c in checks), checks=checks)
+
+
 def train(torch, step_fn, params, x, target):
     losses = []
     for _ in range(STEPS):
@@ -178,6 +209,7 @@ def main():
                 for p in ("f32", "tf32")]
              + [("torch.compile block", lambda: run_fx_block(
                  torch, time.monotonic() + 40))]
+             + [("torch_op", lambda: run_torch_op(torch, refs))]
              + [("training", lambda: run_training(torch, refs))])
     refs = S.torch_references(torch)
     failed = 0

@@ -14,6 +14,7 @@ Importing ``tang`` needs neither PyTorch nor a GPU.
 from . import autodiff, cuda, fx, lang, nn, sizes
 from .autodiff import VJP, autograd, vjp
 from .compiler import Compiled, compile, find_tool
+from .torch_ops import torch_op
 from .lang import (DType, Function, Sym, Monoid, TangError, abs, argmax, argmin,
                    bf16, compute, cos, erf, exp, f16, f32, f64, function, i1,
                    i8, i32, index_value, log, max, maximum, min, minimum,
@@ -23,7 +24,7 @@ from .lang import (DType, Function, Sym, Monoid, TangError, abs, argmax, argmin,
 __version__ = "0.2.0"
 
 __all__ = [
-    "VJP", "autodiff", "fx", "autograd", "vjp", "Compiled", "compile", "find_tool", "nn", "DType", "Sym", "Function", "Monoid", "TangError", "abs", "argmax", "argmin",
+    "VJP", "autodiff", "fx", "torch_op", "autograd", "vjp", "Compiled", "compile", "find_tool", "nn", "DType", "Sym", "Function", "Monoid", "TangError", "abs", "argmax", "argmin",
     "bf16", "compute", "cos", "cuda", "erf", "exp", "f16", "f32", "f64",
     "function", "i1", "i8", "i32", "index_value", "lang", "log", "max",
     "maximum", "min", "minimum", "module", "pow", "prod", "reduce", "rsqrt",
