@@ -963,6 +963,21 @@ def _body(indices, fn, args):
     return region, out
 
 
+def _result_dtypes(monoid, yields) -> List[DType]:
+    """The results of a reduction under ``monoid`` of ``yields``:
+    softmax_norm gives (max, sum) of one score, online_softmax the sum of
+    its value; the others one result per yield."""
+    if monoid == "softmax_norm":
+        if len(yields) != 1:
+            raise _error("softmax_norm reduces one score")
+        return [yields[0].dtype, yields[0].dtype]
+    if monoid == "online_softmax":
+        if len(yields) != 2:
+            raise _error("online_softmax reduces (score, value) pairs")
+        return [yields[1].dtype]
+    return [v.dtype for v in yields]
+
+
 class _Reduction:
     """A reduction not yet written: at the top of a ``tang.compute`` body it
     becomes the comprehension's own reduction; used in an expression, a
@@ -999,8 +1014,10 @@ class _Reduction:
         idx = _new_indices(len(self.extents), "r")
         region, out = _body(idx, self.fn, idx)
         yields = self._yields_in(region, out)
-        names = [b.fresh() for _ in yields]
-        types = ", ".join(v.dtype.name for v in yields)
+        results = _result_dtypes(self.monoid, yields)
+        names = [b.fresh() for _ in results]
+        types = ", ".join(d.name for d in results)
+        yield_types = ", ".join(v.dtype.name for v in yields)
         _, ext = _extents(self.extents)
         monoid = _monoid_text(self.monoid)
         head = (f"{', '.join(names)} = tang.comprehension reduce "
@@ -1009,9 +1026,10 @@ class _Reduction:
         b.emit(head)
         for line in region.lines:
             b.emit("  " + line)
-        b.emit(f"  tang.yield {', '.join(v.name for v in yields)} : {types}")
+        b.emit(f"  tang.yield {', '.join(v.name for v in yields)} : "
+               f"{yield_types}")
         b.emit(f"}} {_loc()}")
-        self.values = [Value(n, v.dtype) for n, v in zip(names, yields)]
+        self.values = [Value(n, d) for n, d in zip(names, results)]
         return self.values
 
     def _yields_in(self, region, out):
@@ -1156,8 +1174,10 @@ def compute(shape, fn: Callable, name: Optional[str] = None
         finally:
             b.regions.pop()
         monoid, ext = "", par
-    types = [Tensor("", shape, v.dtype).type_text() for v in region_out]
-    names = [b.fresh(name or "t") for _ in region_out]
+    results = (_result_dtypes(red.monoid, region_out) if red is not None
+               else [v.dtype for v in region_out])
+    types = [Tensor("", shape, d).type_text() for d in results]
+    names = [b.fresh(name or "t") for _ in results]
     head = f"{', '.join(names)} = tang.comprehension"
     if idx:
         head += f" ({', '.join(i.text for i in idx)})"
@@ -1170,8 +1190,7 @@ def compute(shape, fn: Callable, name: Optional[str] = None
     b.emit(f"  tang.yield {', '.join(v.name for v in region_out)} : "
            f"{', '.join(v.dtype.name for v in region_out)}")
     b.emit(f"}} {_loc()}")
-    tensors = tuple(Tensor(n, shape, v.dtype) for n, v in
-                    zip(names, region_out))
+    tensors = tuple(Tensor(n, shape, d) for n, d in zip(names, results))
     return tensors[0] if len(tensors) == 1 else tensors
 
 
