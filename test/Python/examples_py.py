@@ -160,6 +160,147 @@ def linear_recurrence_scan(g: f32[65536], x: f32[65536]):
 
 
 @tang.function
+def alibi_attention(Q: f32[2, 4, 16, 8], K: f32[2, 4, 16, 8],
+                    V: f32[2, 4, 16, 8], slopes: f32[4]):
+    QK = tang.compute((2, 4, 16, 16), lambda b, h, i, j: tang.sum(
+        8, lambda d: Q[b, h, i, d] * K[b, h, j, d]))
+
+    def score(b, h, i, j):
+        s = QK[b, h, i, j] * tang.rsqrt(tang.lang.constant(8.0, f32))
+        dist = (tang.index_value(j) - tang.index_value(i)).astype(f32)
+        return s + slopes[h] * dist
+    S = tang.compute((2, 4, 16, 16), score)
+    m = tang.compute((2, 4, 16), lambda b, h, i: tang.max(
+        16, lambda j: S[b, h, i, j]))
+    E = tang.compute((2, 4, 16, 16), lambda b, h, i, j: tang.exp(
+        S[b, h, i, j] - m[b, h, i]))
+    l = tang.compute((2, 4, 16), lambda b, h, i: tang.sum(
+        16, lambda j: E[b, h, i, j]))
+    P = tang.compute((2, 4, 16, 16), lambda b, h, i, j:
+                     E[b, h, i, j] / l[b, h, i])
+    return tang.compute((2, 4, 16, 8), lambda b, h, i, d: tang.sum(
+        16, lambda j: P[b, h, i, j] * V[b, h, j, d]))
+
+
+@tang.function
+def moe_top2(x: f32[32, 16], Wg: f32[16, 8], W: f32[8, 16, 24]):
+    logits = tang.compute((32, 8), lambda t, e: tang.sum(
+        16, lambda d: x[t, d] * Wg[d, e]))
+    v1, e1 = tang.compute((32,), lambda t: tang.argmax(
+        8, lambda e: logits[t, e]))
+    v2, e2 = tang.compute((32,), lambda t: tang.argmax(
+        8, lambda e: tang.where(tang.index_value(e).eq(e1[t]),
+                                float("-inf"), logits[t, e])))
+    experts = W.gather_policy("clamp")
+
+    def mix(t, j):
+        g1 = 1.0 / (1.0 + tang.exp(v2[t] - v1[t]))
+        g2 = 1.0 - g1
+        o1 = tang.sum(16, lambda d: x[t, d] * experts[e1[t], d, j])
+        o2 = tang.sum(16, lambda d: x[t, d] * experts[e2[t], d, j])
+        return g1 * o1 + g2 * o2
+    y = tang.compute((32, 24), mix)
+    zeros = tang.compute((8,), lambda e: 0.0)
+
+    def route(t, c):
+        k = tang.where(tang.index_value(c).eq(0), e1[t], e2[t])
+        return 1.0, (k,)
+    load = tang.scatter(zeros, (32, 2), route, monoid="add", policy="drop")
+    return y, load
+
+
+def _rms(x, w):
+    return tang.compute((2, 16, 32), lambda b, l, e: x[b, l, e] * tang.rsqrt(
+        tang.sum(32, lambda k: x[b, l, k] * x[b, l, k]) / 32.0 + 1e-6)
+        * w[e])
+
+
+def _project(x, W, n):
+    return tang.compute((2, 16, n), lambda b, l, c: tang.sum(
+        W.shape[0], lambda e: x[b, l, e] * W[e, c]))
+
+
+@tang.function
+def transformer_block(x: f32[2, 16, 32], wn1: f32[32], Wq: f32[32, 32],
+                      Wk: f32[32, 32], Wv: f32[32, 32], Wo: f32[32, 32],
+                      wn2: f32[32], W1: f32[32, 64], W3: f32[32, 64],
+                      W2: f32[64, 32]):
+    xn = _rms(x, wn1)
+    Q, K, V = (_project(xn, W, 32).view(
+        (2, 4, 16, 8), lambda b, h, l, d: (b, l, h * 8 + d))
+        for W in (Wq, Wk, Wv))
+    Oh = _attention(Q, K, V, lambda h: h, True)
+    O = Oh.view((2, 16, 32), lambda b, l, c: (b, c // 8, l, c % 8))
+    h = tang.compute((2, 16, 32), lambda b, l, e: x[b, l, e] + tang.sum(
+        32, lambda c: O[b, l, c] * Wo[c, e]))
+    hn = _rms(h, wn2)
+
+    def gate(b, l, f):
+        a = tang.sum(32, lambda e: hn[b, l, e] * W1[e, f])
+        u = tang.sum(32, lambda e: hn[b, l, e] * W3[e, f])
+        return a / (1.0 + tang.exp(-a)) * u
+    G = tang.compute((2, 16, 64), gate)
+    return tang.compute((2, 16, 32), lambda b, l, e: h[b, l, e] + tang.sum(
+        64, lambda f: G[b, l, f] * W2[f, e]))
+
+
+def _layer_norm(x, w, b):
+    mu = tang.compute((2, 16), lambda n, l: tang.sum(
+        32, lambda k: x[n, l, k]) / 32.0)
+    var = tang.compute((2, 16), lambda n, l: tang.sum(
+        32, lambda k: (x[n, l, k] - mu[n, l]) * (x[n, l, k] - mu[n, l])
+        / 32.0))
+    return tang.compute((2, 16, 32), lambda n, l, e: (
+        x[n, l, e] - mu[n, l]) * tang.rsqrt(var[n, l] + 1e-5) * w[e] + b[e])
+
+
+@tang.function
+def gpt2_block(x: f32[2, 16, 32], ln1_w: f32[32], ln1_b: f32[32],
+               W_attn: f32[32, 96], b_attn: f32[96], W_proj: f32[32, 32],
+               b_proj: f32[32], ln2_w: f32[32], ln2_b: f32[32],
+               W_fc: f32[32, 128], b_fc: f32[128], W_fc2: f32[128, 32],
+               b_fc2: f32[32]):
+    xn = _layer_norm(x, ln1_w, ln1_b)
+    qkv0 = _project(xn, W_attn, 96)
+    qkv = tang.compute((2, 16, 96), lambda n, l, c: qkv0[n, l, c]
+                       + b_attn[c])
+    Q, K, V = (qkv.view((2, 4, 16, 8), lambda n, h, l, d, o=o:
+                        (n, l, h * 8 + d + o)) for o in (0, 32, 64))
+    QK = tang.compute((2, 4, 16, 16), lambda n, h, i, j: tang.sum(
+        8, lambda d: Q[n, h, i, d] * K[n, h, j, d]))
+
+    def score(n, h, i, j):
+        s = QK[n, h, i, j] * tang.rsqrt(tang.lang.constant(8.0, f32))
+        return tang.where(j <= i, s, float("-inf"))
+    S = tang.compute((2, 4, 16, 16), score)
+    m = tang.compute((2, 4, 16), lambda n, h, i: tang.max(
+        16, lambda j: S[n, h, i, j]))
+    E = tang.compute((2, 4, 16, 16), lambda n, h, i, j: tang.exp(
+        S[n, h, i, j] - m[n, h, i]))
+    l = tang.compute((2, 4, 16), lambda n, h, i: tang.sum(
+        16, lambda j: E[n, h, i, j]))
+    P = tang.compute((2, 4, 16, 16), lambda n, h, i, j:
+                     E[n, h, i, j] / l[n, h, i])
+    Oh = tang.compute((2, 4, 16, 8), lambda n, h, i, d: tang.sum(
+        16, lambda j: P[n, h, i, j] * V[n, h, j, d]))
+    O = Oh.view((2, 16, 32), lambda n, q, c: (n, c // 8, q, c % 8))
+    A = _project(O, W_proj, 32)
+    h = tang.compute((2, 16, 32), lambda n, q, e: x[n, q, e] + (
+        A[n, q, e] + b_proj[e]))
+    hn = _layer_norm(h, ln2_w, ln2_b)
+    U = _project(hn, W_fc, 128)
+
+    def gelu(n, q, f):
+        y = U[n, q, f] + b_fc[f]
+        inner = y + 0.044715 * (y * y * y)
+        return 0.5 * y * (1.0 + tang.tanh(0.7978845608028654 * inner))
+    G = tang.compute((2, 16, 128), gelu)
+    Dn = _project(G, W_fc2, 32)
+    return tang.compute((2, 16, 32), lambda n, q, e: h[n, q, e] + (
+        Dn[n, q, e] + b_fc2[e]))
+
+
+@tang.function
 def linear_recurrence(g: f32[2048], x: f32[2048]):
     """The triangular form: every prefix folded under the affine monoid,
     the terms after t masked to its identity (1, 0)."""
@@ -197,7 +338,7 @@ def kv_cache_decode(Kc: f32[64, 16], Vc: f32[64, 16], k: f32[16],
 
 #: name -> (function, --size values of the .mlir run)
 EXAMPLES = {f.name: (f, []) for f in (
-    attention, linear_recurrence, matmul, gemv, softmax, rmsnorm, layernorm, argmax, logsumexp,
+    gpt2_block, transformer_block, alibi_attention, attention, linear_recurrence, moe_top2, matmul, gemv, softmax, rmsnorm, layernorm, argmax, logsumexp,
     cross_entropy, matmul_bias_gelu, causal_conv1d, conv2d, swiglu_mlp,
     causal_attention, gqa_attention, embedding_rmsnorm,
     linear_recurrence_scan, prefix_sum)}

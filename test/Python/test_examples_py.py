@@ -60,3 +60,8 @@ def test_python_example_equals_the_mlir_one(name, tmp_path):
             assert np.array_equal(np.isnan(g), np.isnan(w))
             np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12,
                                        err_msg=f"output #{k}")
+
+
+def test_every_example_is_written_in_python():
+    names = {p.stem for p in (ROOT / "examples").glob("*.mlir")}
+    assert names == set(EXAMPLES), sorted(names ^ set(EXAMPLES))
