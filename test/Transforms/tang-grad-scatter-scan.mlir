@@ -128,3 +128,23 @@ func.func @scan_argmax(%x: tensor<8xf32>) -> tensor<8xf32> {
   }
   return %v : tensor<8xf32>
 }
+
+// -----
+
+// A user monoid over an integer count and a float: the count has no
+// cotangent, so the scan's carrier has no Jacobian.
+tang.monoid @count_sum : [i32, f32] identity [0 : i32, 0.0 : f32] {
+^bb0(%n1: i32, %s1: f32, %n2: i32, %s2: f32):
+  %n = arith.addi %n1, %n2 : i32
+  %s = arith.addf %s1, %s2 : f32
+  tang.yield %n, %s : i32, f32
+}
+func.func @scan_mixed(%x: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'tang.scan' op scans a carrier that is not floating point: --tang-grad differentiates scans of floats}}
+  %n, %s = tang.scan along (%t) [8] monoid(@count_sum) : tensor<8xi32>, tensor<8xf32> {
+    %a = tang.read %x[%t] : tensor<8xf32>
+    %one = arith.constant 1 : i32
+    tang.yield %one, %a : i32, f32
+  }
+  return %s : tensor<8xf32>
+}
