@@ -12,3 +12,5 @@ bash scripts/build.sh
 echo "[tang] main job: tang-opt --canonicalize examples/transformer_block.mlir | tang-run"
 build/bin/tang-opt --canonicalize examples/transformer_block.mlir \
   | build/bin/tang-run - --seed 0
+echo "[tang] main job, from Python: examples/python/block.py"
+/usr/bin/python3 examples/python/block.py
