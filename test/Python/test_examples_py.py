@@ -65,3 +65,15 @@ def test_python_example_equals_the_mlir_one(name, tmp_path):
 def test_every_example_is_written_in_python():
     names = {p.stem for p in (ROOT / "examples").glob("*.mlir")}
     assert names == set(EXAMPLES), sorted(names ^ set(EXAMPLES))
+
+
+def test_the_python_main_job(tmp_path):
+    """examples/python/block.py (scripts/setup.sh's main job from Python):
+    the block and its derived gradient on the C backend against the
+    interpreter; it exits 1 on a mismatch."""
+    r = subprocess.run([sys.executable, str(ROOT / "examples" / "python" /
+                                            "block.py")],
+                       capture_output=True, text=True,
+                       env=dict(os.environ, TANG_CACHE_DIR=str(tmp_path)))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "main job (Python): ok" in r.stdout
