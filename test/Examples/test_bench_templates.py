@@ -43,7 +43,7 @@ def test_template_matches_numpy(kind):
 
 
 @pytest.mark.skipif(not HAS_LIBDEVICE,
-                    reason="the CUDA toolkit's libdevice is not installed")
+                    reason="backend cuda: the CUDA toolkit's libdevice is not installed")
 @pytest.mark.parametrize("chip,instruction", [("sm_90a", "wgmma.mma_async"),
                                               ("sm_80", "mma.sync.aligned")])
 @pytest.mark.parametrize("kind", sorted(pg.KINDS))
@@ -102,7 +102,7 @@ def lower_training_step(forward_text, prepare, options):
 
 
 @pytest.mark.skipif(not HAS_LIBDEVICE,
-                    reason="the CUDA toolkit's libdevice is not installed")
+                    reason="backend cuda: the CUDA toolkit's libdevice is not installed")
 @pytest.mark.parametrize("chip,instruction", [("sm_90a", "wgmma.mma_async"),
                                               ("sm_80", "mma.sync.aligned")])
 @pytest.mark.parametrize("causal", [False, True])
@@ -119,7 +119,7 @@ def test_attention_training_step_on_tensor_cores(causal, chip, instruction):
 
 
 @pytest.mark.skipif(not HAS_LIBDEVICE,
-                    reason="the CUDA toolkit's libdevice is not installed")
+                    reason="backend cuda: the CUDA toolkit's libdevice is not installed")
 def test_block_training_step_on_tensor_cores():
     """bench/prepare_block_grad.py's program: the split gradient of the
     transformer block (concatenated q/k/v and gate/up weights, heads read as

@@ -64,11 +64,11 @@ def vulkan_backend(vk_run):
     loops stop after 65535 iterations per invocation) or "vulkan-<device>";
     skips the module when there is no device."""
     if not (vk_run.is_file() and os.access(vk_run, os.X_OK)):
-        pytest.skip(f"tang-vk-run not built at {vk_run} (build runtime/vulkan "
+        pytest.skip(f"backend vulkan: tang-vk-run not built at {vk_run} (build runtime/vulkan "
                     "into build-vk, or set TANG_VK_RUN)")
     r = run_vulkan([vk_run, "--probe"], timeout=60)
     if r.returncode == 2:
-        pytest.skip("no Vulkan device (tang-vk-run --probe): "
+        pytest.skip("backend vulkan: no Vulkan device (tang-vk-run --probe): "
                     + r.stderr.strip())
     assert r.returncode == 0, f"tang-vk-run --probe failed:\n{r.stderr}"
     device = r.stdout.strip()

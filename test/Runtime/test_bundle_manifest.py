@@ -367,7 +367,7 @@ def test_default_library_message(monkeypatch):
 STUB = pathlib.Path("/usr/local/cuda/lib64/stubs/libcuda.so")
 
 
-@pytest.mark.skipif(not STUB.exists(), reason="no CUDA toolkit stub here")
+@pytest.mark.skipif(not STUB.exists(), reason="backend cuda: no CUDA toolkit stub here")
 def test_toolkit_stub_is_not_a_driver():
     """In a child process: the stub's soname is libcuda.so.1, so once loaded
     it would stand in for the real driver in this one."""
@@ -751,7 +751,7 @@ def _expected_map_words(address):
 def mock_lib(tmp_path_factory):
     cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
     if not cc:
-        pytest.skip("no C compiler for the mock driver")
+        pytest.skip("backend c: no C compiler for the mock driver")
     d = tmp_path_factory.mktemp("mockcuda")
     (d / "mockcuda.c").write_text(MOCK_C)
     lib = d / "libmockcuda.so"
@@ -988,7 +988,7 @@ def test_mock_time(mock, mock_bundle):
 
 needs_cli = pytest.mark.skipif(
     not CUDA_RUN.exists(),
-    reason=f"{CUDA_RUN} not built (cmake -S runtime/cuda -B build-rt)")
+    reason=f"backend cuda: {CUDA_RUN} not built (cmake -S runtime/cuda -B build-rt)")
 
 
 def cli(*args, env=None):

@@ -38,7 +38,7 @@ DTYPES = {"f32": np.float32, "f64": np.float64, "i32": np.int32}
 def compiler():
     cc = os.environ.get("CC", "gcc")
     if not shutil.which(cc):
-        pytest.skip(f"no C compiler ({cc})")
+        pytest.skip(f"backend c: no C compiler ({cc})")
     return cc
 
 

@@ -46,7 +46,7 @@ def host(bundle):
 @pytest.fixture(scope="module")
 def backend():
     if not shutil.which("glslangValidator"):
-        pytest.skip("glslangValidator not found (glslang-tools)")
+        pytest.skip("backend glsl: glslangValidator not found (glslang-tools)")
     return "glsl-" + vulkan_backend(VK_RUN)
 
 

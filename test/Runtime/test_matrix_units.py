@@ -61,7 +61,7 @@ def lower(tmp_path, name, pipeline, options=""):
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_cooperative_matrix_spirv_is_valid(name, tmp_path):
     if not SPIRV_VAL.is_file():
-        pytest.skip(f"no spirv-val with KHR_cooperative_matrix at {SPIRV_VAL} "
+        pytest.skip(f"backend spirv-val: no spirv-val with KHR_cooperative_matrix at {SPIRV_VAL} "
                     "(scripts/install-spirv-val.sh)")
     bundle = lower(tmp_path, name, "tang-lower-spirv", "matrix-units=1")
     spv = bundle / "tang_kernels.spv"
@@ -78,7 +78,7 @@ def test_cooperative_matrix_spirv_is_valid(name, tmp_path):
 def test_simdgroup_matrix_metal_lints(name, tmp_path):
     clang = shutil.which("clang++-22") or shutil.which("clang++")
     if not clang:
-        pytest.skip("no clang++ for the Metal lint")
+        pytest.skip("backend metal-lint: no clang++ for the Metal lint")
     bundle = lower(tmp_path, name, "tang-lower-metal")
     source = bundle / "tang_kernels.metal"
     assert "simdgroup_multiply_accumulate(" in source.read_text()

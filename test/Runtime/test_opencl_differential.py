@@ -38,7 +38,7 @@ def backend(tmp_path_factory):
     """"opencl-pocl"; skips the module when tang-ocl-run is not built or
     finds no OpenCL device."""
     if not (OCL_RUN.is_file() and os.access(OCL_RUN, os.X_OK)):
-        pytest.skip(f"tang-ocl-run not built at {OCL_RUN} (build "
+        pytest.skip(f"backend opencl: tang-ocl-run not built at {OCL_RUN} (build "
                     "runtime/opencl into build-ocl, or set TANG_OCL_RUN)")
     # PoCL compiles kernels into a cache: one per test session.
     os.environ["POCL_CACHE_DIR"] = str(tmp_path_factory.mktemp("pocl"))

@@ -189,7 +189,7 @@ func.func @main(%x: tensor<100000xf32>) -> tensor<f32> {
 def softmax_bundle(tmp_path_factory):
     """The softmax example's bundle and one good input."""
     if not VK_RUN.is_file():
-        pytest.skip(f"tang-vk-run not built at {VK_RUN}")
+        pytest.skip(f"backend vulkan: tang-vk-run not built at {VK_RUN}")
     d = tmp_path_factory.mktemp("softmax")
     lower(ROOT / "examples" / "softmax.mlir", d / "bundle")
     x = d / "x.npy"

@@ -44,7 +44,7 @@ def host(bundle):
 def host_or_skip(*args):
     r = run([WGPU_RUN, *args], timeout=120)
     if r.returncode == 2:
-        pytest.skip("no WebGPU host: " + r.stderr.strip())
+        pytest.skip("backend wgsl: no WebGPU host: " + r.stderr.strip())
     assert r.returncode == 0, r.stderr
     return r
 
@@ -53,7 +53,7 @@ def host_or_skip(*args):
 def validator():
     """Dawn's null backend: Tint's validation, no adapter needed."""
     if not WGPU_RUN.is_file():
-        pytest.skip(f"no tang-wgpu-run at {WGPU_RUN}")
+        pytest.skip(f"backend wgsl: no tang-wgpu-run at {WGPU_RUN}")
     return "wgsl-null"
 
 

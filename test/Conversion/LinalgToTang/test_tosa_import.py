@@ -94,7 +94,7 @@ def make_inputs(name, rng):
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_linalg_is_upstream_output(name):
     if not MLIR_OPT.exists():
-        pytest.skip(f"{MLIR_OPT} is not installed")
+        pytest.skip(f"backend mlir-opt: {MLIR_OPT} is not installed")
     r = run([MLIR_OPT, INPUTS / f"{name}.tosa.mlir",
              f"--pass-pipeline={PIPELINE}"])
     assert r.returncode == 0, r.stderr
