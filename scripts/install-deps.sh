@@ -8,6 +8,7 @@ set -euo pipefail
 PACKAGES=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools   # MLIR/LLVM 22
   clang-22 lld-22 ninja-build cmake clang-format-22         # toolchain
+  libclang-rt-22-dev                                        # ASan, UBSan, libFuzzer (scripts/fuzz.sh)
   python3-numpy python3-pytest                              # NumPy tests
   python3-pip python3-setuptools                            # pip install ./python (test-install.sh)
   spirv-tools glslang-tools                                 # spirv-val, spirv-link, glslangValidator

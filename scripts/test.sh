@@ -62,3 +62,7 @@ bash scripts/test-install.sh
 
 # No circle in the include and call graphs of lib/.
 /usr/bin/python3 scripts/check-layering.py --build "$BUILD_DIR"
+# Fuzzing: tang built with ASan, UBSan and libFuzzer (build-fuzz/), the
+# parse/verify/passes target run for a fixed budget from every .mlir of
+# the repository and the regression corpus (scripts/fuzz.sh).
+bash scripts/fuzz.sh "${TANG_FUZZ_SECONDS:-60}"

@@ -1986,3 +1986,34 @@ func.func @extent_without_size(%X: tensor<64xf32>) -> tensor<?xf32> {
   }) : () -> tensor<?xf32>
   return %s : tensor<?xf32>
 }
+
+// -----
+
+// Found by tools/tang-fuzz (a division by zero in the bounds proof).
+func.func @view_floordiv_zero(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'tang.view' op coordinate #0 (d0 floordiv 0) divides by 0: floordiv, ceildiv and mod take a positive constant}}
+  %v = tang.view %x by affine_map<(i, j) -> (i floordiv 0, j)> : tensor<4x8xf32> to tensor<4x8xf32>
+  return %v : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @read_mod_negative(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %y = tang.comprehension (%i) [8] : tensor<8xf32> {
+    // expected-error @+1 {{'tang.read' op coordinate #0 (d0 mod -2) divides by -2: floordiv, ceildiv and mod take a positive constant}}
+    %a = tang.read %x[%i mod -2] : tensor<8xf32>
+    tang.yield %a : f32
+  }
+  return %y : tensor<8xf32>
+}
+
+// -----
+
+func.func @index_ceildiv_zero(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %y = tang.comprehension (%i) [8] : tensor<8xf32> {
+    // expected-error @+1 {{'tang.index' op coordinate #0 (d0 ceildiv 0) divides by 0}}
+    %n = tang.index [%i ceildiv 0] : f32
+    tang.yield %n : f32
+  }
+  return %y : tensor<8xf32>
+}

@@ -45,11 +45,37 @@ static TerminatorOp getTerminatorOf(Block &b) {
   return b.empty() ? TerminatorOp() : dyn_cast<TerminatorOp>(b.back());
 }
 
+/// Checks that every floordiv, ceildiv and mod of `map` divides by a
+/// positive constant (the affine parser takes `d0 floordiv 0`; evaluating
+/// it would divide by zero).
+static LogicalResult verifyDivisors(Operation *op, AffineMap map) {
+  for (auto [pos, expr] : llvm::enumerate(map.getResults())) {
+    std::optional<int64_t> bad;
+    expr.walk([&](AffineExpr e) {
+      auto bin = dyn_cast<AffineBinaryOpExpr>(e);
+      if (!bin || e.getKind() == AffineExprKind::Add ||
+          e.getKind() == AffineExprKind::Mul)
+        return;
+      auto c = dyn_cast<AffineConstantExpr>(bin.getRHS());
+      if (!c || c.getValue() <= 0)
+        bad = c ? c.getValue() : 0;
+    });
+    if (bad)
+      return op->emitOpError()
+             << "coordinate #" << pos << " (" << formatAffineExpr(expr)
+             << ") divides by " << *bad
+             << ": floordiv, ceildiv and mod take a positive constant";
+  }
+  return success();
+}
+
 /// Checks that every result of `map` stays within `shape` when dimension d
 /// ranges over `dimRanges[d]`. `what` names the expressions in diagnostics.
 static LogicalResult verifyInBounds(Operation *op, AffineMap map,
                                     ArrayRef<IndexRange> dimRanges,
                                     ArrayRef<int64_t> shape, StringRef what) {
+  if (failed(verifyDivisors(op, map)))
+    return failure();
   for (auto [pos, expr] : llvm::enumerate(map.getResults())) {
     if (ShapedType::isDynamic(shape[pos]))
       continue;
@@ -732,6 +758,8 @@ static LogicalResult verifyIndexMap(Operation *op, AffineMap map,
     return op->emitOpError() << "must be inside a comprehension body";
   if (map.getNumSymbols() != 0)
     return op->emitOpError() << "index expressions may not use symbols";
+  if (failed(verifyDivisors(op, map)))
+    return failure();
   if (map.getNumDims() != indices.size())
     return op->emitOpError()
            << "map has " << map.getNumDims() << " dimensions but "

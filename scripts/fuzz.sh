@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Builds tang instrumented for fuzzing (ASan + UBSan + libFuzzer coverage)
+# into build-fuzz/ and runs the fuzz target tools/tang-fuzz (parse, verify,
+# tang's target-independent passes) for a time budget, seeded with every
+# example and test input (plus test/Fuzz/corpus, the inputs that once
+# crashed it, each a regression test). A crash stops it with the input
+# saved under build-fuzz/findings/ and a non-zero exit.
+#
+# Usage: bash scripts/fuzz.sh [seconds]      (default 120; TANG_JOBS as build.sh)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECONDS_BUDGET="${1:-120}"
+BUILD_DIR=build-fuzz
+JOBS="${TANG_JOBS:-$(nproc)}"
+if [ ! -f "$BUILD_DIR/build.ninja" ]; then
+  echo "[tang] configuring $BUILD_DIR (ASan, UBSan, libFuzzer)"
+  cmake -G Ninja -S . -B "$BUILD_DIR" \
+    -DCMAKE_BUILD_TYPE=Release -DTANG_FUZZ=ON \
+    -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
+    -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
+    -DLLVM_USE_LINKER=lld >/dev/null
+fi
+echo "[tang] building $BUILD_DIR tang-fuzz (-j$JOBS)"
+ninja -C "$BUILD_DIR" -j"$JOBS" tang-fuzz
+
+# The seed corpus: every .mlir of examples/ and test/ (one file each).
+seeds="$BUILD_DIR/seeds"
+rm -rf "$seeds" && mkdir -p "$seeds" "$BUILD_DIR/corpus" "$BUILD_DIR/findings"
+find examples test -name '*.mlir' -print0 | while IFS= read -r -d '' f; do
+  cp "$f" "$seeds/$(echo "$f" | tr '/' '_')"
+done
+# Regression inputs: each once crashed the target; they must run clean.
+if compgen -G "test/Fuzz/corpus/*" >/dev/null; then
+  echo "[tang] fuzz regressions: $(ls test/Fuzz/corpus | wc -l) inputs"
+  "$BUILD_DIR/bin/tang-fuzz" -runs=0 test/Fuzz/corpus 2>&1 | tail -1
+fi
+echo "[tang] fuzzing for ${SECONDS_BUDGET} s from $(ls "$seeds" | wc -l) seeds"
+log="$BUILD_DIR/fuzz.log"
+set +e
+# libMLIR.so is not instrumented: the allocator poisoning that LLVM headers
+# compile into tang's instrumented code would flag its memory (false
+# "use-after-poison"), so manual poisoning is off.
+ASAN_OPTIONS=detect_leaks=0:allow_user_poisoning=0:detect_container_overflow=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  "$BUILD_DIR/bin/tang-fuzz" -max_total_time="$SECONDS_BUDGET" \
+  -seed="${TANG_FUZZ_SEED:-1}" \
+  -timeout=20 -rss_limit_mb=4096 -max_len=65536 -print_final_stats=1 \
+  -dict=test/Fuzz/tang.dict -artifact_prefix="$BUILD_DIR/findings/" \
+  "$BUILD_DIR/corpus" "$seeds" >"$log" 2>&1
+rc=$?
+set -e
+grep -E "stat::number_of_executed_units|stat::new_units_added|stat::peak_rss" \
+  "$log" || true
+if [ $rc -ne 0 ]; then
+  echo "[tang] the fuzzer found a failure (exit $rc):" >&2
+  grep -E "ERROR|runtime error|Assertion|deadly signal|timeout" "$log" \
+    | head -5 >&2
+  ls "$BUILD_DIR/findings" >&2
+  exit 1
+fi
+echo "[tang] fuzzing: no crash in ${SECONDS_BUDGET} s"
