@@ -1,4 +1,5 @@
-//===- tang-fuzz.cpp - libFuzzer target: parse, verify, transform -*- C++ -*-===//
+//===- tang-fuzz.cpp - libFuzzer target: parse, verify, transform -*- C++
+//-*-===//
 //
 // A libFuzzer target over tang IR text: every input is parsed (with the
 // dialects a tang program uses), verified, and, when it verifies, run
@@ -38,9 +39,8 @@ MLIRContext &getContext() {
     // Not linalg: its parser crashes on malformed input upstream (a null
     // attribute in linalg.transpose's parse, found by this target; not
     // tang's code), which would stop every run.
-    registry.insert<tang::TangDialect, arith::ArithDialect,
-                    func::FuncDialect, math::MathDialect,
-                    tensor::TensorDialect>();
+    registry.insert<tang::TangDialect, arith::ArithDialect, func::FuncDialect,
+                    math::MathDialect, tensor::TensorDialect>();
     auto *ctx = new MLIRContext(registry);
     ctx->loadAllAvailableDialects();
     ctx->printOpOnDiagnostic(false);
