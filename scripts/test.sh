@@ -66,3 +66,5 @@ bash scripts/test-install.sh
 # parse/verify/passes target run for a fixed budget from every .mlir of
 # the repository and the regression corpus (scripts/fuzz.sh).
 bash scripts/fuzz.sh "${TANG_FUZZ_SECONDS:-60}"
+# The lit suite and the interpreter's tests against ASan+UBSan tools.
+bash scripts/sanitize.sh

@@ -128,17 +128,31 @@ int64_t mlir::tang::evaluateAffine(AffineExpr expr, ArrayRef<int64_t> dims) {
   auto bin = cast<AffineBinaryOpExpr>(expr);
   int64_t a = evaluateAffine(bin.getLHS(), dims),
           b = evaluateAffine(bin.getRHS(), dims);
+  // Values past int64 saturate (found by UBSan on huge coefficients): a
+  // saturated coordinate fails every bounds check, as it should. Divisors
+  // are positive constants in verified maps (verifyDivisors); anything else
+  // evaluates to 0 rather than trapping.
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  int64_t r = 0;
   switch (expr.getKind()) {
   case AffineExprKind::Add:
-    return a + b;
+    if (__builtin_add_overflow(a, b, &r))
+      return a > 0 ? kMax : kMin;
+    return r;
   case AffineExprKind::Mul:
-    return a * b;
+    if (__builtin_mul_overflow(a, b, &r))
+      return (a < 0) != (b < 0) ? kMin : kMax;
+    return r;
   case AffineExprKind::FloorDiv:
-    return floorDivide(a, b);
+    return b > 0 ? floorDivide(a, b) : 0;
   case AffineExprKind::CeilDiv:
-    return ceilDivide(a, b);
+    return b > 0 && a != kMin ? ceilDivide(a, b) : 0;
   default: // Mod
-    return a - floorDivide(a, b) * b;
+    if (b <= 0)
+      return 0;
+    r = a % b;
+    return r < 0 ? r + b : r;
   }
 }
 
