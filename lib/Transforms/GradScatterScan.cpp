@@ -94,10 +94,9 @@ void materialize(Operation *op, Block &body, ArrayRef<int64_t> extents,
 
 /// The combine of the scan's monoid at `b` (at the end of its block), and
 /// the ops it made, in order.
-FailureOr<SmallVector<Value>> emitCombine(OpBuilder &b, Location loc,
-                                          ScanOp scan, ValueRange x,
-                                          ValueRange y,
-                                          SmallVector<Operation *> &ops) {
+SmallVector<Value> emitCombine(OpBuilder &b, Location loc, ScanOp scan,
+                               ValueRange x, ValueRange y,
+                               SmallVector<Operation *> &ops) {
   Block *block = b.getInsertionBlock();
   size_t before = block->getOperations().size();
   SmallVector<Value> results;
@@ -419,15 +418,13 @@ LogicalResult Differentiator::differentiateScan(ScanOp scan,
                                  mapWithLast((T - dim(rank - 1)) % T), idx));
     }
     SmallVector<Operation *> ops;
-    FailureOr<SmallVector<Value>> f = emitCombine(b, loc, scan, a, x, ops);
-    if (failed(f))
-      return failure();
+    SmallVector<Value> f = emitCombine(b, loc, scan, a, x, ops);
     Value first = isFirst(idx.back());
     SmallVector<Value> yields(size);
     for (unsigned k = 0; k < n; ++k) {
       llvm::DenseMap<Value, Value> adjoint;
-      Type fk = (*f)[k].getType();
-      adjoint[(*f)[k]] =
+      Type fk = f[k].getType();
+      adjoint[f[k]] =
           arith::ConstantOp::create(b, loc, b.getFloatAttr(fk, 1.0));
       if (failed(backpropagate(b, ops, adjoint, {})))
         return failure();
@@ -470,14 +467,12 @@ LogicalResult Differentiator::differentiateScan(ScanOp scan,
       x.push_back(ReadOp::create(b, loc, xs[j], id, idx));
     }
     SmallVector<Operation *> ops;
-    FailureOr<SmallVector<Value>> f = emitCombine(b, loc, scan, a, x, ops);
-    if (failed(f))
-      return failure();
+    SmallVector<Value> f = emitCombine(b, loc, scan, a, x, ops);
     llvm::DenseMap<Value, Value> adjoint;
     for (unsigned k = 0; k < n; ++k) {
       Value g =
           ReadOp::create(b, loc, reverse.getResult(n * n + k), reversed, idx);
-      adjoint[(*f)[k]] = castFloat(b, loc, g, (*f)[k].getType());
+      adjoint[f[k]] = castFloat(b, loc, g, f[k].getType());
     }
     if (failed(backpropagate(b, ops, adjoint, {})))
       return failure();

@@ -69,7 +69,7 @@ class VJP:
     def __init__(self, fn: Function, target: str = "c", options: str = ""):
         self.fn = fn
         self.target, self.options = target, options
-        text = fn.mlir()
+        fn.mlir()   # traced: its results are known
         kinds = fn.arg_types
         self.num_inputs = len(kinds)
         self.num_results = len(fn.results)
@@ -85,7 +85,6 @@ class VJP:
         self._compiled = {}
         if not self.symbolic:
             self._compiled[()] = self._build(())
-        self.text = text
 
     def _build(self, sizes):
         text = gradient_program(self.fn, sizes)

@@ -24,7 +24,7 @@ constants, getitem of multi-output ops.
 
 import logging
 import math
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 from . import lang as t
 from . import nn
@@ -406,7 +406,7 @@ class _Converter:
             return (out, None, None, None, None, None, None, None, None)
         return out
 
-    def run(self, inputs_meta: Optional[list] = None) -> t.Function:
+    def run(self) -> t.Function:
         placeholders = [n for n in self.graph["nodes"]
                         if n["op"] == "placeholder"]
         types = []

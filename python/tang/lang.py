@@ -1049,44 +1049,20 @@ class _Reduction:
             raise AttributeError(name)
         return getattr(self.value(), name)
 
-    def __add__(self, o):
-        return self.value() + o
 
-    def __radd__(self, o):
-        return o + self.value()
+def _forward_to_value(name):
+    def method(self, *args):
+        return getattr(self.value(), name)(*args)
+    method.__name__ = name
+    return method
 
-    def __sub__(self, o):
-        return self.value() - o
 
-    def __rsub__(self, o):
-        return o - self.value()
-
-    def __mul__(self, o):
-        return self.value() * o
-
-    def __rmul__(self, o):
-        return o * self.value()
-
-    def __truediv__(self, o):
-        return self.value() / o
-
-    def __rtruediv__(self, o):
-        return o / self.value()
-
-    def __neg__(self):
-        return -self.value()
-
-    def __lt__(self, o):
-        return self.value() < o
-
-    def __le__(self, o):
-        return self.value() <= o
-
-    def __gt__(self, o):
-        return self.value() > o
-
-    def __ge__(self, o):
-        return self.value() >= o
+# A reduction used in arithmetic or a comparison is its value (written as a
+# nested comprehension where first used).
+for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__",
+              "__rmul__", "__truediv__", "__rtruediv__", "__neg__", "__lt__",
+              "__le__", "__gt__", "__ge__"):
+    setattr(_Reduction, _name, _forward_to_value(_name))
 
 
 def reduce(monoid, extents, fn: Callable, results=None) -> _Reduction:

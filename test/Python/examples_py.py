@@ -111,13 +111,20 @@ def _attention(Q, K, V, kv_head, causal):
         # rsqrt(8) as the examples spell it (not 1/sqrt(8) rounded to f32).
         s = s * tang.rsqrt(tang.lang.constant(8.0, f32))
         return tang.where(j <= i, s, float("-inf")) if causal else s
-    S = tang.compute((2, 4, 16, 16), score)
+    return _softmax_times(tang.compute((2, 4, 16, 16), score), V, kv_head)
+
+
+def _softmax_times(S, V, kv_head):
+    """softmax_j(S[b, h, i, j]) V[b, kv_head(h), j, d]: max, exponentials,
+    their sum, probabilities, product (the examples' chain)."""
     m = tang.compute((2, 4, 16), lambda b, h, i: tang.max(
         16, lambda j: S[b, h, i, j]))
+    E = tang.compute((2, 4, 16, 16), lambda b, h, i, j: tang.exp(
+        S[b, h, i, j] - m[b, h, i]))
     l = tang.compute((2, 4, 16), lambda b, h, i: tang.sum(
-        16, lambda j: tang.exp(S[b, h, i, j] - m[b, h, i])))
-    P = tang.compute((2, 4, 16, 16), lambda b, h, i, j: tang.exp(
-        S[b, h, i, j] - m[b, h, i]) / l[b, h, i])
+        16, lambda j: E[b, h, i, j]))
+    P = tang.compute((2, 4, 16, 16), lambda b, h, i, j:
+                     E[b, h, i, j] / l[b, h, i])
     return tang.compute((2, 4, 16, 8), lambda b, h, i, d: tang.sum(
         16, lambda j: P[b, h, i, j] * V[b, kv_head(h), j, d]))
 
@@ -169,17 +176,8 @@ def alibi_attention(Q: f32[2, 4, 16, 8], K: f32[2, 4, 16, 8],
         s = QK[b, h, i, j] * tang.rsqrt(tang.lang.constant(8.0, f32))
         dist = (tang.index_value(j) - tang.index_value(i)).astype(f32)
         return s + slopes[h] * dist
-    S = tang.compute((2, 4, 16, 16), score)
-    m = tang.compute((2, 4, 16), lambda b, h, i: tang.max(
-        16, lambda j: S[b, h, i, j]))
-    E = tang.compute((2, 4, 16, 16), lambda b, h, i, j: tang.exp(
-        S[b, h, i, j] - m[b, h, i]))
-    l = tang.compute((2, 4, 16), lambda b, h, i: tang.sum(
-        16, lambda j: E[b, h, i, j]))
-    P = tang.compute((2, 4, 16, 16), lambda b, h, i, j:
-                     E[b, h, i, j] / l[b, h, i])
-    return tang.compute((2, 4, 16, 8), lambda b, h, i, d: tang.sum(
-        16, lambda j: P[b, h, i, j] * V[b, h, j, d]))
+    return _softmax_times(tang.compute((2, 4, 16, 16), score), V,
+                          lambda h: h)
 
 
 @tang.function
@@ -272,17 +270,7 @@ def gpt2_block(x: f32[2, 16, 32], ln1_w: f32[32], ln1_b: f32[32],
     def score(n, h, i, j):
         s = QK[n, h, i, j] * tang.rsqrt(tang.lang.constant(8.0, f32))
         return tang.where(j <= i, s, float("-inf"))
-    S = tang.compute((2, 4, 16, 16), score)
-    m = tang.compute((2, 4, 16), lambda n, h, i: tang.max(
-        16, lambda j: S[n, h, i, j]))
-    E = tang.compute((2, 4, 16, 16), lambda n, h, i, j: tang.exp(
-        S[n, h, i, j] - m[n, h, i]))
-    l = tang.compute((2, 4, 16), lambda n, h, i: tang.sum(
-        16, lambda j: E[n, h, i, j]))
-    P = tang.compute((2, 4, 16, 16), lambda n, h, i, j:
-                     E[n, h, i, j] / l[n, h, i])
-    Oh = tang.compute((2, 4, 16, 8), lambda n, h, i, d: tang.sum(
-        16, lambda j: P[n, h, i, j] * V[n, h, j, d]))
+    Oh = _softmax_times(tang.compute((2, 4, 16, 16), score), V, lambda h: h)
     O = Oh.view((2, 16, 32), lambda n, q, c: (n, c // 8, q, c % 8))
     A = _project(O, W_proj, 32)
     h = tang.compute((2, 16, 32), lambda n, q, e: x[n, q, e] + (
