@@ -199,6 +199,11 @@ std::string formatCount(double n) {
   return text;
 }
 
+/// Programs of at most this many function-level comprehensions settle the
+/// work bound one comprehension at a time, each candidate judged by the
+/// whole program's work; larger ones batch independent decisions.
+constexpr size_t kExactWorkBoundLimit = 64;
+
 int64_t getFuseId(Operation *op) {
   auto id = op->getAttrOfType<IntegerAttr>(kFuseIdAttrName);
   return id ? id.getInt() : -1;
@@ -215,6 +220,16 @@ struct WorkState {
   /// Per function-level comprehension, the original ones whose bodies it
   /// holds after fusion.
   llvm::DenseMap<int64_t, llvm::SetVector<int64_t>> origins;
+  /// The original comprehensions with symbolic sizes, found once: fusion
+  /// never changes the answer (a symbolic producer is never fused), and
+  /// asking per read walks the consumer's whole body each time.
+  llvm::DenseSet<int64_t> symbolic;
+
+  /// Whether `op` (a function-level comprehension) has symbolic sizes.
+  bool isSymbolic(Operation *op) const {
+    int64_t id = getFuseId(op);
+    return id >= 0 ? symbolic.contains(id) : hasSymbolicSizes(op);
+  }
 };
 
 /// The tensors read anywhere in `op`'s body (nested bodies included).
@@ -365,7 +380,10 @@ struct ReadOfComprehension_Fuse : OpRewritePattern<ReadOp> {
     Operation *consumer = read->getParentOfType<ComprehensionOp>();
     while (auto outer = consumer->getParentOfType<ComprehensionOp>())
       consumer = outer;
-    if (hasSymbolicSizes(producer) || hasSymbolicSizes(consumer))
+    auto symbolic = [&](Operation *op) {
+      return policy.work ? policy.work->isSymbolic(op) : hasSymbolicSizes(op);
+    };
+    if (symbolic(producer) || symbolic(consumer))
       return rewriter.notifyMatchFailure(
           read, "the producer or the consumer has symbolic sizes (not fused "
                 "yet)");
@@ -428,6 +446,7 @@ struct TangFusePass : tang::impl::TangFuseBase<TangFusePass> {
     // Name the function-level comprehensions and count their work unfused.
     llvm::DenseMap<int64_t, double> unfused;
     llvm::DenseMap<int64_t, Operation *> original;
+    WorkState state;
     int64_t next = 0;
     module.walk([&](ComprehensionOp c) {
       if (isInIterationBody(c))
@@ -436,6 +455,8 @@ struct TangFusePass : tang::impl::TangFuseBase<TangFusePass> {
                  IntegerAttr::get(IntegerType::get(ctx, 64), next));
       unfused[next] = getExecutedWork(c);
       original[next] = c;
+      if (hasSymbolicSizes(c))
+        state.symbolic.insert(next);
       ++next;
     });
     int64_t before = countComprehensions(module);
@@ -444,7 +465,6 @@ struct TangFusePass : tang::impl::TangFuseBase<TangFusePass> {
     // exceeds the bound, keep materialised the producer whose keeping
     // lowers the program's work most (tried one by one), or, if none does,
     // fuse nothing into it.
-    WorkState state;
     FusionPolicy policy{maxRecompute, maxBroadcast, maxBodyOps, &state};
     // Emitted once the pass's own attributes are gone.
     SmallVector<std::pair<Location, std::string>> remarks;
@@ -452,21 +472,71 @@ struct TangFusePass : tang::impl::TangFuseBase<TangFusePass> {
     double total = 0;
     if (failed(measure(module, policy, state, unfused, measures, total)))
       return signalPassFailure();
+    // One round per pass over the comprehensions above the bound. In a
+    // program of at most kExactWorkBoundLimit comprehensions, one per
+    // round: every candidate is tried alone and the program's work decides.
+    // In a larger one (a model repeats its layers), measuring the whole
+    // program per candidate is quadratic in its size: the independent ones
+    // are taken together, their candidates tried together (the k-th of
+    // each in the k-th trial), and each judged by the work of the
+    // comprehensions its comprehension held (itself, and those it fused,
+    // which keeping one materialises).
     for (;;) {
-      auto over = llvm::find_if(measures, [&](const Measure &m) {
-        return m.executed > maxWorkFactor * m.bound &&
-               !state.closed.contains(m.id);
-      });
-      if (over == measures.end())
-        break;
-      Measure worst = *over;
-      std::optional<int64_t> best;
-      double bestTotal = total;
-      for (int64_t candidate : state.origins.lookup(worst.id)) {
-        if (state.kept.contains(candidate))
+      // The first comprehension over the bound, and the others whose
+      // comprehensions (held and fused) are disjoint from those already
+      // taken (the rest wait for the next round: keeping a producer for
+      // one may bring another under the bound).
+      SmallVector<Measure> over;
+      llvm::DenseSet<int64_t> taken;
+      for (const Measure &m : measures) {
+        if (m.executed <= maxWorkFactor * m.bound ||
+            state.closed.contains(m.id))
           continue;
+        SmallVector<int64_t> held{m.id};
+        llvm::append_range(held, state.origins.lookup(m.id));
+        if (llvm::any_of(held, [&](int64_t id) { return taken.contains(id); }))
+          continue;
+        taken.insert_range(held);
+        over.push_back(m);
+        if (measures.size() <= kExactWorkBoundLimit)
+          break;
+      }
+      if (over.empty())
+        break;
+      // Per comprehension over the bound: its candidates, the ids whose
+      // work judges them, and the best trial so far.
+      struct Choice {
+        Measure worst;
+        SmallVector<int64_t> candidates;
+        llvm::DenseSet<int64_t> judged;
+        double best = 0;
+        std::optional<int64_t> keep;
+      };
+      SmallVector<Choice> choices;
+      for (const Measure &m : over) {
+        Choice c{m, {}, {}, 0, std::nullopt};
+        for (int64_t candidate : state.origins.lookup(m.id))
+          if (!state.kept.contains(candidate))
+            c.candidates.push_back(candidate);
+        c.judged.insert(m.id);
+        for (int64_t o : state.origins.lookup(m.id))
+          c.judged.insert(o);
+        // The work to beat: the program's, or the judged comprehensions'.
+        c.best = over.size() == 1 ? total : 0;
+        if (over.size() > 1)
+          for (const Measure &b : measures)
+            if (c.judged.contains(b.id))
+              c.best += b.executed;
+        choices.push_back(std::move(c));
+      }
+      size_t trials = 0;
+      for (const Choice &c : choices)
+        trials = std::max(trials, c.candidates.size());
+      for (size_t k = 0; k < trials; ++k) {
         WorkState trial = state;
-        trial.kept.insert(candidate);
+        for (const Choice &c : choices)
+          if (k < c.candidates.size())
+            trial.kept.insert(c.candidates[k]);
         FusionPolicy trialPolicy = policy;
         trialPolicy.work = &trial;
         SmallVector<Measure> trialMeasures;
@@ -474,32 +544,44 @@ struct TangFusePass : tang::impl::TangFuseBase<TangFusePass> {
         if (failed(measure(module, trialPolicy, trial, unfused, trialMeasures,
                            trialTotal)))
           return signalPassFailure();
-        if (trialTotal < bestTotal) {
-          best = candidate;
-          bestTotal = trialTotal;
+        for (Choice &c : choices) {
+          if (k >= c.candidates.size())
+            continue;
+          double score = over.size() == 1 ? trialTotal : 0;
+          if (over.size() > 1)
+            for (const Measure &m : trialMeasures)
+              if (c.judged.contains(m.id))
+                score += m.executed;
+          if (score < c.best) {
+            c.keep = c.candidates[k];
+            c.best = score;
+          }
         }
       }
-      std::string text;
-      llvm::raw_string_ostream os(text);
-      os << "tang-fuse: fusing into this comprehension would execute "
-         << formatCount(worst.executed) << " operations, more than "
-         << formatCount(maxWorkFactor) << " x the " << formatCount(worst.bound)
-         << " of the comprehensions fused into it (max-work-factor): ";
-      if (best) {
-        state.kept.insert(*best);
-        os << "the comprehension at ";
-        Location at = original[*best]->getLoc();
-        if (auto flc = dyn_cast<FileLineColLoc>(at))
-          os << flc.getFilename().getValue() << ":" << flc.getLine() << ":"
-             << flc.getColumn();
-        else
-          at.print(os);
-        os << " stays materialised";
-      } else {
-        state.closed.insert(worst.id);
-        os << "nothing is fused into it";
+      for (const Choice &c : choices) {
+        std::string text;
+        llvm::raw_string_ostream os(text);
+        os << "tang-fuse: fusing into this comprehension would execute "
+           << formatCount(c.worst.executed) << " operations, more than "
+           << formatCount(maxWorkFactor) << " x the "
+           << formatCount(c.worst.bound)
+           << " of the comprehensions fused into it (max-work-factor): ";
+        if (c.keep) {
+          state.kept.insert(*c.keep);
+          os << "the comprehension at ";
+          Location at = original[*c.keep]->getLoc();
+          if (auto flc = dyn_cast<FileLineColLoc>(at))
+            os << flc.getFilename().getValue() << ":" << flc.getLine() << ":"
+               << flc.getColumn();
+          else
+            at.print(os);
+          os << " stays materialised";
+        } else {
+          state.closed.insert(c.worst.id);
+          os << "nothing is fused into it";
+        }
+        remarks.push_back({original[c.worst.id]->getLoc(), text});
       }
-      remarks.push_back({original[worst.id]->getLoc(), text});
       if (failed(measure(module, policy, state, unfused, measures, total)))
         return signalPassFailure();
     }
@@ -587,6 +669,7 @@ struct TangFusePass : tang::impl::TangFuseBase<TangFusePass> {
     // through views, and erases producers left without readers.
     GreedyRewriteConfig config;
     config.setMaxIterations(GreedyRewriteConfig::kNoLimit);
+    config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
     if (failed(applyPatternsGreedily(module, std::move(patterns), config))) {
       getOperation().emitError() << "tang-fuse: did not reach a fixed point";
       return failure();

@@ -11,7 +11,7 @@ package is pip-installed, or by ``tang.fx.register()``).
 Importing ``tang`` needs neither PyTorch nor a GPU.
 """
 
-from . import autodiff, cuda, fx, lang, nn, sizes
+from . import autodiff, cuda, fx, lang, models, nn, sizes
 from .autodiff import VJP, autograd, vjp
 from .compiler import Compiled, compile, find_tool
 from .torch_ops import torch_op

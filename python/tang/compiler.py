@@ -152,7 +152,10 @@ class Compiled:
             if self._bundle is None:
                 from . import cuda
                 self._bundle = cuda.Bundle(self.directory / "bundle")
-            return self._bundle.run(self.function, *args)
+            try:
+                return self._bundle.run(self.function, *args)
+            except ValueError as e:   # sizes refused, nothing ran
+                raise TangError(self._named(str(e))) from None
         return self._run_c(args)
 
     def _split(self, args, spec_args):
@@ -199,6 +202,26 @@ class Compiled:
             results = [np.load(p) for p in outs]
         return results[0] if len(results) == 1 else tuple(results)
 
+    def _named(self, message: str) -> str:
+        """`message` with the lowered argument names (%arg3) replaced by
+        the program's (%pos)."""
+        import re
+        names = self._arg_names()
+
+        def name(m):
+            k = int(m.group(1))
+            return names[k] if k < len(names) else m.group(0)
+        return re.sub(r"%arg(\d+)\b", name, message)
+
+    def _arg_names(self) -> List[str]:
+        import re
+        m = re.search(rf"func\.func @{re.escape(self.function or '')}\w*"
+                      r"\((.*?)\)\s*->", self.text, re.S)
+        if not m:
+            return []
+        return [re.match(r"\s*(%[\w$.-]+)", a).group(1)
+                for a in re.split(r",\s*(?=%)", m.group(1)) if a.strip()]
+
     def _interpreter_kinds(self) -> List[bool]:
         # Which arguments are index arguments: from the function's header.
         import re
@@ -225,7 +248,7 @@ class Compiled:
         try:
             fn = _sizes.instantiate(fn, [a.shape for a in arrays], size_args)
         except _sizes.SizeError as e:
-            raise TangError(str(e)) from None
+            raise TangError(self._named(str(e))) from None
         buffers, k_in = [], 0
         for i, spec in enumerate(fn["args"]):
             dtype = np.dtype(NUMPY_DTYPES[spec["dtype"]])

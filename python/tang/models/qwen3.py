@@ -1,0 +1,343 @@
+"""A Qwen3-shaped decoder as tang graphs: one function per step.
+
+The model is written once, as math, with tang.lang; the compiler makes the
+kernels. Two graph builders:
+
+* ``decode_step(cfg, batch, capacity)``: one token for each of ``batch``
+  sequences at position ``pos`` (a size: one compiled bundle serves every
+  position below the cache capacity). Embedding gather of the tokens,
+  every layer (RMSNorm, the fused q/k/v product, q/k RMSNorm per head,
+  RoPE, the new key and value written into the KV caches in place at
+  ``pos``, grouped-query attention over the ``pos + 1`` cached positions,
+  the output product, the SwiGLU MLP, residuals), the final norm, the LM
+  head and a greedy argmax. Returns the next tokens and the two caches
+  (donated: updated in place).
+* ``prefill(cfg, tokens, capacity)``: ``tokens`` tokens of one sequence at
+  positions 0..tokens-1, causal attention among them, the caches filled at
+  those positions, the next token after the last.
+
+Shapes follow PyTorch's ``nn.Linear`` (weights ``[out, in]``); the per-layer
+weights are stacked on a leading layer axis (``weight_shapes``), q/k/v and
+gate/up concatenated along ``out`` as the fused checkpoints of serving
+stacks hold them. Storage is ``cfg.dtype`` (bf16 for the model, f32 for
+checks on the CPU); arithmetic and accumulation are f32; activations
+between operators are f32.
+
+The caches are ``[layers, batch, kv_heads, capacity, head_dim]``.
+
+    from tang.models import qwen3
+    step = qwen3.decode_step(qwen3.QWEN3_8B, batch=1, capacity=4224)
+    print(step.mlir())
+
+Token ids are gathered with the ``clamp`` policy (kernels cannot trap):
+callers check them against the vocabulary first (``check_tokens``), as
+``tang.models.qwen3.Runner`` does.
+"""
+
+import inspect
+import math
+from dataclasses import dataclass, replace
+from typing import Dict, Tuple
+
+from .. import lang as t
+from ..lang import bf16, f32, i32
+
+__all__ = ["Config", "QWEN3_8B", "TINY", "weight_shapes", "cache_shape",
+           "decode_step", "prefill", "check_tokens", "weight_bytes"]
+
+
+@dataclass(frozen=True)
+class Config:
+    """The shape of the model (defaults: Qwen3-8B) and its storage type."""
+    layers: int = 36
+    hidden: int = 4096
+    heads: int = 32
+    kv_heads: int = 8
+    head_dim: int = 128
+    ffn: int = 12288
+    vocab: int = 151936
+    rope_theta: float = 1e6
+    eps: float = 1e-6
+    dtype: t.DType = bf16
+
+    def __post_init__(self):
+        if self.heads % self.kv_heads:
+            raise ValueError(f"{self.heads} query heads do not group over "
+                             f"{self.kv_heads} key/value heads")
+        if self.head_dim % 2:
+            raise ValueError(f"RoPE rotates pairs: head_dim {self.head_dim} "
+                             "is odd")
+
+    def with_dtype(self, dtype: t.DType) -> "Config":
+        return replace(self, dtype=dtype)
+
+
+QWEN3_8B = Config()
+#: A model small enough for the interpreter (the checks in CI).
+TINY = Config(layers=2, hidden=64, heads=4, kv_heads=2, head_dim=16, ffn=96,
+              vocab=160, dtype=f32)
+
+
+def weight_shapes(cfg: Config) -> Dict[str, Tuple[int, ...]]:
+    """The weights in argument order, name -> shape."""
+    L, D, Dh, F, V = cfg.layers, cfg.hidden, cfg.head_dim, cfg.ffn, cfg.vocab
+    return {
+        "embed": (V, D),
+        "attn_norm": (L, D),
+        "wqkv": (L, (cfg.heads + 2 * cfg.kv_heads) * Dh, D),
+        "q_norm": (L, Dh),
+        "k_norm": (L, Dh),
+        "wo": (L, D, cfg.heads * Dh),
+        "mlp_norm": (L, D),
+        "wgu": (L, 2 * F, D),
+        "wd": (L, D, F),
+        "norm": (D,),
+        "lm_head": (V, D),
+    }
+
+
+def cache_shape(cfg: Config, batch: int, capacity: int) -> Tuple[int, ...]:
+    return (cfg.layers, batch, cfg.kv_heads, capacity, cfg.head_dim)
+
+
+def weight_bytes(cfg: Config, per_step: bool = True) -> int:
+    """Bytes of the weights a decode step reads (the embedding: one row per
+    token, counted as one row) or, ``per_step=False``, all of them."""
+    size = cfg.dtype.bits // 8
+    total = 0
+    for name, shape in weight_shapes(cfg).items():
+        n = math.prod(shape)
+        if name == "embed" and per_step:
+            n = shape[1]
+        total += n * size
+    return total
+
+
+def check_tokens(cfg: Config, tokens) -> None:
+    """Raise ValueError when a token id is outside the vocabulary."""
+    for k, tok in enumerate(list(tokens)):
+        if not 0 <= int(tok) < cfg.vocab:
+            raise ValueError(f"token #{k} is {int(tok)}, outside the "
+                             f"vocabulary [0, {cfg.vocab})")
+
+
+# ---------------------------------------------------------------------------
+# The operators, on activations [rows, features] in f32
+# ---------------------------------------------------------------------------
+
+def _w(x):
+    return x.astype(f32)
+
+
+def _rms_norm(x, weight, eps):
+    """x [R, D] normalised, times weight(d)."""
+    R, D = x.shape
+    ss = t.compute((R,), lambda r: t.sum(D, lambda k: x[r, k] * x[r, k]))
+    return t.compute((R, D), lambda r, d:
+                     x[r, d] * t.rsqrt(ss[r] / int(D) + eps) * weight(d))
+
+
+def _linear(x, w, layer, out):
+    """x [R, K] times the layer's slice of w [layers, out, K], transposed."""
+    R, K = x.shape
+    return t.compute((R, out), lambda r, n: t.sum(
+        K, lambda k: _w(w[layer, n, k]) * x[r, k]))
+
+
+def _heads_norm_rope(cfg, qkv, base, heads, weight, layer, position):
+    """Heads ``heads`` of qkv [R, ...] from column ``base``: RMSNorm over
+    the head dimension (times weight[layer]), then RoPE (rotate-half) at
+    ``position(r)`` (an f32 value). [R, heads, head_dim]."""
+    R = qkv.shape[0]
+    Dh, half = cfg.head_dim, cfg.head_dim // 2
+    ss = t.compute((R, heads), lambda r, h: t.sum(
+        Dh, lambda e: qkv[r, base + h * Dh + e] * qkv[r, base + h * Dh + e]))
+    log_theta = math.log(cfg.rope_theta)
+
+    def rotated(r, h, e):
+        def normed(c):
+            return (qkv[r, base + h * Dh + c] * t.rsqrt(ss[r, h] / Dh + cfg.eps)
+                    * _w(weight[layer, c]))
+        freq = t.exp(t.index_value(e % half, f32) * (-2.0 * log_theta / Dh))
+        angle = position(r) * freq
+        partner = normed((e + half) % Dh)
+        partner = t.where(t.index_value(e, i32) < half, -partner, partner)
+        return normed(e) * t.cos(angle) + partner * t.sin(angle)
+    return t.compute((R, heads, Dh), rotated)
+
+
+def _attend(cfg, q, key, value, length, mask=None):
+    """Grouped-query attention: q [R, H, Dh]; key(r, g, j, e) and
+    value(r, g, j, e) read position j of key/value head g for row r;
+    ``length`` positions; ``mask(r, j)`` (optional) says which count.
+    Written as scores, max, sum, probabilities and their product with V
+    (the chain fusion turns into one online-softmax reduction). [R, H*Dh]."""
+    R, H, Dh = q.shape
+    group = cfg.heads // cfg.kv_heads
+    scale = 1.0 / math.sqrt(cfg.head_dim)
+
+    def score(r, h, j):
+        s = t.sum(Dh, lambda e: q[r, h, e] * key(r, h // group, j, e)) * scale
+        return t.where(mask(r, j), s, float("-inf")) if mask else s
+    sc = t.compute((R, H, length), score)
+    m = t.compute((R, H), lambda r, h: t.max(length, lambda j: sc[r, h, j]))
+    z = t.compute((R, H), lambda r, h: t.sum(
+        length, lambda j: t.exp(sc[r, h, j] - m[r, h])))
+    p = t.compute((R, H, length), lambda r, h, j:
+                  t.exp(sc[r, h, j] - m[r, h]) / z[r, h])
+    o = t.compute((R, H, Dh), lambda r, h, e: t.sum(
+        length, lambda j: p[r, h, j] * value(r, h // group, j, e)))
+    return o.view((R, H * Dh), lambda r, c: (r, c // Dh, c % Dh))
+
+
+def _layer(cfg, W, x, layer, position, attention, write_cache):
+    """One decoder layer on x [R, D]; returns the new x."""
+    H, Hk, Dh, F = cfg.heads, cfg.kv_heads, cfg.head_dim, cfg.ffn
+    R, D = x.shape
+    xn = _rms_norm(x, lambda d: _w(W["attn_norm"][layer, d]), cfg.eps)
+    qkv = _linear(xn, W["wqkv"], layer, (H + 2 * Hk) * Dh)
+    q = _heads_norm_rope(cfg, qkv, 0, H, W["q_norm"], layer, position)
+    k = _heads_norm_rope(cfg, qkv, H * Dh, Hk, W["k_norm"], layer, position)
+    v = qkv.view((R, Hk, Dh), lambda r, g, e: (r, (H + Hk) * Dh + g * Dh + e))
+    o = attention(q, k, v, write_cache(k, v))
+    a = _linear(o, W["wo"], layer, D)
+    x = t.compute((R, D), lambda r, d: x[r, d] + a[r, d])
+    xn = _rms_norm(x, lambda d: _w(W["mlp_norm"][layer, d]), cfg.eps)
+    gu = _linear(xn, W["wgu"], layer, 2 * F)
+    act = t.compute((R, F), lambda r, f:
+                    gu[r, f] * t.sigmoid(gu[r, f]) * gu[r, F + f])
+    down = _linear(act, W["wd"], layer, D)
+    return t.compute((R, D), lambda r, d: x[r, d] + down[r, d])
+
+
+def _head(cfg, W, x, logits):
+    """Final norm, LM head, greedy argmax of x [R, D]: the tokens [R] (and
+    the logits [R, V] when ``logits``)."""
+    R, D = x.shape
+    xf = _rms_norm(x, lambda d: _w(W["norm"][d]), cfg.eps)
+    lg = t.compute((R, cfg.vocab), lambda r, n: t.sum(
+        D, lambda k: _w(W["lm_head"][n, k]) * xf[r, k]))
+    _, tok = t.compute((R,), lambda r: t.argmax(cfg.vocab,
+                                                lambda n: lg[r, n]))
+    return (tok, lg) if logits else (tok,)
+
+
+def _signature(cfg, batch_rows, capacity, batch):
+    dt = cfg.dtype
+    types = [i32[batch_rows]]
+    types += [dt[s] for s in weight_shapes(cfg).values()]
+    types += [dt[cache_shape(cfg, batch, capacity)]] * 2
+    return types
+
+
+def _names(cfg):
+    return ["tokens"] + list(weight_shapes(cfg)) + ["kcache", "vcache"]
+
+
+def decode_step(cfg: Config, batch: int, capacity: int,
+                logits: bool = False) -> t.Function:
+    """One decode step of ``batch`` sequences at position ``pos`` (the last
+    argument, a size): ``(tokens [batch] i32, weights..., kcache, vcache,
+    pos) -> (next tokens [batch] i32[, logits [batch, vocab] f32], kcache,
+    vcache)``. Every sequence is at the same position; a run at ``pos >=
+    capacity`` is refused before anything runs."""
+    names = _names(cfg) + ["pos"]
+    dt = cfg.dtype
+
+    def step(*args):
+        tokens, *weights = args[:-3]
+        kc, vc, pos = args[-3:]
+        W = dict(zip(weight_shapes(cfg), weights))
+        emb = W["embed"].gather_policy("clamp")
+        x = t.compute((batch, cfg.hidden), lambda b, d: _w(emb[tokens[b], d]))
+        caches = [kc, vc]
+
+        def position(_r):
+            return t.size_value(pos, f32)
+
+        for layer in range(cfg.layers):
+            def write_cache(k, v, layer=layer):
+                # Row pos of every sequence and key/value head, in place
+                # (the size requirement keeps pos inside the cache).
+                caches[0] = t.scatter(
+                    caches[0], (batch, cfg.kv_heads, cfg.head_dim),
+                    lambda b, g, e: (k[b, g, e].astype(dt),
+                                     (layer, b, g, pos, e)), policy="drop")
+                caches[1] = t.scatter(
+                    caches[1], (batch, cfg.kv_heads, cfg.head_dim),
+                    lambda b, g, e: (v[b, g, e].astype(dt),
+                                     (layer, b, g, pos, e)), policy="drop")
+                return caches
+
+            def attention(q, k, v, cache, layer=layer):
+                kc_, vc_ = cache
+                return _attend(
+                    cfg, q,
+                    lambda b, g, j, e: _w(kc_[layer, b, g, j, e]),
+                    lambda b, g, j, e: _w(vc_[layer, b, g, j, e]),
+                    pos + 1)
+            x = _layer(cfg, W, x, layer, position, attention, write_cache)
+        return _head(cfg, W, x, logits) + tuple(caches)
+
+    _name_params(step, names)
+    types = _signature(cfg, batch, capacity, batch) + [t.size]
+    return t.Function(step, name="decode_step", arg_types=types,
+                      donate=("kcache", "vcache"))
+
+
+def prefill(cfg: Config, tokens: int, capacity: int,
+            logits: bool = False) -> t.Function:
+    """Prefill of one sequence of ``tokens`` tokens at positions
+    0..tokens-1: ``(tokens [T] i32, weights..., kcache, vcache) -> (next
+    token [1] i32[, logits [1, vocab]], kcache, vcache)`` with the caches'
+    rows 0..T-1 written (batch 1)."""
+    if tokens > capacity:
+        raise ValueError(f"{tokens} tokens do not fit a cache of "
+                         f"{capacity} positions")
+    names = _names(cfg)
+    dt = cfg.dtype
+
+    def run(*args):
+        ids, *weights = args[:-2]
+        kc, vc = args[-2:]
+        W = dict(zip(weight_shapes(cfg), weights))
+        emb = W["embed"].gather_policy("clamp")
+        x = t.compute((tokens, cfg.hidden), lambda r, d: _w(emb[ids[r], d]))
+        caches = [kc, vc]
+
+        def position(r):
+            return t.index_value(r, f32)
+
+        for layer in range(cfg.layers):
+            def write_cache(k, v, layer=layer):
+                caches[0] = t.scatter(
+                    caches[0], (tokens, cfg.kv_heads, cfg.head_dim),
+                    lambda r, g, e: (k[r, g, e].astype(dt),
+                                     (layer, 0, g, r, e)))
+                caches[1] = t.scatter(
+                    caches[1], (tokens, cfg.kv_heads, cfg.head_dim),
+                    lambda r, g, e: (v[r, g, e].astype(dt),
+                                     (layer, 0, g, r, e)))
+                return caches
+
+            def attention(q, k, v, _cache):
+                return _attend(cfg, q, lambda r, g, j, e: k[j, g, e],
+                               lambda r, g, j, e: v[j, g, e], tokens,
+                               mask=lambda r, j: t.index_value(j, i32)
+                               <= t.index_value(r, i32))
+            x = _layer(cfg, W, x, layer, position, attention, write_cache)
+        last = t.compute((1, cfg.hidden), lambda r, d: x[tokens - 1 + r, d])
+        return _head(cfg, W, last, logits) + tuple(caches)
+
+    _name_params(run, names)
+    types = _signature(cfg, tokens, capacity, 1)
+    return t.Function(run, name="prefill", arg_types=types,
+                      donate=("kcache", "vcache"))
+
+
+def _name_params(fn, names) -> None:
+    """Give the traced function's arguments their names (tang.Function
+    reads them from the signature): the IR says %wqkv, not %arg3."""
+    fn.__signature__ = inspect.Signature(
+        [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+         for n in names])
