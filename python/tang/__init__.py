@@ -26,7 +26,7 @@ __version__ = "0.2.0"
 __all__ = [
     "VJP", "autodiff", "fx", "torch_op", "autograd", "vjp", "Compiled", "compile", "find_tool", "nn", "DType", "Sym", "Function", "Monoid", "TangError", "abs", "argmax", "argmin",
     "bf16", "compute", "cos", "cuda", "erf", "exp", "f16", "f32", "f64",
-    "function", "i1", "i8", "i32", "index_value", "lang", "log", "max",
+    "function", "i1", "i8", "i32", "index_value", "lang", "log", "max", "models",
     "maximum", "min", "minimum", "module", "pow", "prod", "reduce", "rsqrt",
     "scan", "scatter", "sigmoid", "sin", "size", "sizes", "sqrt", "sum",
     "tanh", "where",
