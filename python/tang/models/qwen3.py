@@ -30,8 +30,9 @@ The caches are ``[layers, batch, kv_heads, capacity, head_dim]``.
     print(step.mlir())
 
 Token ids are gathered with the ``clamp`` policy (kernels cannot trap):
-callers check them against the vocabulary first (``check_tokens``), as
-``tang.models.qwen3.Runner`` does.
+callers check them against the vocabulary first (``check_tokens``); a
+position at or beyond the cache capacity is refused by the runtime before
+anything runs (the size requirement of the cache reads).
 """
 
 import inspect
