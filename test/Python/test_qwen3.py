@@ -142,6 +142,31 @@ def test_prefill_then_decode_continues_the_sequence():
         assert list(tok) == list(want), f"position {pos}"
 
 
+def test_a_deeper_model_fuses_in_batches():
+    """Six layers: over 64 function-level comprehensions after fusion, so
+    tang-fuse settles the work bound in batches (lib/Transforms/Fuse.cpp,
+    kExactWorkBoundLimit); the decode step still matches the reference."""
+    global CFG
+    saved, CFG = CFG, qwen3.Config(**{**qwen3.TINY.__dict__, "layers": 6})
+    try:
+        W = weights(5)
+        kc, vc = caches(6)
+        tokens = np.array([1, 100], np.int32)
+        want_kc, want_vc = kc.astype(np.float64), vc.astype(np.float64)
+        want_tok, want_lg = ref.decode_step(
+            CFG, {k: v.astype(np.float64) for k, v in W.items()}, tokens,
+            want_kc, want_vc, POS)
+        step = qwen3.decode_step(CFG, BATCH, CAPACITY, logits=True)
+        assert step.mlir().count("tang.comprehension") > 64
+        tok, lg, kc2, vc2 = tang.compile(step)(tokens, *W.values(), kc, vc,
+                                              POS)
+        check(lg, want_lg, 1e-3, "logits")
+        check(kc2, want_kc, 1e-3, "key cache")
+        argmax_agrees(tok, want_lg, want_tok)
+    finally:
+        CFG = saved
+
+
 def test_a_position_beyond_the_cache_is_refused():
     W = weights()
     kc, vc = caches()
