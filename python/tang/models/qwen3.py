@@ -223,6 +223,17 @@ def _head(cfg, W, x, logits):
     return (tok, lg) if logits else (tok,)
 
 
+def _write_rows(cfg, caches, rows, k, v, where, **policy):
+    """Keys and values k, v [rows, kv_heads, head_dim] stored into the
+    caches (a list [kcache, vcache], replaced by the updated ones) at the
+    coordinates ``where(r, g, e)``."""
+    for n, new in enumerate((k, v)):
+        caches[n] = t.scatter(
+            caches[n], (rows, cfg.kv_heads, cfg.head_dim),
+            lambda r, g, e, new=new: (new[r, g, e].astype(cfg.dtype),
+                                      where(r, g, e)), **policy)
+
+
 def _signature(cfg, batch_rows, capacity, batch):
     dt = cfg.dtype
     types = [i32[batch_rows]]
@@ -243,7 +254,6 @@ def decode_step(cfg: Config, batch: int, capacity: int,
     vcache)``. Every sequence is at the same position; a run at ``pos >=
     capacity`` is refused before anything runs."""
     names = _names(cfg) + ["pos"]
-    dt = cfg.dtype
 
     def step(*args):
         tokens, *weights = args[:-3]
@@ -260,14 +270,9 @@ def decode_step(cfg: Config, batch: int, capacity: int,
             def write_cache(k, v, layer=layer):
                 # Row pos of every sequence and key/value head, in place
                 # (the size requirement keeps pos inside the cache).
-                caches[0] = t.scatter(
-                    caches[0], (batch, cfg.kv_heads, cfg.head_dim),
-                    lambda b, g, e: (k[b, g, e].astype(dt),
-                                     (layer, b, g, pos, e)), policy="drop")
-                caches[1] = t.scatter(
-                    caches[1], (batch, cfg.kv_heads, cfg.head_dim),
-                    lambda b, g, e: (v[b, g, e].astype(dt),
-                                     (layer, b, g, pos, e)), policy="drop")
+                _write_rows(cfg, caches, batch, k, v,
+                            lambda b, g, e: (layer, b, g, pos, e),
+                            policy="drop")
                 return caches
 
             def attention(q, k, v, cache, layer=layer):
@@ -296,7 +301,6 @@ def prefill(cfg: Config, tokens: int, capacity: int,
         raise ValueError(f"{tokens} tokens do not fit a cache of "
                          f"{capacity} positions")
     names = _names(cfg)
-    dt = cfg.dtype
 
     def run(*args):
         ids, *weights = args[:-2]
@@ -311,14 +315,8 @@ def prefill(cfg: Config, tokens: int, capacity: int,
 
         for layer in range(cfg.layers):
             def write_cache(k, v, layer=layer):
-                caches[0] = t.scatter(
-                    caches[0], (tokens, cfg.kv_heads, cfg.head_dim),
-                    lambda r, g, e: (k[r, g, e].astype(dt),
-                                     (layer, 0, g, r, e)))
-                caches[1] = t.scatter(
-                    caches[1], (tokens, cfg.kv_heads, cfg.head_dim),
-                    lambda r, g, e: (v[r, g, e].astype(dt),
-                                     (layer, 0, g, r, e)))
+                _write_rows(cfg, caches, tokens, k, v,
+                            lambda r, g, e: (layer, 0, g, r, e))
                 return caches
 
             def attention(q, k, v, _cache):
