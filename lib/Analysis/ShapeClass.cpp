@@ -172,3 +172,54 @@ ShapeClass mlir::tang::classifyComprehension(ComprehensionOp op) {
     return ShapeClass::ColumnReduction;
   return ShapeClass::RowReduction;
 }
+
+/// Whether `red` reduces with add, max or min over values computed in f32
+/// (f32, f16 or bf16): a carrier that a warp combines by 32-bit shuffles.
+static bool hasWarpCarrier(ComprehensionOp red) {
+  std::optional<MonoidKind> kind = red.getBuiltinMonoid();
+  if (!kind || (*kind != MonoidKind::Add && *kind != MonoidKind::Max &&
+                *kind != MonoidKind::Min))
+    return false;
+  return llvm::all_of(red.getYield().getValues().getTypes(), [](Type t) {
+    return t.isF32() || t.isF16() || t.isBF16();
+  });
+}
+
+bool mlir::tang::isMatVecForm(ComprehensionOp op) {
+  unsigned np = op.getNumParallel();
+  if (np == 0 || hasSymbolicSizes(op) ||
+      classifyComprehension(op) != ShapeClass::NarrowMatVec)
+    return false;
+  Value n = op.getIndex(np - 1);
+  auto readsRowOf = [&](ComprehensionOp red) {
+    bool found = false;
+    red.walk([&](ReadOp r) {
+      for (auto [pos, v] : llvm::enumerate(r.getIndices()))
+        found |= v == n && r.getMap().isFunctionOfDim(pos);
+    });
+    return found;
+  };
+  if (op.getNumReduced())
+    return op.getNumReduced() == 1 && hasWarpCarrier(op) && readsRowOf(op);
+  Block &body = op.getBodyBlock();
+  bool any = false;
+  for (Operation &inner : body) {
+    auto red = dyn_cast<ComprehensionOp>(inner);
+    if (!red)
+      continue;
+    any = true;
+    if (red.getNumParallel() != 0 || red.getNumReduced() != 1 ||
+        !hasWarpCarrier(red) || !readsRowOf(red))
+      return false;
+    // Its body uses `op`'s indices and values from outside `op` only.
+    WalkResult uses = red.walk([&](Operation *o) {
+      for (Value v : o->getOperands())
+        if (v.getParentBlock() == &body && !isa<BlockArgument>(v))
+          return WalkResult::interrupt();
+      return WalkResult::advance();
+    });
+    if (uses.wasInterrupted())
+      return false;
+  }
+  return any;
+}

@@ -188,6 +188,7 @@ enum class Decision {
   KeepBroadcast,
   KeepSize,
   KeepSaved,
+  KeepShared,
   KeepWork
 };
 
@@ -319,6 +320,41 @@ struct FusionPolicy {
     return nested;
   }
 
+  bool isSymbolic(Operation *op) const {
+    return work ? work->isSymbolic(op) : hasSymbolicSizes(op);
+  }
+
+  /// Whether `producer` stays materialised whatever fusion decides: it is
+  /// returned, or read where fusion does not substitute (a scatter's or a
+  /// scan's body, a padded read, a gather, a comprehension of symbolic
+  /// sizes), or has symbolic sizes itself.
+  bool staysMaterialised(ComprehensionOp producer) const {
+    if (isSymbolic(producer))
+      return true;
+    // Reads through views count as reads of the producer (fusion folds
+    // them).
+    SmallVector<Operation *> users(producer->getUsers());
+    while (!users.empty()) {
+      Operation *user = users.pop_back_val();
+      if (isa<ViewOp>(user)) {
+        llvm::append_range(users, user->getUsers());
+        continue;
+      }
+      auto read = dyn_cast<ReadOp>(user);
+      if (!read || read.getFill() || read->getParentOfType<ScatterOp>() ||
+          read->getParentOfType<ScanOp>())
+        return true;
+      auto consumer = read->getParentOfType<ComprehensionOp>();
+      if (!consumer)
+        return true;
+      while (auto outer = consumer->getParentOfType<ComprehensionOp>())
+        consumer = outer;
+      if (isSymbolic(consumer))
+        return true;
+    }
+    return false;
+  }
+
   Decision decide(ReadOp read, ComprehensionOp producer) const {
     if (producer->hasAttr(kSavedAttrName))
       return Decision::KeepSaved;
@@ -340,6 +376,10 @@ struct FusionPolicy {
       return Decision::KeepRecompute;
     if (!hasReduction(producer))
       return Decision::Fuse;
+    // Its reduction runs anyway, for the copy that stays: fusing would
+    // run it a second time.
+    if (staysMaterialised(producer))
+      return Decision::KeepShared;
     int64_t broadcast = getBroadcastExtent(read, consumer);
     LLVM_DEBUG(llvm::dbgs()
                << "tang-fuse:   broadcast extent " << broadcast << "\n");
@@ -380,10 +420,7 @@ struct ReadOfComprehension_Fuse : OpRewritePattern<ReadOp> {
     Operation *consumer = read->getParentOfType<ComprehensionOp>();
     while (auto outer = consumer->getParentOfType<ComprehensionOp>())
       consumer = outer;
-    auto symbolic = [&](Operation *op) {
-      return policy.work ? policy.work->isSymbolic(op) : hasSymbolicSizes(op);
-    };
-    if (symbolic(producer) || symbolic(consumer))
+    if (policy.isSymbolic(producer) || policy.isSymbolic(consumer))
       return rewriter.notifyMatchFailure(
           read, "the producer or the consumer has symbolic sizes (not fused "
                 "yet)");
@@ -403,6 +440,10 @@ struct ReadOfComprehension_Fuse : OpRewritePattern<ReadOp> {
     case Decision::KeepSaved:
       return rewriter.notifyMatchFailure(
           read, "the producer holds values --tang-grad saved (tang.saved)");
+    case Decision::KeepShared:
+      return rewriter.notifyMatchFailure(
+          read, "the producer's reduction stays materialised for a use "
+                "fusion does not take: fusing would run it twice");
     case Decision::KeepWork:
       return rewriter.notifyMatchFailure(
           read, "fusing reductions into the consumer exceeded "
@@ -611,6 +652,8 @@ struct TangFusePass : tang::impl::TangFuseBase<TangFusePass> {
         ++numKeptBroadcast;
       else if (d == Decision::KeepSize)
         ++numKeptSize;
+      else if (d == Decision::KeepShared)
+        ++numKeptShared;
       else if (d == Decision::KeepWork)
         ++numKeptWork;
     });

@@ -6,9 +6,14 @@
 //
 //  * pointwise: 16-byte vectors along the innermost index, 256 threads per
 //    block, the other indices over the grid;
-//  * row reduction (and narrow matrix-vector): a block per row, its
-//    threads striding the row 16 bytes at a time, reductions combined
-//    across the block;
+//  * row reduction: a block per row, its threads striding the row 16 bytes
+//    at a time, reductions combined across the block;
+//  * narrow matrix-vector (a product over a weight row per output, or a map
+//    whose body holds such products: an epilogue fused after them): a warp
+//    per output, 4 per block, its lanes striding the reduction 16 bytes of
+//    the weights at a time, the rows of a small batch together in the warp
+//    so that each weight vector is loaded once (other narrow products take
+//    the row schedule);
 //  * column reduction: a warp-wide strip of columns per block, threads
 //    striding the reduced rows;
 //  * matmul-like: 128x128 output tiles, 32-deep reduction steps staged
@@ -93,6 +98,9 @@ public:
   void setThreads(unsigned i, int64_t n) {
     threads[i] = std::max<int64_t>(1, std::min(n, tile[i]));
   }
+  /// `n` threads for index `i`'s tile, several per element when `n` is
+  /// larger (they share the element's reductions).
+  void setCooperatingThreads(unsigned i, int64_t n) { threads[i] = n; }
 
   /// Spreads the parallel indices in `indices` (innermost last) over the
   /// grid one element per block: block_x, block_y, block_z from the inside
@@ -152,6 +160,58 @@ int64_t getVectorWidth(Type t, int64_t extent) {
   return v;
 }
 
+/// Outputs (warps) per block of a matrix-vector kernel: 4 warps of 32
+/// lanes, so that a batch-1 product of 4096 outputs keeps 1024 blocks (8 per
+/// multiprocessor of an H200) each with a 16-byte load per lane in flight
+/// per step.
+constexpr int64_t kMatVecWarps = 4;
+/// Rows of the batch a warp computes itself (sharing each weight vector);
+/// more go one per block.
+constexpr int64_t kMatVecRows = 16;
+
+/// A narrow matrix-vector product (isMatVecForm): a warp per output `n`
+/// (the last parallel index), kMatVecWarps consecutive ones per block over
+/// block_x; the lanes stride the reductions 16 bytes of the weights at a
+/// time; the batch whole in the warp (up to kMatVecRows rows), else a row
+/// per block over block_y.
+ScheduleAttr scheduleMatVec(ComprehensionOp op, ScheduleBuilder &b) {
+  unsigned np = op.getNumParallel(), n = np - 1;
+  // The vector: 16 bytes of the narrowest tensor read along the
+  // reductions' index (the weights), dividing every reduction's extent.
+  int64_t bytes = 8;
+  SmallVector<ComprehensionOp> reductions;
+  if (op.getNumReduced())
+    reductions.push_back(op);
+  for (Operation &inner : op.getBodyBlock())
+    if (auto red = dyn_cast<ComprehensionOp>(inner))
+      reductions.push_back(red);
+  for (ComprehensionOp red : reductions)
+    red.walk([&](ReadOp r) {
+      Type e = cast<RankedTensorType>(r.getTensor().getType()).getElementType();
+      bytes = std::min<int64_t>(
+          bytes, std::max<int64_t>(1, e.getIntOrFloatBitWidth() / 8));
+    });
+  int64_t v = 16 / bytes;
+  for (ComprehensionOp red : reductions)
+    while (v > 1 && red.getExtent(red.getNumIndices() - 1) % v != 0)
+      v /= 2;
+  int64_t warps = std::min<int64_t>(kMatVecWarps, op.getExtent(n));
+  b.spread(n, warps, Mapping::BlockX);
+  if (op.getNumReduced()) {
+    b.setThreads(n, warps);
+    b.share(np, 32);
+  } else {
+    b.setCooperatingThreads(n, 32 * warps);
+  }
+  int64_t rows = 1;
+  for (unsigned i = 0; i < n; ++i)
+    rows *= op.getExtent(i);
+  if (rows > kMatVecRows)
+    for (unsigned i = 0; i < n; ++i)
+      b.spread(i, 1, Mapping::BlockY);
+  return b.build(v, 1, {MemoryLevel::Global});
+}
+
 ScheduleAttr scheduleFor(ComprehensionOp op, ShapeClass cls,
                          const DeviceFacts &dev) {
   ScheduleBuilder b(op);
@@ -163,6 +223,9 @@ ScheduleAttr scheduleFor(ComprehensionOp op, ShapeClass cls,
     t = floorPow2(std::max<int64_t>(1, t));
     return std::min(dev.maxThreads, std::max(t, dev.warpSize));
   };
+
+  if (cls == ShapeClass::NarrowMatVec && dev.warpSize == 32 && isMatVecForm(op))
+    return scheduleMatVec(op, b);
 
   switch (cls) {
   case ShapeClass::Pointwise: {

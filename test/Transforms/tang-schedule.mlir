@@ -61,9 +61,10 @@ func.func @column_sums(%X: tensor<1024x4096xbf16>) -> tensor<4096xbf16> {
 
 // -----
 
-// GEMV 4096 -> 12288: narrow matrix-vector, a block of 128 threads per row.
+// GEMV 4096 -> 12288: narrow matrix-vector, a warp per output (4 per
+// block), its 32 lanes striding k 8 elements (16 bytes) at a time.
 // CHECK-LABEL: func.func @gemv
-// CHECK: tang.schedule<tile = [1, 4096], mapping = [block_x, serial], threads = [1, 128], vector = 8
+// CHECK: tang.schedule<tile = [4, 4096], mapping = [block_x, serial], threads = [4, 32], vector = 8
 // CHECK-SAME: tang.shape_class = "narrow_matvec"
 func.func @gemv(%W: tensor<12288x4096xbf16>, %x: tensor<4096xbf16>) -> tensor<12288xbf16> {
   %y = tang.comprehension (%i) reduce (%k) [12288, 4096] monoid(add) : tensor<12288xbf16> {
@@ -73,6 +74,56 @@ func.func @gemv(%W: tensor<12288x4096xbf16>, %x: tensor<4096xbf16>) -> tensor<12
     tang.yield %p : bf16
   }
   return %y : tensor<12288xbf16>
+}
+
+// -----
+
+// A decode step's down product with its residual, batch 2: the reduction
+// nested in the map is the matrix-vector product; a warp per output
+// (128 threads for a tile of 4: 32 cooperate per output), both rows of the
+// batch in the warp.
+// CHECK-LABEL: func.func @down_residual
+// CHECK: tang.schedule<tile = [2, 4], mapping = [serial, block_x], threads = [1, 128], vector = 8
+// CHECK-SAME: tang.shape_class = "narrow_matvec"
+func.func @down_residual(%x: tensor<2x4096xf32>, %W: tensor<4096x12288xbf16>, %a: tensor<2x12288xf32>) -> tensor<2x4096xf32> {
+  %y = tang.comprehension (%r, %n) [2, 4096] : tensor<2x4096xf32> {
+    %xv = tang.read %x[%r, %n] : tensor<2x4096xf32>
+    %d = tang.comprehension reduce (%k) [12288] monoid(add) : f32 {
+      %w = tang.read %W[%n, %k] : tensor<4096x12288xbf16>
+      %we = arith.extf %w : bf16 to f32
+      %av = tang.read %a[%r, %k] : tensor<2x12288xf32>
+      %p = arith.mulf %we, %av : f32
+      tang.yield %p : f32
+    }
+    %s = arith.addf %xv, %d : f32
+    tang.yield %s : f32
+  }
+  return %y : tensor<2x4096xf32>
+}
+
+// -----
+
+// An RMSNorm's sum of squares does not depend on the output index: not a
+// matrix-vector product (every warp would recompute it), a row kernel.
+// CHECK-LABEL: func.func @rmsnorm_row
+// CHECK: tang.schedule<tile = [1, 4096], mapping = [block_x, serial], threads = [1, 256]
+// CHECK-SAME: tang.shape_class = "row_reduction"
+func.func @rmsnorm_row(%x: tensor<1x4096xf32>, %g: tensor<4096xbf16>) -> tensor<1x4096xf32> {
+  %y = tang.comprehension (%r, %n) [1, 4096] : tensor<1x4096xf32> {
+    %xv = tang.read %x[%r, %n] : tensor<1x4096xf32>
+    %ss = tang.comprehension reduce (%k) [4096] monoid(add) : f32 {
+      %v = tang.read %x[%r, %k] : tensor<1x4096xf32>
+      %q = arith.mulf %v, %v : f32
+      tang.yield %q : f32
+    }
+    %inv = math.rsqrt %ss : f32
+    %gv = tang.read %g[%n] : tensor<4096xbf16>
+    %ge = arith.extf %gv : bf16 to f32
+    %t = arith.mulf %xv, %inv : f32
+    %o = arith.mulf %t, %ge : f32
+    tang.yield %o : f32
+  }
+  return %y : tensor<1x4096xf32>
 }
 
 // -----

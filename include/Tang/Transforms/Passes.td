@@ -52,7 +52,13 @@ def TangFuse : Pass<"tang-fuse", "::mlir::ModuleOp"> {
     producer reads (a row reduction shared across its row, as in softmax).
     A fusion that would grow the consumer's body past `max-body-ops`
     (producers read at several points are copied once per point, which
-    multiplies along chains) is not made. A producer marked `tang.saved`
+    multiplies along chains) is not made. A producer that contains a
+    reduction and stays materialised whatever fusion decides (returned, or
+    read by a scatter, a scan, a padded read or a comprehension of symbolic
+    sizes, which fusion does not take) is fused nowhere: its reduction would
+    run twice, once for the materialised copy and once in the consumer (a
+    decode step's q/k/v product, whose values also go into the KV cache,
+    would be recomputed in the norms of q and k). A producer marked `tang.saved`
     (a value `--tang-grad` chose to save) stays materialised. A producer
     whose result is no longer read is erased.
 
@@ -99,6 +105,9 @@ def TangFuse : Pass<"tang-fuse", "::mlir::ModuleOp"> {
               "Reads not fused: reduction broadcast above max-broadcast">,
     Statistic<"numKeptSize", "kept-size",
               "Reads not fused: the consumer would exceed max-body-ops">,
+    Statistic<"numKeptShared", "kept-shared",
+              "Reads not fused: the producer's reduction stays materialised "
+              "for a use fusion does not take">,
     Statistic<"numKeptWork", "kept-work",
               "Reads not fused: the consumer would exceed max-work-factor">,
     Statistic<"numErased", "erased-producers",

@@ -9,6 +9,11 @@
 //    once per block, each thread striding the reduced index and the
 //    partial carriers combined across the block (subgroup shuffles, then
 //    workgroup memory); the row is then written by the threads, striding;
+//  * matrix-vector kernels (a schedule with a warp per output of a
+//    comprehension of the matrix-vector form, Tang/Analysis/ShapeClass.h):
+//    the lanes stride the reductions with vector loads shared by the rows
+//    of the batch, shuffles combine them, and the rest of the body (the
+//    epilogue) runs on one lane per row;
 //  * every other comprehension: one thread per parallel point, reductions
 //    as loops in registers (correct for every monoid, not yet fast).
 //
@@ -16,6 +21,7 @@
 
 #include "BodyEmitter.h"
 #include "KernelForm.h"
+#include "Tang/Analysis/ShapeClass.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Affine/Utils.h"
@@ -91,47 +97,53 @@ int64_t getRowKernelThreads(ComprehensionOp op) {
   return t;
 }
 
+/// Combines each lane's `carrier` across its warp (32 lanes); every lane
+/// gets the warp's carrier. The butterfly runs from the nearest partner out
+/// (offsets 1, 2, ..., 16): after the step of offset o, every lane holds
+/// the combination of its aligned group of 2o lanes. For a monoid that is
+/// not commutative the lane whose bit o is set puts its partner's carrier
+/// (the earlier lanes') first, so each group is combined in lane order.
+SmallVector<Value> emitWarpCombine(OpBuilder &b, Location loc,
+                                   const MonoidCodegen &monoid,
+                                   SmallVector<Value> c, Value lane) {
+  bool ordered = !monoid.isCommutative();
+  for (int32_t off = 1; off <= 16; off *= 2) {
+    SmallVector<Value> other;
+    for (Value v : c)
+      other.push_back(
+          gpu::ShuffleOp::create(b, loc, v, off, 32, gpu::ShuffleMode::XOR)
+              .getShuffleResult());
+    if (!ordered) {
+      c = monoid.combine(b, loc, c, other);
+      continue;
+    }
+    Value bit = arith::AndIOp::create(
+        b, loc, lane, arith::ConstantIndexOp::create(b, loc, off));
+    Value later =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, bit,
+                              arith::ConstantIndexOp::create(b, loc, 0));
+    SmallVector<Value> first, second;
+    for (auto [mine, theirs] : llvm::zip(c, other)) {
+      first.push_back(arith::SelectOp::create(b, loc, later, theirs, mine));
+      second.push_back(arith::SelectOp::create(b, loc, later, mine, theirs));
+    }
+    c = monoid.combine(b, loc, first, second);
+  }
+  return c;
+}
+
 /// Combines each thread's `carrier` across the block, in thread order;
-/// every thread gets the block's carrier. Subgroup shuffles within warps,
-/// then one warp combines the warps' carriers through workgroup memory
-/// `buf` (33 x 4 x f32).
-///
-/// The butterfly runs from the nearest partner out (offsets 1, 2, ..., 16):
-/// after the step of offset o, every lane holds the combination of its
-/// aligned group of 2o lanes. For a monoid that is not commutative the lane
-/// whose bit o is set puts its partner's carrier (the earlier lanes') first,
-/// so each group is combined in lane order; warp w's carrier goes to lane w
+/// every thread gets the block's carrier. Subgroup shuffles within warps
+/// (emitWarpCombine), then one warp combines the warps' carriers through
+/// workgroup memory `buf` (33 x 4 x f32): warp w's carrier goes to lane w
 /// of the last combine. Together with emitPartialReduction's consecutive
 /// runs this is the reduction in index order.
 SmallVector<Value> emitBlockCombine(OpBuilder &b, Location loc,
                                     const MonoidCodegen &monoid,
                                     ValueRange carrier, Value tid,
                                     int64_t threads, Value buf) {
-  bool ordered = !monoid.isCommutative();
   auto warpReduce = [&](OpBuilder &ob, SmallVector<Value> c, Value lane) {
-    for (int32_t off = 1; off <= 16; off *= 2) {
-      SmallVector<Value> other;
-      for (Value v : c)
-        other.push_back(
-            gpu::ShuffleOp::create(ob, loc, v, off, 32, gpu::ShuffleMode::XOR)
-                .getShuffleResult());
-      if (!ordered) {
-        c = monoid.combine(ob, loc, c, other);
-        continue;
-      }
-      Value bit = arith::AndIOp::create(
-          ob, loc, lane, arith::ConstantIndexOp::create(ob, loc, off));
-      Value later =
-          arith::CmpIOp::create(ob, loc, arith::CmpIPredicate::ne, bit,
-                                arith::ConstantIndexOp::create(ob, loc, 0));
-      SmallVector<Value> first, second;
-      for (auto [mine, theirs] : llvm::zip(c, other)) {
-        first.push_back(arith::SelectOp::create(ob, loc, later, theirs, mine));
-        second.push_back(arith::SelectOp::create(ob, loc, later, mine, theirs));
-      }
-      c = monoid.combine(ob, loc, first, second);
-    }
-    return c;
+    return emitWarpCombine(ob, loc, monoid, std::move(c), lane);
   };
   // Index constants are hoisted to the start of the kernel so that they
   // dominate every nested region below.
@@ -240,32 +252,40 @@ bool isVectorizable(ReadOp read, Value row, int64_t v) {
 }
 
 /// Vectors already loaded along a row, reused by later passes over the same
-/// row (a row short enough to stay in registers is read from memory once).
+/// row (a row short enough to stay in registers is read from memory once)
+/// and by other reads of the same elements (a matrix-vector kernel's rows
+/// of the batch share each weight vector).
 struct RowCache {
   struct Entry {
     Value tensor;
     AffineMap map;
-    SmallVector<Value> others; // The read's indices, the row index nulled.
+    SmallVector<Value> others; // The read's index values, the row's nulled.
     int64_t iteration;
     Value vector;
   };
   SmallVector<Entry> entries;
 
-  Value lookup(ReadOp read, Value row, int64_t iteration) {
-    SmallVector<Value> others = getOthers(read, row);
+  Value lookup(ReadOp read, Value row, int64_t iteration,
+               const IRMapping &mapping) {
+    SmallVector<Value> others = getOthers(read, row, mapping);
     for (Entry &e : entries)
       if (e.tensor == read.getTensor() && e.map == read.getMap() &&
           e.others == others && e.iteration == iteration)
         return e.vector;
     return {};
   }
-  void insert(ReadOp read, Value row, int64_t iteration, Value vector) {
-    entries.push_back({read.getTensor(), read.getMap(), getOthers(read, row),
-                       iteration, vector});
+  void insert(ReadOp read, Value row, int64_t iteration,
+              const IRMapping &mapping, Value vector) {
+    entries.push_back({read.getTensor(), read.getMap(),
+                       getOthers(read, row, mapping), iteration, vector});
   }
-  static SmallVector<Value> getOthers(ReadOp read, Value row) {
-    return llvm::map_to_vector(read.getIndices(),
-                               [&](Value i) { return i == row ? Value() : i; });
+  /// The values the read's indices other than `row` have where it is
+  /// emitted.
+  static SmallVector<Value> getOthers(ReadOp read, Value row,
+                                      const IRMapping &mapping) {
+    return llvm::map_to_vector(read.getIndices(), [&](Value i) {
+      return i == row ? Value() : mapping.lookupOrDefault(i);
+    });
   }
 };
 
@@ -290,7 +310,7 @@ LogicalResult emitUnrolled(OpBuilder &b, Location loc,
     if (!read || !isVectorizable(read, row, v))
       continue;
     if (cache) {
-      Value cached = cache->lookup(read, row, iteration);
+      Value cached = cache->lookup(read, row, iteration, mapping);
       if (cached && cast<VectorType>(cached.getType()).getNumElements() == v) {
         vectors[op] = cached;
         continue;
@@ -304,13 +324,15 @@ LogicalResult emitUnrolled(OpBuilder &b, Location loc,
         affine::expandAffineMap(b, loc, read.getMap(), operands);
     Type elem = read.getType();
     int64_t bytes = v * std::max<int64_t>(1, elem.getIntOrFloatBitWidth() / 8);
+    // Vectors of up to 16 bytes start at multiples of their size; wider
+    // ones (8 f32 beside 8 bf16) at multiples of 16 bytes at least.
     vectors[op] = vector::LoadOp::create(
         b, loc, VectorType::get({v}, elem), tensors.lookup(read.getTensor()),
         *coords, /*nontemporal=*/false,
-        llvm::MaybeAlign(bytes <= 16 && llvm::isPowerOf2_64(bytes) ? bytes
-                                                                   : 0));
+        llvm::MaybeAlign(
+            llvm::isPowerOf2_64(bytes) ? std::min<int64_t>(bytes, 16) : 0));
     if (cache)
-      cache->insert(read, row, iteration, vectors[op]);
+      cache->insert(read, row, iteration, mapping, vectors[op]);
   }
   for (int64_t e = 0; e < v; ++e) {
     Value idx =
@@ -626,6 +648,297 @@ LogicalResult emitRowKernel(OpBuilder &b, ComprehensionOp op,
   return success();
 }
 
+/// A matrix-vector kernel's plan, read off the schedule of a comprehension
+/// of the matrix-vector form (isMatVecForm): a warp per output `n` (the
+/// last parallel index), `warps` consecutive outputs per block along
+/// block_x; the other parallel indices (the rows of the batch) whole in the
+/// warp (`serialRows`: each weight vector loaded once serves them all) or
+/// one per block along block_y (`gridRows`); the lanes stride the
+/// reductions `vector` elements at a time.
+struct MatVecPlan {
+  unsigned n;
+  int64_t warps;
+  SmallVector<unsigned> serialRows, gridRows;
+  SmallVector<ComprehensionOp> reductions;
+  int64_t vector;
+};
+
+/// The rows of the batch a warp computes at most (their carriers live in
+/// registers).
+constexpr int64_t kMaxSerialRows = 16;
+
+/// The plan of `op`'s matrix-vector schedule, if it has one: tile[n] =
+/// warps, mapped to block_x; threads[n] = 32 x warps (a warp per output,
+/// its lanes striding the body's reductions) or, when `op` reduces itself,
+/// threads[n] = warps and 32 threads along the reduced index, whole; every
+/// other parallel index whole and serial, or tiled by one over block_y.
+std::optional<MatVecPlan> getMatVecPlan(ComprehensionOp op) {
+  ScheduleAttr s = op.getScheduleAttr();
+  if (!s ||
+      (s.getKernel() != KernelKind::Auto &&
+       s.getKernel() != KernelKind::Simt) ||
+      !isMatVecForm(op))
+    return std::nullopt;
+  MatVecPlan plan;
+  plan.n = op.getNumParallel() - 1;
+  ArrayRef<int64_t> tile = s.getTile(), threads = s.getThreads();
+  ArrayRef<Mapping> mapping = s.getMapping();
+  plan.warps = tile[plan.n];
+  if (mapping[plan.n] != Mapping::BlockX || plan.warps < 1 || plan.warps > 32)
+    return std::nullopt;
+  if (op.getNumReduced()) {
+    unsigned k = plan.n + 1;
+    if (threads[plan.n] != plan.warps || threads[k] != 32 ||
+        tile[k] != op.getExtent(k))
+      return std::nullopt;
+    plan.reductions.push_back(op);
+  } else {
+    if (threads[plan.n] != 32 * plan.warps)
+      return std::nullopt;
+    for (Operation &inner : op.getBodyBlock())
+      if (auto red = dyn_cast<ComprehensionOp>(inner))
+        plan.reductions.push_back(red);
+  }
+  int64_t serial = 1, grid = 1;
+  for (unsigned i = 0; i < plan.n; ++i) {
+    if (threads[i] != 1)
+      return std::nullopt;
+    if (mapping[i] == Mapping::Serial && tile[i] == op.getExtent(i)) {
+      plan.serialRows.push_back(i);
+      serial *= op.getExtent(i);
+    } else if (tile[i] == 1 && mapping[i] == Mapping::BlockY) {
+      plan.gridRows.push_back(i);
+      grid *= op.getExtent(i);
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (serial > kMaxSerialRows || grid > 65535)
+    return std::nullopt;
+  plan.vector = std::max<int64_t>(1, s.getVector());
+  for (ComprehensionOp red : plan.reductions)
+    while (plan.vector > 1 &&
+           red.getExtent(red.getNumIndices() - 1) % plan.vector != 0)
+      plan.vector /= 2;
+  return plan;
+}
+
+/// A warp per output of a matrix-vector comprehension (getMatVecPlan):
+/// each lane accumulates a strided part of every reduction for every row
+/// of the batch, 16 bytes at a time (the loads of one step shared by the
+/// reductions and rows that read the same elements), the lanes' carriers
+/// are combined by shuffles, and the rest of the body (the epilogue: a
+/// residual, an activation) runs for row r on lane r mod 32, which stores
+/// it.
+LogicalResult emitMatVecKernel(OpBuilder &b, ComprehensionOp op,
+                               const MatVecPlan &plan, IRMapping &tensors,
+                               ValueRange outputs, Kernel &k) {
+  // The kernel's return goes after the guard below, at `b`'s point.
+  OpBuilder::InsertionGuard insertion(b);
+  Location loc = op.getLoc();
+  Block *entry = &k.func.getBody().front();
+  auto cst = [&](int64_t v) {
+    OpBuilder eb = OpBuilder::atBlockBegin(entry);
+    return arith::ConstantIndexOp::create(eb, loc, v).getResult();
+  };
+  int64_t extentN = op.getExtent(plan.n);
+  int64_t gridY = 1;
+  for (unsigned i : plan.gridRows)
+    gridY *= op.getExtent(i);
+  k.grid = {static_cast<int64_t>(llvm::divideCeil(extentN, plan.warps)), gridY,
+            1};
+  k.block = {32 * plan.warps, 1, 1};
+
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value lane = arith::RemUIOp::create(b, loc, tid, cst(32));
+  Value warp = arith::DivUIOp::create(b, loc, tid, cst(32));
+  Value bx = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value out = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, bx, cst(plan.warps)), warp);
+  IRMapping mapping;
+  mapping.map(op.getIndex(plan.n), out);
+  SmallVector<Value> point(op.getNumParallel());
+  point[plan.n] = out;
+  Value rest = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+  for (unsigned i : llvm::reverse(plan.gridRows)) {
+    Value ext = cst(op.getExtent(i));
+    point[i] = arith::RemUIOp::create(b, loc, rest, ext);
+    rest = arith::DivUIOp::create(b, loc, rest, ext);
+    mapping.map(op.getIndex(i), point[i]);
+  }
+  // A partial last block: its warps past the end do nothing (no barrier
+  // follows: the warps never wait for each other).
+  if (extentN % plan.warps) {
+    Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, out,
+                                         cst(extentN));
+    auto guard = scf::IfOp::create(b, loc, inside, /*withElse=*/false);
+    b.setInsertionPointToStart(&guard.getThenRegion().front());
+  }
+
+  // The rows of the batch: every point of the serial indices, row-major,
+  // as constants (one value per row, so that the loads of one row are
+  // shared and those of different rows are not).
+  SmallVector<SmallVector<Value>> rows{{}};
+  for (unsigned i : plan.serialRows) {
+    SmallVector<SmallVector<Value>> next;
+    for (const SmallVector<Value> &r : rows)
+      for (int64_t e = 0; e < op.getExtent(i); ++e) {
+        SmallVector<Value> more(r);
+        more.push_back(cst(e));
+        next.push_back(std::move(more));
+      }
+    rows = std::move(next);
+  }
+  auto mapRow = [&](unsigned r) {
+    for (auto [i, v] : llvm::zip(plan.serialRows, rows[r])) {
+      mapping.map(op.getIndex(i), v);
+      point[i] = v;
+    }
+  };
+
+  BodyEmitter emitter(tensors, entry);
+  bool approximate = isLowPrecision(op);
+  emitter.setApproximate(approximate);
+  SmallVector<MonoidCodegen> monoids;
+  for (ComprehensionOp red : plan.reductions) {
+    FailureOr<MonoidCodegen> mc = MonoidCodegen::get(red);
+    if (failed(mc))
+      return failure();
+    mc->setApproximate(approximate);
+    monoids.push_back(*mc);
+  }
+
+  // The reductions, grouped by extent: one loop per group, the lanes
+  // striding it `v` elements at a time, U steps per trip.
+  int64_t v = plan.vector;
+  // carriers[r][j]: row r's carrier of reduction j.
+  SmallVector<SmallVector<SmallVector<Value>>> carriers(
+      rows.size(), SmallVector<SmallVector<Value>>(plan.reductions.size()));
+  SmallVector<ComprehensionOp> reductions(plan.reductions);
+  auto reducedExtent = [&](unsigned j) {
+    return reductions[j].getExtent(reductions[j].getNumIndices() - 1);
+  };
+  SmallVector<bool> done(reductions.size(), false);
+  for (unsigned first = 0; first < reductions.size(); ++first) {
+    if (done[first])
+      continue;
+    int64_t extent = reducedExtent(first);
+    SmallVector<unsigned> group;
+    for (unsigned j = first; j < reductions.size(); ++j)
+      if (!done[j] && reducedExtent(j) == extent) {
+        group.push_back(j);
+        done[j] = true;
+      }
+    int64_t chunk = 32 * v, unroll = 1;
+    for (int64_t u : {4, 2})
+      if (extent % (chunk * u) == 0) {
+        unroll = u;
+        break;
+      }
+    SmallVector<Value> init;
+    for (size_t r = 0; r < rows.size(); ++r)
+      for (unsigned j : group)
+        llvm::append_range(init, monoids[j].identity(b, loc));
+    Value start = arith::MulIOp::create(b, loc, lane, cst(v));
+    bool failedBody = false;
+    auto loop = scf::ForOp::create(
+        b, loc, start, cst(extent), cst(chunk * unroll), init,
+        [&](OpBuilder &ob, Location, Value base, ValueRange iter) {
+          // Carriers in loop order: row, then reduction of the group.
+          SmallVector<SmallVector<Value>> cur;
+          unsigned at = 0;
+          for (size_t r = 0; r < rows.size(); ++r)
+            for (unsigned j : group) {
+              size_t width = monoids[j].getCarrierTypes().size();
+              cur.push_back(SmallVector<Value>(iter.slice(at, width)));
+              at += width;
+            }
+          RowCache cache;
+          for (int64_t u = 0; u < unroll; ++u) {
+            Value step =
+                u == 0 ? base
+                       : arith::AddIOp::create(
+                             ob, loc, base,
+                             arith::ConstantIndexOp::create(ob, loc, u * chunk))
+                             .getResult();
+            unsigned next = 0;
+            for (size_t r = 0; r < rows.size(); ++r) {
+              mapRow(r);
+              for (unsigned j : group) {
+                ComprehensionOp red = reductions[j];
+                SmallVector<Operation *> ops =
+                    llvm::map_to_vector(red.getBodyBlock().without_terminator(),
+                                        [](Operation &o) { return &o; });
+                SmallVector<Value> &carrier = cur[next++];
+                if (failed(emitUnrolled(
+                        ob, loc, ops, red.getIndex(red.getNumIndices() - 1),
+                        step, v, mapping, tensors, emitter,
+                        [&](OpBuilder &eb, int64_t) {
+                          SmallVector<Value> yields = llvm::map_to_vector(
+                              red.getYield().getValues(), [&](Value y) {
+                                return mapping.lookupOrDefault(y);
+                              });
+                          carrier =
+                              monoids[j].accumulate(eb, loc, carrier, yields);
+                        },
+                        &cache, u)))
+                  failedBody = true;
+              }
+            }
+          }
+          SmallVector<Value> yielded;
+          for (ArrayRef<Value> c : cur)
+            llvm::append_range(yielded, c);
+          scf::YieldOp::create(ob, loc, yielded);
+        });
+    if (failedBody)
+      return failure();
+    unsigned at = 0;
+    for (size_t r = 0; r < rows.size(); ++r)
+      for (unsigned j : group) {
+        size_t width = monoids[j].getCarrierTypes().size();
+        carriers[r][j] = emitWarpCombine(
+            b, loc, monoids[j],
+            SmallVector<Value>(loop.getResults().slice(at, width)), lane);
+        at += width;
+      }
+  }
+
+  // The epilogue of row r on lane r mod 32.
+  for (size_t r = 0; r < rows.size(); ++r) {
+    Value mine = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane,
+                                       cst(static_cast<int64_t>(r % 32)));
+    auto ifOp = scf::IfOp::create(b, loc, mine, /*withElse=*/false);
+    OpBuilder tb = OpBuilder::atBlockBegin(&ifOp.getThenRegion().front());
+    mapRow(r);
+    SmallVector<Value> results;
+    for (auto [j, red] : llvm::enumerate(reductions)) {
+      SmallVector<Value> total = monoids[j].finalize(tb, loc, carriers[r][j]);
+      if (red == op) {
+        results = total;
+        continue;
+      }
+      for (auto [res, val] : llvm::zip(red.getResults(), total))
+        mapping.map(res, val);
+    }
+    if (!op.getNumReduced()) {
+      for (Operation &inner : op.getBodyBlock().without_terminator())
+        if (!isa<ComprehensionOp>(inner) &&
+            failed(emitter.emit(tb, &inner, mapping)))
+          return failure();
+      results = llvm::map_to_vector(op.getYield().getValues(), [&](Value y) {
+        return mapping.lookupOrDefault(y);
+      });
+    }
+    for (auto [val, o] : llvm::zip(results, outputs)) {
+      Type storage = cast<MemRefType>(o.getType()).getElementType();
+      memref::StoreOp::create(tb, loc, toStorage(tb, loc, val, storage), o,
+                              point);
+    }
+  }
+  return success();
+}
+
 /// One thread per parallel point: the linear thread id is decomposed into
 /// the parallel indices (row-major), reductions run as loops.
 LogicalResult emitPointKernel(OpBuilder &b, ComprehensionOp op,
@@ -681,6 +994,22 @@ struct RowKernelPattern : KernelPattern {
   }
 };
 
+/// A warp per output, when the schedule asks for a matrix-vector kernel
+/// (getMatVecPlan).
+struct MatVecKernelPattern : KernelPattern {
+  MatVecKernelPattern() : KernelPattern("matvec") {}
+
+  KernelMatch matchAndBuild(KernelRequest &r) const override {
+    std::optional<MatVecPlan> plan = getMatVecPlan(r.op);
+    if (!plan)
+      return notifyMatchFailure(r.op, "no matrix-vector schedule");
+    return succeeded(
+               emitMatVecKernel(r.b, r.op, *plan, r.tensors, r.outputs, r.k))
+               ? KernelMatch::Built
+               : KernelMatch::Error;
+  }
+};
+
 /// A thread per parallel point: every comprehension.
 struct PointKernelPattern : KernelPattern {
   PointKernelPattern() : KernelPattern("point") {}
@@ -695,6 +1024,7 @@ struct PointKernelPattern : KernelPattern {
 } // namespace
 
 void mlir::tang::populateRowKernelPatterns(KernelPatternSet &patterns) {
+  patterns.push_back(std::make_unique<MatVecKernelPattern>());
   patterns.push_back(std::make_unique<RowKernelPattern>());
   patterns.push_back(std::make_unique<PointKernelPattern>());
 }

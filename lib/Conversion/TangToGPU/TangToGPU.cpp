@@ -589,18 +589,38 @@ LogicalResult KernelFormBuilder::convertFunc(func::FuncOp func) {
   }
   // A scatter writes in place into a copy of its base (its body still reads
   // the base itself, unchanged), or into the base itself when that is a
-  // donated argument nothing else uses (a KV cache updated in place).
-  llvm::DenseSet<Operation *> inPlace;
+  // donated argument, or the result of a scatter in place, that nothing
+  // uses after the scatter, nor the scatter's body (a KV cache updated in
+  // place, layer after layer: earlier layers' attention reads the cache
+  // before the next layer's scatter writes it; the kernels run in order).
+  // `inPlace` maps each such scatter to the donated argument it updates.
+  llvm::DenseMap<Operation *, BlockArgument> inPlace;
+  Block &body = func.getBody().front();
   for (auto scatter : llvm::to_vector(func.getBody().getOps<ScatterOp>())) {
-    auto arg = dyn_cast<BlockArgument>(scatter.getBase());
-    if (arg && func.getArgAttr(arg.getArgNumber(), kDonateAttrName)) {
-      if (arg.hasOneUse()) {
-        inPlace.insert(scatter);
+    Value base = scatter.getBase();
+    BlockArgument root;
+    if (auto arg = dyn_cast<BlockArgument>(base);
+        arg && func.getArgAttr(arg.getArgNumber(), kDonateAttrName))
+      root = arg;
+    else if (auto prev = base.getDefiningOp<ScatterOp>())
+      root = inPlace.lookup(prev);
+    if (root) {
+      bool usedLater = llvm::any_of(base.getUses(), [&](OpOperand &use) {
+        if (use.getOwner() == scatter &&
+            use.getOperandNumber() ==
+                scatter.getBaseMutable().getOperandNumber())
+          return false;
+        Operation *top = body.findAncestorOpInBlock(*use.getOwner());
+        return !top || top == scatter || !top->isBeforeInBlock(scatter);
+      });
+      if (!usedLater) {
+        inPlace[scatter] = root;
         continue;
       }
       scatter.emitRemark()
-          << "copies its base, donated argument #" << arg.getArgNumber()
-          << ", instead of updating it in place: the argument has other uses";
+          << "copies its base, donated argument #" << root.getArgNumber()
+          << ", instead of updating it in place: the base is used after the "
+             "scatter or by its body";
     }
     scatter.getBaseMutable().assign(copyOf(scatter, scatter.getBase()));
   }
@@ -628,12 +648,11 @@ LogicalResult KernelFormBuilder::convertFunc(func::FuncOp func) {
   // scatter in place returns its donated argument's buffer (an alias).
   SmallVector<int64_t> aliases;
   for (auto scatter : func.getBody().getOps<ScatterOp>()) {
-    if (inPlace.contains(scatter)) {
+    if (BlockArgument root = inPlace.lookup(scatter)) {
       for (OpOperand &use : scatter.getResult().getUses())
         if (use.getOwner() == ret.getOperation())
-          aliases.append(
-              {func.getNumArguments() + use.getOperandNumber(),
-               cast<BlockArgument>(scatter.getBase()).getArgNumber()});
+          aliases.append({func.getNumArguments() + use.getOperandNumber(),
+                          root.getArgNumber()});
       continue;
     }
     if (Value out = outputOf.lookup(scatter.getResult()))

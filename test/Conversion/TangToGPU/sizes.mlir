@@ -57,7 +57,7 @@ func.func @insert(%cache: tensor<8x4xf32> {tang.donate}, %row: tensor<4xf32>, %p
 // CHECK: gpu.launch_func @tang_kernels::@still_read_k0
 // CHECK: gpu.launch_func @tang_kernels::@still_read_k1
 func.func @still_read(%cache: tensor<8x4xf32> {tang.donate}, %row: tensor<4xf32>) -> (tensor<8x4xf32>, tensor<4xf32>) {
-  // expected-remark @+1 {{copies its base, donated argument #0, instead of updating it in place: the argument has other uses}}
+  // expected-remark @+1 {{copies its base, donated argument #0, instead of updating it in place: the base is used after the scatter or by its body}}
   %c = tang.scatter (%d) [4] into %cache : tensor<8x4xf32> {
     %x = tang.read %row[%d] : tensor<4xf32>
     tang.put %x at [2, %d] : f32
@@ -67,4 +67,32 @@ func.func @still_read(%cache: tensor<8x4xf32> {tang.donate}, %row: tensor<4xf32>
     tang.yield %x : f32
   }
   return %c, %old : tensor<8x4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// A KV cache updated layer after layer: each scatter writes in place into
+// the result of the one before (reads of the cache that run before a
+// scatter do not stop it); the last one's result is the donated argument's
+// buffer.
+// CHECK-LABEL: func.func @layers
+// CHECK-SAME: tang.aliases = array<i64: 2, 0>
+// CHECK-NOT: memref.alloc() : memref<2x8x4xf32>
+// CHECK: gpu.launch_func @tang_kernels::@layers_k0 {{.*}} args(%arg1 : memref<2x4xf32>, %arg0 : memref<2x8x4xf32>)
+// CHECK: gpu.launch_func @tang_kernels::@layers_k1 {{.*}} args(%arg0 : memref<2x8x4xf32>, %arg3 : memref<4xf32>)
+// CHECK: gpu.launch_func @tang_kernels::@layers_k2 {{.*}} args(%arg1 : memref<2x4xf32>, %arg0 : memref<2x8x4xf32>)
+func.func @layers(%cache: tensor<2x8x4xf32> {tang.donate}, %rows: tensor<2x4xf32>) -> (tensor<2x8x4xf32>, tensor<4xf32>) {
+  %c0 = tang.scatter (%d) [4] into %cache : tensor<2x8x4xf32> {
+    %x = tang.read %rows[0, %d] : tensor<2x4xf32>
+    tang.put %x at [0, 3, %d] : f32
+  }
+  %seen = tang.comprehension (%d) [4] : tensor<4xf32> {
+    %x = tang.read %c0[0, 3, %d] : tensor<2x8x4xf32>
+    tang.yield %x : f32
+  }
+  %c1 = tang.scatter (%d) [4] into %c0 : tensor<2x8x4xf32> {
+    %x = tang.read %rows[1, %d] : tensor<2x4xf32>
+    tang.put %x at [1, 3, %d] : f32
+  }
+  return %c1, %seen : tensor<2x8x4xf32>, tensor<4xf32>
 }

@@ -1,0 +1,78 @@
+// RUN: tang-opt %s --split-input-file --tang-schedule --convert-tang-to-gpu | FileCheck %s
+
+// Matrix-vector kernels (RowKernel.cpp, emitMatVecKernel): a warp per
+// output, 4 per block; the lanes stride the reduced index 16 bytes of the
+// weights at a time, every row of the batch in the warp sharing each weight
+// vector; shuffles combine the lanes; row r's epilogue runs on lane r.
+
+// The down product with its residual, batch 2 (the reduction nested in a
+// map): 4096 outputs in 1024 blocks of 128 threads; per step one weight
+// vector (8 bf16) and one vector of each row's activations; after the
+// butterfly, lane 0 stores row 0 and lane 1 row 1, each adding its
+// residual.
+// CHECK-LABEL: func.func @down_residual
+// CHECK: gpu.launch_func @tang_kernels::@down_residual_k0 blocks in (%[[GX:.*]], %{{.*}}, %{{.*}}) threads in (%[[TX:.*]], %{{.*}}, %{{.*}})
+// CHECK-LABEL: gpu.func @down_residual_k0
+// CHECK-DAG: %[[C4:.*]] = arith.constant 4 : index
+// CHECK-DAG: %[[C32:.*]] = arith.constant 32 : index
+// CHECK: %[[TID:.*]] = gpu.thread_id x
+// CHECK: %[[LANE:.*]] = arith.remui %[[TID]], %[[C32]]
+// CHECK: %[[WARP:.*]] = arith.divui %[[TID]]
+// CHECK: %[[BX:.*]] = gpu.block_id x
+// CHECK: %[[FIRST:.*]] = arith.muli %[[BX]], %[[C4]]
+// CHECK: %[[OUT:.*]] = arith.addi %[[FIRST]], %[[WARP]]
+// CHECK: scf.for %[[K:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (f32, f32)
+// CHECK: vector.load %arg1[%[[OUT]], %[[K]]] {alignment = 16 : i64} : memref<4096x12288xbf16>, vector<8xbf16>
+// CHECK-NEXT: vector.load %arg2[%{{.*}}, %[[K]]] {alignment = 16 : i64} : memref<2x12288xf32>, vector<8xf32>
+// CHECK-NOT: vector.load %arg1[%[[OUT]], %[[K]]]
+// CHECK: vector.load %arg2[%{{.*}}, %[[K]]] {alignment = 16 : i64} : memref<2x12288xf32>, vector<8xf32>
+// CHECK: scf.yield
+// CHECK-COUNT-10: gpu.shuffle xor
+// CHECK: arith.cmpi eq, %[[LANE]]
+// CHECK: scf.if
+// CHECK: memref.load %arg0
+// CHECK: memref.store %{{.*}}, %arg3[%{{.*}}, %[[OUT]]] : memref<2x4096xf32>
+// CHECK: scf.if
+// CHECK: memref.store %{{.*}}, %arg3[%{{.*}}, %[[OUT]]] : memref<2x4096xf32>
+// CHECK: gpu.return
+func.func @down_residual(%x: tensor<2x4096xf32>, %W: tensor<4096x12288xbf16>, %a: tensor<2x12288xf32>) -> tensor<2x4096xf32> {
+  %y = tang.comprehension (%r, %n) [2, 4096] : tensor<2x4096xf32> {
+    %xv = tang.read %x[%r, %n] : tensor<2x4096xf32>
+    %d = tang.comprehension reduce (%k) [12288] monoid(add) : f32 {
+      %w = tang.read %W[%n, %k] : tensor<4096x12288xbf16>
+      %we = arith.extf %w : bf16 to f32
+      %av = tang.read %a[%r, %k] : tensor<2x12288xf32>
+      %p = arith.mulf %we, %av : f32
+      tang.yield %p : f32
+    }
+    %s = arith.addf %xv, %d : f32
+    tang.yield %s : f32
+  }
+  return %y : tensor<2x4096xf32>
+}
+
+// -----
+
+// A product per head with more heads (20) than a warp takes together: the
+// heads go over block_y; 50 outputs leave the last block's two last warps
+// idle (guarded).
+// CHECK-LABEL: func.func @per_head
+// CHECK: gpu.launch_func @tang_kernels::@per_head_k0 blocks in (%[[GX:.*]], %[[GY:.*]], %{{.*}})
+// CHECK-LABEL: gpu.func @per_head_k0
+// CHECK: %[[BY:.*]] = gpu.block_id y
+// CHECK: %[[H:.*]] = arith.remui %[[BY]]
+// CHECK: %[[IN:.*]] = arith.cmpi ult
+// CHECK: scf.if %[[IN]]
+// CHECK: scf.for
+// CHECK: vector.load %arg0[%[[H]], %{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<20x50x64xf32>, vector<4xf32>
+// CHECK-COUNT-5: gpu.shuffle xor
+// CHECK: memref.store %{{.*}}, %arg2[%[[H]], %{{.*}}] : memref<20x50xf32>
+func.func @per_head(%W: tensor<20x50x64xf32>, %x: tensor<20x64xf32>) -> tensor<20x50xf32> {
+  %y = tang.comprehension (%h, %n) reduce (%k) [20, 50, 64] monoid(add) : tensor<20x50xf32> {
+    %w = tang.read %W[%h, %n, %k] : tensor<20x50x64xf32>
+    %v = tang.read %x[%h, %k] : tensor<20x64xf32>
+    %p = arith.mulf %w, %v : f32
+    tang.yield %p : f32
+  }
+  return %y : tensor<20x50xf32>
+}
