@@ -205,6 +205,10 @@ std::string formatCount(double n) {
 /// whole program's work; larger ones batch independent decisions.
 constexpr size_t kExactWorkBoundLimit = 64;
 
+/// Trials of the work bound whose work is within this fraction of each
+/// other's are ties.
+constexpr double kWorkTie = 0.01;
+
 int64_t getFuseId(Operation *op) {
   auto id = op->getAttrOfType<IntegerAttr>(kFuseIdAttrName);
   return id ? id.getInt() : -1;
@@ -552,10 +556,14 @@ struct TangFusePass : tang::impl::TangFuseBase<TangFusePass> {
         llvm::DenseSet<int64_t> judged;
         double best = 0;
         std::optional<int64_t> keep;
+        /// The work with nothing more kept, and the best trial's count of
+        /// materialised comprehensions.
+        double initial = 0;
+        size_t kernels = 0;
       };
       SmallVector<Choice> choices;
       for (const Measure &m : over) {
-        Choice c{m, {}, {}, 0, std::nullopt};
+        Choice c{m, {}, {}, 0, std::nullopt, 0, 0};
         for (int64_t candidate : state.origins.lookup(m.id))
           if (!state.kept.contains(candidate))
             c.candidates.push_back(candidate);
@@ -568,6 +576,7 @@ struct TangFusePass : tang::impl::TangFuseBase<TangFusePass> {
           for (const Measure &b : measures)
             if (c.judged.contains(b.id))
               c.best += b.executed;
+        c.initial = c.best;
         choices.push_back(std::move(c));
       }
       size_t trials = 0;
@@ -589,13 +598,24 @@ struct TangFusePass : tang::impl::TangFuseBase<TangFusePass> {
           if (k >= c.candidates.size())
             continue;
           double score = over.size() == 1 ? trialTotal : 0;
+          size_t kernels = over.size() == 1 ? trialMeasures.size() : 0;
           if (over.size() > 1)
             for (const Measure &m : trialMeasures)
-              if (c.judged.contains(m.id))
+              if (c.judged.contains(m.id)) {
                 score += m.executed;
-          if (score < c.best) {
+                ++kernels;
+              }
+          // Less work wins; work within kWorkTie of the best is a tie,
+          // won by fewer materialised comprehensions (launches and
+          // intermediates: an epilogue stays with its product).
+          bool better =
+              score < c.initial &&
+              (!c.keep || score < c.best * (1 - kWorkTie) ||
+               (score <= c.best * (1 + kWorkTie) && kernels < c.kernels));
+          if (better) {
             c.keep = c.candidates[k];
             c.best = score;
+            c.kernels = kernels;
           }
         }
       }
@@ -688,16 +708,28 @@ struct TangFusePass : tang::impl::TangFuseBase<TangFusePass> {
     (void)applyOnlineSoftmax(*work, online, pairs);
     measures.clear();
     total = 0;
+    SmallVector<ComprehensionOp> functionLevel;
+    llvm::DenseSet<int64_t> materialised;
     work->walk([&](ComprehensionOp c) {
       int64_t id = getFuseId(c);
       if (id < 0 || isInIterationBody(c))
         return;
+      functionLevel.push_back(c);
+      materialised.insert(id);
+    });
+    for (ComprehensionOp c : functionLevel) {
+      int64_t id = getFuseId(c);
       Measure m{id, getExecutedWork(c), unfused.lookup(id)};
+      // A producer fused in but still materialised for other consumers
+      // saves none of its work: it does not raise the bound (its
+      // reduction recomputed inside a norm's sum of squares would double
+      // the product's work).
       for (int64_t o : state.origins.lookup(id))
-        m.bound += unfused.lookup(o);
+        if (!materialised.contains(o))
+          m.bound += unfused.lookup(o);
       total += m.executed;
       measures.push_back(m);
-    });
+    }
     return success();
   }
 

@@ -207,8 +207,7 @@ ScheduleAttr scheduleMatVec(ComprehensionOp op, ScheduleBuilder &b) {
   for (unsigned i = 0; i < n; ++i)
     rows *= op.getExtent(i);
   if (rows > kMatVecRows)
-    for (unsigned i = 0; i < n; ++i)
-      b.spread(i, 1, Mapping::BlockY);
+    b.spreadOverGrid(llvm::to_vector(llvm::seq(0u, n)), Mapping::BlockY);
   return b.build(v, 1, {MemoryLevel::Global});
 }
 

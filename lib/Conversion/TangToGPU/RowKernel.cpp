@@ -222,9 +222,34 @@ SmallVector<Value> emitBlockCombine(OpBuilder &b, Location loc,
   return out;
 }
 
-/// Whether `read` can be loaded `v` elements at a time along `row`: its last
-/// coordinate is the row index plus multiples of `v`, no other coordinate
-/// uses it, and rows of its tensor start at multiples of `v` elements.
+/// Whether `e` uses dimension `pos` (d) only as `d floordiv c` with `c` a
+/// multiple of `v`: constant over runs of `v` values of d that start at
+/// multiples of `v`.
+bool isConstantOverRuns(AffineExpr e, unsigned pos, int64_t v) {
+  if (!e.isFunctionOfDim(pos))
+    return true;
+  auto bin = dyn_cast<AffineBinaryOpExpr>(e);
+  if (!bin)
+    return false; // d itself.
+  auto c = dyn_cast<AffineConstantExpr>(bin.getRHS());
+  if (bin.getKind() == AffineExprKind::FloorDiv && c && c.getValue() > 0 &&
+      c.getValue() % v == 0 &&
+      bin.getLHS() == getAffineDimExpr(pos, e.getContext()))
+    return true;
+  if (bin.getKind() == AffineExprKind::FloorDiv ||
+      bin.getKind() == AffineExprKind::Mod ||
+      bin.getKind() == AffineExprKind::CeilDiv)
+    return false;
+  return isConstantOverRuns(bin.getLHS(), pos, v) &&
+         isConstantOverRuns(bin.getRHS(), pos, v);
+}
+
+/// Whether `read` can be loaded `v` elements at a time along `row`, from a
+/// multiple of `v`: its last coordinate is the row index plus multiples of
+/// `v`, or the row index modulo a multiple of `v` (a row of heads read as
+/// one: o[(k floordiv 128), k mod 128]); its other coordinates do not
+/// change over such runs; and rows of its tensor start at multiples of `v`
+/// elements.
 bool isVectorizable(ReadOp read, Value row, int64_t v) {
   AffineMap map = read.getMap();
   auto type = cast<RankedTensorType>(read.getTensor().getType());
@@ -243,11 +268,18 @@ bool isVectorizable(ReadOp read, Value row, int64_t v) {
   AffineExpr rest = simplifyAffineExpr(
       last.replace(dim, getAffineConstantExpr(0, read.getContext())),
       map.getNumDims(), 0);
-  if (simplifyAffineExpr(last - rest, map.getNumDims(), 0) != dim ||
-      !isSumOfMultiples(rest, v))
+  bool offset = simplifyAffineExpr(last - rest, map.getNumDims(), 0) == dim &&
+                isSumOfMultiples(rest, v);
+  auto bin = dyn_cast<AffineBinaryOpExpr>(last);
+  auto modulus =
+      bin ? dyn_cast<AffineConstantExpr>(bin.getRHS()) : AffineConstantExpr();
+  bool wrapped = bin && bin.getKind() == AffineExprKind::Mod &&
+                 bin.getLHS() == dim && modulus && modulus.getValue() > 0 &&
+                 modulus.getValue() % v == 0;
+  if (!offset && !wrapped)
     return false;
-  return llvm::none_of(map.getResults().drop_back(), [&](AffineExpr e) {
-    return e.isFunctionOfDim(static_cast<unsigned>(pos));
+  return llvm::all_of(map.getResults().drop_back(), [&](AffineExpr e) {
+    return isConstantOverRuns(e, static_cast<unsigned>(pos), v);
   });
 }
 
@@ -653,12 +685,13 @@ LogicalResult emitRowKernel(OpBuilder &b, ComprehensionOp op,
 /// last parallel index), `warps` consecutive outputs per block along
 /// block_x; the other parallel indices (the rows of the batch) whole in the
 /// warp (`serialRows`: each weight vector loaded once serves them all) or
-/// one per block along block_y (`gridRows`); the lanes stride the
-/// reductions `vector` elements at a time.
+/// one per block along block_y and block_z (`gridY`, `gridZ`); the lanes
+/// stride the reductions `vector` elements at a time.
 struct MatVecPlan {
   unsigned n;
   int64_t warps;
-  SmallVector<unsigned> serialRows, gridRows;
+  SmallVector<unsigned> serialRows;
+  std::optional<unsigned> gridY, gridZ;
   SmallVector<ComprehensionOp> reductions;
   int64_t vector;
 };
@@ -671,7 +704,8 @@ constexpr int64_t kMaxSerialRows = 16;
 /// warps, mapped to block_x; threads[n] = 32 x warps (a warp per output,
 /// its lanes striding the body's reductions) or, when `op` reduces itself,
 /// threads[n] = warps and 32 threads along the reduced index, whole; every
-/// other parallel index whole and serial, or tiled by one over block_y.
+/// other parallel index whole and serial, or tiled by one over block_y or
+/// block_z.
 std::optional<MatVecPlan> getMatVecPlan(ComprehensionOp op) {
   ScheduleAttr s = op.getScheduleAttr();
   if (!s ||
@@ -699,7 +733,7 @@ std::optional<MatVecPlan> getMatVecPlan(ComprehensionOp op) {
       if (auto red = dyn_cast<ComprehensionOp>(inner))
         plan.reductions.push_back(red);
   }
-  int64_t serial = 1, grid = 1;
+  int64_t serial = 1;
   for (unsigned i = 0; i < plan.n; ++i) {
     if (threads[i] != 1)
       return std::nullopt;
@@ -707,13 +741,17 @@ std::optional<MatVecPlan> getMatVecPlan(ComprehensionOp op) {
       plan.serialRows.push_back(i);
       serial *= op.getExtent(i);
     } else if (tile[i] == 1 && mapping[i] == Mapping::BlockY) {
-      plan.gridRows.push_back(i);
-      grid *= op.getExtent(i);
+      plan.gridY = i;
+    } else if (tile[i] == 1 && mapping[i] == Mapping::BlockZ) {
+      plan.gridZ = i;
     } else {
       return std::nullopt;
     }
   }
-  if (serial > kMaxSerialRows || grid > 65535)
+  for (std::optional<unsigned> g : {plan.gridY, plan.gridZ})
+    if (g && op.getExtent(*g) > 65535)
+      return std::nullopt;
+  if (serial > kMaxSerialRows)
     return std::nullopt;
   plan.vector = std::max<int64_t>(1, s.getVector());
   for (ComprehensionOp red : plan.reductions)
@@ -742,11 +780,9 @@ LogicalResult emitMatVecKernel(OpBuilder &b, ComprehensionOp op,
     return arith::ConstantIndexOp::create(eb, loc, v).getResult();
   };
   int64_t extentN = op.getExtent(plan.n);
-  int64_t gridY = 1;
-  for (unsigned i : plan.gridRows)
-    gridY *= op.getExtent(i);
-  k.grid = {static_cast<int64_t>(llvm::divideCeil(extentN, plan.warps)), gridY,
-            1};
+  k.grid = {static_cast<int64_t>(llvm::divideCeil(extentN, plan.warps)),
+            plan.gridY ? op.getExtent(*plan.gridY) : 1,
+            plan.gridZ ? op.getExtent(*plan.gridZ) : 1};
   k.block = {32 * plan.warps, 1, 1};
 
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
@@ -759,12 +795,12 @@ LogicalResult emitMatVecKernel(OpBuilder &b, ComprehensionOp op,
   mapping.map(op.getIndex(plan.n), out);
   SmallVector<Value> point(op.getNumParallel());
   point[plan.n] = out;
-  Value rest = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
-  for (unsigned i : llvm::reverse(plan.gridRows)) {
-    Value ext = cst(op.getExtent(i));
-    point[i] = arith::RemUIOp::create(b, loc, rest, ext);
-    rest = arith::DivUIOp::create(b, loc, rest, ext);
-    mapping.map(op.getIndex(i), point[i]);
+  for (auto [g, dim] : {std::pair(plan.gridY, gpu::Dimension::y),
+                        std::pair(plan.gridZ, gpu::Dimension::z)}) {
+    if (!g)
+      continue;
+    point[*g] = gpu::BlockIdOp::create(b, loc, dim);
+    mapping.map(op.getIndex(*g), point[*g]);
   }
   // A partial last block: its warps past the end do nothing (no barrier
   // follows: the warps never wait for each other).

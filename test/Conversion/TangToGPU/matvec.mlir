@@ -59,8 +59,7 @@ func.func @down_residual(%x: tensor<2x4096xf32>, %W: tensor<4096x12288xbf16>, %a
 // CHECK-LABEL: func.func @per_head
 // CHECK: gpu.launch_func @tang_kernels::@per_head_k0 blocks in (%[[GX:.*]], %[[GY:.*]], %{{.*}})
 // CHECK-LABEL: gpu.func @per_head_k0
-// CHECK: %[[BY:.*]] = gpu.block_id y
-// CHECK: %[[H:.*]] = arith.remui %[[BY]]
+// CHECK: %[[H:.*]] = gpu.block_id y
 // CHECK: %[[IN:.*]] = arith.cmpi ult
 // CHECK: scf.if %[[IN]]
 // CHECK: scf.for
@@ -75,4 +74,24 @@ func.func @per_head(%W: tensor<20x50x64xf32>, %x: tensor<20x64xf32>) -> tensor<2
     tang.yield %p : f32
   }
   return %y : tensor<20x50xf32>
+}
+
+// -----
+
+// The output product reads attention's [heads, head_dim] result as one row
+// of 4096 (o[k floordiv 128, k mod 128]): runs of 8 never cross a head, so
+// it is loaded 8 at a time like the weights.
+// CHECK-LABEL: gpu.func @o_proj_k0
+// CHECK: scf.for %[[K:[^ ]*]] =
+// CHECK: vector.load %arg0[%{{.*}}, %[[K]]] {alignment = 16 : i64} : memref<4096x4096xbf16>, vector<8xbf16>
+// CHECK: vector.load %arg1[%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<32x128xf32>, vector<8xf32>
+func.func @o_proj(%W: tensor<4096x4096xbf16>, %o: tensor<32x128xf32>) -> tensor<4096xf32> {
+  %y = tang.comprehension (%n) reduce (%k) [4096, 4096] monoid(add) : tensor<4096xf32> {
+    %w = tang.read %W[%n, %k] : tensor<4096x4096xbf16>
+    %we = arith.extf %w : bf16 to f32
+    %ov = tang.read %o[%k floordiv 128, %k mod 128] : tensor<32x128xf32>
+    %p = arith.mulf %we, %ov : f32
+    tang.yield %p : f32
+  }
+  return %y : tensor<4096xf32>
 }

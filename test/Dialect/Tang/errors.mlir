@@ -1537,10 +1537,10 @@ func.func @schedule_threads_count(%X: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
-// More threads than elements in the tile.
+// More threads than elements in the tile, not several per element.
 func.func @schedule_threads_exceed_tile(%X: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{schedule shares a tile of 4 among 8 threads (expected 1 to 4)}}
-  %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tile = [4], threads = [8]>} : tensor<4xf32> {
+  // expected-error @+1 {{schedule shares a tile of 4 among 6 threads (expected 1 to 4, or a multiple of 4: threads sharing each element)}}
+  %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tile = [4], threads = [6]>} : tensor<4xf32> {
     %x = tang.read %X[%i] : tensor<4xf32>
     tang.yield %x : f32
   }

@@ -249,9 +249,11 @@ LogicalResult ScheduleAttr::verify(
                        << " entries but tile has " << tile.size();
   int64_t blockSize = 1;
   for (auto [t, n] : llvm::zip(tile, threads)) {
-    if (n < 1 || n > t)
+    if (n < 1 || (n > t && n % t != 0))
       return emitError() << "schedule shares a tile of " << t << " among " << n
-                         << " threads (expected 1 to " << t << ")";
+                         << " threads (expected 1 to " << t
+                         << ", or a multiple of " << t
+                         << ": threads sharing each element)";
     blockSize *= n;
     if (blockSize > kMaxThreads)
       return emitError() << "schedule needs more than " << kMaxThreads

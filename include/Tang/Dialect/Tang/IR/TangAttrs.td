@@ -141,7 +141,9 @@ def Tang_ScheduleAttr : Tang_Attr<"Schedule", "schedule"> {
       covers the whole extent), `vector` [all `serial`];
     * `threads = [n0, ..., nn]`: how many threads of a block share each
       index's tile (1: one thread loops over it) [all 1]; their product is
-      the block size, at most 1024;
+      the block size, at most 1024; a multiple of the tile puts several
+      threads on each element, sharing its reductions (a warp per output of
+      a matrix-vector product: `tile = 4`, `threads = 128`);
     * `vector = v`: elements per vector load/store, 1, 2, 4, 8 or 16 [1];
     * `stages = s`: software-pipeline depth, >= 1 [1];
     * `storage = T`: element type tensors are stored in [the tensor's];
@@ -154,8 +156,14 @@ def Tang_ScheduleAttr : Tang_Attr<"Schedule", "schedule"> {
         `--tang-schedule` uses when it is given the kernel options;
         `Tang/Analysis/KernelChoice.h`);
       - `simt`: a block per row when the last index's tile is whole and
-        shared by 32 or more threads (a row kernel), else a thread per
-        point, every other field read as above;
+        shared by 32 or more threads (a row kernel); a warp per output of a
+        matrix-vector comprehension (`Tang/Analysis/ShapeClass.h`,
+        isMatVecForm) when the last parallel index's tile of `w` outputs
+        goes over `block_x` with 32 `w` threads (its reductions nested in
+        the body) or `w` threads and 32 at the reduced index, whole, and
+        the other parallel indices are whole or tiled by one over
+        `block_y`/`block_z`; else a thread per point, every other field
+        read as above;
       - `contraction`: a contraction on tensor cores. `tile` holds the
         block's rows and columns (BM, BN) at the result's row and column
         indices and the k step (BK) at the reduced index (a contraction in
