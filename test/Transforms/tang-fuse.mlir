@@ -212,3 +212,29 @@ func.func @returned_producer(%X: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>
   }
   return %P, %C : tensor<4xf32>, tensor<4xf32>
 }
+
+// -----
+
+// A producer with a reduction that stays materialised anyway (returned, or
+// written into a cache by a scatter) is fused nowhere: its reduction would
+// run twice. (A producer without one, above, is still fused.)
+// CHECK-LABEL: func.func @returned_product
+// CHECK: %[[P:.*]] = tang.comprehension (%{{.*}}) reduce (%{{.*}}) [4, 64]
+// CHECK: %[[N:.*]] = tang.comprehension (%[[I:.*]]) [4]
+// CHECK-NOT: tang.comprehension reduce
+// CHECK: tang.read %[[P]][%[[I]]]
+// CHECK: return %[[P]], %[[N]]
+func.func @returned_product(%W: tensor<4x64xf32>, %x: tensor<64xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %P = tang.comprehension (%n) reduce (%k) [4, 64] monoid(add) : tensor<4xf32> {
+    %w = tang.read %W[%n, %k] : tensor<4x64xf32>
+    %v = tang.read %x[%k] : tensor<64xf32>
+    %p = arith.mulf %w, %v : f32
+    tang.yield %p : f32
+  }
+  %N = tang.comprehension (%i) [4] : tensor<4xf32> {
+    %p = tang.read %P[%i] : tensor<4xf32>
+    %q = arith.mulf %p, %p : f32
+    tang.yield %q : f32
+  }
+  return %P, %N : tensor<4xf32>, tensor<4xf32>
+}
