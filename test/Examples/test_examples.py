@@ -219,6 +219,15 @@ def ref_swiglu_mlp(x, W1, W3, W2):
     return [(silu(x @ W1) * (x @ W3)) @ W2]
 
 
+def ref_decode_mlp(x, Wg, Wu, Wd):
+    # Weights [out, in], as nn.Linear holds them; the residual added.
+    return [x + (silu(x @ Wg.T) * (x @ Wu.T)) @ Wd.T]
+
+
+def ref_batched_gemv(W, x):
+    return [np.einsum("hnk,hk->hn", W, x)]
+
+
 def ref_transformer_block(x, wn1, Wq, Wk, Wv, Wo, wn2, W1, W3, W2):
     B, L, D = x.shape
     H, Dh = 4, 8
@@ -365,6 +374,12 @@ CASES = {
         [Input(ATT, lo=-2, hi=2), Input((2, 2, 16, 8), lo=-2, hi=2),
          Input((2, 2, 16, 8))],
         ref_gqa_attention, [ATT]),
+    "decode_mlp": Case(
+        [Input((2, 256)), Input((512, 256)), Input((512, 256)),
+         Input((256, 512))],
+        ref_decode_mlp, [(2, 256)]),
+    "batched_gemv": Case([Input((20, 48, 64)), Input((20, 64))],
+                         ref_batched_gemv, [(20, 48)]),
     "swiglu_mlp": Case(
         [Input((16, 32)), Input((32, 64)), Input((32, 64)), Input((64, 32))],
         ref_swiglu_mlp, [(16, 32)]),

@@ -105,6 +105,25 @@ def swiglu_mlp(x: f32[16, 32], W1: f32[32, 64], W3: f32[32, 64],
         64, lambda f: h[i, f] * W2[f, e]))
 
 
+@tang.function
+def decode_mlp(x: f32[2, 256], Wg: f32[512, 256], Wu: f32[512, 256],
+               Wd: f32[256, 512]):
+    g = tang.compute((2, 512), lambda r, f: tang.sum(
+        256, lambda e: Wg[f, e] * x[r, e]))
+    u = tang.compute((2, 512), lambda r, f: tang.sum(
+        256, lambda e: Wu[f, e] * x[r, e]))
+    a = tang.compute((2, 512), lambda r, f: g[r, f] / (
+        1.0 + tang.exp(-g[r, f])) * u[r, f])
+    return tang.compute((2, 256), lambda r, e: x[r, e] + tang.sum(
+        512, lambda f: Wd[e, f] * a[r, f]))
+
+
+@tang.function
+def batched_gemv(W: f32[20, 48, 64], x: f32[20, 64]):
+    return tang.compute((20, 48), lambda h, n: tang.sum(
+        64, lambda k: W[h, n, k] * x[h, k]))
+
+
 def _attention(Q, K, V, kv_head, causal):
     def score(b, h, i, j):
         s = tang.sum(8, lambda d: Q[b, h, i, d] * K[b, kv_head(h), j, d])
@@ -328,6 +347,7 @@ def kv_cache_decode(Kc: f32[64, 16], Vc: f32[64, 16], k: f32[16],
 EXAMPLES = {f.name: (f, []) for f in (
     gpt2_block, transformer_block, alibi_attention, attention, linear_recurrence, moe_top2, matmul, gemv, softmax, rmsnorm, layernorm, argmax, logsumexp,
     cross_entropy, matmul_bias_gelu, causal_conv1d, conv2d, swiglu_mlp,
+    decode_mlp, batched_gemv,
     causal_attention, gqa_attention, embedding_rmsnorm,
     linear_recurrence_scan, prefix_sum)}
 EXAMPLES["kv_cache_decode"] = (kv_cache_decode, ["arg5=9"])
