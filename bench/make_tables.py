@@ -33,13 +33,16 @@ import harness  # noqa: E402
 
 BEGIN = "<!-- bench-table:begin -->"
 END = "<!-- bench-table:end -->"
-ORDER = ["gpu_check", "memory_bound", "gemm", "attention_grad", "block_grad"]
+ORDER = ["gpu_check", "memory_bound", "gemm", "attention_grad", "block_grad",
+         "qwen3"]
 TITLES = {"gpu_check": "Every example against the interpreter (no timing)",
           "memory_bound": "Memory-bound kernels (bf16)",
           "gemm": "Tensor-core products, attention forward, transformer "
                   "block forward",
           "attention_grad": "Attention forward + backward",
-          "block_grad": "Transformer block forward + backward"}
+          "block_grad": "Transformer block forward + backward",
+          "qwen3": "Qwen3-8B decoding (random bf16 weights, one graph per "
+                   "step)"}
 
 
 def load_reports(results: Path) -> list:
@@ -154,7 +157,32 @@ def suite_table(rep: dict, level: str = "###") -> str:
                  f"{num(c.get('tang_ms'), '.4f')} | {bp or '-'} | "
                  f"{num(pms, '.4f')} | {ratio} | {in_words(c)} |")
     L.append("")
+    L += throughput_table(rep)
     return "\n".join(L)
+
+
+def throughput_table(rep: dict) -> list:
+    """For cases that report throughput per contender (the decode suite):
+    tokens per second and the share of the bandwidth floor of each."""
+    rows = [c for c in rep["cases"] if c.get("contenders")]
+    if not rows:
+        return []
+    names = []
+    for c in rows:
+        names += [n for n in c["contenders"] if n not in names]
+    L = ["| case | floor tok/s | " + " | ".join(
+        f"{n} tok/s (share of floor)" for n in names) + " |",
+        "|---|---|" + "---|" * len(names)]
+    for c in rows:
+        cells = []
+        for n in names:
+            v = c["contenders"].get(n)
+            cells.append("-" if not v else
+                         f"{v['tok_s']:.1f} ({v['share_of_floor']:.2f})")
+        L.append(f"| {c['case']} | {num(c.get('floor_tok_s'), '.1f')} | "
+                 + " | ".join(cells) + " |")
+    L.append("")
+    return L
 
 
 def readme_block(reps: list) -> str:

@@ -8,6 +8,7 @@
   bench/prepare_gemm.py                      GEMMs, attention forward, block
   bench/prepare_attention_grad.py            attention forward + backward
   bench/prepare_block_grad.py                the block forward + backward
+  bench/prepare_qwen3.py                     the Qwen3-8B decode step
 
 and records the commit and whether the tree was dirty in gpu-work/git.json
 (the GPU machine gets the tree without .git; the suites read it from there).
@@ -37,6 +38,7 @@ STEPS = [
     ("gemm", ["bench/prepare_gemm.py"]),
     ("attention_grad", ["bench/prepare_attention_grad.py"]),
     ("block_grad", ["bench/prepare_block_grad.py"]),
+    ("qwen3", ["bench/prepare_qwen3.py"]),
 ]
 
 

@@ -9,13 +9,19 @@ weights, in one process.
   every layer (every element) are compared.
 * Speed: one decode step captured in a CUDA graph (the position lives in
   the bundle's sizes buffer, so one graph serves every position), ms/step
-  and tok/s at contexts 32 and 4096, against a hand-written PyTorch step in
-  a CUDA graph (bf16, F.linear / SDPA), each as a share of the bandwidth
-  floor: (weights + KV bytes) / the copy rate measured in this run.
+  and tok/s at contexts 32 and 4096, against the same PyTorch step (bf16,
+  F.linear / SDPA) in a CUDA graph, eager kernels and under torch.compile
+  (max-autotune-no-cudagraphs, the anchors' strongest peer), in
+  interleaved rounds, each as a share of the bandwidth floor: (weights +
+  KV bytes) / the copy rate measured in this run.
 
-Run on the GPU machine:  python3 bench/qwen3_decode.py OUT.json
+The bundle comes from bench/prepare_qwen3.py (gpu-work/qwen3). Writes
+qwen3.json (the common schema of bench/harness.py) into --out.
+
+Run on the GPU machine:  python3 bench/qwen3_decode.py --out DIR
 """
 
+import argparse
 import ctypes
 import json
 import statistics
@@ -30,6 +36,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
 import tang.cuda  # noqa: E402
 from tang.models import qwen3  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "bench"))
+import harness  # noqa: E402
 
 CFG = qwen3.QWEN3_8B
 DEV = "cuda"
@@ -143,7 +152,10 @@ class TangDecoder:
         self.run(top)                      # prepared, temporaries at top
         torch.cuda.synchronize()
         prepared = self.bundle._prepared[key]
-        self.sizes_ptr = prepared.temps[-1]   # the sizes buffer, last
+        # The sizes buffer: the temporary with initial contents.
+        self.sizes_ptr = next(
+            ptr for ptr, t in zip(prepared.temps, fn.temporaries)
+            if t.init is not None)
         self.host_pos = torch.zeros(1, dtype=torch.int32).pin_memory()
         self.dev_pos = torch.zeros(1, dtype=torch.int32, device=DEV)
         self.graph = torch.cuda.CUDAGraph()
@@ -193,49 +205,79 @@ def copy_rate():
     return 2 * (1 << 30) / statistics.median(times)
 
 
-def timed(fn, rounds=5, steps=20):
-    """Per round: ms/step over `steps` back-to-back calls; the rounds'
-    list."""
-    out = []
-    for _ in range(rounds):
-        torch.cuda.synchronize()
-        a, b = torch.cuda.Event(True), torch.cuda.Event(True)
-        a.record()
-        for _ in range(steps):
-            fn()
-        b.record()
-        b.synchronize()
-        out.append(a.elapsed_time(b) / steps)
-    return out
-
-
 T0 = time.time()
 
 
+def say(*a):
+    print(f"[{time.time() - T0:.1f} s]", *a, flush=True)
+
+
+def load_bundles():
+    """gpu-work/qwen3/bundles.json (bench/prepare_qwen3.py), or the
+    listing of an older layout (build-qwen3/bundles.json)."""
+    for path in (ROOT / "gpu-work" / "qwen3" / "bundles.json",
+                 ROOT / "build-qwen3" / "bundles.json"):
+        if path.exists():
+            listing = json.loads(path.read_text())
+            return listing.get("bundles", listing), listing.get(
+                "capacity", 4224)
+    return None, None
+
+
 def main():
-    out_path = Path(sys.argv[1])
-    bundles = json.loads((ROOT / "build-qwen3" / "bundles.json").read_text())
-    res = {"model": "Qwen3-8B shapes, random bf16 weights", "batch": 1,
-           "device": torch.cuda.get_device_name()}
-    t0 = time.time()
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--compile-mode", default="max-autotune-no-cudagraphs",
+                    help="torch.compile mode of the compiled peer (then "
+                         "captured in a CUDA graph; 'none': no such peer)")
+    ap.add_argument("--compile-reserve-s", type=float, default=300,
+                    help="skip the compiled peer when less than this is "
+                         "left before --deadline (default 300)")
+    ap.add_argument("--speed-only", action="store_true")
+    harness.add_common_args(ap, default_rounds=5)
+    args = ap.parse_args()
+    deadline = harness.Deadline(args.deadline)
+    t_start = time.monotonic()
+    out_dir = Path(args.out) if args.out else harness.out_dir("bench-out")
+    bundles, capacity = load_bundles()
+    if not bundles or "decode1" not in bundles:
+        print("no Qwen3 bundle: run bench/prepare_qwen3.py and carry "
+              "gpu-work", file=sys.stderr)
+        return 2
+    report = harness.new_report("qwen3", torch, settings={
+        "model": "Qwen3-8B shapes, random bf16 weights", "batch": 1,
+        "capacity": capacity, "compile_mode": args.compile_mode,
+        "compile_s": bundles["decode1"]["compile_s"]})
+    path = out_dir / "qwen3.json"
+    names = [CHECK_CASE] + [f"decode-b1-ctx{c}" for c in CONTEXTS]
+    harness.prelist(report, names)
+    harness.write_report(report, path)
     W = make_weights()
-    capacity = 4224
     dec = TangDecoder(ROOT / bundles["decode1"]["dir"] / "bundle", W, 1,
                       capacity)
-    res["compile_s"] = bundles["decode1"]["compile_s"]
-
     dec.capture()
-    print(f"[{time.time() - T0:.1f} s] captured", flush=True)
-    if "--speed-only" not in sys.argv:
-        check(res, W, dec, capacity)
-    speed(res, W, dec, capacity)
-    res["wall_s"] = time.time() - t0
-    out_path.write_text(json.dumps(res, indent=1))
+    say("captured")
+    if not args.speed_only:
+        harness.start_case(report, CHECK_CASE, path)
+        harness.set_case(report, check(W, dec, capacity), path)
+    speed(args, report, path, deadline, W, dec, capacity)
+    harness.finish_report(report, t_start)
+    harness.write_report(report, path)
+    for c in report["cases"]:
+        print(f"{c['case']:28s} {c['status']:10s} {c.get('note', '')}")
+    return 0
 
 
-def check(res, W, dec, capacity):
+#: The correctness case: the prompt, then 64 greedy tokens.
+CHECK_CASE = "decode-b1-greedy64"
+CONTEXTS = (32, 4096)
+
+
+def check(W, dec, capacity):
     """Prompt through decode, then 64 greedy steps, tang vs the float32
-    reference; the caches after the prompt."""
+    reference; the caches after the prompt (every element). The case
+    result: ok when every greedy token equals the reference's and the
+    caches are finite and within bf16 rounding of the reference."""
+    res = {}
     prompt = [151643, 785, 6722, 315, 9625, 374, 12095, 13]
     kref = torch.zeros(qwen3.cache_shape(CFG, 1, capacity), dtype=BF16,
                        device=DEV)
@@ -285,77 +327,111 @@ def check(res, W, dec, capacity):
                      "prefix_agreement": agree, "steps": len(tang_tokens),
                      "equal_positions": forced_agree,
                      "min_top2_margin": min(margins)}
-    print("greedy:", res["greedy"], flush=True)
+    say("greedy:", agree, "of", len(tang_tokens), "tokens equal")
+    # bf16 storage of values computed in f32 on both sides: a relative
+    # error of a few bf16 ulps (2^-8 each) per element.
+    rel = max(res["kcache_max_abs_err"] / res["kcache_max_abs"],
+              res["vcache_max_abs_err"] / res["vcache_max_abs"])
+    tol = 4 * 2.0 ** -8
+    ok = (agree == len(tang_tokens) and not res["cache_nan"] and rel <= tol)
+    return harness.case_result(
+        CHECK_CASE, status="ok" if ok else "incorrect", max_err=rel / tol,
+        note=(f"{agree}/{len(tang_tokens)} greedy tokens equal the float32 "
+              f"PyTorch reference; caches after the prompt within "
+              f"{rel:.2e} (relative) of it"), **res)
 
 
-def speed(res, W, dec, capacity):
-    """ms/step at contexts 32 and 4096, tang's graph against the peer's,
-    interleaved."""
-    def say(*a):
-        print(f"[{time.time() - T0:.1f} s]", *a, flush=True)
-    say("speed")
+def compiled_peer(args, deadline, W, capacity):
+    """The strongest peer a user would pick: the same PyTorch step under
+    torch.compile (args.compile_mode), then captured in a CUDA graph (the
+    anchors' recipe); None and why not when it is skipped or fails."""
+    if args.compile_mode == "none":
+        return None, "compile mode none"
+    if deadline.left() < args.compile_reserve_s:
+        return None, f"skipped: {deadline.left():.0f} s left"
+    try:
+        step = torch.compile(torch_step, mode=args.compile_mode)
+        ck = torch.randn(qwen3.cache_shape(CFG, 1, capacity), device=DEV,
+                         dtype=BF16)
+        cv = torch.randn_like(ck)
+        tok = torch.tensor([5], dtype=torch.int32, device=DEV)
+        pos = torch.tensor([0], device=DEV)
+        t0 = time.time()
+        for _ in range(2):
+            step(W, tok, pos, ck, cv, BF16)
+        torch.cuda.synchronize()
+        say("torch.compile", args.compile_mode, f"{time.time() - t0:.0f} s")
+        fn, graphed, why = harness.try_graphed(
+            torch, lambda: step(W, tok, pos, ck, cv, BF16))
+        return (fn, pos, graphed), None if graphed else why
+    except Exception as e:  # a peer that fails is reported, not fatal
+        return None, harness.short(e)
+
+
+def speed(args, report, path, deadline, W, dec, capacity):
+    """ms/step at each context, tang's graph against the peers', in
+    interleaved rounds; tok/s and the share of the bandwidth floor
+    (weights + KV bytes over the copy rate measured here)."""
     bw = copy_rate()
-    res["copy_GBps"] = bw / 1e9
+    report["copy_GBps"] = bw / 1e9
     say("copy", bw / 1e9)
     wbytes = qwen3.weight_bytes(CFG)
-    # The peer: bf16 step in a CUDA graph (the anchor's second row).
+    # The hand-written bf16 step in a CUDA graph (the anchors' second row).
     pk = torch.randn(qwen3.cache_shape(CFG, 1, capacity), device=DEV,
                      dtype=BF16)
     pv = torch.randn_like(pk)
     ptok = torch.tensor([5], dtype=torch.int32, device=DEV)
     ppos = torch.tensor([0], device=DEV)
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(2):
-            torch_step(W, ptok, ppos, pk, pv, BF16)
-    torch.cuda.current_stream().wait_stream(s)
-    pgraph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(pgraph):
-        pout = torch_step(W, ptok, ppos, pk, pv, BF16)[0]
-    del pout
-    say("peer captured")
+    peer = harness.graphed(torch, lambda: torch_step(W, ptok, ppos, pk, pv,
+                                                     BF16))
+    compiled, why_not = compiled_peer(args, deadline, W, capacity)
+    say("peers ready", why_not or "")
     dec.kc.normal_()
     dec.vc.normal_()
-    res["contexts"] = {}
-    for ctx in (32, 4096):
+    rounds = harness.rounds_of(args, 5)
+    for ctx in CONTEXTS:
+        name = f"decode-b1-ctx{ctx}"
+        if deadline.passed(30):
+            harness.set_case(report, harness.case_result(
+                name, status="skipped: budget"), path)
+            continue
+        harness.start_case(report, name, path)
         pos = ctx - 1
         kv = 2 * CFG.layers * CFG.kv_heads * ctx * CFG.head_dim * 2
         floor_ms = (wbytes + kv) / bw * 1e3
 
-        def tang_step():
-            dec.step(pos)
-
-        def peer_step():
+        def peer_step(k, pos=pos):
             ppos.fill_(pos)
-            pgraph.replay()
-        tang_step()
-        torch.cuda.synchronize()
-        say("tang step", ctx)
-        peer_step()
-        torch.cuda.synchronize()
-        say("peer step", ctx)
-        rounds = {"tang": [], "torch_graph": []}
-        for _ in range(5):   # interleaved
-            rounds["tang"] += timed(tang_step, 1)
-            rounds["torch_graph"] += timed(peer_step, 1)
-        say("timed", ctx)
-        eager = timed(lambda: dec.run(pos), 2, 5)
-        row = {"floor_ms": floor_ms, "floor_tok_s": 1e3 / floor_ms,
-               "kv_bytes": kv, "weight_bytes": wbytes,
-               "tang_eager_ms": statistics.median(eager)}
-        for k, v in rounds.items():
-            ms = statistics.median(v)
-            row[k] = {"ms": ms, "rounds_ms": v, "tok_s": 1e3 / ms,
-                      "share_of_floor": floor_ms / ms}
-        ratios = [b / a for a, b in zip(rounds["tang"],
-                                        rounds["torch_graph"])]
-        row["speedup_vs_torch_graph"] = {
-            "median": statistics.median(ratios), "min": min(ratios),
-            "max": max(ratios)}
-        res["contexts"][ctx] = row
-        print(ctx, json.dumps(row), flush=True)
+            peer()
+        contenders = [("tang", lambda k, pos=pos: dec.step(pos)),
+                      ("torch_graph", peer_step)]
+        if compiled:
+            fn, cpos, _ = compiled
+
+            def compiled_step(k, pos=pos, fn=fn, cpos=cpos):
+                cpos.fill_(pos)
+                fn()
+            contenders.append(("torch_compile_graph", compiled_step))
+        timed = harness.interleaved_rounds(
+            torch, contenders, rounds=rounds,
+            target_ms=harness.target_ms_of(args),
+            deadline=deadline.monotonic())
+        summary = harness.compare("tang", timed)
+        shares = {n: {"ms": o["ms"], "tok_s": 1e3 / o["ms"],
+                      "share_of_floor": floor_ms / o["ms"]}
+                  for n, o in timed.items() if "ms" in o}
+        note = ", ".join(f"{n} {v['tok_s']:.0f} tok/s "
+                         f"({v['share_of_floor']:.2f} of floor)"
+                         for n, v in shares.items())
+        if why_not:
+            note += f"; torch.compile peer: {why_not}"
+        res = harness.case_result(
+            name, floor_ms=floor_ms, floor_tok_s=1e3 / floor_ms,
+            kv_bytes=kv, weight_bytes=wbytes, contenders=shares,
+            timed=timed, note=note, **summary)
+        harness.set_case(report, res, path)
+        say(name, note)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

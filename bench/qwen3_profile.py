@@ -17,11 +17,10 @@ import qwen3_decode as q  # noqa: E402
 def main():
     out = Path(sys.argv[1])
     pos = int(sys.argv[2]) if len(sys.argv) > 2 else 31
-    bundles = json.loads((q.ROOT / "build-qwen3" / "bundles.json")
-                         .read_text())
+    bundles, capacity = q.load_bundles()
     W = q.make_weights()
     dec = q.TangDecoder(q.ROOT / bundles["decode1"]["dir"] / "bundle", W, 1,
-                        4224)
+                        capacity)
     dec.run(pos)
     torch.cuda.synchronize()
     acts = [torch.profiler.ProfilerActivity.CUDA]

@@ -2,7 +2,9 @@
 """Runs every bench suite on the GPU machine and writes one common-schema
 JSON per suite (bench/harness.py): gpu_check.json, memory_bound.json,
 gemm.json (tensor-core products, attention forward, the transformer block
-forward), attention_grad.json, block_grad.json, and run_all.json (the run's
+forward), attention_grad.json, block_grad.json, qwen3.json (Qwen3-8B
+decoding; its torch.compile peer only when minutes are left), and
+run_all.json (the run's
 environment: commit, dirty, clocks before and after, each suite's exit code
 and wall time).
 
@@ -41,7 +43,8 @@ SUITES = [
     ("memory_bound", "bench/bench_memory_bound.py", 0.19, []),
     ("gemm", "bench/bench_gemm.py", 0.15, []),
     ("attention_grad", "bench/bench_attention_grad.py", 0.15, []),
-    ("block_grad", "bench/bench_block_grad.py", 0.26, []),
+    ("block_grad", "bench/bench_block_grad.py", 0.16, []),
+    ("qwen3", "bench/qwen3_decode.py", 0.10, []),
 ]
 #: Seconds a suite may run past its deadline before it is killed (a case
 #: in flight finishes; its JSON is rewritten after every case).

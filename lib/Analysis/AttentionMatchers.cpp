@@ -6,6 +6,9 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <algorithm>
 
 using namespace mlir;
 using namespace mlir::tang;
@@ -131,6 +134,54 @@ std::optional<FlashMatch> mlir::tang::matchFlash(ComprehensionOp op,
     m.maskCondition =
         m.score.getDefiningOp<arith::SelectOp>().getCondition().getDefiningOp();
   return m;
+}
+
+std::optional<SplitSoftmaxMatch>
+mlir::tang::matchSplitSoftmax(ComprehensionOp op, std::string &why) {
+  auto fail = [&](const Twine &reason) -> std::optional<SplitSoftmaxMatch> {
+    why = reason.str();
+    return std::nullopt;
+  };
+  if (op.getBuiltinMonoid() != MonoidKind::OnlineSoftmax ||
+      op.getNumReduced() != 1 || op.getNumParallel() < 1 ||
+      op.getNumResults() != 1)
+    return fail("not a one-index online-softmax reduction");
+  SplitSoftmaxMatch m;
+  m.d = op.getNumParallel() - 1;
+  m.j = op.getIndex(op.getNumParallel());
+  m.rows = 1;
+  for (unsigned p = 0; p < op.getNumParallel(); ++p) {
+    if (op.isSymbolicExtent(p))
+      return fail("a parallel extent is symbolic");
+    if (p != m.d)
+      m.rows *= op.getExtent(p);
+  }
+  m.dv = op.getExtent(m.d);
+  if (m.rows > 65535)
+    return fail("more rows than the grid holds");
+  Block &body = op.getBodyBlock();
+  Value d = op.getIndex(m.d);
+  ValueRange yields = op.getYield().getValues();
+  auto v = stripExtensions(yields[1]).getDefiningOp<ReadOp>();
+  if (!v || v.getFill() || !isContiguousIn(v, d) || !readUses(v, m.j))
+    return fail("the value is not a read contiguous in the last index");
+  if (dependsOn(yields[0], d, body))
+    return fail("the score depends on the value column");
+  return m;
+}
+
+int64_t mlir::tang::getSoftmaxSplits(ComprehensionOp op,
+                                     const SplitSoftmaxMatch &m,
+                                     int64_t smCount) {
+  constexpr int64_t kMaxSplits = 64, kMinKeys = 64;
+  int64_t blocks = 16 * std::max<int64_t>(smCount, 1);
+  int64_t splits =
+      std::clamp<int64_t>(llvm::divideCeil(blocks, m.rows), 1, kMaxSplits);
+  unsigned j = op.getNumParallel();
+  if (!op.isSymbolicExtent(j))
+    splits = std::clamp<int64_t>(llvm::divideCeil(op.getExtent(j), kMinKeys), 1,
+                                 splits);
+  return splits;
 }
 
 namespace {

@@ -256,10 +256,23 @@ KernelChoice mlir::tang::chooseKernel(ComprehensionOp op,
     if (remarks)
       op.emitRemark() << why;
   };
-  // Sizes known when the kernel runs: a point kernel (the others are built
-  // for static extents).
-  if (hasSymbolicSizes(op))
+  // Sizes known when the kernel runs: decode attention split over its keys
+  // (flash-decoding), else a point kernel (the others are built for static
+  // extents).
+  if (hasSymbolicSizes(op)) {
+    std::string why;
+    if (op.getBuiltinMonoid() == MonoidKind::OnlineSoftmax &&
+        options.cooperative) {
+      if (std::optional<SplitSoftmaxMatch> m = matchSplitSoftmax(op, why)) {
+        choice.kind = KernelKind::SplitSoftmax;
+        choice.splits = getSoftmaxSplits(op, *m, getTarget(op).getSmCount());
+        choice.splitSoftmax = m;
+      } else {
+        remark("a point kernel, not split over its keys: " + why);
+      }
+    }
     return choice;
+  }
   if (hasPaddedRead(op)) {
     // Matrix-unit and tile kernels load without guards.
     if (classifyComprehension(op) == ShapeClass::MatmulLike)
@@ -391,6 +404,10 @@ void mlir::tang::setKernelSchedule(ComprehensionOp op,
   case KernelKind::Simt:
   case KernelKind::SubgroupMma:
     break;
+  case KernelKind::SplitSoftmax:
+    f.tile[key] = llvm::divideCeil(op.getExtent(key), choice.splits);
+    f.mapping[key] = Mapping::BlockX;
+    break;
   case KernelKind::Contraction: {
     const MmaConfig &cfg = choice.mma;
     const MmaContraction &c = *choice.contraction;
@@ -454,6 +471,19 @@ FailureOr<KernelChoice> mlir::tang::getScheduledKernel(ComprehensionOp op) {
   case KernelKind::Simt:
   case KernelKind::SubgroupMma:
     return choice;
+  case KernelKind::SplitSoftmax: {
+    std::string why;
+    std::optional<SplitSoftmaxMatch> m = matchSplitSoftmax(op, why);
+    if (!m)
+      return refuse(why);
+    unsigned key = op.getNumParallel();
+    if (op.isSymbolicExtent(key))
+      return refuse("its key extent is symbolic (split_softmax kernels of "
+                    "symbolic sizes take no schedule)");
+    choice.splits = llvm::divideCeil(op.getExtent(key), tile[key]);
+    choice.splitSoftmax = m;
+    return choice;
+  }
   case KernelKind::Contraction: {
     std::string why;
     std::optional<MmaContraction> c =

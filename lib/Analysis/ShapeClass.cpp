@@ -83,6 +83,10 @@ static Value stripCasts(Value v) {
 /// If `red` is an add-reduction of a product of reads of two different
 /// tensors that both use its reduced indices, classifies the contraction by
 /// how `op`'s parallel indices split between the two sides.
+/// What a symbolic extent counts as when a contraction's sides are
+/// measured: wide (and the cap of the products, which cannot overflow).
+constexpr int64_t kWideExtent = int64_t(1) << 30;
+
 static std::optional<ShapeClass> classifyContraction(ComprehensionOp op,
                                                      ComprehensionOp red) {
   if (red.getBuiltinMonoid() != MonoidKind::Add || red.getNumResults() != 1)
@@ -109,14 +113,16 @@ static std::optional<ShapeClass> classifyContraction(ComprehensionOp op,
     if (!usesIndex(lhs, red.getIndex(r)) || !usesIndex(rhs, red.getIndex(r)))
       return std::nullopt;
   // Parallel indices of `op` used by one side only.
+  // (A symbolic extent -- a context length -- counts as wide.)
   int64_t lhsOnly = 1, rhsOnly = 1;
   for (unsigned i = 0; i < op.getNumParallel(); ++i) {
     bool l = usesIndex(lhs, op.getIndex(i)),
          rr = usesIndex(rhs, op.getIndex(i));
+    int64_t extent = op.isSymbolicExtent(i) ? kWideExtent : op.getExtent(i);
     if (l && !rr)
-      lhsOnly *= op.getExtent(i);
+      lhsOnly = std::min(lhsOnly * extent, kWideExtent);
     if (rr && !l)
-      rhsOnly *= op.getExtent(i);
+      rhsOnly = std::min(rhsOnly * extent, kWideExtent);
   }
   // Both sides indexed only by shared parallel indices: an elementwise
   // product reduced along a row (a dot per row, cross-entropy), not a
@@ -187,8 +193,21 @@ static bool hasWarpCarrier(ComprehensionOp red) {
 
 bool mlir::tang::isMatVecForm(ComprehensionOp op) {
   unsigned np = op.getNumParallel();
-  if (np == 0 || hasSymbolicSizes(op) ||
-      classifyComprehension(op) != ShapeClass::NarrowMatVec)
+  if (np == 0 || classifyComprehension(op) != ShapeClass::NarrowMatVec)
+    return false;
+  // Only the output index may be symbolic (a grid stride covers it).
+  bool otherSymbolic = false;
+  op.walk([&](ComprehensionOp c) {
+    for (unsigned i = 0; i < c.getNumIndices(); ++i)
+      otherSymbolic |= c.isSymbolicExtent(i) && !(c == op && i == np - 1);
+  });
+  // Tensors of static shapes only (a `?` tensor is a flat buffer in the
+  // kernel, which the vector loads do not index).
+  op.walk([&](ReadOp r) {
+    otherSymbolic |=
+        !cast<RankedTensorType>(r.getTensor().getType()).hasStaticShape();
+  });
+  if (otherSymbolic)
     return false;
   Value n = op.getIndex(np - 1);
   auto readsRowOf = [&](ComprehensionOp red) {

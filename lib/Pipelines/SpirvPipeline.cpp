@@ -32,6 +32,7 @@ static void addPortableKernelForm(OpPassManager &pm, bool fuse,
   kernelForm.matrixUnits = matrixTile;
   kernelForm.matrixUnitsF16 = matrixF16;
   kernelForm.subgroupSize = 32;
+  kernelForm.cooperative = false;
   pm.addPass(createConvertTangToGPU(kernelForm));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

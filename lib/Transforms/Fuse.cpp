@@ -39,6 +39,18 @@ using namespace mlir::tang;
 
 namespace {
 
+/// What a symbolic extent counts for in the work model (fusion compares
+/// the work of trials; a size known only when the program runs counts as
+/// this many points).
+constexpr int64_t kNominalExtent = 1024;
+
+/// The extent of index `pos` of `op` for the work model: its static extent,
+/// or kNominalExtent for a symbolic one.
+double getWorkExtent(ComprehensionOp op, unsigned pos) {
+  return static_cast<double>(op.isSymbolicExtent(pos) ? kNominalExtent
+                                                      : op.getExtent(pos));
+}
+
 //===----------------------------------------------------------------------===//
 // The rule
 //===----------------------------------------------------------------------===//
@@ -163,8 +175,15 @@ Value substituteProducer(ReadOp read, ComprehensionOp producer,
       llvm::map_to_vector(producer.getResultTypes(), [](Type t) {
         return cast<RankedTensorType>(t).getElementType();
       });
+  // Symbolic reduced extents stay the producer's sizes (function-level
+  // values, defined before the producer and so before the consumer).
+  SmallVector<Value> dynamicExtents;
+  for (unsigned i = producer.getNumParallel(); i < producer.getNumIndices();
+       ++i)
+    if (producer.isSymbolicExtent(i))
+      dynamicExtents.push_back(producer.getDynamicExtent(i));
   auto nested = ComprehensionOp::create(
-      rewriter, producer.getLoc(), scalarTypes,
+      rewriter, producer.getLoc(), scalarTypes, dynamicExtents,
       rewriter.getDenseI64ArrayAttr({}), producer.getReducedExtentsAttr(),
       producer.getMonoidAttr(), /*schedule=*/ScheduleAttr());
   Block *nestedBody = new Block();
@@ -226,9 +245,12 @@ struct WorkState {
   /// holds after fusion.
   llvm::DenseMap<int64_t, llvm::SetVector<int64_t>> origins;
   /// The original comprehensions with symbolic sizes, found once: fusion
-  /// never changes the answer (a symbolic producer is never fused), and
+  /// never changes the answer (they fuse among themselves only), and
   /// asking per read walks the consumer's whole body each time.
   llvm::DenseSet<int64_t> symbolic;
+  /// The original comprehensions that reduce (themselves or in their
+  /// bodies).
+  llvm::DenseSet<int64_t> reducing;
 
   /// Whether `op` (a function-level comprehension) has symbolic sizes.
   bool isSymbolic(Operation *op) const {
@@ -263,16 +285,16 @@ struct FusionPolicy {
       if (!read.getMap().isFunctionOfDim(pos))
         continue;
       auto arg = cast<BlockArgument>(v);
-      evaluations *= static_cast<double>(
-          getOwningComprehension(v).getExtent(arg.getArgNumber()));
+      evaluations *=
+          getWorkExtent(getOwningComprehension(v), arg.getArgNumber());
     }
     return evaluations;
   }
 
   static double getRecomputeFactor(ReadOp read, ComprehensionOp producer) {
     double elements = 1;
-    for (int64_t e : producer.getParallelExtents())
-      elements *= static_cast<double>(e);
+    for (unsigned i = 0; i < producer.getNumParallel(); ++i)
+      elements *= getWorkExtent(producer, i);
     return getEvaluations(read) / elements;
   }
 
@@ -303,17 +325,21 @@ struct FusionPolicy {
   /// The number of points of the outermost consumer's parallel domain that
   /// need the same value of the read (its parallel indices the read does not
   /// use).
-  static int64_t getBroadcastExtent(ReadOp read, ComprehensionOp consumer) {
-    int64_t extent = 1;
+  static double getBroadcastExtent(ReadOp read, ComprehensionOp consumer) {
+    double extent = 1;
     for (unsigned i = 0, e = consumer.getNumParallel(); i < e; ++i) {
       Value index = consumer.getIndex(i);
       bool used = llvm::any_of(llvm::enumerate(read.getIndices()), [&](auto p) {
         return p.value() == index && read.getMap().isFunctionOfDim(p.index());
       });
       if (!used)
-        extent *= consumer.getExtent(i);
+        extent *= getWorkExtent(consumer, i);
     }
     return extent;
+  }
+
+  bool isSymbolic(Operation *op) const {
+    return work ? work->isSymbolic(op) : hasSymbolicSizes(op);
   }
 
   static bool hasReduction(ComprehensionOp producer) {
@@ -324,17 +350,11 @@ struct FusionPolicy {
     return nested;
   }
 
-  bool isSymbolic(Operation *op) const {
-    return work ? work->isSymbolic(op) : hasSymbolicSizes(op);
-  }
-
   /// Whether `producer` stays materialised whatever fusion decides: it is
   /// returned, or read where fusion does not substitute (a scatter's or a
   /// scan's body, a padded read, a gather, a comprehension of symbolic
-  /// sizes), or has symbolic sizes itself.
+  /// sizes when it has none, or the other way round).
   bool staysMaterialised(ComprehensionOp producer) const {
-    if (isSymbolic(producer))
-      return true;
     // Reads through views count as reads of the producer (fusion folds
     // them).
     SmallVector<Operation *> users(producer->getUsers());
@@ -353,7 +373,7 @@ struct FusionPolicy {
         return true;
       while (auto outer = consumer->getParentOfType<ComprehensionOp>())
         consumer = outer;
-      if (isSymbolic(consumer))
+      if (isSymbolic(producer) != isSymbolic(consumer))
         return true;
     }
     return false;
@@ -384,7 +404,7 @@ struct FusionPolicy {
     // run it a second time.
     if (staysMaterialised(producer))
       return Decision::KeepShared;
-    int64_t broadcast = getBroadcastExtent(read, consumer);
+    double broadcast = getBroadcastExtent(read, consumer);
     LLVM_DEBUG(llvm::dbgs()
                << "tang-fuse:   broadcast extent " << broadcast << "\n");
     if (broadcast <= maxBroadcast)
@@ -424,10 +444,10 @@ struct ReadOfComprehension_Fuse : OpRewritePattern<ReadOp> {
     Operation *consumer = read->getParentOfType<ComprehensionOp>();
     while (auto outer = consumer->getParentOfType<ComprehensionOp>())
       consumer = outer;
-    if (policy.isSymbolic(producer) || policy.isSymbolic(consumer))
+    if (policy.isSymbolic(producer) != policy.isSymbolic(consumer))
       return rewriter.notifyMatchFailure(
-          read, "the producer or the consumer has symbolic sizes (not fused "
-                "yet)");
+          read, "one of the producer and the consumer has symbolic sizes "
+                "(fused only among comprehensions of symbolic sizes)");
     switch (policy.decide(read, producer)) {
     case Decision::KeepRecompute:
       return rewriter.notifyMatchFailure(
@@ -502,6 +522,8 @@ struct TangFusePass : tang::impl::TangFuseBase<TangFusePass> {
       original[next] = c;
       if (hasSymbolicSizes(c))
         state.symbolic.insert(next);
+      if (FusionPolicy::hasReduction(c))
+        state.reducing.insert(next);
       ++next;
     });
     int64_t before = countComprehensions(module);
@@ -537,8 +559,14 @@ struct TangFusePass : tang::impl::TangFuseBase<TangFusePass> {
         if (m.executed <= maxWorkFactor * m.bound ||
             state.closed.contains(m.id))
           continue;
+        // Held maps without reductions (a residual add fused into the next
+        // layer's products) are cheap to recompute either way: sharing one
+        // does not make two decisions depend on each other, and a model's
+        // layers would otherwise be settled one per round.
         SmallVector<int64_t> held{m.id};
-        llvm::append_range(held, state.origins.lookup(m.id));
+        for (int64_t o : state.origins.lookup(m.id))
+          if (state.reducing.contains(o))
+            held.push_back(o);
         if (llvm::any_of(held, [&](int64_t id) { return taken.contains(id); }))
           continue;
         taken.insert_range(held);
@@ -783,7 +811,7 @@ static double getBlockWork(Block &block) {
     if (auto nested = dyn_cast<ComprehensionOp>(op)) {
       double points = 1;
       for (unsigned i = 0; i < nested.getNumIndices(); ++i)
-        points *= static_cast<double>(nested.getExtent(i));
+        points *= getWorkExtent(nested, i);
       work += points * getBlockWork(nested.getBodyBlock());
     }
   }
@@ -799,8 +827,7 @@ static double getBlockWork(Block &block) {
 static SmallVector<double> getBodyCounts(ComprehensionOp op, bool sharesRow) {
   double parallel = 1, reduced = 1;
   for (unsigned i = 0; i < op.getNumIndices(); ++i)
-    (op.isReducedIndex(i) ? reduced : parallel) *=
-        static_cast<double>(op.getExtent(i));
+    (op.isReducedIndex(i) ? reduced : parallel) *= getWorkExtent(op, i);
   sharesRow &= op.getNumParallel() > 0;
   unsigned last = op.getNumParallel() - 1;
   llvm::DenseSet<Value> onReduced, onRow;
@@ -808,8 +835,7 @@ static SmallVector<double> getBodyCounts(ComprehensionOp op, bool sharesRow) {
     onReduced.insert(op.getIndex(i));
   if (sharesRow)
     onRow.insert(op.getIndex(last));
-  double rows =
-      sharesRow ? parallel / static_cast<double>(op.getExtent(last)) : parallel;
+  double rows = sharesRow ? parallel / getWorkExtent(op, last) : parallel;
   SmallVector<double> counts;
   for (Operation &inner : op.getBodyBlock().without_terminator()) {
     bool reducedDep = false, rowDep = !sharesRow;
@@ -832,14 +858,11 @@ static SmallVector<double> getBodyCounts(ComprehensionOp op, bool sharesRow) {
 static double getPoints(ComprehensionOp nested) {
   double points = 1;
   for (unsigned i = 0; i < nested.getNumIndices(); ++i)
-    points *= static_cast<double>(nested.getExtent(i));
+    points *= getWorkExtent(nested, i);
   return points;
 }
 
 double mlir::tang::getExecutedWork(ComprehensionOp op) {
-  // (Symbolic sizes are not fused: their work is not compared.)
-  if (hasSymbolicSizes(op))
-    return 0;
   // A row's shared values are computed once only by the kernels that
   // share them: the row kernel (what a comprehension of no reduction of
   // its own and of the row-reduction class gets) and the flash kernel. A

@@ -137,10 +137,15 @@ private:
   llvm::DenseMap<Value, Value> mapping;
 };
 
-/// The extent of iteration index `index`.
-int64_t getIndexExtent(Value index) {
-  return getOwningComprehension(index).getExtent(
-      cast<BlockArgument>(index).getArgNumber());
+/// Whether index #0 of `c` has the extent of iteration index `index`: the
+/// same static extent, or the same size value.
+bool hasExtentOf(ComprehensionOp c, Value index) {
+  ComprehensionOp owner = getOwningComprehension(index);
+  unsigned pos = cast<BlockArgument>(index).getArgNumber();
+  if (c.getExtent(0) != owner.getExtent(pos))
+    return false;
+  return !c.isSymbolicExtent(0) ||
+         c.getDynamicExtent(0) == owner.getDynamicExtent(pos);
 }
 
 /// A nested comprehension with one reduced index and one result under the
@@ -171,7 +176,7 @@ ComprehensionOp matchSumOfExp(ComprehensionOp sum, Value score,
   if (!diff)
     return {};
   ComprehensionOp max = getReduction(diff.getRhs(), MonoidKind::Max);
-  if (!max || sum.getExtent(0) != getIndexExtent(scoreIndex))
+  if (!max || !hasExtentOf(sum, scoreIndex))
     return {};
   Equivalence eq(scoreIndex, sum.getIndex(0));
   if (!eq.equivalent(score, diff.getLhs()))
@@ -182,7 +187,7 @@ ComprehensionOp matchSumOfExp(ComprehensionOp sum, Value score,
 /// True if `max` is `max_k s'_k` with s' the score `score` of `scoreIndex`.
 /// Also checks the max has the score index's extent.
 bool isMaxOfScore(ComprehensionOp max, Value score, Value scoreIndex) {
-  if (max.getExtent(0) != getIndexExtent(scoreIndex))
+  if (!hasExtentOf(max, scoreIndex))
     return false;
   Equivalence eq(scoreIndex, max.getIndex(0));
   return eq.equivalent(score, max.getYield().getValues()[0]);
@@ -288,8 +293,6 @@ struct WeightedSum_OnlineSoftmax : OpRewritePattern<ComprehensionOp> {
                                 PatternRewriter &rewriter) const override {
     if (containsGather(op))
       return rewriter.notifyMatchFailure(op, "it gathers");
-    if (hasSymbolicSizes(op))
-      return rewriter.notifyMatchFailure(op, "it has symbolic sizes");
     std::string why;
     std::optional<std::pair<Probability, Value>> match =
         matchWeightedSum(op, why);
@@ -298,8 +301,8 @@ struct WeightedSum_OnlineSoftmax : OpRewritePattern<ComprehensionOp> {
     auto &[prob, value] = *match;
 
     auto online = ComprehensionOp::create(
-        rewriter, op.getLoc(), op.getResultTypes(), op.getParallelExtentsAttr(),
-        op.getReducedExtentsAttr(),
+        rewriter, op.getLoc(), op.getResultTypes(), op.getDynamicExtents(),
+        op.getParallelExtentsAttr(), op.getReducedExtentsAttr(),
         MonoidKindAttr::get(getContext(), MonoidKind::OnlineSoftmax),
         op.getScheduleAttr());
     rewriter.inlineRegionBefore(op.getBody(), online.getBody(),
@@ -373,7 +376,7 @@ struct MaxSumExp_SoftmaxNorm : OpRewritePattern<ComprehensionOp> {
     rewriter.setInsertionPoint(insertion);
     Type t = first.getResult(0).getType();
     auto pair = ComprehensionOp::create(
-        rewriter, first.getLoc(), TypeRange{t, t},
+        rewriter, first.getLoc(), TypeRange{t, t}, first.getDynamicExtents(),
         first.getParallelExtentsAttr(), first.getReducedExtentsAttr(),
         MonoidKindAttr::get(getContext(), MonoidKind::SoftmaxNorm),
         ScheduleAttr());

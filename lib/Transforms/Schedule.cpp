@@ -81,13 +81,15 @@ public:
       : op(op), tile(op.getNumIndices(), 1),
         mapping(op.getNumIndices(), Mapping::Serial),
         threads(op.getNumIndices(), 1) {
+    // Serial over the whole extent by default (a symbolic extent has no
+    // whole tile: its schedule must spread it).
     for (unsigned i = 0; i < op.getNumIndices(); ++i)
-      tile[i] = op.getExtent(i); // Serial over the whole extent by default.
+      tile[i] = op.isSymbolicExtent(i) ? 1 : op.getExtent(i);
   }
 
   /// Index `i`'s tiles go over grid dimension `m`.
   void spread(unsigned i, int64_t t, Mapping m) {
-    tile[i] = std::min(t, op.getExtent(i));
+    tile[i] = op.isSymbolicExtent(i) ? t : std::min(t, op.getExtent(i));
     mapping[i] = m;
   }
   /// The block covers index `i` whole, `n` threads striding it.
@@ -195,7 +197,9 @@ ScheduleAttr scheduleMatVec(ComprehensionOp op, ScheduleBuilder &b) {
   for (ComprehensionOp red : reductions)
     while (v > 1 && red.getExtent(red.getNumIndices() - 1) % v != 0)
       v /= 2;
-  int64_t warps = std::min<int64_t>(kMatVecWarps, op.getExtent(n));
+  int64_t warps = op.isSymbolicExtent(n)
+                      ? kMatVecWarps
+                      : std::min<int64_t>(kMatVecWarps, op.getExtent(n));
   b.spread(n, warps, Mapping::BlockX);
   if (op.getNumReduced()) {
     b.setThreads(n, warps);
@@ -384,9 +388,12 @@ struct TangSchedulePass : tang::impl::TangScheduleBase<TangSchedulePass> {
     llvm::DenseMap<Operation *, std::string> collapseFailures;
     kernels.collapseFailures = &collapseFailures;
     SmallVector<ComprehensionOp> ops;
-    // Symbolic sizes are not scheduled yet (the kernel form refuses them).
+    // Of symbolic sizes, only matrix-vector products whose output extent
+    // is symbolic are scheduled (a warp per output, a grid stride over the
+    // outputs); the others run point kernels, chosen by the kernel form.
     getOperation().walk([&](ComprehensionOp op) {
-      if (!isInIterationBody(op) && !hasSymbolicSizes(op))
+      if (!isInIterationBody(op) &&
+          (!hasSymbolicSizes(op) || (dev.warpSize == 32 && isMatVecForm(op))))
         ops.push_back(op);
     });
     if (kernels.tensorCores != TensorCoreKind::None)

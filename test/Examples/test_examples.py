@@ -330,6 +330,16 @@ def ref_kv_cache_decode(Kc, Vc, k, v, q, pos):
     return [K, V, (p @ V[:pos + 1]) / p.sum()]
 
 
+def ref_decode_attention(q, K, V, pos):
+    n = pos + 1
+    out = np.empty((4, 16))
+    for h in range(4):
+        s = K[h // 2, :n] @ q[h] * 0.25
+        p = np.exp(s - s.max())
+        out[h] = (p / p.sum()) @ V[h // 2, :n]
+    return [out]
+
+
 def ref_moe_top2(x, Wg, W):
     logits = x @ Wg
     order = np.argsort(-logits, axis=1, kind="stable")
@@ -426,6 +436,11 @@ CASES = {
          Input((16,), lo=-2, hi=2)],
         ref_kv_cache_decode, [(64, 16), (64, 16), (16,)],
         sizes=[(0,), (9,), (63,)]),
+    # Grouped-query decode attention at three context lengths: 1, 41
+    # (with the CUDA kernel's key splits partly empty), 64.
+    "decode_attention": Case(
+        [Input((4, 16), lo=-2, hi=2), Input((2, 64, 16)), Input((2, 64, 16))],
+        ref_decode_attention, [(4, 16)], sizes=[(0,), (40,), (63,)]),
     "cross_entropy": Case([Input((8, 32), lo=-4, hi=4), Input((8, 32), lo=0.01, hi=1)],
                           ref_cross_entropy, [(8,)]),
 }

@@ -343,6 +343,20 @@ def kv_cache_decode(Kc: f32[64, 16], Vc: f32[64, 16], k: f32[16],
     return K, V, tang.compute((16,), out)
 
 
+@tang.function
+def decode_attention(q: f32[4, 16], K: f32[2, 64, 16], V: f32[2, 64, 16],
+                     pos: tang.size):
+    n = pos + 1
+    s = tang.compute((4, n), lambda h, j: tang.sum(
+        16, lambda e: q[h, e] * K[h // 2, j, e]) * 0.25)
+    m = tang.compute((4,), lambda h: tang.max(n, lambda j: s[h, j]))
+    z = tang.compute((4,), lambda h: tang.sum(
+        n, lambda j: tang.exp(s[h, j] - m[h])))
+    p = tang.compute((4, n), lambda h, j: tang.exp(s[h, j] - m[h]) / z[h])
+    return tang.compute((4, 16), lambda h, d: tang.sum(
+        n, lambda j: p[h, j] * V[h // 2, j, d]))
+
+
 #: name -> (function, --size values of the .mlir run)
 EXAMPLES = {f.name: (f, []) for f in (
     gpt2_block, transformer_block, alibi_attention, attention, linear_recurrence, moe_top2, matmul, gemv, softmax, rmsnorm, layernorm, argmax, logsumexp,
@@ -351,3 +365,4 @@ EXAMPLES = {f.name: (f, []) for f in (
     causal_attention, gqa_attention, embedding_rmsnorm,
     linear_recurrence_scan, prefix_sum)}
 EXAMPLES["kv_cache_decode"] = (kv_cache_decode, ["arg5=9"])
+EXAMPLES["decode_attention"] = (decode_attention, ["arg3=40"])

@@ -104,6 +104,33 @@ std::optional<SmallVector<unsigned>> matchDots(ComprehensionOp first,
 /// `op`'s).
 bool isScoreSibling(ComprehensionOp op, ComprehensionOp sibling);
 
+/// An online-softmax reduction O[.., d] = online_softmax_j (s(.., j),
+/// v(.., j, d)) whose value is a read contiguous in the value column d (the
+/// last parallel index) and whose score does not depend on d: any scalar
+/// code of the other indices and the key (decode attention over scores
+/// computed before, or in the body). Split over the keys among blocks, each
+/// block's partial carriers combined by the same monoid (flash-decoding).
+struct SplitSoftmaxMatch {
+  unsigned d;   // The value-column index.
+  Value j;      // The key index (the op's reduced index).
+  int64_t dv;   // The value columns.
+  int64_t rows; // Points of the parallel indices but d.
+};
+
+/// `op` as a split online-softmax reduction (static parallel extents, the
+/// key extent static or symbolic); std::nullopt with `why` set otherwise.
+std::optional<SplitSoftmaxMatch> matchSplitSoftmax(ComprehensionOp op,
+                                                   std::string &why);
+
+/// The key splits of split online-softmax reduction `m` on a device of
+/// `smCount` multiprocessors: enough blocks (rows x splits) for sixteen per
+/// multiprocessor (each warp's chain of dependent loads is short), at most
+/// 64 splits, and, with a static key extent, at least 64 keys per split
+/// (the kernel also gives each block at least 64 keys when the extent is
+/// known only as it runs: short contexts run on few blocks).
+int64_t getSoftmaxSplits(ComprehensionOp op, const SplitSoftmaxMatch &m,
+                         int64_t smCount);
+
 } // namespace mlir::tang
 
 #endif // TANG_ANALYSIS_ATTENTIONMATCHERS_H

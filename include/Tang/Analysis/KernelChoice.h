@@ -47,6 +47,10 @@ struct KernelOptions {
   int64_t matrixUnits = 0;
   bool matrixUnitsF16 = false;
   int64_t subgroupSize = 32;
+  /// Whether kernels chosen without a schedule may use subgroup shuffles
+  /// and workgroup memory (the CUDA kernel form; the portable backends take
+  /// one thread per point): decode attention split over its keys.
+  bool cooperative = true;
   /// Why a comprehension that a sum over several indices hid from the
   /// contraction matcher is not a tensor-core contraction even when summed
   /// as one (collapseReductions), by comprehension.
@@ -129,6 +133,9 @@ struct KernelChoice {
   ScoreConfig scoreConfig;
   std::optional<MmaContraction> contraction;
   MmaConfig mma;
+  std::optional<SplitSoftmaxMatch> splitSoftmax;
+  /// For split_softmax: the blocks the keys are split among (per row).
+  int64_t splits = 1;
 };
 
 /// Whether the tiles of operand `read` of contraction `c` in `op` (the left

@@ -33,14 +33,15 @@ enum class ShapeClass {
 /// The shape class of `op`, a function-level comprehension.
 ShapeClass classifyComprehension(ComprehensionOp op);
 
-/// Whether `op` (a narrow matrix-vector comprehension with static extents)
-/// has the matrix-vector form a warp per output computes: its last parallel
-/// index `n` is the output; either `op` reduces over one index (the last)
-/// or its body holds reductions of one index each, at its top level, whose
-/// bodies use no value of `op`'s body but its indices; every such reduction
-/// reads a tensor at a coordinate that uses `n` (a weight row: a reduction
-/// that does not depend on the output would be recomputed by every warp)
-/// and reduces with add, max or min over values computed in f32.
+/// Whether `op` (a narrow matrix-vector comprehension whose extents are
+/// static but maybe the output's, a context length covered by a grid
+/// stride) has the matrix-vector form a warp per output computes: its last
+/// parallel index `n` is the output; either `op` reduces over one index (the
+/// last) or its body holds reductions of one index each, at its top level,
+/// whose bodies use no value of `op`'s body but its indices; every such
+/// reduction reads a tensor at a coordinate that uses `n` (a weight row: a
+/// reduction that does not depend on the output would be recomputed by every
+/// warp) and reduces with add, max or min over values computed in f32.
 bool isMatVecForm(ComprehensionOp op);
 
 /// The printable name of a shape class (`pointwise`, `row_reduction`, ...).

@@ -199,7 +199,13 @@ def ConvertTangToGPU : Pass<"convert-tang-to-gpu", "::mlir::ModuleOp"> {
            "off)">,
     Option<"subgroupSize", "subgroup-size", "int64_t", /*default=*/"32",
            "The threads of one subgroup: the workgroup size of matrix-unit "
-           "kernels (one subgroup per tile)">
+           "kernels (one subgroup per tile)">,
+    Option<"cooperative", "cooperative", "bool", /*default=*/"true",
+           "Kernels chosen without a schedule (those of symbolic sizes) "
+           "may have threads cooperate through subgroup shuffles and "
+           "workgroup memory: decode attention split over its keys "
+           "(split_softmax). The portable backends' pipelines, whose kernel "
+           "form takes one thread per point, turn this off">
   ];
 }
 

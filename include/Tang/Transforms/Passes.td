@@ -54,8 +54,9 @@ def TangFuse : Pass<"tang-fuse", "::mlir::ModuleOp"> {
     (producers read at several points are copied once per point, which
     multiplies along chains) is not made. A producer that contains a
     reduction and stays materialised whatever fusion decides (returned, or
-    read by a scatter, a scan, a padded read or a comprehension of symbolic
-    sizes, which fusion does not take) is fused nowhere: its reduction would
+    read by a scatter, a scan, a padded read, or a comprehension of symbolic
+    sizes when it has none or the other way round, which fusion does not
+    take) is fused nowhere: its reduction would
     run twice, once for the materialised copy and once in the consumer (a
     decode step's q/k/v product, whose values also go into the KV cache,
     would be recomputed in the norms of q and k). A producer marked `tang.saved`
@@ -76,7 +77,13 @@ def TangFuse : Pass<"tang-fuse", "::mlir::ModuleOp"> {
     producers materialised, keeps the one that lowers the program's count
     most (or, if none does, fuses nothing into that comprehension), and
     says so in a remark. `report-work` remarks every function-level
-    comprehension's count next to the unfused one.
+    comprehension's count next to the unfused one. A symbolic extent (a
+    size known when the program runs, such as a decode step's context
+    length) counts as 1024 points in these counts and in the recompute and
+    broadcast factors; a nested reduction keeps its symbolic extents.
+    Comprehensions of symbolic sizes fuse among themselves only (a decode
+    step's attention: scores, max, sum and weighted sum over the context),
+    which keeps a model's layers from fusing into one another through them.
   }];
   let options = [
     Option<"maxRecompute", "max-recompute", "double", "1.0",

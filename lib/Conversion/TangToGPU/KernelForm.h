@@ -20,7 +20,9 @@
 #include "mlir/IR/IRMapping.h"
 
 #include <array>
+#include <functional>
 #include <optional>
+#include <vector>
 
 namespace mlir::tang {
 
@@ -56,6 +58,12 @@ struct Kernel {
   /// parameter holds their values): only kernels that take them (point,
   /// scan and scatter kernels) are built for such functions.
   KernelSizes *sizes = nullptr;
+  /// Scratch buffers (KernelRequest::addScratch): the host allocates them,
+  /// uninitialised, and passes them after the outputs (before the sizes).
+  SmallVector<MemRefType> scratch;
+  /// Kernels launched right after this one with the same arguments
+  /// (KernelRequest::addFollowUp): a split reduction's combining step.
+  std::vector<Kernel> followUps;
 
   /// Appends a tensor-map parameter for `param` to the kernel and returns
   /// it (a generic pointer to the map).
@@ -126,6 +134,14 @@ struct KernelRequest {
   ComprehensionOp sibling;
   ValueRange siblingOutputs;
   Kernel &k;
+  /// Adds a scratch buffer of `type` to `k` (a parameter after the
+  /// outputs; Kernel::scratch) and returns it. Before any workgroup
+  /// memory and before addFollowUp.
+  std::function<Value(MemRefType type)> addScratch;
+  /// Adds a kernel launched after `k` with the same parameters (Kernel::
+  /// followUps) and returns it, its function's entry block empty but for
+  /// the loads of its sizes (which the conversion owns).
+  std::function<Kernel &()> addFollowUp;
 };
 
 /// What a kernel pattern did with a request.
@@ -191,6 +207,11 @@ void populateMmaKernelPatterns(KernelPatternSet &patterns);
 /// (SubgroupMmaKernel.cpp).
 void populateSubgroupMmaKernelPatterns(KernelPatternSet &patterns,
                                        const KernelOptions &options);
+
+/// Split online-softmax reductions (decode attention over a long context):
+/// blocks take runs of keys, a second kernel combines their carriers
+/// (SplitSoftmaxKernel.cpp).
+void populateSplitSoftmaxKernelPatterns(KernelPatternSet &patterns);
 
 /// Row kernels (a block per row, nested reductions cooperative) and point
 /// kernels (a thread per parallel point), the latter matching every

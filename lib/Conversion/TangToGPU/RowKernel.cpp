@@ -779,10 +779,25 @@ LogicalResult emitMatVecKernel(OpBuilder &b, ComprehensionOp op,
     OpBuilder eb = OpBuilder::atBlockBegin(entry);
     return arith::ConstantIndexOp::create(eb, loc, v).getResult();
   };
-  int64_t extentN = op.getExtent(plan.n);
-  k.grid = {static_cast<int64_t>(llvm::divideCeil(extentN, plan.warps)),
-            plan.gridY ? op.getExtent(*plan.gridY) : 1,
-            plan.gridZ ? op.getExtent(*plan.gridZ) : 1};
+  BodyEmitter emitter(tensors, entry);
+  bool approximate = isLowPrecision(op);
+  emitter.setApproximate(approximate);
+  emitter.setSizes(k.sizes);
+  // A symbolic output extent (a context length): a fixed grid, as many
+  // threads as the point kernels' (KernelSizes::getGridBlocks), whose
+  // warps stride the outputs.
+  bool strided = op.isSymbolicExtent(plan.n);
+  if (strided && !k.sizes)
+    return op.emitOpError() << "has a symbolic output extent but its kernel "
+                               "has no sizes";
+  int64_t extentN = strided ? 0 : op.getExtent(plan.n);
+  int64_t gridY = plan.gridY ? op.getExtent(*plan.gridY) : 1;
+  int64_t gridZ = plan.gridZ ? op.getExtent(*plan.gridZ) : 1;
+  int64_t gridX =
+      strided ? std::max<int64_t>(1, k.sizes->getGridBlocks() * 256 /
+                                         (32 * plan.warps) / (gridY * gridZ))
+              : static_cast<int64_t>(llvm::divideCeil(extentN, plan.warps));
+  k.grid = {gridX, gridY, gridZ};
   k.block = {32 * plan.warps, 1, 1};
 
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
@@ -791,6 +806,12 @@ LogicalResult emitMatVecKernel(OpBuilder &b, ComprehensionOp op,
   Value bx = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
   Value out = arith::AddIOp::create(
       b, loc, arith::MulIOp::create(b, loc, bx, cst(plan.warps)), warp);
+  if (strided) {
+    Value n = emitter.getExtent(b, loc, op, plan.n);
+    auto loop = scf::ForOp::create(b, loc, out, n, cst(gridX * plan.warps));
+    b.setInsertionPointToStart(loop.getBody());
+    out = loop.getInductionVar();
+  }
   IRMapping mapping;
   mapping.map(op.getIndex(plan.n), out);
   SmallVector<Value> point(op.getNumParallel());
@@ -804,7 +825,7 @@ LogicalResult emitMatVecKernel(OpBuilder &b, ComprehensionOp op,
   }
   // A partial last block: its warps past the end do nothing (no barrier
   // follows: the warps never wait for each other).
-  if (extentN % plan.warps) {
+  if (!strided && extentN % plan.warps) {
     Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, out,
                                          cst(extentN));
     auto guard = scf::IfOp::create(b, loc, inside, /*withElse=*/false);
@@ -832,9 +853,6 @@ LogicalResult emitMatVecKernel(OpBuilder &b, ComprehensionOp op,
     }
   };
 
-  BodyEmitter emitter(tensors, entry);
-  bool approximate = isLowPrecision(op);
-  emitter.setApproximate(approximate);
   SmallVector<MonoidCodegen> monoids;
   for (ComprehensionOp red : plan.reductions) {
     FailureOr<MonoidCodegen> mc = MonoidCodegen::get(red);
@@ -968,8 +986,10 @@ LogicalResult emitMatVecKernel(OpBuilder &b, ComprehensionOp op,
     }
     for (auto [val, o] : llvm::zip(results, outputs)) {
       Type storage = cast<MemRefType>(o.getType()).getElementType();
-      memref::StoreOp::create(tb, loc, toStorage(tb, loc, val, storage), o,
-                              point);
+      SmallVector<Value> at(point);
+      if (k.sizes)
+        at = k.sizes->getIndices(tb, loc, o, point);
+      memref::StoreOp::create(tb, loc, toStorage(tb, loc, val, storage), o, at);
     }
   }
   return success();

@@ -229,8 +229,35 @@ FailureOr<Kernel> KernelFormBuilder::buildKernel(ComprehensionOp op,
   Kernel k;
   k.func = func;
   k.sizes = sizes.get();
-  KernelRequest request{b,       op,      choice,         tensors,
-                        outputs, sibling, siblingOutputs, k};
+  // Scratch parameters go before the sizes buffer.
+  auto addScratch = [&](MemRefType type) -> Value {
+    unsigned at = func.getNumArguments() - (hostSizes ? 1 : 0);
+    // Inserting one argument into a function of arguments only succeeds.
+    (void)func.insertArgument(at, type, DictionaryAttr(), loc);
+    k.scratch.push_back(type);
+    return func.getArgument(at);
+  };
+  SmallVector<std::unique_ptr<KernelSizes>> followUpSizes;
+  auto addFollowUp = [&]() -> Kernel & {
+    std::string followName = (name + "_" + Twine(k.followUps.size() + 1)).str();
+    OpBuilder fb(op.getContext());
+    Kernel &f = k.followUps.emplace_back();
+    f.func = createKernelFunc(fb, loc, followName, func.getArgumentTypes());
+    if (hostSizes) {
+      Block &entry = f.func.getBody().front();
+      auto fs = std::make_unique<KernelSizes>(
+          entry.getArgument(entry.getNumArguments() - 1),
+          hostSizes->symbols.size(), &entry);
+      if (int64_t sms = getTarget(kernels).getSmCount(); sms > 0)
+        fs->setGridBlocks(8 * sms);
+      f.sizes = fs.get();
+      followUpSizes.push_back(std::move(fs));
+    }
+    return f;
+  };
+  KernelRequest request{b,          op,         choice,         tensors,
+                        outputs,    sibling,    siblingOutputs, k,
+                        addScratch, addFollowUp};
   KernelMatch match = KernelMatch::NoMatch;
   for (const std::unique_ptr<KernelPattern> &pattern : patterns) {
     match = pattern->matchAndBuild(request);
@@ -245,6 +272,12 @@ FailureOr<Kernel> KernelFormBuilder::buildKernel(ComprehensionOp op,
   if (match != KernelMatch::Built)
     return op.emitOpError() << "no kernel pattern matches it";
   finishKernel(b, loc, k);
+  for (Kernel &f : k.followUps) {
+    OpBuilder fb = OpBuilder::atBlockEnd(&f.func.getBody().front());
+    finishKernel(fb, loc, f);
+    f.sizes = nullptr;
+  }
+  k.sizes = nullptr;
   return k;
 }
 
@@ -720,7 +753,15 @@ LogicalResult KernelFormBuilder::convertFunc(func::FuncOp func) {
       SmallVector<Value> args = llvm::map_to_vector(
           inputs, [&](Value t) { return buffers.lookup(t); });
       args.append(results);
-      launchKernel(b, c.getLoc(), *k, getLaunchArgs(b, c.getLoc(), args));
+      for (MemRefType t : k->scratch) {
+        Value m = memref::AllocOp::create(b, c.getLoc(), t);
+        temporaries.push_back(m);
+        args.push_back(m);
+      }
+      SmallVector<Value> launchArgs = getLaunchArgs(b, c.getLoc(), args);
+      launchKernel(b, c.getLoc(), *k, launchArgs);
+      for (const Kernel &f : k->followUps)
+        launchKernel(b, c.getLoc(), f, launchArgs);
       continue;
     }
     if (auto scan = dyn_cast<ScanOp>(op)) {
@@ -858,6 +899,7 @@ struct ConvertTangToGPUPass
     options.matrixUnits = matrixUnits;
     options.matrixUnitsF16 = matrixUnitsF16;
     options.subgroupSize = subgroupSize;
+    options.cooperative = cooperative;
     options.collapseFailures = &collapseFailures;
     // One pattern per kernel kind; each builds the comprehensions whose
     // choice is its kind. A subgroup matrix kernel chosen as an attempt
@@ -867,6 +909,7 @@ struct ConvertTangToGPUPass
     populateScoreKernelPatterns(patterns);
     populateMmaKernelPatterns(patterns);
     populateSubgroupMmaKernelPatterns(patterns, options);
+    populateSplitSoftmaxKernelPatterns(patterns);
     populateRowKernelPatterns(patterns);
     KernelFormBuilder builder(kernels, options, patterns);
     for (func::FuncOp f : funcs)

@@ -154,7 +154,7 @@ LogicalResult TangDialect::verifyOperationAttribute(Operation *op,
       return wrongValue("an i64 array of (output, input) pairs");
     if (!func || !numInputs)
       return wrongOp("a host function of the kernel form");
-    for (size_t i = 0; i < pairs.size(); i += 2)
+    for (int64_t i = 0; i < pairs.size(); i += 2)
       if (pairs[i] < numInputs.getInt() ||
           pairs[i] >= static_cast<int64_t>(func.getNumArguments()) ||
           pairs[i + 1] < 0 || pairs[i + 1] >= numInputs.getInt() ||

@@ -119,7 +119,8 @@ def Tang_KernelKind : I32EnumAttr<"KernelKind",
     I32EnumAttrCase<"Contraction", 2, "contraction">,
     I32EnumAttrCase<"Flash", 3, "flash">,
     I32EnumAttrCase<"Score", 4, "score">,
-    I32EnumAttrCase<"SubgroupMma", 5, "subgroup_mma">
+    I32EnumAttrCase<"SubgroupMma", 5, "subgroup_mma">,
+    I32EnumAttrCase<"SplitSoftmax", 6, "split_softmax">
   ]> {
   let cppNamespace = "::mlir::tang";
   let genSpecializedAttr = 0;
@@ -178,6 +179,13 @@ def Tang_ScheduleAttr : Tang_Attr<"Schedule", "schedule"> {
       - `score`: a reduction over keys of dot-product scores on tensor
         cores (attention's gradients), laid out as `flash`;
       - `subgroup_mma`: the portable subgroup matrix operations;
+      - `split_softmax`: an online-softmax reduction whose value is a read
+        contiguous in the last parallel index and whose score does not
+        depend on it (decode attention), its keys split among blocks of 4
+        warps (`tile` holds the keys per block at the key index, mapped to
+        `block_x`) and the blocks' partial carriers combined by the same
+        monoid in a second kernel (flash-decoding). Chosen, for now, only
+        for comprehensions of symbolic sizes (which have no schedule);
     * `mma = none|mma_sync|wgmma`: the tensor-core instructions of a
       `contraction`, `flash` or `score` kernel [`none`];
     * `tma = true|false`: operands by bulk tensor copies [false];

@@ -1,0 +1,107 @@
+// RUN: tang-opt %s --tang-attach-target="chip=sm_90a" --tang-fuse --tang-online-softmax --tang-schedule --convert-tang-to-gpu="tensor-cores=target" | FileCheck %s
+// RUN: tang-opt %s --tang-attach-target="chip=sm_90a" --tang-fuse --tang-online-softmax --convert-tang-to-gpu="cooperative=false" | FileCheck %s --check-prefix=PORTABLE
+
+// Decode attention over a context length %pos + 1 (a size): fused into one
+// online-softmax reduction, it runs split over its keys (flash-decoding):
+// blocks of 4 warps per (row, run of keys) write their carriers (max, sum,
+// weighted sum per value column) to a scratch buffer that a second kernel
+// combines, with the same launch for every context length. 4 rows on the
+// H200's 132 multiprocessors: 64 splits (at most).
+
+// CHECK-LABEL: func.func @main
+// CHECK: %[[SIZES:.*]] = memref.alloc() {tang.sizes_buffer} : memref<1xi32>
+// CHECK: %[[SCRATCH:.*]] = memref.alloc() : memref<4x64x16x3xf32>
+// CHECK: gpu.launch_func @tang_kernels::@main_k0 blocks in (%c64, %c4, %c1{{.*}}) threads in (%c128,
+// CHECK-SAME: %[[SCRATCH]] : memref<4x64x16x3xf32>, %[[SIZES]] : memref<1xi32>)
+// CHECK: gpu.launch_func @tang_kernels::@main_k0_1
+// CHECK-SAME: %[[SCRATCH]] : memref<4x64x16x3xf32>, %[[SIZES]] : memref<1xi32>)
+// CHECK: memref.dealloc %[[SCRATCH]]
+// Scores over the context alone (@scores below): a matrix-vector product
+// whose output extent is symbolic, a warp per score striding the outputs
+// over a fixed grid (4 warps per block; 32 heads over block_y).
+// CHECK-LABEL: func.func @scores
+// CHECK: gpu.launch_func @tang_kernels::@scores_k0 blocks in (%c{{[0-9]+}}, %c32, %c1{{.*}}) threads in (%c128,
+// The partial kernel: the block's run of keys from the sizes buffer, 4
+// keys per warp and step, then the warps' carriers through workgroup
+// memory.
+// CHECK: gpu.func @main_k0({{.*}}%{{.*}}: memref<4x64x16x3xf32>, %{{.*}}: memref<1xi32>) workgroup(%{{.*}} : memref<4x16x3xf32, #gpu.address_space<workgroup>>)
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c16
+// The score's dot product on the whole warp: lanes stride it, shuffles
+// sum.
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c16{{.*}} step %c32
+// CHECK: gpu.shuffle xor
+// CHECK: math.exp
+// CHECK: gpu.barrier
+// The combining kernel: a thread per (row, column) over the splits that
+// had keys (at most 64).
+// CHECK: gpu.func @main_k0_1(
+// CHECK: arith.minui %c64{{.*}}, %
+// CHECK: scf.for %{{.*}} = %c0{{.*}} to %{{.*}} step %c1{{.*}} iter_args
+// CHECK: gpu.func @scores_k0(
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c{{[0-9]+}} {
+// CHECK: gpu.shuffle xor
+// PORTABLE-LABEL: func.func @main
+// PORTABLE-NOT: memref<4x64x16x3xf32>
+// PORTABLE: gpu.launch_func @tang_kernels::@main_k0 blocks
+// PORTABLE-NOT: gpu.launch_func
+// PORTABLE-LABEL: func.func @scores
+// PORTABLE: gpu.func @main_k0
+// PORTABLE-NOT: workgroup
+func.func @main(%q: tensor<4x16xf32>, %K: tensor<2x64x16xf32>, %V: tensor<2x64x16xf32>, %pos: index) -> tensor<4x16xf32> {
+  %c1 = arith.constant 1 : index
+  %len = arith.addi %pos, %c1 : index
+  %s = tang.comprehension (%h, %j) [4, %len] : tensor<4x?xf32> {
+    %dot = tang.comprehension reduce (%e) [16] monoid(add) : f32 {
+      %a = tang.read %q[%h, %e] : tensor<4x16xf32>
+      %b = tang.read %K[%h floordiv 2, %j, %e] : tensor<2x64x16xf32>
+      %p = arith.mulf %a, %b : f32
+      tang.yield %p : f32
+    }
+    %scale = arith.constant 0.25 : f32
+    %r = arith.mulf %dot, %scale : f32
+    tang.yield %r : f32
+  }
+  %m = tang.comprehension (%h) reduce (%j) [4, %len] monoid(max) : tensor<4xf32> {
+    %x = tang.read %s[%h, %j] : tensor<4x?xf32>
+    tang.yield %x : f32
+  }
+  %z = tang.comprehension (%h) reduce (%j) [4, %len] monoid(add) : tensor<4xf32> {
+    %x = tang.read %s[%h, %j] : tensor<4x?xf32>
+    %mx = tang.read %m[%h] : tensor<4xf32>
+    %c = arith.subf %x, %mx : f32
+    %e = math.exp %c : f32
+    tang.yield %e : f32
+  }
+  %p = tang.comprehension (%h, %j) [4, %len] : tensor<4x?xf32> {
+    %x = tang.read %s[%h, %j] : tensor<4x?xf32>
+    %mx = tang.read %m[%h] : tensor<4xf32>
+    %c = arith.subf %x, %mx : f32
+    %e = math.exp %c : f32
+    %zz = tang.read %z[%h] : tensor<4xf32>
+    %r = arith.divf %e, %zz : f32
+    tang.yield %r : f32
+  }
+  %o = tang.comprehension (%h, %d) reduce (%j) [4, 16, %len] monoid(add) : tensor<4x16xf32> {
+    %w = tang.read %p[%h, %j] : tensor<4x?xf32>
+    %v = tang.read %V[%h floordiv 2, %j, %d] : tensor<2x64x16xf32>
+    %r = arith.mulf %w, %v : f32
+    tang.yield %r : f32
+  }
+  return %o : tensor<4x16xf32>
+}
+
+func.func @scores(%q: tensor<32x128xf32>, %K: tensor<8x256x128xbf16>, %pos: index) -> tensor<32x?xf32> {
+  %c1 = arith.constant 1 : index
+  %len = arith.addi %pos, %c1 : index
+  %s = tang.comprehension (%h, %j) [32, %len] : tensor<32x?xf32> {
+    %dot = tang.comprehension reduce (%e) [128] monoid(add) : f32 {
+      %a = tang.read %q[%h, %e] : tensor<32x128xf32>
+      %b = tang.read %K[%h floordiv 4, %j, %e] : tensor<8x256x128xbf16>
+      %bf = arith.extf %b : bf16 to f32
+      %p = arith.mulf %a, %bf : f32
+      tang.yield %p : f32
+    }
+    tang.yield %dot : f32
+  }
+  return %s : tensor<32x?xf32>
+}
