@@ -215,6 +215,35 @@ ScheduleAttr scheduleMatVec(ComprehensionOp op, ScheduleBuilder &b) {
   return b.build(v, 1, {MemoryLevel::Global});
 }
 
+/// For a reduction over one index (the last) of at most one parallel
+/// index whose rows are too few to fill the device and long: the elements
+/// per block of a row split among blocks (a multiple of `step`, the
+/// elements one pass of the block's threads reads), else 0. Every block
+/// then takes at least 4 passes; the rows and splits make about four
+/// blocks per multiprocessor.
+int64_t getSplitRowChunk(ComprehensionOp op, int64_t step,
+                         const DeviceFacts &dev) {
+  constexpr int64_t kMinPasses = 4;
+  unsigned np = op.getNumParallel();
+  if (op.getNumReduced() != 1 || np > 1 || dev.warpSize != 32)
+    return 0;
+  bool nested = false;
+  op.getBodyBlock().walk([&](ComprehensionOp) { nested = true; });
+  if (nested)
+    return 0;
+  int64_t rows = np ? op.getExtent(0) : 1;
+  int64_t extent = op.getExtent(np);
+  int64_t blocks = 4 * std::max<int64_t>(dev.smCount, 1);
+  if (rows * 2 > blocks || rows > 65535 || extent < 2 * kMinPasses * step)
+    return 0;
+  int64_t splits = std::min<int64_t>(llvm::divideCeil(blocks, rows),
+                                     extent / (kMinPasses * step));
+  if (splits < 2)
+    return 0;
+  return static_cast<int64_t>(
+      llvm::alignTo(llvm::divideCeil(extent, splits), step));
+}
+
 ScheduleAttr scheduleFor(ComprehensionOp op, ShapeClass cls,
                          const DeviceFacts &dev) {
   ScheduleBuilder b(op);
@@ -253,6 +282,15 @@ ScheduleAttr scheduleFor(ComprehensionOp op, ShapeClass cls,
     int64_t cap = cls == ShapeClass::NarrowMatVec ? 128 : 256;
     int64_t t = roundToWarps(std::min<int64_t>(
         std::min(cap, dev.maxThreads / 2), op.getExtent(row) / v));
+    if (int64_t chunk = getSplitRowChunk(op, t * v, dev)) {
+      // Few long rows (an argmax over a vocabulary, a sum of everything):
+      // the row split among blocks along block_x, the rows over block_y.
+      b.spread(row, chunk, Mapping::BlockX);
+      b.setThreads(row, t);
+      if (np)
+        b.spread(0, 1, Mapping::BlockY);
+      return b.build(v, 1, {MemoryLevel::Global});
+    }
     b.share(row, t);
     SmallVector<unsigned> rows(parallel);
     if (!rows.empty() && rows.back() == row)

@@ -426,6 +426,9 @@ CASES = {
         ref_linear_recurrence, [(65536,)]),
     "argmax": Case([Input((8, 32))], ref_argmax, [(8,), (8,)],
                    output_dtypes=["f", "i"]),
+    # Rows long enough that the CUDA pipeline splits them among blocks.
+    "greedy_token": Case([Input((2, 50000), lo=-8, hi=8)], ref_argmax,
+                         [(2,), (2,)], output_dtypes=["f", "i"]),
     "logsumexp": Case([Input((8, 32), lo=-4, hi=4)], ref_logsumexp, [(8,)]),
     "moe_top2": Case([Input((32, 16)), Input((16, 8)), Input((8, 16, 24))],
                      ref_moe_top2, [(32, 24), (8,)]),

@@ -47,6 +47,12 @@ def argmax(X: f32[8, 32]):
 
 
 @tang.function
+def greedy_token(logits: f32[2, 50000]):
+    return tang.compute((2,), lambda b: tang.argmax(
+        50000, lambda n: logits[b, n]))
+
+
+@tang.function
 def logsumexp(X: f32[8, 32]):
     m, l = tang.compute((8,), lambda i: tang.reduce(
         "softmax_norm", 32, lambda j: X[i, j]))
@@ -361,7 +367,7 @@ def decode_attention(q: f32[4, 16], K: f32[2, 64, 16], V: f32[2, 64, 16],
 EXAMPLES = {f.name: (f, []) for f in (
     gpt2_block, transformer_block, alibi_attention, attention, linear_recurrence, moe_top2, matmul, gemv, softmax, rmsnorm, layernorm, argmax, logsumexp,
     cross_entropy, matmul_bias_gelu, causal_conv1d, conv2d, swiglu_mlp,
-    decode_mlp, batched_gemv,
+    decode_mlp, batched_gemv, greedy_token,
     causal_attention, gqa_attention, embedding_rmsnorm,
     linear_recurrence_scan, prefix_sum)}
 EXAMPLES["kv_cache_decode"] = (kv_cache_decode, ["arg5=9"])

@@ -14,6 +14,10 @@
 //    the lanes stride the reductions with vector loads shared by the rows
 //    of the batch, shuffles combine them, and the rest of the body (the
 //    epilogue) runs on one lane per row;
+//  * split row reductions (a schedule that spreads a long reduced row over
+//    block_x: an argmax over a vocabulary, a sum of everything): blocks
+//    reduce runs of the row into a scratch buffer, a second kernel combines
+//    them;
 //  * every other comprehension: one thread per parallel point, reductions
 //    as loops in registers (correct for every monoid, not yet fast).
 //
@@ -995,6 +999,164 @@ LogicalResult emitMatVecKernel(OpBuilder &b, ComprehensionOp op,
   return success();
 }
 
+/// The elements per block and threads of a split row reduction, when
+/// `op`'s schedule asks for one: one reduced index (the last) whose tile,
+/// shorter than its extent, goes over block_x, shared by a power-of-two
+/// number (>= 32) of threads; at most one parallel index, tiled by one
+/// (over block_y); no nested reductions; carriers that fit 32 bits.
+struct SplitRowPlan {
+  int64_t chunk, threads, splits, rows;
+};
+
+std::optional<SplitRowPlan> getSplitRowPlan(ComprehensionOp op) {
+  ScheduleAttr s = op.getScheduleAttr();
+  unsigned np = op.getNumParallel();
+  if (!s || op.getNumReduced() != 1 || np > 1 ||
+      (s.getKernel() != KernelKind::Auto && s.getKernel() != KernelKind::Simt))
+    return std::nullopt;
+  int64_t chunk = s.getTile()[np], threads = s.getThreads()[np];
+  int64_t extent = op.getExtent(np);
+  if (s.getMapping()[np] != Mapping::BlockX || chunk >= extent ||
+      threads < 32 || threads > 1024 || !llvm::isPowerOf2_64(threads) ||
+      (np && (s.getTile()[0] != 1 || s.getThreads()[0] != 1)))
+    return std::nullopt;
+  bool nested = false;
+  op.getBodyBlock().walk([&](ComprehensionOp) { nested = true; });
+  FailureOr<MonoidCodegen> m = MonoidCodegen::get(op);
+  if (nested || failed(m) || !m->isCommutative() ||
+      !llvm::all_of(m->getCarrierTypes(), isShuffleType) ||
+      m->getCarrierTypes().size() > 4)
+    return std::nullopt;
+  int64_t rows = np ? op.getExtent(0) : 1;
+  if (rows > 65535)
+    return std::nullopt;
+  return SplitRowPlan{chunk, threads,
+                      static_cast<int64_t>(llvm::divideCeil(extent, chunk)),
+                      rows};
+}
+
+/// A split row reduction (getSplitRowPlan) in two kernels: block (s, r)
+/// reduces elements [s * chunk, (s + 1) * chunk) of row r, its threads
+/// striding them and their carriers combined across the block, into a
+/// scratch buffer [rows, splits, carrier]; then a thread per row combines
+/// its splits' carriers in order and stores the results.
+LogicalResult emitSplitRowKernel(KernelRequest &r, const SplitRowPlan &plan) {
+  ComprehensionOp op = r.op;
+  Location loc = op.getLoc();
+  FailureOr<MonoidCodegen> mc = MonoidCodegen::get(op);
+  if (failed(mc))
+    return failure();
+  ArrayRef<Type> types = mc->getCarrierTypes();
+  int64_t width = static_cast<int64_t>(types.size());
+  OpBuilder &b = r.b;
+  Value scratch = r.addScratch(
+      MemRefType::get({plan.rows, plan.splits, width}, b.getF32Type()));
+  unsigned scratchArg = cast<BlockArgument>(scratch).getArgNumber();
+  SmallVector<unsigned> outArgs = llvm::map_to_vector(
+      r.outputs, [](Value o) { return cast<BlockArgument>(o).getArgNumber(); });
+  Kernel &combine = r.addFollowUp();
+  auto cst = [&](OpBuilder &ob, int64_t v) {
+    return arith::ConstantIndexOp::create(ob, loc, v).getResult();
+  };
+  auto toF32 = [&](OpBuilder &ob, Value v) -> Value {
+    return v.getType().isF32()
+               ? v
+               : arith::BitcastOp::create(ob, loc, ob.getF32Type(), v);
+  };
+  auto fromF32 = [&](OpBuilder &ob, Value v, Type t) -> Value {
+    return t.isF32() ? v : arith::BitcastOp::create(ob, loc, t, v);
+  };
+  unsigned np = op.getNumParallel();
+
+  // The partial kernel.
+  Kernel &k = r.k;
+  k.grid = {plan.splits, plan.rows, 1};
+  k.block = {plan.threads, 1, 1};
+  auto wgSpace =
+      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+  Value buf = k.func.addWorkgroupAttribution(
+      MemRefType::get({33, 4}, b.getF32Type(), AffineMap(), wgSpace), loc);
+  BodyEmitter emitter(r.tensors, &k.func.getBody().front());
+  emitter.setSizes(k.sizes);
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value split = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value row = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+  IRMapping mapping;
+  if (np)
+    mapping.map(op.getIndex(0), row);
+  Value start = arith::MulIOp::create(b, loc, split, cst(b, plan.chunk));
+  Value end = arith::MinUIOp::create(
+      b, loc, arith::AddIOp::create(b, loc, start, cst(b, plan.chunk)),
+      cst(b, op.getExtent(np)));
+  bool failedBody = false;
+  auto loop = scf::ForOp::create(
+      b, loc, arith::AddIOp::create(b, loc, start, tid), end,
+      cst(b, plan.threads), mc->identity(b, loc),
+      [&](OpBuilder &lb, Location, Value i, ValueRange carrier) {
+        IRMapping inner = mapping;
+        inner.map(op.getIndex(np), i);
+        FailureOr<SmallVector<Value>> ys =
+            emitter.emitBody(lb, op.getBodyBlock(), inner);
+        if (failed(ys)) {
+          failedBody = true;
+          scf::YieldOp::create(lb, loc, carrier);
+          return;
+        }
+        scf::YieldOp::create(lb, loc, mc->accumulate(lb, loc, carrier, *ys));
+      });
+  if (failedBody)
+    return failure();
+  SmallVector<Value> total =
+      emitBlockCombine(b, loc, *mc, loop.getResults(), tid, plan.threads, buf);
+  Value first =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, cst(b, 0));
+  auto store = scf::IfOp::create(b, loc, first, /*withElse=*/false);
+  {
+    OpBuilder sb = OpBuilder::atBlockBegin(&store.getThenRegion().front());
+    for (auto [e, v] : llvm::enumerate(total))
+      memref::StoreOp::create(
+          sb, loc, toF32(sb, v), scratch,
+          ValueRange{row, split, cst(sb, static_cast<int64_t>(e))});
+  }
+
+  // The combining kernel: a thread per row.
+  Block &entry = combine.func.getBody().front();
+  OpBuilder cb = OpBuilder::atBlockEnd(&entry);
+  FailureOr<SmallVector<Value>> point =
+      emitThreadPerPoint(cb, op, {plan.rows}, combine);
+  if (failed(point))
+    return failure();
+  Value cs = entry.getArgument(scratchArg);
+  auto splits = scf::ForOp::create(cb, loc, cst(cb, 0), cst(cb, plan.splits),
+                                   cst(cb, 1), mc->identity(cb, loc));
+  {
+    OpBuilder lb = OpBuilder::atBlockBegin(splits.getBody());
+    SmallVector<Value> part;
+    for (auto [e, t] : llvm::enumerate(types))
+      part.push_back(
+          fromF32(lb,
+                  memref::LoadOp::create(
+                      lb, loc, cs,
+                      ValueRange{(*point)[0], splits.getInductionVar(),
+                                 cst(lb, static_cast<int64_t>(e))}),
+                  t));
+    scf::YieldOp::create(
+        lb, loc, mc->combine(lb, loc, splits.getRegionIterArgs(), part));
+  }
+  SmallVector<Value> results = mc->finalize(cb, loc, splits.getResults());
+  for (auto [v, argNo] : llvm::zip(results, outArgs)) {
+    Value out = entry.getArgument(argNo);
+    SmallVector<Value> at;
+    if (np)
+      at.push_back((*point)[0]);
+    if (combine.sizes)
+      at = combine.sizes->getIndices(cb, loc, out, at);
+    Type storage = cast<MemRefType>(out.getType()).getElementType();
+    memref::StoreOp::create(cb, loc, toStorage(cb, loc, v, storage), out, at);
+  }
+  return success();
+}
+
 /// One thread per parallel point: the linear thread id is decomposed into
 /// the parallel indices (row-major), reductions run as loops.
 LogicalResult emitPointKernel(OpBuilder &b, ComprehensionOp op,
@@ -1066,6 +1228,20 @@ struct MatVecKernelPattern : KernelPattern {
   }
 };
 
+/// A long row split among blocks, when the schedule asks for it
+/// (getSplitRowPlan).
+struct SplitRowKernelPattern : KernelPattern {
+  SplitRowKernelPattern() : KernelPattern("split_row") {}
+
+  KernelMatch matchAndBuild(KernelRequest &r) const override {
+    std::optional<SplitRowPlan> plan = getSplitRowPlan(r.op);
+    if (!plan)
+      return notifyMatchFailure(r.op, "no split row schedule");
+    return succeeded(emitSplitRowKernel(r, *plan)) ? KernelMatch::Built
+                                                   : KernelMatch::Error;
+  }
+};
+
 /// A thread per parallel point: every comprehension.
 struct PointKernelPattern : KernelPattern {
   PointKernelPattern() : KernelPattern("point") {}
@@ -1082,5 +1258,6 @@ struct PointKernelPattern : KernelPattern {
 void mlir::tang::populateRowKernelPatterns(KernelPatternSet &patterns) {
   patterns.push_back(std::make_unique<MatVecKernelPattern>());
   patterns.push_back(std::make_unique<RowKernelPattern>());
+  patterns.push_back(std::make_unique<SplitRowKernelPattern>());
   patterns.push_back(std::make_unique<PointKernelPattern>());
 }
