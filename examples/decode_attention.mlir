@@ -1,6 +1,6 @@
 // Decode attention with grouped queries over a KV cache, the context
 // length a size: 4 query heads share 2 key/value heads (head dimension 16,
-// a cache of 64 positions), and the query of each head attends over the
+// a cache of 1024 positions), and the query of each head attends over the
 // first %pos + 1 positions:
 //
 //   s[h, j] = (sum_e q[h, e] K[h / 2, j, e]) / sqrt(16)
@@ -11,18 +11,18 @@
 // as flash-decoding (blocks take runs of keys; a second kernel combines
 // their partial states by the same monoid), one bundle for every %pos.
 //
-//   tang-run examples/decode_attention.mlir --size arg3=40
+//   tang-run examples/decode_attention.mlir --size arg3=300
 //
 // sizes: arg3=0
-// sizes: arg3=40
-// sizes: arg3=63
-func.func @main(%q: tensor<4x16xf32>, %K: tensor<2x64x16xf32>, %V: tensor<2x64x16xf32>, %pos: index) -> tensor<4x16xf32> {
+// sizes: arg3=300
+// sizes: arg3=1023
+func.func @main(%q: tensor<4x16xf32>, %K: tensor<2x1024x16xf32>, %V: tensor<2x1024x16xf32>, %pos: index) -> tensor<4x16xf32> {
   %c1 = arith.constant 1 : index
   %len = arith.addi %pos, %c1 : index
   %s = tang.comprehension (%h, %j) [4, %len] : tensor<4x?xf32> {
     %dot = tang.comprehension reduce (%e) [16] monoid(add) : f32 {
       %a = tang.read %q[%h, %e] : tensor<4x16xf32>
-      %b = tang.read %K[%h floordiv 2, %j, %e] : tensor<2x64x16xf32>
+      %b = tang.read %K[%h floordiv 2, %j, %e] : tensor<2x1024x16xf32>
       %p = arith.mulf %a, %b : f32
       tang.yield %p : f32
     }
@@ -52,7 +52,7 @@ func.func @main(%q: tensor<4x16xf32>, %K: tensor<2x64x16xf32>, %V: tensor<2x64x1
   }
   %o = tang.comprehension (%h, %d) reduce (%j) [4, 16, %len] monoid(add) : tensor<4x16xf32> {
     %w = tang.read %p[%h, %j] : tensor<4x?xf32>
-    %v = tang.read %V[%h floordiv 2, %j, %d] : tensor<2x64x16xf32>
+    %v = tang.read %V[%h floordiv 2, %j, %d] : tensor<2x1024x16xf32>
     %r = arith.mulf %w, %v : f32
     tang.yield %r : f32
   }

@@ -159,6 +159,10 @@ mlir::tang::matchSplitSoftmax(ComprehensionOp op, std::string &why) {
   m.dv = op.getExtent(m.d);
   if (m.rows > 65535)
     return fail("more rows than the grid holds");
+  // A lane holds dv / 32 carriers; the block's workgroup buffer holds
+  // 4 x dv of them.
+  if (m.dv > 512)
+    return fail("more than 512 value columns");
   Block &body = op.getBodyBlock();
   Value d = op.getIndex(m.d);
   ValueRange yields = op.getYield().getValues();

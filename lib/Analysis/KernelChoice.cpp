@@ -405,8 +405,11 @@ void mlir::tang::setKernelSchedule(ComprehensionOp op,
   case KernelKind::SubgroupMma:
     break;
   case KernelKind::SplitSoftmax:
-    f.tile[key] = llvm::divideCeil(op.getExtent(key), choice.splits);
-    f.mapping[key] = Mapping::BlockX;
+    // Keys per block (a symbolic key extent takes no schedule).
+    if (!op.isSymbolicExtent(key)) {
+      f.tile[key] = llvm::divideCeil(op.getExtent(key), choice.splits);
+      f.mapping[key] = Mapping::BlockX;
+    }
     break;
   case KernelKind::Contraction: {
     const MmaConfig &cfg = choice.mma;

@@ -80,13 +80,15 @@ static Value stripCasts(Value v) {
   return v;
 }
 
+/// What a symbolic extent counts as when a contraction's sides are
+/// measured: wide (and the cap of the products, which cannot overflow).
+/// Not tang-fuse's nominal 1024: there a symbolic extent stands for work,
+/// here for narrowness (a context length is never a decode batch).
+constexpr int64_t kWideExtent = int64_t(1) << 30;
+
 /// If `red` is an add-reduction of a product of reads of two different
 /// tensors that both use its reduced indices, classifies the contraction by
 /// how `op`'s parallel indices split between the two sides.
-/// What a symbolic extent counts as when a contraction's sides are
-/// measured: wide (and the cap of the products, which cannot overflow).
-constexpr int64_t kWideExtent = int64_t(1) << 30;
-
 static std::optional<ShapeClass> classifyContraction(ComprehensionOp op,
                                                      ComprehensionOp red) {
   if (red.getBuiltinMonoid() != MonoidKind::Add || red.getNumResults() != 1)

@@ -227,6 +227,14 @@ int64_t getSplitRowChunk(ComprehensionOp op, int64_t step,
   unsigned np = op.getNumParallel();
   if (op.getNumReduced() != 1 || np > 1 || dev.warpSize != 32)
     return 0;
+  // Builtin monoids (commutative) over 32-bit values: the blocks' carriers
+  // go through 32-bit shuffles and an f32 scratch buffer in any order (a
+  // user monoid keeps the row kernel, which combines in index order).
+  if (!op.getBuiltinMonoid() || !llvm::all_of(op.getResultTypes(), [](Type t) {
+        Type e = cast<RankedTensorType>(t).getElementType();
+        return e.isF32() || e.isF16() || e.isBF16() || e.isInteger(32);
+      }))
+    return 0;
   bool nested = false;
   op.getBodyBlock().walk([&](ComprehensionOp) { nested = true; });
   if (nested)
@@ -428,7 +436,8 @@ struct TangSchedulePass : tang::impl::TangScheduleBase<TangSchedulePass> {
     SmallVector<ComprehensionOp> ops;
     // Of symbolic sizes, only matrix-vector products whose output extent
     // is symbolic are scheduled (a warp per output, a grid stride over the
-    // outputs); the others run point kernels, chosen by the kernel form.
+    // outputs); the kernel form chooses the others' kernels (split_softmax
+    // for decode attention, else a point kernel).
     getOperation().walk([&](ComprehensionOp op) {
       if (!isInIterationBody(op) &&
           (!hasSymbolicSizes(op) || (dev.warpSize == 32 && isMatVecForm(op))))

@@ -439,11 +439,12 @@ CASES = {
          Input((16,), lo=-2, hi=2)],
         ref_kv_cache_decode, [(64, 16), (64, 16), (16,)],
         sizes=[(0,), (9,), (63,)]),
-    # Grouped-query decode attention at three context lengths: 1, 41
-    # (with the CUDA kernel's key splits partly empty), 64.
+    # Grouped-query decode attention at three context lengths: 1 (one key
+    # split), 301 (5 splits of 64 keys, the last partly empty), 1024 (16).
     "decode_attention": Case(
-        [Input((4, 16), lo=-2, hi=2), Input((2, 64, 16)), Input((2, 64, 16))],
-        ref_decode_attention, [(4, 16)], sizes=[(0,), (40,), (63,)]),
+        [Input((4, 16), lo=-2, hi=2), Input((2, 1024, 16)),
+         Input((2, 1024, 16))],
+        ref_decode_attention, [(4, 16)], sizes=[(0,), (300,), (1023,)]),
     "cross_entropy": Case([Input((8, 32), lo=-4, hi=4), Input((8, 32), lo=0.01, hi=1)],
                           ref_cross_entropy, [(8,)]),
 }

@@ -350,8 +350,8 @@ def kv_cache_decode(Kc: f32[64, 16], Vc: f32[64, 16], k: f32[16],
 
 
 @tang.function
-def decode_attention(q: f32[4, 16], K: f32[2, 64, 16], V: f32[2, 64, 16],
-                     pos: tang.size):
+def decode_attention(q: f32[4, 16], K: f32[2, 1024, 16],
+                     V: f32[2, 1024, 16], pos: tang.size):
     n = pos + 1
     s = tang.compute((4, n), lambda h, j: tang.sum(
         16, lambda e: q[h, e] * K[h // 2, j, e]) * 0.25)
@@ -371,4 +371,4 @@ EXAMPLES = {f.name: (f, []) for f in (
     causal_attention, gqa_attention, embedding_rmsnorm,
     linear_recurrence_scan, prefix_sum)}
 EXAMPLES["kv_cache_decode"] = (kv_cache_decode, ["arg5=9"])
-EXAMPLES["decode_attention"] = (decode_attention, ["arg3=40"])
+EXAMPLES["decode_attention"] = (decode_attention, ["arg3=300"])

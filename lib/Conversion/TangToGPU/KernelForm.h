@@ -20,9 +20,9 @@
 #include "mlir/IR/IRMapping.h"
 
 #include <array>
+#include <deque>
 #include <functional>
 #include <optional>
-#include <vector>
 
 namespace mlir::tang {
 
@@ -62,8 +62,9 @@ struct Kernel {
   /// uninitialised, and passes them after the outputs (before the sizes).
   SmallVector<MemRefType> scratch;
   /// Kernels launched right after this one with the same arguments
-  /// (KernelRequest::addFollowUp): a split reduction's combining step.
-  std::vector<Kernel> followUps;
+  /// (KernelRequest::addFollowUp): a split reduction's combining step. (A
+  /// deque: adding one keeps the others where they are.)
+  std::deque<Kernel> followUps;
 
   /// Appends a tensor-map parameter for `param` to the kernel and returns
   /// it (a generic pointer to the map).

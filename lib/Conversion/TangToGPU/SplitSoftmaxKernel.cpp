@@ -19,7 +19,9 @@
 //    the block's carrier per column is written to a scratch buffer
 //    [rows, splits, columns, carrier];
 //  * a thread per (row, column) combines the carriers of the splits that
-//    had keys, in order, and writes the finalised value.
+//    had keys, in split order, and writes the finalised value. (Keys are
+//    interleaved among a block's warps: the monoid must be commutative,
+//    as online_softmax is; rounding differs from the interpreter's order.)
 //
 // Both combine with the monoid's own code (MonoidCodegen): the partial
 // states are combined by the same monoid, so masked keys, empty splits and

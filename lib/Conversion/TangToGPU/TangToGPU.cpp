@@ -162,7 +162,8 @@ private:
   /// last parameter), its leading parameters holding `params` (tensors of
   /// the tang function; those with a `?` dimension flat).
   std::unique_ptr<KernelSizes> addKernelSizes(gpu::GPUFuncOp func,
-                                              ArrayRef<Value> params);
+                                              ArrayRef<Value> params,
+                                              unsigned numScratch = 0);
   /// The kernel parameter types for `params` (tensors), then the sizes
   /// buffer when the function has symbolic sizes.
   SmallVector<Type> getKernelParamTypes(ArrayRef<Value> params);
@@ -229,9 +230,12 @@ FailureOr<Kernel> KernelFormBuilder::buildKernel(ComprehensionOp op,
   Kernel k;
   k.func = func;
   k.sizes = sizes.get();
-  // Scratch parameters go before the sizes buffer.
+  // Scratch parameters go after the tensors, before the sizes buffer and
+  // any tensor maps.
   auto addScratch = [&](MemRefType type) -> Value {
-    unsigned at = func.getNumArguments() - (hostSizes ? 1 : 0);
+    assert(k.tensorMaps.empty() && k.followUps.empty() &&
+           "scratch buffers come before tensor maps and follow-up kernels");
+    unsigned at = static_cast<unsigned>(params.size() + k.scratch.size());
     // Inserting one argument into a function of arguments only succeeds.
     (void)func.insertArgument(at, type, DictionaryAttr(), loc);
     k.scratch.push_back(type);
@@ -243,16 +247,12 @@ FailureOr<Kernel> KernelFormBuilder::buildKernel(ComprehensionOp op,
     OpBuilder fb(op.getContext());
     Kernel &f = k.followUps.emplace_back();
     f.func = createKernelFunc(fb, loc, followName, func.getArgumentTypes());
-    if (hostSizes) {
-      Block &entry = f.func.getBody().front();
-      auto fs = std::make_unique<KernelSizes>(
-          entry.getArgument(entry.getNumArguments() - 1),
-          hostSizes->symbols.size(), &entry);
-      if (int64_t sms = getTarget(kernels).getSmCount(); sms > 0)
-        fs->setGridBlocks(8 * sms);
-      f.sizes = fs.get();
+    // The same parameters: the tensors (flat ones too), then the scratch.
+    std::unique_ptr<KernelSizes> fs =
+        addKernelSizes(f.func, params, k.scratch.size());
+    f.sizes = fs.get();
+    if (fs)
       followUpSizes.push_back(std::move(fs));
-    }
     return f;
   };
   KernelRequest request{b,          op,         choice,         tensors,
@@ -333,12 +333,14 @@ KernelFormBuilder::buildBodyKernel(OpBuilder &b, Operation *op, StringRef name,
 }
 
 std::unique_ptr<KernelSizes>
-KernelFormBuilder::addKernelSizes(gpu::GPUFuncOp func, ArrayRef<Value> params) {
+KernelFormBuilder::addKernelSizes(gpu::GPUFuncOp func, ArrayRef<Value> params,
+                                  unsigned numScratch) {
   if (!hostSizes)
     return nullptr;
   Block &entry = func.getBody().front();
-  auto sizes = std::make_unique<KernelSizes>(entry.getArgument(params.size()),
-                                             hostSizes->symbols.size(), &entry);
+  auto sizes = std::make_unique<KernelSizes>(
+      entry.getArgument(params.size() + numScratch), hostSizes->symbols.size(),
+      &entry);
   // Eight 256-thread blocks per multiprocessor of the device model (2048
   // resident threads each on NVIDIA GPUs); 1024 blocks when it has no count.
   if (int64_t sms = getTarget(kernels).getSmCount(); sms > 0)

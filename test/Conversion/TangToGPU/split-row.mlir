@@ -3,8 +3,9 @@
 
 // Rows too few to fill the device and long (an argmax over a vocabulary, a
 // sum of everything) are split among blocks: the schedule spreads the
-// reduced row over block_x in runs of 5120 (256 threads, 4 passes of
-// 4-element vectors, at least), the rows over block_y; the kernel form
+// reduced row over block_x in runs of 5120 (a multiple of what 256 threads
+// read in a pass of 4-element vectors; the kernel reads one element per
+// thread per pass), the rows over block_y; the kernel form
 // writes each block's carrier to a scratch buffer and a second kernel
 // combines them in order, a thread per row.
 

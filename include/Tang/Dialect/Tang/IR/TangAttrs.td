@@ -182,10 +182,12 @@ def Tang_ScheduleAttr : Tang_Attr<"Schedule", "schedule"> {
       - `split_softmax`: an online-softmax reduction whose value is a read
         contiguous in the last parallel index and whose score does not
         depend on it (decode attention), its keys split among blocks of 4
-        warps (`tile` holds the keys per block at the key index, mapped to
-        `block_x`) and the blocks' partial carriers combined by the same
-        monoid in a second kernel (flash-decoding). Chosen, for now, only
-        for comprehensions of symbolic sizes (which have no schedule);
+        warps and the blocks' partial carriers combined by the same monoid
+        in a second kernel (flash-decoding). `--convert-tang-to-gpu` chooses
+        it for comprehensions of symbolic sizes (which have no schedule);
+        a schedule naming it (static key extent) gives the splits as the
+        key extent over `tile` at the key index, each block taking at least
+        64 keys;
     * `mma = none|mma_sync|wgmma`: the tensor-core instructions of a
       `contraction`, `flash` or `score` kernel [`none`];
     * `tma = true|false`: operands by bulk tensor copies [false];
