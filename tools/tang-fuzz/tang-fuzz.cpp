@@ -28,6 +28,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <string>
 
 using namespace mlir;
 
@@ -56,8 +57,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   MLIRContext &ctx = getContext();
   ScopedDiagnosticHandler swallow(&ctx, [](Diagnostic &) { return success(); });
   ParserConfig config(&ctx);
-  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(
-      StringRef(reinterpret_cast<const char *>(data), size), config);
+  // The MLIR lexer reads up to a terminating NUL: libFuzzer's buffer has
+  // none (an input ending inside an identifier read past it), a copy in a
+  // std::string does.
+  std::string text(reinterpret_cast<const char *>(data), size);
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, config);
   if (!module || failed(verify(*module)))
     return 0;
   PassManager pm(&ctx);
