@@ -382,6 +382,31 @@ BodyEmitter::emitSerialReduction(OpBuilder &b, ComprehensionOp op,
   return mc->finalize(b, op.getLoc(), *carrier);
 }
 
+FailureOr<SmallVector<Value>> BodyEmitter::emitStridedReduction(
+    OpBuilder &b, ComprehensionOp op, IRMapping &mapping,
+    const MonoidCodegen &monoid, Value lb, Value ub, Value step) {
+  Location loc = op.getLoc();
+  Value index = op.getIndex(op.getNumIndices() - 1);
+  bool failedBody = false;
+  auto loop = scf::ForOp::create(
+      b, loc, lb, ub, step, monoid.identity(b, loc),
+      [&](OpBuilder &lb, Location, Value i, ValueRange carrier) {
+        IRMapping inner = mapping;
+        inner.map(index, i);
+        FailureOr<SmallVector<Value>> ys =
+            emitBody(lb, op.getBodyBlock(), inner);
+        if (failed(ys)) {
+          failedBody = true;
+          scf::YieldOp::create(lb, loc, carrier);
+          return;
+        }
+        scf::YieldOp::create(lb, loc, monoid.accumulate(lb, loc, carrier, *ys));
+      });
+  if (failedBody)
+    return failure();
+  return SmallVector<Value>(loop.getResults());
+}
+
 FailureOr<SmallVector<Value>> BodyEmitter::emitPartialReduction(
     OpBuilder &b, ComprehensionOp op, IRMapping &mapping,
     const MonoidCodegen &monoid, Value tid, int64_t threads,

@@ -156,6 +156,14 @@ public:
                        const MonoidCodegen &monoid, Value tid, int64_t threads,
                        llvm::function_ref<LogicalResult(OpBuilder &)> body);
 
+  /// The carrier of `op` (one reduced index, `index`) over the indices
+  /// lb, lb + step, ... below ub: `op`'s body emitted per index (its other
+  /// indices mapped in `mapping`) and accumulated by `monoid`, in order.
+  FailureOr<SmallVector<Value>>
+  emitStridedReduction(OpBuilder &b, ComprehensionOp op, IRMapping &mapping,
+                       const MonoidCodegen &monoid, Value lb, Value ub,
+                       Value step);
+
   /// Brings the function-level values `op` uses into the kernel: scalar
   /// constants hoisted out of bodies are rematerialised and sizes computed
   /// at the kernel's entry (emitOp does this for the ops it emits).

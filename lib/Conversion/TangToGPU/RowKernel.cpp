@@ -1088,26 +1088,13 @@ LogicalResult emitSplitRowKernel(KernelRequest &r, const SplitRowPlan &plan) {
   Value end = arith::MinUIOp::create(
       b, loc, arith::AddIOp::create(b, loc, start, cst(b, plan.chunk)),
       cst(b, op.getExtent(np)));
-  bool failedBody = false;
-  auto loop = scf::ForOp::create(
-      b, loc, arith::AddIOp::create(b, loc, start, tid), end,
-      cst(b, plan.threads), mc->identity(b, loc),
-      [&](OpBuilder &lb, Location, Value i, ValueRange carrier) {
-        IRMapping inner = mapping;
-        inner.map(op.getIndex(np), i);
-        FailureOr<SmallVector<Value>> ys =
-            emitter.emitBody(lb, op.getBodyBlock(), inner);
-        if (failed(ys)) {
-          failedBody = true;
-          scf::YieldOp::create(lb, loc, carrier);
-          return;
-        }
-        scf::YieldOp::create(lb, loc, mc->accumulate(lb, loc, carrier, *ys));
-      });
-  if (failedBody)
+  FailureOr<SmallVector<Value>> partial = emitter.emitStridedReduction(
+      b, op, mapping, *mc, arith::AddIOp::create(b, loc, start, tid), end,
+      cst(b, plan.threads));
+  if (failed(partial))
     return failure();
   SmallVector<Value> total =
-      emitBlockCombine(b, loc, *mc, loop.getResults(), tid, plan.threads, buf);
+      emitBlockCombine(b, loc, *mc, *partial, tid, plan.threads, buf);
   Value first =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, cst(b, 0));
   auto store = scf::IfOp::create(b, loc, first, /*withElse=*/false);

@@ -136,24 +136,11 @@ LogicalResult SplitSoftmaxEmitter::emitWarpReduction(OpBuilder &b,
   FailureOr<MonoidCodegen> mc = MonoidCodegen::get(red);
   if (failed(mc))
     return failure();
-  Block &body = red.getBodyBlock();
-  bool failedBody = false;
-  auto loop = scf::ForOp::create(
-      b, loc, lane, cst(b, red.getExtent(0)), cst(b, 32), mc->identity(b, loc),
-      [&](OpBuilder &lb, Location, Value e, ValueRange carrier) {
-        IRMapping inner = mapping;
-        inner.map(red.getIndex(0), e);
-        FailureOr<SmallVector<Value>> ys = emitter.emitBody(lb, body, inner);
-        if (failed(ys)) {
-          failedBody = true;
-          scf::YieldOp::create(lb, loc, carrier);
-          return;
-        }
-        scf::YieldOp::create(lb, loc, mc->accumulate(lb, loc, carrier, *ys));
-      });
-  if (failedBody)
+  FailureOr<SmallVector<Value>> partial = emitter.emitStridedReduction(
+      b, red, mapping, *mc, lane, cst(b, red.getExtent(0)), cst(b, 32));
+  if (failed(partial))
     return failure();
-  SmallVector<Value> total(loop.getResults());
+  SmallVector<Value> total = std::move(*partial);
   for (int32_t off = 1; off <= 16; off *= 2) {
     SmallVector<Value> other;
     for (Value v : total)
