@@ -1,11 +1,12 @@
 #!/usr/bin/python3
-"""Compiles the Qwen3-8B decode step (python/tang/models/qwen3.py, the
-Python front end) for CUDA, here, for bench/qwen3_decode.py on the GPU:
-one bundle per batch size, cached (a second run with nothing changed
-takes seconds), listed with its compile time in gpu-work/qwen3/bundles.json.
+"""Compiles the Qwen3-8B decode step and prefill (python/tang/models/
+qwen3.py, the Python front end) for CUDA, here, for bench/qwen3_decode.py
+and bench/qwen3_prefill.py on the GPU: one bundle per batch size and per
+prompt length, cached (a second run with nothing changed takes seconds),
+listed with its compile time in gpu-work/qwen3/bundles.json.
 
-Usage: /usr/bin/python3 bench/prepare_qwen3.py [--batches 1 16]
-                                               [--capacity 4224]
+Usage: /usr/bin/python3 bench/prepare_qwen3.py [--batches 1 4 16]
+                              [--prefill 512 2048] [--capacity 4224]
 """
 
 import argparse
@@ -22,7 +23,10 @@ WORK = ROOT / "gpu-work" / "qwen3"
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--batches", type=int, nargs="*", default=[1])
+    ap.add_argument("--batches", type=int, nargs="*", default=[1, 4, 16],
+                    help="decode batch sizes (default 1 4 16)")
+    ap.add_argument("--prefill", type=int, nargs="*", default=[512, 2048],
+                    help="prefill prompt lengths (default 512 2048)")
     ap.add_argument("--capacity", type=int, default=4224,
                     help="KV cache positions (default 4224: context 4096 "
                          "plus 128 new tokens)")
@@ -34,16 +38,28 @@ def main() -> int:
     import tang
     from tang.models import qwen3
 
+    # Bundles prepared earlier at the same capacity stay listed.
     listing = {"capacity": args.capacity, "bundles": {}}
-    for batch in args.batches:
-        name = f"decode{batch}"
+    old = WORK / "bundles.json"
+    if old.exists():
+        earlier = json.loads(old.read_text())
+        if earlier.get("capacity") == args.capacity:
+            listing["bundles"] = {
+                n: b for n, b in earlier.get("bundles", {}).items()
+                if (ROOT / b["dir"] / "done").exists()}
+    jobs = [(f"decode{b}", {"batch": b},
+             lambda b=b: qwen3.decode_step(qwen3.QWEN3_8B, b, args.capacity))
+            for b in args.batches]
+    jobs += [(f"prefill{n}", {"tokens": n},
+              lambda n=n: qwen3.prefill(qwen3.QWEN3_8B, n, args.capacity))
+             for n in args.prefill]
+    for name, what, build in jobs:
         t0 = time.time()
         cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime
         print(f"[prepare_qwen3] {name}: compiling (Qwen3-8B shapes, "
               f"{qwen3.QWEN3_8B.layers} layers; minutes when not cached)",
               flush=True)
-        fn = qwen3.decode_step(qwen3.QWEN3_8B, batch, args.capacity)
-        compiled = tang.compile(fn, target="cuda")
+        compiled = tang.compile(build(), target="cuda")
         seconds = time.time() - t0
         cpu = resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime - cpu0
         # The compile time of the last build, not of a cache hit: wall
@@ -54,8 +70,7 @@ def main() -> int:
                                           "compile_cpu_s": cpu}))
         listing["bundles"][name] = {
             "dir": str(compiled.directory.relative_to(ROOT)),
-            "batch": batch, **json.loads(timing.read_text()),
-            "wall_s": seconds}
+            **what, **json.loads(timing.read_text()), "wall_s": seconds}
         print(f"[prepare_qwen3] {name}: {seconds:.1f} s ({cpu:.1f} s CPU)",
               flush=True)
     (WORK / "bundles.json").write_text(json.dumps(listing, indent=1))

@@ -3,17 +3,19 @@ here by bench/prepare_qwen3.py) against PyTorch on the same random bf16
 weights, in one process.
 
 * Correctness: prompt tokens fed through the decode step one position at a
-  time, then free-running greedy decoding, for tang and for a PyTorch
-  reference computing in float32 from the same bf16 weights (the math tang
-  does); per step the tokens, and after the prompt the key/value caches of
-  every layer (every element) are compared.
+  time, then free-running greedy decoding (64 steps at batch 1, 16 for
+  every sequence of a larger batch), for tang and for a PyTorch reference
+  computing in float32 from the same bf16 weights (the math tang does);
+  per step the tokens, and after the prompt the key/value caches of every
+  layer (every element) are compared.
 * Speed: one decode step captured in a CUDA graph (the position lives in
   the bundle's sizes buffer, so one graph serves every position), ms/step
-  and tok/s at contexts 32 and 4096, against the same PyTorch step (bf16,
-  F.linear / SDPA) in a CUDA graph, eager kernels and under torch.compile
+  and tok/s at contexts 32 and 4096 for every batch size prepared,
+  against the same PyTorch step (bf16, F.linear / SDPA) in a CUDA graph,
+  eager kernels and with its layer and head under torch.compile
   (max-autotune-no-cudagraphs, the anchors' strongest peer), in
   interleaved rounds, each as a share of the bandwidth floor: (weights +
-  KV bytes) / the copy rate measured in this run.
+  KV bytes of every sequence) / the copy rate measured in this run.
 
 The bundle comes from bench/prepare_qwen3.py (gpu-work/qwen3). Writes
 qwen3.json (the common schema of bench/harness.py) into --out.
@@ -61,11 +63,17 @@ def make_weights(seed=0):
 # PyTorch: a float32 reference and a bf16 peer, same weights and layout
 # ---------------------------------------------------------------------------
 
+#: A layer's weights, in the order torch_layer takes them.
+LAYER_WEIGHTS = ("attn_norm", "wqkv", "q_norm", "k_norm", "wo", "mlp_norm",
+                 "wgu", "wd")
+
+
 def rms(x, w, eps=CFG.eps):
     return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
 
 
 def rope(x, pos):
+    """x [R, heads, Dh] rotated at positions pos [R]."""
     dh = CFG.head_dim
     inv = CFG.rope_theta ** (-torch.arange(0, dh, 2, device=DEV,
                                            dtype=torch.float32) / dh)
@@ -76,42 +84,93 @@ def rope(x, pos):
     return x * cos + rot * sin
 
 
-def torch_step(W, tok, pos, kc, vc, dtype):
-    """One decode step of batch B at position pos (a 1-element tensor);
-    math in `dtype` (float32: the reference; bf16: the peer)."""
+def torch_layer(x, pos, kc, vc, n, mask, lw):
+    """One layer of a decode step: x [B, D] at position pos (a 1-element
+    tensor), the layer's caches kc/vc [B, Hk, capacity, Dh] updated in
+    place; attention over n = pos + 1 positions, either the first int(n)
+    (mask None: the float32 reference) or all under mask (the bf16 peer:
+    no host sync, capturable). lw: the layer's weights (LAYER_WEIGHTS) in
+    the arithmetic type; x's type is the arithmetic type."""
     H, Hk, Dh, Fn = CFG.heads, CFG.kv_heads, CFG.head_dim, CFG.ffn
-    B = tok.shape[0]
+    n1, wqkv, qn, kn, wo, n2, wgu, wd = lw
+    B = x.shape[0]
+    qkv = F.linear(rms(x, n1), wqkv)
+    q = qkv[:, :H * Dh].view(B, H, Dh)
+    k = qkv[:, H * Dh:(H + Hk) * Dh].view(B, Hk, Dh)
+    v = qkv[:, (H + Hk) * Dh:].view(B, Hk, Dh)
+    q = rope(rms(q, qn), pos.expand(B)).to(x.dtype)
+    k = rope(rms(k, kn), pos.expand(B)).to(x.dtype)
+    kc.index_copy_(2, pos, k.to(kc.dtype)[:, :, None])
+    vc.index_copy_(2, pos, v.to(vc.dtype)[:, :, None])
+    if mask is None:
+        a = F.scaled_dot_product_attention(
+            q[:, :, None], kc[:, :, :int(n)].to(x.dtype),
+            vc[:, :, :int(n)].to(x.dtype), enable_gqa=True)
+    else:
+        a = F.scaled_dot_product_attention(q[:, :, None], kc, vc,
+                                           attn_mask=mask, enable_gqa=True)
+    x = x + F.linear(a.reshape(B, H * Dh), wo)
+    gu = F.linear(rms(x, n2), wgu)
+    return x + F.linear(F.silu(gu[:, :Fn]) * gu[:, Fn:], wd)
 
-    def w(name, i=None):
-        t = W[name] if i is None else W[name][i]
-        return t if t.dtype == dtype else t.to(dtype)
-    x = W["embed"][tok].to(dtype)
-    n = pos + 1
-    for i in range(CFG.layers):
-        qkv = F.linear(rms(x, w("attn_norm", i)), w("wqkv", i))
-        q = qkv[:, :H * Dh].view(B, H, Dh)
-        k = qkv[:, H * Dh:(H + Hk) * Dh].view(B, Hk, Dh)
-        v = qkv[:, (H + Hk) * Dh:].view(B, Hk, Dh)
-        q = rope(rms(q, w("q_norm", i)), pos.expand(B)).to(dtype)
-        k = rope(rms(k, w("k_norm", i)), pos.expand(B)).to(dtype)
-        kc[i].index_copy_(2, pos, k.to(kc.dtype)[:, :, None])
-        vc[i].index_copy_(2, pos, v.to(vc.dtype)[:, :, None])
-        if dtype == torch.float32:
-            kk = kc[i][:, :, :int(n)].float()
-            vv = vc[i][:, :, :int(n)].float()
-            a = F.scaled_dot_product_attention(q[:, :, None], kk, vv,
-                                               enable_gqa=True)
-        else:
-            mask = (torch.arange(kc.shape[3], device=DEV) < n)[None, None,
-                                                              None]
-            a = F.scaled_dot_product_attention(q[:, :, None], kc[i], vc[i],
-                                               attn_mask=mask,
-                                               enable_gqa=True)
-        x = x + F.linear(a.reshape(B, H * Dh), w("wo", i))
-        gu = F.linear(rms(x, w("mlp_norm", i)), w("wgu", i))
-        x = x + F.linear(F.silu(gu[:, :Fn]) * gu[:, Fn:], w("wd", i))
-    logits = F.linear(rms(x, w("norm")), w("lm_head"))
+
+def torch_head(x, norm, lm_head):
+    logits = F.linear(rms(x, norm), lm_head)
     return logits.argmax(-1).to(torch.int32), logits
+
+
+def reference_step(W, tok, pos, kc, vc):
+    """The float32 reference: one decode step of batch B at position pos
+    (a 1-element tensor) from the bf16 weights, the bf16 caches [layers,
+    B, Hk, capacity, Dh] updated in place. (next tokens, logits)."""
+    f32 = torch.float32
+    x = W["embed"][tok].to(f32)
+    for i in range(CFG.layers):
+        lw = tuple(W[name][i].to(f32) for name in LAYER_WEIGHTS)
+        x = torch_layer(x, pos, kc[i], vc[i], pos + 1, None, lw)
+    return torch_head(x, W["norm"].to(f32), W["lm_head"].to(f32))
+
+
+class TorchDecoder:
+    """The PyTorch peer: the same step in bf16 (F.linear, SDPA with a
+    length mask), a layer at a time, over per-layer contiguous weights and
+    caches of its own (random contents); `compile_mode` compiles the layer
+    and the head with torch.compile (one compilation serves the 36 layers:
+    compiling the unrolled 36-layer step under max-autotune took more than
+    8 minutes on the H200). `graph()` captures a step in a CUDA graph."""
+
+    def __init__(self, W, batch, capacity, compile_mode=None):
+        self.layers = [tuple(W[name][i].contiguous() for name in
+                             LAYER_WEIGHTS) for i in range(CFG.layers)]
+        self.embed, self.norm, self.lm_head = (W["embed"], W["norm"],
+                                               W["lm_head"])
+        shape = qwen3.cache_shape(CFG, batch, capacity)[1:]
+        self.kc = [torch.randn(shape, device=DEV, dtype=BF16)
+                   for _ in range(CFG.layers)]
+        self.vc = [torch.randn_like(k) for k in self.kc]
+        self.tok = torch.full((batch,), 5, dtype=torch.int32, device=DEV)
+        self.pos = torch.zeros(1, dtype=torch.long, device=DEV)
+        self.ar = torch.arange(capacity, device=DEV)
+        self.layer, self.head = torch_layer, torch_head
+        if compile_mode:
+            self.layer = torch.compile(torch_layer, mode=compile_mode,
+                                       dynamic=False)
+            self.head = torch.compile(torch_head, mode=compile_mode,
+                                      dynamic=False)
+
+    def step(self):
+        x = self.embed[self.tok]
+        n = self.pos + 1
+        mask = (self.ar < n)[None, None, None]
+        for i, lw in enumerate(self.layers):
+            x = self.layer(x, self.pos, self.kc[i], self.vc[i], n, mask, lw)
+        return self.head(x, self.norm, self.lm_head)[0]
+
+    def graph(self):
+        return harness.try_graphed(torch, self.step)
+
+    def free(self):
+        del self.kc, self.vc, self.layers
 
 
 # ---------------------------------------------------------------------------
@@ -229,43 +288,60 @@ def main():
     ap.add_argument("--compile-mode", default="max-autotune-no-cudagraphs",
                     help="torch.compile mode of the compiled peer (then "
                          "captured in a CUDA graph; 'none': no such peer)")
-    ap.add_argument("--compile-reserve-s", type=float, default=900,
-                    help="skip the compiled peer when less than this is "
-                         "left before --deadline (default 900: torch.compile "
-                         "max-autotune of the 36-layer step took more than "
-                         "8 minutes on the H200, so run_all's share skips it; "
-                         "run this suite alone, without --deadline, for it)")
+    ap.add_argument("--compile-reserve-s", type=float, default=300,
+                    help="skip the compiled peer of a batch size when less "
+                         "than this is left before --deadline (default 300: "
+                         "compiling a layer and the head under max-autotune "
+                         "takes minutes)")
+    ap.add_argument("--batches", type=int, nargs="*", default=None,
+                    help="batch sizes (default: every bundle prepared)")
     ap.add_argument("--speed-only", action="store_true")
     harness.add_common_args(ap, default_rounds=5)
     args = ap.parse_args()
     deadline = harness.Deadline(args.deadline)
     t_start = time.monotonic()
+    torch._dynamo.config.cache_size_limit = 64
     out_dir = Path(args.out) if args.out else harness.out_dir("bench-out")
     bundles, capacity = load_bundles()
     if not bundles or "decode1" not in bundles:
         print("no Qwen3 bundle: run bench/prepare_qwen3.py and carry "
               "gpu-work", file=sys.stderr)
         return 2
+    batches = args.batches or sorted(
+        b["batch"] for n, b in bundles.items() if n.startswith("decode"))
+    missing = [b for b in batches if f"decode{b}" not in bundles]
+    if missing:
+        print(f"no bundle for batch {missing}: run bench/prepare_qwen3.py "
+              f"--batches {' '.join(map(str, batches))}", file=sys.stderr)
+        return 2
     report = harness.new_report("qwen3", torch, settings={
         "rounds": harness.rounds_of(args, 5), "quick": args.quick,
         "target_ms": harness.target_ms_of(args),
-        "model": "Qwen3-8B shapes, random bf16 weights", "batch": 1,
+        "model": "Qwen3-8B shapes, random bf16 weights", "batches": batches,
         "capacity": capacity, "compile_mode": args.compile_mode,
-        "compile_s": bundles["decode1"]["compile_s"],
-        "compile_cpu_s": bundles["decode1"].get("compile_cpu_s")})
+        "compile_s": {n: b["compile_s"] for n, b in bundles.items()},
+        "compile_cpu_s": {n: b.get("compile_cpu_s")
+                          for n, b in bundles.items()}})
     path = out_dir / "qwen3.json"
-    names = [CHECK_CASE] + [f"decode-b1-ctx{c}" for c in CONTEXTS]
+    names = []
+    for b in batches:
+        names += [check_case(b)] + [f"decode-b{b}-ctx{c}" for c in CONTEXTS]
     harness.prelist(report, names)
     harness.write_report(report, path)
     W = make_weights()
-    dec = TangDecoder(ROOT / bundles["decode1"]["dir"] / "bundle", W, 1,
-                      capacity)
-    dec.capture()
-    say("captured")
-    if not args.speed_only:
-        harness.start_case(report, CHECK_CASE, path)
-        harness.set_case(report, check(W, dec, capacity), path)
-    speed(args, report, path, deadline, W, dec, capacity)
+    report["copy_GBps"] = copy_rate() / 1e9
+    say("copy", report["copy_GBps"])
+    for b in batches:
+        dec = TangDecoder(ROOT / bundles[f"decode{b}"]["dir"] / "bundle", W,
+                          b, capacity)
+        dec.capture()
+        say(f"batch {b}: captured")
+        if not args.speed_only:
+            harness.start_case(report, check_case(b), path)
+            harness.set_case(report, check(W, dec, capacity), path)
+        speed(args, report, path, deadline, W, dec, capacity)
+        del dec
+        torch.cuda.empty_cache()
     harness.finish_report(report, t_start)
     harness.write_report(report, path)
     for c in report["cases"]:
@@ -273,165 +349,159 @@ def main():
     return 0
 
 
-#: The correctness case: the prompt, then 64 greedy tokens.
-CHECK_CASE = "decode-b1-greedy64"
 CONTEXTS = (32, 4096)
+#: Prompt tokens fed one position at a time, then greedy steps (batch 1:
+#: the issue's 64; more sequences: 16 each).
+PROMPT = [151643, 785, 6722, 315, 9625, 374, 12095, 13]
+
+
+def check_case(batch):
+    return f"decode-b{batch}-greedy{greedy_steps(batch)}"
+
+
+def greedy_steps(batch):
+    return 64 if batch == 1 else 16
 
 
 def check(W, dec, capacity):
-    """Prompt through decode, then 64 greedy steps, tang vs the float32
-    reference; the caches after the prompt (every element). The case
-    result: ok when every greedy token equals the reference's and the
-    caches are finite and within bf16 rounding of the reference."""
+    """The prompt through the decode step, then greedy steps, tang against
+    the float32 reference, every sequence of the batch (sequence b's
+    prompt: the prompt's ids shifted by 1000 b); the caches after the
+    prompt (every element). The case result: ok when every greedy token
+    equals the reference's and the caches are finite and within bf16
+    rounding of the reference."""
+    B = dec.batch
     res = {}
-    prompt = [151643, 785, 6722, 315, 9625, 374, 12095, 13]
-    kref = torch.zeros(qwen3.cache_shape(CFG, 1, capacity), dtype=BF16,
+    prompts = torch.tensor([[(t + 1000 * b) % CFG.vocab for t in PROMPT]
+                            for b in range(B)], dtype=torch.int32,
+                           device=DEV)
+    kref = torch.zeros(qwen3.cache_shape(CFG, B, capacity), dtype=BF16,
                        device=DEV)
     vref = torch.zeros_like(kref)
     dec.kc.zero_()
     dec.vc.zero_()
-    tang_tokens, ref_tokens, forced_agree, margins = [], [], 0, []
-    tok_t = torch.tensor([prompt[0]], dtype=torch.int32, device=DEV)
+    tang_tokens, ref_tokens, margins = [], [], []
+    tok_t = prompts[:, 0].clone()
     tok_r = tok_t.clone()
-    steps = len(prompt) + 64
-    for pos in range(steps):
-        if pos < len(prompt):
-            tok_t.fill_(prompt[pos])
-            tok_r.fill_(prompt[pos])
+    for pos in range(len(PROMPT) + greedy_steps(B)):
+        if pos < len(PROMPT):
+            tok_t = tok_r = prompts[:, pos]
         dec.tokens.copy_(tok_t)
         nt = dec.step(pos).clone()
-        # Teacher-forced: the reference from tang's own history (its
-        # caches) would need a second cache; the reference runs its own.
+        # Each side runs its own history (teacher forcing would need the
+        # reference to read tang's caches).
         p = torch.tensor([pos], device=DEV)
-        nr, logits = torch_step(W, tok_r, p, kref, vref, torch.float32)
-        top2 = logits[0].topk(2).values
-        margins.append(float(top2[0] - top2[1]))
-        if pos == len(prompt) - 1:
+        nr, logits = reference_step(W, tok_r, p, kref, vref)
+        top2 = logits.topk(2, dim=-1).values
+        margins.append(float((top2[:, 0] - top2[:, 1]).min()))
+        if pos == len(PROMPT) - 1:
             # Every cache element written so far (positions 0..pos, every
-            # layer): tang vs the reference, bf16 storage.
-            a = dec.kc[:, :, :, :pos + 1].float()
-            b = kref[:, :, :, :pos + 1].float()
-            res["kcache_max_abs_err"] = float((a - b).abs().max())
-            res["kcache_max_abs"] = float(b.abs().max())
-            a = dec.vc[:, :, :, :pos + 1].float()
-            b = vref[:, :, :, :pos + 1].float()
-            res["vcache_max_abs_err"] = float((a - b).abs().max())
-            res["vcache_max_abs"] = float(b.abs().max())
+            # layer and sequence): tang vs the reference, bf16 storage.
+            for name, a, b in (("kcache", dec.kc, kref),
+                               ("vcache", dec.vc, vref)):
+                a = a[:, :, :, :pos + 1].float()
+                b = b[:, :, :, :pos + 1].float()
+                res[f"{name}_max_abs_err"] = float((a - b).abs().max())
+                res[f"{name}_max_abs"] = float(b.abs().max())
             res["cache_nan"] = bool(torch.isnan(dec.kc).any() or
                                     torch.isnan(dec.vc).any())
-        if pos >= len(prompt) - 1:
-            tang_tokens.append(int(nt[0]))
-            ref_tokens.append(int(nr[0]))
-            forced_agree += int(nt[0]) == int(nr[0])
+        if pos >= len(PROMPT) - 1:
+            tang_tokens.append(nt.tolist())
+            ref_tokens.append(nr.tolist())
         tok_t, tok_r = nt, nr
-    agree = 0
-    for a, b in zip(tang_tokens, ref_tokens):
-        if a != b:
-            break
-        agree += 1
+    # Per sequence: how many greedy tokens agree before the first
+    # difference.
+    agree = [next((k for k, (a, b) in enumerate(zip(tang_tokens,
+                                                    ref_tokens))
+                   if a[s] != b[s]), len(tang_tokens)) for s in range(B)]
     res["greedy"] = {"tang": tang_tokens, "reference": ref_tokens,
                      "prefix_agreement": agree, "steps": len(tang_tokens),
-                     "equal_positions": forced_agree,
                      "min_top2_margin": min(margins)}
-    say("greedy:", agree, "of", len(tang_tokens), "tokens equal")
+    equal = sum(agree)
+    total = B * len(tang_tokens)
+    say(f"batch {B} greedy:", equal, "of", total, "tokens equal")
     # bf16 storage of values computed in f32 on both sides: a relative
     # error of a few bf16 ulps (2^-8 each) per element.
     rel = max(res["kcache_max_abs_err"] / res["kcache_max_abs"],
               res["vcache_max_abs_err"] / res["vcache_max_abs"])
     tol = 4 * 2.0 ** -8
-    ok = (agree == len(tang_tokens) and not res["cache_nan"] and rel <= tol)
+    ok = equal == total and not res["cache_nan"] and rel <= tol
     return harness.case_result(
-        CHECK_CASE, status="ok" if ok else "incorrect", max_err=rel / tol,
-        note=(f"{agree}/{len(tang_tokens)} greedy tokens equal the float32 "
-              f"PyTorch reference; caches after the prompt within "
-              f"{rel:.2e} (relative) of it"), **res)
+        check_case(B), status="ok" if ok else "incorrect", max_err=rel / tol,
+        note=(f"{equal}/{total} greedy tokens ({B} sequence"
+              f"{'s' if B > 1 else ''}) equal the float32 PyTorch "
+              f"reference; caches after the prompt within {rel:.2e} "
+              f"(relative) of it"), **res)
 
 
-def compiled_peer(args, deadline, W, capacity):
-    """The strongest peer a user would pick: the same PyTorch step under
-    torch.compile (args.compile_mode), then captured in a CUDA graph (the
-    anchors' recipe); None and why not when it is skipped or fails."""
+def compiled_peer(args, deadline, W, batch, capacity):
+    """The strongest peer a user would pick: the PyTorch step with its
+    layer and head under torch.compile (args.compile_mode), then captured
+    in a CUDA graph (the anchors' recipe); (peer, None) or (None, why
+    not) when it is skipped or fails."""
     if args.compile_mode == "none":
         return None, "compile mode none"
     if deadline.left() < args.compile_reserve_s:
         return None, f"skipped: {deadline.left():.0f} s left"
     try:
-        step = torch.compile(torch_step, mode=args.compile_mode)
-        ck = torch.randn(qwen3.cache_shape(CFG, 1, capacity), device=DEV,
-                         dtype=BF16)
-        cv = torch.randn_like(ck)
-        tok = torch.tensor([5], dtype=torch.int32, device=DEV)
-        pos = torch.tensor([0], device=DEV)
         t0 = time.time()
+        peer = TorchDecoder(W, batch, capacity, args.compile_mode)
         for _ in range(2):
-            step(W, tok, pos, ck, cv, BF16)
+            peer.step()
         torch.cuda.synchronize()
-        say("torch.compile", args.compile_mode, f"{time.time() - t0:.0f} s")
-        fn, graphed, why = harness.try_graphed(
-            torch, lambda: step(W, tok, pos, ck, cv, BF16))
-        return (fn, pos, graphed), None if graphed else why
+        say(f"batch {batch}: torch.compile {args.compile_mode} "
+            f"{time.time() - t0:.0f} s")
+        fn, graphed, why = peer.graph()
+        return (peer, fn), None if graphed else why
     except Exception as e:  # a peer that fails is reported, not fatal
         return None, harness.short(e)
 
 
 def speed(args, report, path, deadline, W, dec, capacity):
     """ms/step at each context, tang's graph against the peers', in
-    interleaved rounds; tok/s and the share of the bandwidth floor
-    (weights + KV bytes over the copy rate measured here)."""
-    bw = copy_rate()
-    report["copy_GBps"] = bw / 1e9
-    say("copy", bw / 1e9)
+    interleaved rounds; tok/s (tokens of every sequence) and the share of
+    the bandwidth floor ((weights + KV bytes of every sequence) over the
+    copy rate measured here)."""
+    B = dec.batch
+    bw = report["copy_GBps"] * 1e9
     wbytes = qwen3.weight_bytes(CFG)
     # The hand-written bf16 step in a CUDA graph (the anchors' second row).
-    pk = torch.randn(qwen3.cache_shape(CFG, 1, capacity), device=DEV,
-                     dtype=BF16)
-    pv = torch.randn_like(pk)
-    ptok = torch.tensor([5], dtype=torch.int32, device=DEV)
-    ppos = torch.tensor([0], device=DEV)
-    peer = harness.graphed(torch, lambda: torch_step(W, ptok, ppos, pk, pv,
-                                                     BF16))
-    compiled, why_not = compiled_peer(args, deadline, W, capacity)
-    say("peers ready", why_not or "")
+    eager = TorchDecoder(W, B, capacity)
+    eager_fn = eager.graph()[0]
+    compiled, why_not = compiled_peer(args, deadline, W, B, capacity)
+    say(f"batch {B}: peers ready", why_not or "")
     if why_not:
-        # Without it the table's best peer is not the strongest one.
-        report["note"] = (
-            f"the torch.compile peer was not measured in this run "
-            f"({why_not}); ../shared/ANCHORS.md measured the same step "
-            f"under torch.compile(max-autotune-no-cudagraphs) in a CUDA "
-            f"graph on this H200 at 206 tok/s (context 32) and 192 tok/s "
-            f"(4096), faster than tang here")
+        report.setdefault("notes", {})[f"b{B}"] = (
+            f"the torch.compile peer was not measured at batch {B} "
+            f"({why_not})")
     dec.kc.normal_()
     dec.vc.normal_()
     rounds = harness.rounds_of(args, 5)
     for ctx in CONTEXTS:
-        name = f"decode-b1-ctx{ctx}"
+        name = f"decode-b{B}-ctx{ctx}"
         if deadline.passed(30):
             harness.set_case(report, harness.case_result(
                 name, status="skipped: budget"), path)
             continue
         harness.start_case(report, name, path)
         pos = ctx - 1
-        kv = 2 * CFG.layers * CFG.kv_heads * ctx * CFG.head_dim * 2
+        kv = B * 2 * CFG.layers * CFG.kv_heads * ctx * CFG.head_dim * 2
         floor_ms = (wbytes + kv) / bw * 1e3
-
-        def peer_step(k, pos=pos):
-            ppos.fill_(pos)
-            peer()
-        contenders = [("tang", lambda k, pos=pos: dec.step(pos)),
-                      ("torch_graph", peer_step)]
+        peers = [("torch_graph", eager, eager_fn)]
         if compiled:
-            fn, cpos, _ = compiled
-
-            def compiled_step(k, pos=pos, fn=fn, cpos=cpos):
-                cpos.fill_(pos)
+            peers.append(("torch_compile_graph", *compiled))
+        contenders = [("tang", lambda k, pos=pos: dec.step(pos))]
+        for pname, peer, fn in peers:
+            def peer_step(k, pos=pos, peer=peer, fn=fn):
+                peer.pos.fill_(pos)
                 fn()
-            contenders.append(("torch_compile_graph", compiled_step))
+            contenders.append((pname, peer_step))
         timed = harness.interleaved_rounds(
             torch, contenders, rounds=rounds,
             target_ms=harness.target_ms_of(args),
             deadline=deadline.monotonic())
         summary = harness.compare("tang", timed)
-        shares = {n: {"ms": o["ms"], "tok_s": 1e3 / o["ms"],
+        shares = {n: {"ms": o["ms"], "tok_s": B * 1e3 / o["ms"],
                       "share_of_floor": floor_ms / o["ms"]}
                   for n, o in timed.items() if "ms" in o}
         note = ", ".join(f"{n} {v['tok_s']:.0f} tok/s "
@@ -440,11 +510,14 @@ def speed(args, report, path, deadline, W, dec, capacity):
         if why_not:
             note += f"; torch.compile peer: {why_not}"
         res = harness.case_result(
-            name, floor_ms=floor_ms, floor_tok_s=1e3 / floor_ms,
-            kv_bytes=kv, weight_bytes=wbytes, contenders=shares,
-            timed=timed, note=note, **summary)
+            name, batch=B, context=ctx, floor_ms=floor_ms,
+            floor_tok_s=B * 1e3 / floor_ms, kv_bytes=kv, weight_bytes=wbytes,
+            contenders=shares, timed=timed, note=note, **summary)
         harness.set_case(report, res, path)
         say(name, note)
+    eager.free()
+    if compiled:
+        compiled[0].free()
 
 
 if __name__ == "__main__":

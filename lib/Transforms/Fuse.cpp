@@ -463,7 +463,8 @@ struct ReadOfComprehension_Fuse : OpRewritePattern<ReadOp> {
           read, "the consumer's body would exceed max-body-ops");
     case Decision::KeepSaved:
       return rewriter.notifyMatchFailure(
-          read, "the producer holds values --tang-grad saved (tang.saved)");
+          read, "the producer is marked materialised (tang.saved: a value "
+                "--tang-grad saved, or the program's mark)");
     case Decision::KeepShared:
       return rewriter.notifyMatchFailure(
           read, "the producer's reduction stays materialised for a use "

@@ -1110,12 +1110,16 @@ def argmin(extents, fn: Callable) -> _Reduction:
     return _arg("argmin", extents, fn)
 
 
-def compute(shape, fn: Callable, name: Optional[str] = None
-            ) -> Union[Tensor, Tuple[Tensor, ...]]:
+def compute(shape, fn: Callable, name: Optional[str] = None,
+            materialize: bool = False) -> Union[Tensor, Tuple[Tensor, ...]]:
     """The tensor of ``shape`` whose element at ``(i, j, ...)`` is
     ``fn(i, j, ...)``. When ``fn`` returns a reduction (``tang.sum(K,
     lambda k: ...)``), the reduction is the comprehension's own; a tuple
-    gives several tensors."""
+    gives several tensors. ``materialize``: fusion keeps this tensor a
+    kernel of its own (attribute ``tang.saved``) instead of substituting
+    it into its readers, where the program knows better than the work
+    model (a tensor-core product read at two points, an attention output
+    whose flash kernel writes it whole)."""
     b = _builder()
     if b.in_body:
         raise _error("tang.compute makes a function-level tensor: inside a "
@@ -1159,7 +1163,10 @@ def compute(shape, fn: Callable, name: Optional[str] = None
         head += f" ({', '.join(i.text for i in idx)})"
     if red_idx:
         head += f" reduce ({', '.join(i.text for i in red_idx)})"
-    head += f" [{ext}]{monoid} : {', '.join(types)} {{"
+    head += f" [{ext}]{monoid}"
+    if materialize:
+        head += " attributes {tang.saved}"
+    head += f" : {', '.join(types)} {{"
     b.emit(head)
     for line in region.lines:
         b.emit("  " + line)

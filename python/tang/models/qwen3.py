@@ -138,11 +138,28 @@ def _rms_norm(x, weight, eps):
                      x[r, d] * t.rsqrt(ss[r] / int(D) + eps) * weight(d))
 
 
-def _linear(x, w, layer, out):
-    """x [R, K] times the layer's slice of w [layers, out, K], transposed."""
+def _narrow(x, dtype):
+    """x rounded to ``dtype`` (a tensor of that type; x itself when it has
+    it): the operands tensor cores take, materialised (fused into the
+    product, the rounding would make its factor no longer a read of a
+    16-bit tensor)."""
+    if x.dtype is dtype:
+        return x
+    return t.compute(x.shape, lambda *i: x[i].astype(dtype),
+                     materialize=True)
+
+
+def _linear(x, w, layer, out, operands=None, materialize=False):
+    """x [R, K] times the layer's slice of w [layers, out, K], transposed;
+    ``operands``: a type x is rounded to first (the weights' storage type:
+    a tensor-core product), else x as it is (f32); ``materialize``: the
+    product stays a kernel of its own."""
     R, K = x.shape
+    if operands is not None:
+        x = _narrow(x, operands)
     return t.compute((R, out), lambda r, n: t.sum(
-        K, lambda k: _w(w[layer, n, k]) * x[r, k]))
+        K, lambda k: _w(w[layer, n, k]) * _w(x[r, k])),
+        materialize=materialize)
 
 
 def _heads_norm_rope(cfg, qkv, base, heads, weight, layer, position):
@@ -167,10 +184,12 @@ def _heads_norm_rope(cfg, qkv, base, heads, weight, layer, position):
     return t.compute((R, heads, Dh), rotated)
 
 
-def _attend(cfg, q, key, value, length, mask=None):
+def _attend(cfg, q, key, value, length, mask=None, out=f32):
     """Grouped-query attention: q [R, H, Dh]; key(r, g, j, e) and
     value(r, g, j, e) read position j of key/value head g for row r;
-    ``length`` positions; ``mask(r, j)`` (optional) says which count.
+    ``length`` positions; ``mask(r, j)`` (optional) says which count;
+    ``out``: the output's type (f32, or the operand type of the product
+    that reads it).
     Written as scores, max, sum, probabilities and their product with V
     (the chain fusion turns into one online-softmax reduction). [R, H*Dh]."""
     R, H, Dh = q.shape
@@ -178,7 +197,8 @@ def _attend(cfg, q, key, value, length, mask=None):
     scale = 1.0 / math.sqrt(cfg.head_dim)
 
     def score(r, h, j):
-        s = t.sum(Dh, lambda e: q[r, h, e] * key(r, h // group, j, e)) * scale
+        s = t.sum(Dh, lambda e: _w(q[r, h, e]) * key(r, h // group, j, e)
+                  ) * scale
         return t.where(mask(r, j), s, float("-inf")) if mask else s
     sc = t.compute((R, H, length), score)
     m = t.compute((R, H), lambda r, h: t.max(length, lambda j: sc[r, h, j]))
@@ -186,28 +206,38 @@ def _attend(cfg, q, key, value, length, mask=None):
         length, lambda j: t.exp(sc[r, h, j] - m[r, h])))
     p = t.compute((R, H, length), lambda r, h, j:
                   t.exp(sc[r, h, j] - m[r, h]) / z[r, h])
+    # Rounded (when out is not f32) as a copy of its own: the
+    # online-softmax reduction stays whole (a flash kernel writes it).
     o = t.compute((R, H, Dh), lambda r, h, e: t.sum(
-        length, lambda j: p[r, h, j] * value(r, h // group, j, e)))
+        length, lambda j: p[r, h, j] * value(r, h // group, j, e)),
+        materialize=out is not f32)
+    o = _narrow(o, out)
     return o.view((R, H * Dh), lambda r, c: (r, c // Dh, c % Dh))
 
 
-def _layer(cfg, W, x, layer, position, attention, write_cache):
-    """One decoder layer on x [R, D]; returns the new x."""
+def _layer(cfg, W, x, layer, position, attention, write_cache,
+           operands=None):
+    """One decoder layer on x [R, D]; returns the new x. ``operands``: the
+    type the products' activations are rounded to (None: f32)."""
     H, Hk, Dh, F = cfg.heads, cfg.kv_heads, cfg.head_dim, cfg.ffn
     R, D = x.shape
     xn = _rms_norm(x, lambda d: _w(W["attn_norm"][layer, d]), cfg.eps)
-    qkv = _linear(xn, W["wqkv"], layer, (H + 2 * Hk) * Dh)
+    qkv = _linear(xn, W["wqkv"], layer, (H + 2 * Hk) * Dh, operands)
     q = _heads_norm_rope(cfg, qkv, 0, H, W["q_norm"], layer, position)
     k = _heads_norm_rope(cfg, qkv, H * Dh, Hk, W["k_norm"], layer, position)
     v = qkv.view((R, Hk, Dh), lambda r, g, e: (r, (H + Hk) * Dh + g * Dh + e))
     o = attention(q, k, v, write_cache(k, v))
-    a = _linear(o, W["wo"], layer, D)
+    a = _linear(o, W["wo"], layer, D, operands)
     x = t.compute((R, D), lambda r, d: x[r, d] + a[r, d])
     xn = _rms_norm(x, lambda d: _w(W["mlp_norm"][layer, d]), cfg.eps)
-    gu = _linear(xn, W["wgu"], layer, 2 * F)
+    # With tensor-core operands the gate/up product stays whole (the
+    # SwiGLU reads it at two points: fused, it would be two products in
+    # one kernel, which tensor cores do not take).
+    gu = _linear(xn, W["wgu"], layer, 2 * F, operands,
+                 materialize=operands is not None)
     act = t.compute((R, F), lambda r, f:
                     gu[r, f] * t.sigmoid(gu[r, f]) * gu[r, F + f])
-    down = _linear(act, W["wd"], layer, D)
+    down = _linear(act, W["wd"], layer, D, operands)
     return t.compute((R, D), lambda r, d: x[r, d] + down[r, d])
 
 
@@ -296,7 +326,11 @@ def prefill(cfg: Config, tokens: int, capacity: int,
     """Prefill of one sequence of ``tokens`` tokens at positions
     0..tokens-1: ``(tokens [T] i32, weights..., kcache, vcache) -> (next
     token [1] i32[, logits [1, vocab]], kcache, vcache)`` with the caches'
-    rows 0..T-1 written (batch 1)."""
+    rows 0..T-1 written (batch 1). Compute-bound, so the products take
+    tensor-core operands: the activations entering each weight product
+    and the queries are rounded to ``cfg.dtype`` (keys and values are read
+    back from the caches, stored in it); sums, norms and softmax stay
+    f32. With an f32 model nothing is rounded."""
     if tokens > capacity:
         raise ValueError(f"{tokens} tokens do not fit a cache of "
                          f"{capacity} positions")
@@ -319,12 +353,18 @@ def prefill(cfg: Config, tokens: int, capacity: int,
                             lambda r, g, e: (layer, 0, g, r, e))
                 return caches
 
-            def attention(q, k, v, _cache):
-                return _attend(cfg, q, lambda r, g, j, e: k[j, g, e],
-                               lambda r, g, j, e: v[j, g, e], tokens,
-                               mask=lambda r, j: t.index_value(j, i32)
-                               <= t.index_value(r, i32))
-            x = _layer(cfg, W, x, layer, position, attention, write_cache)
+            def attention(q, k, v, cache, layer=layer):
+                # Keys and values read back from the caches (stored in
+                # cfg.dtype, as the decode step reads them), the queries
+                # rounded to it: the attention's products on tensor cores.
+                kc_, vc_ = cache
+                return _attend(cfg, _narrow(q, cfg.dtype),
+                               lambda r, g, j, e: _w(kc_[layer, 0, g, j, e]),
+                               lambda r, g, j, e: _w(vc_[layer, 0, g, j, e]),
+                               tokens, mask=lambda r, j: t.index_value(j, i32)
+                               <= t.index_value(r, i32), out=cfg.dtype)
+            x = _layer(cfg, W, x, layer, position, attention, write_cache,
+                       operands=cfg.dtype)
         last = t.compute((1, cfg.hidden), lambda r, d: x[tokens - 1 + r, d])
         return _head(cfg, W, last, logits) + tuple(caches)
 

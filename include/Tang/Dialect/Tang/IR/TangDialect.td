@@ -42,7 +42,9 @@ def Tang_Dialect : Dialect {
   // #tang.target on a module) is the seventh, named by kTargetAttrName.
   let discardableAttrs = (ins
     // On a comprehension --tang-grad hoisted or made to save a forward
-    // value for the backward pass: fusion keeps it a kernel of its own.
+    // value for the backward pass, or one the program marks materialised
+    // (`tang.compute(..., materialize=True)`): fusion keeps it a kernel
+    // of its own.
     "::mlir::UnitAttr":$saved,
     // On a comprehension, during --tang-fuse only: its group.
     "::mlir::IntegerAttr":$fuse_id,
