@@ -350,6 +350,12 @@ def main():
 
 
 CONTEXTS = (32, 4096)
+#: A reference step whose top two logits are closer than this is a near
+#: tie: the caches are stored in bf16, and a rounding that falls the other
+#: way (f32 sums in another order put a value on the other side of a bf16
+#: boundary: the caches differ from the reference's by up to ~6e-3
+#: relative) moves the logits by about this much.
+NEAR_TIE = 1e-3
 #: Prompt tokens fed one position at a time, then greedy steps (batch 1:
 #: the issue's 64; more sequences: 16 each).
 PROMPT = [151643, 785, 6722, 315, 9625, 374, 12095, 13]
@@ -393,7 +399,7 @@ def check(W, dec, capacity):
         p = torch.tensor([pos], device=DEV)
         nr, logits = reference_step(W, tok_r, p, kref, vref)
         top2 = logits.topk(2, dim=-1).values
-        margins.append(float((top2[:, 0] - top2[:, 1]).min()))
+        margins.append((top2[:, 0] - top2[:, 1]).tolist())
         if pos == len(PROMPT) - 1:
             # Every cache element written so far (positions 0..pos, every
             # layer and sequence): tang vs the reference, bf16 storage.
@@ -410,28 +416,45 @@ def check(W, dec, capacity):
             ref_tokens.append(nr.tolist())
         tok_t, tok_r = nt, nr
     # Per sequence: how many greedy tokens agree before the first
-    # difference.
+    # difference, and whether that difference is a near tie of the
+    # reference (its top two logits closer than NEAR_TIE: which one f32
+    # arithmetic in another order picks is chance; past it the two runs
+    # continue different sequences).
     agree = [next((k for k, (a, b) in enumerate(zip(tang_tokens,
                                                     ref_tokens))
                    if a[s] != b[s]), len(tang_tokens)) for s in range(B)]
+    greedy_margins = margins[len(PROMPT) - 1:]
+    ties = [s for s in range(B) if agree[s] < len(tang_tokens) and
+            greedy_margins[agree[s]][s] < NEAR_TIE]
     res["greedy"] = {"tang": tang_tokens, "reference": ref_tokens,
                      "prefix_agreement": agree, "steps": len(tang_tokens),
-                     "min_top2_margin": min(margins)}
+                     "near_ties": {str(s): {"step": agree[s],
+                                            "margin": greedy_margins[
+                                                agree[s]][s]}
+                                   for s in ties},
+                     "min_top2_margin": min(min(m) for m in margins)}
     equal = sum(agree)
     total = B * len(tang_tokens)
-    say(f"batch {B} greedy:", equal, "of", total, "tokens equal")
+    say(f"batch {B} greedy:", equal, "of", total, "tokens equal;",
+        len(ties), "sequences part at a near tie")
     # bf16 storage of values computed in f32 on both sides: a relative
     # error of a few bf16 ulps (2^-8 each) per element.
     rel = max(res["kcache_max_abs_err"] / res["kcache_max_abs"],
               res["vcache_max_abs_err"] / res["vcache_max_abs"])
     tol = 4 * 2.0 ** -8
-    ok = equal == total and not res["cache_nan"] and rel <= tol
+    parted = sum(a < len(tang_tokens) for a in agree)
+    ok = parted == len(ties) and not res["cache_nan"] and rel <= tol
+    tie_note = ""
+    if ties:
+        tie_note = (f" ({len(ties)} sequence{'s' if len(ties) > 1 else ''} "
+                    f"parted at a near tie of the reference: top-2 logit "
+                    f"margin below {NEAR_TIE})")
     return harness.case_result(
         check_case(B), status="ok" if ok else "incorrect", max_err=rel / tol,
         note=(f"{equal}/{total} greedy tokens ({B} sequence"
               f"{'s' if B > 1 else ''}) equal the float32 PyTorch "
-              f"reference; caches after the prompt within {rel:.2e} "
-              f"(relative) of it"), **res)
+              f"reference{tie_note}; caches after the prompt within "
+              f"{rel:.2e} (relative) of it"), **res)
 
 
 def compiled_peer(args, deadline, W, batch, capacity):

@@ -131,8 +131,16 @@ static std::optional<ShapeClass> classifyContraction(ComprehensionOp op,
   // contraction.
   if (lhsOnly == 1 && rhsOnly == 1)
     return std::nullopt;
-  // One side as narrow as a decode step's batch: matrix-vector.
-  constexpr int64_t kNarrow = 8;
+  // One side as narrow as a decode step's batch: matrix-vector. Up to 8
+  // rows; up to 16 when the factors are not both 16-bit (no tensor-core
+  // tile to fill: the product streams its weights once for every row).
+  auto sixteenBit = [](const llvm::SetVector<ReadOp> &rs) {
+    return llvm::all_of(rs, [](ReadOp r) {
+      Type e = cast<ShapedType>(r.getTensor().getType()).getElementType();
+      return e.isF16() || e.isBF16();
+    });
+  };
+  int64_t kNarrow = sixteenBit(lhs) && sixteenBit(rhs) ? 8 : 16;
   if (lhsOnly <= kNarrow || rhsOnly <= kNarrow)
     return ShapeClass::NarrowMatVec;
   return ShapeClass::MatmulLike;

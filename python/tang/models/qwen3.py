@@ -181,7 +181,10 @@ def _heads_norm_rope(cfg, qkv, base, heads, weight, layer, position):
         partner = normed((e + half) % Dh)
         partner = t.where(t.index_value(e, i32) < half, -partner, partner)
         return normed(e) * t.cos(angle) + partner * t.sin(angle)
-    return t.compute((R, heads, Dh), rotated)
+    # Materialised: the attention reads each rotated element once per key;
+    # fused into the scores it would recompute the head's norm per key
+    # (the work bound then keeps the whole softmax chain apart instead).
+    return t.compute((R, heads, Dh), rotated, materialize=True)
 
 
 def _attend(cfg, q, key, value, length, mask=None, out=f32):
