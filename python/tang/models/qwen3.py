@@ -231,7 +231,12 @@ def _layer(cfg, W, x, layer, position, attention, write_cache,
     v = qkv.view((R, Hk, Dh), lambda r, g, e: (r, (H + Hk) * Dh + g * Dh + e))
     o = attention(q, k, v, write_cache(k, v))
     a = _linear(o, W["wo"], layer, D, operands)
-    x = t.compute((R, D), lambda r, d: x[r, d] + a[r, d])
+    # With tensor-core products the residual stream is materialised: the
+    # product's epilogue adds it, and the norms after it read it (fused,
+    # each would recompute the product: the batched work bound of a
+    # 36-layer program lets that through).
+    keep = operands is not None
+    x = t.compute((R, D), lambda r, d: x[r, d] + a[r, d], materialize=keep)
     xn = _rms_norm(x, lambda d: _w(W["mlp_norm"][layer, d]), cfg.eps)
     # With tensor-core operands the gate/up product stays whole (the
     # SwiGLU reads it at two points: fused, it would be two products in
@@ -241,7 +246,8 @@ def _layer(cfg, W, x, layer, position, attention, write_cache,
     act = t.compute((R, F), lambda r, f:
                     gu[r, f] * t.sigmoid(gu[r, f]) * gu[r, F + f])
     down = _linear(act, W["wd"], layer, D, operands)
-    return t.compute((R, D), lambda r, d: x[r, d] + down[r, d])
+    return t.compute((R, D), lambda r, d: x[r, d] + down[r, d],
+                     materialize=keep)
 
 
 def _head(cfg, W, x, logits):
