@@ -34,7 +34,7 @@ import harness  # noqa: E402
 BEGIN = "<!-- bench-table:begin -->"
 END = "<!-- bench-table:end -->"
 ORDER = ["gpu_check", "memory_bound", "gemm", "attention_grad", "block_grad",
-         "qwen3"]
+         "qwen3", "qwen3_prefill"]
 TITLES = {"gpu_check": "Every example against the interpreter (no timing)",
           "memory_bound": "Memory-bound kernels (bf16)",
           "gemm": "Tensor-core products, attention forward, transformer "
@@ -42,7 +42,9 @@ TITLES = {"gpu_check": "Every example against the interpreter (no timing)",
           "attention_grad": "Attention forward + backward",
           "block_grad": "Transformer block forward + backward",
           "qwen3": "Qwen3-8B decoding (random bf16 weights, one graph per "
-                   "step)"}
+                   "step)",
+          "qwen3_prefill": "Qwen3-8B prefill (random bf16 weights, one "
+                           "graph per prompt)"}
 
 
 def load_reports(results: Path) -> list:
@@ -162,25 +164,38 @@ def suite_table(rep: dict, level: str = "###") -> str:
 
 
 def throughput_table(rep: dict) -> list:
-    """For cases that report throughput per contender (the decode suite):
-    tokens per second and the share of the bandwidth floor of each."""
+    """For cases that report throughput per contender: decode, tokens per
+    second and the share of the bandwidth floor of each; prefill, ms per
+    prompt and TFLOP/s."""
     rows = [c for c in rep["cases"] if c.get("contenders")]
     if not rows:
         return []
     names = []
     for c in rows:
         names += [n for n in c["contenders"] if n not in names]
-    L = ["| case | floor tok/s | " + " | ".join(
-        f"{n} tok/s (share of floor)" for n in names) + " |",
-        "|---|---|" + "---|" * len(names)]
+    decode = all("share_of_floor" in v for c in rows
+                 for v in c["contenders"].values())
+    if decode:
+        L = ["| case | floor tok/s | " + " | ".join(
+            f"{n} tok/s (share of floor)" for n in names) + " |",
+            "|---|---|" + "---|" * len(names)]
+    else:
+        L = ["| case | " + " | ".join(f"{n} ms (TFLOP/s)" for n in names)
+             + " |", "|---|" + "---|" * len(names)]
     for c in rows:
         cells = []
         for n in names:
             v = c["contenders"].get(n)
-            cells.append("-" if not v else
-                         f"{v['tok_s']:.1f} ({v['share_of_floor']:.2f})")
-        L.append(f"| {c['case']} | {num(c.get('floor_tok_s'), '.1f')} | "
-                 + " | ".join(cells) + " |")
+            if not v:
+                cells.append("-")
+            elif decode:
+                cells.append(f"{v['tok_s']:.1f} ({v['share_of_floor']:.2f})")
+            else:
+                cells.append(f"{v['ms']:.1f} ({v['tflops']:.0f})")
+        first = f"| {c['case']} | "
+        if decode:
+            first += f"{num(c.get('floor_tok_s'), '.1f')} | "
+        L.append(first + " | ".join(cells) + " |")
     L.append("")
     return L
 

@@ -8,7 +8,8 @@
   bench/prepare_gemm.py                      GEMMs, attention forward, block
   bench/prepare_attention_grad.py            attention forward + backward
   bench/prepare_block_grad.py                the block forward + backward
-  bench/prepare_qwen3.py                     the Qwen3-8B decode step
+  bench/prepare_qwen3.py                     the Qwen3-8B decode step (batches
+                                             1, 4, 16) and prefill (512, 2048)
 
 and records the commit and whether the tree was dirty in gpu-work/git.json
 (the GPU machine gets the tree without .git; the suites read it from there).

@@ -3,8 +3,9 @@
 JSON per suite (bench/harness.py): gpu_check.json, memory_bound.json,
 gemm.json (tensor-core products, attention forward, the transformer block
 forward), attention_grad.json, block_grad.json, qwen3.json (Qwen3-8B
-decoding; its torch.compile peer only when minutes are left), and
-run_all.json (the run's
+decoding at batches 1, 4, 16; its torch.compile peer only when minutes
+are left), qwen3_prefill.json (Qwen3-8B prefill of 512 and 2048 tokens;
+likewise), and run_all.json (the run's
 environment: commit, dirty, clocks before and after, each suite's exit code
 and wall time).
 
@@ -40,11 +41,12 @@ import harness  # noqa: E402
 SUITES = [
     ("gpu_check", "bench/gpu_check.py", 0.15, []),
     ("python_check", "bench/python_check.py", 0.10, []),
-    ("memory_bound", "bench/bench_memory_bound.py", 0.19, []),
-    ("gemm", "bench/bench_gemm.py", 0.15, []),
+    ("memory_bound", "bench/bench_memory_bound.py", 0.15, []),
+    ("gemm", "bench/bench_gemm.py", 0.13, []),
     ("attention_grad", "bench/bench_attention_grad.py", 0.15, []),
-    ("block_grad", "bench/bench_block_grad.py", 0.16, []),
+    ("block_grad", "bench/bench_block_grad.py", 0.14, []),
     ("qwen3", "bench/qwen3_decode.py", 0.10, []),
+    ("qwen3_prefill", "bench/qwen3_prefill.py", 0.08, []),
 ]
 #: Seconds a suite may run past its deadline before it is killed (a case
 #: in flight finishes; its JSON is rewritten after every case).
