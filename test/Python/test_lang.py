@@ -253,6 +253,35 @@ def test_symbolic_rows_one_compilation_every_size():
         check(run(x, w), np_rms_norm(x.astype(np.float64), w), 2e-5, 2e-6)
 
 
+def test_materialize_keeps_a_tensor_out_of_fusion(tmp_path):
+    """materialize=True marks the comprehension tang.saved: --tang-fuse
+    leaves it a comprehension of its own (unmarked, the scale is
+    substituted into its reader), and the result is the same."""
+    def program(materialize):
+        @tang.function
+        def scaled_sum(x: f32[8, 32]):
+            y = tang.compute((8, 32), lambda i, k: x[i, k] * 2.0,
+                             materialize=materialize)
+            return tang.compute((8,), lambda i: tang.sum(
+                32, lambda k: y[i, k]))
+        return scaled_sum
+
+    counts = {}
+    for mark in (False, True):
+        fn = program(mark)
+        assert ("attributes {tang.saved}" in fn.mlir()) == mark
+        src = tmp_path / f"p{int(mark)}.mlir"
+        src.write_text(fn.mlir())
+        fused = subprocess.run(
+            [str(TANG_BIN / "tang-opt"), str(src), "--tang-fuse"],
+            capture_output=True, text=True, check=True).stdout
+        counts[mark] = fused.count("tang.comprehension")
+        x = rand(np.random.default_rng(3), 8, 32)
+        check(tang.compile(fn)(x), 2.0 * x.astype(np.float64).sum(1),
+              1e-5, 1e-6)
+    assert counts == {False: 1, True: 2}
+
+
 def test_scan_with_a_user_monoid():
     affine = tang.Monoid("affine", [f32, f32], [1.0, 0.0],
                          lambda a, b: (a[0] * b[0], b[0] * a[1] + b[1]))
