@@ -132,15 +132,21 @@ static std::optional<ShapeClass> classifyContraction(ComprehensionOp op,
   if (lhsOnly == 1 && rhsOnly == 1)
     return std::nullopt;
   // One side as narrow as a decode step's batch: matrix-vector. Up to 8
-  // rows; up to 16 when the factors are not both 16-bit (no tensor-core
-  // tile to fill: the product streams its weights once for every row).
-  auto sixteenBit = [](const llvm::SetVector<ReadOp> &rs) {
-    return llvm::all_of(rs, [](ReadOp r) {
+  // rows; up to 16 when the factors' storage types differ (16-bit weights
+  // times f32 activations: no matrix unit takes them, and the product
+  // streams its weights once for every row).
+  auto storage = [](const llvm::SetVector<ReadOp> &rs) -> Type {
+    Type t;
+    for (ReadOp r : rs) {
       Type e = cast<ShapedType>(r.getTensor().getType()).getElementType();
-      return e.isF16() || e.isBF16();
-    });
+      if (t && t != e)
+        return Type();
+      t = e;
+    }
+    return t;
   };
-  int64_t kNarrow = sixteenBit(lhs) && sixteenBit(rhs) ? 8 : 16;
+  Type lhsType = storage(lhs), rhsType = storage(rhs);
+  int64_t kNarrow = lhsType && rhsType && lhsType != rhsType ? 16 : 8;
   if (lhsOnly <= kNarrow || rhsOnly <= kNarrow)
     return ShapeClass::NarrowMatVec;
   return ShapeClass::MatmulLike;
