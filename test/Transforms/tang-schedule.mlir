@@ -103,6 +103,38 @@ func.func @down_residual(%x: tensor<2x4096xf32>, %W: tensor<4096x12288xbf16>, %a
 
 // -----
 
+// Batch 16 of bf16 weights times f32 activations: still matrix-vector (no
+// matrix unit takes the mixed pair; the weights stream once for all 16
+// rows). The same 16 rows with both factors f32 are a tiled product.
+// CHECK-LABEL: func.func @decode16
+// CHECK: tang.shape_class = "narrow_matvec"
+func.func @decode16(%W: tensor<4096x4096xbf16>, %a: tensor<16x4096xf32>) -> tensor<16x4096xf32> {
+  %y = tang.comprehension (%r, %n) reduce (%k) [16, 4096, 4096] monoid(add) : tensor<16x4096xf32> {
+    %w = tang.read %W[%n, %k] : tensor<4096x4096xbf16>
+    %we = arith.extf %w : bf16 to f32
+    %av = tang.read %a[%r, %k] : tensor<16x4096xf32>
+    %p = arith.mulf %we, %av : f32
+    tang.yield %p : f32
+  }
+  return %y : tensor<16x4096xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @rows16_f32
+// CHECK: tang.shape_class = "matmul_like"
+func.func @rows16_f32(%W: tensor<4096x4096xf32>, %a: tensor<16x4096xf32>) -> tensor<16x4096xf32> {
+  %y = tang.comprehension (%r, %n) reduce (%k) [16, 4096, 4096] monoid(add) : tensor<16x4096xf32> {
+    %w = tang.read %W[%n, %k] : tensor<4096x4096xf32>
+    %av = tang.read %a[%r, %k] : tensor<16x4096xf32>
+    %p = arith.mulf %w, %av : f32
+    tang.yield %p : f32
+  }
+  return %y : tensor<16x4096xf32>
+}
+
+// -----
+
 // An RMSNorm's sum of squares does not depend on the output index: not a
 // matrix-vector product (every warp would recompute it), a row kernel.
 // CHECK-LABEL: func.func @rmsnorm_row
