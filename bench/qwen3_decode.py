@@ -131,17 +131,28 @@ def reference_step(W, tok, pos, kc, vc):
     return torch_head(x, W["norm"].to(f32), W["lm_head"].to(f32))
 
 
+def layer_weights(W):
+    """Per layer, its weights in LAYER_WEIGHTS order (views of the stacked
+    tensors)."""
+    return [tuple(W[name][i] for name in LAYER_WEIGHTS)
+            for i in range(CFG.layers)]
+
+
+def maybe_compiled(fn, mode):
+    """fn under torch.compile(mode) (static shapes), or fn itself."""
+    return torch.compile(fn, mode=mode, dynamic=False) if mode else fn
+
+
 class TorchDecoder:
     """The PyTorch peer: the same step in bf16 (F.linear, SDPA with a
-    length mask), a layer at a time, over per-layer contiguous weights and
-    caches of its own (random contents); `compile_mode` compiles the layer
-    and the head with torch.compile (one compilation serves the 36 layers:
-    compiling the unrolled 36-layer step under max-autotune took more than
-    8 minutes on the H200). `graph()` captures a step in a CUDA graph."""
+    length mask), a layer at a time, over caches of its own (random
+    contents); `compile_mode` compiles the layer and the head with
+    torch.compile (one compilation serves the 36 layers: compiling the
+    unrolled 36-layer step under max-autotune took more than 8 minutes on
+    the H200)."""
 
     def __init__(self, W, batch, capacity, compile_mode=None):
-        self.layers = [tuple(W[name][i].contiguous() for name in
-                             LAYER_WEIGHTS) for i in range(CFG.layers)]
+        self.layers = layer_weights(W)
         self.embed, self.norm, self.lm_head = (W["embed"], W["norm"],
                                                W["lm_head"])
         shape = qwen3.cache_shape(CFG, batch, capacity)[1:]
@@ -151,23 +162,16 @@ class TorchDecoder:
         self.tok = torch.full((batch,), 5, dtype=torch.int32, device=DEV)
         self.pos = torch.zeros(1, dtype=torch.long, device=DEV)
         self.ar = torch.arange(capacity, device=DEV)
-        self.layer, self.head = torch_layer, torch_head
-        if compile_mode:
-            self.layer = torch.compile(torch_layer, mode=compile_mode,
-                                       dynamic=False)
-            self.head = torch.compile(torch_head, mode=compile_mode,
-                                      dynamic=False)
+        self.layer = maybe_compiled(torch_layer, compile_mode)
+        self.head = maybe_compiled(torch_head, compile_mode)
 
-    def step(self):
+    def run(self):
         x = self.embed[self.tok]
         n = self.pos + 1
         mask = (self.ar < n)[None, None, None]
         for i, lw in enumerate(self.layers):
             x = self.layer(x, self.pos, self.kc[i], self.vc[i], n, mask, lw)
         return self.head(x, self.norm, self.lm_head)[0]
-
-    def graph(self):
-        return harness.try_graphed(torch, self.step)
 
     def free(self):
         del self.kc, self.vc, self.layers
@@ -457,24 +461,25 @@ def check(W, dec, capacity):
               f"{rel:.2e} (relative) of it"), **res)
 
 
-def compiled_peer(args, deadline, W, batch, capacity):
-    """The strongest peer a user would pick: the PyTorch step with its
-    layer and head under torch.compile (args.compile_mode), then captured
-    in a CUDA graph (the anchors' recipe); (peer, None) or (None, why
-    not) when it is skipped or fails."""
+def compiled_peer(args, deadline, label, make):
+    """The strongest peer a user would pick: `make(args.compile_mode)`, a
+    PyTorch peer (with run()) whose layer and head are under torch.compile,
+    warmed up and captured in a CUDA graph (the anchors' recipe). Returns
+    ((peer, graphed run), None), or (None, why not) when it is skipped or
+    fails."""
     if args.compile_mode == "none":
         return None, "compile mode none"
     if deadline.left() < args.compile_reserve_s:
         return None, f"skipped: {deadline.left():.0f} s left"
     try:
         t0 = time.time()
-        peer = TorchDecoder(W, batch, capacity, args.compile_mode)
+        peer = make(args.compile_mode)
         for _ in range(2):
-            peer.step()
+            peer.run()
         torch.cuda.synchronize()
-        say(f"batch {batch}: torch.compile {args.compile_mode} "
+        say(f"{label}: torch.compile {args.compile_mode} "
             f"{time.time() - t0:.0f} s")
-        fn, graphed, why = peer.graph()
+        fn, graphed, why = harness.try_graphed(torch, peer.run)
         return (peer, fn), None if graphed else why
     except Exception as e:  # a peer that fails is reported, not fatal
         return None, harness.short(e)
@@ -490,8 +495,10 @@ def speed(args, report, path, deadline, W, dec, capacity):
     wbytes = qwen3.weight_bytes(CFG)
     # The hand-written bf16 step in a CUDA graph (the anchors' second row).
     eager = TorchDecoder(W, B, capacity)
-    eager_fn = eager.graph()[0]
-    compiled, why_not = compiled_peer(args, deadline, W, B, capacity)
+    eager_fn = harness.try_graphed(torch, eager.run)[0]
+    compiled, why_not = compiled_peer(
+        args, deadline, f"batch {B}",
+        lambda mode: TorchDecoder(W, B, capacity, mode))
     say(f"batch {B}: peers ready", why_not or "")
     if why_not:
         report.setdefault("notes", {})[f"b{B}"] = (

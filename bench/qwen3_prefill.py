@@ -83,8 +83,7 @@ class TorchPrefill:
     (`compile_mode`: the layer and the head under torch.compile)."""
 
     def __init__(self, W, tokens, capacity, compile_mode=None):
-        self.layers = [tuple(W[n][i] for n in q.LAYER_WEIGHTS)
-                       for i in range(CFG.layers)]
+        self.layers = q.layer_weights(W)
         self.W = W
         shape = qwen3.cache_shape(CFG, 1, capacity)[1:]
         self.kc = [torch.zeros(shape, device=DEV, dtype=BF16)
@@ -94,12 +93,8 @@ class TorchPrefill:
         self.ids = torch.randint(0, CFG.vocab, (tokens,), generator=g,
                                  device=DEV)
         self.pos = torch.arange(tokens, device=DEV)
-        self.layer, self.head = prefill_layer, q.torch_head
-        if compile_mode:
-            self.layer = torch.compile(prefill_layer, mode=compile_mode,
-                                       dynamic=False)
-            self.head = torch.compile(q.torch_head, mode=compile_mode,
-                                      dynamic=False)
+        self.layer = q.maybe_compiled(prefill_layer, compile_mode)
+        self.head = q.maybe_compiled(q.torch_head, compile_mode)
 
     def run(self):
         x = self.W["embed"][self.ids]
@@ -220,36 +215,17 @@ def check(W, n, capacity, tang_run, ids, nxt, kc, vc):
     # order) moves later values by about an ulp: relative to the largest
     # cache element, a few bf16 ulps.
     tol = 8 * 2.0 ** -8
-    ok = (res["token"] == res["reference_token"] and not res["cache_nan"]
-          and rel <= tol)
+    same = res["token"] == res["reference_token"]
+    ok = same and not res["cache_nan"] and rel <= tol
     say(f"prefill {n}: token {res['token']} vs {res['reference_token']}, "
         f"caches within {rel:.2e}")
     return harness.case_result(
         f"prefill-{n}-check", status="ok" if ok else "incorrect",
         max_err=rel / tol,
-        note=(f"next token {'equals' if res['token'] == res['reference_token'] else 'differs from'} "
+        note=(f"next token {'equals' if same else 'differs from'} "
               f"the float32 reference's; the {n} positions' caches of "
               f"every layer within {rel:.2e} (relative to the largest) of "
               f"it"), **res)
-
-
-def compiled_peer(args, deadline, W, n, capacity):
-    if args.compile_mode == "none":
-        return None, "compile mode none"
-    if deadline.left() < args.compile_reserve_s:
-        return None, f"skipped: {deadline.left():.0f} s left"
-    try:
-        t0 = time.time()
-        peer = TorchPrefill(W, n, capacity, args.compile_mode)
-        for _ in range(2):
-            peer.run()
-        torch.cuda.synchronize()
-        say(f"prefill {n}: torch.compile {args.compile_mode} "
-            f"{time.time() - t0:.0f} s")
-        fn, graphed, why = harness.try_graphed(torch, peer.run)
-        return (peer, fn), None if graphed else why
-    except Exception as e:  # a peer that fails is reported, not fatal
-        return None, harness.short(e)
 
 
 def speed(args, report, path, deadline, W, n, capacity, tang_run, eager):
@@ -262,7 +238,9 @@ def speed(args, report, path, deadline, W, n, capacity, tang_run, eager):
     tang_fn, tang_graphed, why_tang = harness.try_graphed(torch, tang_run)
     contenders = [("tang", tang_fn),
                   ("torch_graph", harness.try_graphed(torch, eager.run)[0])]
-    compiled, why_not = compiled_peer(args, deadline, W, n, capacity)
+    compiled, why_not = q.compiled_peer(
+        args, deadline, f"prefill {n}",
+        lambda mode: TorchPrefill(W, n, capacity, mode))
     if compiled:
         contenders.append(("torch_compile_graph", compiled[1]))
     timed = harness.interleaved_rounds(

@@ -146,8 +146,8 @@ static std::optional<ShapeClass> classifyContraction(ComprehensionOp op,
     return t;
   };
   Type lhsType = storage(lhs), rhsType = storage(rhs);
-  int64_t kNarrow = lhsType && rhsType && lhsType != rhsType ? 16 : 8;
-  if (lhsOnly <= kNarrow || rhsOnly <= kNarrow)
+  int64_t narrow = lhsType && rhsType && lhsType != rhsType ? 16 : 8;
+  if (lhsOnly <= narrow || rhsOnly <= narrow)
     return ShapeClass::NarrowMatVec;
   return ShapeClass::MatmulLike;
 }

@@ -869,23 +869,13 @@ double mlir::tang::getExecutedWork(ComprehensionOp op) {
   // its own and of the row-reduction class gets) and the flash kernel. A
   // comprehension whose nested reductions make it matmul-like gets a tiled
   // kernel that evaluates its body per element, nested reductions and all.
-  // A softmax-weighted sum is counted as the online-softmax reduction
-  // --tang-online-softmax makes of it: its nested max and sum go (the
-  // reduction carries them), its scores are shared across the row.
-  std::optional<std::pair<ComprehensionOp, ComprehensionOp>> softmax;
-  if (op.getBuiltinMonoid() == MonoidKind::Add)
-    softmax = getSoftmaxWeightedSum(op);
   bool sharesRow = (op.getNumReduced() == 0 &&
                     classifyComprehension(op) == ShapeClass::RowReduction) ||
-                   op.getBuiltinMonoid() == MonoidKind::OnlineSoftmax ||
-                   softmax;
+                   op.getBuiltinMonoid() == MonoidKind::OnlineSoftmax;
   SmallVector<double> counts = getBodyCounts(op, sharesRow);
   double work = 0;
   for (auto [inner, count] :
        llvm::zip(op.getBodyBlock().without_terminator(), counts)) {
-    if (softmax && (&inner == softmax->first.getOperation() ||
-                    &inner == softmax->second.getOperation()))
-      continue;
     double ops = 1;
     if (auto nested = dyn_cast<ComprehensionOp>(inner))
       ops += getPoints(nested) * getBlockWork(nested.getBodyBlock());

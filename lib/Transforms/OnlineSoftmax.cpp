@@ -429,16 +429,6 @@ struct TangOnlineSoftmaxPass
 
 } // namespace
 
-std::optional<std::pair<ComprehensionOp, ComprehensionOp>>
-mlir::tang::getSoftmaxWeightedSum(ComprehensionOp op) {
-  std::string why;
-  std::optional<std::pair<Probability, Value>> match =
-      matchWeightedSum(op, why);
-  if (!match)
-    return std::nullopt;
-  return std::pair(match->first.max, match->first.sum);
-}
-
 LogicalResult mlir::tang::applyOnlineSoftmax(Operation *root,
                                              int64_t &onlineSoftmax,
                                              int64_t &softmaxNorm) {

@@ -17,20 +17,13 @@ namespace mlir::tang {
 LogicalResult applyOnlineSoftmax(Operation *root, int64_t &onlineSoftmax,
                                  int64_t &softmaxNorm);
 
-/// If `op` is a sum over one reduced index of exp(s - max s) / sum exp(s -
-/// max s) times a value (what --tang-online-softmax rewrites into one
-/// online-softmax reduction), the nested max and sum that rewrite drops.
-std::optional<std::pair<ComprehensionOp, ComprehensionOp>>
-getSoftmaxWeightedSum(ComprehensionOp op);
-
 /// The number of scalar operations a function-level comprehension executes
 /// in the kernel form (--tang-fuse's work bound): every body operation once
 /// per point of the domains around it, a nested comprehension once per
 /// point of its reduced domain, except that what does not depend on the
 /// last parallel index is computed once per row when the comprehension is
 /// a map (row kernels) or an online-softmax reduction (flash kernels share
-/// the scores across the head dimension). A softmax-weighted sum counts as
-/// the online-softmax reduction it becomes (without its max and sum).
+/// the scores across the head dimension).
 double getExecutedWork(ComprehensionOp op);
 
 /// Where --tang-schedule takes matmul-like output tiles from.

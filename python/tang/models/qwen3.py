@@ -224,6 +224,14 @@ def _layer(cfg, W, x, layer, position, attention, write_cache,
     type the products' activations are rounded to (None: f32)."""
     H, Hk, Dh, F = cfg.heads, cfg.kv_heads, cfg.head_dim, cfg.ffn
     R, D = x.shape
+    # With tensor-core products (operands given), what fusion would take
+    # apart stays materialised: the residual stream (the products'
+    # epilogues add it and the norms after them read it; fused, each would
+    # recompute the product: the batched work bound of a 36-layer program
+    # lets that through) and the gate/up product (the SwiGLU reads it at
+    # two points: fused, two products in one kernel, which tensor cores do
+    # not take).
+    keep = operands is not None
     xn = _rms_norm(x, lambda d: _w(W["attn_norm"][layer, d]), cfg.eps)
     qkv = _linear(xn, W["wqkv"], layer, (H + 2 * Hk) * Dh, operands)
     q = _heads_norm_rope(cfg, qkv, 0, H, W["q_norm"], layer, position)
@@ -231,18 +239,9 @@ def _layer(cfg, W, x, layer, position, attention, write_cache,
     v = qkv.view((R, Hk, Dh), lambda r, g, e: (r, (H + Hk) * Dh + g * Dh + e))
     o = attention(q, k, v, write_cache(k, v))
     a = _linear(o, W["wo"], layer, D, operands)
-    # With tensor-core products the residual stream is materialised: the
-    # product's epilogue adds it, and the norms after it read it (fused,
-    # each would recompute the product: the batched work bound of a
-    # 36-layer program lets that through).
-    keep = operands is not None
     x = t.compute((R, D), lambda r, d: x[r, d] + a[r, d], materialize=keep)
     xn = _rms_norm(x, lambda d: _w(W["mlp_norm"][layer, d]), cfg.eps)
-    # With tensor-core operands the gate/up product stays whole (the
-    # SwiGLU reads it at two points: fused, it would be two products in
-    # one kernel, which tensor cores do not take).
-    gu = _linear(xn, W["wgu"], layer, 2 * F, operands,
-                 materialize=operands is not None)
+    gu = _linear(xn, W["wgu"], layer, 2 * F, operands, materialize=keep)
     act = t.compute((R, F), lambda r, f:
                     gu[r, f] * t.sigmoid(gu[r, f]) * gu[r, F + f])
     down = _linear(act, W["wd"], layer, D, operands)
