@@ -30,6 +30,10 @@ def main() -> int:
     ap.add_argument("--capacity", type=int, default=4224,
                     help="KV cache positions (default 4224: context 4096 "
                          "plus 128 new tokens)")
+    ap.add_argument("--tensor-core-batch", type=int, default=16,
+                    help="from this batch on, the decode step's products "
+                         "take bf16 activations, tensor-core operands "
+                         "(default 16)")
     args = ap.parse_args()
     WORK.mkdir(parents=True, exist_ok=True)
     # The bundles go where the GPU machine gets them (gpu-work is carried).
@@ -47,8 +51,13 @@ def main() -> int:
             listing["bundles"] = {
                 n: b for n, b in earlier.get("bundles", {}).items()
                 if (ROOT / b["dir"] / "done").exists()}
-    jobs = [(f"decode{b}", {"batch": b},
-             lambda b=b: qwen3.decode_step(qwen3.QWEN3_8B, b, args.capacity))
+    def operands(b):
+        return "bf16" if b >= args.tensor_core_batch else None
+
+    jobs = [(f"decode{b}", {"batch": b, "operands": operands(b)},
+             lambda b=b: qwen3.decode_step(
+                 qwen3.QWEN3_8B, b, args.capacity,
+                 operands=qwen3.QWEN3_8B.dtype if operands(b) else None))
             for b in args.batches]
     jobs += [(f"prefill{n}", {"tokens": n},
               lambda n=n: qwen3.prefill(qwen3.QWEN3_8B, n, args.capacity))

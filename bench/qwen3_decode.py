@@ -84,17 +84,23 @@ def rope(x, pos):
     return x * cos + rot * sin
 
 
-def torch_layer(x, pos, kc, vc, n, mask, lw):
+def _same(x):
+    return x
+
+
+def torch_layer(x, pos, kc, vc, n, mask, lw, rnd=_same):
     """One layer of a decode step: x [B, D] at position pos (a 1-element
     tensor), the layer's caches kc/vc [B, Hk, capacity, Dh] updated in
     place; attention over n = pos + 1 positions, either the first int(n)
     (mask None: the float32 reference) or all under mask (the bf16 peer:
     no host sync, capturable). lw: the layer's weights (LAYER_WEIGHTS) in
-    the arithmetic type; x's type is the arithmetic type."""
+    the arithmetic type; x's type is the arithmetic type. ``rnd``: what the
+    products' activations go through (bf16 rounding in the float32
+    reference of a bundle whose products take bf16 operands)."""
     H, Hk, Dh, Fn = CFG.heads, CFG.kv_heads, CFG.head_dim, CFG.ffn
     n1, wqkv, qn, kn, wo, n2, wgu, wd = lw
     B = x.shape[0]
-    qkv = F.linear(rms(x, n1), wqkv)
+    qkv = F.linear(rnd(rms(x, n1)), wqkv)
     q = qkv[:, :H * Dh].view(B, H, Dh)
     k = qkv[:, H * Dh:(H + Hk) * Dh].view(B, Hk, Dh)
     v = qkv[:, (H + Hk) * Dh:].view(B, Hk, Dh)
@@ -109,9 +115,9 @@ def torch_layer(x, pos, kc, vc, n, mask, lw):
     else:
         a = F.scaled_dot_product_attention(q[:, :, None], kc, vc,
                                            attn_mask=mask, enable_gqa=True)
-    x = x + F.linear(a.reshape(B, H * Dh), wo)
-    gu = F.linear(rms(x, n2), wgu)
-    return x + F.linear(F.silu(gu[:, :Fn]) * gu[:, Fn:], wd)
+    x = x + F.linear(rnd(a.reshape(B, H * Dh)), wo)
+    gu = F.linear(rnd(rms(x, n2)), wgu)
+    return x + F.linear(rnd(F.silu(gu[:, :Fn]) * gu[:, Fn:]), wd)
 
 
 def torch_head(x, norm, lm_head):
@@ -119,15 +125,20 @@ def torch_head(x, norm, lm_head):
     return logits.argmax(-1).to(torch.int32), logits
 
 
-def reference_step(W, tok, pos, kc, vc):
+def to_bf16_and_back(x):
+    return x.to(BF16).to(x.dtype)
+
+
+def reference_step(W, tok, pos, kc, vc, rnd=_same):
     """The float32 reference: one decode step of batch B at position pos
     (a 1-element tensor) from the bf16 weights, the bf16 caches [layers,
-    B, Hk, capacity, Dh] updated in place. (next tokens, logits)."""
+    B, Hk, capacity, Dh] updated in place; ``rnd`` as torch_layer's.
+    (next tokens, logits)."""
     f32 = torch.float32
     x = W["embed"][tok].to(f32)
     for i in range(CFG.layers):
         lw = tuple(W[name][i].to(f32) for name in LAYER_WEIGHTS)
-        x = torch_layer(x, pos, kc[i], vc[i], pos + 1, None, lw)
+        x = torch_layer(x, pos, kc[i], vc[i], pos + 1, None, lw, rnd)
     return torch_head(x, W["norm"].to(f32), W["lm_head"].to(f32))
 
 
@@ -186,8 +197,9 @@ class TangDecoder:
     graph at the largest position; a step writes the position into the
     bundle's sizes buffer, then replays."""
 
-    def __init__(self, bundle_dir, W, batch, capacity):
+    def __init__(self, bundle_dir, W, batch, capacity, operands=None):
         self.bundle = tang.cuda.Bundle(bundle_dir)
+        self.operands = operands   # the products' activation type, or None
         self.W = list(W.values())
         self.batch, self.capacity = batch, capacity
         shape = qwen3.cache_shape(CFG, batch, capacity)
@@ -235,9 +247,11 @@ class TangDecoder:
                 ctypes.c_size_t(4), ctypes.c_void_p(s.cuda_stream))
             if r:
                 raise RuntimeError(f"cuMemcpyDtoDAsync: error {r}")
+            # Replays feed back the step's own argmax, always in the
+            # vocabulary; nothing can be read back during a capture.
             self.bundle.run("decode_step", *self._args(),
                             outputs=[self.next, self.kc, self.vc],
-                            sizes={self.pos_arg: top})
+                            sizes={self.pos_arg: top}, check_indices=False)
             self.graph.capture_end()
         torch.cuda.current_stream().wait_stream(s)
 
@@ -337,7 +351,7 @@ def main():
     say("copy", report["copy_GBps"])
     for b in batches:
         dec = TangDecoder(ROOT / bundles[f"decode{b}"]["dir"] / "bundle", W,
-                          b, capacity)
+                          b, capacity, bundles[f"decode{b}"].get("operands"))
         dec.capture()
         say(f"batch {b}: captured")
         if not args.speed_only:
@@ -401,7 +415,9 @@ def check(W, dec, capacity):
         # Each side runs its own history (teacher forcing would need the
         # reference to read tang's caches).
         p = torch.tensor([pos], device=DEV)
-        nr, logits = reference_step(W, tok_r, p, kref, vref)
+        nr, logits = reference_step(W, tok_r, p, kref, vref,
+                                    to_bf16_and_back if dec.operands
+                                    else _same)
         top2 = logits.topk(2, dim=-1).values
         margins.append((top2[:, 0] - top2[:, 1]).tolist())
         if pos == len(PROMPT) - 1:
@@ -447,7 +463,9 @@ def check(W, dec, capacity):
               res["vcache_max_abs_err"] / res["vcache_max_abs"])
     tol = 4 * 2.0 ** -8
     parted = sum(a < len(tang_tokens) for a in agree)
-    ok = parted == len(ties) and not res["cache_nan"] and rel <= tol
+    res["bad_input"] = bad = bad_input(dec, capacity)
+    ok = (parted == len(ties) and not res["cache_nan"] and rel <= tol
+          and bad["refused"])
     tie_note = ""
     if ties:
         tie_note = (f" ({len(ties)} sequence{'s' if len(ties) > 1 else ''} "
@@ -458,7 +476,36 @@ def check(W, dec, capacity):
         note=(f"{equal}/{total} greedy tokens ({B} sequence"
               f"{'s' if B > 1 else ''}) equal the float32 PyTorch "
               f"reference{tie_note}; caches after the prompt within "
-              f"{rel:.2e} (relative) of it"), **res)
+              f"{rel:.2e} (relative) of it; a token id outside the "
+              f"vocabulary and a position at the capacity "
+              f"{'refused, nothing written' if bad['refused'] else 'NOT refused'}"),
+        **res)
+
+
+def bad_input(dec, capacity):
+    """The runtime's refusals (eager runs, outside the graph): a token id
+    one past the vocabulary (the index check) and a position at the cache
+    capacity (the size requirement), each before anything runs: the next
+    free cache position stays zero and the next tokens unchanged."""
+    pos = len(PROMPT) + greedy_steps(dec.batch)
+    before = dec.next.clone()
+    out = {}
+    for what, token, at, error in (("token", CFG.vocab, pos, IndexError),
+                                   ("position", 1, capacity, ValueError)):
+        dec.tokens.fill_(token)
+        try:
+            dec.run(at)
+            torch.cuda.synchronize()
+            out[what] = "accepted"
+        except error as e:
+            out[what] = str(e)
+    written = bool(dec.kc[:, :, :, pos].any() or dec.vc[:, :, :, pos].any()
+                   or not torch.equal(dec.next, before))
+    out["written"] = written
+    out["refused"] = (not written and all("nothing ran" in out[w]
+                                          for w in ("token", "position")))
+    say(f"batch {dec.batch} bad input:", out)
+    return out
 
 
 def compiled_peer(args, deadline, label, make):

@@ -154,7 +154,7 @@ class Compiled:
                 self._bundle = cuda.Bundle(self.directory / "bundle")
             try:
                 return self._bundle.run(self.function, *args)
-            except ValueError as e:   # sizes refused, nothing ran
+            except (ValueError, IndexError) as e:  # refused, nothing ran
                 raise TangError(self._named(str(e))) from None
         return self._run_c(args)
 
@@ -266,6 +266,10 @@ class Compiled:
                 buffers.append(np.ascontiguousarray(a))
             else:
                 buffers.append(np.empty(shape, dtype))
+        try:
+            _sizes.check_indices(fn, arrays)
+        except IndexError as e:
+            raise TangError(self._named(str(e))) from None
         data = self.directory / "bundle"
         temps = []
         for t in fn["temporaries"]:

@@ -147,6 +147,16 @@ class Launch:
 
 
 @dataclass(frozen=True)
+class IndexCheck:
+    """A data coordinate the runtime checks before a run (a trap gather's
+    token ids): every element of input argument `arg` lies in [0, bound)."""
+
+    arg: int
+    bound: int
+    what: str  #: the gather or scatter and the coordinate, for messages
+
+
+@dataclass(frozen=True)
 class Function:
     """A host function: its buffers and its launch sequence."""
 
@@ -154,6 +164,7 @@ class Function:
     args: Tuple[BufferSpec, ...]
     temporaries: Tuple[BufferSpec, ...]
     launches: Tuple[Launch, ...]
+    index_checks: Tuple[IndexCheck, ...] = ()
 
     @property
     def inputs(self) -> Tuple[int, ...]:
@@ -406,7 +417,21 @@ class _Reader:
                 self.fail(f"{path}.args[{i}].alias",
                           f"arg {a.alias} is not an input of the output's "
                           f"shape and dtype")
-        return Function(name, args, temps, launches)
+        checks = []
+        raw = (self.member(v, path, "index_checks", list)
+               if "index_checks" in v else [])
+        for i, c in enumerate(raw):
+            p = f"{path}.index_checks[{i}]"
+            c = self.obj(c, p)
+            if "arg" not in c or "bound" not in c:
+                self.fail(p, 'expected {"arg", "bound", "what"}')
+            arg = self.integer(c["arg"], f"{p}.arg", 0, len(args) - 1)
+            bound = self.integer(c["bound"], f"{p}.bound", 1, 1 << 48)
+            if args[arg].role != "input" or args[arg].dtype not in ("i32",
+                                                                   "i8"):
+                self.fail(f"{p}.arg", "names no integer input")
+            checks.append(IndexCheck(arg, bound, self.name(c, p, "what")))
+        return Function(name, args, temps, launches, tuple(checks))
 
     def manifest(self, root) -> Manifest:
         if not isinstance(root, dict):
@@ -541,6 +566,8 @@ _SIGNATURES = {
     "cuMemFree": (("cuMemFree_v2",), [ctypes.c_uint64]),
     "cuMemcpyHtoD": (("cuMemcpyHtoD_v2",),
                      [ctypes.c_uint64, ctypes.c_void_p, ctypes.c_size_t]),
+    "cuMemcpyDtoH": (("cuMemcpyDtoH_v2",),
+                     [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_size_t]),
     "cuLaunchKernel": (("cuLaunchKernel",),
                        [ctypes.c_void_p, _u, _u, _u, _u, _u, _u, _u,
                         ctypes.c_void_p, _c_void_pp, _c_void_pp]),
@@ -1108,7 +1135,8 @@ class Bundle:
                     f"{drv.status(r)}")
 
     def run(self, name: str, *tensors, outputs: Optional[Sequence] = None,
-            stream=None, sync: bool = False, sizes=None):
+            stream=None, sync: bool = False, sizes=None,
+            check_indices: bool = True):
         """Enqueues function `name`'s launch sequence.
 
         `tensors` are the inputs, in manifest order (or all buffers, inputs
@@ -1123,15 +1151,58 @@ class Bundle:
         of its index arguments as `sizes` ({argument number: value}); its
         `?` dimensions come from the inputs' shapes; a requirement the
         sizes break raises ValueError before anything runs.
+
+        Token ids and other integer inputs that a trap gather or scatter
+        indexes with (the manifest's "index_checks") are read back and
+        checked first: an element outside its dimension raises IndexError
+        before anything runs (it waits for `stream`). Inside a CUDA graph
+        capture nothing can be read back: pass `check_indices=False` there
+        and check the ids before each replay.
         """
         p, outs, uses_torch = self._bind(name, tensors, outputs, sizes)
         s = self._stream(stream, uses_torch)
         self._make_current()
+        if check_indices:
+            self._check_indices(p, s)
         self._launch_all(p, s)
         if sync:
             self._drv.check(self._drv.cuStreamSynchronize(s),
                             f"running '{name}': cuStreamSynchronize")
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _check_indices(self, p: _Prepared, stream: int):
+        """Reads back each input that `p.fn`'s index checks name and raises
+        IndexError at its first element outside [0, bound)."""
+        fn, drv = p.fn, self._drv
+        if not fn.index_checks:
+            return
+        capturing = drv.optional("cuStreamIsCapturing",
+                                 [ctypes.c_void_p, _c_int_p])
+        status = ctypes.c_int(0)
+        if capturing is not None:
+            drv.check(capturing(stream, ctypes.byref(status)),
+                      "cuStreamIsCapturing")
+        if status.value:
+            raise CudaError(
+                f"'{fn.name}' checks its index inputs before a run, which "
+                "cannot be read back while the stream is captured: pass "
+                "check_indices=False to the captured run and check them "
+                "before each replay")
+        drv.check(drv.cuStreamSynchronize(stream),
+                  f"'{fn.name}': waiting for the index inputs")
+        for c in fn.index_checks:
+            spec = fn.args[c.arg]
+            host = (ctypes.c_int32 if spec.dtype == "i32"
+                    else ctypes.c_int8) * spec.numel
+            values = host()
+            drv.check(drv.cuMemcpyDtoH(values, p.slots[c.arg], spec.nbytes),
+                      f"'{fn.name}': reading arg #{c.arg}")
+            for e, v in enumerate(values):
+                if not 0 <= v < c.bound:
+                    raise IndexError(
+                        f"'{fn.name}' arg #{c.arg} (input): element {e} is "
+                        f"{v}, outside [0, {c.bound}) for {c.what}; nothing "
+                        "ran")
 
     def time(self, name: str, *tensors, outputs: Optional[Sequence] = None,
              repeat: int = 100, warmup: int = 10, stream=None,
@@ -1144,6 +1215,7 @@ class Bundle:
         p, _, uses_torch = self._bind(name, tensors, outputs, sizes)
         s = self._stream(stream, uses_torch)
         self._make_current()
+        self._check_indices(p, s)
         drv = self._drv
         for _ in range(warmup):
             self._launch_all(p, s)

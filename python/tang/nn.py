@@ -129,9 +129,9 @@ def gelu(x):
 
 def embedding(table, ids, policy="trap"):
     """Rows of ``table`` [V, D] at ``ids`` [T] (i32): a gather. An id out of
-    range fails the run (``trap``, the interpreter's; kernels cannot report
-    it yet and refuse it) or reads the nearest row (``clamp``) or zeros
-    (``zero``)."""
+    range fails the run before anything is written (``trap``; on kernels
+    the runtime checks ``ids`` first) or reads the nearest row (``clamp``)
+    or zeros (``zero``)."""
     (T,), D = ids.shape, table.shape[1]
     rows = table.gather_policy(policy)
     return t.compute((T, D), lambda i, d: rows[ids[i], d])

@@ -50,6 +50,23 @@ def is_symbolic(fn) -> bool:
                            for a in l["args"]) for l in launches))
 
 
+def check_indices(fn: dict, inputs: Sequence) -> None:
+    """The manifest function `fn`'s index checks (docs/Bundle.md, "Index
+    checks") on its host inputs `inputs` (NumPy arrays, in input order):
+    raises IndexError at the first element outside its dimension."""
+    import numpy as np
+    args = fn["args"]
+    for c in fn.get("index_checks", []):
+        k = sum(a["role"] == "input" for a in args[:c["arg"]])
+        values = np.asarray(inputs[k]).reshape(-1)
+        bad = np.nonzero((values < 0) | (values >= c["bound"]))[0]
+        if bad.size:
+            e = int(bad[0])
+            raise IndexError(
+                f"'{fn['name']}' input #{k}: element {e} is {values[e]}, "
+                f"outside [0, {c['bound']}) for {c['what']}; nothing ran")
+
+
 def instantiate(fn: dict, input_shapes: Sequence[Sequence[int]],
                 size_args: Dict[int, int]) -> dict:
     """`fn` (a manifest function) at the sizes that `input_shapes` (one per
@@ -113,6 +130,10 @@ def instantiate(fn: dict, input_shapes: Sequence[Sequence[int]],
     for a in out["args"]:
         if "alias" in a:
             a["alias"] = arg_index[a["alias"]]
+    if "index_checks" in fn:
+        out["index_checks"] = [
+            dict(c, arg=arg_index.get(c.get("arg"), -1))
+            if isinstance(c, dict) else c for c in fn["index_checks"]]
     out["temporaries"] = [resolve(t) for t in fn["temporaries"]]
     sizes_temp = len(out["temporaries"])
     out["temporaries"].append({"shape": [max(1, len(values))], "dtype": "i32",

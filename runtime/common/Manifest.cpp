@@ -602,6 +602,38 @@ private:
     return true;
   }
 
+  /// Reads a function's "index_checks", if it has them.
+  bool readIndexChecks(const Json &v, const std::string &path,
+                       FunctionSpec &f) {
+    if (!v.get("index_checks"))
+      return true;
+    const Json *checks = member(v, path, "index_checks", Json::Kind::Array);
+    if (!checks)
+      return false;
+    for (size_t i = 0; i < checks->array.size(); ++i) {
+      const Json &c = checks->array[i];
+      std::string p = index(join(path, "index_checks"), i);
+      const Json *arg = c.kind == Json::Kind::Object ? c.get("arg") : nullptr;
+      const Json *bound = arg ? c.get("bound") : nullptr;
+      if (!bound)
+        return fail(p, "expected {\"arg\", \"bound\", \"what\"}");
+      IndexCheckSpec check;
+      int64_t a;
+      if (!readInt(*arg, join(p, "arg"), 0, int64_t(f.args.size()) - 1, a) ||
+          !readInt(*bound, join(p, "bound"), 1, int64_t(1) << 48,
+                   check.bound) ||
+          !readName(c, p, "what", check.what))
+        return false;
+      const BufferSpec &b = f.args[size_t(a)];
+      if (b.role != BufferSpec::Role::Input ||
+          (b.dtype != DType::I32 && b.dtype != DType::I8))
+        return fail(join(p, "arg"), "names no integer input");
+      check.arg = unsigned(a);
+      f.indexChecks.push_back(std::move(check));
+    }
+    return true;
+  }
+
   bool readDim3(const Json &v, const std::string &path, const char *key,
                 Dim3 &out) {
     const Json *a = member(v, path, key, Json::Kind::Array);
@@ -775,7 +807,7 @@ private:
         return false;
       f.temporaries.push_back(std::move(b));
     }
-    if (!readSizes(v, path, f))
+    if (!readSizes(v, path, f) || !readIndexChecks(v, path, f))
       return false;
     for (size_t i = 0; i < f.args.size(); ++i) {
       const BufferSpec &out = f.args[i];
@@ -1021,6 +1053,10 @@ FunctionSpec::instantiate(const std::vector<std::vector<int64_t>> &inputShapes,
   for (BufferSpec &b : out.args)
     if (b.aliasOf >= 0)
       b.aliasOf = int(argIndex[size_t(b.aliasOf)]);
+  for (IndexCheckSpec c : indexChecks) {
+    c.arg = argIndex[c.arg];
+    out.indexChecks.push_back(std::move(c));
+  }
   for (const BufferSpec &t : temporaries) {
     Expected<BufferSpec> b = resolve(t);
     if (!b)

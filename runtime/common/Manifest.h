@@ -119,6 +119,15 @@ struct RequirementSpec {
   std::string what, condition;
 };
 
+/// A data coordinate the runtime checks before a run (a trap gather's token
+/// ids): every element of input argument `arg` lies in [0, bound).
+struct IndexCheckSpec {
+  unsigned arg = 0;
+  int64_t bound = 0;
+  /// The gather or scatter and the coordinate, for messages.
+  std::string what;
+};
+
 /// A host function: its buffers and its launch sequence.
 struct FunctionSpec {
   std::string name;
@@ -130,6 +139,8 @@ struct FunctionSpec {
   /// With symbolic sizes: its size symbols and what they must satisfy.
   std::vector<SizeSymbolSpec> sizes;
   std::vector<RequirementSpec> requirements;
+  /// Integer inputs whose elements must index a dimension.
+  std::vector<IndexCheckSpec> indexChecks;
 
   /// The number of input arguments.
   size_t numInputs() const;

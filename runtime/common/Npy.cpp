@@ -136,6 +136,57 @@ Error tang::runtime::convertNpyInput(const Npy &npy, const BufferSpec &b,
   return cannot();
 }
 
+Error tang::runtime::checkIndexInputs(const FunctionSpec &f,
+                                      const std::vector<Npy> &inputs,
+                                      const std::vector<std::string> &names) {
+  for (const IndexCheckSpec &c : f.indexChecks) {
+    size_t k = 0;
+    for (unsigned i = 0; i < c.arg; ++i)
+      k += f.args[i].role == BufferSpec::Role::Input;
+    if (k >= inputs.size())
+      continue; // The caller reports the missing input.
+    const Npy &npy = inputs[k];
+    size_t width = npy.descr.size() == 2 ? size_t(npy.descr[1] - '0') : 0;
+    bool isSigned = !npy.descr.empty() && npy.descr[0] == 'i';
+    if ((!isSigned && npy.descr[0] != 'u') ||
+        (width != 1 && width != 2 && width != 4 && width != 8))
+      continue; // Not an integer array: the conversion reports it.
+    size_t n = npy.data.size() / width;
+    for (size_t e = 0; e < n; ++e) {
+      const char *at = npy.data.data() + e * width;
+      int64_t v = 0;
+      bool huge = false;
+      if (width == 1) {
+        v = isSigned ? int64_t(int8_t(*at)) : int64_t(uint8_t(*at));
+      } else if (width == 2) {
+        uint16_t u;
+        std::memcpy(&u, at, 2);
+        v = isSigned ? int64_t(int16_t(u)) : int64_t(u);
+      } else if (width == 4) {
+        uint32_t u;
+        std::memcpy(&u, at, 4);
+        v = isSigned ? int64_t(int32_t(u)) : int64_t(u);
+      } else {
+        uint64_t u;
+        std::memcpy(&u, at, 8);
+        huge = !isSigned && u > uint64_t(INT64_MAX);
+        v = int64_t(u);
+      }
+      if (!huge && v >= 0 && v < c.bound)
+        continue;
+      std::string where = k < names.size() ? names[k] : "";
+      return Error::failure(
+          "input #" + std::to_string(k) +
+          (where.empty() ? "" : " (" + where + ")") + ": element " +
+          std::to_string(e) + " is " +
+          (huge ? std::to_string(uint64_t(v)) : std::to_string(v)) +
+          ", outside [0, " + std::to_string(c.bound) + ") for " + c.what +
+          "; nothing ran");
+    }
+  }
+  return Error::success();
+}
+
 /// Writes buffer contents `data` of `b` to the .npy file at `path`: floats
 /// (f16, f32, f64) as float64 (<f8), i32 as int32 (<i4).
 Error tang::runtime::writeBufferNpy(const std::string &path,

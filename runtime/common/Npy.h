@@ -36,6 +36,13 @@ Error writeNpy(const std::string &path, DType t,
 Error convertNpyInput(const Npy &npy, const BufferSpec &b,
                       const std::string &what, void *out);
 
+/// Checks `f`'s index checks on its inputs `inputs` (in input order, named
+/// by `names` in errors): an element outside its dimension fails the run
+/// before anything is uploaded, naming the input, the element, its value
+/// and the gather.
+Error checkIndexInputs(const FunctionSpec &f, const std::vector<Npy> &inputs,
+                       const std::vector<std::string> &names);
+
 /// Writes buffer contents `data` of `b` to the .npy file at `path`: floats
 /// (f16, f32, f64) as float64 (<f8, as tang-run writes them), i32 as int32
 /// (<i4).

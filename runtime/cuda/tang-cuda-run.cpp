@@ -258,6 +258,8 @@ int runMain(const Options &o) {
                                  " (wants '" + npyDescr(b.dtype) + "')"));
     inputs.push_back(std::move(*npy));
   }
+  if (Error e = checkIndexInputs(*f, inputs, o.inputs))
+    return fail(e);
 
   Expected<Context> ctx = Context::create(o.device);
   if (!ctx)

@@ -1194,6 +1194,7 @@ Status runMain(const Options &o, Runner &runner) {
                          " input(s), got " + std::to_string(o.inputs.size()) +
                          " .npy file(s)");
 
+  TRY(toStatus(tang::runtime::checkIndexInputs(*f, npys, o.inputs)));
   // Each input converted to its buffer's contents.
   std::vector<std::string> inputs(nInputs);
   for (size_t i = 0, k = 0; i < f->args.size(); ++i) {

@@ -376,7 +376,26 @@ function instantiate(fn, inputShapes, sizeArgs) {
   const launches = fn.launches.map((l) => ({ ...l, args: l.args.map((a) =>
     'sizes' in a ? { temp: sizesTemp }
     : 'arg' in a ? { ...a, arg: argIndex.get(a.arg) } : a) }));
-  return { ...fn, args, temporaries, launches };
+  const indexChecks = (fn.index_checks ?? []).map((c) =>
+    ({ ...c, arg: argIndex.get(c.arg) }));
+  return { ...fn, args, temporaries, launches, index_checks: indexChecks };
+}
+
+/// The function's index checks (docs/Bundle.md, "Index checks") on its
+/// inputs' values `npys` (in input order): an element outside its
+/// dimension fails before any device work.
+function checkIndices(fn, npys, inputPaths) {
+  for (const c of fn.index_checks ?? []) {
+    const k = fn.args.slice(0, c.arg).filter((a) => a.role === 'input').length;
+    if (fn.args[c.arg]?.role !== 'input' || !npys[k])
+      throw new Failure(`'${fn.name}': index check ${JSON.stringify(c)} ` +
+                        `names no input`);
+    const e = npys[k].values.findIndex((v) => !(v >= 0 && v < c.bound));
+    if (e >= 0)
+      throw new Failure(`input #${k} (${inputPaths[k]}): element ${e} is ` +
+                        `${npys[k].values[e]}, outside [0, ${c.bound}) for ` +
+                        `${c.what}; nothing ran`);
+  }
 }
 
 /// The buffer spec a launch argument names.
@@ -448,6 +467,7 @@ async function run(webgpu, dir, name, inputPaths, outDir, sizeArgs) {
   // and --size give the function's sizes.
   const npys = inputPaths.map((path) => readNpy(path));
   const fn = instantiate(symbolicFn, npys.map((n) => n.shape), sizeArgs);
+  checkIndices(fn, npys, inputPaths);
   const inputs = fn.args.filter((a) => a.role === 'input');
   const specs = [...fn.args, ...fn.temporaries];
   specs.forEach((s, i) => dtypeOf(s, `buffer #${i} of '${name}'`));

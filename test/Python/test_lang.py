@@ -343,9 +343,30 @@ def test_out_of_range_id_traps_in_the_interpreter():
     run = tang.compile(lookup, target="interpreter")
     with pytest.raises(tang.TangError, match="25"):
         run(rand(rng, 20, 8), np.array([1, 25, 3], np.int32))
-    # Kernels cannot report it: the C backend refuses trap, at the line.
-    with pytest.raises(tang.TangError, match="traps on an out-of-range"):
-        tang.compile(lookup, target="c")
+    # Kernels cannot report it: the runtime checks the ids before the run
+    # (docs/Bundle.md, "Index checks"), naming the element and its value.
+    c = tang.compile(lookup, target="c")
+    table = rand(rng, 20, 8)
+    with pytest.raises(tang.TangError, match=(
+            r"input #1: element 1 is 25, outside \[0, 20\) for coordinate "
+            r"#0 of the gather into tensor<20x8xf32> at .*test_lang.py:\d+; "
+            r"nothing ran")):
+        c(table, np.array([1, 25, 3], np.int32))
+    with pytest.raises(tang.TangError, match="element 0 is -1"):
+        c(table, np.array([-1, 2, 3], np.int32))
+    ids = np.array([0, 19, 7], np.int32)
+    np.testing.assert_array_equal(c(table, ids), run(table, ids))
+
+
+def test_computed_trap_coordinate_is_refused_on_kernels():
+    # An id the program computes (the next row) is no input's element: the
+    # runtime cannot check it, so kernels refuse trap, at the line.
+    @tang.function
+    def next_row(table: f32[20, 8], ids: i32[3]):
+        return tang.compute((3, 8), lambda i, d: table[ids[i] + 1, d])
+
+    with pytest.raises(tang.TangError, match="kernels cannot check"):
+        tang.compile(next_row, target="c")
 
 
 def test_call_errors_name_the_argument():

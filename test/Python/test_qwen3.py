@@ -80,7 +80,7 @@ def argmax_agrees(tokens, logits, want_tokens):
                 f"sequence {b}: token {tok}, reference {want}"
 
 
-def check_decode_step(cfg, target, tol, seed=0):
+def check_decode_step(cfg, target, tol, seed=0, operands=None):
     """One decode step of `cfg` (batch BATCH at POS) on `target` against
     the reference: logits, both caches, tokens. Returns the input and
     updated key caches."""
@@ -91,7 +91,8 @@ def check_decode_step(cfg, target, tol, seed=0):
     want_tok, want_lg = ref.decode_step(
         cfg, {k: v.astype(np.float64) for k, v in W.items()}, tokens,
         want_kc, want_vc, POS)
-    step = qwen3.decode_step(cfg, BATCH, CAPACITY, logits=True)
+    step = qwen3.decode_step(cfg, BATCH, CAPACITY, logits=True,
+                             operands=operands)
     run = tang.compile(step, target=target)
     tok, lg, kc2, vc2 = run(tokens, *W.values(), kc.copy(), vc.copy(), POS)
     check(lg, want_lg, tol, "logits")
@@ -108,6 +109,13 @@ def test_decode_step_matches_the_reference(target):
     rows = np.arange(CAPACITY) != POS
     assert np.array_equal(kc2[:, :, :, rows], kc[:, :, :, rows])
     assert not np.array_equal(kc2[:, :, :, POS], kc[:, :, :, POS])
+
+
+def test_decode_step_with_product_operands_matches_the_reference():
+    # The structure of tensor-core products (operands of the weights' type,
+    # the residual stream and the gate/up product materialised): in f32
+    # storage the operands round nothing, so the same reference holds.
+    check_decode_step(CFG, "c", TOLERANCE["c"], seed=6, operands=CFG.dtype)
 
 
 @pytest.mark.parametrize("target", ["interpreter", "c"])
@@ -171,7 +179,21 @@ def test_a_position_beyond_the_cache_is_refused():
     assert np.array_equal(kc, before)
 
 
-def test_a_token_outside_the_vocabulary_is_refused():
+@pytest.mark.parametrize("target", ["interpreter", "c"])
+def test_a_token_outside_the_vocabulary_is_refused(target):
+    # By the runtime, before anything runs: the caches, donated (updated in
+    # place), are untouched. The interpreter traps at the gather; kernels
+    # have the runtime check the ids first (docs/Bundle.md, "Index checks").
+    W = weights()
+    kc, vc = caches()
+    run = tang.compile(qwen3.decode_step(CFG, BATCH, CAPACITY), target=target)
+    before = kc.copy(), vc.copy()
+    for bad in (CFG.vocab, -1):
+        with pytest.raises(tang.TangError, match=str(bad)):
+            run(np.array([1, bad], np.int32), *W.values(), kc, vc, POS)
+        assert np.array_equal(kc, before[0])
+        assert np.array_equal(vc, before[1])
+    # The host-side check of a prompt, before any run.
     with pytest.raises(ValueError, match="outside the vocabulary"):
         qwen3.check_tokens(CFG, [3, CFG.vocab])
     with pytest.raises(ValueError, match="outside the vocabulary"):

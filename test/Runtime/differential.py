@@ -523,3 +523,51 @@ def check_size_errors(tang_bin, pipeline, fmt, run_host, tmp_path):
         assert not list(out.glob("output_*.npy")), f"{flags}: wrote outputs"
     r = run_host(bundle, ["main", *inputs, "--size", "arg5=0", "--out", out])
     assert r.returncode == 0, r.stderr
+
+
+# A trap gather of token rows: the runtime checks the ids before a run
+# (docs/Bundle.md, "Index checks").
+TRAP_GATHER_PROGRAM = """\
+func.func @main(%tok: tensor<5xi32>, %E: tensor<6x16xf32>) -> tensor<5x16xf32> {
+  %y = tang.comprehension (%i, %d) [5, 16] : tensor<5x16xf32> {
+    %k = tang.read %tok[%i] : tensor<5xi32>
+    %row = arith.index_cast %k : i32 to index
+    %a = tang.gather %E[symbol(%row), %d] : tensor<6x16xf32>
+    tang.yield %a : f32
+  }
+  return %y : tensor<5x16xf32>
+}
+"""
+
+
+def check_index_errors(tang_bin, pipeline, fmt, run_host, tmp_path):
+    """A runtime runs TRAP_GATHER_PROGRAM's rows for ids inside the table
+    and refuses, before anything runs and naming the element and its value,
+    an id outside it (6, then -1). `run_host(bundle, args)` runs the
+    backend's host on the bundle with `args` (function, inputs, flags)."""
+    program = tmp_path / "trap_gather.mlir"
+    program.write_text(TRAP_GATHER_PROGRAM)
+    bundle = tmp_path / "bundle"
+    manifest = lower_example(tang_bin, program, pipeline, bundle, fmt)
+    assert manifest["functions"][0]["index_checks"][0]["bound"] == 6
+    rng = np.random.default_rng(0)
+    table = rng.uniform(0.5, 1.5, (6, 16)).astype(np.float32)
+    np.save(tmp_path / "E.npy", table)
+    out = tmp_path / "out"
+    for ids, bad in (([0, 5, 3, 2, 1], None), ([0, 5, 6, 2, 1], (2, 6)),
+                     ([-1, 5, 3, 2, 1], (0, -1))):
+        np.save(tmp_path / "tok.npy", np.array(ids, np.int32))
+        r = run_host(bundle, ["main", tmp_path / "tok.npy",
+                              tmp_path / "E.npy", "--out", out])
+        if bad is None:
+            assert r.returncode == 0, r.stderr
+            np.testing.assert_array_equal(np.load(out / "output_0.npy"),
+                                          table[ids].astype(np.float64))
+            for f in out.glob("output_*.npy"):
+                f.unlink()
+            continue
+        assert r.returncode != 0, f"ids {ids}: expected a failure"
+        message = (f"element {bad[0]} is {bad[1]}, outside [0, 6) for "
+                   "coordinate #0 of the gather into tensor<6x16xf32>")
+        assert message in r.stderr and "nothing ran" in r.stderr, r.stderr
+        assert not list(out.glob("output_*.npy")), f"ids {ids}: wrote outputs"

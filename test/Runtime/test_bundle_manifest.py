@@ -18,6 +18,7 @@ import importlib.util
 import json
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -1500,3 +1501,102 @@ def test_bad_data_name():
                        match=r"temporaries\[0\]\.data: expected the name of "
                              r"a file of the bundle"):
         tc.parse_manifest(json.dumps(m))
+
+
+# ---------------------------------------------------------------------------
+# Index checks (docs/Bundle.md, "Index checks")
+# ---------------------------------------------------------------------------
+
+# out = 2 x, behind a size argument (#0) and token ids (#1) that a trap
+# gather indexes a dimension of 10 with: after the size argument goes, the
+# ids are argument #0 of the resolved function.
+INDEX_MANIFEST = {
+    "version": 1, "format": "ptx", "image": "mock.ptx", "chip": "sm_90a",
+    "functions": [{
+        "name": "lookup",
+        "args": [{"role": "size"}, _buf("input", [3], "i32"),
+                 _buf("input", [4]), _buf("output", [4])],
+        "temporaries": [],
+        "sizes": [{"arg": 0, "name": "%arg0"}],
+        "requirements": [],
+        "index_checks": [{"arg": 1, "bound": 10,
+                          "what": "coordinate #0 of the gather"}],
+        "launches": [_launch("scale2", 4, [{"arg": 2}, {"arg": 3}])],
+    }],
+}
+
+
+def test_mock_index_checks(mock, tmp_path):
+    b = tc.Bundle(write_bundle(tmp_path / "ids", INDEX_MANIFEST,
+                               image=MOCK_IMAGE))
+    x = _random((4,), 5)
+    out = DeviceArray(np.zeros(4, np.float32))
+    ids = np.array([0, 9, 4], np.int32)
+    b.run("lookup", DeviceArray(ids), DeviceArray(x), outputs=[out],
+          sizes={0: 1}, sync=True)
+    np.testing.assert_array_equal(out.a, 2 * x)
+    launches = mock.mock_launches()
+    for bad, e in ((10, 1), (-3, 1)):
+        ids[e] = bad
+        out.a[:] = 0
+        with pytest.raises(IndexError, match=(
+                rf"'lookup' arg #0 \(input\): element {e} is {bad}, outside "
+                r"\[0, 10\) for coordinate #0 of the gather; nothing ran")):
+            b.run("lookup", DeviceArray(ids), DeviceArray(x), outputs=[out],
+                  sizes={0: 1})
+        assert mock.mock_launches() == launches
+        assert not out.a.any()
+    # Unchecked on request (a graph capture cannot read back).
+    b.run("lookup", DeviceArray(ids), DeviceArray(x), outputs=[out],
+          sizes={0: 1}, sync=True, check_indices=False)
+    assert mock.mock_launches() == launches + 1
+    b.close()
+
+
+@pytest.mark.parametrize("check,message", [
+    ({"arg": 2, "bound": 10, "what": "w"}, "arg: names no integer input"),
+    ({"arg": 1, "bound": 0, "what": "w"},
+     r"bound: 0 is out of range \[1, 281474976710656\]"),
+    ({"arg": 1, "what": "w"}, 'expected {"arg", "bound", "what"}'),
+    ({"arg": 1, "bound": 3}, 'missing field "what"'),
+])
+def test_bad_index_check(tmp_path, mock, check, message):
+    m = copy.deepcopy(INDEX_MANIFEST)
+    m["functions"][0]["index_checks"] = [check]
+    b = tc.Bundle(write_bundle(tmp_path / "bad", m, image=MOCK_IMAGE))
+    ids = DeviceArray(np.zeros(3, np.int32))
+    x = DeviceArray(np.zeros(4, np.float32))
+    with pytest.raises(tc.ManifestError) as e:
+        b.run("lookup", ids, x, outputs=[x], sizes={0: 1})
+    assert "index_checks[0]" in str(e.value)
+    assert re.search(message, str(e.value)), str(e.value)
+    if CUDA_RUN.exists():
+        np.save(tmp_path / "ids.npy", np.zeros(3, np.int32))
+        np.save(tmp_path / "x.npy", np.zeros(4, np.float32))
+        # The C++ reader checks the manifest as written (arg #1 before
+        # the size argument goes).
+        r = cli(tmp_path / "bad", "lookup", tmp_path / "ids.npy",
+                tmp_path / "x.npy", "--size", "arg0=1")
+        assert r.returncode != 0
+        assert "index_checks[0]" in r.stderr
+
+
+@needs_cli
+def test_cli_index_checks(tmp_path, mock_lib):
+    d = write_bundle(tmp_path / "ids", INDEX_MANIFEST, image=MOCK_IMAGE)
+    x = _random((4,), 6)
+    np.save(tmp_path / "x.npy", x)
+    env = {"TANG_LIBCUDA": str(mock_lib)}
+    np.save(tmp_path / "ids.npy", np.array([0, 9, 4], np.int32))
+    r = cli(d, "lookup", tmp_path / "ids.npy", tmp_path / "x.npy", "--size",
+            "arg0=1", "--out", tmp_path / "out", env=env)
+    assert r.returncode == 0, r.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "out" / "output_0.npy"),
+                                  2 * x)
+    np.save(tmp_path / "ids.npy", np.array([0, 4, -7], np.int32))
+    r = cli(d, "lookup", tmp_path / "ids.npy", tmp_path / "x.npy", "--size",
+            "arg0=1", "--out", tmp_path / "bad", env=env)
+    assert r.returncode == 1
+    assert ("input #0 (" in r.stderr and "element 2 is -7, outside [0, 10) "
+            "for coordinate #0 of the gather; nothing ran") in r.stderr
+    assert not (tmp_path / "bad").exists()

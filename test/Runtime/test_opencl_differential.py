@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from differential import (CONSTANT_PROGRAM, SIZE_IN_BODY_PROGRAM, GATHER_PROGRAM, SCATTER_PROGRAM, CMPF_PROGRAM,  # noqa: E402
-                          check_functions, check_program, check_size_errors,
+                          check_functions, check_program, check_index_errors, check_size_errors,
                           lower_example, run)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -126,3 +126,9 @@ def test_host_reports_bad_inputs(backend, tmp_path):
     assert r.returncode == 1 and "shape" in r.stderr, r.stderr
     r = run([OCL_RUN, bundle, "nope"])
     assert r.returncode == 1 and "no function 'nope'" in r.stderr
+
+
+def test_host_refuses_ids_outside_the_table(backend, tmp_path):
+    check_index_errors(TANG_BIN, "tang-lower-opencl", "opencl",
+                       lambda bundle, args: run([OCL_RUN, bundle, *args]),
+                       tmp_path)

@@ -269,9 +269,11 @@ LogicalResult BodyEmitter::emitGather(OpBuilder &b, GatherOp gather,
            << "gathers from a tensor with no buffer in the kernel";
   if (gather.getPolicy() == OutOfRange::Trap)
     return gather.emitOpError()
-           << "traps on an out-of-range coordinate, which kernels cannot "
-              "report yet (no device error channel): give it the clamp or "
-              "zero policy, or run it with tang-run";
+           << "traps on an out-of-range coordinate that kernels cannot "
+              "check (no device error channel): the runtime checks a data "
+              "coordinate that is an element of an integer input, as read; "
+              "give this one the clamp or zero policy, or run it with "
+              "tang-run";
   auto lookup = [&](Value v) { return mapping.lookup(v); };
   SmallVector<Value> dims = llvm::map_to_vector(gather.getIndices(), lookup);
   SmallVector<Value> symbols = llvm::map_to_vector(gather.getValues(), lookup);

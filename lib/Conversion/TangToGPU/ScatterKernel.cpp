@@ -33,9 +33,10 @@ LogicalResult mlir::tang::emitScatterKernel(OpBuilder &b, ScatterOp op,
   AffineMap map = put.getMap();
   if (put.getPolicy() == OutOfRange::Trap && map.getNumSymbols())
     return put.emitOpError()
-           << "traps on an out-of-range coordinate, which kernels cannot "
-              "report yet (no device error channel): give it the drop "
-              "policy, or run it with tang-run";
+           << "traps on an out-of-range coordinate that kernels cannot "
+              "check (no device error channel): the runtime checks a data "
+              "coordinate that is an element of an integer input, as read; "
+              "give this one the drop policy, or run it with tang-run";
 
   // The indices that alone are a coordinate run in parallel.
   unsigned n = op.getNumIndices();

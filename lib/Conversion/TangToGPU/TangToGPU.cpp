@@ -535,6 +535,88 @@ ComprehensionOp KernelFormBuilder::findScoreSibling(ComprehensionOp c) {
   }
   return {};
 }
+/// The integer input argument of `func` whose element `v` is, as read (an
+/// integer cast at most between): a token id read from the ids tensor.
+static BlockArgument getIndexInput(func::FuncOp func, Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    if (isa<arith::IndexCastOp, arith::IndexCastUIOp, arith::ExtSIOp,
+            arith::ExtUIOp>(def)) {
+      v = def->getOperand(0);
+      continue;
+    }
+    auto read = dyn_cast<ReadOp>(def);
+    auto arg = read ? dyn_cast<BlockArgument>(read.getTensor()) : nullptr;
+    if (!arg || arg.getOwner() != &func.getBody().front() ||
+        !isa<IntegerType>(getElementTypeOrSelf(arg.getType())))
+      return {};
+    return arg;
+  }
+  return {};
+}
+
+/// The trap coordinates the runtime checks before anything runs: a data
+/// coordinate of a `trap` gather (or scatter put) that is, as a whole, an
+/// element of an integer input. Every element of that input must then lie
+/// in the dimension it indexes (stricter than the interpreter, which checks
+/// the elements read); the op becomes `clamp` (`drop`) in the kernels,
+/// which stay memory safe. Ops with another trap coordinate are left
+/// alone: the kernel emitters refuse them. Returns `tang.index_checks`.
+static SmallVector<Attribute> collectIndexChecks(func::FuncOp func) {
+  Builder b(func.getContext());
+  SmallVector<Attribute> checks;
+  // `op`'s coordinates `map` of `values` into `type`; true if all of its
+  // data coordinates are checked (appended to `checks`).
+  auto check = [&](Operation *op, AffineMap map, ValueRange values,
+                   ShapedType type, StringRef kind) {
+    SmallVector<Attribute> found;
+    for (auto [pos, expr] : llvm::enumerate(map.getResults())) {
+      bool usesData = false;
+      expr.walk([&](AffineExpr e) { usesData |= isa<AffineSymbolExpr>(e); });
+      if (!usesData)
+        continue;
+      auto sym = dyn_cast<AffineSymbolExpr>(expr);
+      BlockArgument arg =
+          sym ? getIndexInput(func, values[sym.getPosition()]) : nullptr;
+      if (!arg || type.isDynamicDim(pos))
+        return;
+      std::string what;
+      llvm::raw_string_ostream os(what);
+      os << "coordinate #" << pos << " of the " << kind << " into " << type;
+      if (auto at = dyn_cast<FileLineColLoc>(op->getLoc()))
+        os << " at " << at.getFilename().getValue() << ":" << at.getLine();
+      else
+        op->getLoc()->walk([&](Location l) {
+          auto at = dyn_cast<FileLineColLoc>(l);
+          if (!at)
+            return WalkResult::advance();
+          os << " at " << at.getFilename().getValue() << ":" << at.getLine();
+          return WalkResult::interrupt();
+        });
+      found.push_back(b.getDictionaryAttr(
+          {b.getNamedAttr("arg", b.getI64IntegerAttr(arg.getArgNumber())),
+           b.getNamedAttr("bound", b.getI64IntegerAttr(type.getDimSize(pos))),
+           b.getNamedAttr("what", b.getStringAttr(what))}));
+    }
+    llvm::append_range(checks, found);
+    if (auto gather = dyn_cast<GatherOp>(op))
+      gather.setPolicy(OutOfRange::Clamp);
+    else
+      cast<PutOp>(op).setPolicy(OutOfRange::Drop);
+  };
+  func.walk([&](Operation *op) {
+    if (auto gather = dyn_cast<GatherOp>(op);
+        gather && gather.getPolicy() == OutOfRange::Trap)
+      check(gather, gather.getMap(), gather.getValues(),
+            gather.getTensor().getType(), "gather");
+    if (auto put = dyn_cast<PutOp>(op);
+        put && put.getPolicy() == OutOfRange::Trap)
+      check(put, put.getMap(), put.getValues(),
+            cast<ShapedType>(put->getParentOp()->getResult(0).getType()),
+            "scatter");
+  });
+  return checks;
+}
+
 /// About 160 lines: the host function in the order it is built (signature,
 /// returned arguments copied, hoisted constants, then one launch per
 /// comprehension with its buffers and tensor maps).
@@ -695,6 +777,9 @@ LogicalResult KernelFormBuilder::convertFunc(func::FuncOp func) {
   }
   if (!aliases.empty())
     host->setAttr(kAliasesAttrName, b.getDenseI64ArrayAttr(aliases));
+  SmallVector<Attribute> indexChecks = collectIndexChecks(func);
+  if (!indexChecks.empty())
+    host->setAttr(kIndexChecksAttrName, b.getArrayAttr(indexChecks));
 
   SmallVector<Value> temporaries;
   unsigned kernelNo = 0;

@@ -287,6 +287,15 @@ static FailureOr<llvm::json::Object> describeFunction(func::FuncOp func,
                               {"args", std::move(args)},
                               {"temporaries", std::move(temps)},
                               {"launches", std::move(launches)}};
+  if (auto checks = func->getAttrOfType<ArrayAttr>(kIndexChecksAttrName)) {
+    llvm::json::Array out;
+    for (auto d : checks.getAsRange<DictionaryAttr>())
+      out.push_back(
+          llvm::json::Object{{"arg", d.getAs<IntegerAttr>("arg").getInt()},
+                             {"bound", d.getAs<IntegerAttr>("bound").getInt()},
+                             {"what", d.getAs<StringAttr>("what").str()}});
+    function["index_checks"] = std::move(out);
+  }
   if (sizes) {
     llvm::json::Array symbols, requirements;
     ArrayRef<int64_t> pairs = sizes.getAs<DenseI64ArrayAttr>("symbols");

@@ -29,8 +29,9 @@ The caches are ``[layers, batch, kv_heads, capacity, head_dim]``.
     step = qwen3.decode_step(qwen3.QWEN3_8B, batch=1, capacity=4224)
     print(step.mlir())
 
-Token ids are gathered with the ``clamp`` policy (kernels cannot trap):
-callers check them against the vocabulary first (``check_tokens``); a
+Token ids are gathered with the ``trap`` policy: the runtime checks them
+against the vocabulary before anything runs (docs/Bundle.md, "Index
+checks"; ``check_tokens`` does the same on the host, for a prompt); a
 position at or beyond the cache capacity is refused by the runtime before
 anything runs (the size requirement of the cache reads).
 """
@@ -254,8 +255,11 @@ def _head(cfg, W, x, logits):
     the logits [R, V] when ``logits``)."""
     R, D = x.shape
     xf = _rms_norm(x, lambda d: _w(W["norm"][d]), cfg.eps)
+    # The logits stay a product of their own (a matrix-vector kernel over
+    # the whole head) and the argmax a split reduction over them: fused
+    # into the argmax, each row's kernel would stream the 1.2 GB head.
     lg = t.compute((R, cfg.vocab), lambda r, n: t.sum(
-        D, lambda k: _w(W["lm_head"][n, k]) * xf[r, k]))
+        D, lambda k: _w(W["lm_head"][n, k]) * xf[r, k]), materialize=True)
     _, tok = t.compute((R,), lambda r: t.argmax(cfg.vocab,
                                                 lambda n: lg[r, n]))
     return (tok, lg) if logits else (tok,)
@@ -285,19 +289,22 @@ def _names(cfg):
 
 
 def decode_step(cfg: Config, batch: int, capacity: int,
-                logits: bool = False) -> t.Function:
+                logits: bool = False, operands=None) -> t.Function:
     """One decode step of ``batch`` sequences at position ``pos`` (the last
     argument, a size): ``(tokens [batch] i32, weights..., kcache, vcache,
     pos) -> (next tokens [batch] i32[, logits [batch, vocab] f32], kcache,
     vcache)``. Every sequence is at the same position; a run at ``pos >=
-    capacity`` is refused before anything runs."""
+    capacity`` is refused before anything runs. ``operands``: the type the
+    layers' product activations are rounded to (None: f32, matrix-vector
+    products; ``cfg.dtype``: operands tensor cores take, which pays from
+    about 16 sequences, as in ``prefill``)."""
     names = _names(cfg) + ["pos"]
 
     def step(*args):
         tokens, *weights = args[:-3]
         kc, vc, pos = args[-3:]
         W = dict(zip(weight_shapes(cfg), weights))
-        emb = W["embed"].gather_policy("clamp")
+        emb = W["embed"]
         x = t.compute((batch, cfg.hidden), lambda b, d: _w(emb[tokens[b], d]))
         caches = [kc, vc]
 
@@ -320,7 +327,8 @@ def decode_step(cfg: Config, batch: int, capacity: int,
                     lambda b, g, j, e: _w(kc_[layer, b, g, j, e]),
                     lambda b, g, j, e: _w(vc_[layer, b, g, j, e]),
                     pos + 1)
-            x = _layer(cfg, W, x, layer, position, attention, write_cache)
+            x = _layer(cfg, W, x, layer, position, attention, write_cache,
+                       operands)
         return _head(cfg, W, x, logits) + tuple(caches)
 
     _name_params(step, names)
@@ -348,7 +356,7 @@ def prefill(cfg: Config, tokens: int, capacity: int,
         ids, *weights = args[:-2]
         kc, vc = args[-2:]
         W = dict(zip(weight_shapes(cfg), weights))
-        emb = W["embed"].gather_policy("clamp")
+        emb = W["embed"]
         x = t.compute((tokens, cfg.hidden), lambda r, d: _w(emb[ids[r], d]))
         caches = [kc, vc]
 

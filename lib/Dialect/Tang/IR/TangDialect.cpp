@@ -167,13 +167,42 @@ LogicalResult TangDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
 
+  if (name == kIndexChecksAttrName) {
+    auto checks = dyn_cast<ArrayAttr>(value);
+    auto func = dyn_cast<FunctionOpInterface>(op);
+    auto numInputs = op->getAttrOfType<IntegerAttr>(kNumInputsAttrName);
+    if (!checks)
+      return wrongValue("an array of {arg, bound, what} dictionaries");
+    if (!func || !numInputs)
+      return wrongOp("a host function of the kernel form");
+    for (Attribute a : checks) {
+      auto d = dyn_cast<DictionaryAttr>(a);
+      auto arg = d ? d.getAs<IntegerAttr>("arg") : IntegerAttr();
+      auto bound = d ? d.getAs<IntegerAttr>("bound") : IntegerAttr();
+      if (!arg || !bound || !d.getAs<StringAttr>("what"))
+        return wrongValue("an array of {arg, bound, what} dictionaries");
+      int64_t k = arg.getInt();
+      auto type = k >= 0 && k < numInputs.getInt()
+                      ? dyn_cast<ShapedType>(func.getArgumentTypes()[k])
+                      : ShapedType();
+      if (!type || !isa<IntegerType>(type.getElementType()))
+        return op->emitError() << "'" << name << "' checks argument #" << k
+                               << ", which is not an integer input";
+      if (bound.getInt() < 1)
+        return op->emitError() << "'" << name << "' has the bound "
+                               << bound.getInt() << " (at least 1)";
+    }
+    return success();
+  }
+
   return op->emitError() << "unknown discardable attribute '" << name
                          << "' (the tang dialect declares tang.target, "
                             "tang.saved, tang.fuse_id, tang.shape_class, "
                             "tang.traffic_tile, tang.kernel_form, "
                             "tang.num_inputs, tang.tensor_map_params, "
                             "tang.sizes, tang.shape, tang.sizes_buffer, "
-                            "tang.aliases and tang.data; tang.donate on "
+                            "tang.aliases, tang.index_checks and tang.data; "
+                            "tang.donate on "
                             "arguments)";
 }
 

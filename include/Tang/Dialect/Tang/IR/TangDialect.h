@@ -42,6 +42,8 @@ inline constexpr StringLiteral kDonateAttrName =
     TangDialect::DonateAttrHelper::getNameStr();
 inline constexpr StringLiteral kAliasesAttrName =
     TangDialect::AliasesAttrHelper::getNameStr();
+inline constexpr StringLiteral kIndexChecksAttrName =
+    TangDialect::IndexChecksAttrHelper::getNameStr();
 inline constexpr StringLiteral kDataAttrName =
     TangDialect::DataAttrHelper::getNameStr();
 

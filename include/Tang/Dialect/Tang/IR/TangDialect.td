@@ -77,6 +77,11 @@ def Tang_Dialect : Dialect {
     // On a host function of the kernel form: [output, input, ...] pairs of
     // arguments, each output the input's buffer updated in place.
     "::mlir::DenseI64ArrayAttr":$aliases,
+    // On a host function of the kernel form: the data coordinates of trap
+    // gathers and scatters that the runtime checks before a run, each
+    // `{arg, bound, what}`: every element of input `arg` lies in [0, bound)
+    // (docs/Bundle.md, "Index checks").
+    "::mlir::ArrayAttr":$index_checks,
     // On a memref.alloc of a host function: the contents of a tensor
     // constant (weights a frontend inlined), which the bundle carries.
     "::mlir::DenseElementsAttr":$data

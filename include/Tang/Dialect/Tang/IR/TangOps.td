@@ -208,7 +208,10 @@ def Tang_GatherOp : Tang_Op<"gather", [Pure]> {
     `--tang-grad` differentiates a gather: its gradient is a `tang.scatter`
     adding into the gathered tensor. The reference interpreter runs every
     policy; the kernel form (every backend) runs `clamp` and `zero`, and
-    refuses `trap` until kernels can report an error.
+    `trap` when the data coordinate is an element of an integer input, as
+    read (token ids): the runtime checks that input before the run
+    (`tang.index_checks`, docs/Bundle.md) and the kernel clamps; it
+    refuses `trap` on a coordinate computed from the data.
 
     ```mlir
     // Embedding lookup: E[tokens[b, t], d].
@@ -395,8 +398,8 @@ def Tang_PutOp : Tang_Op<"put", [Pure, Terminator, HasParent<"ScatterOp">]> {
     `symbol(%v)`). Coordinates without symbols are proved in bounds by the
     verifier; the others are checked as the program runs, by the policy:
     `trap` (the default: the run fails naming the coordinate and its value,
-    and writes no result) or `drop` (the write is skipped: padding tokens,
-    an ignored index).
+    and writes no result; on kernels as for `tang.gather`) or `drop` (the
+    write is skipped: padding tokens, an ignored index).
 
     ```mlir
     tang.put %g at [symbol(%row), %d] : f32
