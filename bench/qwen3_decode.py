@@ -120,8 +120,8 @@ def torch_layer(x, pos, kc, vc, n, mask, lw, rnd=_same):
     return x + F.linear(rnd(F.silu(gu[:, :Fn]) * gu[:, Fn:]), wd)
 
 
-def torch_head(x, norm, lm_head):
-    logits = F.linear(rms(x, norm), lm_head)
+def torch_head(x, norm, lm_head, rnd=_same):
+    logits = F.linear(rnd(rms(x, norm)), lm_head)
     return logits.argmax(-1).to(torch.int32), logits
 
 
@@ -139,7 +139,8 @@ def reference_step(W, tok, pos, kc, vc, rnd=_same):
     for i in range(CFG.layers):
         lw = tuple(W[name][i].to(f32) for name in LAYER_WEIGHTS)
         x = torch_layer(x, pos, kc[i], vc[i], pos + 1, None, lw, rnd)
-    return torch_head(x, W["norm"].to(f32), W["lm_head"].to(f32)) + (x,)
+    return torch_head(x, W["norm"].to(f32), W["lm_head"].to(f32),
+                      rnd) + (x,)
 
 
 def layer_weights(W):

@@ -250,16 +250,18 @@ def _layer(cfg, W, x, layer, position, attention, write_cache,
                      materialize=keep)
 
 
-def _head(cfg, W, x, logits):
+def _head(cfg, W, x, logits, operands=None):
     """Final norm, LM head, greedy argmax of x [R, D]: the tokens [R] (and
     the logits [R, V] when ``logits``)."""
     R, D = x.shape
     xf = _rms_norm(x, lambda d: _w(W["norm"][d]), cfg.eps)
+    if operands is not None:
+        xf = _narrow(xf, operands)
     # The logits stay a product of their own (a matrix-vector kernel over
     # the whole head) and the argmax a split reduction over them: fused
     # into the argmax, each row's kernel would stream the 1.2 GB head.
     lg = t.compute((R, cfg.vocab), lambda r, n: t.sum(
-        D, lambda k: _w(W["lm_head"][n, k]) * xf[r, k]), materialize=True)
+        D, lambda k: _w(W["lm_head"][n, k]) * _w(xf[r, k])), materialize=True)
     _, tok = t.compute((R,), lambda r: t.argmax(cfg.vocab,
                                                 lambda n: lg[r, n]))
     return (tok, lg) if logits else (tok,)
@@ -295,7 +297,7 @@ def decode_step(cfg: Config, batch: int, capacity: int,
     pos) -> (next tokens [batch] i32[, logits [batch, vocab] f32], kcache,
     vcache)``. Every sequence is at the same position; a run at ``pos >=
     capacity`` is refused before anything runs. ``operands``: the type the
-    layers' product activations are rounded to (None: f32, matrix-vector
+    product activations (the layers' and the head's) are rounded to (None: f32, matrix-vector
     products; ``cfg.dtype``: operands tensor cores take, which pays from
     about 16 sequences, as in ``prefill``)."""
     names = _names(cfg) + ["pos"]
@@ -329,7 +331,7 @@ def decode_step(cfg: Config, batch: int, capacity: int,
                     pos + 1)
             x = _layer(cfg, W, x, layer, position, attention, write_cache,
                        operands)
-        return _head(cfg, W, x, logits) + tuple(caches)
+        return _head(cfg, W, x, logits, operands) + tuple(caches)
 
     _name_params(step, names)
     types = _signature(cfg, batch, capacity, batch) + [t.size]
