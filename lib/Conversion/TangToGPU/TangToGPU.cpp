@@ -597,7 +597,10 @@ static SmallVector<Attribute> collectIndexChecks(func::FuncOp func) {
            b.getNamedAttr("bound", b.getI64IntegerAttr(type.getDimSize(pos))),
            b.getNamedAttr("what", b.getStringAttr(what))}));
     }
-    llvm::append_range(checks, found);
+    // A gather fusion copied into several kernels checks its input once.
+    for (Attribute f : found)
+      if (!llvm::is_contained(checks, f))
+        checks.push_back(f);
     if (auto gather = dyn_cast<GatherOp>(op))
       gather.setPolicy(OutOfRange::Clamp);
     else

@@ -1,4 +1,5 @@
 // RUN: tang-opt %s --convert-tang-to-gpu --split-input-file --verify-diagnostics | FileCheck %s
+// RUN: tang-opt %s --tang-fuse --convert-tang-to-gpu --split-input-file --verify-diagnostics | FileCheck %s --check-prefix=FUSED
 // RUN: tang-opt %s --tang-lower-cuda="chip=sm_90a" --split-input-file --verify-diagnostics -o /dev/null
 // RUN: rm -rf %t && mkdir -p %t && tang-opt %s --split-input-file --verify-diagnostics "--tang-lower-cuda=chip=sm_90a bundle=%t" -o /dev/null && FileCheck %s --check-prefix=MANIFEST < %t/manifest.json
 
@@ -7,7 +8,7 @@
 // the dimension before a run (tang.index_checks on the host, "index_checks"
 // in the manifest); the kernel clamps, so it stays memory safe.
 // CHECK-LABEL: func.func @embedding
-// CHECK-SAME: tang.index_checks = [{arg = 1 : i64, bound = 100 : i64, what = "coordinate #0 of the gather into tensor<100x8xf32> at {{.*}}index-checks.mlir:19"}]
+// CHECK-SAME: tang.index_checks = [{arg = 1 : i64, bound = 100 : i64, what = "coordinate #0 of the gather into tensor<100x8xf32> at {{.*}}index-checks.mlir:{{[0-9]+}}"}]
 // CHECK-LABEL: gpu.func @embedding_k0
 // CHECK: memref.load {{.*}} : memref<4xi32>
 // CHECK: arith.minsi
@@ -20,6 +21,34 @@ func.func @embedding(%E: tensor<100x8xf32>, %tok: tensor<4xi32>) -> tensor<4x8xf
     tang.yield %e : f32
   }
   return %x : tensor<4x8xf32>
+}
+
+// -----
+
+// Fused into both of its consumers, the embedding's gather is checked once.
+// FUSED-LABEL: func.func @embedding_twice
+// FUSED-SAME: tang.index_checks = [{arg = 1 : i64, bound = 100 : i64, what = "{{[^"]*}}"}]
+// FUSED: gpu.launch_func @tang_kernels::@embedding_twice_k0 {{.*}}args(%arg1 : memref<4xi32>, %arg0 : memref<100x8xf32>
+// FUSED: gpu.launch_func @tang_kernels::@embedding_twice_k1 {{.*}}args(%arg1 : memref<4xi32>, %arg0 : memref<100x8xf32>
+func.func @embedding_twice(%E: tensor<100x8xf32>, %tok: tensor<4xi32>) -> (tensor<4xf32>, tensor<4x8xf32>) {
+  %x = tang.comprehension (%b, %d) [4, 8] : tensor<4x8xf32> {
+    %k = tang.read %tok[%b] : tensor<4xi32>
+    %row = arith.index_cast %k : i32 to index
+    %e = tang.gather %E[symbol(%row), %d] : tensor<100x8xf32>
+    tang.yield %e : f32
+  }
+  %s = tang.comprehension (%b) reduce (%d) [4, 8] monoid(add) : tensor<4xf32> {
+    %v = tang.read %x[%b, %d] : tensor<4x8xf32>
+    %w = arith.mulf %v, %v : f32
+    tang.yield %w : f32
+  }
+  %y = tang.comprehension (%b, %d) [4, 8] : tensor<4x8xf32> {
+    %v = tang.read %x[%b, %d] : tensor<4x8xf32>
+    %w = tang.read %s[%b] : tensor<4xf32>
+    %p = arith.mulf %v, %w : f32
+    tang.yield %p : f32
+  }
+  return %s, %y : tensor<4xf32>, tensor<4x8xf32>
 }
 
 // -----
