@@ -851,6 +851,15 @@ class _Prepared:
                                   launch.shared_bytes, params))
 
 
+def _input_shapes(raw: dict, tensors) -> List[Tuple[int, ...]]:
+    """The shapes of the inputs among `tensors` (a run's arguments) of the
+    symbolic manifest function `raw`."""
+    nin = sum(a["role"] == "input" for a in raw["args"])
+    return [tuple(t.__cuda_array_interface__["shape"])
+            if hasattr(t, "__cuda_array_interface__")
+            else tuple(getattr(t, "shape", ())) for t in tensors[:nin]]
+
+
 class Bundle:
     """A loaded bundle: manifest, module and kernels (each resolved at load,
     so a missing kernel is a load error).
@@ -996,10 +1005,7 @@ class Bundle:
             if sizes:
                 raise TypeError(f"'{name}' has no sizes; got sizes={sizes}")
             return self.manifest.function(name), name
-        nin = sum(a["role"] == "input" for a in raw["args"])
-        shapes = [tuple(t.__cuda_array_interface__["shape"])
-                  if hasattr(t, "__cuda_array_interface__")
-                  else tuple(getattr(t, "shape", ())) for t in tensors[:nin]]
+        shapes = _input_shapes(raw, tensors)
         size_args = {int(k): int(v) for k, v in (sizes or {}).items()}
         key = (name, tuple(shapes), tuple(sorted(size_args.items())))
         fn = self._instances.get(key)
@@ -1244,6 +1250,58 @@ class Bundle:
                 drv.cuEventDestroy(e)
         return statistics.median(times)
 
+    def capture(self, name: str, *tensors, outputs: Optional[Sequence] = None,
+                sizes=None, stream=None,
+                check_indices: bool = True) -> "Graph":
+        """Function `name`'s launch sequence captured once in a CUDA graph
+        over these tensors (arguments as for run; nothing runs). A function
+        with symbolic sizes is captured at `sizes`, the largest its replays
+        use: `Graph.replay(sizes=...)` runs it at other values of its index
+        arguments (a decode step's position) by rewriting the sizes buffer
+        first, provided every buffer keeps its shape and every temporary
+        fits. The tensors must outlive the graph."""
+        p, outs, uses_torch = self._bind(name, tensors, outputs, sizes)
+        s = self._stream(stream, uses_torch)
+        self._make_current()
+        if check_indices:
+            self._check_indices(p, s)
+        drv = self._drv
+        entry = {n: drv.optional(sym, types) for n, sym, types in (
+            ("create", "cuStreamCreate", [_c_void_pp, _u]),
+            ("destroy", "cuStreamDestroy_v2", [ctypes.c_void_p]),
+            ("begin", "cuStreamBeginCapture_v2", [ctypes.c_void_p, _u]),
+            ("end", "cuStreamEndCapture", [ctypes.c_void_p, _c_void_pp]),
+            ("instantiate", "cuGraphInstantiateWithFlags",
+             [_c_void_pp, ctypes.c_void_p, ctypes.c_uint64]),
+            ("graph_destroy", "cuGraphDestroy", [ctypes.c_void_p]))}
+        missing = [n for n, f in entry.items() if f is None]
+        if missing:
+            raise CudaError(f"capturing '{name}': the driver lacks the CUDA "
+                            f"graph entry points ({', '.join(missing)})")
+        # A stream of its own (the legacy default stream cannot capture),
+        # after the caller's stream's work.
+        drv.check(drv.cuStreamSynchronize(s), f"capturing '{name}'")
+        cs, graph, exec_ = ctypes.c_void_p(), ctypes.c_void_p(), \
+            ctypes.c_void_p()
+        drv.check(entry["create"](ctypes.byref(cs), 1), "cuStreamCreate")
+        try:
+            # Relaxed mode: other threads' calls are not this capture's.
+            drv.check(entry["begin"](cs, 2), "cuStreamBeginCapture")
+            try:
+                self._launch_all(p, cs.value)
+            finally:
+                drv.check(entry["end"](cs, ctypes.byref(graph)),
+                          "cuStreamEndCapture")
+            try:
+                drv.check(entry["instantiate"](ctypes.byref(exec_), graph, 0),
+                          f"instantiating the graph of '{name}'")
+            finally:
+                entry["graph_destroy"](graph)
+        finally:
+            entry["destroy"](cs)
+        return Graph(self, name, p, list(tensors), outs, sizes, exec_.value,
+                     uses_torch)
+
     def synchronize(self):
         """Waits for all work in the bundle's context; reports faults."""
         self._make_current()
@@ -1295,6 +1353,99 @@ class Bundle:
         names = ", ".join(f.name for f in self.manifest.functions)
         return (f"<tang.cuda.Bundle {str(self.path)!r} {self.manifest.format}"
                 f" {self.manifest.chip} cuda:{self.device} [{names}]>")
+
+
+class Graph:
+    """A function's launch sequence captured in a CUDA graph
+    (Bundle.capture): replay() launches it with one call."""
+
+    def __init__(self, bundle: Bundle, name: str, p: _Prepared, tensors,
+                 outputs, sizes, exec_: int, uses_torch: bool):
+        self._bundle, self.name, self._p = bundle, name, p
+        self._tensors, self._outputs = tensors, outputs
+        self._exec, self._uses_torch = exec_, uses_torch
+        self._sizes = dict(sizes or {})
+        self._written = self._sizes   # the sizes the buffer holds
+        fn = p.fn
+        # The sizes buffer: the temporary with initial contents.
+        self._sizes_at = next((i for i, t in enumerate(fn.temporaries)
+                               if t.init is not None), None)
+
+    def replay(self, sizes=None, stream=None, check_indices: bool = True):
+        """Launches the graph on `stream` (default as for Bundle.run) at
+        `sizes` (default: the captured ones), after checking them like a
+        run: a broken requirement raises ValueError, sizes that change a
+        buffer's shape or outgrow a temporary raise ValueError (capture at
+        larger sizes), index inputs outside their dimension IndexError
+        (`check_indices`: it reads them back, waiting for the stream; pass
+        False when they come from the previous replay, as a decode loop's
+        argmax does). Returns the outputs as run does."""
+        b, p = self._bundle, self._p
+        if self._exec is None or b._drv is None:
+            raise CudaError(f"the graph of '{self.name}' is closed")
+        drv = b._drv
+        s = b._stream(stream, self._uses_torch)
+        b._make_current()
+        want = self._sizes if sizes is None else dict(sizes)
+        if want != self._written:
+            # The sizes alone, not the whole function at them (a model's
+            # has hundreds of launches: too slow for a decode step).
+            raw = b.manifest.symbolic.get(self.name)
+            if raw is None:
+                raise TypeError(f"'{self.name}' has no sizes; got "
+                                f"sizes={want}")
+            try:
+                values = _sizes.bind(raw, _input_shapes(raw, self._tensors),
+                                     {int(k): int(v) for k, v in
+                                      want.items()})
+            except _sizes.SizeError as e:
+                raise ValueError(str(e)) from None
+            args = [tuple(_sizes.shape_at(a, values)) for a in raw["args"]
+                    if a["role"] != "size"]
+            if args != [a.shape for a in p.fn.args]:
+                raise ValueError(
+                    f"'{self.name}' at {want}: a buffer changes shape from "
+                    f"the captured sizes {self._sizes}; capture again")
+            if any(math.prod(_sizes.shape_at(t, values)) * DTYPES[t["dtype"]]
+                   > c.nbytes for t, c in zip(raw["temporaries"],
+                                              p.fn.temporaries)):
+                raise ValueError(
+                    f"'{self.name}' at {want}: a temporary outgrows the one "
+                    f"captured at {self._sizes}; capture at the largest "
+                    "sizes the replays use")
+            words = (ctypes.c_int32 * max(1, len(values)))(*values)
+            copy = drv.optional("cuMemcpyHtoDAsync_v2", [
+                ctypes.c_uint64, ctypes.c_void_p, ctypes.c_size_t,
+                ctypes.c_void_p])
+            # From pageable memory: staged before the call returns, in
+            # stream order before the launch.
+            drv.check(copy(p.temps[self._sizes_at], words,
+                           ctypes.sizeof(words), s),
+                      f"'{self.name}': writing the sizes")
+            self._written = want
+        if check_indices:
+            b._check_indices(p, s)
+        launch = drv.optional("cuGraphLaunch", [ctypes.c_void_p,
+                                                ctypes.c_void_p])
+        drv.check(launch(self._exec, s), f"replaying '{self.name}'")
+        outs = self._outputs
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def close(self):
+        """Waits for the context, then frees the graph. Idempotent."""
+        b = self._bundle
+        if self._exec is not None and b._drv is not None:
+            b._make_current()
+            b._drv.cuCtxSynchronize()
+            b._drv.optional("cuGraphExecDestroy", [ctypes.c_void_p])(
+                self._exec)
+        self._exec = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
 
 
 def _acquire_context(drv: _Driver, device: Optional[int]):

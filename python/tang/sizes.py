@@ -67,13 +67,11 @@ def check_indices(fn: dict, inputs: Sequence) -> None:
                 f"outside [0, {c['bound']}) for {c['what']}; nothing ran")
 
 
-def instantiate(fn: dict, input_shapes: Sequence[Sequence[int]],
-                size_args: Dict[int, int]) -> dict:
-    """`fn` (a manifest function) at the sizes that `input_shapes` (one per
-    input, in order) and `size_args` (index arguments by argument number)
-    give. Raises SizeError naming the size and its value."""
-    if not is_symbolic(fn):
-        return fn
+def bind(fn: dict, input_shapes: Sequence[Sequence[int]],
+         size_args: Dict[int, int]) -> List[int]:
+    """The values of the symbolic function `fn`'s size symbols at
+    `input_shapes` and `size_args` (as instantiate takes them), its
+    requirements checked: raises SizeError naming the size and its value."""
     name = fn["name"]
     input_of = {}
     for i, a in enumerate(fn["args"]):
@@ -110,11 +108,28 @@ def instantiate(fn: dict, input_shapes: Sequence[Sequence[int]],
         raise SizeError(f"'{name}': the sizes break a requirement: "
                         f"{r['what']} only if {r['condition']}, but {used}; "
                         "nothing ran")
+    return values
+
+
+def shape_at(buffer: dict, values: Sequence[int]) -> List[int]:
+    """A manifest buffer's shape at the symbols' `values`."""
+    return [evaluate(d, values) if isinstance(d, list) else d
+            for d in buffer["shape"]]
+
+
+def instantiate(fn: dict, input_shapes: Sequence[Sequence[int]],
+                size_args: Dict[int, int]) -> dict:
+    """`fn` (a manifest function) at the sizes that `input_shapes` (one per
+    input, in order) and `size_args` (index arguments by argument number)
+    give. Raises SizeError naming the size and its value."""
+    if not is_symbolic(fn):
+        return fn
+    values = bind(fn, input_shapes, size_args)
+    name = fn["name"]
 
     def resolve(b):
         b = dict(b)
-        b["shape"] = [evaluate(d, values) if isinstance(d, list) else d
-                      for d in b["shape"]]
+        b["shape"] = shape_at(b, values)
         if any(d < 0 for d in b["shape"]):
             raise SizeError(f"'{name}': a buffer of shape {b['shape']} at "
                             "these sizes")

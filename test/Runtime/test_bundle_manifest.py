@@ -610,12 +610,78 @@ CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n) {
 }
 
 #define PARAM(T, i) ((T *)(uintptr_t)(*(CUdeviceptr *)params[i]))
+/* CUDA graphs: launches on the capturing stream are recorded (their
+   parameter arrays by address: the runtime keeps them), a graph replays
+   them. */
+typedef struct { void *f; unsigned g[3], b[3], shared; void **params; } Rec;
+static Rec recorded[64];
+static int nrecorded, captured;
+static void *capturing;
+static char streams[4];
+CUresult cuStreamCreate(void **s, unsigned flags) {
+  (void)flags;
+  *s = &streams[1];
+  return 0;
+}
+CUresult cuStreamDestroy_v2(void *s) { (void)s; return 0; }
+CUresult cuStreamBeginCapture_v2(void *s, unsigned mode) {
+  (void)mode;
+  if (!s) return 1;
+  capturing = s;
+  nrecorded = 0;
+  return 0;
+}
+CUresult cuStreamIsCapturing(void *s, int *status) {
+  *status = s && s == capturing;
+  return 0;
+}
+CUresult cuStreamEndCapture(void *s, void **graph) {
+  if (s != capturing) return 1;
+  capturing = 0;
+  *graph = &streams[2];
+  return 0;
+}
+CUresult cuGraphInstantiateWithFlags(void **exec, void *graph,
+                                     unsigned long long flags) {
+  (void)graph;
+  (void)flags;
+  *exec = &streams[3];
+  ++captured;
+  return 0;
+}
+CUresult cuGraphDestroy(void *g) { (void)g; return 0; }
+CUresult cuGraphExecDestroy(void *e) { (void)e; --captured; return 0; }
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *h, size_t n,
+                              void *s) {
+  (void)s;
+  memcpy((void *)(uintptr_t)d, h, n);
+  return 0;
+}
+int mock_graphs(void) { return captured; }
+CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz,
+                        unsigned bx, unsigned by, unsigned bz, unsigned shared,
+                        void *stream, void **params, void **extra);
+CUresult cuGraphLaunch(void *exec, void *s) {
+  (void)exec;
+  for (int i = 0; i < nrecorded; ++i) {
+    Rec *r = &recorded[i];
+    CUresult e = cuLaunchKernel(r->f, r->g[0], r->g[1], r->g[2], r->b[0],
+                                r->b[1], r->b[2], r->shared, s, r->params, 0);
+    if (e) return e;
+  }
+  return 0;
+}
 CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz,
                         unsigned bx, unsigned by, unsigned bz, unsigned shared,
                         void *stream, void **params, void **extra) {
-  (void)stream;
   (void)extra;
   if (!current) return 201;
+  if (stream && stream == capturing) {
+    if (nrecorded == 64) return 1;
+    recorded[nrecorded++] = (Rec){f, {gx, gy, gz}, {bx, by, bz}, shared,
+                                  params};
+    return 0;
+  }
   Fn *k = f;
   if (bx * by * bz > 1024) return 1;
   if (shared > 48 * 1024 && shared > (unsigned)k->maxShared) return 1;
@@ -1600,3 +1666,62 @@ def test_cli_index_checks(tmp_path, mock_lib):
     assert ("input #0 (" in r.stderr and "element 2 is -7, outside [0, 10) "
             "for coordinate #0 of the gather; nothing ran") in r.stderr
     assert not (tmp_path / "bad").exists()
+
+
+# ---------------------------------------------------------------------------
+# CUDA graphs (Bundle.capture)
+# ---------------------------------------------------------------------------
+
+def test_mock_capture_and_replay(mock, sym_bundle):
+    b = tc.Bundle(sym_bundle)
+    x = _random((6,), 8)
+    out = np.full((6,), np.nan, np.float32)
+    # Captured at the largest index value (5); nothing runs.
+    g = b.capture("sym", DeviceArray(x), outputs=[DeviceArray(out)],
+                  sizes={1: 5})
+    assert mock.mock_launches() == 0 and mock.mock_graphs() == 1
+    assert np.isnan(out).all()
+    g.replay()
+    assert mock.mock_launches() == 2
+    np.testing.assert_array_equal(out[:4], 3 * x[:4])
+    # The replay reads the tensors as they are now.
+    x[:] = _random((6,), 9)
+    p = next(iter(b._prepared.values()))
+    sizes = ctypes.cast(p.temps[-1], ctypes.POINTER(ctypes.c_int32))
+    assert sizes[1] == 5
+    g.replay(sizes={1: 2})
+    np.testing.assert_array_equal(out[:4], 3 * x[:4])
+    assert (sizes[0], sizes[1]) == (6, 2)   # the sizes buffer rewritten
+    g.replay()
+    assert sizes[1] == 5
+    with pytest.raises(ValueError, match="only if %arg1 \\+ 1 <= dim 0"):
+        g.replay(sizes={1: 6})
+    assert mock.mock_launches() == 6
+    g.close()
+    assert mock.mock_graphs() == 0
+    with pytest.raises(tc.CudaError, match="closed"):
+        g.replay()
+    b.close()
+
+
+def test_mock_capture_checks_indices(mock, tmp_path):
+    b = tc.Bundle(write_bundle(tmp_path / "ids", INDEX_MANIFEST,
+                               image=MOCK_IMAGE))
+    ids = np.array([0, 9, 4], np.int32)
+    x = _random((4,), 10)
+    out = DeviceArray(np.zeros(4, np.float32))
+    g = b.capture("lookup", DeviceArray(ids), DeviceArray(x), outputs=[out],
+                  sizes={0: 1})
+    g.replay()
+    np.testing.assert_array_equal(out.a, 2 * x)
+    ids[2] = 10
+    with pytest.raises(IndexError, match="element 2 is 10, outside"):
+        g.replay()
+    assert mock.mock_launches() == 1
+    g.replay(check_indices=False)   # the caller vouches for them
+    assert mock.mock_launches() == 2
+    with pytest.raises(IndexError, match="element 2 is 10"):
+        b.capture("lookup", DeviceArray(ids), DeviceArray(x), outputs=[out],
+                  sizes={0: 1})
+    g.close()
+    b.close()
