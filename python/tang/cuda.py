@@ -30,6 +30,7 @@ import math
 import os
 import statistics
 import threading
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -885,6 +886,7 @@ class Bundle:
         self._module = None
         self._retained = None
         self._prepared: Dict[object, _Prepared] = {}
+        self._graphs: List["weakref.ref[Graph]"] = []
         self._instances: Dict[tuple, Function] = {}
         self._drv = _require_driver()
         self._ctx, self.device, self._retained = _acquire_context(
@@ -1261,10 +1263,19 @@ class Bundle:
         first, provided every buffer keeps its shape and every temporary
         fits. The tensors must outlive the graph."""
         p, outs, uses_torch = self._bind(name, tensors, outputs, sizes)
+        # The graph owns its prepared function: its launch parameters and
+        # sizes buffer are the graph's, which a later run or capture of the
+        # same key must not share (nor rewrite).
+        key = next(k for k, v in self._prepared.items() if v is p)
+        del self._prepared[key]
         s = self._stream(stream, uses_torch)
         self._make_current()
         if check_indices:
-            self._check_indices(p, s)
+            try:
+                self._check_indices(p, s)
+            except Exception:
+                self._free(p)
+                raise
         drv = self._drv
         entry = {n: drv.optional(sym, types) for n, sym, types in (
             ("create", "cuStreamCreate", [_c_void_pp, _u]),
@@ -1273,9 +1284,15 @@ class Bundle:
             ("end", "cuStreamEndCapture", [ctypes.c_void_p, _c_void_pp]),
             ("instantiate", "cuGraphInstantiateWithFlags",
              [_c_void_pp, ctypes.c_void_p, ctypes.c_uint64]),
-            ("graph_destroy", "cuGraphDestroy", [ctypes.c_void_p]))}
+            ("graph_destroy", "cuGraphDestroy", [ctypes.c_void_p]),
+            ("launch", "cuGraphLaunch", [ctypes.c_void_p, ctypes.c_void_p]),
+            ("exec_destroy", "cuGraphExecDestroy", [ctypes.c_void_p]),
+            ("copy", "cuMemcpyHtoDAsync_v2", [
+                ctypes.c_uint64, ctypes.c_void_p, ctypes.c_size_t,
+                ctypes.c_void_p]))}
         missing = [n for n, f in entry.items() if f is None]
         if missing:
+            self._free(p)
             raise CudaError(f"capturing '{name}': the driver lacks the CUDA "
                             f"graph entry points ({', '.join(missing)})")
         # A stream of its own (the legacy default stream cannot capture),
@@ -1283,7 +1300,11 @@ class Bundle:
         drv.check(drv.cuStreamSynchronize(s), f"capturing '{name}'")
         cs, graph, exec_ = ctypes.c_void_p(), ctypes.c_void_p(), \
             ctypes.c_void_p()
-        drv.check(entry["create"](ctypes.byref(cs), 1), "cuStreamCreate")
+        try:
+            drv.check(entry["create"](ctypes.byref(cs), 1), "cuStreamCreate")
+        except CudaError:
+            self._free(p)
+            raise
         try:
             # Relaxed mode: other threads' calls are not this capture's.
             drv.check(entry["begin"](cs, 2), "cuStreamBeginCapture")
@@ -1297,10 +1318,26 @@ class Bundle:
                           f"instantiating the graph of '{name}'")
             finally:
                 entry["graph_destroy"](graph)
+        except Exception:
+            self._free(p)
+            raise
         finally:
             entry["destroy"](cs)
-        return Graph(self, name, p, list(tensors), outs, sizes, exec_.value,
-                     uses_torch)
+        g = Graph(self, name, p, list(tensors), outs, sizes, exec_.value,
+                  uses_torch, entry)
+        self._graphs.append(weakref.ref(g))
+        return g
+
+    def _free(self, p: _Prepared):
+        """Frees the temporaries of `p` (after the context's work)."""
+        if self._drv is None:
+            return
+        self._make_current()
+        self._drv.cuCtxSynchronize()
+        for t in p.temps:
+            if t:
+                self._drv.cuMemFree(t)
+        p.temps = []
 
     def synchronize(self):
         """Waits for all work in the bundle's context; reports faults."""
@@ -1317,6 +1354,11 @@ class Bundle:
         drv = getattr(self, "_drv", None)
         if drv is None:
             return
+        for ref in self._graphs:
+            g = ref()
+            if g is not None:
+                g.close()
+        self._graphs = []
         try:
             if self._module is not None:
                 self._make_current()
@@ -1360,8 +1402,9 @@ class Graph:
     (Bundle.capture): replay() launches it with one call."""
 
     def __init__(self, bundle: Bundle, name: str, p: _Prepared, tensors,
-                 outputs, sizes, exec_: int, uses_torch: bool):
+                 outputs, sizes, exec_: int, uses_torch: bool, entry: dict):
         self._bundle, self.name, self._p = bundle, name, p
+        self._entry = entry
         self._tensors, self._outputs = tensors, outputs
         self._exec, self._uses_torch = exec_, uses_torch
         self._sizes = dict(sizes or {})
@@ -1400,45 +1443,47 @@ class Graph:
                                       want.items()})
             except _sizes.SizeError as e:
                 raise ValueError(str(e)) from None
+            if any(v > _INT32_MAX for v in values):
+                raise ValueError(f"'{self.name}' at {want}: a size does not "
+                                 "fit the kernels' 32-bit sizes")
             args = [tuple(_sizes.shape_at(a, values)) for a in raw["args"]
                     if a["role"] != "size"]
             if args != [a.shape for a in p.fn.args]:
                 raise ValueError(
                     f"'{self.name}' at {want}: a buffer changes shape from "
                     f"the captured sizes {self._sizes}; capture again")
-            if any(math.prod(_sizes.shape_at(t, values)) * DTYPES[t["dtype"]]
-                   > c.nbytes for t, c in zip(raw["temporaries"],
-                                              p.fn.temporaries)):
+            temps = [_sizes.shape_at(t, values) for t in raw["temporaries"]]
+            if any(min(d, default=0) < 0 or math.prod(d) * DTYPES[t["dtype"]]
+                   > c.nbytes for d, t, c in zip(temps, raw["temporaries"],
+                                                 p.fn.temporaries)):
                 raise ValueError(
                     f"'{self.name}' at {want}: a temporary outgrows the one "
                     f"captured at {self._sizes}; capture at the largest "
                     "sizes the replays use")
             words = (ctypes.c_int32 * max(1, len(values)))(*values)
-            copy = drv.optional("cuMemcpyHtoDAsync_v2", [
-                ctypes.c_uint64, ctypes.c_void_p, ctypes.c_size_t,
-                ctypes.c_void_p])
             # From pageable memory: staged before the call returns, in
-            # stream order before the launch.
-            drv.check(copy(p.temps[self._sizes_at], words,
+            # stream order before the launch (replays on one stream: on
+            # another, wait for the previous replay first).
+            drv.check(self._entry["copy"](p.temps[self._sizes_at], words,
                            ctypes.sizeof(words), s),
                       f"'{self.name}': writing the sizes")
             self._written = want
         if check_indices:
             b._check_indices(p, s)
-        launch = drv.optional("cuGraphLaunch", [ctypes.c_void_p,
-                                                ctypes.c_void_p])
-        drv.check(launch(self._exec, s), f"replaying '{self.name}'")
+        drv.check(self._entry["launch"](self._exec, s),
+                  f"replaying '{self.name}'")
         outs = self._outputs
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def close(self):
-        """Waits for the context, then frees the graph. Idempotent."""
+        """Waits for the context, then frees the graph and its temporaries
+        (Bundle.close closes its graphs). Idempotent."""
         b = self._bundle
         if self._exec is not None and b._drv is not None:
             b._make_current()
             b._drv.cuCtxSynchronize()
-            b._drv.optional("cuGraphExecDestroy", [ctypes.c_void_p])(
-                self._exec)
+            self._entry["exec_destroy"](self._exec)
+            b._free(self._p)
         self._exec = None
 
     def __del__(self):

@@ -135,10 +135,6 @@ int run(int argc, char **argv) {
       return fail(std::string("'") + name + "' has a " + dtypeName(b.dtype) +
                   " buffer; tang-ocl-run reads and writes f32, f64 and i32");
 
-  if (Error e = checkIndexInputs(
-          *fn, npys,
-          std::vector<std::string>(positional.begin() + 2, positional.end())))
-    return fail(e.message());
   // Inputs, converted to their buffers' contents.
   std::vector<std::vector<char>> hostInputs(numInputs);
   for (size_t k = 0; k < numInputs; ++k) {
@@ -153,6 +149,11 @@ int run(int argc, char **argv) {
     if (Error e = convertNpyInput(*npy, b, what, hostInputs[k].data()))
       return fail(e.message());
   }
+  // After the shapes: an id outside its table, before any device work.
+  if (Error e = checkIndexInputs(
+          *fn, npys,
+          std::vector<std::string>(positional.begin() + 2, positional.end())))
+    return fail(e.message());
   Expected<std::string> source = readFile(dir + "/" + manifest->image);
   if (!source)
     return fail(source.error().message());

@@ -1194,7 +1194,6 @@ Status runMain(const Options &o, Runner &runner) {
                          " input(s), got " + std::to_string(o.inputs.size()) +
                          " .npy file(s)");
 
-  TRY(toStatus(tang::runtime::checkIndexInputs(*f, npys, o.inputs)));
   // Each input converted to its buffer's contents.
   std::vector<std::string> inputs(nInputs);
   for (size_t i = 0, k = 0; i < f->args.size(); ++i) {
@@ -1211,6 +1210,8 @@ Status runMain(const Options &o, Runner &runner) {
     TRY(convertInput(npy, b, what, inputs[k].data()));
     ++k;
   }
+  // After the shapes: an id outside its table, before any device work.
+  TRY(toStatus(tang::runtime::checkIndexInputs(*f, npys, o.inputs)));
 
   std::string imagePath = o.bundleDir + "/" + manifest->image;
   std::string image;

@@ -1686,8 +1686,8 @@ def test_mock_capture_and_replay(mock, sym_bundle):
     np.testing.assert_array_equal(out[:4], 3 * x[:4])
     # The replay reads the tensors as they are now.
     x[:] = _random((6,), 9)
-    p = next(iter(b._prepared.values()))
-    sizes = ctypes.cast(p.temps[-1], ctypes.POINTER(ctypes.c_int32))
+    assert not b._prepared   # the graph owns its buffers
+    sizes = ctypes.cast(g._p.temps[-1], ctypes.POINTER(ctypes.c_int32))
     assert sizes[1] == 5
     g.replay(sizes={1: 2})
     np.testing.assert_array_equal(out[:4], 3 * x[:4])
@@ -1697,11 +1697,27 @@ def test_mock_capture_and_replay(mock, sym_bundle):
     with pytest.raises(ValueError, match="only if %arg1 \\+ 1 <= dim 0"):
         g.replay(sizes={1: 6})
     assert mock.mock_launches() == 6
+    # A run at the captured sizes has buffers of its own: the graph's
+    # sizes buffer, rewritten by a replay, is not its.
+    g.replay(sizes={1: 2})
+    b.run("sym", DeviceArray(x), outputs=[DeviceArray(out)], sizes={1: 5},
+          sync=True)
+    run_sizes = ctypes.cast(next(iter(b._prepared.values())).temps[-1],
+                            ctypes.POINTER(ctypes.c_int32))
+    assert (run_sizes[1], sizes[1]) == (5, 2)
+    live = mock.mock_live_allocations()
     g.close()
     assert mock.mock_graphs() == 0
+    assert mock.mock_live_allocations() == live - 2   # its temporaries
     with pytest.raises(tc.CudaError, match="closed"):
         g.replay()
+    # Bundle.close closes the graphs it made.
+    g2 = b.capture("sym", DeviceArray(x), outputs=[DeviceArray(out)],
+                   sizes={1: 5})
+    assert mock.mock_graphs() == 1
     b.close()
+    assert mock.mock_graphs() == 0 and mock.mock_live_allocations() == 0
+    del g2
 
 
 def test_mock_capture_checks_indices(mock, tmp_path):

@@ -535,16 +535,20 @@ ComprehensionOp KernelFormBuilder::findScoreSibling(ComprehensionOp c) {
   }
   return {};
 }
-/// The integer input argument of `func` whose element `v` is, as read (an
-/// integer cast at most between): a token id read from the ids tensor.
+/// The integer input argument of `func` whose element `v` is, as read (a
+/// widening signed cast at most between, as the runtimes read ids): a
+/// token id read from the ids tensor. Not a padded read (its fill is no
+/// element).
 static BlockArgument getIndexInput(func::FuncOp func, Value v) {
   while (Operation *def = v.getDefiningOp()) {
-    if (isa<arith::IndexCastOp, arith::IndexCastUIOp, arith::ExtSIOp,
-            arith::ExtUIOp>(def)) {
+    auto cast = dyn_cast<arith::IndexCastOp>(def);
+    if ((cast && cast.getType().isIndex()) || isa<arith::ExtSIOp>(def)) {
       v = def->getOperand(0);
       continue;
     }
     auto read = dyn_cast<ReadOp>(def);
+    if (read && read.getFillAttr())
+      return {};
     auto arg = read ? dyn_cast<BlockArgument>(read.getTensor()) : nullptr;
     if (!arg || arg.getOwner() != &func.getBody().front() ||
         !isa<IntegerType>(getElementTypeOrSelf(arg.getType())))

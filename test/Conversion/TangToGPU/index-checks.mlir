@@ -108,3 +108,31 @@ func.func @derived(%E: tensor<100x8xf32>, %tok: tensor<4xi32>) -> tensor<4x8xf32
   }
   return %x : tensor<4x8xf32>
 }
+
+// -----
+
+// Nor is a padded read's fill, nor an id read as unsigned (the runtimes
+// read ids as signed).
+func.func @padded(%E: tensor<100x8xf32>, %tok: tensor<4xi32>) -> tensor<4x8xf32> {
+  %x = tang.comprehension (%b, %d) [4, 8] : tensor<4x8xf32> {
+    %k = tang.read %tok[%b - 1] fill(0 : i32) : tensor<4xi32>
+    %row = arith.index_cast %k : i32 to index
+    // expected-error @+1 {{traps on an out-of-range coordinate that kernels cannot check}}
+    %e = tang.gather %E[symbol(%row), %d] : tensor<100x8xf32>
+    tang.yield %e : f32
+  }
+  return %x : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @unsigned(%E: tensor<100x8xf32>, %tok: tensor<4xi32>) -> tensor<4x8xf32> {
+  %x = tang.comprehension (%b, %d) [4, 8] : tensor<4x8xf32> {
+    %k = tang.read %tok[%b] : tensor<4xi32>
+    %row = arith.index_castui %k : i32 to index
+    // expected-error @+1 {{traps on an out-of-range coordinate that kernels cannot check}}
+    %e = tang.gather %E[symbol(%row), %d] : tensor<100x8xf32>
+    tang.yield %e : f32
+  }
+  return %x : tensor<4x8xf32>
+}
