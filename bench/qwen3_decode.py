@@ -502,13 +502,13 @@ def check(W, dec, capacity):
                     f"regret {worst:.2f} of it)" if tokens_ok else
                     f" under teacher forcing; a differing token beyond the "
                     f"bf16-operand logit bound ({worst:.2f} of it)")
-    ok = tokens_ok and not res["cache_nan"] and rel <= tol and bad["refused"]
-    if not forced:
-        tie_note = ""
-    if ties and not forced:
+    elif ties:
         tie_note = (f" ({len(ties)} sequence{'s' if len(ties) > 1 else ''} "
                     f"parted at a near tie of the reference: top-2 logit "
                     f"margin below {NEAR_TIE})")
+    else:
+        tie_note = ""
+    ok = tokens_ok and not res["cache_nan"] and rel <= tol and bad["refused"]
     return harness.case_result(
         check_case(B), status="ok" if ok else "incorrect", max_err=rel / tol,
         note=(f"{equal}/{total} greedy tokens ({B} sequence"

@@ -1205,12 +1205,8 @@ class Bundle:
             values = host()
             drv.check(drv.cuMemcpyDtoH(values, p.slots[c.arg], spec.nbytes),
                       f"'{fn.name}': reading arg #{c.arg}")
-            for e, v in enumerate(values):
-                if not 0 <= v < c.bound:
-                    raise IndexError(
-                        f"'{fn.name}' arg #{c.arg} (input): element {e} is "
-                        f"{v}, outside [0, {c.bound}) for {c.what}; nothing "
-                        "ran")
+            _sizes.check_index_values(f"'{fn.name}' arg #{c.arg} (input)",
+                                      values, c.bound, c.what)
 
     def time(self, name: str, *tensors, outputs: Optional[Sequence] = None,
              repeat: int = 100, warmup: int = 10, stream=None,
@@ -1268,14 +1264,24 @@ class Bundle:
         # same key must not share (nor rewrite).
         key = next(k for k, v in self._prepared.items() if v is p)
         del self._prepared[key]
-        s = self._stream(stream, uses_torch)
+        try:
+            exec_, entry = self._capture(
+                name, p, self._stream(stream, uses_torch), check_indices)
+        except BaseException:
+            self._free(p)
+            raise
+        g = Graph(self, name, p, list(tensors), outs, sizes, exec_,
+                  uses_torch, entry)
+        self._graphs.append(weakref.ref(g))
+        return g
+
+    def _capture(self, name: str, p: _Prepared, s: int,
+                 check_indices: bool) -> Tuple[int, dict]:
+        """`p`'s launches captured and instantiated: (the graph exec, the
+        driver entry points a Graph uses)."""
         self._make_current()
         if check_indices:
-            try:
-                self._check_indices(p, s)
-            except Exception:
-                self._free(p)
-                raise
+            self._check_indices(p, s)
         drv = self._drv
         entry = {n: drv.optional(sym, types) for n, sym, types in (
             ("create", "cuStreamCreate", [_c_void_pp, _u]),
@@ -1292,19 +1298,14 @@ class Bundle:
                 ctypes.c_void_p]))}
         missing = [n for n, f in entry.items() if f is None]
         if missing:
-            self._free(p)
             raise CudaError(f"capturing '{name}': the driver lacks the CUDA "
                             f"graph entry points ({', '.join(missing)})")
         # A stream of its own (the legacy default stream cannot capture),
         # after the caller's stream's work.
         drv.check(drv.cuStreamSynchronize(s), f"capturing '{name}'")
-        cs, graph, exec_ = ctypes.c_void_p(), ctypes.c_void_p(), \
-            ctypes.c_void_p()
-        try:
-            drv.check(entry["create"](ctypes.byref(cs), 1), "cuStreamCreate")
-        except CudaError:
-            self._free(p)
-            raise
+        cs, graph, exec_ = (ctypes.c_void_p(), ctypes.c_void_p(),
+                            ctypes.c_void_p())
+        drv.check(entry["create"](ctypes.byref(cs), 1), "cuStreamCreate")
         try:
             # Relaxed mode: other threads' calls are not this capture's.
             drv.check(entry["begin"](cs, 2), "cuStreamBeginCapture")
@@ -1318,15 +1319,9 @@ class Bundle:
                           f"instantiating the graph of '{name}'")
             finally:
                 entry["graph_destroy"](graph)
-        except Exception:
-            self._free(p)
-            raise
         finally:
             entry["destroy"](cs)
-        g = Graph(self, name, p, list(tensors), outs, sizes, exec_.value,
-                  uses_torch, entry)
-        self._graphs.append(weakref.ref(g))
-        return g
+        return exec_.value, entry
 
     def _free(self, p: _Prepared):
         """Frees the temporaries of `p` (after the context's work)."""
@@ -1443,9 +1438,6 @@ class Graph:
                                       want.items()})
             except _sizes.SizeError as e:
                 raise ValueError(str(e)) from None
-            if any(v > _INT32_MAX for v in values):
-                raise ValueError(f"'{self.name}' at {want}: a size does not "
-                                 "fit the kernels' 32-bit sizes")
             args = [tuple(_sizes.shape_at(a, values)) for a in raw["args"]
                     if a["role"] != "size"]
             if args != [a.shape for a in p.fn.args]:

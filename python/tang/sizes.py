@@ -50,21 +50,26 @@ def is_symbolic(fn) -> bool:
                            for a in l["args"]) for l in launches))
 
 
+def check_index_values(where: str, values, bound: int, what: str) -> None:
+    """One index check (docs/Bundle.md, "Index checks"): raises IndexError
+    at the first of `values` outside [0, bound); `where` names the function
+    and the input, `what` the gather."""
+    for e, v in enumerate(values):
+        if not 0 <= v < bound:
+            raise IndexError(f"{where}: element {e} is {v}, outside "
+                             f"[0, {bound}) for {what}; nothing ran")
+
+
 def check_indices(fn: dict, inputs: Sequence) -> None:
-    """The manifest function `fn`'s index checks (docs/Bundle.md, "Index
-    checks") on its host inputs `inputs` (NumPy arrays, in input order):
-    raises IndexError at the first element outside its dimension."""
+    """The manifest function `fn`'s index checks on its host inputs
+    `inputs` (NumPy arrays, in input order)."""
     import numpy as np
     args = fn["args"]
     for c in fn.get("index_checks", []):
         k = sum(a["role"] == "input" for a in args[:c["arg"]])
-        values = np.asarray(inputs[k]).reshape(-1)
-        bad = np.nonzero((values < 0) | (values >= c["bound"]))[0]
-        if bad.size:
-            e = int(bad[0])
-            raise IndexError(
-                f"'{fn['name']}' input #{k}: element {e} is {values[e]}, "
-                f"outside [0, {c['bound']}) for {c['what']}; nothing ran")
+        check_index_values(f"'{fn['name']}' input #{k}",
+                           np.asarray(inputs[k]).reshape(-1).tolist(),
+                           c["bound"], c["what"])
 
 
 def bind(fn: dict, input_shapes: Sequence[Sequence[int]],
@@ -94,6 +99,9 @@ def bind(fn: dict, input_shapes: Sequence[Sequence[int]],
         if v < 0:
             raise SizeError(f"'{name}': {s['name']} = {v}: sizes are at "
                             "least 0")
+        if v > 2**31 - 1:
+            raise SizeError(f"'{name}': {s['name']} = {v} does not fit the "
+                            "kernels' 32-bit sizes")
         values.append(int(v))
     for arg in size_args:
         if arg >= len(fn["args"]) or fn["args"][arg]["role"] != "size":

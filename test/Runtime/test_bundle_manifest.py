@@ -1696,6 +1696,8 @@ def test_mock_capture_and_replay(mock, sym_bundle):
     assert sizes[1] == 5
     with pytest.raises(ValueError, match="only if %arg1 \\+ 1 <= dim 0"):
         g.replay(sizes={1: 6})
+    with pytest.raises(ValueError, match="does not fit the kernels' 32-bit"):
+        g.replay(sizes={1: 2**31})
     assert mock.mock_launches() == 6
     # A run at the captured sizes has buffers of its own: the graph's
     # sizes buffer, rewritten by a replay, is not its.

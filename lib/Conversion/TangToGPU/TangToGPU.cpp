@@ -568,8 +568,9 @@ static BlockArgument getIndexInput(func::FuncOp func, Value v) {
 static SmallVector<Attribute> collectIndexChecks(func::FuncOp func) {
   Builder b(func.getContext());
   SmallVector<Attribute> checks;
-  // `op`'s coordinates `map` of `values` into `type`; true if all of its
-  // data coordinates are checked (appended to `checks`).
+  // `op`'s coordinates `map` of `values` into `type`: when every data
+  // coordinate is an input's element, their checks join `checks` and `op`
+  // no longer traps in kernels; otherwise `op` is left as it is.
   auto check = [&](Operation *op, AffineMap map, ValueRange values,
                    ShapedType type, StringRef kind) {
     SmallVector<Attribute> found;
@@ -586,16 +587,15 @@ static SmallVector<Attribute> collectIndexChecks(func::FuncOp func) {
       std::string what;
       llvm::raw_string_ostream os(what);
       os << "coordinate #" << pos << " of the " << kind << " into " << type;
-      if (auto at = dyn_cast<FileLineColLoc>(op->getLoc()))
+      // The first file position in the location (itself, or in a fused or
+      // call-site one).
+      op->getLoc()->walk([&](Location l) {
+        auto at = dyn_cast<FileLineColLoc>(l);
+        if (!at)
+          return WalkResult::advance();
         os << " at " << at.getFilename().getValue() << ":" << at.getLine();
-      else
-        op->getLoc()->walk([&](Location l) {
-          auto at = dyn_cast<FileLineColLoc>(l);
-          if (!at)
-            return WalkResult::advance();
-          os << " at " << at.getFilename().getValue() << ":" << at.getLine();
-          return WalkResult::interrupt();
-        });
+        return WalkResult::interrupt();
+      });
       found.push_back(b.getDictionaryAttr(
           {b.getNamedAttr("arg", b.getI64IntegerAttr(arg.getArgNumber())),
            b.getNamedAttr("bound", b.getI64IntegerAttr(type.getDimSize(pos))),

@@ -297,9 +297,9 @@ def decode_step(cfg: Config, batch: int, capacity: int,
     pos) -> (next tokens [batch] i32[, logits [batch, vocab] f32], kcache,
     vcache)``. Every sequence is at the same position; a run at ``pos >=
     capacity`` is refused before anything runs. ``operands``: the type the
-    product activations (the layers' and the head's) are rounded to (None: f32, matrix-vector
-    products; ``cfg.dtype``: operands tensor cores take, which pays from
-    about 16 sequences, as in ``prefill``)."""
+    product activations (the layers' and the head's) are rounded to (None:
+    f32, matrix-vector products; ``cfg.dtype``: operands tensor cores take,
+    which pays from about 16 sequences, as in ``prefill``)."""
     names = _names(cfg) + ["pos"]
 
     def step(*args):

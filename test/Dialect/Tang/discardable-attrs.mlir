@@ -194,3 +194,45 @@ func.func @alias_wrong_type(%a: memref<4xf32>, %b: memref<8xf32>) attributes {ta
 func.func @alias_not_host(%a: memref<4xf32>, %b: memref<4xf32>) attributes {tang.aliases = array<i64: 1, 0>} {
   return
 }
+
+// -----
+
+// tang.index_checks: integer inputs of a host function, each with a bound.
+func.func @index_checks_ok(%ids: memref<4xi32>, %e: memref<8x4xf32>, %out: memref<4x4xf32>) attributes {tang.kernel_form, tang.num_inputs = 2 : i64, tang.index_checks = [{arg = 0 : i64, bound = 8 : i64, what = "the ids"}]} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'tang.index_checks' must be an array of {arg, bound, what} dictionaries}}
+func.func @index_checks_no_what(%ids: memref<4xi32>, %out: memref<4xf32>) attributes {tang.kernel_form, tang.num_inputs = 1 : i64, tang.index_checks = [{arg = 0 : i64, bound = 8 : i64}]} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'tang.index_checks' belongs on a host function of the kernel form}}
+func.func @index_checks_not_host(%ids: memref<4xi32>) attributes {tang.index_checks = [{arg = 0 : i64, bound = 8 : i64, what = "w"}]} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'tang.index_checks' checks argument #1, which is not an integer input}}
+func.func @index_checks_float(%ids: memref<4xi32>, %x: memref<4xf32>, %out: memref<4xf32>) attributes {tang.kernel_form, tang.num_inputs = 2 : i64, tang.index_checks = [{arg = 1 : i64, bound = 8 : i64, what = "w"}]} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'tang.index_checks' checks argument #1, which is not an integer input}}
+func.func @index_checks_output(%ids: memref<4xi32>, %out: memref<4xi32>) attributes {tang.kernel_form, tang.num_inputs = 1 : i64, tang.index_checks = [{arg = 1 : i64, bound = 8 : i64, what = "w"}]} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'tang.index_checks' has the bound 0 (at least 1)}}
+func.func @index_checks_bound(%ids: memref<4xi32>, %out: memref<4xf32>) attributes {tang.kernel_form, tang.num_inputs = 1 : i64, tang.index_checks = [{arg = 0 : i64, bound = 0 : i64, what = "w"}]} {
+  return
+}
