@@ -54,10 +54,11 @@ bool MmaConfig::isValid() const {
 }
 
 int64_t FlashConfig::sharedBytes(const FlashMatch &m) const {
-  int64_t qBytes = bm * m.dqk * 2, pBytes = wgmma ? bm * bn * 2 : 0;
+  // P stays in registers (the A operand of P V).
+  int64_t qBytes = bm * m.dqk * 2;
   int64_t kBytes = slots * bn * m.dqk * 2, vBytes = slots * bn * m.dv * 2;
   // wgmma's swizzled layouts need 1024-byte aligned tiles.
-  return qBytes + kBytes + vBytes + pBytes + (wgmma ? 1024 : 0);
+  return qBytes + kBytes + vBytes + (wgmma ? 1024 : 0);
 }
 
 bool mlir::tang::isMmaBox(ComprehensionOp op, const MmaContraction &c,
@@ -215,16 +216,19 @@ FlashConfig getFlashConfig(ComprehensionOp op, const FlashMatch &m,
   FlashConfig cfg;
   cfg.wgmma = options.tensorCores == TensorCoreKind::Wgmma;
   // mma.sync: 4 warps of 16 query rows, 64-key steps. wgmma: 2 warpgroups
-  // of 64 rows, 128-key steps for head dim 128, else 64 (measured:
-  // bench/results/2026-12-01-h200-flash-attention.md).
+  // of 64 rows, 128-key steps for head dims up to 128, else 64 (measured:
+  // bench/results/2026-12-01-h200-flash-attention.md, and for head dim 64
+  // with a producer 2026-12-04-h200-flash-fa3.md).
   int64_t head = std::max(m.dqk, m.dv);
   cfg.bm = cfg.wgmma ? 128 : 64;
-  cfg.bn = cfg.wgmma && head == 128 ? 128 : 64;
-  // Keys and values by bulk copies from a producer warpgroup for head dims
-  // of 128 and more only (slower below, where the smaller kernel fits two
-  // blocks per multiprocessor; bench/results/2026-12-01-h200-flash-tma.md).
+  cfg.bn = cfg.wgmma && head <= 128 ? 128 : 64;
+  // Keys and values by bulk copies from a producer warpgroup, with the
+  // computing warpgroups overlapping softmax and products (ping-pong and
+  // within each), for head dims of 64 and more (measured: 0.76-0.82x
+  // cuDNN at head 64 without a producer, 0.90-0.99x with it;
+  // bench/results/2026-12-04-h200-flash-fa3.md).
   ComprehensionOp red = m.red; // Op handles' accessors are not const.
-  cfg.tmaKV = cfg.wgmma && options.tma && head >= 128 &&
+  cfg.tmaKV = cfg.wgmma && options.tma && head >= 64 &&
               isFlashBox(op, m, m.k, red.getIndex(0), cfg.bn) &&
               isFlashBox(op, m, m.v, op.getIndex(m.d), cfg.bn);
   // The ring: two slots, or with tmaKV as many as fit up to 4 (copies

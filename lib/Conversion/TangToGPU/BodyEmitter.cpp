@@ -6,6 +6,7 @@
 
 #include "mlir/Dialect/Affine/Utils.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -20,6 +21,19 @@ Type mlir::tang::getComputeType(Type t) {
   if (t.isF16() || t.isBF16())
     return Float32Type::get(t.getContext());
   return t;
+}
+
+Value mlir::tang::emitNvvmExp2(OpBuilder &b, Location loc, Value x) {
+  return LLVM::CallIntrinsicOp::create(
+             b, loc, b.getF32Type(),
+             b.getStringAttr("llvm.nvvm.ex2.approx.ftz.f32"), ValueRange{x})
+      .getResult(0);
+}
+
+Value mlir::tang::emitNvvmExp(OpBuilder &b, Location loc, Value x) {
+  constexpr double log2e = 1.4426950408889634;
+  Value c = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(log2e));
+  return emitNvvmExp2(b, loc, arith::MulFOp::create(b, loc, x, c));
 }
 
 void mlir::tang::allowApproximation(Operation *op) {
@@ -576,6 +590,12 @@ LogicalResult BodyEmitter::emitOp(OpBuilder &b, Operation *op,
   if (op->getNumRegions() != 0)
     return op->emitOpError() << "with regions is not supported by the kernel "
                                 "form";
+  if (approximate && nvvmExp && isa<math::ExpOp>(op) &&
+      getComputeType(op->getResult(0).getType()).isF32()) {
+    mapping.map(op->getResult(0),
+                emitNvvmExp(b, loc, mapping.lookup(op->getOperand(0))));
+    return success();
+  }
   Operation *clone = b.clone(*op, mapping);
   for (OpResult r : clone->getResults())
     r.setType(getComputeType(r.getType()));

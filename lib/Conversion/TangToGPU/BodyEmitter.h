@@ -26,6 +26,10 @@ Type getComputeType(Type t);
 /// (`contract`). Used when results are stored in f16/bf16, whose rounding
 /// (2^-11, 2^-8) dwarfs the approximations' few f32 ulps.
 void allowApproximation(Operation *op);
+/// 2^x of an f32 by NVPTX's ex2.approx.ftz (subnormal results flush to 0).
+Value emitNvvmExp2(OpBuilder &b, Location loc, Value x);
+/// e^x of an f32 as emitNvvmExp2(x log2(e)).
+Value emitNvvmExp(OpBuilder &b, Location loc, Value x);
 
 /// Code for one monoid: its carrier in compute types, identity, lift,
 /// combine and finalise.
@@ -125,6 +129,10 @@ public:
   /// Emit fast approximations of math functions and divisions (see
   /// allowApproximation).
   void setApproximate(bool a) { approximate = a; }
+  /// With approximations, f32 exp as NVPTX's ex2.approx.ftz (a product by
+  /// log2(e) and one special-function instruction; results below 2^-126
+  /// flush to 0). CUDA kernels only.
+  void setNvvmExp(bool e) { nvvmExp = e; }
   /// The kernel's sizes, when its function has symbolic sizes: extents,
   /// flat buffers and size values in bodies are taken from them.
   void setSizes(KernelSizes *s) { sizes = s; }
@@ -200,6 +208,7 @@ private:
   IRMapping &tensors;
   Block *entry;
   bool approximate = false;
+  bool nvvmExp = false;
   KernelSizes *sizes = nullptr;
 };
 

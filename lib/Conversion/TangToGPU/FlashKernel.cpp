@@ -20,10 +20,13 @@
 // m16n8 accumulator layout of two adjacent n8 tiles is the m16k16 operand
 // layout). No L x L intermediate exists anywhere.
 //
-// With wgmma (sm_90a): two warpgroups of 64 query rows each, S and P V by
-// wgmma from swizzled shared tiles (P written back per warpgroup). For head
-// dims of 128 and more a producer warpgroup fills the key/value ring by
-// bulk tensor copies on full/empty mbarriers; key tiles wholly before the
+// With wgmma (sm_90a): two warpgroups of 64 query rows each, S by wgmma
+// from swizzled shared tiles, P V with P from registers (the RS form: the
+// same accumulator-to-operand identity). For head dims of 128 and more a
+// producer warpgroup fills the key/value ring by bulk tensor copies on
+// full/empty mbarriers, and each warpgroup overlaps its softmax with its
+// own products: step t issues S(t) and O += P(t-1) V(t-1) and computes the
+// softmax of S(t) while the second runs. Key tiles wholly before the
 // block's first row (with a causal-type mask) run without the mask's code.
 //
 //===----------------------------------------------------------------------===//
@@ -51,6 +54,44 @@ using namespace mlir;
 using namespace mlir::tang;
 
 namespace {
+
+/// c if the score is c x or, with a causal-type mask, select(mask, c x,
+/// -inf), where x is the dot product and c a positive constant: then
+/// max c x = c max x, and the softmax may scale by c inside its
+/// exponent's fma instead of once per score.
+std::optional<double> getPositiveScale(const FlashMatch &m) {
+  ComprehensionOp red = m.red;
+  if (!m.factors.empty())
+    return std::nullopt;
+  auto constantOf = [](Value v) -> std::optional<APFloat> {
+    FloatAttr f;
+    if (!matchPattern(v, m_Constant(&f)))
+      return std::nullopt;
+    return f.getValue();
+  };
+  Value v = m.score;
+  if (m.maskCondition) {
+    auto sel = v.getDefiningOp<arith::SelectOp>();
+    if (!sel || sel.getCondition() != m.maskCondition->getResult(0))
+      return std::nullopt;
+    std::optional<APFloat> fill = constantOf(sel.getFalseValue());
+    if (!fill || !fill->isInfinity() || !fill->isNegative())
+      return std::nullopt;
+    v = sel.getTrueValue();
+  }
+  if (v == red.getResult(0))
+    return 1.0;
+  auto mul = v.getDefiningOp<arith::MulFOp>();
+  if (!mul)
+    return std::nullopt;
+  Value other = mul.getLhs() == red.getResult(0)   ? mul.getRhs()
+                : mul.getRhs() == red.getResult(0) ? mul.getLhs()
+                                                   : Value();
+  std::optional<APFloat> c = other ? constantOf(other) : std::nullopt;
+  if (!c || !c->isFiniteNonZero() || c->isNegative())
+    return std::nullopt;
+  return c->convertToDouble();
+}
 
 class FlashEmitter : TensorCoreEmitterBase {
 public:
@@ -173,8 +214,15 @@ LogicalResult FlashEmitter::emit() {
   Type out = cast<RankedTensorType>(op.getResultTypes()[0]).getElementType();
   bool approximate = out.isF16() || out.isBF16();
   emitter.setApproximate(approximate);
+  emitter.setNvvmExp(true);
+  // With 16-bit outputs the softmax's exponentials are ex2.approx.ftz of
+  // one fma each, the score's positive scale folded in where it has one.
+  bool fastExp = approximate;
+  std::optional<double> scale;
+  if (fastExp)
+    scale = getPositiveScale(m);
 
-  int64_t qBytes = bm * m.dqk * 2, pBytes = wgmma ? bm * bn * 2 : 0;
+  int64_t qBytes = bm * m.dqk * 2;
   int64_t kBytes = slots * bn * m.dqk * 2, vBytes = slots * bn * m.dv * 2;
   k.sharedBytes = cfg.sharedBytes(m);
   if (int64_t most = getTarget(op).getSharedPerBlock();
@@ -219,12 +267,11 @@ LogicalResult FlashEmitter::emit() {
   auto view = [&](ArrayRef<int64_t> shape, int64_t offset) {
     return shared.view(*this, shape, offset);
   };
-  Value tileQ, tileK, tileV, tileP;
+  Value tileQ, tileK, tileV;
   if (wgmma) {
     tileQ = view({1, m.dqk / 64, bm, 64}, 0);
     tileK = view({slots, m.dqk / 64, bn, 64}, qBytes);
     tileV = view({slots, m.dv / 64, bn, 64}, qBytes + kBytes);
-    tileP = view({2, bn / 64, 64, 64}, qBytes + kBytes + vBytes);
   } else {
     tileQ = view({1, bm, m.dqk}, 0);
     tileK = view({2, bn, m.dqk}, qBytes);
@@ -256,7 +303,7 @@ LogicalResult FlashEmitter::emit() {
     };
     mapK = param(m.k);
     mapV = param(m.v);
-    fullBars = add(smemAddr, cst(qBytes + kBytes + vBytes + pBytes));
+    fullBars = add(smemAddr, cst(qBytes + kBytes + vBytes));
     emptyBars = add(fullBars, cst(8 * slots));
     initBarriers(tid, fullBars, slots, 1);
     initBarriers(tid, emptyBars, slots, threads / 128);
@@ -378,66 +425,22 @@ LogicalResult FlashEmitter::emit() {
             ctx, NVVM::SetMaxRegisterAction::increase));
   }
 
-  auto emitStep = [&](Value kb, ValueRange carried, bool masked,
-                      SmallVector<Value> &yield) -> LogicalResult {
-    SmallVector<Value> rowMax{carried[0], carried[1]};
-    SmallVector<Value> rowSum{carried[2], carried[3]};
-    SmallVector<Value> o(carried.drop_front(4));
-    Value slot = rem(kb, slots);
-    Value g;
-    if (tmaKV) {
-      // Step kb's keys and values have landed.
-      waitBarrier(fullBars, slot, rem(div(kb, slots), 2));
-    } else {
-      // The next step's keys and values, into the other slot (every warp
-      // finished reading it before the barrier that ended the last step).
-      Value next = add(kb, cst(1));
-      loadKV(next, rem(next, 2));
-      g = nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, tokenType,
-                                                  ValueRange{});
-    }
-
-    // S = Q K^T: bn / 8 tiles of m16n8.
-    SmallVector<Value> s(bn / 8 * 4, f32(0));
-    Value wgIdx = div(tid, 128);
-    if (wgmma) {
-      // This warpgroup's 64 rows of Q; K as the [n, k] operand. A k16 step
-      // is 32 bytes along a 128-byte row, 64-column blocks apart.
-      Value qBase = add(smemAddr, mul(wgIdx, 64 * 128));
-      Value kBase = add(smemAddr, add(cst(qBytes), mul(slot, bn * m.dqk * 2)));
-      s = emitWgmma(s, bn, m.dqk / 16, /*accumulate=*/false,
-                    /*bTransposed=*/false, bn, [&](int64_t kq) {
-                      int64_t blk = kq / 4, in = (kq % 4) * 32;
-                      return std::make_pair(
-                          add(qBase, cst(blk * bm * 128 + in)),
-                          add(kBase, cst(blk * bn * 128 + in)));
-                    });
-    }
-    for (int64_t kq = 0; kq < (wgmma ? 0 : m.dqk / 16); ++kq) {
-      for (int64_t n2 = 0; n2 < bn / 16; ++n2) {
-        Value row = add(cst(n2 * 16), add(rem(lane, 8), mul(div(lane, 16), 8)));
-        Value chunk = add(rem(div(lane, 8), 2), cst(2 * kq));
-        SmallVector<Value> kr =
-            loadMatrix(tileK, {slot, row, mul(swizzle(row, chunk), 8)}, false);
-        mmaSync(qFrag[kq], {kr[0], kr[1]},
-                MutableArrayRef<Value>(s).slice(n2 * 8, 4));
-        mmaSync(qFrag[kq], {kr[2], kr[3]},
-                MutableArrayRef<Value>(s).slice(n2 * 8 + 4, 4));
-      }
-    }
-
-    // The score code on every element: rows lane / 4 (+ 8), columns
-    // 2 (lane % 4) (+ 1) of each n8 tile; keys past the end are -inf.
-    Value qRow = add(row0, add(warpRow, div(lane, 4)));
+  Value wgIdx = div(tid, 128);
+  Value warpRowQ = add(row0, add(warpRow, div(lane, 4)));
+  bool scoreReads = llvm::any_of(m.scoreOps, [](Operation *o) {
+    bool reads = false;
+    o->walk([&](ReadOp) { reads = true; });
+    return reads;
+  });
+  // The score code on every element of S (in place): rows lane / 4 (+ 8),
+  // columns 2 (lane % 4) (+ 1) of each n8 tile of key step kb; keys past
+  // the end are -inf.
+  auto applyScoreCode = [&](SmallVector<Value> &s, Value kb,
+                            bool masked) -> LogicalResult {
     Value kCol = add(mul(kb, bn), mul(rem(lane, 4), 2));
-    bool scoreReads = llvm::any_of(m.scoreOps, [](Operation *o) {
-      bool reads = false;
-      o->walk([&](ReadOp) { reads = true; });
-      return reads;
-    });
     for (int64_t t = 0; t < bn / 8; ++t) {
       for (int64_t x = 0; x < 4; ++x) {
-        Value iv = x >= 2 ? add(qRow, cst(8)) : qRow;
+        Value iv = x >= 2 ? add(warpRowQ, cst(8)) : warpRowQ;
         Value jv = add(kCol, cst(t * 8 + x % 2));
         Value raw = s[t * 4 + x];
         if (*factor)
@@ -467,13 +470,28 @@ LogicalResult FlashEmitter::emit() {
         if (!score)
           return op.emitOpError() << "flash kernel: the score is not computed "
                                      "in the body";
+        // With the scale in the exponent: the dot product, masked (the
+        // product by c, emitted above, goes unused).
+        if (scale)
+          score =
+              masked && m.maskCondition
+                  ? arith::SelectOp::create(
+                        b, loc, mapping.lookup(m.maskCondition->getResult(0)),
+                        raw, negInf)
+                        .getResult()
+                  : raw;
         if (masked)
           score = arith::SelectOp::create(b, loc, lt(jv, m.lk), score, negInf);
         s[t * 4 + x] = score;
       }
     }
-
-    // Online softmax per row r (elements x < 2: r = 0, else r = 1).
+    return success();
+  };
+  // The online-softmax step per row r (elements x < 2: r = 0, else r = 1):
+  // the scores s become exp(s - max), the running max and sum move on;
+  // returns the factor that rescales what was accumulated before.
+  auto updateSoftmax = [&](SmallVector<Value> &s, SmallVector<Value> &rowMax,
+                           SmallVector<Value> &rowSum) {
     SmallVector<Value> alpha(2);
     for (int64_t r = 0; r < 2; ++r) {
       Value mx = rowMax[r];
@@ -485,7 +503,19 @@ LogicalResult FlashEmitter::emit() {
       Value isInf =
           arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, mx, negInf);
       Value safe = arith::SelectOp::create(b, loc, isInf, f32(0), mx);
-      auto expOf = [&](Value v) {
+      // With 16-bit outputs exp(v - max) is 2^(v log2(e) - max log2(e)):
+      // one fma and ex2.approx.ftz per score (results below 2^-126 flush
+      // to 0, nothing next to the row's largest term of 1).
+      // With the scale c in the exponent, s and the running max are of
+      // the dot product: 2^(s c log2(e) - max c log2(e)).
+      double log2e = 1.4426950408889634 * scale.value_or(1.0);
+      Value negScaledMax =
+          fastExp ? arith::MulFOp::create(b, loc, safe, f32(-log2e)).getResult()
+                  : Value();
+      auto expOf = [&](Value v) -> Value {
+        if (fastExp)
+          return emitNvvmExp2(
+              b, loc, math::FmaOp::create(b, loc, v, f32(log2e), negScaledMax));
         auto ex =
             math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, v, safe));
         allowApproximation(ex);
@@ -501,53 +531,240 @@ LogicalResult FlashEmitter::emit() {
       rowMax[r] = mx;
       rowSum[r] = sum;
     }
+    return alpha;
+  };
+  auto rescale = [&](MutableArrayRef<Value> o, ArrayRef<Value> alpha) {
     for (int64_t t = 0; t < m.dv / 8; ++t)
       for (int64_t x = 0; x < 4; ++x)
         o[t * 4 + x] =
             arith::MulFOp::create(b, loc, o[t * 4 + x], alpha[x / 2]);
+  };
+  // With wgmma: S = Q K^T of ring slot `slot`, issued (this warpgroup's 64
+  // rows of Q; K as the [n, k] operand; a k16 step is 32 bytes along a
+  // 128-byte row, 64-column blocks apart).
+  auto issueScores = [&](Value slot) {
+    Value qBase = add(smemAddr, mul(wgIdx, 64 * 128));
+    Value kBase = add(smemAddr, add(cst(qBytes), mul(slot, bn * m.dqk * 2)));
+    return issueWgmma({}, bn, m.dqk / 16, /*accumulate=*/false,
+                      /*bTransposed=*/false, bn, [&](int64_t kq) {
+                        int64_t blk = kq / 4, in = (kq % 4) * 32;
+                        return std::make_pair(
+                            add(qBase, cst(blk * bm * 128 + in)),
+                            add(kBase, cst(blk * bn * 128 + in)));
+                      });
+  };
+  // With wgmma: O += P V of ring slot `slot`, P (packed) from registers,
+  // issued.
+  auto issueValues = [&](ArrayRef<Value> o, ArrayRef<Value> p, Value slot) {
+    Value vAt =
+        add(smemAddr, add(cst(qBytes + kBytes), mul(slot, bn * m.dv * 2)));
+    return issueWgmmaRegA(
+        o, m.dv, p, /*bTransposed=*/true, bn,
+        [&](int64_t kk) { return add(vAt, cst(kk * 16 * 128)); });
+  };
 
-    // O += P V, V [keys, dv] read transposed. With wgmma each warpgroup
-    // reads back only its own P: its 128 threads alone sync, so the
-    // warpgroups need not move in step (one's softmax runs under the
-    // other's products).
-    accumulateKeyProduct(o, s, bn, m.dv, wgmma, smemAddr, tileP,
-                         qBytes + kBytes + vBytes, tileV, qBytes + kBytes, slot,
-                         wgIdx, lane, warp);
+  // One key step, its products waited for in turn (mma.sync, or wgmma with
+  // keys and values by cp.async).
+  auto emitStep = [&](Value kb, ValueRange carried, bool masked,
+                      SmallVector<Value> &yield) -> LogicalResult {
+    SmallVector<Value> rowMax{carried[0], carried[1]};
+    SmallVector<Value> rowSum{carried[2], carried[3]};
+    SmallVector<Value> o(carried.drop_front(4));
+    Value slot = rem(kb, slots);
+    // The next step's keys and values, into the other slot (every warp
+    // finished reading it before the barrier that ended the last step).
+    Value next = add(kb, cst(1));
+    loadKV(next, rem(next, 2));
+    Value g = nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, tokenType,
+                                                      ValueRange{});
 
-    if (tmaKV) {
-      // This warpgroup's products of the slot are done (the last wgmma
-      // waited): its first thread releases the slot to the producer.
-      releaseByWarpgroup(tid, emptyBars, slot);
-    } else {
-      nvgpu::DeviceAsyncWaitOp::create(b, loc, g, b.getI32IntegerAttr(0));
-      fenceForTensorCores();
-      gpu::BarrierOp::create(b, loc);
+    // S = Q K^T: bn / 8 tiles of m16n8.
+    SmallVector<Value> s(bn / 8 * 4, f32(0));
+    if (wgmma) {
+      Value st = issueScores(slot);
+      waitWgmma();
+      s = takeWgmma(st, bn);
     }
+    for (int64_t kq = 0; kq < (wgmma ? 0 : m.dqk / 16); ++kq) {
+      for (int64_t n2 = 0; n2 < bn / 16; ++n2) {
+        Value row = add(cst(n2 * 16), add(rem(lane, 8), mul(div(lane, 16), 8)));
+        Value chunk = add(rem(div(lane, 8), 2), cst(2 * kq));
+        SmallVector<Value> kr =
+            loadMatrix(tileK, {slot, row, mul(swizzle(row, chunk), 8)}, false);
+        mmaSync(qFrag[kq], {kr[0], kr[1]},
+                MutableArrayRef<Value>(s).slice(n2 * 8, 4));
+        mmaSync(qFrag[kq], {kr[2], kr[3]},
+                MutableArrayRef<Value>(s).slice(n2 * 8 + 4, 4));
+      }
+    }
+    if (failed(applyScoreCode(s, kb, masked)))
+      return failure();
+    SmallVector<Value> alpha = updateSoftmax(s, rowMax, rowSum);
+    rescale(o, alpha);
+    // O += P V, V [keys, dv] read transposed, P's accumulators the A
+    // operand.
+    accumulateKeyProduct(o, s, bn, m.dv, wgmma, smemAddr, tileV,
+                         qBytes + kBytes, slot, lane);
+
+    nvgpu::DeviceAsyncWaitOp::create(b, loc, g, b.getI32IntegerAttr(0));
+    fenceForTensorCores();
+    gpu::BarrierOp::create(b, loc);
     yield = {rowMax[0], rowMax[1], rowSum[0], rowSum[1]};
     yield.append(o);
     return success();
   };
+
+  // With keys and values from the producer (FA3's intra-warpgroup
+  // overlap): step kb issues S(kb) and then O += P(kb - 1) V(kb - 1), and
+  // runs the softmax of S(kb) while the second product is on the tensor
+  // cores; the slot of kb - 1 is released after it. Carried past the
+  // running max, sum and O: P(kb - 1), packed as the A operand.
+  int64_t nP = bn / 4;
+  // Ping-pong (FA3): the two warpgroups take turns issuing their products,
+  // so that one's softmax runs while the other's products do. Warpgroup w
+  // waits on named barrier 1 + w (256 threads: its own 128 and the
+  // other's arrival), issues, and arrives on the other's. Warpgroup 0's
+  // first turn is its own arrival; its last sync takes warpgroup 1's last
+  // arrival.
+  bool pingPong = tmaKV;
+  auto takeTurn = [&] {
+    if (pingPong)
+      syncNamedBarrier(add(wgIdx, cst(1)), 256);
+  };
+  auto passTurn = [&] {
+    if (pingPong)
+      arriveNamedBarrier(arith::SubIOp::create(b, loc, cst(2), wgIdx), 256);
+  };
+  auto firstWarpgroup = [&](function_ref<void()> body) {
+    if (!pingPong)
+      return;
+    auto ifOp = scf::IfOp::create(
+        b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, wgIdx, cst(0)),
+        /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    body();
+  };
+  auto emitPipelinedStep = [&](Value kb, ValueRange carried, bool masked,
+                               SmallVector<Value> &yield) -> LogicalResult {
+    SmallVector<Value> rowMax{carried[0], carried[1]};
+    SmallVector<Value> rowSum{carried[2], carried[3]};
+    SmallVector<Value> o(carried.slice(4, nO));
+    SmallVector<Value> p(carried.drop_front(4 + nO));
+    Value slot = rem(kb, slots);
+    Value prev = rem(add(kb, cst(slots - 1)), slots);
+    waitBarrier(fullBars, slot, rem(div(kb, slots), 2));
+    takeTurn();
+    Value scores = issueScores(slot);
+    Value values = issueValues(o, p, prev);
+    passTurn();
+    waitWgmma(1);
+    SmallVector<Value> s = takeWgmma(scores, bn);
+    if (failed(applyScoreCode(s, kb, masked)))
+      return failure();
+    SmallVector<Value> alpha = updateSoftmax(s, rowMax, rowSum);
+    waitWgmma(0);
+    o = takeWgmma(values, m.dv);
+    releaseByWarpgroup(tid, emptyBars, prev);
+    rescale(o, alpha);
+    yield = {rowMax[0], rowMax[1], rowSum[0], rowSum[1]};
+    yield.append(o);
+    yield.append(packKeyOperand(s, bn));
+    return success();
+  };
+
   auto emitLoop = [&](Value lb, Value ubound, ValueRange initial,
                       bool masked) -> FailureOr<scf::ForOp> {
     auto loop = scf::ForOp::create(b, loc, lb, ubound, cst(1), initial);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
     SmallVector<Value> yield;
-    if (failed(emitStep(loop.getInductionVar(), loop.getRegionIterArgs(),
-                        masked, yield)))
+    LogicalResult built =
+        tmaKV ? emitPipelinedStep(loop.getInductionVar(),
+                                  loop.getRegionIterArgs(), masked, yield)
+              : emitStep(loop.getInductionVar(), loop.getRegionIterArgs(),
+                         masked, yield);
+    if (failed(built))
       return failure();
     scf::YieldOp::create(b, loc, yield);
     return loop;
   };
-  FailureOr<scf::ForOp> unmasked = emitLoop(cst(0), full, init, false);
-  if (failed(unmasked))
-    return failure();
-  FailureOr<scf::ForOp> loop = emitLoop(full, ub, unmasked->getResults(), true);
-  if (failed(loop))
-    return failure();
+  SmallVector<Value> res;
+  if (tmaKV) {
+    // Step 0's scores and softmax before the loop, its P V in step 1, the
+    // last step's P V after it (none of them if no key tile is visited).
+    Value any =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, ub, cst(0));
+    SmallVector<Type> types(4 + nO, b.getF32Type());
+    types.append(nP, b.getI32Type());
+    firstWarpgroup([&] { arriveNamedBarrier(cst(1), 256); });
+    auto prologue = scf::IfOp::create(b, loc, types, any,
+                                      /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&prologue.getThenRegion().front());
+      waitBarrier(fullBars, cst(0), cst(0));
+      takeTurn();
+      Value scores = issueScores(cst(0));
+      passTurn();
+      waitWgmma();
+      SmallVector<Value> s = takeWgmma(scores, bn);
+      // Masked: the first tile may hold the end of the keys or the mask.
+      if (failed(applyScoreCode(s, cst(0), /*masked=*/true)))
+        return failure();
+      SmallVector<Value> rowMax{negInf, negInf}, rowSum{f32(0), f32(0)};
+      updateSoftmax(s, rowMax, rowSum);
+      SmallVector<Value> yield{rowMax[0], rowMax[1], rowSum[0], rowSum[1]};
+      yield.append(nO, f32(0));
+      yield.append(packKeyOperand(s, bn));
+      scf::YieldOp::create(b, loc, yield);
+      b.setInsertionPointToStart(&prologue.getElseRegion().front());
+      SmallVector<Value> none(init);
+      none.append(nP, arith::ConstantIntOp::create(b, loc, b.getI32Type(), 0));
+      scf::YieldOp::create(b, loc, none);
+    }
+    Value one = cst(1);
+    Value fullFrom1 = arith::MaxSIOp::create(b, loc, full, one);
+    FailureOr<scf::ForOp> unmasked =
+        emitLoop(one, fullFrom1, prologue.getResults(), false);
+    if (failed(unmasked))
+      return failure();
+    FailureOr<scf::ForOp> loop =
+        emitLoop(fullFrom1, ub, unmasked->getResults(), true);
+    if (failed(loop))
+      return failure();
+    ValueRange last = loop->getResults();
+    auto epilogue = scf::IfOp::create(b, loc, TypeRange(last.slice(4, nO)), any,
+                                      /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&epilogue.getThenRegion().front());
+      SmallVector<Value> o(last.slice(4, nO)), p(last.drop_front(4 + nO));
+      takeTurn();
+      Value values =
+          issueValues(o, p, rem(arith::SubIOp::create(b, loc, ub, one), slots));
+      passTurn();
+      waitWgmma();
+      scf::YieldOp::create(b, loc, takeWgmma(values, m.dv));
+      b.setInsertionPointToStart(&epilogue.getElseRegion().front());
+      scf::YieldOp::create(b, loc, last.slice(4, nO));
+    }
+    firstWarpgroup([&] { syncNamedBarrier(cst(1), 256); });
+    llvm::append_range(res, last.take_front(4));
+    llvm::append_range(res, epilogue.getResults());
+  } else {
+    FailureOr<scf::ForOp> unmasked = emitLoop(cst(0), full, init, false);
+    if (failed(unmasked))
+      return failure();
+    FailureOr<scf::ForOp> loop =
+        emitLoop(full, ub, unmasked->getResults(), true);
+    if (failed(loop))
+      return failure();
+    llvm::append_range(res, loop->getResults());
+  }
 
   // O / l, stored two columns at a time, rows past the end skipped.
-  ValueRange res = loop->getResults();
   Value qRow = add(row0, add(warpRow, div(lane, 4)));
   for (int64_t r = 0; r < 2; ++r) {
     Value l = rowReduce(res[2 + r], /*max=*/false);
@@ -569,7 +786,12 @@ LogicalResult FlashEmitter::emit() {
       for (unsigned p = 0; p < op.getNumParallel(); ++p)
         if (p != m.d)
           idx.push_back(p == m.i ? iv : batch[p]);
-      for (auto [v, buffer] : llvm::zip(ValueRange{res[r], l}, statsOutputs)) {
+      // (With the scale in the exponent the running max is of the dot
+      // product: c max x = max c x, c > 0.)
+      Value rowMax = res[r];
+      if (scale)
+        rowMax = arith::MulFOp::create(b, loc, rowMax, f32(*scale));
+      for (auto [v, buffer] : llvm::zip(ValueRange{rowMax, l}, statsOutputs)) {
         Type e = cast<MemRefType>(buffer.getType()).getElementType();
         if (e != v.getType())
           v = arith::TruncFOp::create(b, loc, e, v);

@@ -148,13 +148,12 @@ private:
   SmallVector<StreamedTile> streamed;
   SmallVector<Value> factor;
   /// wgmma (sm_90a): a warpgroup of 64 rows, operands from 128-byte
-  /// swizzled tiles of 64 columns ([slot, cols / 64, rows, 64]), G through
-  /// shared memory per warpgroup; else mma.sync, 4 warps of 16 rows.
+  /// swizzled tiles of 64 columns ([slot, cols / 64, rows, 64]), G from
+  /// registers; else mma.sync, 4 warps of 16 rows.
   bool wgmma;
   /// Keys per step; rows per block: one warpgroup (wgmma) or 4 warps
-  /// (mma.sync), one warpgroup's G tile in shared memory.
+  /// (mma.sync).
   int64_t bn, bm, threads;
-  static constexpr int64_t warpgroups = 1;
   Value tid, lane, warp, row0;
   SmallVector<Value> batch;
 };
@@ -252,6 +251,7 @@ LogicalResult ScoreEmitter::emit() {
     return e.isF16() || e.isBF16();
   });
   emitter.setApproximate(approximate);
+  emitter.setNvvmExp(true);
 
   // Shared memory: the row tiles of the A operands, then the streamed
   // tiles (two slots each).
@@ -281,11 +281,9 @@ LogicalResult ScoreEmitter::emit() {
     streamOffsets.push_back(bytes);
     bytes += 2 * bn * width * 2;
   }
-  // With wgmma, G per warpgroup ([2, bn / 64, 64, 64]), and the 1024-byte
-  // alignment of the swizzled tiles.
-  int64_t pOffset = bytes;
+  // With wgmma, the 1024-byte alignment of the swizzled tiles.
   if (wgmma)
-    bytes += (m.c ? warpgroups * 64 * bn * 2 : 0) + 1024;
+    bytes += 1024;
   k.sharedBytes = bytes;
   if (int64_t most = getTarget(op).getSharedPerBlock(); bytes > most)
     return op.emitOpError()
@@ -326,9 +324,6 @@ LogicalResult ScoreEmitter::emit() {
   for (auto [t, offset] : llvm::zip(streamed, streamOffsets))
     t.tile = wgmma ? view({2, t.width / 64, bn, 64}, offset)
                    : view({2, bn, t.width}, offset);
-  Value tileP;
-  if (wgmma && m.c)
-    tileP = view({warpgroups, bn / 64, 64, 64}, pOffset);
   auto tokenType = nvgpu::DeviceAsyncTokenType::get(ctx);
   auto loadStep = [&](Value step, Value slot) {
     Value y0 = mul(step, bn);
@@ -512,10 +507,8 @@ LogicalResult ScoreEmitter::emit() {
         int64_t nO = pm.dc / 8 * 4;
         SmallVector<Value> o(carried.slice(at, nO));
         at += nO;
-        // (With wgmma a second part reuses the G tile after the first
-        // part's product has waited.)
-        accumulateKeyProduct(o, gv, bn, pm.dc, wgmma, smemAddr, tileP, pOffset,
-                             wt.tile, wt.offset, slot, wgIdx, lane, warp);
+        accumulateKeyProduct(o, gv, bn, pm.dc, wgmma, smemAddr, wt.tile,
+                             wt.offset, slot, lane);
         yield.append(o);
       }
     } else {
@@ -535,12 +528,11 @@ LogicalResult ScoreEmitter::emit() {
         Value isInf = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
                                             cur, negInf);
         Value safe = arith::SelectOp::create(b, loc, isInf, f32(0), cur);
-        auto expOf = [&](Value v) {
-          auto ex = math::ExpOp::create(b, loc,
-                                        arith::SubFOp::create(b, loc, v, safe));
+        auto expOf = [&](Value v) -> Value {
+          Value x = arith::SubFOp::create(b, loc, v, safe);
           if (approximate)
-            allowApproximation(ex);
-          return ex.getResult();
+            return emitNvvmExp(b, loc, x);
+          return math::ExpOp::create(b, loc, x);
         };
         Value total = arith::MulFOp::create(b, loc, sum[r], expOf(mx[r]));
         for (int64_t t = 0; t < bn / 8; ++t)

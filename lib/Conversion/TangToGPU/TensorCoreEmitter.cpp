@@ -111,6 +111,99 @@ Value TensorCoreEmitterBase::issueWgmma(
   return st;
 }
 
+static Value toI32(OpBuilder &b, Location loc, Value index) {
+  return arith::IndexCastOp::create(b, loc, b.getI32Type(), index);
+}
+
+void TensorCoreEmitterBase::syncNamedBarrier(Value id, int64_t threads) {
+  NVVM::BarrierOp::create(
+      b, loc, Type(), toI32(b, loc, id),
+      arith::ConstantIntOp::create(b, loc, b.getI32Type(), threads),
+      NVVM::BarrierReductionAttr(), Value());
+}
+
+void TensorCoreEmitterBase::arriveNamedBarrier(Value id, int64_t threads) {
+  NVVM::BarrierArriveOp::create(
+      b, loc, toI32(b, loc, id),
+      arith::ConstantIntOp::create(b, loc, b.getI32Type(), threads));
+}
+
+Value TensorCoreEmitterBase::packOperand(Value lo, Value hi) {
+  Value pair = packPair(lo, hi);
+  if (pair.getType().isInteger(32))
+    return pair;
+  Value word = vector::BitCastOp::create(
+      b, loc, VectorType::get({1}, b.getI32Type()), pair);
+  return vector::ExtractOp::create(b, loc, word, ArrayRef<int64_t>{0});
+}
+
+SmallVector<Value> TensorCoreEmitterBase::packKeyOperand(ArrayRef<Value> g,
+                                                         int64_t bn) {
+  // Accumulator tiles 2 kk and 2 kk + 1 (keys 16 kk .. 16 kk + 15): rows r
+  // and r + 8 of the first, then of the second.
+  SmallVector<Value> a;
+  for (int64_t i = 0; i < bn / 4; ++i)
+    a.push_back(packOperand(g[2 * i], g[2 * i + 1]));
+  return a;
+}
+
+Value TensorCoreEmitterBase::issueWgmmaRegA(
+    ArrayRef<Value> acc, int64_t n, ArrayRef<Value> a, bool bTransposed,
+    int64_t bRows, function_ref<Value(int64_t)> bAddress) {
+  // NVVM's wgmma op takes A by descriptor only: the register form is PTX
+  // (inline assembly), one instruction per k16 step, the accumulators
+  // tied in and out. scale-d is a predicate: always accumulate.
+  MLIRContext *ctx = b.getContext();
+  int64_t nAcc = n / 2;
+  auto accType = LLVM::LLVMStructType::getLiteral(
+      ctx, SmallVector<Type>(nAcc, b.getF32Type()));
+  StringRef type = elementType.isBF16() ? "bf16" : "f16";
+  std::string text, constraints;
+  {
+    llvm::raw_string_ostream os(text), cs(constraints);
+    os << "{\n.reg .pred p;\nsetp.ne.b32 p, $" << nAcc + 5
+       << ", 0;\nwgmma.mma_async.sync.aligned.m64n" << n << "k16.f32." << type
+       << "." << type << " {";
+    for (int64_t i = 0; i < nAcc; ++i) {
+      os << (i ? ", $" : "$") << i;
+      cs << "=f,";
+    }
+    os << "}, {$" << nAcc << ", $" << nAcc + 1 << ", $" << nAcc + 2 << ", $"
+       << nAcc + 3 << "}, $" << nAcc + 4 << ", p, 1, 1, "
+       << (bTransposed ? 1 : 0) << ";\n}";
+    cs << "r,r,r,r,l,r";
+    for (int64_t i = 0; i < nAcc; ++i)
+      cs << "," << i;
+  }
+  auto asmText = b.getStringAttr(text);
+  auto asmConstraints = b.getStringAttr(constraints);
+  Value accumulate = arith::ConstantIntOp::create(b, loc, b.getI32Type(), 1);
+  SmallVector<Value> d(acc);
+  Value st;
+  NVVM::WgmmaFenceAlignedOp::create(b, loc);
+  for (int64_t step = 0; step < static_cast<int64_t>(a.size()) / 4; ++step) {
+    Value db = bTransposed
+                   ? emitWgmmaDescriptor(b, loc, bAddress(step), bRows * 128,
+                                         1024, 128)
+                   : emitWgmmaDescriptor(b, loc, bAddress(step), 16, 1024, 128);
+    SmallVector<Value> operands(a.slice(step * 4, 4));
+    operands.push_back(db);
+    operands.push_back(accumulate);
+    operands.append(d);
+    st = LLVM::InlineAsmOp::create(
+             b, loc, accType, operands, asmText, asmConstraints,
+             /*has_side_effects=*/b.getUnitAttr(), /*is_align_stack=*/nullptr,
+             LLVM::TailCallKindAttr::get(
+                 ctx, LLVM::tailcallkind::TailCallKind::None),
+             LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT),
+             /*operand_attrs=*/nullptr)
+             .getResult(0);
+    d = takeWgmma(st, n);
+  }
+  NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+  return st;
+}
+
 Value TensorCoreEmitterBase::swizzle(Value row, Value chunk) {
   return arith::XOrIOp::create(b, loc, chunk, rem(row, 8));
 }
@@ -129,26 +222,22 @@ TensorCoreEmitterBase::decomposeBatch(ComprehensionOp op,
   return batch;
 }
 
-void TensorCoreEmitterBase::accumulateKeyProduct(
-    MutableArrayRef<Value> o, ArrayRef<Value> g, int64_t bn, int64_t n,
-    bool wgmma, Value smemAddr, Value gTile, int64_t gOffset, Value wTile,
-    int64_t wOffset, Value slot, Value wg, Value lane, Value warp) {
+void TensorCoreEmitterBase::accumulateKeyProduct(MutableArrayRef<Value> o,
+                                                 ArrayRef<Value> g, int64_t bn,
+                                                 int64_t n, bool wgmma,
+                                                 Value smemAddr, Value wTile,
+                                                 int64_t wOffset, Value slot,
+                                                 Value lane) {
   if (wgmma) {
-    // G to this warpgroup's [bn / 64][64][64] block (rows swizzled like
-    // the operands), read back after the warpgroup's own barrier, then
-    // o += G W with W as the [k, n] operand: a k16 step is 16 rows of W,
-    // 64-column blocks bn rows long.
-    storeWarpgroupOperand(gTile, wg, lane, warp, g);
-    Value gAt = add(smemAddr, add(cst(gOffset), mul(wg, 64 * bn * 2)));
+    // o += G W, G from registers, W as the [k, n] operand: a k16 step is 16
+    // rows of W, 64-column blocks bn rows long.
     Value wAt = add(smemAddr, add(cst(wOffset), mul(slot, bn * n * 2)));
-    SmallVector<Value> out =
-        emitWgmma(o, n, bn / 16, /*accumulate=*/true,
-                  /*bTransposed=*/true, bn, [&](int64_t kk) {
-                    int64_t blk = kk / 4, in = (kk % 4) * 32;
-                    return std::make_pair(add(gAt, cst(blk * 64 * 128 + in)),
-                                          add(wAt, cst(kk * 16 * 128)));
-                  });
-    llvm::copy(out, o.begin());
+    Value st = issueWgmmaRegA(o, n, packKeyOperand(g, bn),
+                              /*bTransposed=*/true, bn, [&](int64_t kk) {
+                                return add(wAt, cst(kk * 16 * 128));
+                              });
+    waitWgmma();
+    llvm::copy(takeWgmma(st, n), o.begin());
     return;
   }
   // G's tiles 2 t2 and 2 t2 + 1 are the m16k16 operand of keys
@@ -168,35 +257,6 @@ void TensorCoreEmitterBase::accumulateKeyProduct(
       mmaSync(a, {wr[2], wr[3]}, o.slice(d2 * 8 + 4, 4));
     }
   }
-}
-
-void TensorCoreEmitterBase::storeWarpgroupOperand(Value tile, Value wg,
-                                                  Value lane, Value warp,
-                                                  ArrayRef<Value> acc) {
-  Value r0 = add(mul(rem(warp, 4), 16), div(lane, 4));
-  for (int64_t t = 0; t < static_cast<int64_t>(acc.size()) / 4; ++t) {
-    for (int64_t h = 0; h < 2; ++h) {
-      Value r = h ? add(r0, cst(8)) : r0;
-      Value pair = vector::FromElementsOp::create(
-          b, loc, VectorType::get({2}, b.getF32Type()),
-          ValueRange{acc[t * 4 + 2 * h], acc[t * 4 + 2 * h + 1]});
-      pair = arith::TruncFOp::create(b, loc, VectorType::get({2}, elementType),
-                                     pair);
-      Value col = add(mul(swizzle(r, cst(t % 8)), 8), mul(rem(lane, 4), 2));
-      vector::StoreOp::create(b, loc, pair, tile,
-                              ValueRange{wg, cst(t / 8), r, col},
-                              /*nontemporal=*/false, llvm::Align(4));
-    }
-  }
-  fenceProxyAsync();
-  Type i32 = b.getI32Type();
-  NVVM::BarrierOp::create(
-      b, loc, Type(),
-      arith::AddIOp::create(b, loc,
-                            arith::ConstantIntOp::create(b, loc, i32, 1),
-                            arith::IndexCastOp::create(b, loc, i32, wg)),
-      arith::ConstantIntOp::create(b, loc, i32, 128),
-      NVVM::BarrierReductionAttr(), Value());
 }
 
 FailureOr<Value> mlir::tang::emitConstantFactors(OpBuilder &b,

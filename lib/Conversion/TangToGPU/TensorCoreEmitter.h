@@ -74,6 +74,22 @@ protected:
   Value issueWgmma(ArrayRef<Value> acc, int64_t n, int64_t steps,
                    bool accumulate, bool bTransposed, int64_t bRows,
                    function_ref<std::pair<Value, Value>(int64_t)> descs);
+  /// acc += A B on wgmma m64nNk16 with A from registers (the RS form): `a`
+  /// holds 4 operand registers (i32, pairs of elementType; packOperand)
+  /// per k16 step, in the m64k16 fragment order, which is the m64nN
+  /// accumulators' order of two adjacent n8 tiles; B at `bAddress(step)` as
+  /// in issueWgmma. Issues the `a.size() / 4` steps and commits them as one
+  /// group without waiting; returns the accumulators' struct (takeWgmma).
+  Value issueWgmmaRegA(ArrayRef<Value> acc, int64_t n, ArrayRef<Value> a,
+                       bool bTransposed, int64_t bRows,
+                       function_ref<Value(int64_t)> bAddress);
+  /// Named barrier `id` (1-15): waits until `threads` threads (this one
+  /// included) have arrived or synced on it.
+  void syncNamedBarrier(Value id, int64_t threads);
+  /// Arrives on named barrier `id` counted for `threads`, without waiting.
+  void arriveNamedBarrier(Value id, int64_t threads);
+  /// Two f32 values as one 32-bit operand register of elementType pairs.
+  Value packOperand(Value lo, Value hi);
   /// Waits until at most `pending` committed wgmma groups are in flight.
   void waitWgmma(int64_t pending = 0);
   /// The n / 2 accumulator values of an issued wgmma's struct.
@@ -100,13 +116,6 @@ protected:
   /// for the skipped ones.
   SmallVector<Value> decomposeBatch(ComprehensionOp op,
                                     function_ref<bool(unsigned)> skip);
-  /// With wgmma: the accumulators `acc` (m64nN layout, N = 8 x acc.size() /
-  /// 4) as elementType into warpgroup `wg`'s [N / 64][64][64] block of
-  /// `tile` (rows swizzled like wgmma's operands), fenced for the tensor
-  /// cores, then the warpgroup's 128 threads alone synchronised (named
-  /// barrier 1 + wg) so that it may read them back as an operand.
-  void storeWarpgroupOperand(Value tile, Value wg, Value lane, Value warp,
-                             ArrayRef<Value> acc);
   /// acc += a * b on one mma.sync.m16n8k16 tile (f32 accumulators).
   void mmaSync(ArrayRef<Value> a, ArrayRef<Value> bFrag,
                MutableArrayRef<Value> acc);
@@ -114,15 +123,15 @@ protected:
   /// kernel's G W): G is per-key values in accumulator order (this
   /// thread's), W the key-indexed [bn, n] tile `wTile` of the ring (`slot`;
   /// with wgmma, slot 0 at byte `wOffset` of the shared memory at
-  /// `smemAddr`), read transposed. With wgmma, G goes through this
-  /// warpgroup's block of `gTile` (warpgroup 0's at byte `gOffset`;
-  /// storeWarpgroupOperand) and the product waits; with mma.sync, G's
-  /// accumulators are the A operand directly.
+  /// `smemAddr`), read transposed. G's accumulators are the A operand
+  /// directly (with wgmma from registers, packKeyOperand); the product waits.
   void accumulateKeyProduct(MutableArrayRef<Value> o, ArrayRef<Value> g,
                             int64_t bn, int64_t n, bool wgmma, Value smemAddr,
-                            Value gTile, int64_t gOffset, Value wTile,
-                            int64_t wOffset, Value slot, Value wg, Value lane,
-                            Value warp);
+                            Value wTile, int64_t wOffset, Value slot,
+                            Value lane);
+  /// The m64nN accumulators `g` of bn key columns as the A operand of a
+  /// product over those keys: bn / 16 k16 steps of 4 registers.
+  SmallVector<Value> packKeyOperand(ArrayRef<Value> g, int64_t bn);
 
   OpBuilder &b;
   Location loc;

@@ -3,17 +3,29 @@
 
 // A causal attention as fusion and the online-softmax pass leave it: one
 // online-softmax reduction. With tensor cores it becomes one flash kernel:
-// query rows per block (64 on 4 warps for mma.sync, 128 on 2 warpgroups for
-// wgmma), keys and values double-buffered through shared memory by
-// cp.async, S = Q K^T and P V on tensor cores, the score code (scale,
-// causal select) on the accumulators, the row max and sum across the 4
-// lanes of a row by shuffles, the output divided by the sum at the end. The
-// host allocates nothing: no L x L intermediate. The causal select bounds
-// the key loop: tiles past the block's last row are skipped, and the last
-// query tiles (the most keys) start first. Key tiles wholly at or before the
-// block's first row run a first loop without the mask's compare and select;
-// the rest (the diagonal) a second loop with them. (Head dim 64: keys and
-// values by cp.async; @causal_128 below has them by bulk tensor copies.)
+// S = Q K^T and P V on tensor cores, the score code (scale, causal select)
+// on the accumulators, the row max and sum across the 4 lanes of a row by
+// shuffles, exp(s - max) as ex2.approx.ftz of one fma (the positive scale
+// folded into it: the select takes the dot product itself), the output
+// divided by the sum at the end. The host allocates nothing: no L x L
+// intermediate. The causal select bounds the key loop: tiles past the
+// block's last row are skipped, and the last query tiles (the most keys)
+// start first. Key tiles wholly at or before the block's first row run a
+// loop without the mask's compare and select; the rest (the diagonal) a
+// second loop with them.
+//
+// mma.sync: 64 query rows on 4 warps, keys and values double-buffered by
+// cp.async, P's accumulators the A operand of P V.
+//
+// wgmma (FA3's structure): 128 query rows on 2 warpgroups, keys and values
+// by bulk tensor copies from a producer warpgroup (128-key steps). Step 0's
+// scores and softmax run before the loop; step t issues S(t) and then
+// O += P(t-1) V(t-1) with P from registers (inline PTX: the register form
+// of wgmma), waits for S(t) alone (wait 1), runs its softmax while the
+// second product runs, then waits for it (wait 0), releases slot t-1 and
+// rescales O; the last P V follows the loop. The two warpgroups take turns
+// issuing products on named barriers (ping-pong): a sync before, an
+// arrive after.
 // CHECK-LABEL: func.func @causal_attention
 // CHECK-NOT: memref.alloc
 // CHECK: gpu.launch_func @tang_kernels::@causal_attention_k0 blocks in (%{{.*}}, %{{.*}}, %{{.*}}) threads in (%{{.*}}, %{{.*}}, %{{.*}}) dynamic_shared_memory_size
@@ -25,10 +37,9 @@
 // SYNC: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = false}
 // WG: memref.extract_aligned_pointer_as_index
 // WG: memref.view {{.*}} to memref<1x1x128x64xbf16, #gpu.address_space<workgroup>>
-// WG: memref.view {{.*}} to memref<2x1x64x64xbf16, #gpu.address_space<workgroup>>
-// WG: memref.view {{.*}} to memref<2x1x64x64xbf16, #gpu.address_space<workgroup>>
-// WG: memref.view {{.*}} to memref<2x1x64x64xbf16, #gpu.address_space<workgroup>>
-// WG: nvvm.fence.proxy
+// WG: memref.view {{.*}} to memref<4x1x128x64xbf16, #gpu.address_space<workgroup>>
+// WG: memref.view {{.*}} to memref<4x1x128x64xbf16, #gpu.address_space<workgroup>>
+// WG-NOT: memref.view
 // CHECK: arith.floordivsi
 // CHECK: arith.maxsi
 // CHECK: %[[UB:.*]] = arith.minsi
@@ -36,26 +47,66 @@
 // CHECK: arith.maxsi
 // CHECK: arith.minsi
 // CHECK: %[[FULL:.*]] = arith.minsi {{.*}}, %[[UB]]
-// CHECK: scf.for {{.*}} to %[[FULL]] {{.*}} iter_args
-// CHECK-NOT: arith.cmpi sle
-// CHECK: scf.yield
-// CHECK: scf.for {{.*}} = %[[FULL]] to %[[UB]] {{.*}} iter_args
-// CHECK: nvgpu.device_async_copy
+// SYNC: scf.for {{.*}} to %[[FULL]] {{.*}} iter_args
+// SYNC-NOT: arith.cmpi sle
+// SYNC: scf.yield
+// SYNC: scf.for {{.*}} = %[[FULL]] to %[[UB]] {{.*}} iter_args
+// SYNC: nvgpu.device_async_copy
 // SYNC: nvvm.mma.sync
-// WG: nvvm.wgmma.fence.aligned
-// WG-COUNT-4: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, {{.*}}], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
-// WG: nvvm.wgmma.wait.group.sync.aligned 0
-// CHECK: arith.cmpi sle
-// CHECK: arith.select
-// CHECK: gpu.shuffle  xor
-// CHECK: math.exp {{.*}} fastmath<afn>
+// SYNC: arith.cmpi sle
+// SYNC: arith.select
+// SYNC: gpu.shuffle  xor
+// SYNC: math.fma
+// SYNC: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
 // SYNC: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = true}
 // SYNC: nvvm.mma.sync
-// WG: vector.store {{.*}} : memref<2x1x64x64xbf16, #gpu.address_space<workgroup>>, vector<2xbf16>
-// WG: nvvm.fence.proxy
-// WG: nvvm.barrier id = %{{.*}} number_of_threads = %c128_i32
-// WG-COUNT-4: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
-// CHECK: scf.yield
+// SYNC: scf.yield
+// WG: scf.for {{.*}} to %[[UB]]
+// WG: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// WG: } else {
+// WG: nvvm.barrier.arrive id
+// The prologue: step 0, masked.
+// WG: scf.if
+// WG: nvvm.mbarrier.try_wait.parity
+// WG: nvvm.barrier id = %{{.*}} number_of_threads = %c256_i32
+// WG-COUNT-4: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>, D[<f32>, {{.*}}], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// WG: nvvm.barrier.arrive id
+// WG: nvvm.wgmma.wait.group.sync.aligned 0
+// WG: arith.cmpi sle
+// WG: math.fma
+// WG: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
+// WG: scf.yield
+// WG: } else {
+// WG: %[[FROM1:.*]] = arith.maxsi %[[FULL]], %c1
+// WG: scf.for {{.*}} = %c1{{.*}} to %[[FROM1]] {{.*}} iter_args
+// WG: nvvm.mbarrier.try_wait.parity
+// WG: nvvm.barrier id
+// WG-COUNT-4: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>
+// WG: nvvm.wgmma.commit.group.sync.aligned
+// WG: nvvm.wgmma.fence.aligned
+// WG-COUNT-8: llvm.inline_asm has_side_effects {{.*}}wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1;
+// WG: nvvm.wgmma.commit.group.sync.aligned
+// WG: nvvm.barrier.arrive id
+// WG: nvvm.wgmma.wait.group.sync.aligned 1
+// WG-NOT: arith.cmpi sle
+// WG: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
+// WG: nvvm.wgmma.wait.group.sync.aligned 0
+// WG: nvvm.mbarrier.arrive
+// WG: scf.yield
+// WG: scf.for {{.*}} = %[[FROM1]] to %[[UB]] {{.*}} iter_args
+// WG: nvvm.wgmma.wait.group.sync.aligned 1
+// WG: arith.cmpi sle
+// WG: nvvm.wgmma.wait.group.sync.aligned 0
+// WG: scf.yield
+// The epilogue: the last step's P V, then warpgroup 0 takes warpgroup 1's
+// last turn.
+// WG: scf.if
+// WG: nvvm.barrier id
+// WG-COUNT-8: llvm.inline_asm has_side_effects
+// WG: nvvm.barrier.arrive id
+// WG: nvvm.wgmma.wait.group.sync.aligned 0
+// WG: scf.if
+// WG: nvvm.barrier id
 // CHECK: gpu.shuffle  xor
 // CHECK: vector.store {{.*}} : memref<1x2x80x64xbf16>, vector<2xbf16>
 func.func @causal_attention(%arg0: tensor<1x2x80x64xbf16>, %arg1: tensor<1x2x80x64xbf16>, %arg2: tensor<1x2x80x64xbf16>) -> tensor<1x2x80x64xbf16> {

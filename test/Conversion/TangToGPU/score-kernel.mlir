@@ -29,21 +29,24 @@
 // CHECK: gpu.launch_func @tang_kernels::@main_bwd_k2 {{.*}} threads in (%c128{{.*}}) dynamic_shared_memory_size %c49152_i32{{.*}} args({{.*}}%[[GK]] : memref<1x2x80x64xbf16>, %[[GV]] : memref<1x2x80x64xbf16>)
 // CHECK-NOT: @main_bwd_k3
 // With wgmma: a warpgroup of 64 rows; the tiles in 128-byte swizzled
-// blocks of 64 columns (1024-byte aligned), the dot products and G W by
-// wgmma, G through shared memory.
-// WG: gpu.launch_func @tang_kernels::@main_bwd_k1 {{.*}} threads in (%c128{{.*}}) dynamic_shared_memory_size %c58368_i32
+// blocks of 64 columns (1024-byte aligned), the dot products by wgmma, G W
+// by wgmma with G from registers (inline PTX: the register form; no G tile
+// in shared memory).
+// WG: gpu.launch_func @tang_kernels::@main_bwd_k1 {{.*}} threads in (%c128{{.*}}) dynamic_shared_memory_size %c50176_i32
 // WG-LABEL: gpu.func @main_bwd_k1
 // WG: memref.extract_aligned_pointer_as_index
 // WG-COUNT-2: memref.view {{.*}} to memref<1x1x64x64xbf16, #gpu.address_space<workgroup>>
 // WG-COUNT-2: memref.view {{.*}} to memref<2x1x64x64xbf16, #gpu.address_space<workgroup>>
-// WG: memref.view {{.*}} to memref<1x1x64x64xbf16, #gpu.address_space<workgroup>>
+// WG-NOT: memref.view
 // WG: scf.for
 // WG-COUNT-4: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, {{.*}}], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
 // WG-COUNT-4: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, {{.*}}], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
-// WG: vector.store {{.*}} : memref<1x1x64x64xbf16, #gpu.address_space<workgroup>>, vector<2xbf16>
-// WG: nvvm.fence.proxy
-// WG: nvvm.barrier id = %{{.*}} number_of_threads = %c128_i32
-// WG-COUNT-4: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
+// WG: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
+// WG-NOT: vector.store {{.*}}#gpu.address_space<workgroup>
+// WG: nvvm.wgmma.fence.aligned
+// WG-COUNT-4: llvm.inline_asm has_side_effects {{.*}}wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1;
+// WG: nvvm.wgmma.commit.group.sync.aligned
+// WG: nvvm.wgmma.wait.group.sync.aligned 0
 
 // CHECK-LABEL: gpu.func @main_fwd_k0
 // CHECK: scf.for
