@@ -495,8 +495,11 @@ LogicalResult ScoreEmitter::emit() {
     };
 
     if (m.c) {
-      // Per part: O += G W, W [keys, dc] read transposed.
+      // Per part: O += G W, W [keys, dc] read transposed. With wgmma each
+      // part's product is issued as soon as its G is known and all are
+      // waited for together: the next part's g runs under the products.
       int64_t at = 0;
+      SmallVector<std::pair<Value, int64_t>> inFlight;
       for (const ScorePart &part : parts) {
         ComprehensionOp pop = part.op;
         const ScoreMatch &pm = part.m;
@@ -507,10 +510,20 @@ LogicalResult ScoreEmitter::emit() {
         int64_t nO = pm.dc / 8 * 4;
         SmallVector<Value> o(carried.slice(at, nO));
         at += nO;
+        if (wgmma) {
+          inFlight.push_back(
+              {issueKeyProduct(o, gv, bn, pm.dc, smemAddr, wt.offset, slot),
+               pm.dc});
+          continue;
+        }
         accumulateKeyProduct(o, gv, bn, pm.dc, wgmma, smemAddr, wt.tile,
                              wt.offset, slot, lane);
         yield.append(o);
       }
+      if (!inFlight.empty())
+        waitWgmma();
+      for (auto [st, dc] : inFlight)
+        yield.append(takeWgmma(st, dc));
     } else {
       // The running max (agreed by the 4 lanes of a row) and sum.
       SmallVector<Value> gv;

@@ -137,6 +137,19 @@ Value TensorCoreEmitterBase::packOperand(Value lo, Value hi) {
   return vector::ExtractOp::create(b, loc, word, ArrayRef<int64_t>{0});
 }
 
+Value TensorCoreEmitterBase::issueKeyProduct(ArrayRef<Value> o,
+                                             ArrayRef<Value> g, int64_t bn,
+                                             int64_t n, Value smemAddr,
+                                             int64_t wOffset, Value slot) {
+  // o += G W, G from registers, W as the [k, n] operand: a k16 step is 16
+  // rows of W, 64-column blocks bn rows long.
+  Value wAt = add(smemAddr, add(cst(wOffset), mul(slot, bn * n * 2)));
+  return issueWgmmaRegA(
+      o, n, packKeyOperand(g, bn),
+      /*bTransposed=*/true, bn,
+      [&](int64_t kk) { return add(wAt, cst(kk * 16 * 128)); });
+}
+
 SmallVector<Value> TensorCoreEmitterBase::packKeyOperand(ArrayRef<Value> g,
                                                          int64_t bn) {
   // Accumulator tiles 2 kk and 2 kk + 1 (keys 16 kk .. 16 kk + 15): rows r
@@ -229,13 +242,7 @@ void TensorCoreEmitterBase::accumulateKeyProduct(MutableArrayRef<Value> o,
                                                  int64_t wOffset, Value slot,
                                                  Value lane) {
   if (wgmma) {
-    // o += G W, G from registers, W as the [k, n] operand: a k16 step is 16
-    // rows of W, 64-column blocks bn rows long.
-    Value wAt = add(smemAddr, add(cst(wOffset), mul(slot, bn * n * 2)));
-    Value st = issueWgmmaRegA(o, n, packKeyOperand(g, bn),
-                              /*bTransposed=*/true, bn, [&](int64_t kk) {
-                                return add(wAt, cst(kk * 16 * 128));
-                              });
+    Value st = issueKeyProduct(o, g, bn, n, smemAddr, wOffset, slot);
     waitWgmma();
     llvm::copy(takeWgmma(st, n), o.begin());
     return;
