@@ -34,7 +34,7 @@ import harness  # noqa: E402
 BEGIN = "<!-- bench-table:begin -->"
 END = "<!-- bench-table:end -->"
 ORDER = ["gpu_check", "memory_bound", "gemm", "attention_grad", "block_grad",
-         "qwen3", "qwen3_prefill"]
+         "qwen3", "qwen3_prefill", "sanitize_attention"]
 TITLES = {"gpu_check": "Every example against the interpreter (no timing)",
           "memory_bound": "Memory-bound kernels (bf16)",
           "gemm": "Tensor-core products, attention forward, transformer "
@@ -44,7 +44,9 @@ TITLES = {"gpu_check": "Every example against the interpreter (no timing)",
           "qwen3": "Qwen3-8B decoding (random bf16 weights, one graph per "
                    "step)",
           "qwen3_prefill": "Qwen3-8B prefill (random bf16 weights, one "
-                           "graph per prompt)"}
+                           "graph per prompt)",
+          "sanitize_attention": "Attention kernels under compute-sanitizer "
+                                "(no timing)"}
 
 
 def load_reports(results: Path) -> list:
@@ -113,7 +115,8 @@ def counts(rep: dict) -> str:
         if c["status"] == "ok" and c.get("verdict") in k:
             k[c["verdict"]] += 1
         elif c["status"] == "ok" and c.get("peers") is not None and \
-                c.get("tang_ms") is None and rep["suite"] != "gpu_check":
+                c.get("tang_ms") is None and \
+                rep["suite"] not in ("gpu_check", "sanitize_attention"):
             other["correct but not timed"] = \
                 other.get("correct but not timed", 0) + 1
         elif c["status"] != "ok":

@@ -5,7 +5,9 @@ gemm.json (tensor-core products, attention forward, the transformer block
 forward), attention_grad.json, block_grad.json, qwen3.json (Qwen3-8B
 decoding at batches 1, 4, 16; its torch.compile peer only when minutes
 are left), qwen3_prefill.json (Qwen3-8B prefill of 512 and 2048 tokens;
-likewise), and run_all.json (the run's
+likewise), sanitize_attention.json (the small attention cases, forward
+and training, under compute-sanitizer memcheck, racecheck and synccheck),
+and run_all.json (the run's
 environment: commit, dirty, clocks before and after, each suite's exit code
 and wall time).
 
@@ -47,6 +49,8 @@ SUITES = [
     ("block_grad", "bench/bench_block_grad.py", 0.14, []),
     ("qwen3", "bench/qwen3_decode.py", 0.10, []),
     ("qwen3_prefill", "bench/qwen3_prefill.py", 0.08, []),
+    ("sanitize_attention", "bench/sanitize_attention.py", 0.06,
+     ["--tools", "memcheck,racecheck,synccheck"]),
 ]
 #: Seconds a suite may run past its deadline before it is killed (a case
 #: in flight finishes; its JSON is rewritten after every case).
