@@ -497,6 +497,16 @@ CASES = [
      "benchmark (ANCHORS.md shapes)")
     for D in (64, 128) for L in (512, 2048, 8192) for c in (False, True)
 ] + [
+    (f"attention_L2048_d256{'_causal' if c else ''}", "attention",
+     dict(B=16, H=8, L=2048, D=256, causal=c),
+     "benchmark: head dim 256 at the ANCHORS.md token count")
+    for c in (False, True)
+] + [
+    (f"attention_gqa_L2048_d128_g4{'_causal' if c else ''}", "attention",
+     dict(B=16, H=16, L=2048, D=128, causal=c, G=4),
+     "benchmark: 4 query heads per key/value head (Llama-style GQA)")
+    for c in (False, True)
+] + [
     ("block_small", "block", dict(B=1, L=40, D=128, H=2, F=256),
      "the transformer block, every kernel on its fast path, "
      "interpreter-checked"),

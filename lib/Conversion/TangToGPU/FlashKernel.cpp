@@ -308,22 +308,21 @@ LogicalResult FlashEmitter::emit() {
     initBarriers(tid, fullBars, slots, 1);
     initBarriers(tid, emptyBars, slots, threads / 128);
   }
-  {
-    // Q by the computing threads; with tmaKV the producer loads K and V.
-    OpBuilder::InsertionGuard guard(b);
-    if (tmaKV) {
-      auto computing = scf::IfOp::create(b, loc, lt(tid, threads),
-                                         /*withElseRegion=*/false);
-      b.setInsertionPointToStart(&computing.getThenRegion().front());
-    }
+  // Q by the computing threads, with the first keys and values (with
+  // tmaKV the producer loads those, without waiting for Q: the computing
+  // threads wait for Q among themselves, after the role split).
+  auto loadQuery = [&] {
     loadRows(m.q, tileQ, cst(0), bm, m.dqk, op.getIndex(m.i), row0, m.lq, e);
     if (!tmaKV)
       loadKV(cst(0), cst(0));
-  }
-  Value group =
-      nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, tokenType, ValueRange{});
-  nvgpu::DeviceAsyncWaitOp::create(b, loc, group, b.getI32IntegerAttr(0));
-  fenceForTensorCores();
+    Value group = nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, tokenType,
+                                                          ValueRange{});
+    nvgpu::DeviceAsyncWaitOp::create(b, loc, group, b.getI32IntegerAttr(0));
+    fenceForTensorCores();
+  };
+  if (!tmaKV)
+    loadQuery();
+  // With tmaKV: the barriers' initialisation is seen by every thread.
   gpu::BarrierOp::create(b, loc);
 
   // Q's operand fragments for the whole loop: rows warp * 16 + lane % 16.
@@ -423,6 +422,10 @@ LogicalResult FlashEmitter::emit() {
         b, loc, b.getI32IntegerAttr(232),
         NVVM::SetMaxRegisterActionAttr::get(
             ctx, NVVM::SetMaxRegisterAction::increase));
+    // Q, its rows written by both warpgroups: named barrier 3 (the
+    // computing threads; 1 and 2 are the ping-pong's).
+    loadQuery();
+    syncNamedBarrier(cst(3), threads);
   }
 
   Value wgIdx = div(tid, 128);

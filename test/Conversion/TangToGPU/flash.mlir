@@ -254,8 +254,10 @@ func.func @bias(%Q: tensor<1x80x64xbf16>, %K: tensor<1x80x64xbf16>, %V: tensor<1
 // Head dim 128 with wgmma: keys and values come by bulk tensor copies from a
 // producer warpgroup (384 threads; its first thread waits for a slot's empty
 // barrier, expects the step's 64 KB, copies K and V in 64-column boxes of
-// 128 keys); the computing warpgroups wait for the slot's full barrier and
-// release it once their products are done: no block barrier per step.
+// 128 keys) from the start; the computing warpgroups load Q (cp.async,
+// waited for among themselves on a named barrier), wait for a slot's full
+// barrier and release it once their products are done: no block barrier
+// per step.
 // WG-LABEL: func.func @causal_128
 // WG: nvgpu.tma.create.descriptor {{.*}} box[%c1{{.*}}, %c1{{.*}}, %c128{{.*}}, %c64{{.*}}]
 // WG: nvgpu.tma.create.descriptor {{.*}} box[%c1{{.*}}, %c1{{.*}}, %c128{{.*}}, %c64{{.*}}]
@@ -269,6 +271,9 @@ func.func @bias(%Q: tensor<1x80x64xbf16>, %K: tensor<1x80x64xbf16>, %V: tensor<1
 // WG-COUNT-4: nvvm.cp.async.bulk.tensor.shared.cluster.global
 // WG: } else {
 // WG: nvvm.setmaxregister increase 232
+// WG: nvgpu.device_async_copy
+// WG: nvgpu.device_async_wait
+// WG: nvvm.barrier id = %{{.*}} number_of_threads = %c256
 // WG: scf.for
 // WG: nvvm.mbarrier.try_wait.parity
 // WG: nvvm.wgmma.mma_async
