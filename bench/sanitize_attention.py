@@ -5,7 +5,9 @@ Forward cases come from gpu-work/gemm (bench/prepare_gemm.py), training
 cases from gpu-work/attention-grad (bench/prepare_attention_grad.py). Each
 tool (memcheck, racecheck, synccheck, initcheck) runs every case once, in
 one child process under `compute-sanitizer --tool T --kernel-name
-kns=main_` (tang's kernels only, not PyTorch's), on random inputs; a
+kns=main_` (tang's kernels only, not PyTorch's; initcheck sees every
+kernel, or the inputs PyTorch filled would look uninitialised), on random
+inputs; a
 report of the tool in a case's part of the log, a non-finite output, or
 the tool's non-zero exit fails the case. Writes
 sanitize_attention.json (bench/harness.py's schema: one check per tool)
@@ -109,9 +111,12 @@ def attribute(text, cases):
 def sanitize(cases, tool):
     """Runs `cases` in one process under `tool`; {case: check}."""
     t0 = time.time()
-    cmd = ["compute-sanitizer", "--tool", tool, "--kernel-name", "kns=main_",
-           "--error-exitcode", "9", sys.executable, __file__, "--child",
-           *cases]
+    # tang's kernels only (kns=main_), except for initcheck: it must see
+    # the writes of PyTorch's kernels that fill the inputs (filtered out,
+    # every input read looks uninitialised).
+    only = [] if tool == "initcheck" else ["--kernel-name", "kns=main_"]
+    cmd = ["compute-sanitizer", "--tool", tool, *only, "--error-exitcode",
+           "9", sys.executable, __file__, "--child", *cases]
     try:
         # One stream: the tool's reports interleaved with the markers.
         p = subprocess.run(cmd, stdout=subprocess.PIPE,
