@@ -304,3 +304,57 @@ func.func @causal_128(%q: tensor<1x2x256x128xbf16>, %k: tensor<1x2x256x128xbf16>
   }
   return %o : tensor<1x2x256x128xbf16>
 }
+
+// -----
+
+// The softmax's exponent takes the score's scale only when it is a positive
+// constant (max c x = c max x): with 0.125 the fma's factor is 0.125 log2(e)
+// and the running max is of the dot product; with -0.125 the scores are
+// computed (the product by -0.125 on every element) and the factor is
+// log2(e).
+// WG-LABEL: func.func @positive_scale
+// WG: gpu.func @positive_scale_k0
+// WG: arith.constant 0.180336878 : f32
+// WG: math.fma
+// WG: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
+func.func @positive_scale(%Q: tensor<1x128x64xbf16>, %K: tensor<1x128x64xbf16>, %V: tensor<1x128x64xbf16>) -> tensor<1x128x64xbf16> {
+  %c = arith.constant 1.250000e-01 : bf16
+  %0 = tang.comprehension (%b, %i, %d) reduce (%j) [1, 128, 64, 128] monoid(online_softmax) : tensor<1x128x64xbf16> {
+    %s = tang.comprehension reduce (%e) [64] monoid(add) : bf16 {
+      %q = tang.read %Q[%b, %i, %e] : tensor<1x128x64xbf16>
+      %k = tang.read %K[%b, %j, %e] : tensor<1x128x64xbf16>
+      %p = arith.mulf %q, %k : bf16
+      tang.yield %p : bf16
+    }
+    %t = arith.mulf %s, %c : bf16
+    %v = tang.read %V[%b, %j, %d] : tensor<1x128x64xbf16>
+    tang.yield %t, %v : bf16, bf16
+  }
+  return %0 : tensor<1x128x64xbf16>
+}
+
+// -----
+
+// WG-LABEL: func.func @negative_scale
+// WG: gpu.func @negative_scale_k0
+// WG-NOT: 0.180336878
+// WG: arith.constant -1.250000e-01 : f32
+// WG: arith.mulf
+// WG: arith.constant 1.44269502 : f32
+// WG: math.fma
+// WG: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
+func.func @negative_scale(%Q: tensor<1x128x64xbf16>, %K: tensor<1x128x64xbf16>, %V: tensor<1x128x64xbf16>) -> tensor<1x128x64xbf16> {
+  %c = arith.constant -1.250000e-01 : bf16
+  %0 = tang.comprehension (%b, %i, %d) reduce (%j) [1, 128, 64, 128] monoid(online_softmax) : tensor<1x128x64xbf16> {
+    %s = tang.comprehension reduce (%e) [64] monoid(add) : bf16 {
+      %q = tang.read %Q[%b, %i, %e] : tensor<1x128x64xbf16>
+      %k = tang.read %K[%b, %j, %e] : tensor<1x128x64xbf16>
+      %p = arith.mulf %q, %k : bf16
+      tang.yield %p : bf16
+    }
+    %t = arith.mulf %c, %s : bf16
+    %v = tang.read %V[%b, %j, %d] : tensor<1x128x64xbf16>
+    tang.yield %t, %v : bf16, bf16
+  }
+  return %0 : tensor<1x128x64xbf16>
+}
