@@ -3,8 +3,10 @@
 # into build-fuzz/ and runs the fuzz target tools/tang-fuzz (parse, verify,
 # tang's target-independent passes) for a time budget, seeded with every
 # example and test input (plus test/Fuzz/corpus, the inputs that once
-# crashed it, each a regression test). A crash stops it with the input
-# saved under build-fuzz/findings/ and a non-zero exit.
+# crashed it, each a regression test), then tools/tang-fuzz-runtime (the
+# host runtimes' .npy reader and manifest parser, sizes and index checks)
+# for half that budget, seeded with test/Fuzz/runtime. A crash stops it
+# with the input saved under build-fuzz/findings/ and a non-zero exit.
 #
 # Usage: bash scripts/fuzz.sh [seconds]      (default 120; TANG_JOBS as build.sh)
 set -euo pipefail
@@ -20,8 +22,8 @@ if [ ! -f "$BUILD_DIR/build.ninja" ]; then
     -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
     -DLLVM_USE_LINKER=lld >/dev/null
 fi
-echo "[tang] building $BUILD_DIR tang-fuzz (-j$JOBS)"
-ninja -C "$BUILD_DIR" -j"$JOBS" tang-fuzz
+echo "[tang] building $BUILD_DIR tang-fuzz tang-fuzz-runtime (-j$JOBS)"
+ninja -C "$BUILD_DIR" -j"$JOBS" tang-fuzz tang-fuzz-runtime
 
 # The seed corpus: every .mlir of examples/ and test/ (one file each).
 seeds="$BUILD_DIR/seeds"
@@ -58,3 +60,28 @@ if [ $rc -ne 0 ]; then
   exit 1
 fi
 echo "[tang] fuzzing: no crash in ${SECONDS_BUDGET} s"
+
+# The runtimes' readers: .npy files and manifests (a manifest's text, a NUL,
+# then bytes that choose sizes and fill index inputs).
+RUNTIME_SECONDS=$(( (SECONDS_BUDGET + 1) / 2 ))
+echo "[tang] fuzzing the runtimes' readers for ${RUNTIME_SECONDS} s from $(ls test/Fuzz/runtime | wc -l) seeds"
+mkdir -p "$BUILD_DIR/corpus-runtime"
+log="$BUILD_DIR/fuzz-runtime.log"
+set +e
+ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  "$BUILD_DIR/bin/tang-fuzz-runtime" -max_total_time="$RUNTIME_SECONDS" \
+  -seed="${TANG_FUZZ_SEED:-1}" \
+  -timeout=20 -rss_limit_mb=4096 -max_len=65536 -print_final_stats=1 \
+  -artifact_prefix="$BUILD_DIR/findings/" \
+  "$BUILD_DIR/corpus-runtime" test/Fuzz/runtime >"$log" 2>&1
+rc=$?
+set -e
+grep -E "stat::number_of_executed_units|stat::new_units_added|stat::peak_rss" \
+  "$log" || true
+if [ $rc -ne 0 ]; then
+  echo "[tang] the runtime fuzzer found a failure (exit $rc):" >&2
+  grep -E "ERROR|runtime error|deadly signal|timeout" "$log" | head -5 >&2
+  ls "$BUILD_DIR/findings" >&2
+  exit 1
+fi
+echo "[tang] fuzzing the runtimes' readers: no crash in ${RUNTIME_SECONDS} s"

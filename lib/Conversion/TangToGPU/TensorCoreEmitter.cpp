@@ -144,10 +144,10 @@ Value TensorCoreEmitterBase::issueKeyProduct(ArrayRef<Value> o,
   // o += G W, G from registers, W as the [k, n] operand: a k16 step is 16
   // rows of W, 64-column blocks bn rows long.
   Value wAt = add(smemAddr, add(cst(wOffset), mul(slot, bn * n * 2)));
-  return issueWgmmaRegA(
-      o, n, packKeyOperand(g, bn),
-      /*bTransposed=*/true, bn,
-      [&](int64_t kk) { return add(wAt, cst(kk * 16 * 128)); });
+  return issueWgmmaRegA(o, n, packKeyOperand(g, bn),
+                        /*bTransposed=*/true, bn, [&](int64_t kk) {
+                          return add(wAt, cst(kk * 16 * 128));
+                        });
 }
 
 SmallVector<Value> TensorCoreEmitterBase::packKeyOperand(ArrayRef<Value> g,
