@@ -166,6 +166,14 @@ def main():
     deadline = harness.Deadline(args.deadline)
     rep = harness.new_report("sanitize_attention",
                              settings={"tools": tools})
+    # The device by nvidia-smi and PyTorch's version, without a CUDA
+    # context in this process (the tools run in the children).
+    rep["device"] = (rep["clocks"].get("before") or {}).get("name")
+    try:
+        import torch
+        rep["torch"] = torch.__version__
+    except ImportError:
+        pass
     harness.prelist(rep, cases)
     harness.write_report(rep, path)
     results = {c: harness.case_result(c) for c in cases}
