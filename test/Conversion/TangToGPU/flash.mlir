@@ -358,3 +358,25 @@ func.func @negative_scale(%Q: tensor<1x128x64xbf16>, %K: tensor<1x128x64xbf16>, 
   }
   return %0 : tensor<1x128x64xbf16>
 }
+
+// -----
+
+// f16: P V's register form takes f16 pairs (packed into 32-bit operands)
+// and says so in the instruction.
+// WG-LABEL: func.func @f16_attention
+// WG: gpu.func @f16_attention_k0
+// WG: vector.bitcast {{.*}} : vector<2xf16> to vector<1xi32>
+// WG: llvm.inline_asm has_side_effects {{.*}}wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16
+func.func @f16_attention(%Q: tensor<1x128x64xf16>, %K: tensor<1x128x64xf16>, %V: tensor<1x128x64xf16>) -> tensor<1x128x64xf16> {
+  %0 = tang.comprehension (%b, %i, %d) reduce (%j) [1, 128, 64, 128] monoid(online_softmax) : tensor<1x128x64xf16> {
+    %s = tang.comprehension reduce (%e) [64] monoid(add) : f16 {
+      %q = tang.read %Q[%b, %i, %e] : tensor<1x128x64xf16>
+      %k = tang.read %K[%b, %j, %e] : tensor<1x128x64xf16>
+      %p = arith.mulf %q, %k : f16
+      tang.yield %p : f16
+    }
+    %v = tang.read %V[%b, %j, %d] : tensor<1x128x64xf16>
+    tang.yield %s, %v : f16, f16
+  }
+  return %0 : tensor<1x128x64xf16>
+}
