@@ -107,6 +107,9 @@ struct FlashConfig {
   int64_t slots = 2;
   /// Keys and values by bulk tensor copies from a producer warpgroup (full
   /// and empty mbarriers per slot instead of a block barrier per step).
+  /// The computing warpgroups then overlap their softmax with their
+  /// products: each issues S(t) with P(t-1) V(t-1), and the two take turns
+  /// issuing (ping-pong on named barriers). FlashKernel.cpp.
   bool tmaKV = false;
   /// Threads computing (the producer warpgroup not counted).
   int64_t threads() const { return 2 * bm; }
