@@ -36,29 +36,37 @@ if compgen -G "test/Fuzz/corpus/*" >/dev/null; then
   echo "[tang] fuzz regressions: $(ls test/Fuzz/corpus | wc -l) inputs"
   "$BUILD_DIR/bin/tang-fuzz" -runs=0 test/Fuzz/corpus 2>&1 | tail -1
 fi
+# run_fuzzer TARGET SECONDS LOG ASAN_OPTIONS [libFuzzer arguments...]: runs
+# a target for SECONDS with the shared settings; a finding stops the script.
+run_fuzzer() {
+  local target=$1 budget=$2 log=$3 asan=$4
+  shift 4
+  set +e
+  ASAN_OPTIONS="$asan" UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    "$BUILD_DIR/bin/$target" -max_total_time="$budget" \
+    -seed="${TANG_FUZZ_SEED:-1}" \
+    -timeout=20 -rss_limit_mb=4096 -max_len=65536 -print_final_stats=1 \
+    -artifact_prefix="$BUILD_DIR/findings/" "$@" >"$log" 2>&1
+  local rc=$?
+  set -e
+  grep -E "stat::number_of_executed_units|stat::new_units_added|stat::peak_rss" \
+    "$log" || true
+  if [ $rc -ne 0 ]; then
+    echo "[tang] $target found a failure (exit $rc):" >&2
+    grep -E "ERROR|runtime error|Assertion|deadly signal|timeout" "$log" \
+      | head -5 >&2
+    ls "$BUILD_DIR/findings" >&2
+    exit 1
+  fi
+}
+
 echo "[tang] fuzzing for ${SECONDS_BUDGET} s from $(ls "$seeds" | wc -l) seeds"
-log="$BUILD_DIR/fuzz.log"
-set +e
 # libMLIR.so is not instrumented: the allocator poisoning that LLVM headers
 # compile into tang's instrumented code would flag its memory (false
 # "use-after-poison"), so manual poisoning is off.
-ASAN_OPTIONS=detect_leaks=0:allow_user_poisoning=0:detect_container_overflow=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  "$BUILD_DIR/bin/tang-fuzz" -max_total_time="$SECONDS_BUDGET" \
-  -seed="${TANG_FUZZ_SEED:-1}" \
-  -timeout=20 -rss_limit_mb=4096 -max_len=65536 -print_final_stats=1 \
-  -dict=test/Fuzz/tang.dict -artifact_prefix="$BUILD_DIR/findings/" \
-  "$BUILD_DIR/corpus" "$seeds" >"$log" 2>&1
-rc=$?
-set -e
-grep -E "stat::number_of_executed_units|stat::new_units_added|stat::peak_rss" \
-  "$log" || true
-if [ $rc -ne 0 ]; then
-  echo "[tang] the fuzzer found a failure (exit $rc):" >&2
-  grep -E "ERROR|runtime error|Assertion|deadly signal|timeout" "$log" \
-    | head -5 >&2
-  ls "$BUILD_DIR/findings" >&2
-  exit 1
-fi
+run_fuzzer tang-fuzz "$SECONDS_BUDGET" "$BUILD_DIR/fuzz.log" \
+  detect_leaks=0:allow_user_poisoning=0:detect_container_overflow=0 \
+  -dict=test/Fuzz/tang.dict "$BUILD_DIR/corpus" "$seeds"
 echo "[tang] fuzzing: no crash in ${SECONDS_BUDGET} s"
 
 # The runtimes' readers: .npy files and manifests (a manifest's text, a NUL,
@@ -66,22 +74,6 @@ echo "[tang] fuzzing: no crash in ${SECONDS_BUDGET} s"
 RUNTIME_SECONDS=$(( (SECONDS_BUDGET + 1) / 2 ))
 echo "[tang] fuzzing the runtimes' readers for ${RUNTIME_SECONDS} s from $(ls test/Fuzz/runtime | wc -l) seeds"
 mkdir -p "$BUILD_DIR/corpus-runtime"
-log="$BUILD_DIR/fuzz-runtime.log"
-set +e
-ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  "$BUILD_DIR/bin/tang-fuzz-runtime" -max_total_time="$RUNTIME_SECONDS" \
-  -seed="${TANG_FUZZ_SEED:-1}" \
-  -timeout=20 -rss_limit_mb=4096 -max_len=65536 -print_final_stats=1 \
-  -artifact_prefix="$BUILD_DIR/findings/" \
-  "$BUILD_DIR/corpus-runtime" test/Fuzz/runtime >"$log" 2>&1
-rc=$?
-set -e
-grep -E "stat::number_of_executed_units|stat::new_units_added|stat::peak_rss" \
-  "$log" || true
-if [ $rc -ne 0 ]; then
-  echo "[tang] the runtime fuzzer found a failure (exit $rc):" >&2
-  grep -E "ERROR|runtime error|deadly signal|timeout" "$log" | head -5 >&2
-  ls "$BUILD_DIR/findings" >&2
-  exit 1
-fi
+run_fuzzer tang-fuzz-runtime "$RUNTIME_SECONDS" "$BUILD_DIR/fuzz-runtime.log" \
+  detect_leaks=0 "$BUILD_DIR/corpus-runtime" test/Fuzz/runtime
 echo "[tang] fuzzing the runtimes' readers: no crash in ${RUNTIME_SECONDS} s"
