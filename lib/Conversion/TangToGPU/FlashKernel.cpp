@@ -22,12 +22,16 @@
 //
 // With wgmma (sm_90a): two warpgroups of 64 query rows each, S by wgmma
 // from swizzled shared tiles, P V with P from registers (the RS form: the
-// same accumulator-to-operand identity). For head dims of 128 and more a
-// producer warpgroup fills the key/value ring by bulk tensor copies on
-// full/empty mbarriers, and each warpgroup overlaps its softmax with its
-// own products: step t issues S(t) and O += P(t-1) V(t-1) and computes the
-// softmax of S(t) while the second runs. Key tiles wholly before the
-// block's first row (with a causal-type mask) run without the mask's code.
+// same accumulator-to-operand identity). When the keys and values are
+// boxes a bulk tensor copy can move (head dims 64 to 256), a producer
+// warpgroup fills the key/value ring on full/empty mbarriers, each
+// computing warpgroup overlaps its softmax with its own products (step t
+// issues S(t) and O += P(t-1) V(t-1) and computes the softmax of S(t)
+// while the second runs), and the two take turns issuing (ping-pong on
+// named barriers). Key tiles wholly before the block's first row (with a
+// causal-type mask) run without the mask's code. With 16-bit outputs
+// exp(s - max) is ex2.approx.ftz of one fma, a positive constant scale of
+// the score folded into it.
 //
 //===----------------------------------------------------------------------===//
 
