@@ -224,8 +224,9 @@ FlashConfig getFlashConfig(ComprehensionOp op, const FlashMatch &m,
   cfg.bn = cfg.wgmma && head <= 128 ? 128 : 64;
   // Keys and values by bulk copies from a producer warpgroup, with the
   // computing warpgroups overlapping softmax and products (ping-pong and
-  // within each), for head dims of 64 and more (measured: 0.76-0.82x
-  // cuDNN at head 64 without a producer, 0.90-0.99x with it;
+  // within each), for head dims of 64 and more (measured at head 64, L
+  // 2048 and 8192: 0.83-0.86x cuDNN on cp.async, 0.75-0.82x with a
+  // producer and 64-key steps, 0.84-0.99x with 128-key steps;
   // bench/results/2026-12-04-h200-flash-fa3.md).
   ComprehensionOp red = m.red; // Op handles' accessors are not const.
   cfg.tmaKV = cfg.wgmma && options.tma && head >= 64 &&

@@ -219,11 +219,11 @@ LogicalResult FlashEmitter::emit() {
   bool approximate = out.isF16() || out.isBF16();
   emitter.setApproximate(approximate);
   emitter.setNvvmExp(true);
-  // With 16-bit outputs the softmax's exponentials are ex2.approx.ftz of
-  // one fma each, the score's positive scale folded in where it has one.
-  bool fastExp = approximate;
+  // With 16-bit outputs (`approximate`) the softmax's exponentials are
+  // ex2.approx.ftz of one fma each, the score's positive scale folded in
+  // where it has one.
   std::optional<double> scale;
-  if (fastExp)
+  if (approximate)
     scale = getPositiveScale(m);
 
   int64_t qBytes = bm * m.dqk * 2;
@@ -517,10 +517,11 @@ LogicalResult FlashEmitter::emit() {
       // the dot product: 2^(s c log2(e) - max c log2(e)).
       double log2e = 1.4426950408889634 * scale.value_or(1.0);
       Value negScaledMax =
-          fastExp ? arith::MulFOp::create(b, loc, safe, f32(-log2e)).getResult()
-                  : Value();
+          approximate
+              ? arith::MulFOp::create(b, loc, safe, f32(-log2e)).getResult()
+              : Value();
       auto expOf = [&](Value v) -> Value {
-        if (fastExp)
+        if (approximate)
           return emitNvvmExp2(
               b, loc, math::FmaOp::create(b, loc, v, f32(log2e), negScaledMax));
         auto ex =
@@ -563,11 +564,7 @@ LogicalResult FlashEmitter::emit() {
   // With wgmma: O += P V of ring slot `slot`, P (packed) from registers,
   // issued.
   auto issueValues = [&](ArrayRef<Value> o, ArrayRef<Value> p, Value slot) {
-    Value vAt =
-        add(smemAddr, add(cst(qBytes + kBytes), mul(slot, bn * m.dv * 2)));
-    return issueWgmmaRegA(
-        o, m.dv, p, /*bTransposed=*/true, bn,
-        [&](int64_t kk) { return add(vAt, cst(kk * 16 * 128)); });
+    return issueKeyProduct(o, p, bn, m.dv, smemAddr, qBytes + kBytes, slot);
   };
 
   // One key step, its products waited for in turn (mma.sync, or wgmma with
@@ -629,18 +626,18 @@ LogicalResult FlashEmitter::emit() {
   int64_t nP = bn / 4;
   // Ping-pong (FA3): the two warpgroups take turns issuing their products,
   // so that one's softmax runs while the other's products do. Warpgroup w
-  // waits on named barrier 1 + w (256 threads: its own 128 and the
-  // other's arrival), issues, and arrives on the other's. Warpgroup 0's
+  // waits on named barrier 1 + w (the computing threads: its own 128 and
+  // the other's arrival), issues, and arrives on the other's. Warpgroup 0's
   // first turn is its own arrival; its last sync takes warpgroup 1's last
   // arrival.
   bool pingPong = tmaKV;
   auto takeTurn = [&] {
     if (pingPong)
-      syncNamedBarrier(add(wgIdx, cst(1)), 256);
+      syncNamedBarrier(add(wgIdx, cst(1)), threads);
   };
   auto passTurn = [&] {
     if (pingPong)
-      arriveNamedBarrier(arith::SubIOp::create(b, loc, cst(2), wgIdx), 256);
+      arriveNamedBarrier(arith::SubIOp::create(b, loc, cst(2), wgIdx), threads);
   };
   auto firstWarpgroup = [&](function_ref<void()> body) {
     if (!pingPong)
@@ -705,7 +702,7 @@ LogicalResult FlashEmitter::emit() {
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, ub, cst(0));
     SmallVector<Type> types(4 + nO, b.getF32Type());
     types.append(nP, b.getI32Type());
-    firstWarpgroup([&] { arriveNamedBarrier(cst(1), 256); });
+    firstWarpgroup([&] { arriveNamedBarrier(cst(1), threads); });
     auto prologue = scf::IfOp::create(b, loc, types, any,
                                       /*withElseRegion=*/true);
     {
@@ -757,7 +754,7 @@ LogicalResult FlashEmitter::emit() {
       b.setInsertionPointToStart(&epilogue.getElseRegion().front());
       scf::YieldOp::create(b, loc, last.slice(4, nO));
     }
-    firstWarpgroup([&] { syncNamedBarrier(cst(1), 256); });
+    firstWarpgroup([&] { syncNamedBarrier(cst(1), threads); });
     llvm::append_range(res, last.take_front(4));
     llvm::append_range(res, epilogue.getResults());
   } else {

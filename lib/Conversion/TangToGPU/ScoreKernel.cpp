@@ -511,9 +511,9 @@ LogicalResult ScoreEmitter::emit() {
         SmallVector<Value> o(carried.slice(at, nO));
         at += nO;
         if (wgmma) {
-          inFlight.push_back(
-              {issueKeyProduct(o, gv, bn, pm.dc, smemAddr, wt.offset, slot),
-               pm.dc});
+          inFlight.push_back({issueKeyProduct(o, packKeyOperand(gv, bn), bn,
+                                              pm.dc, smemAddr, wt.offset, slot),
+                              pm.dc});
           continue;
         }
         accumulateKeyProduct(o, gv, bn, pm.dc, wgmma, smemAddr, wt.tile,

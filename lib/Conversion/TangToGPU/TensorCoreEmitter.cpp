@@ -138,16 +138,15 @@ Value TensorCoreEmitterBase::packOperand(Value lo, Value hi) {
 }
 
 Value TensorCoreEmitterBase::issueKeyProduct(ArrayRef<Value> o,
-                                             ArrayRef<Value> g, int64_t bn,
+                                             ArrayRef<Value> a, int64_t bn,
                                              int64_t n, Value smemAddr,
                                              int64_t wOffset, Value slot) {
   // o += G W, G from registers, W as the [k, n] operand: a k16 step is 16
   // rows of W, 64-column blocks bn rows long.
   Value wAt = add(smemAddr, add(cst(wOffset), mul(slot, bn * n * 2)));
-  return issueWgmmaRegA(o, n, packKeyOperand(g, bn),
-                        /*bTransposed=*/true, bn, [&](int64_t kk) {
-                          return add(wAt, cst(kk * 16 * 128));
-                        });
+  return issueWgmmaRegA(o, n, a, /*bTransposed=*/true, bn, [&](int64_t kk) {
+    return add(wAt, cst(kk * 16 * 128));
+  });
 }
 
 SmallVector<Value> TensorCoreEmitterBase::packKeyOperand(ArrayRef<Value> g,
@@ -242,7 +241,8 @@ void TensorCoreEmitterBase::accumulateKeyProduct(MutableArrayRef<Value> o,
                                                  int64_t wOffset, Value slot,
                                                  Value lane) {
   if (wgmma) {
-    Value st = issueKeyProduct(o, g, bn, n, smemAddr, wOffset, slot);
+    Value st = issueKeyProduct(o, packKeyOperand(g, bn), bn, n, smemAddr,
+                               wOffset, slot);
     waitWgmma();
     llvm::copy(takeWgmma(st, n), o.begin());
     return;

@@ -129,9 +129,10 @@ protected:
                             int64_t bn, int64_t n, bool wgmma, Value smemAddr,
                             Value wTile, int64_t wOffset, Value slot,
                             Value lane);
-  /// With wgmma: accumulateKeyProduct's product, issued and committed but
-  /// not waited for; returns the accumulators' struct (takeWgmma).
-  Value issueKeyProduct(ArrayRef<Value> o, ArrayRef<Value> g, int64_t bn,
+  /// With wgmma: accumulateKeyProduct's product with G already packed as
+  /// the A operand (`a`: packKeyOperand), issued and committed but not
+  /// waited for; returns the accumulators' struct (takeWgmma).
+  Value issueKeyProduct(ArrayRef<Value> o, ArrayRef<Value> a, int64_t bn,
                         int64_t n, Value smemAddr, int64_t wOffset, Value slot);
   /// The m64nN accumulators `g` of bn key columns as the A operand of a
   /// product over those keys: bn / 16 k16 steps of 4 registers.
