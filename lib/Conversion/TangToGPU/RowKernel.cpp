@@ -173,6 +173,9 @@ SmallVector<Value> emitBlockCombine(OpBuilder &b, Location loc,
   ArrayRef<Type> types = monoid.getCarrierTypes();
   Value lane = arith::RemUIOp::create(b, loc, tid, cst(32));
   SmallVector<Value> c = warpReduce(b, llvm::to_vector(carrier), lane);
+  // One warp: the butterfly left every lane the block's carrier.
+  if (threads == 32)
+    return c;
   Value warp = arith::DivUIOp::create(b, loc, tid, cst(32));
   Value zero = cst(0);
   Value laneZero =
@@ -460,8 +463,18 @@ emitVectorPartial(OpBuilder &b, Location loc, ComprehensionOp red,
   return SmallVector<Value>(loop.getResults());
 }
 
-/// A block per row: the last index is covered by the block's threads,
-/// striding it; the other parallel indices come from the block id. Body
+/// Rows per block of a row kernel whose row is one warp's (`threads` 32):
+/// 8 warps, a row each, when the rows are many and a multiple of 8 (a
+/// block of one warp per row leaves most of a multiprocessor's block slots
+/// the limit: attention's D = rowsum(dO O) over 128-wide rows).
+int64_t getRowsPerBlock(int64_t rows, int64_t threads) {
+  return threads == 32 && rows >= 4096 && rows % 8 == 0 ? 8 : 1;
+}
+
+/// A block per row (or, for rows of one warp, a warp per row and several
+/// rows per block: getRowsPerBlock): the last index is covered by the
+/// row's threads, striding it; the other parallel indices come from the
+/// block id (and the warp). Body
 /// operations that do not depend on the row (nor on the comprehension's
 /// reduced indices) run first, once per block: nested reductions among them
 /// are computed cooperatively (each thread a strided part, then a block
@@ -479,8 +492,9 @@ LogicalResult emitRowKernel(OpBuilder &b, ComprehensionOp op,
   if (blocks > std::numeric_limits<int32_t>::max())
     return op.emitOpError()
            << "has " << blocks << " rows, more than one launch covers";
-  k.grid = {blocks, 1, 1};
-  k.block = {threads, 1, 1};
+  int64_t rowsPerBlock = getRowsPerBlock(blocks, threads);
+  k.grid = {blocks / rowsPerBlock, 1, 1};
+  k.block = {threads * rowsPerBlock, 1, 1};
 
   auto cst = [&](int64_t v) {
     return arith::ConstantIndexOp::create(b, loc, v).getResult();
@@ -491,6 +505,14 @@ LogicalResult emitRowKernel(OpBuilder &b, ComprehensionOp op,
       MemRefType::get({33, 4}, b.getF32Type(), AffineMap(), wgSpace), loc);
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   Value bid = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  if (rowsPerBlock > 1) {
+    // Warp w of block b takes row b * rowsPerBlock + w; its lanes are the
+    // row's threads (no block barrier: threads == 32 combines by shuffles).
+    bid = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, bid, cst(rowsPerBlock)),
+        arith::DivUIOp::create(b, loc, tid, cst(32)));
+    tid = arith::RemUIOp::create(b, loc, tid, cst(32));
+  }
 
   IRMapping mapping;
   SmallVector<Value> point(op.getNumParallel());

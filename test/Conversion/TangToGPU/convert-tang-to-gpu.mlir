@@ -150,6 +150,34 @@ func.func @row_softmax_shift(%X: tensor<16x512xf32>) -> tensor<16x512xf32> {
 
 // -----
 
+// Rows of one warp (threads = 32), many of them: 8 rows per block, a warp
+// each (block x 8 + warp), the lanes striding the row; the combine is the
+// warp's butterfly alone (no workgroup memory, no block barrier). The row
+// reduction here is attention's D = rowsum(dO O).
+// CHECK-LABEL: func.func @rows_per_block
+// CHECK: gpu.launch_func @tang_kernels::@rows_per_block_k0 blocks in (%c512, %c1{{.*}}, %c1{{.*}}) threads in (%c256, %c1{{.*}}, %c1{{.*}})
+// CHECK: gpu.func @rows_per_block_k0
+// CHECK: %[[TID:.*]] = gpu.thread_id x
+// CHECK: %[[BID:.*]] = gpu.block_id x
+// CHECK: %[[ROW0:.*]] = arith.muli %[[BID]], %c8
+// CHECK: %[[WARP:.*]] = arith.divui %[[TID]], %c32
+// CHECK: arith.addi %[[ROW0]], %[[WARP]]
+// CHECK: arith.remui %[[TID]], %c32
+// CHECK: gpu.shuffle xor
+// CHECK-NOT: gpu.barrier
+// CHECK: gpu.return
+func.func @rows_per_block(%A: tensor<4096x128xf32>, %B: tensor<4096x128xf32>) -> tensor<4096xf32> {
+  %y = tang.comprehension (%i) reduce (%k) [4096, 128] monoid(add) attributes {schedule = #tang.schedule<tile = [1, 128], mapping = [block_x, serial], threads = [1, 32]>} : tensor<4096xf32> {
+    %a = tang.read %A[%i, %k] : tensor<4096x128xf32>
+    %b = tang.read %B[%i, %k] : tensor<4096x128xf32>
+    %p = arith.mulf %a, %b : f32
+    tang.yield %p : f32
+  }
+  return %y : tensor<4096xf32>
+}
+
+// -----
+
 // With a vector width in the schedule, reads along the row are loaded as
 // 16-byte vectors (4 x f32) and the row is stored as vectors. The row is
 // one step per thread: unrolled, its vector is loaded once, for the max,
