@@ -84,11 +84,13 @@ def run_cases(cases):
     return bad
 
 
-#: The default cases: small, ragged and causal, every head dim, forward
-#: and training (prepared by bench/prepare_all.py).
+#: The default cases: small, ragged and causal, every head dim, a
+#: persistent grid whose blocks take several tiles, forward and training
+#: (prepared by bench/prepare_all.py).
 DEFAULT_CASES = ["attention_2x3x200x64_causal", "attention_1x2x136x128",
                  "attention_1x2x200x192_causal", "attention_1x2x256x256",
                  "attention_gqa_1x4x1000x128_causal_g4",
+                 "attention_8x16x256x64_causal",
                  "grad_1x2x200x64_causal", "grad_1x2x136x128"]
 
 

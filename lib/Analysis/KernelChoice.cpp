@@ -239,6 +239,9 @@ FlashConfig getFlashConfig(ComprehensionOp op, const FlashMatch &m,
   while (cfg.tmaKV && cfg.slots < 4 &&
          cfg.sharedBytes(m) + slotBytes + 64 <= most)
     ++cfg.slots;
+  // With a producer: a persistent grid (the next tile's keys and values
+  // copied while the last tile ends) unless warp specialisation is off.
+  cfg.persistent = cfg.tmaKV && options.warpSpecialize;
   return cfg;
 }
 
@@ -439,6 +442,7 @@ void mlir::tang::setKernelSchedule(ComprehensionOp op,
     f.tile[key] = cfg.bn;
     f.setTensorCores(cfg.wgmma, rows, cfg.bm / 16, key, 1, cfg.slots);
     f.tma = f.warpSpecialize = cfg.tmaKV;
+    f.persistent = cfg.persistent;
     break;
   }
   case KernelKind::Score: {
@@ -570,9 +574,11 @@ FailureOr<KernelChoice> mlir::tang::getScheduledKernel(ComprehensionOp op) {
                     " per block, 32 threads along the keys");
     if (cfg.slots < 2 || cfg.slots > (cfg.tmaKV ? 4 : 2))
       return refuse("its ring has 2 slots (2 to 4 with bulk tensor copies)");
-    if (cfg.tmaKV != s.getWarpSpecialize() || s.getPersistent())
+    cfg.persistent = s.getPersistent();
+    if (cfg.tmaKV != s.getWarpSpecialize() || (cfg.persistent && !cfg.tmaKV))
       return refuse("bulk tensor copies come from a producer warpgroup "
-                    "(warp_specialize), and the grid is not persistent");
+                    "(warp_specialize), and only then may the grid be "
+                    "persistent");
     if (cfg.tmaKV && (!isFlashBox(op, *m, m->k, m->red.getIndex(0), cfg.bn) ||
                       !isFlashBox(op, *m, m->v, op.getIndex(m->d), cfg.bn)))
       return refuse("the keys' and values' tiles are not boxes of their "

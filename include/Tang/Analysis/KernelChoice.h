@@ -38,7 +38,9 @@ struct KernelOptions {
   TensorCoreKind tensorCores = TensorCoreKind::None;
   /// With wgmma: operands by bulk tensor copies where their views allow.
   bool tma = false;
-  /// With tma: a producer warpgroup and a persistent grid.
+  /// With tma: a producer warpgroup and a persistent grid (the flash
+  /// kernel's producer comes with tma alone; this makes its grid
+  /// persistent).
   bool warpSpecialize = false;
   /// Contractions of f32 operands on tensor cores as tf32.
   bool tf32 = false;
@@ -111,6 +113,11 @@ struct FlashConfig {
   /// products: each issues S(t) with P(t-1) V(t-1), and the two take turns
   /// issuing (ping-pong on named barriers). FlashKernel.cpp.
   bool tmaKV = false;
+  /// With tmaKV: a persistent grid, one block per multiprocessor taking
+  /// query tiles bid, bid + grid, ... (with a causal-type mask the tiles
+  /// with the most keys first), the producer copying the next tile's keys
+  /// and values while the computing warpgroups finish the last.
+  bool persistent = false;
   /// Threads computing (the producer warpgroup not counted).
   int64_t threads() const { return 2 * bm; }
   /// Shared memory of the tiles (without the barriers).

@@ -180,7 +180,8 @@ def ConvertTangToGPU : Pass<"convert-tang-to-gpu", "::mlir::ModuleOp"> {
     Option<"warpSpecialize", "warp-specialize", "bool", /*default=*/"true",
            "With tma: a persistent kernel whose producer warpgroup issues "
            "the bulk copies while the consumer warpgroups compute and "
-           "store (the next tile's operands load during the epilogue)">,
+           "store (the next tile's operands load during the epilogue); "
+           "the flash-attention kernel's grid is persistent with it">,
     Option<"tf32", "tf32", "bool", /*default=*/"false",
            "Contractions of f32 operands on tensor cores too, as tf32 "
            "(mma.sync m16n8k8: each operand rounded to nearest with 10 "

@@ -51,7 +51,8 @@ struct TangLowerCudaOptions : public PassPipelineOptions<TangLowerCudaOptions> {
   PassOptions::Option<bool> warpSpecialize{
       *this, "warp-specialize",
       llvm::cl::desc("With tma: persistent tensor-core kernels with a "
-                     "producer warpgroup"),
+                     "producer warpgroup (flash attention: its grid "
+                     "persistent)"),
       llvm::cl::init(true)};
   PassOptions::Option<bool> tf32{
       *this, "tf32",

@@ -548,7 +548,7 @@ def TangSchedule : Pass<"tang-schedule", "::mlir::ModuleOp"> {
            "allow">,
     Option<"warpSpecialize", "warp-specialize", "bool", /*default=*/"true",
            "With tma: warp-specialised, persistent contractions where they "
-           "pay (256-column tiles)">,
+           "pay (256-column tiles), and a persistent flash-attention grid">,
     Option<"tf32", "tf32", "bool", /*default=*/"false",
            "Contractions of f32 operands on tensor cores too, as tf32">,
   ];

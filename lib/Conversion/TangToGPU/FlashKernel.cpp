@@ -240,10 +240,18 @@ LogicalResult FlashEmitter::emit() {
   for (unsigned p = 0; p < op.getNumParallel(); ++p)
     if (p != m.i && p != m.d)
       batchCount *= op.getExtent(p);
-  if (batchCount > 65535)
+  int64_t tilesM = static_cast<int64_t>(llvm::divideCeil(m.lq, bm));
+  // Persistent: a block per multiprocessor (the tiles fill its shared
+  // memory), each taking tiles bid, bid + grid, ...
+  bool persistent = cfg.persistent && tmaKV;
+  int64_t tiles = tilesM * batchCount;
+  if (persistent)
+    k.grid = {std::min(tiles, getTarget(op).getSmCount()), 1, 1};
+  else if (batchCount > 65535)
     return op.emitOpError()
            << "has " << batchCount << " batch points: more than the grid holds";
-  k.grid = {static_cast<int64_t>(llvm::divideCeil(m.lq, bm)), 1, batchCount};
+  else
+    k.grid = {tilesM, 1, batchCount};
   // With tmaKV, a producer warpgroup past the computing ones, and a full
   // and an empty mbarrier per ring slot past the tiles.
   k.block = {threads + (tmaKV ? 128 : 0), 1, 1};
@@ -253,13 +261,26 @@ LogicalResult FlashEmitter::emit() {
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   lane = rem(tid, 32);
   warp = div(tid, 32);
-  Value tileM = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-  // With a key limit the last query tiles have the most keys: they start
-  // first.
-  if (m.keyLimit)
-    tileM = arith::SubIOp::create(b, loc, cst(k.grid[0] - 1), tileM);
-  row0 = mul(tileM, bm);
-  batch = decomposeBatch(op, [&](unsigned p) { return p == m.i || p == m.d; });
+  // The block's query tile: its first row and its batch point. With a key
+  // limit the last query tiles have the most keys: they start first.
+  auto setTile = [&](Value tileM, Value linearBatch) {
+    if (m.keyLimit)
+      tileM = arith::SubIOp::create(b, loc, cst(tilesM - 1), tileM);
+    row0 = mul(tileM, bm);
+    batch = decomposeBatch(
+        op, [&](unsigned p) { return p == m.i || p == m.d; }, linearBatch);
+  };
+  // Persistent: tile t's; with a key limit the tiles of every batch point
+  // with the most keys first, else a batch point's tiles in turn (its keys
+  // and values shared in L2).
+  auto setTileOf = [&](Value t) {
+    if (m.keyLimit)
+      setTile(div(t, batchCount), rem(t, batchCount));
+    else
+      setTile(rem(t, tilesM), div(t, tilesM));
+  };
+  if (!persistent)
+    setTile(gpu::BlockIdOp::create(b, loc, gpu::Dimension::x), Value());
 
   // The summand's constant factors, once.
   FailureOr<Value> factor = emitConstantFactors(b, emitter, m.red, m.factors);
@@ -346,28 +367,47 @@ LogicalResult FlashEmitter::emit() {
   SmallVector<Value> init{negInf, negInf, f32(0), f32(0)};
   init.append(nO, f32(0));
   int64_t steps = static_cast<int64_t>(llvm::divideCeil(m.lk, bn));
-  Value ub = cst(steps);
-  if (m.keyLimit) {
-    // Key tiles wholly past the block's last row + c are masked: skipped.
-    Value last = add(row0, cst(bm - 1 + *m.keyLimit));
-    Value tiles =
-        add(arith::FloorDivSIOp::create(b, loc, last, cst(bn)), cst(1));
-    ub = arith::MinSIOp::create(b, loc, ub,
-                                arith::MaxSIOp::create(b, loc, tiles, cst(0)));
-  }
-  // Key tiles wholly inside the keys and (with a mask) wholly at or before
-  // the block's first row + c need neither check: a first loop without
-  // them, then the rest with them.
-  Value full = cst(std::min(m.lk / bn, steps));
-  if (m.keyLimit) {
-    Value first = add(row0, cst(*m.keyLimit + 1));
-    full = arith::MinSIOp::create(
-        b, loc, full,
-        arith::MaxSIOp::create(
-            b, loc, arith::FloorDivSIOp::create(b, loc, first, cst(bn)),
-            cst(0)));
-    full = arith::MinSIOp::create(b, loc, full, ub);
-  }
+  // The tile's key steps (ub) and those before the first that needs a
+  // check (full).
+  Value ub, full;
+  auto setKeyBounds = [&] {
+    ub = cst(steps);
+    if (m.keyLimit) {
+      // Key tiles wholly past the block's last row + c are masked: skipped.
+      Value last = add(row0, cst(bm - 1 + *m.keyLimit));
+      Value tiles =
+          add(arith::FloorDivSIOp::create(b, loc, last, cst(bn)), cst(1));
+      ub = arith::MinSIOp::create(
+          b, loc, ub, arith::MaxSIOp::create(b, loc, tiles, cst(0)));
+    }
+    // Key tiles wholly inside the keys and (with a mask) wholly at or before
+    // the block's first row + c need neither check: a first loop without
+    // them, then the rest with them.
+    full = cst(std::min(m.lk / bn, steps));
+    if (m.keyLimit) {
+      Value first = add(row0, cst(*m.keyLimit + 1));
+      full = arith::MinSIOp::create(
+          b, loc, full,
+          arith::MaxSIOp::create(
+              b, loc, arith::FloorDivSIOp::create(b, loc, first, cst(bn)),
+              cst(0)));
+      full = arith::MinSIOp::create(b, loc, full, ub);
+    }
+  };
+  if (!persistent)
+    setKeyBounds();
+  // With a persistent grid: the loop over the block's tiles, threading the
+  // ring's step of the tile's first key step (`ring`, 0 to start), its
+  // body the insertion point, its tile and key bounds set.
+  auto beginTileLoop = [&](Value ring) {
+    auto loop = scf::ForOp::create(
+        b, loc, gpu::BlockIdOp::create(b, loc, gpu::Dimension::x), cst(tiles),
+        cst(k.grid[0]), ValueRange{ring});
+    b.setInsertionPointToStart(loop.getBody());
+    setTileOf(loop.getInductionVar());
+    setKeyBounds();
+    return loop;
+  };
   Value trueValue = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
 
   // With tmaKV: the producer warpgroup's first thread fills ring slot
@@ -394,11 +434,20 @@ LogicalResult FlashEmitter::emit() {
                                                        tid, cst(threads)),
                                  /*withElseRegion=*/false);
     b.setInsertionPointToStart(&one.getThenRegion().front());
+    // The ring's step: the tile's key step kb past `base`, the steps of
+    // the block's earlier tiles.
+    Value base = cst(0);
+    scf::ForOp producerTiles;
+    if (persistent) {
+      producerTiles = beginTileLoop(base);
+      base = producerTiles.getRegionIterArgs()[0];
+    }
     auto loop = scf::ForOp::create(b, loc, cst(0), ub, cst(1));
     b.setInsertionPointToStart(loop.getBody());
     Value kb = loop.getInductionVar();
-    Value slot = rem(kb, slots);
-    waitBarrier(emptyBars, slot, rem(add(div(kb, slots), cst(1)), 2));
+    Value ring = add(base, kb);
+    Value slot = rem(ring, slots);
+    waitBarrier(emptyBars, slot, rem(add(div(ring, slots), cst(1)), 2));
     Value bar = toSharedPointer(add(fullBars, mul(slot, 8)));
     NVVM::MBarrierArriveExpectTxOp::create(
         b, loc, Type(), bar,
@@ -418,14 +467,30 @@ LogicalResult FlashEmitter::emit() {
                      add(smemAddr, add(cst(qBytes + kBytes + blk * bn * 128),
                                        mul(slot, bn * m.dv * 2))),
                      bar);
+    if (producerTiles) {
+      b.setInsertionPointAfter(loop);
+      scf::YieldOp::create(b, loc, add(base, ub));
+    }
   }
+  // The ring's step of the tile's first key step (the steps of the
+  // block's earlier tiles), and with a persistent grid the loop over the
+  // block's tiles, the rest of the kernel its body.
+  Value ringBase;
+  scf::ForOp tileLoop;
   if (roles) {
     b.setInsertionPointToStart(&roles.getElseRegion().front());
+    ringBase = cst(0);
     // Two computing warpgroups share what the producer leaves: 232 each.
     NVVM::SetMaxRegisterOp::create(
         b, loc, b.getI32IntegerAttr(232),
         NVVM::SetMaxRegisterActionAttr::get(
             ctx, NVVM::SetMaxRegisterAction::increase));
+    if (persistent) {
+      tileLoop = beginTileLoop(ringBase);
+      ringBase = tileLoop.getRegionIterArgs()[0];
+      // Both warpgroups are done with the last tile's Q.
+      syncNamedBarrier(cst(3), threads);
+    }
     // Q, its rows written by both warpgroups: named barrier 3 (the
     // computing threads; 1 and 2 are the ping-pong's).
     loadQuery();
@@ -656,9 +721,10 @@ LogicalResult FlashEmitter::emit() {
     SmallVector<Value> rowSum{carried[2], carried[3]};
     SmallVector<Value> o(carried.slice(4, nO));
     SmallVector<Value> p(carried.drop_front(4 + nO));
-    Value slot = rem(kb, slots);
-    Value prev = rem(add(kb, cst(slots - 1)), slots);
-    waitBarrier(fullBars, slot, rem(div(kb, slots), 2));
+    Value ring = add(ringBase, kb);
+    Value slot = rem(ring, slots);
+    Value prev = rem(add(ring, cst(slots - 1)), slots);
+    waitBarrier(fullBars, slot, rem(div(ring, slots), 2));
     takeTurn();
     Value scores = issueScores(slot);
     Value values = issueValues(o, p, prev);
@@ -708,9 +774,10 @@ LogicalResult FlashEmitter::emit() {
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(&prologue.getThenRegion().front());
-      waitBarrier(fullBars, cst(0), cst(0));
+      Value slot0 = rem(ringBase, slots);
+      waitBarrier(fullBars, slot0, rem(div(ringBase, slots), 2));
       takeTurn();
-      Value scores = issueScores(cst(0));
+      Value scores = issueScores(slot0);
       passTurn();
       waitWgmma();
       SmallVector<Value> s = takeWgmma(scores, bn);
@@ -745,11 +812,14 @@ LogicalResult FlashEmitter::emit() {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(&epilogue.getThenRegion().front());
       SmallVector<Value> o(last.slice(4, nO)), p(last.drop_front(4 + nO));
+      Value lastSlot =
+          rem(add(ringBase, arith::SubIOp::create(b, loc, ub, one)), slots);
       takeTurn();
-      Value values =
-          issueValues(o, p, rem(arith::SubIOp::create(b, loc, ub, one), slots));
+      Value values = issueValues(o, p, lastSlot);
       passTurn();
       waitWgmma();
+      // Released: with a persistent grid the producer refills it.
+      releaseByWarpgroup(tid, emptyBars, lastSlot);
       scf::YieldOp::create(b, loc, takeWgmma(values, m.dv));
       b.setInsertionPointToStart(&epilogue.getElseRegion().front());
       scf::YieldOp::create(b, loc, last.slice(4, nO));
@@ -825,6 +895,8 @@ LogicalResult FlashEmitter::emit() {
                               llvm::Align(2 * out.getIntOrFloatBitWidth() / 8));
     }
   }
+  if (tileLoop)
+    scf::YieldOp::create(b, loc, add(ringBase, ub));
   // The kernel's return goes after the role split.
   if (roles)
     b.setInsertionPointAfter(roles);

@@ -220,11 +220,11 @@ Value TensorCoreEmitterBase::swizzle(Value row, Value chunk) {
   return arith::XOrIOp::create(b, loc, chunk, rem(row, 8));
 }
 
-SmallVector<Value>
-TensorCoreEmitterBase::decomposeBatch(ComprehensionOp op,
-                                      function_ref<bool(unsigned)> skip) {
+SmallVector<Value> TensorCoreEmitterBase::decomposeBatch(
+    ComprehensionOp op, function_ref<bool(unsigned)> skip, Value linear) {
   SmallVector<Value> batch(op.getNumParallel());
-  Value rest = gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
+  Value rest =
+      linear ? linear : gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
   for (int p = static_cast<int>(op.getNumParallel()) - 1; p >= 0; --p) {
     if (skip(p))
       continue;

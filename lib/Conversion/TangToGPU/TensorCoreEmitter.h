@@ -112,10 +112,11 @@ protected:
   /// The 16-byte chunk of `chunk` in row `row` of a 128-byte swizzled tile.
   Value swizzle(Value row, Value chunk);
   /// The batch point of a block: `op`'s parallel indices but those `skip`
-  /// accepts, decomposed from the grid's z index (innermost last); null
-  /// for the skipped ones.
+  /// accepts, decomposed from `linear` (by default the grid's z index;
+  /// innermost last); null for the skipped ones.
   SmallVector<Value> decomposeBatch(ComprehensionOp op,
-                                    function_ref<bool(unsigned)> skip);
+                                    function_ref<bool(unsigned)> skip,
+                                    Value linear = {});
   /// acc += a * b on one mma.sync.m16n8k16 tile (f32 accumulators).
   void mmaSync(ArrayRef<Value> a, ArrayRef<Value> bFrag,
                MutableArrayRef<Value> acc);

@@ -25,12 +25,16 @@
 // second product runs, then waits for it (wait 0), releases slot t-1 and
 // rescales O; the last P V follows the loop. The two warpgroups take turns
 // issuing products on named barriers (ping-pong): a sync before, an
-// arrive after.
+// arrive after. The grid is persistent: the producer and the computing
+// warpgroups each loop over the block's tiles (bid, bid + grid, ..., the
+// tiles with the most keys first), the ring's step running on across them;
+// the computing threads reload Q once both warpgroups are done with the
+// last tile's (named barrier 3), and release the last step's slot.
 // CHECK-LABEL: func.func @causal_attention
 // CHECK-NOT: memref.alloc
 // CHECK: gpu.launch_func @tang_kernels::@causal_attention_k0 blocks in (%{{.*}}, %{{.*}}, %{{.*}}) threads in (%{{.*}}, %{{.*}}, %{{.*}}) dynamic_shared_memory_size
 // CHECK: gpu.func @causal_attention_k0
-// CHECK: arith.subi %{{.*}}, %block_id_x
+// SYNC: arith.subi %{{.*}}, %block_id_x
 // SYNC: memref.view {{.*}} to memref<1x64x64xbf16, #gpu.address_space<workgroup>>
 // SYNC: memref.view {{.*}} to memref<2x64x64xbf16, #gpu.address_space<workgroup>>
 // SYNC: memref.view {{.*}} to memref<2x64x64xbf16, #gpu.address_space<workgroup>>
@@ -40,6 +44,11 @@
 // WG: memref.view {{.*}} to memref<4x1x128x64xbf16, #gpu.address_space<workgroup>>
 // WG: memref.view {{.*}} to memref<4x1x128x64xbf16, #gpu.address_space<workgroup>>
 // WG-NOT: memref.view
+// WG: nvvm.setmaxregister decrease 40
+// WG: %[[BID:.*]] = gpu.block_id x
+// WG: scf.for %[[T:.*]] = %[[BID]] to %c2 step %c2{{.*}} iter_args(%[[RING:.*]] = %c0{{.*}})
+// WG: %[[TM:.*]] = arith.divui %[[T]], %c2
+// WG: arith.subi %c0{{.*}}, %[[TM]]
 // CHECK: arith.floordivsi
 // CHECK: arith.maxsi
 // CHECK: %[[UB:.*]] = arith.minsi
@@ -61,9 +70,23 @@
 // SYNC: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = true}
 // SYNC: nvvm.mma.sync
 // SYNC: scf.yield
-// WG: scf.for {{.*}} to %[[UB]]
+// WG: scf.for %[[KB:.*]] = %c0{{.*}} to %[[UB]]
+// WG: arith.addi %[[RING]], %[[KB]]
 // WG: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// WG: %[[NEXT:.*]] = arith.addi %[[RING]], %[[UB]]
+// WG: scf.yield %[[NEXT]]
 // WG: } else {
+// WG: scf.for %[[T2:.*]] = %{{.*}} to %c2 step %c2{{.*}} iter_args(%[[RING2:.*]] = %c0{{.*}})
+// WG: arith.floordivsi
+// WG: arith.maxsi
+// WG: %[[UB2:.*]] = arith.minsi
+// WG: arith.floordivsi
+// WG: arith.maxsi
+// WG: arith.minsi
+// WG: %[[FULL2:.*]] = arith.minsi {{.*}}, %[[UB2]]
+// WG: nvvm.barrier id = %{{.*}} number_of_threads = %c256_i32
+// WG: nvgpu.device_async_copy
+// WG: nvvm.barrier id = %{{.*}} number_of_threads = %c256_i32
 // WG: nvvm.barrier.arrive id
 // The prologue: step 0, masked.
 // WG: scf.if
@@ -77,7 +100,7 @@
 // WG: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
 // WG: scf.yield
 // WG: } else {
-// WG: %[[FROM1:.*]] = arith.maxsi %[[FULL]], %c1
+// WG: %[[FROM1:.*]] = arith.maxsi %[[FULL2]], %c1
 // WG: scf.for {{.*}} = %c1{{.*}} to %[[FROM1]] {{.*}} iter_args
 // WG: nvvm.mbarrier.try_wait.parity
 // WG: nvvm.barrier id
@@ -93,7 +116,7 @@
 // WG: nvvm.wgmma.wait.group.sync.aligned 0
 // WG: nvvm.mbarrier.arrive
 // WG: scf.yield
-// WG: scf.for {{.*}} = %[[FROM1]] to %[[UB]] {{.*}} iter_args
+// WG: scf.for {{.*}} = %[[FROM1]] to %[[UB2]] {{.*}} iter_args
 // WG: nvvm.wgmma.wait.group.sync.aligned 1
 // WG: arith.cmpi sle
 // WG: nvvm.wgmma.wait.group.sync.aligned 0
@@ -105,10 +128,13 @@
 // WG-COUNT-8: llvm.inline_asm has_side_effects
 // WG: nvvm.barrier.arrive id
 // WG: nvvm.wgmma.wait.group.sync.aligned 0
+// WG: nvvm.mbarrier.arrive
 // WG: scf.if
 // WG: nvvm.barrier id
 // CHECK: gpu.shuffle  xor
 // CHECK: vector.store {{.*}} : memref<1x2x80x64xbf16>, vector<2xbf16>
+// WG: %[[NEXT2:.*]] = arith.addi %[[RING2]], %[[UB2]]
+// WG: scf.yield %[[NEXT2]]
 func.func @causal_attention(%arg0: tensor<1x2x80x64xbf16>, %arg1: tensor<1x2x80x64xbf16>, %arg2: tensor<1x2x80x64xbf16>) -> tensor<1x2x80x64xbf16> {
   %cst = arith.constant 0xFF80 : bf16
   %cst_0 = arith.constant 1.250000e-01 : bf16

@@ -124,6 +124,25 @@ func.func @flash_tile(%Q: tensor<256x64xbf16>, %K: tensor<256x64xbf16>, %V: tens
 
 // -----
 
+// A persistent flash grid needs the producer warpgroup that bulk copies
+// bring (its ring runs on across the block's tiles).
+func.func @flash_persistent_without_producer(%Q: tensor<256x64xbf16>, %K: tensor<256x64xbf16>, %V: tensor<256x64xbf16>) -> tensor<256x64xbf16> {
+  // expected-error @+1 {{has a schedule asking for a flash kernel, but bulk tensor copies come from a producer warpgroup (warp_specialize), and only then may the grid be persistent}}
+  %O = tang.comprehension (%i, %d) reduce (%j) [256, 64, 256] monoid(online_softmax) attributes {schedule = #tang.schedule<tile = [128, 64, 128], threads = [8, 1, 32], stages = 2, memory = [shared, shared], kernel = flash, mma = wgmma, persistent = true>} : tensor<256x64xbf16> {
+    %s = tang.comprehension reduce (%e) [64] monoid(add) : bf16 {
+      %q = tang.read %Q[%i, %e] : tensor<256x64xbf16>
+      %k = tang.read %K[%j, %e] : tensor<256x64xbf16>
+      %p = arith.mulf %q, %k : bf16
+      tang.yield %p : bf16
+    }
+    %v = tang.read %V[%j, %d] : tensor<256x64xbf16>
+    tang.yield %s, %v : bf16, bf16
+  }
+  return %O : tensor<256x64xbf16>
+}
+
+// -----
+
 func.func @subgroup_refused(%A: tensor<40x24xf32>, %B: tensor<24x48xf32>) -> tensor<40x48xf32> {
   // expected-error @+1 {{has a schedule asking for a subgroup_mma kernel, but}}
   %C = tang.comprehension (%i, %j) reduce (%k) [40, 48, 24] monoid(add) attributes {schedule = #tang.schedule<tile = [40, 48, 24], kernel = subgroup_mma>} : tensor<40x48xf32> {
