@@ -61,6 +61,44 @@ int64_t FlashConfig::sharedBytes(const FlashMatch &m) const {
   return qBytes + kBytes + vBytes + (wgmma ? 1024 : 0);
 }
 
+int64_t FlashConfig::getPersistentBlocks(const FlashMatch &m, int64_t batch,
+                                         int64_t smCount) const {
+  int64_t tilesM = llvm::divideCeil(m.lq, bm), tiles = tilesM * batch;
+  if (tiles <= smCount)
+    return tiles;
+  // A tile's cost in key steps (the kernel's bound: key tiles past its
+  // last row + c skipped, the most keys first), plus one for its prologue
+  // and epilogue.
+  int64_t steps = llvm::divideCeil(m.lk, bn);
+  SmallVector<int64_t> cost(tilesM);
+  for (int64_t t = 0; t < tilesM; ++t) {
+    int64_t row0 = (tilesM - 1 - t) * bm, ub = steps;
+    if (m.keyLimit)
+      ub = std::min(
+          ub,
+          std::max<int64_t>(
+              llvm::divideFloorSigned(row0 + bm - 1 + *m.keyLimit, bn) + 1, 0));
+    cost[t] = ub + 1;
+  }
+  // Block b takes tiles b, b + g, ... (batch-major: query tile t % tilesM):
+  // the g of the least modelled makespan, the larger on a tie.
+  int64_t best = smCount, bestSpan = std::numeric_limits<int64_t>::max();
+  for (int64_t g = smCount; g >= std::max<int64_t>(1, smCount / 2); --g) {
+    int64_t span = 0;
+    for (int64_t b = 0; b < g; ++b) {
+      int64_t total = 0;
+      for (int64_t t = b; t < tiles; t += g)
+        total += cost[t % tilesM];
+      span = std::max(span, total);
+    }
+    if (span < bestSpan) {
+      best = g;
+      bestSpan = span;
+    }
+  }
+  return best;
+}
+
 bool mlir::tang::isMmaBox(ComprehensionOp op, const MmaContraction &c,
                           ReadOp read, bool isA) {
   ComprehensionOp red = c.red; // Op handles' accessors are not const.
@@ -239,9 +277,15 @@ FlashConfig getFlashConfig(ComprehensionOp op, const FlashMatch &m,
   while (cfg.tmaKV && cfg.slots < 4 &&
          cfg.sharedBytes(m) + slotBytes + 64 <= most)
     ++cfg.slots;
-  // With a producer: a persistent grid (the next tile's keys and values
-  // copied while the last tile ends) unless warp specialisation is off.
-  cfg.persistent = cfg.tmaKV && options.warpSpecialize;
+  // With a producer and a causal-type mask, head dims up to 128: a
+  // persistent grid (the next tile's keys and values copied while the last
+  // tile ends, the tiles' costs balanced over the blocks) unless warp
+  // specialisation is off. Measured (H200, against one tile per block):
+  // causal L 2048 head 128 +12%, GQA +13%, L 512 +4-6%; without a mask
+  // 1.5-7% slower; head 192 spills, head 256 (64-key steps) 6% slower
+  // (bench/results/2026-12-04-h200-session2.md).
+  cfg.persistent =
+      cfg.tmaKV && options.warpSpecialize && m.keyLimit && head <= 128;
   return cfg;
 }
 

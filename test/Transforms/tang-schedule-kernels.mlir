@@ -63,7 +63,7 @@ func.func @epilogue(%X: tensor<1024x1024xbf16>, %W: tensor<1024x1024xbf16>) -> t
 // where shared memory holds it; mma.sync: 64 rows (4 warps), 64 keys, 2
 // slots.
 // WG-LABEL: func.func @attention
-// WG: tang.schedule<tile = [1, 128, 128, 128], {{.*}} threads = [1, 8, 1, 32], {{.*}} stages = {{[2-4]}}, {{.*}} kernel = flash, mma = wgmma, tma = true, warp_specialize = true, persistent = true>
+// WG: tang.schedule<tile = [1, 128, 128, 128], {{.*}} threads = [1, 8, 1, 32], {{.*}} stages = {{[2-4]}}, {{.*}} kernel = flash, mma = wgmma, tma = true, warp_specialize = true>
 // SYNC-LABEL: func.func @attention
 // SYNC: tang.schedule<tile = [1, 64, 128, 64], {{.*}} threads = [1, 4, 1, 32], {{.*}} stages = 2, {{.*}} kernel = flash, mma = mma_sync>
 func.func @attention(%Q: tensor<2x1024x128xbf16>, %K: tensor<2x1024x128xbf16>, %V: tensor<2x1024x128xbf16>) -> tensor<2x1024x128xbf16> {

@@ -122,6 +122,14 @@ struct FlashConfig {
   int64_t threads() const { return 2 * bm; }
   /// Shared memory of the tiles (without the barriers).
   int64_t sharedBytes(const FlashMatch &m) const;
+  /// With `persistent`: the blocks (at most `smCount`) of `batch` batch
+  /// points' query tiles, block b taking tiles b, b + blocks, ... in
+  /// batch-major order. With a key limit tiles differ in cost (their key
+  /// steps): the count whose static assignment has the least modelled
+  /// makespan (129 blocks of 132 for 16 query tiles a batch point: each
+  /// block's run goes through every query tile in turn).
+  int64_t getPersistentBlocks(const FlashMatch &m, int64_t batch,
+                              int64_t smCount) const;
 };
 
 /// The score kernel's tiles: 64 rows per block, one warpgroup (wgmma) or 4

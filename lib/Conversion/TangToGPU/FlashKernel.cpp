@@ -241,12 +241,16 @@ LogicalResult FlashEmitter::emit() {
     if (p != m.i && p != m.d)
       batchCount *= op.getExtent(p);
   int64_t tilesM = static_cast<int64_t>(llvm::divideCeil(m.lq, bm));
-  // Persistent: a block per multiprocessor (the tiles fill its shared
-  // memory), each taking tiles bid, bid + grid, ...
+  // Persistent: at most a block per multiprocessor (the tiles fill its
+  // shared memory), each taking tiles bid, bid + grid, ... in batch-major
+  // order (a batch point's keys and values stay in L2 while its tiles
+  // run), as many blocks as balance the tiles' costs best.
   bool persistent = cfg.persistent && tmaKV;
   int64_t tiles = tilesM * batchCount;
   if (persistent)
-    k.grid = {std::min(tiles, getTarget(op).getSmCount()), 1, 1};
+    k.grid = {
+        cfg.getPersistentBlocks(m, batchCount, getTarget(op).getSmCount()), 1,
+        1};
   else if (batchCount > 65535)
     return op.emitOpError()
            << "has " << batchCount << " batch points: more than the grid holds";
@@ -270,15 +274,9 @@ LogicalResult FlashEmitter::emit() {
     batch = decomposeBatch(
         op, [&](unsigned p) { return p == m.i || p == m.d; }, linearBatch);
   };
-  // Persistent: tile t's; with a key limit the tiles of every batch point
-  // with the most keys first, else a batch point's tiles in turn (its keys
-  // and values shared in L2).
-  auto setTileOf = [&](Value t) {
-    if (m.keyLimit)
-      setTile(div(t, batchCount), rem(t, batchCount));
-    else
-      setTile(rem(t, tilesM), div(t, tilesM));
-  };
+  // Persistent: tile t's (batch-major, as the grid of one tile per block
+  // orders them).
+  auto setTileOf = [&](Value t) { setTile(rem(t, tilesM), div(t, tilesM)); };
   if (!persistent)
     setTile(gpu::BlockIdOp::create(b, loc, gpu::Dimension::x), Value());
 

@@ -26,8 +26,9 @@
 // rescales O; the last P V follows the loop. The two warpgroups take turns
 // issuing products on named barriers (ping-pong): a sync before, an
 // arrive after. The grid is persistent: the producer and the computing
-// warpgroups each loop over the block's tiles (bid, bid + grid, ..., the
-// tiles with the most keys first), the ring's step running on across them;
+// warpgroups each loop over the block's tiles (bid, bid + grid, ...,
+// batch-major, a batch point's tiles with the most keys first), the ring's
+// step running on across them;
 // the computing threads reload Q once both warpgroups are done with the
 // last tile's (named barrier 3), and release the last step's slot.
 // CHECK-LABEL: func.func @causal_attention
@@ -47,7 +48,7 @@
 // WG: nvvm.setmaxregister decrease 40
 // WG: %[[BID:.*]] = gpu.block_id x
 // WG: scf.for %[[T:.*]] = %[[BID]] to %c2 step %c2{{.*}} iter_args(%[[RING:.*]] = %c0{{.*}})
-// WG: %[[TM:.*]] = arith.divui %[[T]], %c2
+// WG: %[[TM:.*]] = arith.remui %[[T]], %c1
 // WG: arith.subi %c0{{.*}}, %[[TM]]
 // CHECK: arith.floordivsi
 // CHECK: arith.maxsi
