@@ -3,9 +3,11 @@
 # into build-fuzz/ and runs the fuzz target tools/tang-fuzz (parse, verify,
 # tang's target-independent passes) for a time budget, seeded with every
 # example and test input (plus test/Fuzz/corpus, the inputs that once
-# crashed it, each a regression test), then tools/tang-fuzz-runtime (the
-# host runtimes' .npy reader and manifest parser, sizes and index checks)
-# for half that budget, seeded with test/Fuzz/runtime. A crash stops it
+# crashed it, each a regression test), then tools/tang-fuzz-lower (the
+# portable pipelines with their printers and the CUDA kernel form) from the
+# same seeds and tools/tang-fuzz-runtime (the host runtimes' .npy reader
+# and manifest parser, sizes and index checks), each for half that budget,
+# the latter seeded with test/Fuzz/runtime. A crash stops it
 # with the input saved under build-fuzz/findings/ and a non-zero exit.
 #
 # Usage: bash scripts/fuzz.sh [seconds]      (default 120; TANG_JOBS as build.sh)
@@ -22,8 +24,8 @@ if [ ! -f "$BUILD_DIR/build.ninja" ]; then
     -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
     -DLLVM_USE_LINKER=lld >/dev/null
 fi
-echo "[tang] building $BUILD_DIR tang-fuzz tang-fuzz-runtime (-j$JOBS)"
-ninja -C "$BUILD_DIR" -j"$JOBS" tang-fuzz tang-fuzz-runtime
+echo "[tang] building $BUILD_DIR tang-fuzz tang-fuzz-lower tang-fuzz-runtime (-j$JOBS)"
+ninja -C "$BUILD_DIR" -j"$JOBS" tang-fuzz tang-fuzz-lower tang-fuzz-runtime
 
 # The seed corpus: every .mlir of examples/ and test/ (one file each).
 seeds="$BUILD_DIR/seeds"
@@ -35,6 +37,8 @@ done
 if compgen -G "test/Fuzz/corpus/*" >/dev/null; then
   echo "[tang] fuzz regressions: $(ls test/Fuzz/corpus | wc -l) inputs"
   "$BUILD_DIR/bin/tang-fuzz" -runs=0 test/Fuzz/corpus 2>&1 | tail -1
+  ASAN_OPTIONS=detect_leaks=0:allow_user_poisoning=0:detect_container_overflow=0 \
+    "$BUILD_DIR/bin/tang-fuzz-lower" -runs=0 test/Fuzz/corpus 2>&1 | tail -1
 fi
 # run_fuzzer TARGET SECONDS LOG ASAN_OPTIONS [libFuzzer arguments...]: runs
 # a target for SECONDS with the shared settings; a finding stops the script.
@@ -60,6 +64,12 @@ run_fuzzer() {
   fi
 }
 
+# A budget of 0 builds and runs the regressions only (libFuzzer reads
+# -max_total_time=0 as no limit).
+if [ "$SECONDS_BUDGET" -le 0 ]; then
+  echo "[tang] fuzzing: budget 0, built and regressions run only"
+  exit 0
+fi
 echo "[tang] fuzzing for ${SECONDS_BUDGET} s from $(ls "$seeds" | wc -l) seeds"
 # libMLIR.so is not instrumented: the allocator poisoning that LLVM headers
 # compile into tang's instrumented code would flag its memory (false
@@ -68,6 +78,16 @@ run_fuzzer tang-fuzz "$SECONDS_BUDGET" "$BUILD_DIR/fuzz.log" \
   detect_leaks=0:allow_user_poisoning=0:detect_container_overflow=0 \
   -dict=test/Fuzz/tang.dict "$BUILD_DIR/corpus" "$seeds"
 echo "[tang] fuzzing: no crash in ${SECONDS_BUDGET} s"
+
+# The lowerings: every pipeline of a portable backend (with its printer)
+# and the CUDA kernel form, on each input that verifies.
+LOWER_SECONDS=$(( (SECONDS_BUDGET + 1) / 2 ))
+echo "[tang] fuzzing the lowerings for ${LOWER_SECONDS} s"
+mkdir -p "$BUILD_DIR/corpus-lower"
+run_fuzzer tang-fuzz-lower "$LOWER_SECONDS" "$BUILD_DIR/fuzz-lower.log" \
+  detect_leaks=0:allow_user_poisoning=0:detect_container_overflow=0 \
+  -dict=test/Fuzz/tang.dict "$BUILD_DIR/corpus-lower" "$seeds"
+echo "[tang] fuzzing the lowerings: no crash in ${LOWER_SECONDS} s"
 
 # The runtimes' readers: .npy files and manifests (a manifest's text, a NUL,
 # then bytes that choose sizes and fill index inputs).

@@ -41,22 +41,8 @@ static std::string findCudaToolkit(StringRef option) {
   return "";
 }
 
-void mlir::tang::buildTangLowerCudaPipeline(
-    OpPassManager &pm, const TangLowerCudaOptions &options) {
-  if (!llvm::is_contained({"isa", "bin", "fatbin"},
-                          options.format.getValue())) {
-    pm.addPass(createTangRejectOption(
-        {"tang-lower-cuda: format must be isa (PTX), bin (cubin) or fatbin, "
-         "got '" +
-         options.format.getValue() + "'"}));
-    return;
-  }
-  if (options.optLevel > 3) {
-    pm.addPass(createTangRejectOption(
-        {"tang-lower-cuda: opt-level must be 0 to 3, got " +
-         std::to_string(options.optLevel.getValue())}));
-    return;
-  }
+void mlir::tang::addTangCudaKernelForm(OpPassManager &pm,
+                                       const TangLowerCudaOptions &options) {
   // The device model: chip's facts as the module's tang.target (kept when
   // the module brings its own for that chip), read by the schedule and the
   // kernel form.
@@ -90,6 +76,25 @@ void mlir::tang::buildTangLowerCudaPipeline(
   pm.addPass(createConvertTangToGPU(kernelForm));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+}
+
+void mlir::tang::buildTangLowerCudaPipeline(
+    OpPassManager &pm, const TangLowerCudaOptions &options) {
+  if (!llvm::is_contained({"isa", "bin", "fatbin"},
+                          options.format.getValue())) {
+    pm.addPass(createTangRejectOption(
+        {"tang-lower-cuda: format must be isa (PTX), bin (cubin) or fatbin, "
+         "got '" +
+         options.format.getValue() + "'"}));
+    return;
+  }
+  if (options.optLevel > 3) {
+    pm.addPass(createTangRejectOption(
+        {"tang-lower-cuda: opt-level must be 0 to 3, got " +
+         std::to_string(options.optLevel.getValue())}));
+    return;
+  }
+  addTangCudaKernelForm(pm, options);
   // The kernel form -> NVVM (kernels only: the host sequence stays in the
   // kernel form, where the bundle exporter reads it).
   GpuNVVMAttachTargetOptions nvvmTarget;

@@ -1743,3 +1743,15 @@ def test_mock_capture_checks_indices(mock, tmp_path):
                   sizes={0: 1})
     g.close()
     b.close()
+
+
+@needs_cli
+def test_cli_refuses_bad_inputs_before_the_driver(tmp_path, no_driver):
+    """tang-cuda-run checks its inputs (dtype, order, truncation, presence)
+    and the manifest before it loads the driver: the same errors here as on
+    a GPU machine."""
+    from differential import check_input_errors
+    tang_bin = pathlib.Path(os.environ.get("TANG_BIN", ROOT / "build" / "bin"))
+    check_input_errors(tang_bin, "tang-lower-cuda", "ptx",
+                       lambda bundle, args: cli(bundle, *args),
+                       tmp_path, runs=False, options="format=isa")

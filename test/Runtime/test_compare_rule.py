@@ -6,7 +6,7 @@ interpreter has them."""
 import numpy as np
 import pytest
 
-from differential import compare
+from differential import assert_same_bits, compare
 
 PROGRAM = """\
 func.func @main(%x: tensor<64x32xf32>) -> tensor<64xf32> {
@@ -48,3 +48,33 @@ def test_nan_and_inf_where_the_interpreter_has_them(ref):
     want[2], want[9], want[11] = np.nan, np.inf, -np.inf
     out = want.astype(np.float32)
     compare("test", "rule", 0, SPEC, out, want, PROGRAM)
+
+
+def test_same_bits_passes_identical_runs(ref):
+    out = ref.astype(np.float32)
+    out[3] = np.nan
+    assert_same_bits("test", "rule", 0, out, out.copy())
+
+
+def test_same_bits_fails_one_ulp(ref):
+    out = ref.astype(np.float32)
+    again = out.copy()
+    again[17] = np.nextafter(again[17], np.float32(np.inf))
+    with pytest.raises(AssertionError, match="1 of 64 elements differ"):
+        assert_same_bits("test", "rule", 0, out, again)
+
+
+def test_same_bits_fails_nan_payload(ref):
+    out = ref.astype(np.float32)
+    out[5] = np.nan
+    again = out.copy()
+    again.view(np.uint32)[5] ^= 1  # another quiet NaN
+    assert np.isnan(again[5])
+    with pytest.raises(AssertionError, match="not the same run to run"):
+        assert_same_bits("test", "rule", 0, out, again)
+
+
+def test_same_bits_fails_other_shape(ref):
+    out = ref.astype(np.float32)
+    with pytest.raises(AssertionError, match="one run and"):
+        assert_same_bits("test", "rule", 0, out, out.reshape(8, 8))

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from differential import (CONSTANT_PROGRAM, SIZE_IN_BODY_PROGRAM, GATHER_PROGRAM, SCATTER_PROGRAM, CMPF_PROGRAM,  # noqa: E402
-                          check_functions, check_program, check_index_errors, check_size_errors,
+                          check_functions, check_program, check_index_errors, check_input_errors, check_size_errors,
                           lower_example, run)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -130,5 +130,11 @@ def test_host_reports_bad_inputs(backend, tmp_path):
 
 def test_host_refuses_ids_outside_the_table(backend, tmp_path):
     check_index_errors(TANG_BIN, "tang-lower-opencl", "opencl",
+                       lambda bundle, args: run([OCL_RUN, bundle, *args]),
+                       tmp_path)
+
+
+def test_host_refuses_bad_inputs_and_bundles(backend, tmp_path):
+    check_input_errors(TANG_BIN, "tang-lower-opencl", "opencl",
                        lambda bundle, args: run([OCL_RUN, bundle, *args]),
                        tmp_path)

@@ -35,7 +35,7 @@ import pytest
 
 from differential import (CONSTANT_PROGRAM, SIZE_IN_BODY_PROGRAM, GATHER_PROGRAM, SCATTER_PROGRAM, CMPF_PROGRAM,  # noqa: E402
                           INDEX_PROGRAM, check_functions, check_program,
-                          check_index_errors, check_size_errors, lower_example, run, run_vulkan,
+                          check_index_errors, check_input_errors, check_size_errors, lower_example, run, run_vulkan,
                           vulkan_backend)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -259,5 +259,11 @@ def test_host_refuses_bad_sizes(backend, tmp_path):
 
 def test_host_refuses_ids_outside_the_table(backend, tmp_path):
     check_index_errors(TANG_BIN, "tang-lower-spirv", "spirv",
+                       lambda bundle, args: run_vulkan([VK_RUN, bundle, *args]),
+                       tmp_path)
+
+
+def test_host_refuses_bad_inputs_and_bundles(backend, tmp_path):
+    check_input_errors(TANG_BIN, "tang-lower-spirv", "spirv",
                        lambda bundle, args: run_vulkan([VK_RUN, bundle, *args]),
                        tmp_path)

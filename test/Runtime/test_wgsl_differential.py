@@ -26,7 +26,7 @@ import pytest
 
 from differential import (CONSTANT_PROGRAM, SIZE_IN_BODY_PROGRAM, GATHER_PROGRAM, SCATTER_PROGRAM, CMPF_PROGRAM,  # noqa: E402
                           INDEX_PROGRAM, check_functions, check_program,
-                          check_index_errors, check_size_errors, lower_example, run)
+                          check_index_errors, check_input_errors, check_size_errors, lower_example, run)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TANG_BIN = pathlib.Path(os.environ.get("TANG_BIN", ROOT / "build" / "bin"))
@@ -206,5 +206,11 @@ def test_host_refuses_bad_sizes(backend, tmp_path):
 
 def test_host_refuses_ids_outside_the_table(backend, tmp_path):
     check_index_errors(TANG_BIN, "tang-lower-wgsl", "wgsl",
+                       lambda bundle, args: run([WGPU_RUN, bundle, *args]),
+                       tmp_path)
+
+
+def test_host_refuses_bad_inputs_and_bundles(backend, tmp_path):
+    check_input_errors(TANG_BIN, "tang-lower-wgsl", "wgsl",
                        lambda bundle, args: run([WGPU_RUN, bundle, *args]),
                        tmp_path)

@@ -75,6 +75,12 @@ struct TangLowerCudaOptions : public PassPipelineOptions<TangLowerCudaOptions> {
 void buildTangLowerCudaPipeline(OpPassManager &pm,
                                 const TangLowerCudaOptions &options);
 
+/// The first half of --tang-lower-cuda: the chip's tang.target, (fusion,)
+/// the schedule and the CUDA kernel form (gpu, scf, memref, nvgpu, nvvm
+/// ops in the kernels; host launches), canonicalised; no NVVM lowering.
+void addTangCudaKernelForm(OpPassManager &pm,
+                           const TangLowerCudaOptions &options);
+
 /// Options of --tang-lower-spirv.
 struct TangLowerSpirvOptions
     : public PassPipelineOptions<TangLowerSpirvOptions> {
