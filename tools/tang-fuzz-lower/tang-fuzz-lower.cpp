@@ -70,43 +70,29 @@ MLIRContext &getLoweringContext() {
   return *ctx;
 }
 
+using PipelineBuilder = std::function<void(OpPassManager &)>;
+
+/// A pipeline of `Options` (fusion on, the rest default) built by `build`.
+template <typename Options>
+PipelineBuilder withFusion(void (*build)(OpPassManager &, const Options &)) {
+  return [build](OpPassManager &pm) {
+    Options options;
+    options.fuse = true;
+    build(pm, options);
+  };
+}
+
 /// The pipelines, each building its passes into a fresh pass manager.
-const SmallVector<std::function<void(OpPassManager &)>> &getPipelines() {
-  static const auto *pipelines = [] {
-    auto *list = new SmallVector<std::function<void(OpPassManager &)>>();
-    list->push_back([](OpPassManager &pm) {
-      tang::TangLowerCOptions o;
-      o.fuse = true;
-      tang::buildTangLowerCPipeline(pm, o);
-    });
-    list->push_back([](OpPassManager &pm) {
-      tang::TangLowerOpenCLOptions o;
-      o.fuse = true;
-      tang::buildTangLowerOpenCLPipeline(pm, o);
-    });
-    list->push_back([](OpPassManager &pm) {
-      tang::TangLowerMetalOptions o;
-      o.fuse = true;
-      tang::buildTangLowerMetalPipeline(pm, o);
-    });
-    list->push_back([](OpPassManager &pm) {
-      tang::TangLowerWGSLOptions o;
-      o.fuse = true;
-      tang::buildTangLowerWGSLPipeline(pm, o);
-    });
-    list->push_back([](OpPassManager &pm) {
-      tang::TangLowerGLSLOptions o;
-      o.fuse = true;
-      tang::buildTangLowerGLSLPipeline(pm, o);
-    });
-    list->push_back([](OpPassManager &pm) {
-      tang::TangLowerCudaOptions o;
-      o.fuse = true;
-      tang::addTangCudaKernelForm(pm, o);
-    });
-    return list;
-  }();
-  return *pipelines;
+const SmallVector<PipelineBuilder> &getPipelines() {
+  static const SmallVector<PipelineBuilder> pipelines = {
+      withFusion(tang::buildTangLowerCPipeline),
+      withFusion(tang::buildTangLowerOpenCLPipeline),
+      withFusion(tang::buildTangLowerMetalPipeline),
+      withFusion(tang::buildTangLowerWGSLPipeline),
+      withFusion(tang::buildTangLowerGLSLPipeline),
+      withFusion(tang::addTangCudaKernelForm),
+  };
+  return pipelines;
 }
 
 } // namespace
