@@ -281,7 +281,8 @@ FlashConfig getFlashConfig(ComprehensionOp op, const FlashMatch &m,
   // persistent grid (the next tile's keys and values copied while the last
   // tile ends, the tiles' costs balanced over the blocks) unless warp
   // specialisation is off. Measured (H200, against one tile per block):
-  // causal L 2048 head 128 +12%, GQA +13%, L 512 +4-6%; without a mask
+  // causal L 2048 head 128 +12%, GQA +13%, L 512 +4-6%, L 8192 head 128
+  // +2% but head 64 3% slower (kept: one loss of ten); without a mask
   // 1.5-7% slower; head 192 spills, head 256 (64-key steps) 6% slower
   // (bench/results/2026-12-04-h200-session2.md).
   cfg.persistent =

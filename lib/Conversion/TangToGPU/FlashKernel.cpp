@@ -373,10 +373,10 @@ LogicalResult FlashEmitter::emit() {
     if (m.keyLimit) {
       // Key tiles wholly past the block's last row + c are masked: skipped.
       Value last = add(row0, cst(bm - 1 + *m.keyLimit));
-      Value tiles =
+      Value keyTiles =
           add(arith::FloorDivSIOp::create(b, loc, last, cst(bn)), cst(1));
       ub = arith::MinSIOp::create(
-          b, loc, ub, arith::MaxSIOp::create(b, loc, tiles, cst(0)));
+          b, loc, ub, arith::MaxSIOp::create(b, loc, keyTiles, cst(0)));
     }
     // Key tiles wholly inside the keys and (with a mask) wholly at or before
     // the block's first row + c need neither check: a first loop without
