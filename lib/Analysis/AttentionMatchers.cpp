@@ -136,6 +136,60 @@ std::optional<FlashMatch> mlir::tang::matchFlash(ComprehensionOp op,
   return m;
 }
 
+bool mlir::tang::isSharedByGroup(ReadOp read, Value index, int64_t g) {
+  AffineMap map = read.getMap();
+  MLIRContext *ctx = read.getContext();
+  SmallVector<AffineExpr> first;
+  for (int64_t c = 0; c < g; ++c) {
+    // The map with index = g * k + c (k in the index's place).
+    AffineMap at = map;
+    for (auto [pos, v] : llvm::enumerate(read.getIndices()))
+      if (v == index) {
+        AffineExpr dim = getAffineDimExpr(pos, ctx);
+        at =
+            at.replace(dim, dim * g + c, map.getNumDims(), map.getNumSymbols());
+      }
+    SmallVector<AffineExpr> results =
+        llvm::map_to_vector(at.getResults(), [&](AffineExpr e) {
+          return simplifyAffineExpr(e, map.getNumDims(), map.getNumSymbols());
+        });
+    if (c == 0)
+      first = std::move(results);
+    else if (results != first)
+      return false;
+  }
+  return true;
+}
+
+namespace {
+
+/// The rows per block of split online-softmax reduction `m`: the largest
+/// divisor g <= 8 of the extent of the index before the value column (g x
+/// dv <= 1024: the block's workgroup buffer) for which every read of a key
+/// is shared by g consecutive values of that index (isSharedByGroup); 1
+/// when no read of a key uses that index through a floordiv.
+int64_t getSharingGroup(ComprehensionOp op, const SplitSoftmaxMatch &m) {
+  if (m.d == 0)
+    return 1;
+  Value h = op.getIndex(m.d - 1);
+  int64_t extent = op.getExtent(m.d - 1);
+  SmallVector<ReadOp> keyReads;
+  op.getBodyBlock().walk([&](ReadOp read) {
+    if (readUses(read, m.j))
+      keyReads.push_back(read);
+  });
+  if (llvm::none_of(keyReads, [&](ReadOp r) { return readUses(r, h); }))
+    return 1;
+  for (int64_t g = std::min<int64_t>(8, extent); g > 1; --g)
+    if (extent % g == 0 && g * m.dv <= 1024 &&
+        llvm::all_of(keyReads,
+                     [&](ReadOp r) { return isSharedByGroup(r, h, g); }))
+      return g;
+  return 1;
+}
+
+} // namespace
+
 std::optional<SplitSoftmaxMatch>
 mlir::tang::matchSplitSoftmax(ComprehensionOp op, std::string &why) {
   auto fail = [&](const Twine &reason) -> std::optional<SplitSoftmaxMatch> {
@@ -171,6 +225,7 @@ mlir::tang::matchSplitSoftmax(ComprehensionOp op, std::string &why) {
     return fail("the value is not a read contiguous in the last index");
   if (dependsOn(yields[0], d, body))
     return fail("the score depends on the value column");
+  m.group = getSharingGroup(op, m);
   return m;
 }
 
@@ -179,8 +234,8 @@ int64_t mlir::tang::getSoftmaxSplits(ComprehensionOp op,
                                      int64_t smCount) {
   constexpr int64_t kMaxSplits = 64, kMinKeys = 64;
   int64_t blocks = 16 * std::max<int64_t>(smCount, 1);
-  int64_t splits =
-      std::clamp<int64_t>(llvm::divideCeil(blocks, m.rows), 1, kMaxSplits);
+  int64_t splits = std::clamp<int64_t>(
+      llvm::divideCeil(blocks, m.rows / m.group), 1, kMaxSplits);
   unsigned j = op.getNumParallel();
   if (!op.isSymbolicExtent(j))
     splits = std::clamp<int64_t>(llvm::divideCeil(op.getExtent(j), kMinKeys), 1,

@@ -110,12 +110,22 @@ bool isScoreSibling(ComprehensionOp op, ComprehensionOp sibling);
 /// code of the other indices and the key (decode attention over scores
 /// computed before, or in the body). Split over the keys among blocks, each
 /// block's partial carriers combined by the same monoid (flash-decoding).
+/// `group` consecutive rows (values of the index before d) read the same
+/// keys and values (grouped-query attention: the query heads of one
+/// key/value head): one block takes them together, each key and value
+/// loaded once for the group.
 struct SplitSoftmaxMatch {
-  unsigned d;   // The value-column index.
-  Value j;      // The key index (the op's reduced index).
-  int64_t dv;   // The value columns.
-  int64_t rows; // Points of the parallel indices but d.
+  unsigned d;        // The value-column index.
+  Value j;           // The key index (the op's reduced index).
+  int64_t dv;        // The value columns.
+  int64_t rows;      // Points of the parallel indices but d.
+  int64_t group = 1; // Rows per block, sharing every read of a key.
 };
+
+/// Whether `read` reads the same elements for the values g * k + c, c < g,
+/// of `index` (for every k): its map uses `index` only as `index floordiv
+/// n`, n a multiple of g, or not at all.
+bool isSharedByGroup(ReadOp read, Value index, int64_t g);
 
 /// `op` as a split online-softmax reduction (static parallel extents, the
 /// key extent static or symbolic); std::nullopt with `why` set otherwise.
@@ -123,7 +133,8 @@ std::optional<SplitSoftmaxMatch> matchSplitSoftmax(ComprehensionOp op,
                                                    std::string &why);
 
 /// The key splits of split online-softmax reduction `m` on a device of
-/// `smCount` multiprocessors: enough blocks (rows x splits) for sixteen per
+/// `smCount` multiprocessors: enough blocks (row groups x splits) for
+/// sixteen per
 /// multiprocessor (each warp's chain of dependent loads is short), at most
 /// 64 splits, and, with a static key extent, at least 64 keys per split
 /// (the kernel also gives each block at least 64 keys when the extent is

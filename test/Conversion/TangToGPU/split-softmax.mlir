@@ -5,13 +5,15 @@
 // online-softmax reduction, it runs split over its keys (flash-decoding):
 // blocks of 4 warps per (row, run of keys) write their carriers (max, sum,
 // weighted sum per value column) to a scratch buffer that a second kernel
-// combines, with the same launch for every context length. 4 rows on the
-// H200's 132 multiprocessors: 64 splits (at most).
+// combines, with the same launch for every context length. 4 rows, the 2
+// query heads of a key/value head taken by one block (each key loaded once
+// for both): 2 row groups on the H200's 132 multiprocessors, 64 splits (at
+// most).
 
 // CHECK-LABEL: func.func @main
 // CHECK: %[[SIZES:.*]] = memref.alloc() {tang.sizes_buffer} : memref<1xi32>
 // CHECK: %[[SCRATCH:.*]] = memref.alloc() : memref<4x64x16x3xf32>
-// CHECK: gpu.launch_func @tang_kernels::@main_k0 blocks in (%c64, %c4, %c1{{.*}}) threads in (%c128,
+// CHECK: gpu.launch_func @tang_kernels::@main_k0 blocks in (%c64, %c2, %c1{{.*}}) threads in (%c128,
 // CHECK-SAME: %[[SCRATCH]] : memref<4x64x16x3xf32>, %[[SIZES]] : memref<1xi32>)
 // CHECK: gpu.launch_func @tang_kernels::@main_k0_1
 // CHECK-SAME: %[[SCRATCH]] : memref<4x64x16x3xf32>, %[[SIZES]] : memref<1xi32>)
@@ -21,10 +23,15 @@
 // over a fixed grid (4 warps per block; 32 heads over block_y).
 // CHECK-LABEL: func.func @scores
 // CHECK: gpu.launch_func @tang_kernels::@scores_k0 blocks in (%c{{[0-9]+}}, %c32, %c1{{.*}}) threads in (%c128,
+// Grouped-query decode attention at head dimension 128 with bf16 caches
+// (@gqa below): 4 query heads per key/value head, 2 row groups, 64 splits.
+// CHECK-LABEL: func.func @gqa
+// CHECK: memref.alloc() : memref<8x64x128x3xf32>
+// CHECK: gpu.launch_func @tang_kernels::@gqa_k0 blocks in (%c64, %c2, %c1{{.*}}) threads in (%c128,
 // The partial kernel: the block's run of keys from the sizes buffer, 4
 // keys per warp and step, then the warps' carriers through workgroup
 // memory.
-// CHECK: gpu.func @main_k0({{.*}}%{{.*}}: memref<4x64x16x3xf32>, %{{.*}}: memref<1xi32>) workgroup(%{{.*}} : memref<4x16x3xf32, #gpu.address_space<workgroup>>)
+// CHECK: gpu.func @main_k0({{.*}}%{{.*}}: memref<4x64x16x3xf32>, %{{.*}}: memref<1xi32>) workgroup(%{{.*}} : memref<4x2x16x3xf32, #gpu.address_space<workgroup>>)
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c16
 // The score's dot product on the whole warp: lanes stride it, shuffles
 // sum.
@@ -40,6 +47,17 @@
 // CHECK: gpu.func @scores_k0(
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c{{[0-9]+}} {
 // CHECK: gpu.shuffle xor
+// The grouped kernel: per key, the key and value rows as vectors of 4
+// bf16 per lane (one load for the 4 heads of the group), 4 dot products
+// summed by shuffles, a maximum and sum per head for all its columns.
+// CHECK: gpu.func @gqa_k0({{.*}}workgroup(%{{.*}} : memref<4x4x128x3xf32, #gpu.address_space<workgroup>>)
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c16
+// CHECK-COUNT-1: vector.load %arg1[{{.*}}] {alignment = 8 : i64} : memref<2x256x128xbf16>, vector<4xbf16>
+// CHECK-NOT: vector.load %arg1
+// CHECK: vector.load %arg2[{{.*}}] {alignment = 8 : i64} : memref<2x256x128xbf16>, vector<4xbf16>
+// CHECK-NOT: vector.load %arg1
+// CHECK: vector.load %arg1[{{.*}}] {alignment = 8 : i64} : memref<2x256x128xbf16>, vector<4xbf16>
+// CHECK: gpu.barrier
 // PORTABLE-LABEL: func.func @main
 // PORTABLE-NOT: memref<4x64x16x3xf32>
 // PORTABLE: gpu.launch_func @tang_kernels::@main_k0 blocks
@@ -104,4 +122,45 @@ func.func @scores(%q: tensor<32x128xf32>, %K: tensor<8x256x128xbf16>, %pos: inde
     tang.yield %dot : f32
   }
   return %s : tensor<32x?xf32>
+}
+
+func.func @gqa(%q: tensor<8x128xf32>, %K: tensor<2x256x128xbf16>, %V: tensor<2x256x128xbf16>, %pos: index) -> tensor<8x128xf32> {
+  %c1 = arith.constant 1 : index
+  %len = arith.addi %pos, %c1 : index
+  %s = tang.comprehension (%h, %j) [8, %len] : tensor<8x?xf32> {
+    %dot = tang.comprehension reduce (%e) [128] monoid(add) : f32 {
+      %a = tang.read %q[%h, %e] : tensor<8x128xf32>
+      %b = tang.read %K[%h floordiv 4, %j, %e] : tensor<2x256x128xbf16>
+      %bf = arith.extf %b : bf16 to f32
+      %p = arith.mulf %a, %bf : f32
+      tang.yield %p : f32
+    }
+    %scale = arith.constant 0.0883883461 : f32
+    %r = arith.mulf %dot, %scale : f32
+    tang.yield %r : f32
+  }
+  %m = tang.comprehension (%h) reduce (%j) [8, %len] monoid(max) : tensor<8xf32> {
+    %x = tang.read %s[%h, %j] : tensor<8x?xf32>
+    tang.yield %x : f32
+  }
+  %z = tang.comprehension (%h) reduce (%j) [8, %len] monoid(add) : tensor<8xf32> {
+    %x = tang.read %s[%h, %j] : tensor<8x?xf32>
+    %mx = tang.read %m[%h] : tensor<8xf32>
+    %c = arith.subf %x, %mx : f32
+    %e = math.exp %c : f32
+    tang.yield %e : f32
+  }
+  %o = tang.comprehension (%h, %d) reduce (%j) [8, 128, %len] monoid(add) : tensor<8x128xf32> {
+    %x = tang.read %s[%h, %j] : tensor<8x?xf32>
+    %mx = tang.read %m[%h] : tensor<8xf32>
+    %c = arith.subf %x, %mx : f32
+    %e = math.exp %c : f32
+    %zz = tang.read %z[%h] : tensor<8xf32>
+    %w = arith.divf %e, %zz : f32
+    %v = tang.read %V[%h floordiv 4, %j, %d] : tensor<2x256x128xbf16>
+    %vf = arith.extf %v : bf16 to f32
+    %r = arith.mulf %w, %vf : f32
+    tang.yield %r : f32
+  }
+  return %o : tensor<8x128xf32>
 }

@@ -1,0 +1,195 @@
+"""Decode attention on the GPU at the Qwen3-8B shapes (bundles compiled
+here by bench/prepare_decode.py): one query per sequence and head (32
+heads over 8 key/value heads of dimension 128), attending over the first
+`context` positions of bf16 key/value caches, against PyTorch's SDPA
+backends on the same caches (bf16 query, grouped heads by enable_gqa), in
+one process.
+
+* Correctness: every element of tang's output (and each peer's) against a
+  float64 reference on the GPU, NaN-poisoned and sentinel-poisoned runs
+  giving the same bits.
+* Speed: each in a CUDA graph, interleaved rounds; also the key/value bytes
+  read per microsecond (GB/s) and the share of the copy floor.
+
+Writes decode.json (the common schema of bench/harness.py) into --out.
+Run on the GPU machine:  python3 bench/bench_decode.py --out DIR
+"""
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "python"))
+sys.path.insert(0, str(ROOT / "bench"))
+import harness  # noqa: E402
+import tang.cuda  # noqa: E402
+
+HEADS, KV_HEADS, HEAD_DIM = 32, 8, 128
+CONTEXTS = (1024, 4096, 8192)
+#: The copy rate the floor assumes (bench/results/memory_bound: device to
+#: device copy on the H200).
+COPY_GBS = 4.0e3
+
+
+def reference(q, kc, vc, context):
+    """float64 [B, H * Dh]: softmax(q k / sqrt(Dh)) v over the first
+    `context` positions, the scale as the program's f32 constant."""
+    B = q.shape[0]
+    g = HEADS // KV_HEADS
+    k = kc[:, :, :context].double().repeat_interleave(g, dim=1)
+    v = vc[:, :, :context].double().repeat_interleave(g, dim=1)
+    scale = float(torch.tensor(1.0 / math.sqrt(HEAD_DIM),
+                               dtype=torch.float32))
+    s = torch.einsum("bhd,bhcd->bhc", q.double(), k) * scale
+    return torch.einsum("bhc,bhcd->bhd", torch.softmax(s, -1), v).reshape(
+        B, HEADS * HEAD_DIM)
+
+
+def peers(q, kc, vc, context):
+    """[(name, fn)]: SDPA backends on a bf16 query and the caches' first
+    `context` positions (views, no copy); each returns [B, H * Dh]."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    B = q.shape[0]
+    qb = q.to(torch.bfloat16).unsqueeze(2)
+    k, v = kc[:, :, :context], vc[:, :, :context]
+    out = []
+    for be in (SDPBackend.FLASH_ATTENTION, SDPBackend.CUDNN_ATTENTION,
+               SDPBackend.EFFICIENT_ATTENTION):
+        def fn(be=be):
+            with sdpa_kernel(be):
+                return F.scaled_dot_product_attention(
+                    qb, k, v, enable_gqa=True).reshape(B, HEADS * HEAD_DIM)
+        out.append((f"sdpa_{be.name.lower()}", fn))
+    try:
+        from flash_attn import flash_attn_with_kvcache
+    except ImportError:
+        return out
+    # FlashAttention's decode kernel, on caches in its own layout [B, C,
+    # Hk, Dh] (copied once, outside the timing).
+    kt, vt = (t.transpose(1, 2).contiguous() for t in (k, v))
+    qt = qb.transpose(1, 2)
+    out.append(("flash_attn_kvcache", lambda: flash_attn_with_kvcache(
+        qt, kt, vt).reshape(B, HEADS * HEAD_DIM)))
+    return out
+
+
+def case_name(tag, batch, context):
+    return (f"decode-attn-b{batch}-ctx{context}"
+            + ("" if tag == "tang" else f"-{tag}"))
+
+
+def run_case(args, report, path, deadline, bundle, tag, batch, capacity,
+             context):
+    name = case_name(tag, batch, context)
+    harness.start_case(report, name, path)
+    res = harness.case_result(name)
+    kv_bytes = 2 * batch * KV_HEADS * context * HEAD_DIM * 2
+    res.update(batch=batch, context=context, kv_bytes=kv_bytes,
+               floor_ms=kv_bytes / COPY_GBS / 1e6,
+               flops=4 * batch * HEADS * context * HEAD_DIM)
+    gen = torch.Generator(device="cuda").manual_seed(batch * 100003 + context)
+    q = torch.randn(batch, HEADS, HEAD_DIM, device="cuda", generator=gen)
+    shape = (batch, KV_HEADS, capacity, HEAD_DIM)
+    kc = torch.randn(shape, device="cuda", generator=gen).to(torch.bfloat16)
+    vc = torch.randn(shape, device="cuda", generator=gen).to(torch.bfloat16)
+    o = torch.empty(batch, HEADS * HEAD_DIM, device="cuda")
+
+    def tang_run():
+        bundle.run("decode_attention", q, kc, vc, outputs=[o],
+                   sizes={3: context - 1})
+    ref = reference(q, kc, vc, context)
+    first, same = harness.poisoned_runs(torch, [o], tang_run)
+    tol = harness.Tolerance("f32", reduction=max(context, HEAD_DIM),
+                            roundings=1)
+    res["checks"].append(harness.check_tensor(first[0], ref, tol, "tang"))
+    if not harness.judge_checks(res, same):
+        harness.set_case(report, res, path)
+        return
+    contenders = [("tang", tang_run)] + peers(q, kc, vc, context)
+    # A peer is timed only when right: bf16 query and output.
+    ptol = harness.Tolerance("bf16", reduction=max(context, HEAD_DIM),
+                             roundings=3)
+    excluded, timed_fns = [], []
+    for pname, fn in contenders:
+        if pname != "tang":
+            try:
+                got = fn().float()
+            except Exception as e:  # a backend that refuses the shapes
+                res.setdefault("peer_errors", {})[pname] = harness.short(e)
+                continue
+            c = harness.check_tensor(got, ref, ptol, pname)
+            res["checks"].append(dict(c, ok=True, informational=True))
+            if not c["ok"]:
+                excluded.append(pname)
+        call, graphed, why = harness.try_graphed(torch, fn)
+        timed_fns.append((pname, call))
+    timed = harness.interleaved_rounds(
+        torch, timed_fns, rounds=harness.rounds_of(args, 5),
+        target_ms=harness.target_ms_of(args),
+        deadline=deadline.monotonic())
+    harness.record_timing(res, timed, excluded)
+    for pname, t in timed.items():
+        if t.get("ms"):
+            res.setdefault("gbs", {})[pname] = kv_bytes / t["ms"] / 1e6
+    if res.get("tang_ms"):
+        res["share_of_floor"] = res["floor_ms"] / res["tang_ms"]
+    harness.set_case(report, res, path)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--tags", nargs="*", default=None,
+                    help="the bundles' tags to time (default: every one)")
+    harness.add_common_args(ap, default_rounds=7)
+    args = ap.parse_args()
+    deadline = harness.Deadline(args.deadline)
+    t_start = time.monotonic()
+    out_dir = Path(args.out) if args.out else harness.out_dir("bench-out")
+    listing_path = ROOT / "gpu-work" / "decode" / "bundles.json"
+    if not listing_path.exists():
+        print("no decode bundles: run bench/prepare_decode.py here and "
+              "carry gpu-work/decode", file=sys.stderr)
+        return 2
+    listing = json.loads(listing_path.read_text())
+    bundles = {n: b for n, b in listing["bundles"].items()
+               if args.tags is None or b["tag"] in args.tags}
+    report = harness.new_report("decode", torch, settings={
+        "rounds": harness.rounds_of(args, 5), "quick": args.quick,
+        "target_ms": harness.target_ms_of(args), "capacity":
+        listing["capacity"], "shape": "Qwen3-8B: 32 query heads, 8 "
+        "key/value heads, head dim 128, bf16 caches, f32 query and output"})
+    path = out_dir / "decode.json"
+    tags = sorted({b["tag"] for b in bundles.values()})
+    names = []
+    for n, b in bundles.items():
+        names += [case_name(b["tag"], b["batch"], c) for c in CONTEXTS]
+    harness.prelist(report, names)
+    harness.write_report(report, path)
+    for n, b in sorted(bundles.items(), key=lambda kv: kv[1]["batch"]):
+        bundle = tang.cuda.Bundle(ROOT / b["dir"] / "bundle")
+        for c in CONTEXTS:
+            if deadline.passed(20):
+                break
+            run_case(args, report, path, deadline, bundle, b["tag"],
+                     b["batch"], listing["capacity"], c)
+            torch.cuda.empty_cache()
+    report["settings"]["tags"] = tags
+    harness.finish_report(report, t_start)
+    harness.write_report(report, path)
+    for c in report["cases"]:
+        print(f"{c['case']:26s} {c['status']:10s} tang {c.get('tang_ms')} "
+              f"best {c.get('best_peer')} {c.get('peers')} ratio "
+              f"{c.get('ratio')} gbs {c.get('gbs')} {c.get('note', '')}",
+              flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,80 @@
+#!/usr/bin/python3
+"""Compiles decode attention at the Qwen3-8B shapes (the model's own
+attention, tang.models.qwen3._attend: 32 query heads over 8 key/value heads
+of dimension 128, bf16 caches, the context length a size) for CUDA, here,
+for bench/bench_decode.py on the GPU: one bundle per batch size, listed in
+gpu-work/decode/bundles.json.
+
+Usage: /usr/bin/python3 bench/prepare_decode.py [--batches 1 4 16]
+           [--capacity 8320] [--tag NAME] [--options OPTS]
+
+--tag NAME lists the bundles under NAME (default "tang"), so a second
+compiler build (or other --tang-lower-cuda options) can be timed beside the
+first: bench_decode.py times every tag.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+WORK = ROOT / "gpu-work" / "decode"
+
+
+def program(cfg, batch, capacity):
+    """(q [B, H, Dh] f32, kcache, vcache [B, Hk, C, Dh] bf16, pos) ->
+    o [B, H * Dh] f32: each query attends over cache positions 0..pos."""
+    sys.path.insert(0, str(ROOT / "python"))
+    from tang import lang as t
+    from tang.lang import f32
+    from tang.models import qwen3
+
+    def decode_attention(q, kcache, vcache, pos):
+        o = qwen3._attend(
+            cfg, q, lambda b, g, j, e: kcache[b, g, j, e].astype(f32),
+            lambda b, g, j, e: vcache[b, g, j, e].astype(f32), pos + 1)
+        # A function returns tensors: the [B, H * Dh] view, as one.
+        return t.compute(o.shape, lambda r, c: o[r, c])
+    cache = cfg.dtype[(batch, cfg.kv_heads, capacity, cfg.head_dim)]
+    return t.Function(decode_attention, name="decode_attention",
+                      arg_types=[f32[(batch, cfg.heads, cfg.head_dim)],
+                                 cache, cache, t.size])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--batches", type=int, nargs="*", default=[1, 4, 16])
+    ap.add_argument("--capacity", type=int, default=8320,
+                    help="cache positions (default 8320: contexts to 8192)")
+    ap.add_argument("--tag", default="tang")
+    ap.add_argument("--options", default="",
+                    help="added --tang-lower-cuda options")
+    args = ap.parse_args()
+    WORK.mkdir(parents=True, exist_ok=True)
+    os.environ["TANG_CACHE_DIR"] = str(WORK / "cache")
+    sys.path.insert(0, str(ROOT / "python"))
+    import tang
+    from tang.models import qwen3
+    cfg = qwen3.QWEN3_8B
+    path = WORK / "bundles.json"
+    listing = json.loads(path.read_text()) if path.exists() else {}
+    if listing.get("capacity") != args.capacity:
+        listing = {"capacity": args.capacity, "bundles": {}}
+    for b in args.batches:
+        t0 = time.time()
+        compiled = tang.compile(program(cfg, b, args.capacity),
+                                target="cuda", options=args.options)
+        listing["bundles"][f"{args.tag}-b{b}"] = {
+            "tag": args.tag, "batch": b, "options": args.options,
+            "dir": str(compiled.directory.relative_to(ROOT))}
+        print(f"[prepare_decode] {args.tag} batch {b}: "
+              f"{time.time() - t0:.1f} s", flush=True)
+    path.write_text(json.dumps(listing, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

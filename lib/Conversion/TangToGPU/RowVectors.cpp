@@ -1,0 +1,240 @@
+//===- RowVectors.cpp - vector loads along a row ----------------*- C++ -*-===//
+//
+// Body operations emitted for runs of a row index with the reads along it
+// loaded as vectors, the per-thread partial reductions built on them, and
+// the warp combine (RowVectors.h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "RowVectors.h"
+#include "Tang/Analysis/KernelMatchers.h"
+
+#include "mlir/Dialect/Affine/Utils.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "llvm/Support/MathExtras.h"
+
+using namespace mlir;
+using namespace mlir::tang;
+
+/// Combines each lane's `carrier` across its warp (32 lanes); every lane
+/// gets the warp's carrier. The butterfly runs from the nearest partner out
+/// (offsets 1, 2, ..., 16): after the step of offset o, every lane holds
+/// the combination of its aligned group of 2o lanes. For a monoid that is
+/// not commutative the lane whose bit o is set puts its partner's carrier
+/// (the earlier lanes') first, so each group is combined in lane order.
+SmallVector<Value> mlir::tang::emitWarpCombine(OpBuilder &b, Location loc,
+                                               const MonoidCodegen &monoid,
+                                               SmallVector<Value> c,
+                                               Value lane) {
+  bool ordered = !monoid.isCommutative();
+  for (int32_t off = 1; off <= 16; off *= 2) {
+    SmallVector<Value> other;
+    for (Value v : c)
+      other.push_back(
+          gpu::ShuffleOp::create(b, loc, v, off, 32, gpu::ShuffleMode::XOR)
+              .getShuffleResult());
+    if (!ordered) {
+      c = monoid.combine(b, loc, c, other);
+      continue;
+    }
+    Value bit = arith::AndIOp::create(
+        b, loc, lane, arith::ConstantIndexOp::create(b, loc, off));
+    Value later =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, bit,
+                              arith::ConstantIndexOp::create(b, loc, 0));
+    SmallVector<Value> first, second;
+    for (auto [mine, theirs] : llvm::zip(c, other)) {
+      first.push_back(arith::SelectOp::create(b, loc, later, theirs, mine));
+      second.push_back(arith::SelectOp::create(b, loc, later, mine, theirs));
+    }
+    c = monoid.combine(b, loc, first, second);
+  }
+  return c;
+}
+
+/// Whether `e` uses dimension `pos` (d) only as `d floordiv c` with `c` a
+/// multiple of `v`: constant over runs of `v` values of d that start at
+/// multiples of `v`.
+static bool isConstantOverRuns(AffineExpr e, unsigned pos, int64_t v) {
+  if (!e.isFunctionOfDim(pos))
+    return true;
+  auto bin = dyn_cast<AffineBinaryOpExpr>(e);
+  if (!bin)
+    return false; // d itself.
+  auto c = dyn_cast<AffineConstantExpr>(bin.getRHS());
+  if (bin.getKind() == AffineExprKind::FloorDiv && c && c.getValue() > 0 &&
+      c.getValue() % v == 0 &&
+      bin.getLHS() == getAffineDimExpr(pos, e.getContext()))
+    return true;
+  if (bin.getKind() == AffineExprKind::FloorDiv ||
+      bin.getKind() == AffineExprKind::Mod ||
+      bin.getKind() == AffineExprKind::CeilDiv)
+    return false;
+  return isConstantOverRuns(bin.getLHS(), pos, v) &&
+         isConstantOverRuns(bin.getRHS(), pos, v);
+}
+
+/// Whether `read` can be loaded `v` elements at a time along `row`, from a
+/// multiple of `v`: its last coordinate is the row index plus multiples of
+/// `v`, or the row index modulo a multiple of `v` (a row of heads read as
+/// one: o[(k floordiv 128), k mod 128]); its other coordinates do not
+/// change over such runs; and rows of its tensor start at multiples of `v`
+/// elements.
+bool mlir::tang::isVectorizable(ReadOp read, Value row, int64_t v) {
+  AffineMap map = read.getMap();
+  auto type = cast<RankedTensorType>(read.getTensor().getType());
+  // A padded read is guarded per element; a tensor with a `?` dimension is
+  // a flat buffer indexed through the sizes.
+  if (map.getNumResults() == 0 || !type.hasStaticShape() ||
+      type.getShape().back() % v != 0 || read.getFill())
+    return false;
+  auto pos = llvm::find(read.getIndices(), row) - read.getIndices().begin();
+  if (pos == static_cast<long>(read.getIndices().size()))
+    return false;
+  // The last coordinate is the row index plus terms that are multiples of
+  // v (a column offset: SwiGLU's gate reads columns f and ffn + f).
+  AffineExpr dim =
+      getAffineDimExpr(static_cast<unsigned>(pos), read.getContext());
+  AffineExpr last = map.getResults().back();
+  AffineExpr rest = simplifyAffineExpr(
+      last.replace(dim, getAffineConstantExpr(0, read.getContext())),
+      map.getNumDims(), 0);
+  bool offset = simplifyAffineExpr(last - rest, map.getNumDims(), 0) == dim &&
+                isSumOfMultiples(rest, v);
+  auto bin = dyn_cast<AffineBinaryOpExpr>(last);
+  auto modulus =
+      bin ? dyn_cast<AffineConstantExpr>(bin.getRHS()) : AffineConstantExpr();
+  bool wrapped = bin && bin.getKind() == AffineExprKind::Mod &&
+                 bin.getLHS() == dim && modulus && modulus.getValue() > 0 &&
+                 modulus.getValue() % v == 0;
+  if (!offset && !wrapped)
+    return false;
+  return llvm::all_of(map.getResults().drop_back(), [&](AffineExpr e) {
+    return isConstantOverRuns(e, static_cast<unsigned>(pos), v);
+  });
+}
+
+/// Emits `ops` (operations of a body, in order) `v` times, for row index
+/// values `base + e`, e < v. Reads whose last coordinate is the row index
+/// are loaded once, as one vector of `v` elements at `base` (16 bytes for
+/// the schedule's vector width); the others are emitted per element.
+/// `each(b, e)` runs after each evaluation, with `mapping` holding its
+/// values.
+LogicalResult
+mlir::tang::emitUnrolled(OpBuilder &b, Location loc, ArrayRef<Operation *> ops,
+                         Value row, Value base, int64_t v, IRMapping &mapping,
+                         IRMapping &tensors, BodyEmitter &emitter,
+                         llvm::function_ref<void(OpBuilder &, int64_t)> each,
+                         RowCache *cache, int64_t iteration) {
+  llvm::DenseMap<Operation *, Value> vectors;
+  for (Operation *op : ops) {
+    auto read = dyn_cast<ReadOp>(op);
+    if (!read || !isVectorizable(read, row, v))
+      continue;
+    if (cache) {
+      Value cached = cache->lookup(read, row, iteration, mapping);
+      if (cached && cast<VectorType>(cached.getType()).getNumElements() == v) {
+        vectors[op] = cached;
+        continue;
+      }
+    }
+    SmallVector<Value> operands =
+        llvm::map_to_vector(read.getIndices(), [&](Value i) {
+          return i == row ? base : mapping.lookup(i);
+        });
+    std::optional<SmallVector<Value, 8>> coords =
+        affine::expandAffineMap(b, loc, read.getMap(), operands);
+    Type elem = read.getType();
+    int64_t bytes = v * std::max<int64_t>(1, elem.getIntOrFloatBitWidth() / 8);
+    // Vectors of up to 16 bytes start at multiples of their size; wider
+    // ones (8 f32 beside 8 bf16) at multiples of 16 bytes at least.
+    vectors[op] = vector::LoadOp::create(
+        b, loc, VectorType::get({v}, elem), tensors.lookup(read.getTensor()),
+        *coords, /*nontemporal=*/false,
+        llvm::MaybeAlign(
+            llvm::isPowerOf2_64(bytes) ? std::min<int64_t>(bytes, 16) : 0));
+    if (cache)
+      cache->insert(read, row, iteration, mapping, vectors[op]);
+  }
+  for (int64_t e = 0; e < v; ++e) {
+    Value idx =
+        e == 0 ? base
+               : arith::AddIOp::create(
+                     b, loc, base, arith::ConstantIndexOp::create(b, loc, e))
+                     .getResult();
+    mapping.map(row, idx);
+    for (Operation *op : ops) {
+      if (Value vec = vectors.lookup(op)) {
+        Value x = vector::ExtractOp::create(b, loc, vec, e);
+        Type ct = getComputeType(x.getType());
+        if (ct != x.getType())
+          x = arith::ExtFOp::create(b, loc, ct, x);
+        mapping.map(op->getResult(0), x);
+        continue;
+      }
+      if (failed(emitter.emit(b, op, mapping)))
+        return failure();
+    }
+    each(b, e);
+  }
+  return success();
+}
+
+/// Each thread's partial carrier of a one-index reduction `red` along its
+/// index, `v` elements at a time: the thread covers elements
+/// [tid * v, tid * v + v) + k * threads * v. Strided: for commutative
+/// monoids only (the others go through emitPartialReduction).
+FailureOr<SmallVector<Value>> mlir::tang::emitVectorPartial(
+    OpBuilder &b, Location loc, ComprehensionOp red, ArrayRef<Operation *> ops,
+    Value row, int64_t extent, const MonoidCodegen &mc, Value tid,
+    int64_t threads, int64_t v, IRMapping &mapping, IRMapping &tensors,
+    BodyEmitter &emitter, RowCache *cache) {
+  assert(mc.isCommutative() && "a strided partial reorders the reduction");
+  Value start = arith::MulIOp::create(
+      b, loc, tid, arith::ConstantIndexOp::create(b, loc, v));
+  int64_t trips = extent / (threads * v);
+  if (cache && trips <= kMaxRowTrips) {
+    // Unrolled: the row's vectors stay in registers for later passes.
+    SmallVector<Value> carrier = mc.identity(b, loc);
+    for (int64_t it = 0; it < trips; ++it) {
+      Value base = arith::AddIOp::create(
+          b, loc, start,
+          arith::ConstantIndexOp::create(b, loc, it * threads * v));
+      if (failed(emitUnrolled(
+              b, loc, ops, row, base, v, mapping, tensors, emitter,
+              [&](OpBuilder &eb, int64_t) {
+                SmallVector<Value> yields = llvm::map_to_vector(
+                    red.getYield().getValues(),
+                    [&](Value y) { return mapping.lookupOrDefault(y); });
+                carrier = mc.accumulate(eb, loc, carrier, yields);
+              },
+              cache, it)))
+        return failure();
+    }
+    return carrier;
+  }
+  Value ub = arith::ConstantIndexOp::create(b, loc, extent);
+  Value step = arith::ConstantIndexOp::create(b, loc, threads * v);
+  bool failedBody = false;
+  auto loop = scf::ForOp::create(
+      b, loc, start, ub, step, mc.identity(b, loc),
+      [&](OpBuilder &ob, Location, Value base, ValueRange iter) {
+        SmallVector<Value> carrier(iter);
+        if (failed(emitUnrolled(
+                ob, loc, ops, row, base, v, mapping, tensors, emitter,
+                [&](OpBuilder &eb, int64_t) {
+                  SmallVector<Value> yields = llvm::map_to_vector(
+                      red.getYield().getValues(),
+                      [&](Value y) { return mapping.lookupOrDefault(y); });
+                  carrier = mc.accumulate(eb, loc, carrier, yields);
+                })))
+          failedBody = true;
+        scf::YieldOp::create(ob, loc, carrier);
+      });
+  if (failedBody)
+    return failure();
+  return SmallVector<Value>(loop.getResults());
+}
