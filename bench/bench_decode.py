@@ -13,6 +13,9 @@ one process.
 
 Writes decode.json (the common schema of bench/harness.py) into --out.
 Run on the GPU machine:  python3 bench/bench_decode.py --out DIR
+For a profiler, --profile BATCH CONTEXT runs that bundle three times:
+  ncu --section SpeedOfLight --section WarpStateStats -k regex:k0$ \
+      -c 1 -s 1 python3 bench/bench_decode.py --profile 16 4096
 """
 
 import argparse
@@ -143,12 +146,33 @@ def run_case(args, report, path, deadline, bundle, tag, batch, capacity,
     harness.set_case(report, res, path)
 
 
+def profile(batch, context):
+    listing = json.loads((ROOT / "gpu-work" / "decode" / "bundles.json")
+                         .read_text())
+    b = listing["bundles"][f"tang-b{batch}"]
+    bundle = tang.cuda.Bundle(ROOT / b["dir"] / "bundle")
+    shape = (batch, KV_HEADS, listing["capacity"], HEAD_DIM)
+    q = torch.randn(batch, HEADS, HEAD_DIM, device="cuda")
+    kc = torch.randn(shape, device="cuda").to(torch.bfloat16)
+    vc = torch.randn(shape, device="cuda").to(torch.bfloat16)
+    o = torch.empty(batch, HEADS * HEAD_DIM, device="cuda")
+    for _ in range(3):
+        bundle.run("decode_attention", q, kc, vc, outputs=[o],
+                   sizes={3: context - 1})
+    torch.cuda.synchronize()
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tags", nargs="*", default=None,
                     help="the bundles' tags to time (default: every one)")
+    ap.add_argument("--profile", nargs=2, type=int, metavar=("BATCH", "CTX"),
+                    help="only run that bundle three times (for ncu)")
     harness.add_common_args(ap, default_rounds=7)
     args = ap.parse_args()
+    if args.profile:
+        return profile(*args.profile)
     deadline = harness.Deadline(args.deadline)
     t_start = time.monotonic()
     out_dir = Path(args.out) if args.out else harness.out_dir("bench-out")

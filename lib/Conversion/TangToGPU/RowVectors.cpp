@@ -19,18 +19,19 @@
 using namespace mlir;
 using namespace mlir::tang;
 
-/// Combines each lane's `carrier` across its warp (32 lanes); every lane
-/// gets the warp's carrier. The butterfly runs from the nearest partner out
-/// (offsets 1, 2, ..., 16): after the step of offset o, every lane holds
+/// Combines each lane's `carrier` across its warp (32 lanes), or across
+/// each aligned group of `width` lanes; every lane gets its group's
+/// carrier. The butterfly runs from the nearest partner out (offsets 1, 2,
+/// ..., width / 2): after the step of offset o, every lane holds
 /// the combination of its aligned group of 2o lanes. For a monoid that is
 /// not commutative the lane whose bit o is set puts its partner's carrier
 /// (the earlier lanes') first, so each group is combined in lane order.
 SmallVector<Value> mlir::tang::emitWarpCombine(OpBuilder &b, Location loc,
                                                const MonoidCodegen &monoid,
-                                               SmallVector<Value> c,
-                                               Value lane) {
+                                               SmallVector<Value> c, Value lane,
+                                               int32_t width) {
   bool ordered = !monoid.isCommutative();
-  for (int32_t off = 1; off <= 16; off *= 2) {
+  for (int32_t off = 1; off < width; off *= 2) {
     SmallVector<Value> other;
     for (Value v : c)
       other.push_back(

@@ -65,11 +65,13 @@ struct RowCache {
 /// Trip counts up to this are unrolled so that a row stays in registers.
 constexpr int64_t kMaxRowTrips = 4;
 
-/// Combines each lane's `carrier` across its warp (32 lanes); every lane
-/// gets the warp's carrier (RowVectors.cpp says in which order).
+/// Combines each lane's `carrier` across its warp (32 lanes), or across
+/// each aligned group of `width` lanes (a power of two); every lane gets
+/// its group's carrier (RowVectors.cpp says in which order).
 SmallVector<Value> emitWarpCombine(OpBuilder &b, Location loc,
                                    const MonoidCodegen &monoid,
-                                   SmallVector<Value> c, Value lane);
+                                   SmallVector<Value> c, Value lane,
+                                   int32_t width = 32);
 
 /// Whether `read` can be loaded `v` elements at a time along `row`, from a
 /// multiple of `v` (RowVectors.cpp says when).

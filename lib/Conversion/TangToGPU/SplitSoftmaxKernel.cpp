@@ -13,24 +13,31 @@
 //    (grid: splits x row groups). A block takes a group of rows that read
 //    the same keys and values (SplitSoftmaxMatch::group: the query heads of
 //    one key/value head), each key and value vector loaded once for them.
-//    A warp takes every 4th key of its block's run, 4 keys per step (their
-//    scores and value rows loaded before any is used); a dot product in
-//    the score runs on the whole warp, lanes taking runs of up to 8
-//    elements as vectors, shuffles summing; lane l holds each row's
-//    maximum, sum and value columns [l v, l v + v) + 32 v k as vectors of
-//    v; the warps' carriers are combined through workgroup memory and
-//    the block's carrier per row and column is written to a scratch buffer
-//    [rows, splits, columns, carrier];
+//    A key's value columns go to a set of as few lanes as 16-byte vectors
+//    allow (a 128-column bf16 value: 16 lanes of 8 columns, so a warp
+//    takes two keys at once); the block's key sets take its run's keys in
+//    turn, 4 each per step, their loads in flight together. A dot product
+//    in the score runs on the key's lanes (vectors of up to 8, shuffles
+//    summing). Each lane holds, per row, the maximum, the sum and its
+//    value columns; a step's keys join them at once (the maximum over
+//    them first, then one rescaling: the monoid's combine), the run's last
+//    few a key at a time (its accumulate). The sets' carriers are combined
+//    by shuffles, the warps' through workgroup memory, and the block's per
+//    row and column written to a scratch buffer [rows, splits, columns,
+//    carrier];
 //  * a thread per (row, column) combines the carriers of the splits that
 //    had keys, in split order, and writes the finalised value. (Keys are
-//    interleaved among a block's warps: the monoid must be commutative,
+//    interleaved among a block's key sets: the monoid must be commutative,
 //    as online_softmax is; rounding differs from the interpreter's order.)
 //
-// Both combine with the monoid's own code (MonoidCodegen): the partial
-// states are combined by the same monoid, so masked keys, empty splits and
-// infinities mean what they mean in the interpreter. Symbolic key extents
-// are read from the sizes buffer: one launch (and one CUDA graph) serves
-// every context length, blocks past the keys doing nothing.
+// Both combine with the monoid's own code (the builtin online_softmax's:
+// the kernel keeps one maximum and sum per row): the partial states are
+// combined by the same monoid, so masked keys, empty splits and -inf
+// scores mean what they mean in the interpreter (a +inf score gives NaN,
+// as the monoid's combine does, where the interpreter's key-by-key
+// accumulate can give a number). Symbolic key extents are read from the
+// sizes buffer: one launch (and one CUDA graph) serves every context
+// length, blocks past the keys doing nothing.
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,6 +48,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "llvm/ADT/SetVector.h"
@@ -53,7 +61,7 @@ namespace {
 
 /// Warps per block of the partial kernel.
 constexpr int64_t kWarps = 4;
-/// Keys per warp per step.
+/// Keys per key set per step.
 constexpr int64_t kUnroll = 4;
 /// Keys per block at least.
 constexpr int64_t kMinKeys = kWarps * kUnroll * 4;
@@ -96,18 +104,22 @@ private:
   /// no dependence on the value column (the score's dot product).
   bool isWarpReduction(ComprehensionOp red,
                        const llvm::SetVector<Operation *> &columnOps);
-  /// `red` on the warp: lane l takes runs of `v` indices from l * v, 32 v
+  /// `red` on the key's lanes (layout.lanes of them; `lane` is the index
+  /// among them): lane l takes runs of `v` indices from l * v, lanes x v
   /// apart, loading them as vectors (shared through `cache`), or, when the
-  /// extent is not a multiple of 32 v for any v > 1, indices l, l + 32,
-  /// ...; the lanes' carriers combined by xor shuffles; maps its results
-  /// in `mapping` (every lane gets them).
+  /// extent is not a multiple of lanes x v for any v > 1, indices l, l +
+  /// lanes, ...; the lanes' carriers combined by xor shuffles; maps its
+  /// results in `mapping` (every lane gets them).
   LogicalResult emitWarpReduction(OpBuilder &b, BodyEmitter &emitter,
                                   ComprehensionOp red, Value lane,
                                   IRMapping &mapping, RowCache &cache);
-  /// The value columns a lane loads at once: 16 bytes of the value read at
-  /// most, a run of 32 runs no wider than the columns, or 1 when the read
-  /// is not contiguous in runs of that width.
-  int64_t getValueVector();
+  /// How a key's lanes hold its value columns: `lanes` lanes (a power of
+  /// two dividing 32: a warp takes 32 / lanes keys at once) of `vector`
+  /// columns at a time, `runs` runs of them (SplitSoftmaxKernel.cpp).
+  struct LaneLayout {
+    int64_t lanes, vector, runs;
+  };
+  LaneLayout getLaneLayout();
   /// The keys (n) and the keys per block (chunk): ceil(n / splits), at
   /// least kMinKeys (a short context on few blocks, the others done at
   /// once).
@@ -131,6 +143,7 @@ private:
   Location loc;
   const MonoidCodegen &monoid;
   int64_t carrierSize;
+  LaneLayout layout;
 };
 
 bool SplitSoftmaxEmitter::isWarpReduction(
@@ -150,9 +163,9 @@ SplitSoftmaxEmitter::emitWarpReduction(OpBuilder &b, BodyEmitter &emitter,
   FailureOr<MonoidCodegen> mc = MonoidCodegen::get(red);
   if (failed(mc))
     return failure();
-  int64_t extent = red.getExtent(0);
+  int64_t extent = red.getExtent(0), lanes = layout.lanes;
   int64_t v = 8;
-  while (v > 1 && extent % (32 * v) != 0)
+  while (v > 1 && extent % (lanes * v) != 0)
     v /= 2;
   FailureOr<SmallVector<Value>> partial;
   if (v > 1) {
@@ -161,28 +174,35 @@ SplitSoftmaxEmitter::emitWarpReduction(OpBuilder &b, BodyEmitter &emitter,
                             [](Operation &o) { return &o; });
     partial =
         emitVectorPartial(b, loc, red, ops, red.getIndex(0), extent, *mc, lane,
-                          32, v, mapping, r.tensors, emitter, &cache);
+                          lanes, v, mapping, r.tensors, emitter, &cache);
   } else {
     partial = emitter.emitStridedReduction(b, red, mapping, *mc, lane,
-                                           cst(b, extent), cst(b, 32));
+                                           cst(b, extent), cst(b, lanes));
   }
   if (failed(partial))
     return failure();
-  SmallVector<Value> total = emitWarpCombine(b, loc, *mc, *partial, lane);
+  SmallVector<Value> total =
+      emitWarpCombine(b, loc, *mc, *partial, lane, static_cast<int32_t>(lanes));
   for (auto [r, v] : llvm::zip(red.getResults(), mc->finalize(b, loc, total)))
     mapping.map(r, v);
   return success();
 }
 
-int64_t SplitSoftmaxEmitter::getValueVector() {
+/// A key's value columns go to as few lanes as 16-byte vectors allow (for
+/// a 128-column bf16 value, 16 lanes of 8 columns: a warp takes two keys at
+/// once), at least one and at most 32; the vectors narrower where the read
+/// is not contiguous in runs of that width.
+SplitSoftmaxEmitter::LaneLayout SplitSoftmaxEmitter::getLaneLayout() {
   auto read =
       stripExtensions(op.getYield().getValues()[1]).getDefiningOp<ReadOp>();
   int64_t bytes =
       std::max<int64_t>(1, read.getType().getIntOrFloatBitWidth() / 8);
-  int64_t v = std::min<int64_t>(16 / bytes, m.dv / 32);
+  int64_t v = std::max<int64_t>(1, 16 / bytes);
   while (v > 1 && (m.dv % v != 0 || !isVectorizable(read, op.getIndex(m.d), v)))
     v /= 2;
-  return std::max<int64_t>(v, 1);
+  int64_t lanes = std::min<int64_t>(
+      32, static_cast<int64_t>(llvm::PowerOf2Ceil(llvm::divideCeil(m.dv, v))));
+  return {lanes, v, static_cast<int64_t>(llvm::divideCeil(m.dv, lanes * v))};
 }
 
 std::pair<Value, Value> SplitSoftmaxEmitter::emitChunk(OpBuilder &b,
@@ -240,8 +260,14 @@ LogicalResult SplitSoftmaxEmitter::emitPartial(Value scratch) {
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   Value split = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
   Value groupRow = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+  // A warp's keys go to sets of layout.lanes lanes: `keyLane` is a lane's
+  // index in its set, `taker` the set's among the block's takers.
+  layout = getLaneLayout();
+  int64_t perWarp = 32 / layout.lanes, takers = kWarps * perWarp;
   Value lane = arith::RemUIOp::create(b, loc, tid, cst(b, 32));
   Value warp = arith::DivUIOp::create(b, loc, tid, cst(b, 32));
+  Value keyLane = arith::RemUIOp::create(b, loc, tid, cst(b, layout.lanes));
+  Value taker = arith::DivUIOp::create(b, loc, tid, cst(b, layout.lanes));
   // Row c of the group: the group's indices, the one before d (h) at
   // group * k + c.
   IRMapping groupPoint;
@@ -277,16 +303,15 @@ LogicalResult SplitSoftmaxEmitter::emitPartial(Value scratch) {
   Value scoreYield = op.getYield().getValues()[0];
   Value valueYield = op.getYield().getValues()[1];
 
-  // Lane l's value columns: runs of `v` from l * v, 32 v apart (column 0
-  // stands in past the last, and nothing is stored for it).
-  int64_t v = getValueVector();
-  int64_t runs = llvm::divideCeil(m.dv, 32 * v);
+  // Key lane l's value columns: runs of `v` from l * v, lanes x v apart
+  // (column 0 stands in past the last, and nothing is stored for it).
+  int64_t v = layout.vector, runs = layout.runs;
   int64_t perLane = runs * v;
   SmallVector<Value> runStart, runOk;
   for (int64_t t = 0; t < runs; ++t) {
     Value c = arith::AddIOp::create(
-        b, loc, arith::MulIOp::create(b, loc, lane, cst(b, v)),
-        cst(b, 32 * v * t));
+        b, loc, arith::MulIOp::create(b, loc, keyLane, cst(b, v)),
+        cst(b, layout.lanes * v * t));
     Value ok = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, c,
                                      cst(b, m.dv));
     runOk.push_back(ok);
@@ -302,92 +327,207 @@ LogicalResult SplitSoftmaxEmitter::emitPartial(Value scratch) {
     init.append(perLane, identity[2]);
   }
   int64_t rowCarrier = 2 + perLane;
-  Value first = arith::AddIOp::create(b, loc, start, warp);
-  auto loop =
-      scf::ForOp::create(b, loc, first, end, cst(b, kWarps * kUnroll), init);
-  {
-    OpBuilder lb = OpBuilder::atBlockBegin(loop.getBody());
-    Value iv = loop.getInductionVar();
-    SmallVector<Value> carriers(loop.getRegionIterArgs());
-    // The vectors loaded for a key, shared by the rows of the group.
+  // The vectors loaded for a key are shared by the rows of the group.
+  llvm::SmallPtrSet<Operation *, 4> sharedReads;
+  if (group > 1)
+    body.walk([&](ReadOp read) {
+      if (isSharedByGroup(read, h, group))
+        sharedReads.insert(read);
+    });
+  // Key j's score and value columns for each row of the group.
+  auto emitKey = [&](OpBuilder &kb, Value j, RowCache &cache,
+                     SmallVector<Value> &scores,
+                     SmallVector<SmallVector<Value>> &values) -> LogicalResult {
+    for (int64_t c = 0; c < group; ++c) {
+      IRMapping mapping = rowPoints[c];
+      mapping.map(m.j, j);
+      for (Operation *inner : rowOps) {
+        auto red = dyn_cast<ComprehensionOp>(inner);
+        LogicalResult done =
+            red && isWarpReduction(red, columnOps)
+                ? emitWarpReduction(kb, emitter, red, keyLane, mapping, cache)
+                : emitter.emit(kb, inner, mapping);
+        if (failed(done))
+          return failure();
+      }
+      scores.push_back(mapping.lookupOrDefault(scoreYield));
+      SmallVector<Value> vs;
+      for (int64_t t = 0; t < runs; ++t)
+        if (failed(emitUnrolled(
+                kb, loc, columnOps.getArrayRef(), d, runStart[t], v, mapping,
+                r.tensors, emitter,
+                [&](OpBuilder &, int64_t) {
+                  vs.push_back(mapping.lookupOrDefault(valueYield));
+                },
+                &cache, t)))
+          return failure();
+      values.push_back(std::move(vs));
+    }
+    return success();
+  };
+  auto newCache = [&] {
     RowCache cache;
     if (group > 1) {
       cache.sharedIndex = h;
-      body.walk([&](ReadOp read) {
-        if (isSharedByGroup(read, h, group))
-          cache.sharedReads.insert(read);
-      });
+      cache.sharedReads = sharedReads;
     }
-    // Every key's scores and value columns first: the loads in flight
-    // together.
-    SmallVector<Value> valid;
+    return cache;
+  };
+
+  // Whole steps: kUnroll keys a key set, every one inside the run, their
+  // loads in flight together; each row's carrier combined with the
+  // step's keys at once (the maximum over them first, one rescaling):
+  // (m, l, acc) . (s_u, 1, v_u)... = (m', l e^(m - m') + sum_u e^(s_u - m'),
+  // acc e^(m - m') + sum_u e^(s_u - m') v_u), m' = max(m, s_u...), the
+  // monoid's combine (exponents taken from 0 when m' = -inf).
+  // The loops run alike on a warp's lanes (their shuffles take every lane):
+  // a step's keys for key set s of the warp are iv + s + u x takers.
+  Value first = arith::AddIOp::create(
+      b, loc, start, arith::MulIOp::create(b, loc, warp, cst(b, perWarp)));
+  Value set = arith::RemUIOp::create(b, loc, taker, cst(b, perWarp));
+  int64_t step = takers * kUnroll;
+  Value lastOffset = cst(b, (kUnroll - 1) * takers + perWarp - 1);
+  Value wholeEnd = arith::SubIOp::create(
+      b, loc, arith::MaxUIOp::create(b, loc, end, lastOffset), lastOffset);
+  auto whole = scf::ForOp::create(b, loc, first, wholeEnd, cst(b, step), init);
+  {
+    OpBuilder lb = OpBuilder::atBlockBegin(whole.getBody());
+    Value iv = whole.getInductionVar();
+    SmallVector<Value> carriers(whole.getRegionIterArgs());
+    RowCache cache = newCache();
     SmallVector<SmallVector<Value>> scores(kUnroll);
     SmallVector<SmallVector<SmallVector<Value>>> values(kUnroll);
     for (int64_t u = 0; u < kUnroll; ++u) {
-      Value j = arith::AddIOp::create(lb, loc, iv, cst(lb, u * kWarps));
-      Value ok =
-          arith::CmpIOp::create(lb, loc, arith::CmpIPredicate::ult, j, end);
-      valid.push_back(ok);
-      j = arith::SelectOp::create(lb, loc, ok, j, iv);
-      for (int64_t c = 0; c < group; ++c) {
-        IRMapping mapping = rowPoints[c];
-        mapping.map(m.j, j);
-        for (Operation *inner : rowOps) {
-          auto red = dyn_cast<ComprehensionOp>(inner);
-          LogicalResult done =
-              red && isWarpReduction(red, columnOps)
-                  ? emitWarpReduction(lb, emitter, red, lane, mapping, cache)
-                  : emitter.emit(lb, inner, mapping);
-          if (failed(done))
-            return failure();
-        }
-        scores[u].push_back(mapping.lookupOrDefault(scoreYield));
-        SmallVector<Value> vs;
-        for (int64_t t = 0; t < runs; ++t)
-          if (failed(emitUnrolled(
-                  lb, loc, columnOps.getArrayRef(), d, runStart[t], v, mapping,
-                  r.tensors, emitter,
-                  [&](OpBuilder &, int64_t) {
-                    vs.push_back(mapping.lookupOrDefault(valueYield));
-                  },
-                  &cache, t)))
-            return failure();
-        values[u].push_back(std::move(vs));
+      Value j = arith::AddIOp::create(lb, loc,
+                                      arith::AddIOp::create(lb, loc, iv, set),
+                                      cst(lb, u * takers));
+      if (failed(emitKey(lb, j, cache, scores[u], values[u])))
+        return failure();
+    }
+    Value negInf = arith::ConstantOp::create(
+        lb, loc, lb.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
+    Value zero = arith::ConstantOp::create(lb, loc, lb.getF32FloatAttr(0));
+    auto exp = [&](Value x, Value from) -> Value {
+      return math::ExpOp::create(lb, loc,
+                                 arith::SubFOp::create(lb, loc, x, from));
+    };
+    for (int64_t c = 0; c < group; ++c) {
+      MutableArrayRef<Value> row =
+          MutableArrayRef(carriers).slice(c * rowCarrier, rowCarrier);
+      Value mx = row[0];
+      for (int64_t u = 0; u < kUnroll; ++u)
+        mx = arith::MaximumFOp::create(lb, loc, mx, scores[u][c]);
+      Value safe = arith::SelectOp::create(
+          lb, loc,
+          arith::CmpFOp::create(lb, loc, arith::CmpFPredicate::OEQ, mx, negInf),
+          zero, mx);
+      Value scale = exp(row[0], safe);
+      SmallVector<Value> weights;
+      for (int64_t u = 0; u < kUnroll; ++u)
+        weights.push_back(exp(scores[u][c], safe));
+      row[0] = mx;
+      row[1] = arith::MulFOp::create(lb, loc, row[1], scale);
+      for (Value w : weights)
+        row[1] = arith::AddFOp::create(lb, loc, row[1], w);
+      for (int64_t p = 0; p < perLane; ++p) {
+        Value acc = arith::MulFOp::create(lb, loc, row[2 + p], scale);
+        for (int64_t u = 0; u < kUnroll; ++u)
+          acc = math::FmaOp::create(lb, loc, weights[u], values[u][c][p], acc);
+        row[2 + p] = acc;
       }
     }
-    for (int64_t u = 0; u < kUnroll; ++u)
-      for (int64_t c = 0; c < group; ++c) {
-        MutableArrayRef<Value> row =
-            MutableArrayRef(carriers).slice(c * rowCarrier, rowCarrier);
-        SmallVector<Value> next(rowCarrier);
-        for (int64_t p = 0; p < perLane; ++p) {
-          // The same maximum and sum for every column (the code of the
-          // first; the others' duplicates fold away).
-          SmallVector<Value> col =
-              monoid.accumulate(lb, loc, ValueRange{row[0], row[1], row[2 + p]},
-                                ValueRange{scores[u][c], values[u][c][p]});
-          if (p == 0) {
-            next[0] = col[0];
-            next[1] = col[1];
-          }
-          next[2 + p] = col[2];
+    scf::YieldOp::create(lb, loc, carriers);
+  }
+  // The rest of the run (fewer than kUnroll keys a key set), a key a set
+  // at a time by the monoid's accumulate: one maximum and sum per row for every
+  // column (the code of the first column's; the others' duplicates fold
+  // away).
+  Value wholeSteps = arith::DivUIOp::create(
+      b, loc,
+      arith::AddIOp::create(
+          b, loc,
+          arith::SubIOp::create(
+              b, loc, arith::MaxUIOp::create(b, loc, wholeEnd, first), first),
+          cst(b, step - 1)),
+      cst(b, step));
+  Value restStart = arith::AddIOp::create(
+      b, loc, first, arith::MulIOp::create(b, loc, wholeSteps, cst(b, step)));
+  auto loop = scf::ForOp::create(b, loc, restStart, end, cst(b, takers),
+                                 whole.getResults());
+  {
+    OpBuilder lb = OpBuilder::atBlockBegin(loop.getBody());
+    SmallVector<Value> carriers(loop.getRegionIterArgs());
+    RowCache cache = newCache();
+    SmallVector<Value> scores;
+    SmallVector<SmallVector<Value>> values;
+    // A set past the end takes the warp's first key, and keeps its
+    // carriers.
+    Value iv = loop.getInductionVar();
+    Value j = arith::AddIOp::create(lb, loc, iv, set);
+    Value valid =
+        arith::CmpIOp::create(lb, loc, arith::CmpIPredicate::ult, j, end);
+    j = arith::SelectOp::create(lb, loc, valid, j, iv);
+    if (failed(emitKey(lb, j, cache, scores, values)))
+      return failure();
+    for (int64_t c = 0; c < group; ++c) {
+      MutableArrayRef<Value> row =
+          MutableArrayRef(carriers).slice(c * rowCarrier, rowCarrier);
+      SmallVector<Value> next(rowCarrier);
+      for (int64_t p = 0; p < perLane; ++p) {
+        SmallVector<Value> col =
+            monoid.accumulate(lb, loc, ValueRange{row[0], row[1], row[2 + p]},
+                              ValueRange{scores[c], values[c][p]});
+        if (p == 0) {
+          next[0] = col[0];
+          next[1] = col[1];
         }
-        for (int64_t e = 0; e < rowCarrier; ++e)
-          row[e] = arith::SelectOp::create(lb, loc, valid[u], next[e], row[e]);
+        next[2 + p] = col[2];
       }
+      for (int64_t e = 0; e < rowCarrier; ++e)
+        row[e] = arith::SelectOp::create(lb, loc, valid, next[e], row[e]);
+    }
     scf::YieldOp::create(lb, loc, carriers);
   }
 
-  // The warps' carriers per row and column through workgroup memory...
+  // The carriers of a warp's key sets combined by xor shuffles (the
+  // maximum and sum shared by a row's columns)...
+  SmallVector<Value> carriers(loop.getResults());
+  for (int64_t off = layout.lanes; off < 32; off *= 2) {
+    SmallVector<Value> other = llvm::map_to_vector(carriers, [&](Value x) {
+      return gpu::ShuffleOp::create(b, loc, x, static_cast<int32_t>(off), 32,
+                                    gpu::ShuffleMode::XOR)
+          .getShuffleResult();
+    });
+    for (int64_t c = 0; c < group; ++c) {
+      int64_t at = c * rowCarrier;
+      SmallVector<Value> next(rowCarrier);
+      for (int64_t p = 0; p < perLane; ++p) {
+        SmallVector<Value> col = monoid.combine(
+            b, loc,
+            ValueRange{carriers[at], carriers[at + 1], carriers[at + 2 + p]},
+            ValueRange{other[at], other[at + 1], other[at + 2 + p]});
+        next[0] = col[0];
+        next[1] = col[1];
+        next[2 + p] = col[2];
+      }
+      llvm::copy(next, carriers.begin() + at);
+    }
+  }
+  // ...then the warps' through workgroup memory (a warp's first key set
+  // stores)...
+  Value firstSet = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                         lane, cst(b, layout.lanes));
   for (int64_t t = 0; t < runs; ++t) {
-    auto store = scf::IfOp::create(b, loc, runOk[t], /*withElse=*/false);
+    auto store = scf::IfOp::create(
+        b, loc, arith::AndIOp::create(b, loc, firstSet, runOk[t]),
+        /*withElse=*/false);
     OpBuilder sb = OpBuilder::atBlockBegin(&store.getThenRegion().front());
     for (int64_t c = 0; c < group; ++c)
       for (int64_t e = 0; e < v; ++e) {
         Value col = arith::AddIOp::create(sb, loc, runStart[t], cst(sb, e));
         int64_t p = t * v + e;
         for (int64_t f = 0; f < carrierSize; ++f) {
-          Value x = loop.getResult(c * rowCarrier + (f < 2 ? f : 2 + p));
+          Value x = carriers[c * rowCarrier + (f < 2 ? f : 2 + p)];
           memref::StoreOp::create(
               sb, loc, x, buf, ValueRange{warp, cst(sb, c), col, cst(sb, f)});
         }

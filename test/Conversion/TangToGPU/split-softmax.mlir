@@ -28,16 +28,28 @@
 // CHECK-LABEL: func.func @gqa
 // CHECK: memref.alloc() : memref<8x64x128x3xf32>
 // CHECK: gpu.launch_func @tang_kernels::@gqa_k0 blocks in (%c64, %c2, %c1{{.*}}) threads in (%c128,
-// The partial kernel: the block's run of keys from the sizes buffer, 4
-// keys per warp and step, then the warps' carriers through workgroup
-// memory.
+// Without grouped queries (@mha below: every head reads its own keys) a
+// block takes one row: 4 row groups.
+// CHECK-LABEL: func.func @mha
+// CHECK: gpu.launch_func @tang_kernels::@mha_k0 blocks in (%c64, %c4, %c1{{.*}}) threads in (%c128,
+// The partial kernel: the block's run of keys from the sizes buffer; a
+// key's 16 f32 value columns on 4 lanes (a vector of 4 each), so a warp
+// takes 8 keys at once, 4 per step: 128 keys a step for the block; the 2
+// rows of the group share each key's loads.
 // CHECK: gpu.func @main_k0({{.*}}%{{.*}}: memref<4x64x16x3xf32>, %{{.*}}: memref<1xi32>) workgroup(%{{.*}} : memref<4x2x16x3xf32, #gpu.address_space<workgroup>>)
-// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c16
-// The score's dot product on the whole warp: lanes stride it, shuffles
-// sum.
-// CHECK: scf.for %{{.*}} = %{{.*}} to %c16{{.*}} step %c32
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c128
+// The score's dot product on the key's 4 lanes: a vector of 4 each,
+// shuffles sum.
+// CHECK: vector.load %arg1[{{.*}}] {alignment = 16 : i64} : memref<2x64x16xf32>, vector<4xf32>
 // CHECK: gpu.shuffle xor
+// CHECK: vector.load %arg2[{{.*}}] {alignment = 16 : i64} : memref<2x64x16xf32>, vector<4xf32>
+// CHECK-NOT: vector.load %arg1
+// CHECK: vector.load %arg0
+// CHECK-NOT: vector.load %arg2
+// CHECK: vector.load %arg1
 // CHECK: math.exp
+// The rest of the run, a key at a time.
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c32
 // CHECK: gpu.barrier
 // The combining kernel: a thread per (row, column) over the splits that
 // had keys (at most 64).
@@ -47,16 +59,19 @@
 // CHECK: gpu.func @scores_k0(
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c{{[0-9]+}} {
 // CHECK: gpu.shuffle xor
-// The grouped kernel: per key, the key and value rows as vectors of 4
-// bf16 per lane (one load for the 4 heads of the group), 4 dot products
+// The grouped kernel: a key's 128 bf16 value columns on 16 lanes (a
+// vector of 8 each: a warp takes 2 keys at once); per key, the key and
+// value rows loaded once for the 4 heads of the group, 4 dot products
 // summed by shuffles, a maximum and sum per head for all its columns.
 // CHECK: gpu.func @gqa_k0({{.*}}workgroup(%{{.*}} : memref<4x4x128x3xf32, #gpu.address_space<workgroup>>)
-// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c16
-// CHECK-COUNT-1: vector.load %arg1[{{.*}}] {alignment = 8 : i64} : memref<2x256x128xbf16>, vector<4xbf16>
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c32
+// CHECK-COUNT-1: vector.load %arg1[{{.*}}] {alignment = 16 : i64} : memref<2x256x128xbf16>, vector<8xbf16>
 // CHECK-NOT: vector.load %arg1
-// CHECK: vector.load %arg2[{{.*}}] {alignment = 8 : i64} : memref<2x256x128xbf16>, vector<4xbf16>
+// CHECK: vector.load %arg2[{{.*}}] {alignment = 16 : i64} : memref<2x256x128xbf16>, vector<8xbf16>
 // CHECK-NOT: vector.load %arg1
-// CHECK: vector.load %arg1[{{.*}}] {alignment = 8 : i64} : memref<2x256x128xbf16>, vector<4xbf16>
+// CHECK: vector.load %arg1[{{.*}}] {alignment = 16 : i64} : memref<2x256x128xbf16>, vector<8xbf16>
+// The key sets of a warp combined (xor 16), then the warps'.
+// CHECK: gpu.shuffle xor %{{.*}}, %c16_i32
 // CHECK: gpu.barrier
 // PORTABLE-LABEL: func.func @main
 // PORTABLE-NOT: memref<4x64x16x3xf32>
@@ -163,4 +178,41 @@ func.func @gqa(%q: tensor<8x128xf32>, %K: tensor<2x256x128xbf16>, %V: tensor<2x2
     tang.yield %r : f32
   }
   return %o : tensor<8x128xf32>
+}
+
+func.func @mha(%q: tensor<4x16xf32>, %K: tensor<4x64x16xf32>, %V: tensor<4x64x16xf32>, %pos: index) -> tensor<4x16xf32> {
+  %c1 = arith.constant 1 : index
+  %len = arith.addi %pos, %c1 : index
+  %s = tang.comprehension (%h, %j) [4, %len] : tensor<4x?xf32> {
+    %dot = tang.comprehension reduce (%e) [16] monoid(add) : f32 {
+      %a = tang.read %q[%h, %e] : tensor<4x16xf32>
+      %b = tang.read %K[%h, %j, %e] : tensor<4x64x16xf32>
+      %p = arith.mulf %a, %b : f32
+      tang.yield %p : f32
+    }
+    tang.yield %dot : f32
+  }
+  %m = tang.comprehension (%h) reduce (%j) [4, %len] monoid(max) : tensor<4xf32> {
+    %x = tang.read %s[%h, %j] : tensor<4x?xf32>
+    tang.yield %x : f32
+  }
+  %z = tang.comprehension (%h) reduce (%j) [4, %len] monoid(add) : tensor<4xf32> {
+    %x = tang.read %s[%h, %j] : tensor<4x?xf32>
+    %mx = tang.read %m[%h] : tensor<4xf32>
+    %c = arith.subf %x, %mx : f32
+    %e = math.exp %c : f32
+    tang.yield %e : f32
+  }
+  %o = tang.comprehension (%h, %d) reduce (%j) [4, 16, %len] monoid(add) : tensor<4x16xf32> {
+    %x = tang.read %s[%h, %j] : tensor<4x?xf32>
+    %mx = tang.read %m[%h] : tensor<4xf32>
+    %c = arith.subf %x, %mx : f32
+    %e = math.exp %c : f32
+    %zz = tang.read %z[%h] : tensor<4xf32>
+    %w = arith.divf %e, %zz : f32
+    %v = tang.read %V[%h, %j, %d] : tensor<4x64x16xf32>
+    %r = arith.mulf %w, %v : f32
+    tang.yield %r : f32
+  }
+  return %o : tensor<4x16xf32>
 }
