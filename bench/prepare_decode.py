@@ -54,7 +54,7 @@ def main() -> int:
                     help="added --tang-lower-cuda options")
     args = ap.parse_args()
     WORK.mkdir(parents=True, exist_ok=True)
-    os.environ["TANG_CACHE_DIR"] = str(WORK / "cache")
+    os.environ["TANG_CACHE_DIR"] = str(WORK / "cache" / args.tag)
     sys.path.insert(0, str(ROOT / "python"))
     import tang
     from tang.models import qwen3

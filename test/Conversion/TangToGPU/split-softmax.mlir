@@ -63,7 +63,7 @@
 // vector of 8 each: a warp takes 2 keys at once); per key, the key and
 // value rows loaded once for the 4 heads of the group, 4 dot products
 // summed by shuffles, a maximum and sum per head for all its columns.
-// CHECK: gpu.func @gqa_k0({{.*}}workgroup(%{{.*}} : memref<4x4x128x3xf32, #gpu.address_space<workgroup>>)
+// CHECK: gpu.func @gqa_k0({{.*}}workgroup(%{{.*}} : memref<4x4x128x3xf32, #gpu.address_space<workgroup>>) kernel attributes {{{.*}}nvvm.minctasm = 4 : i32}
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c32
 // CHECK-COUNT-1: vector.load %arg1[{{.*}}] {alignment = 16 : i64} : memref<2x256x128xbf16>, vector<8xbf16>
 // CHECK-NOT: vector.load %arg1
