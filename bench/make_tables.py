@@ -34,13 +34,15 @@ import harness  # noqa: E402
 BEGIN = "<!-- bench-table:begin -->"
 END = "<!-- bench-table:end -->"
 ORDER = ["gpu_check", "memory_bound", "gemm", "attention_grad", "block_grad",
-         "qwen3", "qwen3_prefill", "sanitize_attention"]
+         "decode", "qwen3", "qwen3_prefill", "sanitize_attention"]
 TITLES = {"gpu_check": "Every example against the interpreter (no timing)",
           "memory_bound": "Memory-bound kernels (bf16)",
           "gemm": "Tensor-core products, attention forward, transformer "
                   "block forward",
           "attention_grad": "Attention forward + backward",
           "block_grad": "Transformer block forward + backward",
+          "decode": "Decode attention at the Qwen3-8B shapes (32 query "
+                    "heads over 8 key/value heads, bf16 caches)",
           "qwen3": "Qwen3-8B decoding (random bf16 weights, one graph per "
                    "step)",
           "qwen3_prefill": "Qwen3-8B prefill (random bf16 weights, one "
@@ -168,8 +170,9 @@ def suite_table(rep: dict, level: str = "###") -> str:
 
 def throughput_table(rep: dict) -> list:
     """For cases that report throughput per contender: decode, tokens per
-    second and the share of the bandwidth floor of each; prefill, ms per
-    prompt and TFLOP/s."""
+    second and the share of the bandwidth floor of each; decode attention,
+    the caches' GB/s and the share of the copy rate; prefill, ms per prompt
+    and TFLOP/s."""
     rows = [c for c in rep["cases"] if c.get("contenders")]
     if not rows:
         return []
@@ -178,6 +181,19 @@ def throughput_table(rep: dict) -> list:
         names += [n for n in c["contenders"] if n not in names]
     decode = all("share_of_floor" in v for c in rows
                  for v in c["contenders"].values())
+    bandwidth = all("share_of_copy" in v for c in rows
+                    for v in c["contenders"].values())
+    if bandwidth:
+        L = ["| case | " + " | ".join(
+            f"{n} GB/s (share of copy rate)" for n in names) + " |",
+            "|---|" + "---|" * len(names)]
+        for c in rows:
+            cells = [f"{v['gbs']:.0f} ({v['share_of_copy']:.2f})"
+                     if (v := c["contenders"].get(n)) else "-"
+                     for n in names]
+            L.append(f"| {c['case']} | " + " | ".join(cells) + " |")
+        L.append("")
+        return L
     if decode:
         L = ["| case | floor tok/s | " + " | ".join(
             f"{n} tok/s (share of floor)" for n in names) + " |",

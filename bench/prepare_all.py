@@ -8,6 +8,8 @@
   bench/prepare_gemm.py                      GEMMs, attention forward, block
   bench/prepare_attention_grad.py            attention forward + backward
   bench/prepare_block_grad.py                the block forward + backward
+  bench/prepare_decode.py                    decode attention at the Qwen3-8B
+                                             shapes (batches 1, 4, 16)
   bench/prepare_qwen3.py                     the Qwen3-8B decode step (batches
                                              1, 4, 16) and prefill (512, 2048)
 
@@ -39,6 +41,7 @@ STEPS = [
     ("gemm", ["bench/prepare_gemm.py"]),
     ("attention_grad", ["bench/prepare_attention_grad.py"]),
     ("block_grad", ["bench/prepare_block_grad.py"]),
+    ("decode", ["bench/prepare_decode.py"]),
     ("qwen3", ["bench/prepare_qwen3.py"]),
 ]
 

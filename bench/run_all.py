@@ -41,12 +41,13 @@ import harness  # noqa: E402
 
 #: (suite, script, share of the budget, extra arguments)
 SUITES = [
-    ("gpu_check", "bench/gpu_check.py", 0.15, []),
+    ("gpu_check", "bench/gpu_check.py", 0.14, []),
     ("python_check", "bench/python_check.py", 0.10, []),
     ("memory_bound", "bench/bench_memory_bound.py", 0.15, []),
     ("gemm", "bench/bench_gemm.py", 0.13, []),
     ("attention_grad", "bench/bench_attention_grad.py", 0.15, []),
-    ("block_grad", "bench/bench_block_grad.py", 0.14, []),
+    ("block_grad", "bench/bench_block_grad.py", 0.12, []),
+    ("decode", "bench/bench_decode.py", 0.03, []),
     ("qwen3", "bench/qwen3_decode.py", 0.10, []),
     ("qwen3_prefill", "bench/qwen3_prefill.py", 0.08, []),
     ("sanitize_attention", "bench/sanitize_attention.py", 0.06,
