@@ -103,7 +103,7 @@ private:
   Value cst(OpBuilder &b, int64_t v) {
     return arith::ConstantIndexOp::create(b, loc, v);
   }
-  /// Whether nested reduction `red` of the body runs on the whole warp:
+  /// Whether nested reduction `red` of the body runs on a key's lanes:
   /// one static reduced index, a commutative monoid of f32 carriers, and
   /// no dependence on the value column (the score's dot product).
   bool isWarpReduction(ComprehensionOp red,
