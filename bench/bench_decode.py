@@ -37,6 +37,9 @@ from bench_memory_bound import copy_rate  # noqa: E402
 
 HEADS, KV_HEADS, HEAD_DIM = 32, 8, 128
 CONTEXTS = (1024, 4096, 8192)
+# Checked (not timed) with the first context's case: one key, part of a
+# tile, part of a block's run.
+ODD_CONTEXTS = (1, 17, 1001, 4099)
 
 
 def reference(q, kc, vc, context):
@@ -109,6 +112,19 @@ def run_case(args, report, path, deadline, bundle, tag, batch, capacity,
     tol = harness.Tolerance("f32", reduction=max(context, HEAD_DIM),
                             roundings=1)
     res["checks"].append(harness.check_tensor(first[0], ref, tol, "tang"))
+    # Contexts that end inside a tile of keys and a block's run, the
+    # positions past them NaN (read, they would poison the output).
+    for odd in (ODD_CONTEXTS if context == CONTEXTS[0] else ()):
+        kn, vn = kc.clone(), vc.clone()
+        kn[:, :, odd:] = float("nan")
+        vn[:, :, odd:] = float("nan")
+        bundle.run("decode_attention", q, kn, vn, outputs=[o],
+                   sizes={3: odd - 1})
+        res["checks"].append(harness.check_tensor(
+            o.clone(), reference(q, kc, vc, odd),
+            harness.Tolerance("f32", reduction=max(odd, HEAD_DIM),
+                              roundings=1), f"tang ctx{odd} (NaN past it)"))
+        del kn, vn
     if not harness.judge_checks(res, same):
         harness.set_case(report, res, path)
         return

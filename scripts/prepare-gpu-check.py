@@ -18,8 +18,16 @@ gpu-work/check/<example>-grad-f32/ holds its gradient function alone
 cotangent per result), so the same check runs the gradient programs through
 the CUDA pipeline.
 
+With --variant NAME=OPTIONS (and --filter SUBSTRING to take only the
+examples whose name holds it), instead: cases <example>-<dtype>-NAME
+compiled with OPTIONS added to --tang-lower-cuda (an experimental kernel
+checked beside the default one), e.g.
+  --variant mma=split-softmax-mma --filter decode_attention
+
 Then, on the GPU machine: `python3 bench/gpu_check.py` (see bench/README.md).
 """
+
+import argparse
 
 import json
 import pathlib
@@ -87,8 +95,13 @@ def add_special_values(example, values):
     return values
 
 
-def prepare(example, dtype, rng, gradient=False):
+def prepare(example, dtype, rng, gradient=False, variant=None):
+    """`variant`: (name, added --tang-lower-cuda options) or None."""
     case = OUT / f"{example.stem}-{'grad-' if gradient else ''}{dtype}"
+    options = ""
+    if variant:
+        case = case.with_name(f"{case.name}-{variant[0]}")
+        options = " " + variant[1]
     shutil.rmtree(case, ignore_errors=True)
     case.mkdir(parents=True)
     text = gradient_program(example) if gradient else example.read_text()
@@ -101,7 +114,8 @@ def prepare(example, dtype, rng, gradient=False):
     program = case / "program.mlir"
     program.write_text(text)
     run([BIN / "tang-opt", program,
-         f"--tang-lower-cuda=fuse=1 bundle={case / 'bundle'}", "-o", "/dev/null"])
+         f"--tang-lower-cuda=fuse=1 bundle={case / 'bundle'}{options}", "-o",
+         "/dev/null"])
     manifest = json.loads((case / "bundle" / "manifest.json").read_text())
     fn = manifest["functions"][0]
     if not tang_sizes.is_symbolic(fn):
@@ -197,15 +211,31 @@ NOT_DIFFERENTIABLE = {"linear_recurrence"}
 
 
 def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--gradients", action="store_true",
+                    help="the examples' gradient functions instead")
+    ap.add_argument("--variant", metavar="NAME=OPTIONS",
+                    help="cases <example>-<dtype>-NAME compiled with OPTIONS "
+                    "added to --tang-lower-cuda")
+    ap.add_argument("--filter", default="",
+                    help="only examples whose name holds this")
+    args = ap.parse_args()
+    variant = None
+    if args.variant:
+        name, sep, options = args.variant.partition("=")
+        if not sep or not name or not options:
+            ap.error("--variant takes NAME=OPTIONS")
+        variant = (name, options)
     rng = np.random.default_rng(2026)
-    examples = sorted((ROOT / "examples").glob("*.mlir"))
-    gradients = "--gradients" in sys.argv[1:]
+    examples = [e for e in sorted((ROOT / "examples").glob("*.mlir"))
+                if args.filter in e.stem]
     jobs = ([(e, "f32") for e in examples if e.stem not in NOT_DIFFERENTIABLE]
-            if gradients else [(e, d) for e in examples for d in DTYPES])
+            if args.gradients else
+            [(e, d) for e in examples for d in DTYPES])
     failed = 0
     for example, dtype in jobs:
         try:
-            case = prepare(example, dtype, rng, gradients)
+            case = prepare(example, dtype, rng, args.gradients, variant)
             print(f"[prepare] {case.name}")
         except RuntimeError as e:
             failed += 1

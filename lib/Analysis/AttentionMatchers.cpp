@@ -13,6 +13,53 @@
 using namespace mlir;
 using namespace mlir::tang;
 
+namespace {
+
+/// The summand of dot product `red` (nested in `op`'s body) as q(e) k(j, e)
+/// times factors that depend on no index: the two reads of its index `e`
+/// (`k` the one that reads key index `j`) and the other factors; false with
+/// `why` set otherwise.
+bool matchDotFactors(ComprehensionOp op, ComprehensionOp red, Value j,
+                     ReadOp &q, ReadOp &k, SmallVectorImpl<Value> &factors,
+                     std::string &why) {
+  auto fail = [&](const Twine &reason) {
+    why = reason.str();
+    return false;
+  };
+  Block &redBody = red.getBodyBlock();
+  Value e = red.getIndex(0);
+  q = k = {};
+  SmallVector<Value> leaves;
+  getFactors(red.getYield().getValues()[0], leaves);
+  for (Value leaf : leaves) {
+    auto read = leaf.getDefiningOp<ReadOp>();
+    if (read && readUses(read, e)) {
+      if (!q)
+        q = read;
+      else if (!k)
+        k = read;
+      else
+        return fail("the summand has more than two reads of the index");
+      continue;
+    }
+    if (dependsOn(leaf, e, redBody))
+      return fail("a factor of the summand depends on the reduced index");
+    for (unsigned p = 0; p < op.getNumIndices(); ++p)
+      if (dependsOn(leaf, op.getIndex(p), redBody))
+        return fail("a factor of the summand depends on an index");
+    factors.push_back(leaf);
+  }
+  if (!q || !k)
+    return fail("the summand is not a product of two reads");
+  if (readUses(q, j))
+    std::swap(q, k);
+  if (readUses(q, j) || !readUses(k, j))
+    return fail("the key index is not read by exactly one factor");
+  return true;
+}
+
+} // namespace
+
 std::optional<FlashMatch> mlir::tang::matchFlash(ComprehensionOp op,
                                                  std::string &why) {
   auto fail = [&](const Twine &reason) -> std::optional<FlashMatch> {
@@ -46,35 +93,10 @@ std::optional<FlashMatch> mlir::tang::matchFlash(ComprehensionOp op,
   if (!m.red || m.red.getBuiltinMonoid() != MonoidKind::Add ||
       m.red.getNumReduced() != 1 || m.red.getNumParallel() != 0)
     return fail("the score is not a dot product");
-  Block &redBody = m.red.getBodyBlock();
   Value e = m.red.getIndex(0);
   m.dqk = m.red.getExtent(0);
-  SmallVector<Value> leaves;
-  getFactors(m.red.getYield().getValues()[0], leaves);
-  for (Value leaf : leaves) {
-    auto read = leaf.getDefiningOp<ReadOp>();
-    if (read && readUses(read, e)) {
-      if (!m.q)
-        m.q = read;
-      else if (!m.k)
-        m.k = read;
-      else
-        return fail("the summand has more than two reads of the index");
-      continue;
-    }
-    if (dependsOn(leaf, e, redBody))
-      return fail("a factor of the summand depends on the reduced index");
-    for (unsigned p = 0; p < op.getNumIndices(); ++p)
-      if (dependsOn(leaf, op.getIndex(p), redBody))
-        return fail("a factor of the summand depends on an index");
-    m.factors.push_back(leaf);
-  }
-  if (!m.q || !m.k)
-    return fail("the summand is not a product of two reads");
-  if (readUses(m.q, m.j))
-    std::swap(m.q, m.k);
-  if (readUses(m.q, m.j) || !readUses(m.k, m.j))
-    return fail("the key index is not read by exactly one factor");
+  if (!matchDotFactors(op, m.red, m.j, m.q, m.k, m.factors, why))
+    return std::nullopt;
   // The query index: the parallel index q uses and k does not.
   std::optional<unsigned> qi;
   for (unsigned p = 0; p < m.d; ++p)
@@ -227,6 +249,80 @@ mlir::tang::matchSplitSoftmax(ComprehensionOp op, std::string &why) {
     return fail("the score depends on the value column");
   m.group = getSharingGroup(op, m);
   return m;
+}
+
+std::optional<SplitSoftmaxMma>
+mlir::tang::matchSplitSoftmaxMma(ComprehensionOp op, const SplitSoftmaxMatch &m,
+                                 std::string &why) {
+  auto fail = [&](const Twine &reason) -> std::optional<SplitSoftmaxMma> {
+    why = reason.str();
+    return std::nullopt;
+  };
+  SplitSoftmaxMma mm;
+  Block &body = op.getBodyBlock();
+  for (Operation &inner : body.without_terminator()) {
+    auto nested = dyn_cast<ComprehensionOp>(inner);
+    if (!nested)
+      continue;
+    if (mm.red)
+      return fail("more than one nested reduction");
+    mm.red = nested;
+  }
+  if (!mm.red || mm.red.getBuiltinMonoid() != MonoidKind::Add ||
+      mm.red.getNumReduced() != 1 || mm.red.getNumParallel() != 0 ||
+      mm.red.isSymbolicExtent(0))
+    return fail("the score is not a dot product of a static extent");
+  Value e = mm.red.getIndex(0);
+  mm.dqk = mm.red.getExtent(0);
+  if (!matchDotFactors(op, mm.red, m.j, mm.q, mm.k, mm.factors, why))
+    return std::nullopt;
+  // The summand is the product alone (no rounding inside it).
+  for (Operation &inner : mm.red.getBodyBlock().without_terminator())
+    if (!isa<ReadOp, arith::ExtFOp, arith::MulFOp, arith::ConstantOp>(inner))
+      return fail("the summand holds more than a product of reads");
+  ValueRange yields = op.getYield().getValues();
+  mm.v = stripExtensions(yields[1]).getDefiningOp<ReadOp>();
+  mm.elementType = mm.k.getType();
+  if (!mm.elementType.isF16() && !mm.elementType.isBF16())
+    return fail("the keys are not f16 or bf16");
+  if (mm.v.getType() != mm.elementType)
+    return fail("the values' element type is not the keys'");
+  // An f32 query is split into the keys' type and what rounding left: f16
+  // holds neither its range nor that remainder's.
+  Type tq = mm.q.getType();
+  if (tq != mm.elementType && !(tq.isF32() && mm.elementType.isBF16()))
+    return fail("the query is neither of the keys' type nor f32 beside bf16 "
+                "keys");
+  // A lane loads 8 of a key's elements at once (an operand register pair
+  // of two k16 steps), and 8 of a value's columns (eight n8 tiles).
+  if (mm.dqk % 32 || mm.dqk > 256 || m.dv % 64 || m.dv > 256)
+    return fail("the head dimensions are not multiples of 32 (keys) and "
+                "64 (values) up to 256");
+  if (!isVectorizable(mm.k, e, 8) || !isVectorizable(mm.v, op.getIndex(m.d), 8))
+    return fail("the keys or values are not read 8 contiguous elements at "
+                "a time");
+  // The value's chain is its read and extensions; every other operation of
+  // the body is the score's.
+  llvm::SetVector<Operation *> valueOps;
+  for (Value cur = yields[1]; Operation *def = cur.getDefiningOp();
+       cur = def->getOperand(0)) {
+    valueOps.insert(def);
+    if (isa<ReadOp>(def))
+      break;
+  }
+  Value d = op.getIndex(m.d);
+  for (Operation &inner : body.without_terminator()) {
+    if (&inner == mm.red.getOperation() || valueOps.contains(&inner))
+      continue;
+    if (isa<ComprehensionOp>(inner))
+      return fail("the score holds another reduction");
+    for (Value r : inner.getResults())
+      if (dependsOn(r, d, body))
+        return fail("an operation besides the value's read depends on the "
+                    "value column");
+    mm.scoreOps.push_back(&inner);
+  }
+  return mm;
 }
 
 int64_t mlir::tang::getSoftmaxSplits(ComprehensionOp op,

@@ -290,6 +290,20 @@ FlashConfig getFlashConfig(ComprehensionOp op, const FlashMatch &m,
   return cfg;
 }
 
+/// With tensor cores and options.splitSoftmaxMma, split online-softmax
+/// reduction `m` of `op` takes its products on them where its shape allows
+/// (`remark` says why not).
+void addSplitSoftmaxMma(ComprehensionOp op, SplitSoftmaxMatch &m,
+                        const KernelOptions &options,
+                        function_ref<void(const Twine &)> remark) {
+  if (options.tensorCores == TensorCoreKind::None || !options.splitSoftmaxMma)
+    return;
+  std::string why;
+  m.mma = matchSplitSoftmaxMma(op, m, why);
+  if (!m.mma)
+    remark("split over its keys without tensor cores: " + why);
+}
+
 /// Whether `op` reduces with add or softmax_norm over nested reductions
 /// (what a score kernel can be).
 bool mayBeScore(ComprehensionOp op) {
@@ -319,6 +333,7 @@ KernelChoice mlir::tang::chooseKernel(ComprehensionOp op,
       if (std::optional<SplitSoftmaxMatch> m = matchSplitSoftmax(op, why)) {
         choice.kind = KernelKind::SplitSoftmax;
         choice.splits = getSoftmaxSplits(op, *m, getTarget(op).getSmCount());
+        addSplitSoftmaxMma(op, *m, options, remark);
         choice.splitSoftmax = m;
       } else {
         remark("a point kernel, not split over its keys: " + why);
@@ -463,6 +478,8 @@ void mlir::tang::setKernelSchedule(ComprehensionOp op,
       f.tile[key] = llvm::divideCeil(op.getExtent(key), choice.splits);
       f.mapping[key] = Mapping::BlockX;
     }
+    if (choice.splitSoftmax && choice.splitSoftmax->mma)
+      f.mma = TensorCoreKind::MmaSync;
     break;
   case KernelKind::Contraction: {
     const MmaConfig &cfg = choice.mma;
@@ -538,6 +555,14 @@ FailureOr<KernelChoice> mlir::tang::getScheduledKernel(ComprehensionOp op) {
       return refuse("its key extent is symbolic (split_softmax kernels of "
                     "symbolic sizes take no schedule)");
     choice.splits = llvm::divideCeil(op.getExtent(key), tile[key]);
+    // Products on tensor cores when the schedule asks for mma.sync.
+    if (s.getMma() == TensorCoreKind::Wgmma)
+      return refuse("wgmma (split_softmax kernels take mma.sync)");
+    if (s.getMma() == TensorCoreKind::MmaSync) {
+      m->mma = matchSplitSoftmaxMma(op, *m, why);
+      if (!m->mma)
+        return refuse("its products on tensor cores: " + why);
+    }
     choice.splitSoftmax = m;
     return choice;
   }

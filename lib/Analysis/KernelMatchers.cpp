@@ -103,6 +103,68 @@ Value mlir::tang::stripExtensions(Value v) {
   return v;
 }
 
+/// Whether `e` uses dimension `pos` (d) only as `d floordiv c` with `c` a
+/// multiple of `v`: constant over runs of `v` values of d that start at
+/// multiples of `v`.
+static bool isConstantOverRuns(AffineExpr e, unsigned pos, int64_t v) {
+  if (!e.isFunctionOfDim(pos))
+    return true;
+  auto bin = dyn_cast<AffineBinaryOpExpr>(e);
+  if (!bin)
+    return false; // d itself.
+  auto c = dyn_cast<AffineConstantExpr>(bin.getRHS());
+  if (bin.getKind() == AffineExprKind::FloorDiv && c && c.getValue() > 0 &&
+      c.getValue() % v == 0 &&
+      bin.getLHS() == getAffineDimExpr(pos, e.getContext()))
+    return true;
+  if (bin.getKind() == AffineExprKind::FloorDiv ||
+      bin.getKind() == AffineExprKind::Mod ||
+      bin.getKind() == AffineExprKind::CeilDiv)
+    return false;
+  return isConstantOverRuns(bin.getLHS(), pos, v) &&
+         isConstantOverRuns(bin.getRHS(), pos, v);
+}
+
+/// Whether `read` can be loaded `v` elements at a time along `row`, from a
+/// multiple of `v`: its last coordinate is the row index plus multiples of
+/// `v`, or the row index modulo a multiple of `v` (a row of heads read as
+/// one: o[(k floordiv 128), k mod 128]); its other coordinates do not
+/// change over such runs; and rows of its tensor start at multiples of `v`
+/// elements.
+bool mlir::tang::isVectorizable(ReadOp read, Value row, int64_t v) {
+  AffineMap map = read.getMap();
+  auto type = cast<RankedTensorType>(read.getTensor().getType());
+  // A padded read is guarded per element; a tensor with a `?` dimension is
+  // a flat buffer indexed through the sizes.
+  if (map.getNumResults() == 0 || !type.hasStaticShape() ||
+      type.getShape().back() % v != 0 || read.getFill())
+    return false;
+  auto pos = llvm::find(read.getIndices(), row) - read.getIndices().begin();
+  if (pos == static_cast<long>(read.getIndices().size()))
+    return false;
+  // The last coordinate is the row index plus terms that are multiples of
+  // v (a column offset: SwiGLU's gate reads columns f and ffn + f).
+  AffineExpr dim =
+      getAffineDimExpr(static_cast<unsigned>(pos), read.getContext());
+  AffineExpr last = map.getResults().back();
+  AffineExpr rest = simplifyAffineExpr(
+      last.replace(dim, getAffineConstantExpr(0, read.getContext())),
+      map.getNumDims(), 0);
+  bool offset = simplifyAffineExpr(last - rest, map.getNumDims(), 0) == dim &&
+                isSumOfMultiples(rest, v);
+  auto bin = dyn_cast<AffineBinaryOpExpr>(last);
+  auto modulus =
+      bin ? dyn_cast<AffineConstantExpr>(bin.getRHS()) : AffineConstantExpr();
+  bool wrapped = bin && bin.getKind() == AffineExprKind::Mod &&
+                 bin.getLHS() == dim && modulus && modulus.getValue() > 0 &&
+                 modulus.getValue() % v == 0;
+  if (!offset && !wrapped)
+    return false;
+  return llvm::all_of(map.getResults().drop_back(), [&](AffineExpr e) {
+    return isConstantOverRuns(e, static_cast<unsigned>(pos), v);
+  });
+}
+
 /// Whether `v` depends on `index` (through operands and nested bodies).
 bool mlir::tang::dependsOn(Value v, Value index, Block &scope) {
   SmallVector<Value> work{v};

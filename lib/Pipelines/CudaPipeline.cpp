@@ -73,6 +73,7 @@ void mlir::tang::addTangCudaKernelForm(OpPassManager &pm,
   kernelForm.tma = options.tma;
   kernelForm.tf32 = options.tf32;
   kernelForm.warpSpecialize = options.warpSpecialize;
+  kernelForm.splitSoftmaxMma = options.splitSoftmaxMma;
   pm.addPass(createConvertTangToGPU(kernelForm));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

@@ -332,9 +332,9 @@ def ref_kv_cache_decode(Kc, Vc, k, v, q, pos):
 
 def ref_decode_attention(q, K, V, pos):
     n = pos + 1
-    out = np.empty((4, 16))
+    out = np.empty((4, 64))
     for h in range(4):
-        s = K[h // 2, :n] @ q[h] * 0.25
+        s = K[h // 2, :n] @ q[h] * 0.125
         p = np.exp(s - s.max())
         out[h] = (p / p.sum()) @ V[h // 2, :n]
     return [out]
@@ -442,9 +442,9 @@ CASES = {
     # Grouped-query decode attention at three context lengths: 1 (one key
     # split), 301 (5 splits of 64 keys, the last partly empty), 1024 (16).
     "decode_attention": Case(
-        [Input((4, 16), lo=-2, hi=2), Input((2, 1024, 16)),
-         Input((2, 1024, 16))],
-        ref_decode_attention, [(4, 16)], sizes=[(0,), (300,), (1023,)]),
+        [Input((4, 64), lo=-2, hi=2), Input((2, 1024, 64)),
+         Input((2, 1024, 64))],
+        ref_decode_attention, [(4, 64)], sizes=[(0,), (300,), (1023,)]),
     "cross_entropy": Case([Input((8, 32), lo=-4, hi=4), Input((8, 32), lo=0.01, hi=1)],
                           ref_cross_entropy, [(8,)]),
 }

@@ -350,16 +350,16 @@ def kv_cache_decode(Kc: f32[64, 16], Vc: f32[64, 16], k: f32[16],
 
 
 @tang.function
-def decode_attention(q: f32[4, 16], K: f32[2, 1024, 16],
-                     V: f32[2, 1024, 16], pos: tang.size):
+def decode_attention(q: f32[4, 64], K: f32[2, 1024, 64],
+                     V: f32[2, 1024, 64], pos: tang.size):
     n = pos + 1
     s = tang.compute((4, n), lambda h, j: tang.sum(
-        16, lambda e: q[h, e] * K[h // 2, j, e]) * 0.25)
+        64, lambda e: q[h, e] * K[h // 2, j, e]) * 0.125)
     m = tang.compute((4,), lambda h: tang.max(n, lambda j: s[h, j]))
     z = tang.compute((4,), lambda h: tang.sum(
         n, lambda j: tang.exp(s[h, j] - m[h])))
     p = tang.compute((4, n), lambda h, j: tang.exp(s[h, j] - m[h]) / z[h])
-    return tang.compute((4, 16), lambda h, d: tang.sum(
+    return tang.compute((4, 64), lambda h, d: tang.sum(
         n, lambda j: p[h, j] * V[h // 2, j, d]))
 
 

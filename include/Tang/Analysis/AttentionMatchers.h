@@ -114,12 +114,31 @@ bool isScoreSibling(ComprehensionOp op, ComprehensionOp sibling);
 /// keys and values (grouped-query attention: the query heads of one
 /// key/value head): one block takes them together, each key and value
 /// loaded once for the group.
+/// A split online-softmax reduction's products on tensor cores (mma.sync
+/// m16n8k16, SplitSoftmaxMma.cpp): the score a function of one dot product
+/// sum_e q(.., e) k(.., j, e) (times constant factors) of a query read and
+/// a 16-bit key read, the value a read of the key's type; the block's rows
+/// (a group of query heads) are the products' rows.
+struct SplitSoftmaxMma {
+  ComprehensionOp red; // The dot product over e.
+  ReadOp q, k, v;
+  /// Factors of the summand that depend on no index (a scale).
+  SmallVector<Value> factors;
+  /// The body operations computing the score from red's result (all but
+  /// the dot product and the value's chain).
+  SmallVector<Operation *> scoreOps;
+  Type elementType; // k's and v's: f16 or bf16.
+  int64_t dqk;      // The dot product's extent.
+};
+
 struct SplitSoftmaxMatch {
   unsigned d;        // The value-column index.
   Value j;           // The key index (the op's reduced index).
   int64_t dv;        // The value columns.
   int64_t rows;      // Points of the parallel indices but d.
   int64_t group = 1; // Rows per block, sharing every read of a key.
+  /// With tensor cores (the kernel choice's): the products on them.
+  std::optional<SplitSoftmaxMma> mma;
 };
 
 /// Whether `read` reads the same elements for the values g * k + c, c < g,
@@ -131,6 +150,14 @@ bool isSharedByGroup(ReadOp read, Value index, int64_t g);
 /// key extent static or symbolic); std::nullopt with `why` set otherwise.
 std::optional<SplitSoftmaxMatch> matchSplitSoftmax(ComprehensionOp op,
                                                    std::string &why);
+
+/// Split online-softmax reduction `m` of `op` with its score's dot product
+/// and the value product on mma.sync tensor cores; std::nullopt with `why`
+/// set when its shape does not allow it (AttentionMatchers.cpp says what
+/// it needs).
+std::optional<SplitSoftmaxMma> matchSplitSoftmaxMma(ComprehensionOp op,
+                                                    const SplitSoftmaxMatch &m,
+                                                    std::string &why);
 
 /// The key splits of split online-softmax reduction `m` on a device of
 /// `smCount` multiprocessors: enough blocks (row groups x splits) for

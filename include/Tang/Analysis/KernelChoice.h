@@ -44,6 +44,9 @@ struct KernelOptions {
   bool warpSpecialize = false;
   /// Contractions of f32 operands on tensor cores as tf32.
   bool tf32 = false;
+  /// With tensor cores: split online-softmax reductions take their
+  /// products on mma.sync where their shape allows (SplitSoftmaxMma).
+  bool splitSoftmaxMma = false;
   /// The tile of portable subgroup matrix kernels (0: none), whether they
   /// take f16 operands, and their subgroup size.
   int64_t matrixUnits = 0;

@@ -56,6 +56,10 @@ bool isContiguousIn(ReadOp read, Value v);
 std::optional<unsigned> getBoxRowCoordinate(ReadOp read, Value row, Value col,
                                             function_ref<bool(Value)> isBatch);
 
+/// Whether `read` can be loaded `v` elements at a time along `row`, from a
+/// multiple of `v` (KernelMatchers.cpp says when).
+bool isVectorizable(ReadOp read, Value row, int64_t v);
+
 /// Whether `e` is a sum of terms that are each a multiple of `m` for every
 /// value of the dimensions (constants, and products with such a factor).
 bool isSumOfMultiples(AffineExpr e, int64_t m);

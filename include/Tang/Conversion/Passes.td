@@ -201,6 +201,13 @@ def ConvertTangToGPU : Pass<"convert-tang-to-gpu", "::mlir::ModuleOp"> {
     Option<"subgroupSize", "subgroup-size", "int64_t", /*default=*/"32",
            "The threads of one subgroup: the workgroup size of matrix-unit "
            "kernels (one subgroup per tile)">,
+    Option<"splitSoftmaxMma", "split-softmax-mma", "bool",
+           /*default=*/"false",
+           "With tensor cores: decode attention split over its keys "
+           "(split_softmax) with its score's dot product and its product "
+           "with the values on mma.sync (16-bit keys and values; an f32 "
+           "query split into two bf16 parts). Experimental: not yet run on "
+           "a GPU, so off by default">,
     Option<"cooperative", "cooperative", "bool", /*default=*/"true",
            "Kernels chosen without a schedule (those of symbolic sizes) "
            "may have threads cooperate through subgroup shuffles and "

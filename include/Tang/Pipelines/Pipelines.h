@@ -54,6 +54,13 @@ struct TangLowerCudaOptions : public PassPipelineOptions<TangLowerCudaOptions> {
                      "producer warpgroup (flash attention: its grid "
                      "persistent)"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> splitSoftmaxMma{
+      *this, "split-softmax-mma",
+      llvm::cl::desc("Decode attention (split_softmax kernels) with its "
+                     "products on mma.sync (--convert-tang-to-gpu's "
+                     "split-softmax-mma; experimental, not yet run on a "
+                     "GPU)"),
+      llvm::cl::init(false)};
   PassOptions::Option<bool> tf32{
       *this, "tf32",
       llvm::cl::desc("Contractions of f32 operands on tensor cores as tf32 "

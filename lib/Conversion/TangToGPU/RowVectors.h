@@ -11,6 +11,7 @@
 #define TANG_LIB_CONVERSION_TANGTOGPU_ROWVECTORS_H
 
 #include "BodyEmitter.h"
+#include "Tang/Analysis/KernelMatchers.h"
 
 #include "llvm/ADT/SmallPtrSet.h"
 
@@ -73,9 +74,12 @@ SmallVector<Value> emitWarpCombine(OpBuilder &b, Location loc,
                                    SmallVector<Value> c, Value lane,
                                    int32_t width = 32);
 
-/// Whether `read` can be loaded `v` elements at a time along `row`, from a
-/// multiple of `v` (RowVectors.cpp says when).
-bool isVectorizable(ReadOp read, Value row, int64_t v);
+/// The `v` elements of `read` at row index values base .. base + v - 1
+/// (isVectorizable), its other indices as `mapping` has them, as one
+/// vector load.
+Value emitVectorLoad(OpBuilder &b, Location loc, ReadOp read, Value row,
+                     Value base, int64_t v, const IRMapping &mapping,
+                     IRMapping &tensors);
 
 /// Emits `ops` (operations of a body, in order) `v` times, for row index
 /// values `base + e`, e < v, the reads along the row loaded once as

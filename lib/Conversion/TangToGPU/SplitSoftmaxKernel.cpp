@@ -41,6 +41,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "SplitSoftmaxKernel.h"
 #include "BodyEmitter.h"
 #include "KernelForm.h"
 #include "RowVectors.h"
@@ -56,18 +57,9 @@
 
 using namespace mlir;
 using namespace mlir::tang;
+using namespace mlir::tang::split_softmax;
 
 namespace {
-
-/// Warps per block of the partial kernel.
-constexpr int64_t kWarps = 4;
-/// Blocks of the partial kernel a multiprocessor holds at least (its
-/// register budget).
-constexpr int64_t kBlocksPerSm = 4;
-/// Keys per key set per step.
-constexpr int64_t kUnroll = 4;
-/// Keys per block at least.
-constexpr int64_t kMinKeys = kWarps * kUnroll * 4;
 
 /// The operations of `body` (in order) whose values depend on `index`,
 /// directly or through values their nested regions use.
@@ -89,68 +81,7 @@ llvm::SetVector<Operation *> getDependentOps(Block &body, Value index) {
   return ops;
 }
 
-class SplitSoftmaxEmitter {
-public:
-  SplitSoftmaxEmitter(KernelRequest &r, const MonoidCodegen &monoid,
-                      bool approximate)
-      : r(r), approximate(approximate), op(r.op), m(*r.choice.splitSoftmax),
-        splits(r.choice.splits), loc(op.getLoc()), monoid(monoid),
-        carrierSize(static_cast<int64_t>(monoid.getCarrierTypes().size())) {}
-
-  LogicalResult emit();
-
-private:
-  Value cst(OpBuilder &b, int64_t v) {
-    return arith::ConstantIndexOp::create(b, loc, v);
-  }
-  /// Whether nested reduction `red` of the body runs on a key's lanes:
-  /// one static reduced index, a commutative monoid of f32 carriers, and
-  /// no dependence on the value column (the score's dot product).
-  bool isWarpReduction(ComprehensionOp red,
-                       const llvm::SetVector<Operation *> &columnOps);
-  /// `red` on the key's lanes (layout.lanes of them; `lane` is the index
-  /// among them): lane l takes runs of `v` indices from l * v, lanes x v
-  /// apart, loading them as vectors (shared through `cache`), or, when the
-  /// extent is not a multiple of lanes x v for any v > 1, indices l, l +
-  /// lanes, ...; the lanes' carriers combined by xor shuffles; maps its
-  /// results in `mapping` (every lane gets them).
-  LogicalResult emitWarpReduction(OpBuilder &b, BodyEmitter &emitter,
-                                  ComprehensionOp red, Value lane,
-                                  IRMapping &mapping, RowCache &cache);
-  /// How a key's lanes hold its value columns: `lanes` lanes (a power of
-  /// two dividing 32: a warp takes 32 / lanes keys at once) of `vector`
-  /// columns at a time, `runs` runs of them (SplitSoftmaxKernel.cpp).
-  struct LaneLayout {
-    int64_t lanes, vector, runs;
-  };
-  LaneLayout getLaneLayout();
-  /// The keys (n) and the keys per block (chunk): ceil(n / splits), at
-  /// least kMinKeys (a short context on few blocks, the others done at
-  /// once).
-  std::pair<Value, Value> emitChunk(OpBuilder &b, BodyEmitter &emitter);
-  /// Maps the parallel indices but the value column to row `row`'s point.
-  void mapRow(OpBuilder &b, Value row, IRMapping &mapping);
-  /// Maps the parallel indices before the last two (h, d) to the point of
-  /// row group `g` (m.group consecutive values of h); returns k, the
-  /// group's rows being h = m.group * k + c.
-  Value mapGroup(OpBuilder &b, Value g, IRMapping &mapping);
-  /// The partial kernel (r.k): each block's carriers into `scratch`.
-  LogicalResult emitPartial(Value scratch);
-  /// The combining kernel `f`: the splits' carriers, finalised, into the
-  /// output.
-  LogicalResult emitCombine(Kernel &f, unsigned scratchArg, unsigned outArg);
-
-  KernelRequest &r;
-  /// 16-bit outputs: the exponentials' and divisions' approximations.
-  bool approximate;
-  ComprehensionOp op;
-  const SplitSoftmaxMatch &m;
-  int64_t splits;
-  Location loc;
-  const MonoidCodegen &monoid;
-  int64_t carrierSize;
-  LaneLayout layout;
-};
+} // namespace
 
 bool SplitSoftmaxEmitter::isWarpReduction(
     ComprehensionOp red, const llvm::SetVector<Operation *> &columnOps) {
@@ -211,59 +142,16 @@ SplitSoftmaxEmitter::LaneLayout SplitSoftmaxEmitter::getLaneLayout() {
   return {lanes, v, static_cast<int64_t>(llvm::divideCeil(m.dv, lanes * v))};
 }
 
-std::pair<Value, Value> SplitSoftmaxEmitter::emitChunk(OpBuilder &b,
-                                                       BodyEmitter &emitter) {
-  Value n = emitter.getExtent(b, loc, op, op.getNumParallel());
-  Value chunk = arith::MaxUIOp::create(
-      b, loc,
-      arith::DivUIOp::create(
-          b, loc, arith::AddIOp::create(b, loc, n, cst(b, splits - 1)),
-          cst(b, splits)),
-      cst(b, kMinKeys));
-  return {n, chunk};
-}
-
-void SplitSoftmaxEmitter::mapRow(OpBuilder &b, Value row, IRMapping &mapping) {
-  Value rest = row;
-  for (int i = static_cast<int>(m.d) - 1; i >= 0; --i) {
-    Value ext = cst(b, op.getExtent(i));
-    mapping.map(op.getIndex(i), arith::RemUIOp::create(b, loc, rest, ext));
-    rest = arith::DivUIOp::create(b, loc, rest, ext);
-  }
-}
-
-Value SplitSoftmaxEmitter::mapGroup(OpBuilder &b, Value g, IRMapping &mapping) {
-  if (m.d == 0)
-    return cst(b, 0);
-  Value hk = arith::RemUIOp::create(b, loc, g,
-                                    cst(b, op.getExtent(m.d - 1) / m.group));
-  Value rest = arith::DivUIOp::create(b, loc, g,
-                                      cst(b, op.getExtent(m.d - 1) / m.group));
-  for (int i = static_cast<int>(m.d) - 2; i >= 0; --i) {
-    Value ext = cst(b, op.getExtent(i));
-    mapping.map(op.getIndex(i), arith::RemUIOp::create(b, loc, rest, ext));
-    rest = arith::DivUIOp::create(b, loc, rest, ext);
-  }
-  return hk;
-}
-
 LogicalResult SplitSoftmaxEmitter::emitPartial(Value scratch) {
   Kernel &k = r.k;
   OpBuilder &b = r.b;
   Block &entry = k.func.getBody().front();
   int64_t group = m.group;
-  k.grid = {splits, m.rows / group, 1};
-  k.block = {32 * kWarps, 1, 1};
+  Value buf = startPartial();
   // Four blocks a multiprocessor (128 registers a thread): measured on the
   // H200 2-3% faster than the 149 registers the fused multiply-adds take
   // unbounded, and than 128 without them (bench/bench_decode.py).
   k.func->setAttr("nvvm.minctasm", b.getI32IntegerAttr(kBlocksPerSm));
-  auto wgSpace =
-      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
-  Value buf = k.func.addWorkgroupAttribution(
-      MemRefType::get({kWarps, group, m.dv, carrierSize}, b.getF32Type(),
-                      AffineMap(), wgSpace),
-      loc);
 
   BodyEmitter emitter(r.tensors, &entry);
   emitter.setSizes(k.sizes);
@@ -545,33 +433,9 @@ LogicalResult SplitSoftmaxEmitter::emitPartial(Value scratch) {
         }
       }
   }
-  gpu::BarrierOp::create(b, loc);
   // ...combined in warp order by a thread per row and column, into the
   // scratch.
-  int64_t threads = 32 * kWarps;
-  int64_t points = group * m.dv;
-  for (int64_t q = 0, e = llvm::divideCeil(points, threads); q < e; ++q) {
-    Value i = arith::AddIOp::create(b, loc, tid, cst(b, q * threads));
-    Value ok = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, i,
-                                     cst(b, points));
-    auto inside = scf::IfOp::create(b, loc, ok, /*withElse=*/false);
-    OpBuilder ib = OpBuilder::atBlockBegin(&inside.getThenRegion().front());
-    Value c = arith::DivUIOp::create(ib, loc, i, cst(ib, m.dv));
-    Value col = arith::RemUIOp::create(ib, loc, i, cst(ib, m.dv));
-    SmallVector<Value> total = monoid.identity(ib, loc);
-    for (int64_t w = 0; w < kWarps; ++w) {
-      SmallVector<Value> part;
-      for (int64_t f = 0; f < carrierSize; ++f)
-        part.push_back(memref::LoadOp::create(
-            ib, loc, buf, ValueRange{cst(ib, w), c, col, cst(ib, f)}));
-      total = monoid.combine(ib, loc, total, part);
-    }
-    Value row = arith::AddIOp::create(
-        ib, loc, arith::MulIOp::create(ib, loc, groupRow, cst(ib, group)), c);
-    for (int64_t f = 0; f < carrierSize; ++f)
-      memref::StoreOp::create(ib, loc, total[f], scratch,
-                              ValueRange{row, split, col, cst(ib, f)});
-  }
+  emitBlockCombine(b, buf, scratch, tid, groupRow, split);
   // Products and sums contract into fused multiply-adds (one rounding
   // instead of two, as nvcc's default): the dot products and the weighted
   // sums.
@@ -638,10 +502,12 @@ LogicalResult SplitSoftmaxEmitter::emit() {
   unsigned scratchArg = cast<BlockArgument>(scratch).getArgNumber();
   unsigned outArg = cast<BlockArgument>(r.outputs[0]).getArgNumber();
   Kernel &combine = r.addFollowUp();
-  if (failed(emitPartial(scratch)))
+  if (failed(m.mma ? emitPartialMma(scratch) : emitPartial(scratch)))
     return failure();
   return emitCombine(combine, scratchArg, outArg);
 }
+
+namespace {
 
 struct SplitSoftmaxKernelPattern : KernelPattern {
   SplitSoftmaxKernelPattern() : KernelPattern("split_softmax") {}

@@ -994,6 +994,7 @@ struct ConvertTangToGPUPass
     options.matrixUnitsF16 = matrixUnitsF16;
     options.subgroupSize = subgroupSize;
     options.cooperative = cooperative;
+    options.splitSoftmaxMma = splitSoftmaxMma;
     options.collapseFailures = &collapseFailures;
     // One pattern per kernel kind; each builds the comprehensions whose
     // choice is its kind. A subgroup matrix kernel chosen as an attempt

@@ -1,5 +1,6 @@
-// RUN: tang-opt %s --tang-attach-target="chip=sm_90a" --tang-fuse --tang-online-softmax --tang-schedule --convert-tang-to-gpu="tensor-cores=target" | FileCheck %s
+// RUN: tang-opt %s --tang-attach-target="chip=sm_90a" --tang-fuse --tang-online-softmax --tang-schedule --convert-tang-to-gpu="tensor-cores=target split-softmax-mma=true" | FileCheck %s
 // RUN: tang-opt %s --tang-attach-target="chip=sm_90a" --tang-fuse --tang-online-softmax --convert-tang-to-gpu="cooperative=false" | FileCheck %s --check-prefix=PORTABLE
+// RUN: tang-opt %s --tang-attach-target="chip=sm_90a" --tang-fuse --tang-online-softmax --tang-schedule --convert-tang-to-gpu="tensor-cores=target" | FileCheck %s --check-prefix=LANES
 
 // Decode attention over a context length %pos + 1 (a size): fused into one
 // online-softmax reduction, it runs split over its keys (flash-decoding):
@@ -59,20 +60,45 @@
 // CHECK: gpu.func @scores_k0(
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c{{[0-9]+}} {
 // CHECK: gpu.shuffle xor
-// The grouped kernel: a key's 128 bf16 value columns on 16 lanes (a
+// The grouped kernel on tensor cores (split-softmax-mma: mma.sync m16n8k16,
+// the group's 4 heads the products' rows; SplitSoftmaxMma.cpp): a warp takes tiles of 16
+// keys, 64 keys apart. Per tile: 8 loads of 16 bytes of keys (2 keys of each
+// n8 tile per lane, 4 loads each), 8 of values (4 keys x 2 column blocks),
+// Q K^T as 2 n8 tiles x 8 k16 steps, the row's maximum over its 4 lanes,
+// then P V as 16 n8 tiles, each B operand 2 byte permutes of value words.
+// CHECK: gpu.func @gqa_k0({{.*}}workgroup(%{{.*}} : memref<4x4x128x3xf32, #gpu.address_space<workgroup>>)
+// CHECK-NOT: nvvm.minctasm
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c64{{.*}} iter_args
+// CHECK-COUNT-8: vector.load %arg1[{{.*}}] {alignment = 16 : i64} : memref<2x256x128xbf16>, vector<8xbf16>
+// CHECK-COUNT-8: vector.load %arg2[{{.*}}] {alignment = 16 : i64} : memref<2x256x128xbf16>, vector<8xbf16>
+// CHECK-COUNT-16: nvvm.mma.sync A[{{.*}}shape = #nvvm.shape<m = 16, n = 8, k = 16>
+// CHECK: gpu.shuffle xor %{{.*}}, %c1_i32
+// CHECK: gpu.shuffle xor %{{.*}}, %c2_i32
+// CHECK: nvvm.prmt <default> %c21520_i32{{.*}}, %{{.*}}, %
+// CHECK: nvvm.prmt <default> %c21520_i32{{.*}}, %{{.*}}, %
+// CHECK: nvvm.mma.sync
+// CHECK: nvvm.prmt <default> %c30258_i32{{.*}}, %{{.*}}, %
+// The run's last, partial tile: its keys past the run masked (scores
+// -inf, values zero).
+// CHECK: scf.if
+// CHECK: arith.cmpi ult
+// CHECK: arith.select
+// CHECK-COUNT-16: nvvm.mma.sync
+// CHECK: gpu.barrier
+// Without split-softmax-mma (the default), the grouped kernel: a key's 128 bf16 value columns on 16 lanes (a
 // vector of 8 each: a warp takes 2 keys at once); per key, the key and
 // value rows loaded once for the 4 heads of the group, 4 dot products
 // summed by shuffles, a maximum and sum per head for all its columns.
-// CHECK: gpu.func @gqa_k0({{.*}}workgroup(%{{.*}} : memref<4x4x128x3xf32, #gpu.address_space<workgroup>>) kernel attributes {{{.*}}nvvm.minctasm = 4 : i32}
-// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c32
-// CHECK-COUNT-1: vector.load %arg1[{{.*}}] {alignment = 16 : i64} : memref<2x256x128xbf16>, vector<8xbf16>
-// CHECK-NOT: vector.load %arg1
-// CHECK: vector.load %arg2[{{.*}}] {alignment = 16 : i64} : memref<2x256x128xbf16>, vector<8xbf16>
-// CHECK-NOT: vector.load %arg1
-// CHECK: vector.load %arg1[{{.*}}] {alignment = 16 : i64} : memref<2x256x128xbf16>, vector<8xbf16>
+// LANES-LABEL: gpu.func @gqa_k0({{.*}}workgroup(%{{.*}} : memref<4x4x128x3xf32, #gpu.address_space<workgroup>>) kernel attributes {{{.*}}nvvm.minctasm = 4 : i32}
+// LANES: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c32
+// LANES-COUNT-1: vector.load %arg1[{{.*}}] {alignment = 16 : i64} : memref<2x256x128xbf16>, vector<8xbf16>
+// LANES-NOT: vector.load %arg1
+// LANES: vector.load %arg2[{{.*}}] {alignment = 16 : i64} : memref<2x256x128xbf16>, vector<8xbf16>
+// LANES-NOT: vector.load %arg1
+// LANES: vector.load %arg1[{{.*}}] {alignment = 16 : i64} : memref<2x256x128xbf16>, vector<8xbf16>
 // The key sets of a warp combined (xor 16), then the warps'.
-// CHECK: gpu.shuffle xor %{{.*}}, %c16_i32
-// CHECK: gpu.barrier
+// LANES: gpu.shuffle xor %{{.*}}, %c16_i32
+// LANES: gpu.barrier
 // PORTABLE-LABEL: func.func @main
 // PORTABLE-NOT: memref<4x64x16x3xf32>
 // PORTABLE: gpu.launch_func @tang_kernels::@main_k0 blocks
