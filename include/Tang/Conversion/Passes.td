@@ -206,8 +206,9 @@ def ConvertTangToGPU : Pass<"convert-tang-to-gpu", "::mlir::ModuleOp"> {
            "With tensor cores: decode attention split over its keys "
            "(split_softmax) with its score's dot product and its product "
            "with the values on mma.sync (16-bit keys and values; an f32 "
-           "query split into two bf16 parts). Experimental: not yet run on "
-           "a GPU, so off by default">,
+           "query and the probabilities split into three bf16 parts). "
+           "Experimental: checked by the CPU emulator of the kernel form, "
+           "not yet run on a GPU, so off by default">,
     Option<"cooperative", "cooperative", "bool", /*default=*/"true",
            "Kernels chosen without a schedule (those of symbolic sizes) "
            "may have threads cooperate through subgroup shuffles and "

@@ -58,8 +58,8 @@ struct TangLowerCudaOptions : public PassPipelineOptions<TangLowerCudaOptions> {
       *this, "split-softmax-mma",
       llvm::cl::desc("Decode attention (split_softmax kernels) with its "
                      "products on mma.sync (--convert-tang-to-gpu's "
-                     "split-softmax-mma; experimental, not yet run on a "
-                     "GPU)"),
+                     "split-softmax-mma; experimental: checked by the CPU "
+                     "emulator, not yet run on a GPU)"),
       llvm::cl::init(false)};
   PassOptions::Option<bool> tf32{
       *this, "tf32",

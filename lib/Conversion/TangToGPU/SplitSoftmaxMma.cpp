@@ -9,10 +9,13 @@
 // holds row l / 4 of the group (rows from g on are padding, never stored)
 // and, with t = l mod 4, these fragments of a tile:
 //
-//  * S = Q K^T: the group's query rows, rounded to the keys' type, are the
-//    A operand's rows 0-7, what the rounding left (q - round(q)) its rows
-//    8-15, so that accumulator rows r and r + 8 sum to the product of the
-//    f32 query to about 2^-16 (the rows past g would be wasted anyway).
+//  * S = Q K^T: an f32 query is split into three parts of the keys' type
+//    (q = q1 + q2 + q3 to about 2^-27, each the rounding of what the
+//    previous left): q1 in the A operand's rows 0-7, q2 in its rows 8-15
+//    (the rows past g would be wasted anyway), q3 in rows 0-7 of a second
+//    product into the same accumulators, so that accumulator rows r and r
+//    + 8 sum to the f32 query's product (a 16-bit query is exact in one
+//    part; 16-bit outputs take two).
 //    The dot product's index e is permuted so that a lane's B operands of
 //    two k16 steps are 8 consecutive elements of one key, one 16-byte
 //    load: k-slot 2t + c of step 2s + h is e = 32s + 8t + 4h + c, k-slot
@@ -25,15 +28,18 @@
 //    carrier at once (the maximum over them first, one rescaling: the
 //    monoid's combine, exponents from 0 when the maximum is -inf).
 //  * O += P V: P is S's accumulators in place (the A operand's k-slots are
-//    the tile's keys in the order above), rows 8-15 again what rounding P
-//    left. V's B operand wants two keys' elements of one column per
-//    register: a lane loads 16 bytes of each of keys 2t and 2t + 1 (and 8
+//    the tile's keys in the order above), split into three parts like the
+//    query (two for 16-bit outputs). V's B operand wants two keys' elements of
+//    one column per register: a lane loads 16 bytes of each of keys 2t and 2t +
+//    1 (and 8
 //    + 2t, 9 + 2t) and pairs them by byte permutes (prmt); n-slot n of
 //    n8 tile nt is column 64 (nt / 8) + 8n + nt mod 8.
 //
 // Keys past the run (the last tile's) load the run's first key, their
 // scores -inf and their values 0 (a masked key adds nothing, not 0 x inf).
-// The warps' carriers then go through the block's combine.
+// The warps' carriers then go through the block's combine. The CPU
+// emulator of the kernel form (test/Runtime/kernel_emulator.py) runs this
+// kernel against the interpreter in test/Runtime/test_kernel_emulator.py.
 //
 //===----------------------------------------------------------------------===//
 
@@ -116,6 +122,15 @@ public:
                                        arith::SubFOp::create(b, loc, x, hi));
     return {hi, lo};
   }
+  /// The A operand of one m16n8k16 product from the f32 values of two
+  /// n8 tiles' accumulator pairs (keys 2t, 2t + 1 of each): `rows` in
+  /// rows 0-7, `upper` (or zeros, when empty) in rows 8-15.
+  SmallVector<Value> packTerms(ArrayRef<Value> rows, ArrayRef<Value> upper) {
+    Value z = f32(0);
+    auto up = [&](size_t i) { return upper.empty() ? z : upper[i]; };
+    return {packPair(rows[0], rows[1]), packPair(up(0), up(1)),
+            packPair(rows[2], rows[3]), packPair(up(2), up(3))};
+  }
   Value select(Value c, Value x, Value y) {
     return arith::SelectOp::create(b, loc, c, x, y);
   }
@@ -172,9 +187,12 @@ LogicalResult SplitSoftmaxEmitter::emitPartialMma(Value scratch) {
   if (failed(factor))
     return failure();
   Value e = mm.red.getIndex(0);
-  SmallVector<Value> qa;
+  // An f32 query's third part (with f32 outputs) in a second product per
+  // step, rows 0-7 (qa2).
+  bool qThird = !approximate && mm.q.getType().isF32();
+  SmallVector<Value> qa, qa2;
   for (int64_t s = 0; s < keyLoads; ++s) {
-    SmallVector<Value> hi, lo;
+    SmallVector<Value> hi, lo, lo2;
     for (int64_t i = 0; i < 8; ++i) {
       IRMapping point = rowPoint;
       point.map(e, f.add(f.mul(t, 8), f.cst(32 * s + i)));
@@ -185,15 +203,19 @@ LogicalResult SplitSoftmaxEmitter::emitPartialMma(Value scratch) {
         x = arith::ExtFOp::create(b, loc, f32, x);
       if (*factor)
         x = arith::MulFOp::create(b, loc, x, *factor);
-      auto [xh, xl] = f.split(f.select(rowValid, x, f.f32(0)));
+      auto [xh, xr] = f.split(f.select(rowValid, x, f.f32(0)));
+      auto [xm, xl] = f.split(xr);
       hi.push_back(xh);
-      lo.push_back(xl);
+      lo.push_back(xm);
+      lo2.push_back(xl);
     }
+    // k-slots 2t, 2t + 1 of step 2s + half are e = 32s + 8t + 4 half +
+    // {0, 1}; k-slots 2t + 8, 2t + 9 the next two.
     for (int64_t half = 0; half < 2; ++half) {
-      int64_t o = 4 * half;
-      qa.append({f.packPair(hi[o], hi[o + 1]), f.packPair(lo[o], lo[o + 1]),
-                 f.packPair(hi[o + 2], hi[o + 3]),
-                 f.packPair(lo[o + 2], lo[o + 3])});
+      auto part = [&](ArrayRef<Value> x) { return x.slice(4 * half, 4); };
+      llvm::append_range(qa, f.packTerms(part(hi), part(lo)));
+      if (qThird)
+        llvm::append_range(qa2, f.packTerms(part(lo2), {}));
     }
   }
 
@@ -252,9 +274,13 @@ LogicalResult SplitSoftmaxEmitter::emitPartialMma(Value scratch) {
     for (int64_t nt = 0; nt < 2; ++nt)
       for (int64_t step = 0; step < 2 * keyLoads; ++step) {
         int64_t w = 4 * (step / 2) + 2 * (step % 2);
-        f.mmaSync(ArrayRef(qa).slice(4 * step, 4),
-                  {f.operand(kw[nt][w]), f.operand(kw[nt][w + 1])},
+        SmallVector<Value> kOperand{f.operand(kw[nt][w]),
+                                    f.operand(kw[nt][w + 1])};
+        f.mmaSync(ArrayRef(qa).slice(4 * step, 4), kOperand,
                   MutableArrayRef(acc).slice(4 * nt, 4));
+        if (qThird)
+          f.mmaSync(ArrayRef(qa2).slice(4 * step, 4), kOperand,
+                    MutableArrayRef(acc).slice(4 * nt, 4));
       }
     // The scores: keys kb + 8 nt + 2t + p.
     SmallVector<Value> scores;
@@ -286,26 +312,30 @@ LogicalResult SplitSoftmaxEmitter::emitPartialMma(Value scratch) {
     Value scale = exp(arith::SubFOp::create(b, loc, carriers[0], safe));
     SmallVector<Value> next{mx,
                             arith::MulFOp::create(b, loc, carriers[1], scale)};
-    SmallVector<Value> hi, lo;
+    SmallVector<SmallVector<Value>> terms(3);
     for (Value s : scores) {
       Value p = exp(arith::SubFOp::create(b, loc, s, safe));
       next[1] = arith::AddFOp::create(b, loc, next[1], p);
-      auto [ph, pl] = f.split(p);
-      hi.push_back(ph);
-      lo.push_back(pl);
+      auto [ph, pr] = f.split(p);
+      auto [pm, pl] = f.split(pr);
+      terms[0].push_back(ph);
+      terms[1].push_back(pm);
+      terms[2].push_back(pl);
     }
     for (Value o : carriers.drop_front(2))
       next.push_back(arith::MulFOp::create(b, loc, o, scale));
-    // O += P V.
-    SmallVector<Value> pa{f.packPair(hi[0], hi[1]), f.packPair(lo[0], lo[1]),
-                          f.packPair(hi[2], hi[3]), f.packPair(lo[2], lo[3])};
+    // O += P V: P's first two parts in one product, the third (with f32
+    // outputs) in a second one into the same accumulators.
+    SmallVector<SmallVector<Value>> pa{f.packTerms(terms[0], terms[1])};
+    if (!approximate)
+      pa.push_back(f.packTerms(terms[2], {}));
     for (int64_t nt = 0; nt < outTiles; ++nt) {
       int64_t w = 4 * (nt / 8) + (nt % 8) / 2;
       bool high = nt % 2;
-      f.mmaSync(pa,
-                {f.operand(f.pairHalves(vw[0][w], vw[1][w], high)),
-                 f.operand(f.pairHalves(vw[2][w], vw[3][w], high))},
-                MutableArrayRef(next).slice(2 + 4 * nt, 4));
+      SmallVector<Value> vb{f.operand(f.pairHalves(vw[0][w], vw[1][w], high)),
+                            f.operand(f.pairHalves(vw[2][w], vw[3][w], high))};
+      for (ArrayRef<Value> a : pa)
+        f.mmaSync(a, vb, MutableArrayRef(next).slice(2 + 4 * nt, 4));
     }
     return next;
   };

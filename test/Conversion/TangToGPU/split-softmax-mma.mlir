@@ -4,15 +4,20 @@
 
 // A per-key bias in the score (a read of the key index: ALiBi, a mask as
 // -inf), head dimension 64, a bf16 query: on tensor cores, the bias added
-// per key to the products' accumulators.
+// per key to the products' accumulators. The query is exact in bf16: one
+// product per k16 step (2 n8 tiles x 4 steps); P's three parts in two
+// products per n8 tile of the output (8 tiles).
 // CHECK-LABEL: gpu.func @masked_k0
 // CHECK: scf.for
 // CHECK-COUNT-4: vector.load %arg1{{.*}} : memref<4x512x64xbf16>, vector<8xbf16>
 // CHECK-COUNT-4: vector.load %arg3{{.*}} : memref<4x512x64xbf16>, vector<8xbf16>
 // CHECK-COUNT-8: nvvm.mma.sync
+// CHECK-NOT: nvvm.mma.sync
 // CHECK: memref.load %arg2
 // CHECK: arith.addf
-// CHECK-COUNT-8: nvvm.mma.sync
+// CHECK-COUNT-16: nvvm.mma.sync
+// CHECK-NOT: nvvm.mma.sync
+// CHECK: scf.if
 func.func @masked(%q: tensor<16x64xbf16>, %K: tensor<4x512x64xbf16>, %V: tensor<4x512x64xbf16>, %bias: tensor<512xf32>, %pos: index) -> tensor<16x64xf32> {
   %cst = arith.constant 0.125 : f32
   %c1 = arith.constant 1 : index

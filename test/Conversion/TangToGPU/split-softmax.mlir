@@ -64,26 +64,31 @@
 // the group's 4 heads the products' rows; SplitSoftmaxMma.cpp): a warp takes tiles of 16
 // keys, 64 keys apart. Per tile: 8 loads of 16 bytes of keys (2 keys of each
 // n8 tile per lane, 4 loads each), 8 of values (4 keys x 2 column blocks),
-// Q K^T as 2 n8 tiles x 8 k16 steps, the row's maximum over its 4 lanes,
-// then P V as 16 n8 tiles, each B operand 2 byte permutes of value words.
+// Q K^T as 2 n8 tiles x 8 k16 steps x 2 products (the f32 query's three
+// bf16 parts: two in the first, the third in the second), the row's
+// maximum over its 4 lanes, then P V as 16 n8 tiles of 2 products each
+// (P's three parts), each B operand 2 byte permutes of value words.
 // CHECK: gpu.func @gqa_k0({{.*}}workgroup(%{{.*}} : memref<4x4x128x3xf32, #gpu.address_space<workgroup>>)
 // CHECK-NOT: nvvm.minctasm
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c64{{.*}} iter_args
 // CHECK-COUNT-8: vector.load %arg1[{{.*}}] {alignment = 16 : i64} : memref<2x256x128xbf16>, vector<8xbf16>
 // CHECK-COUNT-8: vector.load %arg2[{{.*}}] {alignment = 16 : i64} : memref<2x256x128xbf16>, vector<8xbf16>
-// CHECK-COUNT-16: nvvm.mma.sync A[{{.*}}shape = #nvvm.shape<m = 16, n = 8, k = 16>
+// CHECK-COUNT-32: nvvm.mma.sync A[{{.*}}shape = #nvvm.shape<m = 16, n = 8, k = 16>
+// CHECK-NOT: nvvm.mma.sync
 // CHECK: gpu.shuffle xor %{{.*}}, %c1_i32
 // CHECK: gpu.shuffle xor %{{.*}}, %c2_i32
 // CHECK: nvvm.prmt <default> %c21520_i32{{.*}}, %{{.*}}, %
 // CHECK: nvvm.prmt <default> %c21520_i32{{.*}}, %{{.*}}, %
-// CHECK: nvvm.mma.sync
+// CHECK-NOT: nvvm.prmt
+// CHECK-COUNT-2: nvvm.mma.sync
+// CHECK-NOT: nvvm.mma.sync
 // CHECK: nvvm.prmt <default> %c30258_i32{{.*}}, %{{.*}}, %
 // The run's last, partial tile: its keys past the run masked (scores
 // -inf, values zero).
 // CHECK: scf.if
 // CHECK: arith.cmpi ult
 // CHECK: arith.select
-// CHECK-COUNT-16: nvvm.mma.sync
+// CHECK-COUNT-32: nvvm.mma.sync
 // CHECK: gpu.barrier
 // Without split-softmax-mma (the default), the grouped kernel: a key's 128 bf16 value columns on 16 lanes (a
 // vector of 8 each: a warp takes 2 keys at once); per key, the key and

@@ -1,0 +1,772 @@
+"""Runs tang's CUDA kernel form on the CPU, for tests without a GPU.
+
+The input is `tang-opt --convert-tang-to-gpu ... --mlir-print-op-generic`
+output: a host function (allocations, stores into the sizes buffer,
+gpu.launch_func) and a gpu.module of kernels. The emulator runs the host
+function; each launch runs its blocks one after another, a block's warps
+side by side between top-level barriers, a warp's 32 lanes as NumPy arrays
+(one element per lane). It implements the operations the cooperative
+kernels use (arith, math, scf, memref, vector, gpu.shuffle, gpu.barrier,
+nvvm.mma.sync m16n8k16, nvvm.prmt) with their PTX semantics: mma.sync's
+fragment layouts as the PTX ISA gives them (products exact, sums in f64
+then rounded to f32), shuffles over the warp, divergent scf.if under lane
+masks. Every load and store of an active lane is bounds-checked (an
+out-of-range access raises EmulatorError, like compute-sanitizer's
+memcheck); loop bounds and shuffles must be uniform over the active lanes.
+
+    emu = KernelFormEmulator(generic_text)
+    outputs = emu.run("main", [array, ...], sizes=[300])
+
+Inputs are NumPy arrays (bf16 tensors as float32 values, rounded here);
+outputs come back as float32 (bf16/f16 widened). Slow (a few microseconds
+per operation and warp): for small shapes.
+"""
+
+import re
+
+import numpy as np
+
+LANES = 32
+
+
+class EmulatorError(Exception):
+    pass
+
+
+#===----------------------------------------------------------------------===#
+# Parsing the generic form
+#===----------------------------------------------------------------------===#
+
+class Op:
+    __slots__ = ("results", "name", "operands", "attrs", "regions",
+                 "in_types", "out_types")
+
+    def __init__(self):
+        self.results, self.operands, self.regions = [], [], []
+        self.attrs, self.in_types, self.out_types = "", [], []
+
+
+class Block:
+    __slots__ = ("args", "arg_types", "ops")
+
+    def __init__(self):
+        self.args, self.arg_types, self.ops = [], [], []
+
+
+def split_top(s, sep=","):
+    """`s` split at `sep` outside brackets."""
+    out, depth, cur = [], 0, []
+    for ch in s:
+        if ch in "(<[{":
+            depth += 1
+        elif ch in ")>]}":
+            depth -= 1
+        if ch == sep and depth == 0:
+            out.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    if "".join(cur).strip():
+        out.append("".join(cur).strip())
+    return out
+
+
+class Parser:
+    def __init__(self, text):
+        self.s, self.i = text, 0
+
+    def ws(self):
+        while self.i < len(self.s) and self.s[self.i] in " \t\r\n":
+            self.i += 1
+
+    def peek(self, t):
+        self.ws()
+        return self.s.startswith(t, self.i)
+
+    def expect(self, t):
+        self.ws()
+        if not self.s.startswith(t, self.i):
+            raise EmulatorError(f"parse: expected {t!r} at "
+                                f"{self.s[self.i:self.i + 60]!r}")
+        self.i += len(t)
+
+    def balanced(self, open_, close):
+        """The text from an opening bracket to its match (inclusive)."""
+        self.ws()
+        start, depth = self.i, 0
+        while True:
+            ch = self.s[self.i]
+            if ch == '"':
+                self.i = self.s.index('"', self.i + 1)
+            elif self.s.startswith("->", self.i):
+                self.i += 1
+            elif ch in "(<[{":
+                depth += 1
+            elif ch in ")>]}":
+                depth -= 1
+                if depth == 0:
+                    self.i += 1
+                    return self.s[start:self.i]
+            self.i += 1
+
+    def type_(self):
+        """One type: up to a top-level ',' ')' or end of line."""
+        self.ws()
+        start, depth = self.i, 0
+        while self.i < len(self.s):
+            ch = self.s[self.i]
+            if self.s.startswith("->", self.i):
+                self.i += 2
+                continue
+            if ch in "(<[{":
+                depth += 1
+            elif ch in ")>]}":
+                if depth == 0:
+                    break
+                depth -= 1
+            elif ch in ",\n" and depth == 0:
+                break
+            self.i += 1
+        return self.s[start:self.i].strip()
+
+    def type_list(self):
+        if self.peek("("):
+            self.expect("(")
+            out = []
+            while not self.peek(")"):
+                out.append(self.type_())
+                if self.peek(","):
+                    self.expect(",")
+            self.expect(")")
+            return out
+        return [self.type_()]
+
+    def op(self):
+        op = Op()
+        self.ws()
+        if self.s[self.i] == "%":
+            m = re.compile(r"%([\w.$-]+)(?::(\d+))?").match(self.s, self.i)
+            self.i = m.end()
+            n = int(m.group(2) or 1)
+            op.results = ([m.group(1)] if n == 1 else
+                          [f"{m.group(1)}#{k}" for k in range(n)])
+            self.expect("=")
+        self.expect('"')
+        end = self.s.index('"', self.i)
+        op.name = self.s[self.i:end]
+        self.i = end + 1
+        self.expect("(")
+        while not self.peek(")"):
+            m = re.compile(r"%([\w.$-]+(?:#\d+)?)").match(self.s, self.i)
+            op.operands.append(m.group(1))
+            self.i = m.end()
+            if self.peek(","):
+                self.expect(",")
+        self.expect(")")
+        if self.peek("<{"):
+            op.attrs += self.balanced("<", ">")
+        if self.peek("({"):
+            self.expect("(")
+            while True:
+                op.regions.append(self.region())
+                if self.peek(","):
+                    self.expect(",")
+                    continue
+                break
+            self.expect(")")
+        if self.peek("{"):
+            op.attrs += self.balanced("{", "}")
+        self.expect(":")
+        op.in_types = self.type_list()
+        self.expect("->")
+        op.out_types = [] if self.peek("()") and self.expect("()") is None \
+            else self.type_list()
+        return op
+
+    def region(self):
+        self.expect("{")
+        blocks = []
+        block = Block()
+        while not self.peek("}"):
+            if self.peek("^"):
+                if block.ops or block.args:
+                    blocks.append(block)
+                    block = Block()
+                self.i = self.s.index("(", self.i) + 1
+                while not self.peek(")"):
+                    m = re.compile(r"%([\w.$-]+)\s*:").match(self.s, self.i)
+                    self.i = m.end()
+                    block.args.append(m.group(1))
+                    block.arg_types.append(self.type_())
+                    if self.peek(","):
+                        self.expect(",")
+                self.expect(")")
+                self.expect(":")
+                continue
+            block.ops.append(self.op())
+        self.expect("}")
+        blocks.append(block)
+        if len(blocks) != 1:
+            raise EmulatorError("regions of more than one block")
+        return blocks[0]
+
+
+def attr(op, key):
+    """A string attribute's value (sym_name)."""
+    m = re.search(r"\b" + key + r' = "([^"]*)"', op.attrs)
+    return m.group(1) if m else None
+
+
+#===----------------------------------------------------------------------===#
+# Types and memory
+#===----------------------------------------------------------------------===#
+
+SCALARS = {"f32": np.float32, "f16": np.float16, "bf16": np.uint16,
+           "f64": np.float64, "i32": np.int32, "i64": np.int64,
+           "index": np.int64, "i1": np.bool_, "i8": np.int8, "i16": np.int16}
+
+
+def element_of(t):
+    """(element type, vector length or None) of a scalar or vector type."""
+    m = re.fullmatch(r"vector<(\d+)x(\w+)>", t)
+    if m:
+        return m.group(2), int(m.group(1))
+    return t, None
+
+
+def memref_shape(t):
+    """(static shape, element type) of a memref type."""
+    if not t.startswith("memref<"):
+        raise EmulatorError(f"not a memref type: {t}")
+    parts = split_top(t[len("memref<"):-1])[0].split("x")
+    if "?" in parts:
+        raise EmulatorError(f"dynamic memref {t}")
+    return [int(d) for d in parts[:-1]], parts[-1]
+
+
+def to_bf16_bits(x):
+    """Round-to-nearest-even f32 -> bf16 bit patterns (NaN kept NaN)."""
+    b = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    r = ((b + 0x7FFF + ((b >> 16) & 1)) >> 16).astype(np.uint16)
+    nan = np.isnan(np.asarray(x, np.float32))
+    return np.where(nan, np.uint16(0x7FC0), r)
+
+
+def from_bf16_bits(b):
+    return (np.asarray(b).astype(np.uint32) << 16).view(np.float32)
+
+
+class Buffer:
+    """A memref: its elements (bf16 as bit patterns) and element type."""
+
+    def __init__(self, array, elem):
+        self.a, self.elem = array, elem
+
+
+#===----------------------------------------------------------------------===#
+# Execution
+#===----------------------------------------------------------------------===#
+
+CMPF = {0: lambda a, b: np.zeros_like(a, bool),
+        1: lambda a, b: a == b, 2: lambda a, b: a > b, 3: lambda a, b: a >= b,
+        4: lambda a, b: a < b, 5: lambda a, b: a <= b,
+        6: lambda a, b: (a != b) & ~np.isnan(a) & ~np.isnan(b),
+        7: lambda a, b: ~np.isnan(a) & ~np.isnan(b),
+        8: lambda a, b: (a == b) | np.isnan(a) | np.isnan(b),
+        9: lambda a, b: ~(a <= b), 10: lambda a, b: ~(a < b),
+        11: lambda a, b: ~(a >= b), 12: lambda a, b: ~(a > b),
+        13: lambda a, b: a != b,
+        14: lambda a, b: np.isnan(a) | np.isnan(b),
+        15: lambda a, b: np.ones_like(a, bool)}
+CMPI = {0: "eq", 1: "ne", 2: "slt", 3: "sle", 4: "sgt", 5: "sge", 6: "ult",
+        7: "ule", 8: "ugt", 9: "uge"}
+
+
+def unsigned(x):
+    return np.asarray(x).astype(np.uint64)
+
+
+class Lanes:
+    """One warp's execution state: SSA values (an array per value, lanes
+    first), the active-lane mask."""
+
+    def __init__(self, n, env=None):
+        self.n = n
+        self.env = dict(env or {})
+        self.mask = np.ones(n, bool)
+
+
+class KernelFormEmulator:
+    def __init__(self, generic_text):
+        top = Parser(generic_text).op()
+        self.functions, self.kernels = {}, {}
+        for op in top.regions[0].ops:
+            if op.name == "func.func":
+                self.functions[attr(op, "sym_name")] = op
+            elif op.name == "gpu.module":
+                for k in op.regions[0].ops:
+                    if k.name == "gpu.func":
+                        self.kernels[attr(k, "sym_name")] = k
+        self.ops_run = 0
+
+    # -- the host ----------------------------------------------------------
+
+    def run(self, name, inputs, sizes=()):
+        fn = self.functions[name]
+        body = fn.regions[0]
+        st = Lanes(1)
+        args = list(inputs)
+        outs = []
+        k = 0
+        for a, t in zip(body.args, body.arg_types):
+            if t.startswith("memref"):
+                dims, elem = memref_shape(t)
+                if k < len(args):
+                    x = np.asarray(args[k], np.float64).reshape(dims)
+                    k += 1
+                    st.env[a] = Buffer(self.store_form(x, elem), elem)
+                else:
+                    buf = Buffer(self.zeros(dims, elem), elem)
+                    st.env[a] = buf
+                    outs.append(buf)
+            else:
+                st.env[a] = np.array([sizes[0]], np.int64)
+                sizes = sizes[1:]
+        self.exec_block(body, st, host=True)
+        return [self.load_form(b) for b in outs]
+
+    @staticmethod
+    def store_form(x, elem):
+        if elem == "bf16":
+            return to_bf16_bits(x.astype(np.float32))
+        return x.astype(SCALARS[elem])
+
+    @staticmethod
+    def load_form(b):
+        if b.elem == "bf16":
+            return from_bf16_bits(b.a)
+        return b.a.astype(np.float32)
+
+    @staticmethod
+    def zeros(dims, elem):
+        return np.zeros(dims, SCALARS[elem])
+
+    def launch(self, op, st):
+        # Operand groups: async dependencies, grid x y z, block x y z,
+        # cluster x y z, dynamic shared memory, kernel operands, async
+        # object.
+        seg = [int(x) for x in re.search(
+            r"operandSegmentSizes = array<i32: ([^>]*)>", op.attrs).group(1)
+            .split(",")]
+        vals = [st.env[o] for o in op.operands]
+        at = np.cumsum([0] + seg)
+        grid = [int(vals[at[1] + i][0]) for i in range(3)]
+        block = [int(vals[at[4] + i][0]) for i in range(3)]
+        if seg[7] or seg[8] or seg[9] or seg[10]:
+            raise EmulatorError("launch with clusters or dynamic shared "
+                                "memory")
+        kernel_args = vals[at[11]:at[12]]
+        kname = re.search(r"kernel = @\w+::@(\w+)", op.attrs).group(1)
+        self.run_kernel(self.kernels[kname], grid, block, kernel_args)
+
+    # -- kernels -------------------------------------------------------------
+
+    def run_kernel(self, k, grid, block, args):
+        body = k.regions[0]
+        if block[1] != 1 or block[2] != 1 or block[0] % LANES:
+            raise EmulatorError(f"block {block}: whole warps in x only")
+        nparams = len(args)
+        workgroup = [(a, t) for a, t in zip(body.args[nparams:],
+                                            body.arg_types[nparams:])]
+        # The top-level operations, cut at barriers.
+        segments, cur = [], []
+        for op in body.ops:
+            if op.name == "gpu.barrier":
+                segments.append(cur)
+                cur = []
+            else:
+                cur.append(op)
+        segments.append(cur)
+        for bz in range(grid[2]):
+            for by in range(grid[1]):
+                for bx in range(grid[0]):
+                    shared = {}
+                    for a, t in workgroup:
+                        dims, elem = memref_shape(t)
+                        shared[a] = Buffer(self.zeros(dims, elem), elem)
+                    warps = []
+                    for w in range(block[0] // LANES):
+                        st = Lanes(LANES)
+                        st.env.update(zip(body.args, args))
+                        st.env.update(shared)
+                        st.tid = np.arange(LANES, dtype=np.int64) + LANES * w
+                        st.bid = (bx, by, bz)
+                        st.bdim = block
+                        st.gdim = grid
+                        warps.append(st)
+                    for seg in segments:
+                        for st in warps:
+                            self.exec_ops(seg, st)
+
+    def exec_block(self, block, st, host=False):
+        return self.exec_ops(block.ops, st, host)
+
+    def exec_ops(self, ops, st, host=False):
+        """Runs `ops`; returns the operands of a terminator (scf.yield) or
+        True on a return."""
+        for op in ops:
+            r = self.exec_op(op, st, host)
+            if r is not None:
+                return r
+        return None
+
+    def set(self, st, op, values):
+        for name, v in zip(op.results, values):
+            st.env[name] = v
+
+    def exec_op(self, op, st, host=False):
+        self.ops_run += 1
+        n = op.name
+        env = st.env
+        get = [env[o] for o in op.operands]
+        ot = op.out_types[0] if op.out_types else None
+        if n == "arith.constant":
+            v = re.search(r"value = (.*?) : ([\w<>x]+)(?:[,}]|$)", op.attrs)
+            if v is None:
+                raw = re.search(r"value = (true|false)", op.attrs)
+                if raw is None:
+                    raise EmulatorError(f"constant {op.attrs}")
+                self.set(st, op, [np.full(st.n, raw.group(1) == "true")])
+                return None
+            val, ty = v.group(1), v.group(2)
+            elem, vec = element_of(ty)
+            if val.startswith("dense<"):
+                val = val[len("dense<"):-1]
+            if elem in ("f32", "f16", "f64", "bf16"):
+                x = self.float_constant(val, elem)
+                arr = (to_bf16_bits(np.full(st.n, x, np.float32))
+                       if elem == "bf16" else
+                       np.full(st.n, x, SCALARS[elem]))
+            else:
+                arr = np.full(st.n, int(val), SCALARS[elem])
+            if vec:
+                arr = np.repeat(arr[:, None], vec, axis=1)
+            self.set(st, op, [arr])
+        elif n in ("arith.addi", "arith.subi", "arith.muli", "arith.andi",
+                   "arith.ori", "arith.xori"):
+            a, b = get
+            f = {"arith.addi": np.add, "arith.subi": np.subtract,
+                 "arith.muli": np.multiply, "arith.andi": np.bitwise_and,
+                 "arith.ori": np.bitwise_or,
+                 "arith.xori": np.bitwise_xor}[n]
+            self.set(st, op, [f(a, b).astype(a.dtype)])
+        elif n in ("arith.divui", "arith.remui", "arith.minui", "arith.maxui"):
+            a, b = get
+            ua, ub = unsigned(a), unsigned(b)
+            act = st.mask
+            if n in ("arith.divui", "arith.remui") and np.any(
+                    (ub == 0) & act):
+                raise EmulatorError(f"{n}: division by zero")
+            nz = np.where(ub == 0, 1, ub)
+            r = {"arith.divui": lambda: ua // nz,
+                 "arith.remui": lambda: ua % nz,
+                 "arith.minui": lambda: np.minimum(ua, ub),
+                 "arith.maxui": lambda: np.maximum(ua, ub)}[n]()
+            self.set(st, op, [r.astype(a.dtype)])
+        elif n in ("arith.divsi", "arith.remsi", "arith.minsi", "arith.maxsi"):
+            a, b = get
+            bb = np.where(b == 0, 1, b)
+            r = {"arith.divsi": lambda: np.trunc(a / bb).astype(a.dtype),
+                 "arith.remsi": lambda: np.fmod(a, bb),
+                 "arith.minsi": lambda: np.minimum(a, b),
+                 "arith.maxsi": lambda: np.maximum(a, b)}[n]()
+            self.set(st, op, [np.asarray(r).astype(a.dtype)])
+        elif n == "arith.index_cast":
+            self.set(st, op, [get[0].astype(SCALARS[ot])])
+        elif n == "arith.cmpi":
+            a, b = get
+            p = CMPI[int(re.search(r"predicate = (\d+)", op.attrs)
+                         .group(1))]
+            if p[0] == "u":
+                a, b = unsigned(a), unsigned(b)
+                p = p[1:]
+            elif p[0] == "s":
+                p = p[1:]
+            r = {"eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b,
+                 "gt": a > b, "ge": a >= b}[p]
+            self.set(st, op, [r])
+        elif n == "arith.cmpf":
+            a, b = get
+            p = int(re.search(r"predicate = (\d+)", op.attrs).group(1))
+            with np.errstate(invalid="ignore"):
+                self.set(st, op, [CMPF[p](a, b)])
+        elif n == "arith.select":
+            c, a, b = get
+            if c.ndim < a.ndim:
+                c = c.reshape(c.shape + (1,) * (a.ndim - c.ndim))
+            self.set(st, op, [np.where(c, a, b)])
+        elif n in ("arith.addf", "arith.subf", "arith.mulf", "arith.divf",
+                   "arith.maximumf", "arith.minimumf"):
+            a, b = get
+            with np.errstate(all="ignore"):
+                r = {"arith.addf": lambda: a + b,
+                     "arith.subf": lambda: a - b,
+                     "arith.mulf": lambda: a * b,
+                     "arith.divf": lambda: a / b,
+                     "arith.maximumf": lambda: np.maximum(a, b),
+                     "arith.minimumf": lambda: np.minimum(a, b)}[n]()
+            self.set(st, op, [r.astype(a.dtype)])
+        elif n in ("arith.negf", "math.absf", "math.exp", "math.sqrt",
+                   "math.rsqrt", "math.log", "math.tanh"):
+            (a,) = get
+            with np.errstate(all="ignore"):
+                x = a.astype(np.float64)
+                r = {"arith.negf": lambda: -x, "math.absf": lambda: np.abs(x),
+                     "math.exp": lambda: np.exp(x),
+                     "math.sqrt": lambda: np.sqrt(x),
+                     "math.rsqrt": lambda: 1 / np.sqrt(x),
+                     "math.log": lambda: np.log(x),
+                     "math.tanh": lambda: np.tanh(x)}[n]()
+            self.set(st, op, [r.astype(a.dtype)])
+        elif n == "llvm.call_intrinsic":
+            name = re.search(r'intrin = "([\w.]+)"', op.attrs).group(1)
+            if name != "llvm.nvvm.ex2.approx.ftz.f32":
+                raise EmulatorError(f"unsupported intrinsic {name}")
+            with np.errstate(all="ignore"):
+                r = np.exp2(get[0].astype(np.float64)).astype(np.float32)
+            tiny = np.finfo(np.float32).tiny  # ftz: subnormals flush
+            self.set(st, op, [np.where(np.abs(r) < tiny, np.float32(0), r)])
+        elif n == "math.fma":
+            a, b, c = get
+            with np.errstate(all="ignore"):
+                r = a.astype(np.float64) * b + c.astype(np.float64)
+            self.set(st, op, [r.astype(a.dtype)])
+        elif n == "arith.extf":
+            src, _ = element_of(op.in_types[0])
+            dst, _ = element_of(ot)
+            x = get[0]
+            x = from_bf16_bits(x) if src == "bf16" else x
+            self.set(st, op, [x.astype(SCALARS[dst])])
+        elif n == "arith.truncf":
+            dst, _ = element_of(ot)
+            x = get[0].astype(np.float32)
+            self.set(st, op, [to_bf16_bits(x) if dst == "bf16"
+                              else x.astype(SCALARS[dst])])
+        elif n == "vector.bitcast":
+            dst, cnt = element_of(ot)
+            x = np.ascontiguousarray(get[0])
+            self.set(st, op, [x.view(SCALARS[dst]).reshape(st.n, cnt)])
+        elif n == "vector.extract":
+            i = int(re.search(r"static_position = array<i64: (\d+)>",
+                              op.attrs).group(1))
+            self.set(st, op, [get[0][:, i]])
+        elif n == "vector.from_elements":
+            self.set(st, op, [np.stack(get, axis=1)])
+        elif n == "vector.broadcast":
+            _, cnt = element_of(ot)
+            self.set(st, op, [np.repeat(get[0][:, None], cnt, axis=1)])
+        elif n == "llvm.extractvalue":
+            i = int(re.search(r"position = array<i64: (\d+)>",
+                              op.attrs).group(1))
+            self.set(st, op, [get[0][i]])
+        elif n == "memref.load":
+            buf, idx = get[0], get[1:]
+            self.set(st, op, [self.load(buf, idx, st, 1)])
+        elif n == "vector.load":
+            buf, idx = get[0], get[1:]
+            _, cnt = element_of(ot)
+            self.set(st, op, [self.load(buf, idx, st, cnt)])
+        elif n == "memref.store":
+            v, buf, idx = get[0], get[1], get[2:]
+            self.store(buf, idx, v, st)
+        elif n == "memref.alloc":
+            dims, elem = memref_shape(ot)
+            self.set(st, op, [Buffer(self.zeros(dims, elem), elem)])
+        elif n == "memref.dealloc":
+            pass
+        elif n == "gpu.thread_id":
+            d = re.search(r"dim (\w)", op.attrs).group(1)
+            self.set(st, op, [st.tid.copy() if d == "x"
+                              else np.zeros(st.n, np.int64)])
+        elif n in ("gpu.block_id", "gpu.grid_dim", "gpu.block_dim"):
+            d = "xyz".index(re.search(r"dim (\w)", op.attrs).group(1))
+            src = {"gpu.block_id": st.bid, "gpu.grid_dim": st.gdim,
+                   "gpu.block_dim": st.bdim}[n]
+            self.set(st, op, [np.full(st.n, src[d], np.int64)])
+        elif n == "gpu.shuffle":
+            v, off, width = get
+            if not st.mask.all():
+                raise EmulatorError("gpu.shuffle under divergent lanes")
+            o, w = int(off[0]), int(width[0])
+            if np.any(off != o) or np.any(width != w) or w != LANES:
+                raise EmulatorError("gpu.shuffle: non-uniform offset/width")
+            mode = op.attrs
+            lane = np.arange(LANES)
+            src = {"xor": lane ^ o, "down": np.minimum(lane + o, LANES - 1),
+                   "up": np.maximum(lane - o, 0), "idx": np.full(LANES, o)}[
+                re.search(r"shuffle_mode (\w+)", mode).group(1)]
+            self.set(st, op, [v[src], np.ones(LANES, bool)])
+        elif n == "nvvm.mma.sync":
+            self.set(st, op, [self.mma(op, get, st)])
+        elif n == "nvvm.prmt":
+            self.set(st, op, [self.prmt(op, get)])
+        elif n == "scf.for":
+            lb, ub, step = (self.uniform(x, st, n) for x in get[:3])
+            carried = get[3:]
+            body = op.regions[0]
+            for iv in range(lb, ub, step):
+                st.env[body.args[0]] = np.full(st.n, iv, np.int64)
+                for a, v in zip(body.args[1:], carried):
+                    st.env[a] = v
+                carried = self.exec_ops(body.ops, st)
+            self.set(st, op, carried)
+        elif n == "scf.if":
+            c = get[0]
+            saved = st.mask
+            results = []
+            for region, take in zip(op.regions, (c, ~c)):
+                if not region.ops:
+                    results.append(None)
+                    continue
+                st.mask = saved & take
+                results.append(self.exec_ops(region.ops, st)
+                               if st.mask.any() else
+                               self.skip_results(op))
+            st.mask = saved
+            if op.results:
+                then, else_ = results
+                merged = []
+                for a, b in zip(then, else_):
+                    cc = c.reshape(c.shape + (1,) * (np.ndim(a) - 1))
+                    merged.append(np.where(cc, a, b))
+                self.set(st, op, merged)
+        elif n == "scf.yield":
+            return get
+        elif n in ("gpu.return", "func.return"):
+            return True
+        elif n == "gpu.launch_func":
+            self.launch(op, st)
+        elif n == "gpu.barrier":
+            raise EmulatorError("gpu.barrier inside a region")
+        else:
+            raise EmulatorError(f"unsupported operation {n}")
+        return None
+
+    def skip_results(self, op):
+        """Placeholder results of a region no lane takes."""
+        out = []
+        for t in op.out_types:
+            elem, vec = element_of(t)
+            shape = (LANES,) if vec is None else (LANES, vec)
+            out.append(np.zeros(shape, SCALARS[elem]))
+        return out
+
+    @staticmethod
+    def float_constant(val, elem):
+        if val.startswith("0x"):
+            bits = int(val, 16)
+            if elem == "f32":
+                return np.array([bits], np.uint32).view(np.float32)[0]
+            if elem == "f16":
+                return np.array([bits], np.uint16).view(np.float16)[0]
+            if elem == "bf16":
+                return from_bf16_bits(np.array([bits], np.uint16))[0]
+            return np.array([bits], np.uint64).view(np.float64)[0]
+        return float(val)
+
+    def uniform(self, x, st, what):
+        vals = x[st.mask]
+        if vals.size == 0:
+            raise EmulatorError(f"{what} with no active lane")
+        if np.any(vals != vals[0]):
+            raise EmulatorError(f"{what}: bounds differ between lanes")
+        return int(vals[0])
+
+    def check(self, buf, idx, st, cnt):
+        dims = buf.a.shape
+        act = st.mask
+        for d, (i, ext) in enumerate(zip(idx, dims)):
+            last = ext - cnt if d == len(dims) - 1 else ext - 1
+            bad = act & ((i < 0) | (i > last))
+            if np.any(bad):
+                lane = int(np.argmax(bad))
+                raise EmulatorError(
+                    f"out-of-bounds access: lane {lane}, coordinates "
+                    f"{[int(j[lane]) for j in idx]} of {list(dims)}")
+
+    def load(self, buf, idx, st, cnt):
+        self.check(buf, idx, st, cnt)
+        act = st.mask
+        safe = [np.where(act, i, 0) for i in idx]
+        if cnt == 1:
+            v = buf.a[tuple(safe)]
+        else:
+            v = np.stack([buf.a[tuple(safe[:-1]) + (safe[-1] + e,)]
+                          for e in range(cnt)], axis=1)
+        return v
+
+    def store(self, buf, idx, v, st):
+        self.check(buf, idx, st, 1)
+        act = st.mask
+        if v.dtype != buf.a.dtype:
+            raise EmulatorError(f"store of {v.dtype} into {buf.a.dtype}")
+        sel = tuple(i[act] for i in idx)
+        buf.a[sel] = v[act]
+
+    def mma(self, op, get, st):
+        if not st.mask.all():
+            raise EmulatorError("nvvm.mma.sync under divergent lanes")
+        if "m = 16, n = 8, k = 16" not in op.attrs:
+            raise EmulatorError("nvvm.mma.sync: only m16n8k16")
+        ptx = re.search(r"multiplicandAPtxType = #nvvm.mma_type<(\w+)>",
+                        op.attrs).group(1)
+        a, b, c = get[0:4], get[4:6], get[6:10]
+
+        def halves(reg):
+            """Two 16-bit operands of a register, as f64 (low first)."""
+            r = np.asarray(reg)
+            if r.ndim == 2:  # vector<2xf16>
+                bits = np.ascontiguousarray(r).view(np.uint16).reshape(
+                    LANES, 2)
+            else:
+                bits = np.ascontiguousarray(r.astype(np.int32)).view(
+                    np.uint16).reshape(LANES, 2)
+            if ptx == "bf16":
+                return from_bf16_bits(bits).astype(np.float64)
+            return bits.view(np.float16).astype(np.float64)
+        lane = np.arange(LANES)
+        g, t = lane // 4, lane % 4
+        A = np.zeros((16, 16))
+        B = np.zeros((16, 8))
+        C = np.zeros((16, 8))
+        for reg, (r0, c0) in zip(a, ((0, 0), (8, 0), (0, 8), (8, 8))):
+            h = halves(reg)
+            A[g + r0, 2 * t + c0] = h[:, 0]
+            A[g + r0, 2 * t + c0 + 1] = h[:, 1]
+        for reg, k0 in zip(b, (0, 8)):
+            h = halves(reg)
+            B[2 * t + k0, g] = h[:, 0]
+            B[2 * t + k0 + 1, g] = h[:, 1]
+        for reg, (r0, c0) in zip(c, ((0, 0), (0, 1), (8, 0), (8, 1))):
+            C[g + r0, 2 * t + c0] = reg
+        with np.errstate(all="ignore"):
+            D = (A @ B + C).astype(np.float32)
+        return tuple(D[g + r0, 2 * t + c0]
+                     for r0, c0 in ((0, 0), (0, 1), (8, 0), (8, 1)))
+
+    @staticmethod
+    def prmt(op, get):
+        if "default" not in op.attrs:
+            raise EmulatorError("nvvm.prmt: only the default mode")
+        lo, hi, sel = get  # the generic form's (ODS) order
+        pool = np.stack([np.ascontiguousarray(lo.astype(np.int32)).view(
+            np.uint8).reshape(-1, 4), np.ascontiguousarray(
+            hi.astype(np.int32)).view(np.uint8).reshape(-1, 4)], axis=1
+        ).reshape(-1, 8)
+        out = np.zeros((lo.shape[0], 4), np.uint8)
+        for byte in range(4):
+            nib = (sel.astype(np.int64) >> (4 * byte)) & 0xF
+            if np.any(nib & 8):
+                raise EmulatorError("nvvm.prmt: sign-replicating selectors")
+            out[:, byte] = pool[np.arange(lo.shape[0]), nib]
+        return out.view(np.int32).reshape(-1)

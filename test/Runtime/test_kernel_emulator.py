@@ -1,0 +1,216 @@
+"""Decode attention's CUDA kernels run on the CPU by the kernel-form
+emulator (kernel_emulator.py) against the float64 interpreter: the lane
+kernel and the tensor-core kernel (split-softmax-mma: mma.sync fragments,
+prmt, shuffles, the block's barrier), at contexts of one key, part of a
+tile and several splits, with NaN in every cache position past the
+context (a kernel that read them would return NaN). Checks every element
+against bench/harness.py's bound for the output type. Also checks the
+emulator itself: its mma.sync against a NumPy product, and that an
+out-of-bounds load is reported.
+"""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(ROOT / "bench"))
+import harness  # noqa: E402
+from kernel_emulator import (EmulatorError, KernelFormEmulator,  # noqa: E402
+                             from_bf16_bits, to_bf16_bits)
+
+BIN = Path(os.environ.get("TANG_BIN", ROOT / "build" / "bin"))
+TANG_OPT, TANG_RUN = BIN / "tang-opt", BIN / "tang-run"
+
+# One multiprocessor in the device model: 8 key splits (few blocks to
+# emulate) over 2 groups of 4 query heads.
+TARGET = ('#tang.target<chip = "sm_90a", sm_count = 1, shared_per_block = '
+          '232448, shared_per_sm = 233472, registers_per_sm = 65536, '
+          'warp_size = 32, max_threads = 1024, tensor_cores = wgmma, '
+          'tma = true, clusters = true>')
+HEADS, KV_HEADS, CAPACITY = 8, 2, 160
+
+
+def program(out, DIM):
+    """Grouped-query decode attention, bf16 caches, context %pos + 1; with
+    `out` f32, an f32 query and arithmetic; with bf16, every f32 of the
+    program bf16 (as scripts/prepare-gpu-check.py makes its bf16 cases)."""
+    text = f32_program(DIM)
+    if out == "f32":
+        return text
+    for x in ("k", "v"):
+        text = text.replace(f"%{x}f = arith.extf %{x} : bf16 to f32\n", "")
+        text = text.replace(f"%{x}f", f"%{x}")
+    return re.sub(r"(\bf32\b|(?<=[\d?]x)f32\b)", out, text)
+
+
+def f32_program(DIM):
+    return f"""module attributes {{tang.target = {TARGET}}} {{
+func.func @main(%q: tensor<{HEADS}x{DIM}xf32>, %K: tensor<{KV_HEADS}x{CAPACITY}x{DIM}xbf16>, %V: tensor<{KV_HEADS}x{CAPACITY}x{DIM}xbf16>, %pos: index) -> tensor<{HEADS}x{DIM}xf32> {{
+  %c1 = arith.constant 1 : index
+  %n = arith.addi %pos, %c1 : index
+  %s = tang.comprehension (%h, %j) [{HEADS}, %n] : tensor<{HEADS}x?xf32> {{
+    %dot = tang.comprehension reduce (%e) [{DIM}] monoid(add) : f32 {{
+      %a = tang.read %q[%h, %e] : tensor<{HEADS}x{DIM}xf32>
+      %k = tang.read %K[%h floordiv 4, %j, %e] : tensor<{KV_HEADS}x{CAPACITY}x{DIM}xbf16>
+      %kf = arith.extf %k : bf16 to f32
+      %p = arith.mulf %a, %kf : f32
+      tang.yield %p : f32
+    }}
+    %scale = arith.constant 0.125 : f32
+    %r = arith.mulf %dot, %scale : f32
+    tang.yield %r : f32
+  }}
+  %m = tang.comprehension (%h) reduce (%j) [{HEADS}, %n] monoid(max) : tensor<{HEADS}xf32> {{
+    %x = tang.read %s[%h, %j] : tensor<{HEADS}x?xf32>
+    tang.yield %x : f32
+  }}
+  %z = tang.comprehension (%h) reduce (%j) [{HEADS}, %n] monoid(add) : tensor<{HEADS}xf32> {{
+    %x = tang.read %s[%h, %j] : tensor<{HEADS}x?xf32>
+    %mx = tang.read %m[%h] : tensor<{HEADS}xf32>
+    %c = arith.subf %x, %mx : f32
+    %e = math.exp %c : f32
+    tang.yield %e : f32
+  }}
+  %o = tang.comprehension (%h, %d) reduce (%j) [{HEADS}, {DIM}, %n] monoid(add) : tensor<{HEADS}x{DIM}xf32> {{
+    %x = tang.read %s[%h, %j] : tensor<{HEADS}x?xf32>
+    %mx = tang.read %m[%h] : tensor<{HEADS}xf32>
+    %c = arith.subf %x, %mx : f32
+    %e = math.exp %c : f32
+    %zz = tang.read %z[%h] : tensor<{HEADS}xf32>
+    %w = arith.divf %e, %zz : f32
+    %v = tang.read %V[%h floordiv 4, %j, %d] : tensor<{KV_HEADS}x{CAPACITY}x{DIM}xbf16>
+    %vf = arith.extf %v : bf16 to f32
+    %r = arith.mulf %w, %vf : f32
+    tang.yield %r : f32
+  }}
+  return %o : tensor<{HEADS}x{DIM}xf32>
+}}
+}}
+"""
+
+
+def kernel_form(path, options):
+    r = subprocess.run(
+        [TANG_OPT, path, "--tang-fuse", "--tang-online-softmax",
+         "--tang-schedule", f"--convert-tang-to-gpu={options}",
+         "--mlir-print-op-generic"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def bf16(x):
+    return from_bf16_bits(to_bf16_bits(x.astype(np.float32)))
+
+
+def make_inputs(dim):
+    rng = np.random.default_rng(7)
+    q = rng.standard_normal((HEADS, dim)).astype(np.float32)
+    K = bf16(rng.standard_normal((KV_HEADS, CAPACITY, dim)))
+    V = bf16(rng.standard_normal((KV_HEADS, CAPACITY, dim)))
+    return q, K, V
+
+
+@pytest.mark.parametrize("path,out,dim", [
+    ("lanes", "f32", 64), ("mma", "f32", 64), ("lanes", "bf16", 64),
+    ("mma", "bf16", 64), ("mma", "f32", 128)])
+def test_decode_attention(tmp_path, path, out, dim):
+    if not TANG_OPT.exists():
+        pytest.skip("tang-opt not built")
+    src = tmp_path / "decode.mlir"
+    src.write_text(program(out, dim))
+    options = "tensor-cores=target" + (
+        " split-softmax-mma=true" if path == "mma" else "")
+    text = kernel_form(src, options)
+    assert ("nvvm.mma.sync" in text) == (path == "mma")
+    emu = KernelFormEmulator(text)
+    q, K, V = make_inputs(dim)
+    if out == "bf16":
+        q = bf16(q)
+    for context in (1, 17, 150):
+        ins = []
+        for i, a in enumerate((q, K, V)):
+            p = tmp_path / f"in{i}.npy"
+            np.save(p, a)
+            ins += ["--input", str(p)]
+        ref_dir = tmp_path / f"ref{context}"
+        r = subprocess.run([TANG_RUN, src, "--size", f"arg3={context - 1}",
+                            "--output-dir", ref_dir, *ins],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        ref = np.load(ref_dir / "output_0.npy").astype(np.float64)
+        # Positions past the context hold NaN: read, they would show.
+        Kn, Vn = K.copy(), V.copy()
+        Kn[:, context:] = np.nan
+        Vn[:, context:] = np.nan
+        (got,) = emu.run("main", [q, Kn, Vn], sizes=[context - 1])
+        tol = harness.Tolerance(out, reduction=max(context, dim),
+                                roundings=1)
+        check = harness.check_elementwise(got, ref, tol,
+                                          f"{path} {out} ctx{context}")
+        assert check["ok"], (check, got.ravel()[:4], ref.ravel()[:4])
+
+
+def test_mma_fragments():
+    """The emulator's m16n8k16 against a NumPy product: lane l holds A
+    rows l/4 and l/4 + 8, B column l/4, C rows l/4 and l/4 + 8 (PTX ISA)."""
+    rng = np.random.default_rng(3)
+    A = bf16(rng.standard_normal((16, 16))).astype(np.float64)
+    B = bf16(rng.standard_normal((16, 8))).astype(np.float64)
+    C = rng.standard_normal((16, 8)).astype(np.float32)
+    lane = np.arange(32)
+    g, t = lane // 4, lane % 4
+
+    def reg(lo, hi):
+        bits = np.stack([to_bf16_bits(lo), to_bf16_bits(hi)], axis=1)
+        return np.ascontiguousarray(bits).view(np.int32).reshape(32)
+    a = [reg(A[g + r, 2 * t + c], A[g + r, 2 * t + c + 1])
+         for r, c in ((0, 0), (8, 0), (0, 8), (8, 8))]
+    b = [reg(B[2 * t + k, g], B[2 * t + k + 1, g]) for k in (0, 8)]
+    c = [C[g + r, 2 * t + cc] for r, cc in ((0, 0), (0, 1), (8, 0), (8, 1))]
+
+    class FakeOp:
+        attrs = ("multiplicandAPtxType = #nvvm.mma_type<bf16>, "
+                 "shape = #nvvm.shape<m = 16, n = 8, k = 16>")
+
+    class Warp:
+        mask = np.ones(32, bool)
+    d = KernelFormEmulator.mma(None, FakeOp, a + b + c, Warp)
+    D = (A @ B + C).astype(np.float32)
+    want = [D[g + r, 2 * t + cc] for r, cc in ((0, 0), (0, 1), (8, 0), (8, 1))]
+    for x, y in zip(d, want):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_out_of_bounds_is_reported(tmp_path):
+    """A load past a buffer's end is an error, not a silent read."""
+    if not TANG_OPT.exists():
+        pytest.skip("tang-opt not built")
+    text = """"builtin.module"() ({
+  "func.func"() <{function_type = (memref<4xf32>, memref<4xf32>) -> (), sym_name = "main"}> ({
+  ^bb0(%a: memref<4xf32>, %o: memref<4xf32>):
+    %g = "arith.constant"() <{value = 1 : index}> : () -> index
+    %b = "arith.constant"() <{value = 32 : index}> : () -> index
+    "gpu.launch_func"(%g, %g, %g, %b, %g, %g, %a, %o) <{kernel = @k::@f, operandSegmentSizes = array<i32: 0, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 2, 0>}> : (index, index, index, index, index, index, memref<4xf32>, memref<4xf32>) -> ()
+    "func.return"() : () -> ()
+  }) : () -> ()
+  "gpu.module"() <{sym_name = "k"}> ({
+    "gpu.func"() <{function_type = (memref<4xf32>, memref<4xf32>) -> (), sym_name = "f"}> ({
+    ^bb0(%a: memref<4xf32>, %o: memref<4xf32>):
+      %t = "gpu.thread_id"() <{dimension = #gpu<dim x>}> : () -> index
+      %x = "memref.load"(%a, %t) <{nontemporal = false}> : (memref<4xf32>, index) -> f32
+      "gpu.return"() : () -> ()
+    }) {gpu.kernel} : () -> ()
+  }) : () -> ()
+}) : () -> ()
+"""
+    emu = KernelFormEmulator(text)
+    with pytest.raises(EmulatorError, match="out-of-bounds"):
+        emu.run("main", [np.zeros(4, np.float32)])
