@@ -10,15 +10,18 @@ kernels use (arith, math, scf, memref, vector, gpu.shuffle, gpu.barrier,
 nvvm.mma.sync m16n8k16, nvvm.prmt) with their PTX semantics: mma.sync's
 fragment layouts as the PTX ISA gives them (products exact, sums in f64
 then rounded to f32), shuffles over the warp, divergent scf.if under lane
-masks. Every load and store of an active lane is bounds-checked (an
-out-of-range access raises EmulatorError, like compute-sanitizer's
-memcheck); loop bounds and shuffles must be uniform over the active lanes.
+masks, loops whose lanes leave at different trips under a narrowing mask.
+Every load and store of an active lane is bounds-checked (an out-of-range
+access raises EmulatorError, like compute-sanitizer's memcheck); a shuffle
+or mma.sync with some of the warp's lanes inactive is an error too (it
+would hang or read undefined registers on a GPU).
 
     emu = KernelFormEmulator(generic_text)
     outputs = emu.run("main", [array, ...], sizes=[300])
 
 Inputs are NumPy arrays (bf16 tensors as float32 values, rounded here);
-outputs come back as float32 (bf16/f16 widened). Slow (a few microseconds
+outputs come back as float32 (bf16/f16 widened), integer outputs as they
+are. Slow (a few microseconds
 per operation and warp): for small shapes.
 """
 
@@ -239,9 +242,7 @@ def memref_shape(t):
     if not t.startswith("memref<"):
         raise EmulatorError(f"not a memref type: {t}")
     parts = split_top(t[len("memref<"):-1])[0].split("x")
-    if "?" in parts:
-        raise EmulatorError(f"dynamic memref {t}")
-    return [int(d) for d in parts[:-1]], parts[-1]
+    return [None if d == "?" else int(d) for d in parts[:-1]], parts[-1]
 
 
 def to_bf16_bits(x):
@@ -294,6 +295,7 @@ class Lanes:
         self.n = n
         self.env = dict(env or {})
         self.mask = np.ones(n, bool)
+        self.full = self.mask.copy()  # the lanes that exist
 
 
 class KernelFormEmulator:
@@ -318,17 +320,27 @@ class KernelFormEmulator:
         args = list(inputs)
         outs = []
         k = 0
-        for a, t in zip(body.args, body.arg_types):
+        # Outputs that alias (donated) inputs: pairs (output arg, input arg).
+        m = re.search(r"tang.aliases = array<i64: ([\d, ]*)>", fn.attrs)
+        pairs = [int(x) for x in m.group(1).split(",")] if m else []
+        aliases = dict(zip(pairs[::2], pairs[1::2]))
+        for pos, (a, t) in enumerate(zip(body.args, body.arg_types)):
             if t.startswith("memref"):
                 dims, elem = memref_shape(t)
-                if k < len(args):
+                if None in dims:
+                    raise EmulatorError(f"argument of dynamic type {t}")
+                if pos in aliases:
+                    buf = st.env[body.args[aliases[pos]]]
+                    outs.append(buf)
+                elif k < len(args):
                     x = np.asarray(args[k], np.float64).reshape(dims)
                     k += 1
                     st.env[a] = Buffer(self.store_form(x, elem), elem)
+                    continue
                 else:
                     buf = Buffer(self.zeros(dims, elem), elem)
-                    st.env[a] = buf
                     outs.append(buf)
+                st.env[a] = buf
             else:
                 st.env[a] = np.array([sizes[0]], np.int64)
                 sizes = sizes[1:]
@@ -345,6 +357,8 @@ class KernelFormEmulator:
     def load_form(b):
         if b.elem == "bf16":
             return from_bf16_bits(b.a)
+        if b.elem.startswith("i"):
+            return b.a.copy()
         return b.a.astype(np.float32)
 
     @staticmethod
@@ -373,8 +387,8 @@ class KernelFormEmulator:
 
     def run_kernel(self, k, grid, block, args):
         body = k.regions[0]
-        if block[1] != 1 or block[2] != 1 or block[0] % LANES:
-            raise EmulatorError(f"block {block}: whole warps in x only")
+        if block[1] != 1 or block[2] != 1:
+            raise EmulatorError(f"block {block}: x only")
         nparams = len(args)
         workgroup = [(a, t) for a, t in zip(body.args[nparams:],
                                             body.arg_types[nparams:])]
@@ -395,8 +409,11 @@ class KernelFormEmulator:
                         dims, elem = memref_shape(t)
                         shared[a] = Buffer(self.zeros(dims, elem), elem)
                     warps = []
-                    for w in range(block[0] // LANES):
+                    for w in range((block[0] + LANES - 1) // LANES):
                         st = Lanes(LANES)
+                        # A last, partial warp's missing lanes never run.
+                        st.mask = np.arange(LANES) + LANES * w < block[0]
+                        st.full = st.mask.copy()
                         st.env.update(zip(body.args, args))
                         st.env.update(shared)
                         st.tid = np.arange(LANES, dtype=np.int64) + LANES * w
@@ -481,6 +498,20 @@ class KernelFormEmulator:
                  "arith.minsi": lambda: np.minimum(a, b),
                  "arith.maxsi": lambda: np.maximum(a, b)}[n]()
             self.set(st, op, [np.asarray(r).astype(a.dtype)])
+        elif n in ("arith.sitofp", "arith.uitofp"):
+            x = get[0] if n == "arith.sitofp" else unsigned(get[0])
+            self.set(st, op, [x.astype(SCALARS[element_of(ot)[0]])])
+        elif n in ("arith.fptosi", "arith.fptoui"):
+            with np.errstate(all="ignore"):
+                self.set(st, op, [get[0].astype(SCALARS[element_of(ot)[0]])])
+        elif n in ("arith.extsi", "arith.extui", "arith.trunci"):
+            x = get[0]
+            if n == "arith.extui":
+                x = unsigned(x)
+            self.set(st, op, [x.astype(SCALARS[element_of(ot)[0]])])
+        elif n == "arith.bitcast":
+            self.set(st, op, [np.ascontiguousarray(get[0]).view(
+                SCALARS[element_of(ot)[0]])])
         elif n == "arith.index_cast":
             self.set(st, op, [get[0].astype(SCALARS[ot])])
         elif n == "arith.cmpi":
@@ -576,11 +607,16 @@ class KernelFormEmulator:
             buf, idx = get[0], get[1:]
             _, cnt = element_of(ot)
             self.set(st, op, [self.load(buf, idx, st, cnt)])
+        elif n == "vector.store":
+            v, buf, idx = get[0], get[1], get[2:]
+            self.store(buf, idx, v, st)
         elif n == "memref.store":
             v, buf, idx = get[0], get[1], get[2:]
             self.store(buf, idx, v, st)
         elif n == "memref.alloc":
             dims, elem = memref_shape(ot)
+            dynamic = iter(get)
+            dims = [int(next(dynamic)[0]) if d is None else d for d in dims]
             self.set(st, op, [Buffer(self.zeros(dims, elem), elem)])
         elif n == "memref.dealloc":
             pass
@@ -595,7 +631,7 @@ class KernelFormEmulator:
             self.set(st, op, [np.full(st.n, src[d], np.int64)])
         elif n == "gpu.shuffle":
             v, off, width = get
-            if not st.mask.all():
+            if np.any(st.mask != st.full):
                 raise EmulatorError("gpu.shuffle under divergent lanes")
             o, w = int(off[0]), int(width[0])
             if np.any(off != o) or np.any(width != w) or w != LANES:
@@ -611,14 +647,28 @@ class KernelFormEmulator:
         elif n == "nvvm.prmt":
             self.set(st, op, [self.prmt(op, get)])
         elif n == "scf.for":
-            lb, ub, step = (self.uniform(x, st, n) for x in get[:3])
-            carried = get[3:]
+            lb, ub, step = get[:3]
+            carried = list(get[3:])
             body = op.regions[0]
-            for iv in range(lb, ub, step):
-                st.env[body.args[0]] = np.full(st.n, iv, np.int64)
+            if np.any((step <= 0) & st.mask):
+                raise EmulatorError("scf.for with a step <= 0")
+            # Lanes loop while their own induction variable is below their
+            # bound (a divergent loop runs under a narrowing mask).
+            saved = st.mask
+            iv = lb.astype(np.int64)
+            while True:
+                live = saved & (iv < ub)
+                if not live.any():
+                    break
+                st.mask = live
+                st.env[body.args[0]] = iv
                 for a, v in zip(body.args[1:], carried):
                     st.env[a] = v
-                carried = self.exec_ops(body.ops, st)
+                nxt = self.exec_ops(body.ops, st)
+                carried = [self.merge(live, x, y)
+                           for x, y in zip(nxt, carried)]
+                iv = np.where(live, iv + step, iv)
+            st.mask = saved
             self.set(st, op, carried)
         elif n == "scf.if":
             c = get[0]
@@ -635,11 +685,8 @@ class KernelFormEmulator:
             st.mask = saved
             if op.results:
                 then, else_ = results
-                merged = []
-                for a, b in zip(then, else_):
-                    cc = c.reshape(c.shape + (1,) * (np.ndim(a) - 1))
-                    merged.append(np.where(cc, a, b))
-                self.set(st, op, merged)
+                self.set(st, op, [self.merge(c, a, b)
+                                  for a, b in zip(then, else_)])
         elif n == "scf.yield":
             return get
         elif n in ("gpu.return", "func.return"):
@@ -651,6 +698,15 @@ class KernelFormEmulator:
         else:
             raise EmulatorError(f"unsupported operation {n}")
         return None
+
+    @staticmethod
+    def merge(c, a, b):
+        """Per lane, `a` where `c` holds, else `b` (structs elementwise)."""
+        if isinstance(a, tuple):
+            return tuple(KernelFormEmulator.merge(c, x, y)
+                         for x, y in zip(a, b))
+        cc = c.reshape(c.shape + (1,) * (np.ndim(a) - 1))
+        return np.where(cc, a, b)
 
     def skip_results(self, op):
         """Placeholder results of a region no lane takes."""
@@ -673,14 +729,6 @@ class KernelFormEmulator:
                 return from_bf16_bits(np.array([bits], np.uint16))[0]
             return np.array([bits], np.uint64).view(np.float64)[0]
         return float(val)
-
-    def uniform(self, x, st, what):
-        vals = x[st.mask]
-        if vals.size == 0:
-            raise EmulatorError(f"{what} with no active lane")
-        if np.any(vals != vals[0]):
-            raise EmulatorError(f"{what}: bounds differ between lanes")
-        return int(vals[0])
 
     def check(self, buf, idx, st, cnt):
         dims = buf.a.shape
@@ -706,16 +754,21 @@ class KernelFormEmulator:
         return v
 
     def store(self, buf, idx, v, st):
-        self.check(buf, idx, st, 1)
+        """A scalar (or, for a vector value, contiguous) store per active
+        lane."""
+        cnt = 1 if v.ndim == 1 else v.shape[1]
+        self.check(buf, idx, st, cnt)
         act = st.mask
         if v.dtype != buf.a.dtype:
             raise EmulatorError(f"store of {v.dtype} into {buf.a.dtype}")
-        sel = tuple(i[act] for i in idx)
-        buf.a[sel] = v[act]
+        for e in range(cnt):
+            sel = tuple(i[act] for i in idx[:-1]) + (idx[-1][act] + e,)
+            buf.a[sel] = (v if cnt == 1 else v[:, e])[act]
 
     def mma(self, op, get, st):
         if not st.mask.all():
-            raise EmulatorError("nvvm.mma.sync under divergent lanes")
+            raise EmulatorError("nvvm.mma.sync under divergent lanes or in "
+                                "a partial warp")
         if "m = 16, n = 8, k = 16" not in op.attrs:
             raise EmulatorError("nvvm.mma.sync: only m16n8k16")
         ptx = re.search(r"multiplicandAPtxType = #nvvm.mma_type<(\w+)>",

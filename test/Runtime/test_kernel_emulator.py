@@ -1,5 +1,9 @@
-"""Decode attention's CUDA kernels run on the CPU by the kernel-form
-emulator (kernel_emulator.py) against the float64 interpreter: the lane
+"""CUDA kernel forms run on the CPU by the kernel-form emulator
+(kernel_emulator.py) against the float64 interpreter. Every example's
+kernels as --convert-tang-to-gpu builds them without tensor cores (row
+kernels with shuffles and workgroup memory, split decode attention, scans,
+gathers and scatters), at its last `// sizes:` line. Decode attention's
+kernels in detail: the lane
 kernel and the tensor-core kernel (split-softmax-mma: mma.sync fragments,
 prmt, shuffles, the block's barrier), at contexts of one key, part of a
 tile and several splits, with NaN in every cache position past the
@@ -22,9 +26,11 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "python"))
 import harness  # noqa: E402
+from tang import sizes as tang_sizes  # noqa: E402
 from kernel_emulator import (EmulatorError, KernelFormEmulator,  # noqa: E402
-                             from_bf16_bits, to_bf16_bits)
+                             from_bf16_bits, memref_shape, to_bf16_bits)
 
 BIN = Path(os.environ.get("TANG_BIN", ROOT / "build" / "bin"))
 TANG_OPT, TANG_RUN = BIN / "tang-opt", BIN / "tang-run"
@@ -97,9 +103,9 @@ func.func @main(%q: tensor<{HEADS}x{DIM}xf32>, %K: tensor<{KV_HEADS}x{CAPACITY}x
 """
 
 
-def kernel_form(path, options):
+def kernel_form(path, options, target=()):
     r = subprocess.run(
-        [TANG_OPT, path, "--tang-fuse", "--tang-online-softmax",
+        [TANG_OPT, path, *target, "--tang-fuse", "--tang-online-softmax",
          "--tang-schedule", f"--convert-tang-to-gpu={options}",
          "--mlir-print-op-generic"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
@@ -214,3 +220,63 @@ def test_out_of_bounds_is_reported(tmp_path):
     emu = KernelFormEmulator(text)
     with pytest.raises(EmulatorError, match="out-of-bounds"):
         emu.run("main", [np.zeros(4, np.float32)])
+
+
+EXAMPLES = sorted((ROOT / "examples").glob("*.mlir"))
+# Thread-serial kernels of millions of emulated operations (30-40 s each
+# here): plain point kernels, which the portable backends' differential
+# tests already run on every element.
+SERIAL = {"linear_recurrence", "causal_conv1d"}
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
+def test_example(tmp_path, example):
+    """The example's kernels (tensor-cores=none: cooperative SIMT kernels)
+    on the emulator against tang-run, every element: f32 within the
+    f32 bound for a reduction as long as the largest input (an upper
+    bound of the examples' reductions), integers and NaN patterns exact."""
+    if not TANG_OPT.exists():
+        pytest.skip("tang-opt not built")
+    if example.stem in SERIAL:
+        pytest.skip("thread-serial point kernels: the portable backends' "
+                    "differential tests run them")
+    text = kernel_form(example, "tensor-cores=none",
+                       ["--tang-attach-target=chip=sm_90a"])
+    emu = KernelFormEmulator(text)
+    (name, fn), = emu.functions.items()
+    body = fn.regions[0]
+    ninputs = int(re.search(r"tang.num_inputs = (\d+)", fn.attrs).group(1))
+    specs = tang_sizes.program_sizes(example.read_text())
+    spec = specs[-1] if specs else []
+    size_args, _ = tang_sizes.parse_specs(spec)
+    rng = np.random.default_rng(11)
+    inputs, files, sizes = [], [], []
+    for pos, t in enumerate(body.arg_types[:ninputs]):
+        if not t.startswith("memref"):
+            sizes.append(size_args.get(pos, 0))
+            continue
+        shape, elem = memref_shape(t)
+        x = (rng.uniform(-1, 1, shape).astype(np.float32)
+             if elem.startswith(("f", "bf")) else
+             rng.integers(0, 4, shape).astype(np.int32))
+        inputs.append(x)
+        path = tmp_path / f"in{len(inputs)}.npy"
+        np.save(path, x)
+        files += ["--input", str(path)]
+    flags = [f for s in spec for f in ("--size", s)]
+    r = subprocess.run([TANG_RUN, example, "--output-dir", tmp_path / "ref",
+                        *flags, *files], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    got = emu.run(name, inputs, sizes=sizes)
+    longest = max(x.size for x in inputs)
+    for k, g in enumerate(got):
+        ref = np.load(tmp_path / "ref" / f"output_{k}.npy")
+        g = g.reshape(ref.shape)
+        if np.issubdtype(g.dtype, np.integer):
+            np.testing.assert_array_equal(g, ref)
+            continue
+        check = harness.check_elementwise(
+            g, ref.astype(np.float64),
+            harness.Tolerance("f32", reduction=longest, roundings=1),
+            f"{example.stem} output {k}")
+        assert check["ok"], check
