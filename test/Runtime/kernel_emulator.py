@@ -5,24 +5,28 @@ output: a host function (allocations, stores into the sizes buffer,
 gpu.launch_func) and a gpu.module of kernels. The emulator runs the host
 function; each launch runs its blocks one after another, a block's warps
 side by side between top-level barriers, a warp's 32 lanes as NumPy arrays
-(one element per lane). It implements the operations the cooperative
-kernels use (arith, math, scf, memref, vector, gpu.shuffle, gpu.barrier,
-nvvm.mma.sync m16n8k16, nvvm.prmt) with their PTX semantics: mma.sync's
-fragment layouts as the PTX ISA gives them (products exact, sums in f64
-then rounded to f32), shuffles over the warp, divergent scf.if under lane
-masks, loops whose lanes leave at different trips under a narrowing mask.
+(one element per lane; each warp a generator that yields at barriers). It
+implements the operations the cooperative and sm_80 tensor-core kernels use
+(arith, math, scf, memref, vector, gpu.shuffle, gpu.barrier, dynamic shared
+memory, nvgpu cp.async and ldmatrix, nvvm.mma.sync m16n8k16, nvvm.prmt)
+with their PTX semantics: mma.sync's and ldmatrix's fragment layouts as the
+PTX ISA gives them (products exact, sums in f64 then rounded to f32), a
+cp.async landing only when its group is waited for, shuffles over the
+warp, divergent scf.if under lane masks, loops whose lanes leave at
+different trips under a narrowing mask.
 Every load and store of an active lane is bounds-checked (an out-of-range
-access raises EmulatorError, like compute-sanitizer's memcheck); a shuffle
-or mma.sync with some of the warp's lanes inactive is an error too (it
-would hang or read undefined registers on a GPU).
+access raises EmulatorError, like compute-sanitizer's memcheck); a shuffle,
+mma.sync, ldmatrix or barrier with some of the warp's lanes inactive is an
+error too (it would hang or read undefined registers on a GPU). Not
+implemented: wgmma, TMA, mbarriers (sm_90a kernels).
 
     emu = KernelFormEmulator(generic_text)
     outputs = emu.run("main", [array, ...], sizes=[300])
 
 Inputs are NumPy arrays (bf16 tensors as float32 values, rounded here);
 outputs come back as float32 (bf16/f16 widened), integer outputs as they
-are. Slow (a few microseconds
-per operation and warp): for small shapes.
+are. Slow (about ten microseconds per operation and warp): for small
+shapes.
 """
 
 import re
@@ -344,7 +348,7 @@ class KernelFormEmulator:
             else:
                 st.env[a] = np.array([sizes[0]], np.int64)
                 sizes = sizes[1:]
-        self.exec_block(body, st, host=True)
+        self.exec_block(body, st)
         return [self.load_form(b) for b in outs]
 
     @staticmethod
@@ -376,31 +380,23 @@ class KernelFormEmulator:
         at = np.cumsum([0] + seg)
         grid = [int(vals[at[1] + i][0]) for i in range(3)]
         block = [int(vals[at[4] + i][0]) for i in range(3)]
-        if seg[7] or seg[8] or seg[9] or seg[10]:
-            raise EmulatorError("launch with clusters or dynamic shared "
-                                "memory")
+        if seg[7] or seg[8] or seg[9]:
+            raise EmulatorError("launch with clusters")
+        dynamic = int(vals[at[10]][0]) if seg[10] else 0
         kernel_args = vals[at[11]:at[12]]
         kname = re.search(r"kernel = @\w+::@(\w+)", op.attrs).group(1)
-        self.run_kernel(self.kernels[kname], grid, block, kernel_args)
+        self.run_kernel(self.kernels[kname], grid, block, kernel_args,
+                        dynamic)
 
     # -- kernels -------------------------------------------------------------
 
-    def run_kernel(self, k, grid, block, args):
+    def run_kernel(self, k, grid, block, args, dynamic=0):
         body = k.regions[0]
         if block[1] != 1 or block[2] != 1:
             raise EmulatorError(f"block {block}: x only")
         nparams = len(args)
         workgroup = [(a, t) for a, t in zip(body.args[nparams:],
                                             body.arg_types[nparams:])]
-        # The top-level operations, cut at barriers.
-        segments, cur = [], []
-        for op in body.ops:
-            if op.name == "gpu.barrier":
-                segments.append(cur)
-                cur = []
-            else:
-                cur.append(op)
-        segments.append(cur)
         for bz in range(grid[2]):
             for by in range(grid[1]):
                 for bx in range(grid[0]):
@@ -408,6 +404,7 @@ class KernelFormEmulator:
                     for a, t in workgroup:
                         dims, elem = memref_shape(t)
                         shared[a] = Buffer(self.zeros(dims, elem), elem)
+                    smem = Buffer(np.zeros(dynamic, np.uint8), "i8")
                     warps = []
                     for w in range((block[0] + LANES - 1) // LANES):
                         st = Lanes(LANES)
@@ -420,28 +417,110 @@ class KernelFormEmulator:
                         st.bid = (bx, by, bz)
                         st.bdim = block
                         st.gdim = grid
+                        st.smem = smem
+                        st.copies, st.groups = [], []
                         warps.append(st)
-                    for seg in segments:
-                        for st in warps:
-                            self.exec_ops(seg, st)
+                    self.run_block(body, warps)
 
-    def exec_block(self, block, st, host=False):
-        return self.exec_ops(block.ops, st, host)
+    def run_block(self, body, warps):
+        """The block's warps side by side: each runs to its next barrier
+        (a generator yields there), then the next warp; all must reach the
+        same barriers."""
+        running = [self.exec_ops(body.ops, st) for st in warps]
+        while running:
+            waiting, done = [], 0
+            for g in running:
+                try:
+                    next(g)
+                    waiting.append(g)
+                except StopIteration:
+                    done += 1
+            if waiting and done:
+                raise EmulatorError("a barrier that not every warp of the "
+                                    "block reaches")
+            running = waiting
 
-    def exec_ops(self, ops, st, host=False):
-        """Runs `ops`; returns the operands of a terminator (scf.yield) or
-        True on a return."""
+    def exec_block(self, block, st):
+        """Runs a region that must not wait at a barrier (the host)."""
+        g = self.exec_ops(block.ops, st)
+        try:
+            next(g)
+        except StopIteration as stop:
+            return stop.value
+        raise EmulatorError("gpu.barrier outside a kernel")
+
+    def exec_ops(self, ops, st):
+        """A generator running `ops`, yielding at each barrier; returns the
+        operands of a terminator (scf.yield) or True on a return."""
         for op in ops:
-            r = self.exec_op(op, st, host)
-            if r is not None:
-                return r
+            n = op.name
+            if n == "scf.for":
+                yield from self.exec_for(op, st)
+            elif n == "scf.if":
+                yield from self.exec_if(op, st)
+            elif n == "gpu.barrier":
+                if np.any(st.mask != st.full):
+                    raise EmulatorError("gpu.barrier under divergent lanes")
+                self.ops_run += 1
+                yield "barrier"
+            elif n == "scf.yield":
+                return [st.env[o] for o in op.operands]
+            elif n in ("gpu.return", "func.return"):
+                return True
+            else:
+                self.exec_op(op, st)
         return None
+
+    def exec_for(self, op, st):
+        get = [st.env[o] for o in op.operands]
+        lb, ub, step = get[:3]
+        carried = list(get[3:])
+        body = op.regions[0]
+        if np.any((step <= 0) & st.mask):
+            raise EmulatorError("scf.for with a step <= 0")
+        # Lanes loop while their own induction variable is below their
+        # bound (a divergent loop runs under a narrowing mask).
+        saved = st.mask
+        iv = lb.astype(np.int64)
+        while True:
+            live = saved & (iv < ub)
+            if not live.any():
+                break
+            st.mask = live
+            st.env[body.args[0]] = iv
+            for a, v in zip(body.args[1:], carried):
+                st.env[a] = v
+            nxt = yield from self.exec_ops(body.ops, st)
+            carried = [self.merge(live, x, y) for x, y in zip(nxt, carried)]
+            iv = np.where(live, iv + step, iv)
+        st.mask = saved
+        self.set(st, op, carried)
+
+    def exec_if(self, op, st):
+        c = st.env[op.operands[0]]
+        saved = st.mask
+        results = []
+        for region, take in zip(op.regions, (c, ~c)):
+            if not region.ops:
+                results.append(None)
+                continue
+            st.mask = saved & take
+            if st.mask.any():
+                results.append((yield from self.exec_ops(region.ops, st)))
+            else:
+                results.append(self.skip_results(op))
+        st.mask = saved
+        if op.results:
+            then, else_ = results
+            self.set(st, op, [self.merge(c, a, b)
+                              for a, b in zip(then, else_)])
 
     def set(self, st, op, values):
         for name, v in zip(op.results, values):
             st.env[name] = v
 
-    def exec_op(self, op, st, host=False):
+    def exec_op(self, op, st):
+        """One operation without regions."""
         self.ops_run += 1
         n = op.name
         env = st.env
@@ -490,11 +569,18 @@ class KernelFormEmulator:
                  "arith.minui": lambda: np.minimum(ua, ub),
                  "arith.maxui": lambda: np.maximum(ua, ub)}[n]()
             self.set(st, op, [r.astype(a.dtype)])
-        elif n in ("arith.divsi", "arith.remsi", "arith.minsi", "arith.maxsi"):
+        elif n in ("arith.divsi", "arith.remsi", "arith.minsi", "arith.maxsi",
+                   "arith.floordivsi", "arith.ceildivsi"):
             a, b = get
+            if n != "arith.minsi" and n != "arith.maxsi" and np.any(
+                    (b == 0) & st.mask):
+                raise EmulatorError(f"{n}: division by zero")
             bb = np.where(b == 0, 1, b)
-            r = {"arith.divsi": lambda: np.trunc(a / bb).astype(a.dtype),
+            r = {"arith.divsi": lambda: np.sign(a) * np.sign(bb) * (
+                     np.abs(a) // np.abs(bb)),
                  "arith.remsi": lambda: np.fmod(a, bb),
+                 "arith.floordivsi": lambda: np.floor_divide(a, bb),
+                 "arith.ceildivsi": lambda: -np.floor_divide(-a, bb),
                  "arith.minsi": lambda: np.minimum(a, b),
                  "arith.maxsi": lambda: np.maximum(a, b)}[n]()
             self.set(st, op, [np.asarray(r).astype(a.dtype)])
@@ -588,9 +674,10 @@ class KernelFormEmulator:
             x = np.ascontiguousarray(get[0])
             self.set(st, op, [x.view(SCALARS[dst]).reshape(st.n, cnt)])
         elif n == "vector.extract":
-            i = int(re.search(r"static_position = array<i64: (\d+)>",
-                              op.attrs).group(1))
-            self.set(st, op, [get[0][:, i]])
+            pos = [int(x) for x in re.search(
+                r"static_position = array<i64: ([\d, ]+)>", op.attrs)
+                .group(1).split(",")]
+            self.set(st, op, [get[0][(slice(None), *pos)]])
         elif n == "vector.from_elements":
             self.set(st, op, [np.stack(get, axis=1)])
         elif n == "vector.broadcast":
@@ -646,58 +733,30 @@ class KernelFormEmulator:
             self.set(st, op, [self.mma(op, get, st)])
         elif n == "nvvm.prmt":
             self.set(st, op, [self.prmt(op, get)])
-        elif n == "scf.for":
-            lb, ub, step = get[:3]
-            carried = list(get[3:])
-            body = op.regions[0]
-            if np.any((step <= 0) & st.mask):
-                raise EmulatorError("scf.for with a step <= 0")
-            # Lanes loop while their own induction variable is below their
-            # bound (a divergent loop runs under a narrowing mask).
-            saved = st.mask
-            iv = lb.astype(np.int64)
-            while True:
-                live = saved & (iv < ub)
-                if not live.any():
-                    break
-                st.mask = live
-                st.env[body.args[0]] = iv
-                for a, v in zip(body.args[1:], carried):
-                    st.env[a] = v
-                nxt = self.exec_ops(body.ops, st)
-                carried = [self.merge(live, x, y)
-                           for x, y in zip(nxt, carried)]
-                iv = np.where(live, iv + step, iv)
-            st.mask = saved
-            self.set(st, op, carried)
-        elif n == "scf.if":
-            c = get[0]
-            saved = st.mask
-            results = []
-            for region, take in zip(op.regions, (c, ~c)):
-                if not region.ops:
-                    results.append(None)
-                    continue
-                st.mask = saved & take
-                results.append(self.exec_ops(region.ops, st)
-                               if st.mask.any() else
-                               self.skip_results(op))
-            st.mask = saved
-            if op.results:
-                then, else_ = results
-                self.set(st, op, [self.merge(c, a, b)
-                                  for a, b in zip(then, else_)])
-        elif n == "scf.yield":
-            return get
-        elif n in ("gpu.return", "func.return"):
-            return True
         elif n == "gpu.launch_func":
             self.launch(op, st)
-        elif n == "gpu.barrier":
-            raise EmulatorError("gpu.barrier inside a region")
+        elif n in ("nvgpu.device_async_copy", "nvgpu.device_async_create_group",
+                   "nvgpu.device_async_wait"):
+            self.async_copy(op, get, st)
+        elif n == "nvgpu.ldmatrix":
+            self.set(st, op, [self.ldmatrix(op, get, st)])
+        elif n == "gpu.dynamic_shared_memory":
+            self.set(st, op, [st.smem])
+        elif n == "memref.view":
+            src, offset = get[0], get[1]
+            dims, elem = memref_shape(ot)
+            if None in dims:
+                raise EmulatorError("memref.view of a dynamic shape")
+            off = int(offset[st.mask][0]) if st.mask.any() else 0
+            dt = np.dtype(SCALARS[elem])
+            size = int(np.prod(dims)) * dt.itemsize
+            if off < 0 or off + size > src.a.nbytes:
+                raise EmulatorError(f"memref.view of {size} bytes at {off} "
+                                    f"outside {src.a.nbytes}")
+            view = src.a[off:off + size].view(dt).reshape(dims)
+            self.set(st, op, [Buffer(view, elem)])
         else:
             raise EmulatorError(f"unsupported operation {n}")
-        return None
 
     @staticmethod
     def merge(c, a, b):
@@ -806,6 +865,73 @@ class KernelFormEmulator:
             D = (A @ B + C).astype(np.float32)
         return tuple(D[g + r0, 2 * t + c0]
                      for r0, c0 in ((0, 0), (0, 1), (8, 0), (8, 1)))
+
+    def async_copy(self, op, get, st):
+        """cp.async: a copy is pending until its group is waited for (its
+        destination keeps the old bytes until then, as on a GPU)."""
+        n = op.name
+        if n == "nvgpu.device_async_copy":
+            seg = [int(x) for x in re.search(
+                r"operandSegmentSizes = array<i32: ([^>]*)>", op.attrs)
+                .group(1).split(",")]
+            at = np.cumsum([0] + seg)
+            dst, didx = get[0], get[at[1]:at[2]]
+            src, sidx = get[at[2]], get[at[3]:at[4]]
+            cnt = int(re.search(r"dstElements = (\d+)", op.attrs).group(1))
+            valid = get[at[4]] if seg[4] else np.full(st.n, cnt)
+            act = st.mask
+            self.check(dst, didx, st, cnt)
+            # The source's elements past `valid` are not read (zeros).
+            full = act & (valid >= cnt)
+            part = Lanes(st.n)
+            part.mask = full
+            data = np.zeros((st.n, cnt), dst.a.dtype)
+            if full.any():
+                data[full] = self.load(src, sidx, part, cnt)[full]
+            for lane in np.flatnonzero(act & ~full):
+                k = int(valid[lane])
+                one = Lanes(st.n)
+                one.mask = np.arange(st.n) == lane
+                for e in range(k):
+                    ix = [i.copy() for i in sidx]
+                    ix[-1] = ix[-1] + e
+                    data[lane, e] = self.load(src, ix, one, 1)[lane]
+            st.copies.append((dst, [i.copy() for i in didx], data, act.copy()))
+            self.set(st, op, [object()])
+        elif n == "nvgpu.device_async_create_group":
+            st.groups.append(st.copies)
+            st.copies = []
+            self.set(st, op, [object()])
+        else:
+            m = re.search(r"numGroups = (\d+)", op.attrs)
+            keep = int(m.group(1)) if m else 0
+            while len(st.groups) > keep:
+                for dst, didx, data, act in st.groups.pop(0):
+                    for e in range(data.shape[1]):
+                        sel = tuple(i[act] for i in didx[:-1]) + (
+                            didx[-1][act] + e,)
+                        dst.a[sel] = data[act, e]
+
+    def ldmatrix(self, op, get, st):
+        """ldmatrix.x{1,2,4}[.trans]: lane 8m + r gives row r of 8x8
+        matrix m (8 16-bit elements at its address); lane t receives, of
+        each matrix, row t/4's columns 2(t%4), 2(t%4)+1 (transposed: those
+        rows of column t/4)."""
+        if not st.mask.all():
+            raise EmulatorError("nvgpu.ldmatrix under divergent lanes")
+        tiles = int(re.search(r"numTiles = (\d+)", op.attrs).group(1))
+        trans = "transpose = true" in op.attrs
+        rows = self.load(get[0], get[1:], st, 8)  # [32, 8]
+        lane = np.arange(LANES)
+        g, t = lane // 4, lane % 4
+        out = np.zeros((LANES, tiles, 2), rows.dtype)
+        for m in range(tiles):
+            mat = rows[8 * m:8 * m + 8]  # [r, c]
+            if trans:
+                mat = mat.T
+            out[:, m, 0] = mat[g, 2 * t]
+            out[:, m, 1] = mat[g, 2 * t + 1]
+        return out
 
     @staticmethod
     def prmt(op, get):

@@ -10,7 +10,8 @@ tile and several splits, with NaN in every cache position past the
 context (a kernel that read them would return NaN). Checks every element
 against bench/harness.py's bound for the output type. Also checks the
 emulator itself: its mma.sync against a NumPy product, and that an
-out-of-bounds load is reported.
+out-of-bounds load is reported. And the sm_80 tensor-core kernels (mma.sync,
+cp.async, ldmatrix): a GEMM, the flash forward and attention's backward.
 """
 
 import os
@@ -279,4 +280,112 @@ def test_example(tmp_path, example):
             g, ref.astype(np.float64),
             harness.Tolerance("f32", reduction=longest, roundings=1),
             f"{example.stem} output {k}")
+        assert check["ok"], check
+
+
+def attention(L, D, causal=True):
+    """bf16 attention [1, 2, L, D] (a flash kernel's shape), causal or not."""
+    mask = """
+    %ii = tang.index %i : i32
+    %jj = tang.index %j : i32
+    %ok = arith.cmpi sle, %jj, %ii : i32
+    %m = arith.select %ok, %sc, %ninf : bf16""" if causal else """
+    %m = arith.addf %sc, %zero : bf16"""
+    t = f"tensor<1x2x{L}x{D}xbf16>"
+    return f"""func.func @main(%q: {t}, %k: {t}, %v: {t}) -> {t} {{
+  %ninf = arith.constant 0xFF80 : bf16
+  %zero = arith.constant 0.0 : bf16
+  %scale = arith.constant 1.250000e-01 : bf16
+  %o = tang.comprehension (%b, %h, %i, %d) reduce (%j) [1, 2, {L}, {D}, {L}] monoid(online_softmax) : {t} {{
+    %s = tang.comprehension reduce (%e) [{D}] monoid(add) : bf16 {{
+      %x = tang.read %q[%b, %h, %i, %e] : {t}
+      %y = tang.read %k[%b, %h, %j, %e] : {t}
+      %p = arith.mulf %x, %y : bf16
+      tang.yield %p : bf16
+    }}
+    %sc = arith.mulf %s, %scale : bf16{mask}
+    %w = tang.read %v[%b, %h, %j, %d] : {t}
+    tang.yield %m, %w : bf16, bf16
+  }}
+  return %o : {t}
+}}
+"""
+
+
+def gradient(text, tmp_path):
+    """The @main_grad of --tang-grad alone, named @main."""
+    src = tmp_path / "fwd.mlir"
+    src.write_text(text)
+    r = subprocess.run([TANG_OPT, src, "--tang-grad"], capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    start = out.index("  func.func @main_grad(")
+    end = out.index("\n  }\n", start) + len("\n  }\n")
+    return "module {\n" + out[start:end].replace("@main_grad(", "@main(") \
+        + "}\n"
+
+
+MATMUL = """func.func @main(%a: tensor<128x64xbf16>, %b: tensor<64x128xbf16>) -> tensor<128x128xf32> {
+  %c = tang.comprehension (%i, %j) reduce (%k) [128, 128, 64] monoid(add) : tensor<128x128xf32> {
+    %x = tang.read %a[%i, %k] : tensor<128x64xbf16>
+    %y = tang.read %b[%k, %j] : tensor<64x128xbf16>
+    %xf = arith.extf %x : bf16 to f32
+    %yf = arith.extf %y : bf16 to f32
+    %p = arith.mulf %xf, %yf : f32
+    tang.yield %p : f32
+  }
+  return %c : tensor<128x128xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("case", ["matmul", "flash", "flash_full",
+                                  "attention_grad"])
+def test_tensor_cores_sm80(tmp_path, case):
+    """Tensor-core kernels on sm_80 (mma.sync with cp.async into swizzled
+    shared memory, ldmatrix, pipelined k steps): a bf16 GEMM, the flash
+    forward (causal over 80 keys: a partial tile; and not causal), and
+    attention's backward (score kernels for dQ and dK/dV) against the
+    interpreter, with bench/ tolerances of the same outputs (R: the
+    roundings on the path: 1 for the GEMM's f32 sums, 3 for O, 9 for the
+    gradients)."""
+    if not TANG_OPT.exists():
+        pytest.skip("tang-opt not built")
+    text, tols = {
+        "matmul": (MATMUL, [harness.Tolerance("f32", reduction=64)]),
+        "flash": (attention(80, 64),
+                  [harness.Tolerance("bf16", reduction=80, roundings=3)]),
+        "flash_full": (attention(80, 64, causal=False),
+                       [harness.Tolerance("bf16", reduction=80, roundings=3)]),
+        "attention_grad": (
+            gradient(attention(128, 64), tmp_path),
+            [harness.Tolerance("bf16", reduction=128, roundings=9)] * 3),
+    }[case]
+    src = tmp_path / "prog.mlir"
+    src.write_text(text)
+    kernels = kernel_form(src, "tensor-cores=target",
+                          ["--tang-attach-target=chip=sm_80"])
+    assert "nvvm.mma.sync" in kernels and "nvgpu.ldmatrix" in kernels
+    emu = KernelFormEmulator(kernels)
+    (name, fn), = emu.functions.items()
+    body = fn.regions[0]
+    ninputs = int(re.search(r"tang.num_inputs = (\d+)", fn.attrs).group(1))
+    rng = np.random.default_rng(5)
+    inputs, files = [], []
+    for t in body.arg_types[:ninputs]:
+        shape, _ = memref_shape(t)
+        inputs.append(bf16(rng.uniform(-1, 1, shape)))
+        path = tmp_path / f"in{len(inputs)}.npy"
+        np.save(path, inputs[-1])
+        files += ["--input", str(path)]
+    r = subprocess.run([TANG_RUN, src, "--output-dir", tmp_path / "ref",
+                        *files], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    got = emu.run(name, inputs)
+    assert len(got) == len(tols)
+    for k, (g, tol) in enumerate(zip(got, tols)):
+        ref = np.load(tmp_path / "ref" / f"output_{k}.npy").astype(np.float64)
+        check = harness.check_elementwise(g.reshape(ref.shape), ref, tol,
+                                          f"{case} output {k}")
         assert check["ok"], check
