@@ -7,6 +7,12 @@ listed with its compile time in gpu-work/qwen3/bundles.json.
 
 Usage: /usr/bin/python3 bench/prepare_qwen3.py [--batches 1 4 16]
                               [--prefill 512 2048] [--capacity 4224]
+                              [--variant NAME=OPTIONS]
+
+--variant NAME=OPTIONS compiles the decode steps a second time with
+OPTIONS added to --tang-lower-cuda, listed as decode<B>-NAME:
+bench/qwen3_decode.py times them beside the default ones (tang_NAME),
+e.g. --variant mma=split-softmax-mma --prefill.
 """
 
 import argparse
@@ -34,7 +40,16 @@ def main() -> int:
                     help="from this batch on, the decode step's products "
                          "take bf16 activations, tensor-core operands "
                          "(default 16)")
+    ap.add_argument("--variant", metavar="NAME=OPTIONS",
+                    help="also decode steps with these --tang-lower-cuda "
+                    "options, listed as decode<B>-NAME")
     args = ap.parse_args()
+    variant = None
+    if args.variant:
+        vname, sep, voptions = args.variant.partition("=")
+        if not sep or not vname or not voptions:
+            ap.error("--variant takes NAME=OPTIONS")
+        variant = (vname, voptions)
     WORK.mkdir(parents=True, exist_ok=True)
     # The bundles go where the GPU machine gets them (gpu-work is carried).
     os.environ["TANG_CACHE_DIR"] = str(WORK / "cache")
@@ -54,21 +69,28 @@ def main() -> int:
     def operands(b):
         return "bf16" if b >= args.tensor_core_batch else None
 
+    def step(b):
+        return qwen3.decode_step(
+            qwen3.QWEN3_8B, b, args.capacity,
+            operands=qwen3.QWEN3_8B.dtype if operands(b) else None)
+
     jobs = [(f"decode{b}", {"batch": b, "operands": operands(b)},
-             lambda b=b: qwen3.decode_step(
-                 qwen3.QWEN3_8B, b, args.capacity,
-                 operands=qwen3.QWEN3_8B.dtype if operands(b) else None))
-            for b in args.batches]
+             lambda b=b: step(b), "") for b in args.batches]
+    if variant:
+        jobs += [(f"decode{b}-{variant[0]}",
+                  {"batch": b, "operands": operands(b),
+                   "variant": variant[0], "options": variant[1]},
+                  lambda b=b: step(b), variant[1]) for b in args.batches]
     jobs += [(f"prefill{n}", {"tokens": n},
-              lambda n=n: qwen3.prefill(qwen3.QWEN3_8B, n, args.capacity))
-             for n in args.prefill]
-    for name, what, build in jobs:
+              lambda n=n: qwen3.prefill(qwen3.QWEN3_8B, n, args.capacity),
+              "") for n in args.prefill]
+    for name, what, build, options in jobs:
         t0 = time.time()
         cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime
         print(f"[prepare_qwen3] {name}: compiling (Qwen3-8B shapes, "
               f"{qwen3.QWEN3_8B.layers} layers; minutes when not cached)",
               flush=True)
-        compiled = tang.compile(build(), target="cuda")
+        compiled = tang.compile(build(), target="cuda", options=options)
         seconds = time.time() - t0
         cpu = resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime - cpu0
         # The compile time of the last build, not of a cache hit: wall

@@ -327,7 +327,8 @@ def main():
               "gpu-work", file=sys.stderr)
         return 2
     batches = args.batches or sorted(
-        b["batch"] for n, b in bundles.items() if n.startswith("decode"))
+        b["batch"] for n, b in bundles.items()
+        if n.startswith("decode") and "variant" not in b)
     missing = [b for b in batches if f"decode{b}" not in bundles]
     if missing:
         print(f"no bundle for batch {missing}: run bench/prepare_qwen3.py "
@@ -358,8 +359,23 @@ def main():
         if not args.speed_only:
             harness.start_case(report, check_case(b), path)
             harness.set_case(report, check(W, dec, capacity), path)
-        speed(args, report, path, deadline, W, dec, capacity)
-        del dec
+        # Variants of the step (bench/prepare_qwen3.py --variant): timed
+        # beside it as tang_NAME, never as a peer.
+        variants = {}
+        for n, v in bundles.items():
+            if v.get("variant") and v["batch"] == b:
+                variants[v["variant"]] = TangDecoder(
+                    ROOT / v["dir"] / "bundle", W, b, capacity,
+                    v.get("operands"))
+                variants[v["variant"]].capture()
+                if not args.speed_only:
+                    vcase = f"{check_case(b)}-{v['variant']}"
+                    harness.start_case(report, vcase, path)
+                    harness.set_case(report, dict(
+                        check(W, variants[v["variant"]], capacity),
+                        case=vcase), path)
+        speed(args, report, path, deadline, W, dec, capacity, variants)
+        del dec, variants
         torch.cuda.empty_cache()
     harness.finish_report(report, t_start)
     harness.write_report(report, path)
@@ -570,11 +586,13 @@ def compiled_peer(args, deadline, label, make):
         return None, harness.short(e)
 
 
-def speed(args, report, path, deadline, W, dec, capacity):
+def speed(args, report, path, deadline, W, dec, capacity, variants=None):
     """ms/step at each context, tang's graph against the peers', in
     interleaved rounds; tok/s (tokens of every sequence) and the share of
     the bandwidth floor ((weights + KV bytes of every sequence) over the
-    copy rate measured here)."""
+    copy rate measured here). `variants`: name -> another TangDecoder of
+    the step, timed in the same rounds as tang_NAME (not a peer)."""
+    variants = variants or {}
     B = dec.batch
     bw = report["copy_GBps"] * 1e9
     wbytes = qwen3.weight_bytes(CFG)
@@ -589,8 +607,9 @@ def speed(args, report, path, deadline, W, dec, capacity):
         report.setdefault("notes", {})[f"b{B}"] = (
             f"the torch.compile peer was not measured at batch {B} "
             f"({why_not})")
-    dec.kc.normal_()
-    dec.vc.normal_()
+    for d in (dec, *variants.values()):
+        d.kc.normal_()
+        d.vc.normal_()
     rounds = harness.rounds_of(args, 5)
     for ctx in CONTEXTS:
         name = f"decode-b{B}-ctx{ctx}"
@@ -606,6 +625,8 @@ def speed(args, report, path, deadline, W, dec, capacity):
         if compiled:
             peers.append(("torch_compile_graph", *compiled))
         contenders = [("tang", lambda k, pos=pos: dec.step(pos))]
+        contenders += [(f"tang_{vname}", lambda k, pos=pos, d=d: d.step(pos))
+                       for vname, d in variants.items()]
         for pname, peer, fn in peers:
             def peer_step(k, pos=pos, peer=peer, fn=fn):
                 peer.pos.fill_(pos)
@@ -615,7 +636,8 @@ def speed(args, report, path, deadline, W, dec, capacity):
             torch, contenders, rounds=rounds,
             target_ms=harness.target_ms_of(args),
             deadline=deadline.monotonic())
-        summary = harness.compare("tang", timed)
+        summary = harness.compare(
+            "tang", timed, excluded=[f"tang_{v}" for v in variants])
         shares = {n: {"ms": o["ms"], "tok_s": B * 1e3 / o["ms"],
                       "share_of_floor": floor_ms / o["ms"]}
                   for n, o in timed.items() if "ms" in o}
