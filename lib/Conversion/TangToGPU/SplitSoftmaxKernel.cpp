@@ -46,6 +46,7 @@
 #include "KernelForm.h"
 #include "RowVectors.h"
 #include "Tang/Analysis/KernelMatchers.h"
+#include "Tang/Dialect/Tang/IR/TangMonoids.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -303,9 +304,6 @@ LogicalResult SplitSoftmaxEmitter::emitPartial(Value scratch) {
       if (failed(emitKey(lb, j, cache, scores[u], values[u])))
         return failure();
     }
-    Value negInf = arith::ConstantOp::create(
-        lb, loc, lb.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
-    Value zero = arith::ConstantOp::create(lb, loc, lb.getF32FloatAttr(0));
     auto exp = [&](Value x, Value from) -> Value {
       Value d = arith::SubFOp::create(lb, loc, x, from);
       return approximate ? emitNvvmExp(lb, loc, d)
@@ -317,10 +315,7 @@ LogicalResult SplitSoftmaxEmitter::emitPartial(Value scratch) {
       Value mx = row[0];
       for (int64_t u = 0; u < kUnroll; ++u)
         mx = arith::MaximumFOp::create(lb, loc, mx, scores[u][c]);
-      Value safe = arith::SelectOp::create(
-          lb, loc,
-          arith::CmpFOp::create(lb, loc, arith::CmpFPredicate::OEQ, mx, negInf),
-          zero, mx);
+      Value safe = buildSoftmaxExponentBase(lb, loc, mx);
       Value scale = exp(row[0], safe);
       SmallVector<Value> weights;
       for (int64_t u = 0; u < kUnroll; ++u)

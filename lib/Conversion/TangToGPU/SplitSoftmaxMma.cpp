@@ -46,6 +46,7 @@
 #include "BodyEmitter.h"
 #include "RowVectors.h"
 #include "SplitSoftmaxKernel.h"
+#include "Tang/Dialect/Tang/IR/TangMonoids.h"
 #include "TensorCoreEmitter.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -306,9 +307,7 @@ LogicalResult SplitSoftmaxEmitter::emitPartialMma(Value scratch) {
     for (Value s : scores)
       mx = arith::MaximumFOp::create(b, loc, mx, s);
     mx = f.rowReduce(mx, /*max=*/true);
-    Value safe = f.select(
-        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, mx, negInf),
-        zero, mx);
+    Value safe = buildSoftmaxExponentBase(b, loc, mx);
     Value scale = exp(arith::SubFOp::create(b, loc, carriers[0], safe));
     SmallVector<Value> next{mx,
                             arith::MulFOp::create(b, loc, carriers[1], scale)};

@@ -60,13 +60,8 @@ Value exp(OpBuilder &b, Location loc, Value x, bool fast) {
 /// exp(a - m) with m = -inf treated as 0 (so that an all -inf carrier
 /// combines to (-inf, 0) instead of NaN).
 Value scaleFrom(OpBuilder &b, Location loc, Value a, Value m, bool fast) {
-  Type t = m.getType();
-  Value negInf = constant(b, loc, t, -kInf, 0);
-  Value zero = constant(b, loc, t, 0, 0);
-  Value isEmpty =
-      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, m, negInf);
-  Value safe = arith::SelectOp::create(b, loc, isEmpty, zero, m);
-  return exp(b, loc, arith::SubFOp::create(b, loc, a, safe), fast);
+  Value base = buildSoftmaxExponentBase(b, loc, m);
+  return exp(b, loc, arith::SubFOp::create(b, loc, a, base), fast);
 }
 
 bool isSoftmax(MonoidKind kind) {
@@ -74,6 +69,16 @@ bool isSoftmax(MonoidKind kind) {
 }
 
 } // namespace
+
+Value mlir::tang::buildSoftmaxExponentBase(OpBuilder &b, Location loc,
+                                           Value m) {
+  Type t = m.getType();
+  Value negInf = constant(b, loc, t, -kInf, 0);
+  Value zero = constant(b, loc, t, 0, 0);
+  Value isEmpty =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, m, negInf);
+  return arith::SelectOp::create(b, loc, isEmpty, zero, m);
+}
 
 SmallVector<Type> mlir::tang::getBuiltinCarrierTypes(MonoidKind kind,
                                                      TypeRange yieldTypes) {

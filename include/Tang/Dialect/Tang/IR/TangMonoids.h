@@ -60,6 +60,12 @@ SmallVector<Value> buildBuiltinAccumulate(OpBuilder &b, Location loc,
                                           ValueRange carrier, ValueRange yields,
                                           bool approximate = false);
 
+/// The point the softmax monoids take exponents from for a maximum `m`:
+/// m, or 0 where m is -inf (so that an all -inf carrier, or a run of masked
+/// scores, scales by exp(-inf) = 0 instead of giving NaN). Kernels that
+/// join several elements at once to a carrier use it like the combine.
+Value buildSoftmaxExponentBase(OpBuilder &b, Location loc, Value m);
+
 /// The comprehension's results from the carrier: acc / l for
 /// online_softmax, the carrier itself otherwise.
 SmallVector<Value> buildBuiltinFinalize(OpBuilder &b, Location loc,
