@@ -46,15 +46,17 @@ HEADS, KV_HEADS, CAPACITY = 8, 2, 160
 
 
 def program(out, DIM):
-    """Grouped-query decode attention, bf16 caches, context %pos + 1; with
-    `out` f32, an f32 query and arithmetic; with bf16, every f32 of the
-    program bf16 (as scripts/prepare-gpu-check.py makes its bf16 cases)."""
+    """Grouped-query decode attention, context %pos + 1; with `out` f32, an
+    f32 query and arithmetic and bf16 caches; with bf16 or f16, every f32
+    of the program and the caches of that type (as
+    scripts/prepare-gpu-check.py makes its 16-bit cases)."""
     text = f32_program(DIM)
     if out == "f32":
         return text
     for x in ("k", "v"):
         text = text.replace(f"%{x}f = arith.extf %{x} : bf16 to f32\n", "")
         text = text.replace(f"%{x}f", f"%{x}")
+    text = re.sub(r"(?<=x)bf16\b", out, text)  # the caches
     return re.sub(r"(\bf32\b|(?<=[\d?]x)f32\b)", out, text)
 
 
@@ -127,7 +129,7 @@ def make_inputs(dim):
 
 @pytest.mark.parametrize("path,out,dim", [
     ("lanes", "f32", 64), ("mma", "f32", 64), ("lanes", "bf16", 64),
-    ("mma", "bf16", 64), ("mma", "f32", 128)])
+    ("mma", "bf16", 64), ("mma", "f16", 64), ("mma", "f32", 128)])
 def test_decode_attention(tmp_path, path, out, dim):
     if not TANG_OPT.exists():
         pytest.skip("tang-opt not built")
@@ -141,6 +143,8 @@ def test_decode_attention(tmp_path, path, out, dim):
     q, K, V = make_inputs(dim)
     if out == "bf16":
         q = bf16(q)
+    elif out == "f16":
+        q, K, V = (x.astype(np.float16).astype(np.float32) for x in (q, K, V))
     for context in (1, 17, 150):
         ins = []
         for i, a in enumerate((q, K, V)):
