@@ -13,7 +13,8 @@ one process.
 
 Writes decode.json (the common schema of bench/harness.py) into --out.
 Run on the GPU machine:  python3 bench/bench_decode.py --out DIR
-For a profiler, --profile BATCH CONTEXT runs that bundle three times:
+For a profiler, --profile BATCH CONTEXT runs that bundle (of the first of
+--tags, default tang) three times:
   ncu --section SpeedOfLight --section WarpStateStats -k regex:k0$ \
       -c 1 -s 1 python3 bench/bench_decode.py --profile 16 4096
 """
@@ -158,10 +159,10 @@ def run_case(args, report, path, deadline, bundle, tag, batch, capacity,
     harness.set_case(report, res, path)
 
 
-def profile(batch, context):
+def profile(batch, context, tag="tang"):
     listing = json.loads((ROOT / "gpu-work" / "decode" / "bundles.json")
                          .read_text())
-    b = listing["bundles"][f"tang-b{batch}"]
+    b = listing["bundles"][f"{tag}-b{batch}"]
     bundle = tang.cuda.Bundle(ROOT / b["dir"] / "bundle")
     shape = (batch, KV_HEADS, listing["capacity"], HEAD_DIM)
     q = torch.randn(batch, HEADS, HEAD_DIM, device="cuda")
@@ -180,11 +181,13 @@ def main():
     ap.add_argument("--tags", nargs="*", default=None,
                     help="the bundles' tags to time (default: every one)")
     ap.add_argument("--profile", nargs=2, type=int, metavar=("BATCH", "CTX"),
-                    help="only run that bundle three times (for ncu)")
+                    help="only run that bundle three times (for ncu or "
+                    "compute-sanitizer), of the first of --tags (default "
+                    "tang)")
     harness.add_common_args(ap, default_rounds=7)
     args = ap.parse_args()
     if args.profile:
-        return profile(*args.profile)
+        return profile(*args.profile, *(args.tags or [])[:1])
     deadline = harness.Deadline(args.deadline)
     t_start = time.monotonic()
     out_dir = Path(args.out) if args.out else harness.out_dir("bench-out")
