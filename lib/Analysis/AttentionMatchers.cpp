@@ -276,10 +276,18 @@ mlir::tang::matchSplitSoftmaxMma(ComprehensionOp op, const SplitSoftmaxMatch &m,
   mm.dqk = mm.red.getExtent(0);
   if (!matchDotFactors(op, mm.red, m.j, mm.q, mm.k, mm.factors, why))
     return std::nullopt;
-  // The summand is the product alone (no rounding inside it).
+  // The summand is the product alone (no rounding inside it), its
+  // constant factors constants, summed in f32 (the compute type of f32,
+  // f16 and bf16).
   for (Operation &inner : mm.red.getBodyBlock().without_terminator())
     if (!isa<ReadOp, arith::ExtFOp, arith::MulFOp, arith::ConstantOp>(inner))
       return fail("the summand holds more than a product of reads");
+  Type sum = mm.red.getResult(0).getType();
+  if (!sum.isF32() && !sum.isF16() && !sum.isBF16())
+    return fail("the dot product is not summed as f32, f16 or bf16");
+  for (Value f : mm.factors)
+    if (!f.getDefiningOp<arith::ConstantOp>())
+      return fail("a factor of the summand is not a constant");
   ValueRange yields = op.getYield().getValues();
   mm.v = stripExtensions(yields[1]).getDefiningOp<ReadOp>();
   mm.elementType = mm.k.getType();

@@ -288,7 +288,11 @@ CMPI = {0: "eq", 1: "ne", 2: "slt", 3: "sle", 4: "sgt", 5: "sge", 6: "ult",
 
 
 def unsigned(x):
-    return np.asarray(x).astype(np.uint64)
+    """`x` read as unsigned at its own width (i32 -1 is 2^32 - 1)."""
+    x = np.asarray(x)
+    if x.dtype.kind == "i":
+        x = x.view(np.dtype(f"u{x.dtype.itemsize}"))
+    return x.astype(np.uint64)
 
 
 class Lanes:
@@ -367,7 +371,19 @@ class KernelFormEmulator:
 
     @staticmethod
     def zeros(dims, elem):
-        return np.zeros(dims, SCALARS[elem])
+        """A fresh buffer: on a GPU its contents are undefined, so floats
+        start NaN and integers at a sentinel (a kernel that reads what it
+        never wrote shows)."""
+        a = np.empty(dims, SCALARS[elem])
+        if elem == "bf16":
+            a.fill(0x7FC0)
+        elif a.dtype.kind == "f":
+            a.fill(np.nan)
+        elif a.dtype.kind in "iu":
+            a.fill(-0x5A5A5A5A % (1 << (8 * a.itemsize - 1)))
+        else:
+            a.fill(0)
+        return a
 
     def launch(self, op, st):
         # Operand groups: async dependencies, grid x y z, block x y z,
@@ -404,7 +420,9 @@ class KernelFormEmulator:
                     for a, t in workgroup:
                         dims, elem = memref_shape(t)
                         shared[a] = Buffer(self.zeros(dims, elem), elem)
-                    smem = Buffer(np.zeros(dynamic, np.uint8), "i8")
+                    # Undefined on a GPU: 0xff bytes are NaN in f32, f16
+                    # and bf16.
+                    smem = Buffer(np.full(dynamic, 0xFF, np.uint8), "i8")
                     warps = []
                     for w in range((block[0] + LANES - 1) // LANES):
                         st = Lanes(LANES)
@@ -420,7 +438,10 @@ class KernelFormEmulator:
                         st.smem = smem
                         st.copies, st.groups = [], []
                         warps.append(st)
-                    self.run_block(body, warps)
+                    # Odd blocks run their warps last first: shared
+                    # memory read before a missing barrier shows.
+                    self.run_block(body, warps if (bx + by + bz) % 2 == 0
+                                   else warps[::-1])
 
     def run_block(self, body, warps):
         """The block's warps side by side: each runs to its next barrier
@@ -613,6 +634,7 @@ class KernelFormEmulator:
                  "gt": a > b, "ge": a >= b}[p]
             self.set(st, op, [r])
         elif n == "arith.cmpf":
+            self.no_bf16_math(op)
             a, b = get
             p = int(re.search(r"predicate = (\d+)", op.attrs).group(1))
             with np.errstate(invalid="ignore"):
@@ -624,6 +646,7 @@ class KernelFormEmulator:
             self.set(st, op, [np.where(c, a, b)])
         elif n in ("arith.addf", "arith.subf", "arith.mulf", "arith.divf",
                    "arith.maximumf", "arith.minimumf"):
+            self.no_bf16_math(op)
             a, b = get
             with np.errstate(all="ignore"):
                 r = {"arith.addf": lambda: a + b,
@@ -635,6 +658,7 @@ class KernelFormEmulator:
             self.set(st, op, [r.astype(a.dtype)])
         elif n in ("arith.negf", "math.absf", "math.exp", "math.sqrt",
                    "math.rsqrt", "math.log", "math.tanh"):
+            self.no_bf16_math(op)
             (a,) = get
             with np.errstate(all="ignore"):
                 x = a.astype(np.float64)
@@ -654,6 +678,7 @@ class KernelFormEmulator:
             tiny = np.finfo(np.float32).tiny  # ftz: subnormals flush
             self.set(st, op, [np.where(np.abs(r) < tiny, np.float32(0), r)])
         elif n == "math.fma":
+            self.no_bf16_math(op)
             a, b, c = get
             with np.errstate(all="ignore"):
                 r = a.astype(np.float64) * b + c.astype(np.float64)
@@ -725,10 +750,12 @@ class KernelFormEmulator:
                 raise EmulatorError("gpu.shuffle: non-uniform offset/width")
             mode = op.attrs
             lane = np.arange(LANES)
-            src = {"xor": lane ^ o, "down": np.minimum(lane + o, LANES - 1),
-                   "up": np.maximum(lane - o, 0), "idx": np.full(LANES, o)}[
+            src = {"xor": lane ^ o, "down": lane + o, "up": lane - o,
+                   "idx": np.full(LANES, o)}[
                 re.search(r"shuffle_mode (\w+)", mode).group(1)]
-            self.set(st, op, [v[src], np.ones(LANES, bool)])
+            # Out of range, a lane gets its own value (valid false).
+            ok = (src >= 0) & (src < LANES)
+            self.set(st, op, [v[np.where(ok, src, lane)], ok])
         elif n == "nvvm.mma.sync":
             self.set(st, op, [self.mma(op, get, st)])
         elif n == "nvvm.prmt":
@@ -757,6 +784,13 @@ class KernelFormEmulator:
             self.set(st, op, [Buffer(view, elem)])
         else:
             raise EmulatorError(f"unsupported operation {n}")
+
+    @staticmethod
+    def no_bf16_math(op):
+        """bf16 values are bit patterns here: arithmetic on them would be
+        silently wrong (the kernels compute in f32)."""
+        if any(element_of(t)[0] == "bf16" for t in op.in_types):
+            raise EmulatorError(f"{op.name} on bf16 values")
 
     @staticmethod
     def merge(c, a, b):

@@ -190,7 +190,9 @@ LogicalResult SplitSoftmaxEmitter::emitPartialMma(Value scratch) {
   Value e = mm.red.getIndex(0);
   // An f32 query's third part (with f32 outputs) in a second product per
   // step, rows 0-7 (qa2).
-  bool qThird = !approximate && mm.q.getType().isF32();
+  // (A 16-bit query times a constant factor has more bits than two
+  // parts hold too.)
+  bool qThird = !approximate && (mm.q.getType().isF32() || !mm.factors.empty());
   SmallVector<Value> qa, qa2;
   for (int64_t s = 0; s < keyLoads; ++s) {
     SmallVector<Value> hi, lo, lo2;
