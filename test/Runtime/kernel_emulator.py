@@ -769,6 +769,16 @@ class KernelFormEmulator:
             self.set(st, op, [self.ldmatrix(op, get, st)])
         elif n == "gpu.dynamic_shared_memory":
             self.set(st, op, [st.smem])
+        elif n in ("memref.collapse_shape", "memref.expand_shape"):
+            # A row-major reshape: a view of the same elements.
+            src = get[0]
+            dims, elem = memref_shape(ot)
+            known = int(np.prod([d for d in dims if d is not None]))
+            dims = [src.a.size // known if d is None else d for d in dims]
+            if int(np.prod(dims)) != src.a.size or not \
+                    src.a.flags["C_CONTIGUOUS"]:
+                raise EmulatorError(f"{n} of {src.a.shape} to {dims}")
+            self.set(st, op, [Buffer(src.a.reshape(dims), elem)])
         elif n == "memref.view":
             src, offset = get[0], get[1]
             dims, elem = memref_shape(ot)

@@ -539,6 +539,53 @@ ComprehensionOp KernelFormBuilder::findScoreSibling(ComprehensionOp c) {
 /// widening signed cast at most between, as the runtimes read ids): a
 /// token id read from the ids tensor. Not a padded read (its fill is no
 /// element).
+/// The source of `copy` when it is a flat reshape: a point comprehension
+/// of static extents whose body reads one static-shaped comprehension
+/// result of the same element type and number of elements, unpadded, at
+/// the same row-major linear index (a view such as [4, 32, 128] read as
+/// [4, 4096]); else null.
+static Value getFlatReshapeSource(ComprehensionOp copy) {
+  if (copy.getNumResults() != 1 || copy.getNumReduced() != 0)
+    return Value();
+  auto outType = dyn_cast<RankedTensorType>(copy.getResult(0).getType());
+  Block &body = copy.getBody().front();
+  if (!outType || !outType.hasStaticShape() || body.getOperations().size() != 2)
+    return Value();
+  auto read = dyn_cast<ReadOp>(body.front());
+  auto yield = dyn_cast<YieldOp>(body.back());
+  if (!read || !yield || yield->getNumOperands() != 1 ||
+      yield->getOperand(0) != read.getResult() || read.getFill())
+    return Value();
+  Value source = read.getTensor();
+  auto inType = dyn_cast<RankedTensorType>(source.getType());
+  if (!source.getDefiningOp<ComprehensionOp>() || !inType ||
+      !inType.hasStaticShape() ||
+      inType.getElementType() != outType.getElementType() ||
+      inType.getNumElements() != outType.getNumElements() ||
+      read.getIndices().size() != copy.getNumIndices())
+    return Value();
+  for (auto [i, index] : llvm::enumerate(read.getIndices()))
+    if (index != copy.getIndex(i))
+      return Value();
+  // The linear index of the read, less the copy's own, is zero.
+  MLIRContext *ctx = copy.getContext();
+  AffineMap map = read.getMap();
+  AffineExpr diff = getAffineConstantExpr(0, ctx);
+  int64_t stride = 1;
+  for (int64_t d = inType.getRank() - 1; d >= 0; --d) {
+    diff = diff + map.getResult(d) * stride;
+    stride *= inType.getDimSize(d);
+  }
+  stride = 1;
+  for (int64_t d = outType.getRank() - 1; d >= 0; --d) {
+    diff = diff - getAffineDimExpr(d, ctx) * stride;
+    stride *= outType.getDimSize(d);
+  }
+  diff = simplifyAffineExpr(diff, map.getNumDims(), map.getNumSymbols());
+  auto zero = dyn_cast<AffineConstantExpr>(diff);
+  return zero && zero.getValue() == 0 ? source : Value();
+}
+
 static BlockArgument getIndexInput(func::FuncOp func, Value v) {
   while (Operation *def = v.getDefiningOp()) {
     auto cast = dyn_cast<arith::IndexCastOp>(def);
@@ -770,6 +817,35 @@ LogicalResult KernelFormBuilder::convertFunc(func::FuncOp func) {
     return failure();
   // The copy a returned scatter writes into is the result's buffer; a
   // scatter in place returns its donated argument's buffer (an alias).
+  // A returned flat reshape of a comprehension's result that nothing else
+  // reads launches no kernel: the comprehension writes the result's buffer
+  // through a view of its own shape.
+  llvm::DenseSet<Operation *> elided;
+  for (Value v : ret.getOperands()) {
+    auto copy = v.getDefiningOp<ComprehensionOp>();
+    Value source = copy ? getFlatReshapeSource(copy) : Value();
+    if (!source || !source.hasOneUse() || outputOf.count(source) ||
+        elided.contains(source.getDefiningOp()))
+      continue;
+    Value view = outputOf.lookup(v);
+    auto outType = cast<MemRefType>(view.getType());
+    if (outType.getRank() != 1) {
+      SmallVector<ReassociationIndices> all(1);
+      for (int64_t d = 0; d < outType.getRank(); ++d)
+        all[0].push_back(d);
+      view = memref::CollapseShapeOp::create(b, copy.getLoc(), view, all);
+    }
+    MemRefType inType = getMemRefType(source.getType());
+    if (inType.getRank() != 1) {
+      SmallVector<ReassociationIndices> all(1);
+      for (int64_t d = 0; d < inType.getRank(); ++d)
+        all[0].push_back(d);
+      view = memref::ExpandShapeOp::create(b, copy.getLoc(), inType.getShape(),
+                                           view, all);
+    }
+    outputOf[source] = view;
+    elided.insert(copy);
+  }
   SmallVector<int64_t> aliases;
   for (auto scatter : func.getBody().getOps<ScatterOp>()) {
     if (BlockArgument root = inPlace.lookup(scatter)) {
@@ -794,7 +870,7 @@ LogicalResult KernelFormBuilder::convertFunc(func::FuncOp func) {
   // kernel of their own).
   llvm::DenseSet<Operation *> written;
   for (Operation &op : func.getBody().front()) {
-    if (written.contains(&op))
+    if (written.contains(&op) || elided.contains(&op))
       continue;
     if (auto c = dyn_cast<ComprehensionOp>(op)) {
       // The kernel its schedule names, or the one chooseKernel gives.

@@ -241,9 +241,17 @@ static FailureOr<llvm::json::Object> describeFunction(func::FuncOp func,
     }
     llvm::json::Array kargs;
     auto describeBufferArg = [&](Value v) -> FailureOr<llvm::json::Object> {
-      // A buffer with a `?` dimension is passed flat.
-      if (auto collapse = v.getDefiningOp<memref::CollapseShapeOp>())
-        v = collapse.getSrc();
+      // A buffer with a `?` dimension is passed flat; a returned flat
+      // reshape's source writes its result through a view (both views of
+      // the same row-major memory).
+      while (Operation *def = v.getDefiningOp()) {
+        if (auto collapse = dyn_cast<memref::CollapseShapeOp>(def))
+          v = collapse.getSrc();
+        else if (auto expand = dyn_cast<memref::ExpandShapeOp>(def))
+          v = expand.getSrc();
+        else
+          break;
+      }
       if (v == sizesBuffer)
         return llvm::json::Object{{"sizes", true}};
       if (auto arg = dyn_cast<BlockArgument>(v))
