@@ -3,9 +3,10 @@
 
   scripts/prepare-gpu-check.py               every example, f32/f16/bf16
   scripts/prepare-gpu-check.py --gradients   every example's gradient, f32
-  scripts/prepare-gpu-check.py --variant mma=split-softmax-mma
-      --filter decode_attention              decode attention on tensor cores
-                                             (experimental, checked beside)
+  scripts/prepare-gpu-check.py --variant lanes=split-softmax-mma=off
+      --filter decode_attention              decode attention's lane kernel
+                                             (the default takes tensor cores
+                                             for its few row groups)
   bench/prepare_python.py                    the Python front end's programs
   bench/prepare_bench.py                     the memory-bound kernels
   bench/prepare_gemm.py                      GEMMs, attention forward, block
@@ -13,9 +14,12 @@
   bench/prepare_block_grad.py                the block forward + backward
   bench/prepare_decode.py                    decode attention at the Qwen3-8B
                                              shapes (batches 1, 4, 16)
-  bench/prepare_decode.py --tag mma --options split-softmax-mma
-                                             the same on tensor cores (timed
-                                             beside, as tag mma)
+  bench/prepare_decode.py --tag lanes --options split-softmax-mma=off
+  bench/prepare_decode.py --tag mma --options split-softmax-mma=on
+                                             the same with the lane kernel
+                                             and on tensor cores everywhere
+                                             (timed beside the default's
+                                             choice, tags lanes and mma)
   bench/prepare_qwen3.py                     the Qwen3-8B decode step (batches
                                              1, 4, 16) and prefill (512, 2048)
 
@@ -42,17 +46,19 @@ import harness  # noqa: E402
 STEPS = [
     ("gpu_check", ["scripts/prepare-gpu-check.py"]),
     ("gpu_check_gradients", ["scripts/prepare-gpu-check.py", "--gradients"]),
-    ("gpu_check_mma", ["scripts/prepare-gpu-check.py", "--variant",
-                       "mma=split-softmax-mma", "--filter",
-                       "decode_attention"]),
+    ("gpu_check_lanes", ["scripts/prepare-gpu-check.py", "--variant",
+                         "lanes=split-softmax-mma=off", "--filter",
+                         "decode_attention"]),
     ("python_check", ["bench/prepare_python.py"]),
     ("memory_bound", ["bench/prepare_bench.py"]),
     ("gemm", ["bench/prepare_gemm.py"]),
     ("attention_grad", ["bench/prepare_attention_grad.py"]),
     ("block_grad", ["bench/prepare_block_grad.py"]),
     ("decode", ["bench/prepare_decode.py"]),
+    ("decode_lanes", ["bench/prepare_decode.py", "--tag", "lanes",
+                      "--options", "split-softmax-mma=off"]),
     ("decode_mma", ["bench/prepare_decode.py", "--tag", "mma", "--options",
-                    "split-softmax-mma"]),
+                    "split-softmax-mma=on"]),
     ("qwen3", ["bench/prepare_qwen3.py"]),
 ]
 

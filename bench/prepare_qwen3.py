@@ -12,7 +12,7 @@ Usage: /usr/bin/python3 bench/prepare_qwen3.py [--batches 1 4 16]
 --variant NAME=OPTIONS compiles the decode steps a second time with
 OPTIONS added to --tang-lower-cuda, listed as decode<B>-NAME:
 bench/qwen3_decode.py times them beside the default ones (tang_NAME),
-e.g. --variant mma=split-softmax-mma --prefill.
+e.g. --variant lanes=split-softmax-mma=off --prefill.
 """
 
 import argparse

@@ -22,7 +22,7 @@ With --variant NAME=OPTIONS (and --filter SUBSTRING to take only the
 examples whose name holds it), instead: cases <example>-<dtype>-NAME
 compiled with OPTIONS added to --tang-lower-cuda (an experimental kernel
 checked beside the default one), e.g.
-  --variant mma=split-softmax-mma --filter decode_attention
+  --variant lanes=split-softmax-mma=off --filter decode_attention
 
 Then, on the GPU machine: `python3 bench/gpu_check.py` (see bench/README.md).
 """

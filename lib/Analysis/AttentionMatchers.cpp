@@ -335,9 +335,15 @@ mlir::tang::matchSplitSoftmaxMma(ComprehensionOp op, const SplitSoftmaxMatch &m,
 
 int64_t mlir::tang::getSoftmaxSplits(ComprehensionOp op,
                                      const SplitSoftmaxMatch &m,
-                                     int64_t smCount) {
+                                     int64_t smCount, int64_t perSm) {
   constexpr int64_t kMaxSplits = 64, kMinKeys = 64;
-  int64_t blocks = 16 * std::max<int64_t>(smCount, 1);
+  // Measured on the H200 (bench_decode, Qwen3-8B shapes): mma.sync blocks
+  // (190 registers a thread) ran fastest as one wave of two per
+  // multiprocessor (a batch of one, 1024 keys: 11.0 us against 13.5 at
+  // sixteen), lane blocks near eight (4, 8 and 16 tried).
+  if (perSm <= 0)
+    perSm = m.mma ? 2 : 8;
+  int64_t blocks = perSm * std::max<int64_t>(smCount, 1);
   int64_t splits = std::clamp<int64_t>(
       llvm::divideCeil(blocks, m.rows / m.group), 1, kMaxSplits);
   unsigned j = op.getNumParallel();

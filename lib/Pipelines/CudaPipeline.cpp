@@ -74,6 +74,7 @@ void mlir::tang::addTangCudaKernelForm(OpPassManager &pm,
   kernelForm.tf32 = options.tf32;
   kernelForm.warpSpecialize = options.warpSpecialize;
   kernelForm.splitSoftmaxMma = options.splitSoftmaxMma;
+  kernelForm.splitSoftmaxBlocksPerSm = options.splitSoftmaxBlocksPerSm;
   pm.addPass(createConvertTangToGPU(kernelForm));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

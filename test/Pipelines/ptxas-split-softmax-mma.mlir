@@ -1,17 +1,17 @@
 // REQUIRES: ptxas
 // Grouped-query decode attention (4 query heads per key/value head, head
 // dimension 128, bf16 caches, f32 query, a symbolic context) with
-// split-softmax-mma lowers to mma.sync PTX (bf16 m16n8k16, f32
+// split-softmax-mma=on lowers to mma.sync PTX (bf16 m16n8k16, f32
 // accumulators; value operands paired by prmt) that ptxas accepts with no
-// spills, for sm_90a and sm_80; without the option, the same program takes
-// the lane kernel.
-// RUN: rm -rf %t && tang-opt %s --tang-lower-cuda="fuse split-softmax-mma bundle=%t/sm90" -o /dev/null
+// spills, for sm_90a and sm_80; with split-softmax-mma=off, the same program
+// takes the lane kernel.
+// RUN: rm -rf %t && tang-opt %s --tang-lower-cuda="fuse split-softmax-mma=on bundle=%t/sm90" -o /dev/null
 // RUN: FileCheck %s --input-file=%t/sm90/tang_kernels.ptx
 // RUN: %ptxas -arch=sm_90a -v %t/sm90/tang_kernels.ptx -o %t/sm90.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
-// RUN: tang-opt %s --tang-lower-cuda="fuse split-softmax-mma chip=sm_80 bundle=%t/sm80" -o /dev/null
+// RUN: tang-opt %s --tang-lower-cuda="fuse split-softmax-mma=on chip=sm_80 bundle=%t/sm80" -o /dev/null
 // RUN: FileCheck %s --input-file=%t/sm80/tang_kernels.ptx
 // RUN: %ptxas -arch=sm_80 -v %t/sm80/tang_kernels.ptx -o %t/sm80.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
-// RUN: tang-opt %s --tang-lower-cuda="fuse bundle=%t/lanes" -o /dev/null
+// RUN: tang-opt %s --tang-lower-cuda="fuse split-softmax-mma=off bundle=%t/lanes" -o /dev/null
 // RUN: FileCheck %s --check-prefix=LANES --input-file=%t/lanes/tang_kernels.ptx
 // CHECK: .entry gqa_k0(
 // CHECK: ld.global{{.*}}.v4

@@ -36,21 +36,24 @@ from kernel_emulator import (EmulatorError, KernelFormEmulator,  # noqa: E402
 BIN = Path(os.environ.get("TANG_BIN", ROOT / "build" / "bin"))
 TANG_OPT, TANG_RUN = BIN / "tang-opt", BIN / "tang-run"
 
-# One multiprocessor in the device model: 8 key splits (few blocks to
-# emulate) over 2 groups of 4 query heads.
-TARGET = ('#tang.target<chip = "sm_90a", sm_count = 1, shared_per_block = '
-          '232448, shared_per_sm = 233472, registers_per_sm = 65536, '
+# One multiprocessor in the device model (few blocks to emulate), 2 groups
+# of 4 query heads: the lane kernel's 4 key splits (eight blocks a
+# multiprocessor, getSoftmaxSplits), the mma.sync kernel's one (two blocks:
+# at 150 keys, each warp's loop runs two or three tiles with the next
+# one's loads in flight, then a partial tile); sm_count 2 gives it 2 splits.
+TARGET = ('#tang.target<chip = "sm_90a", sm_count = {sms}, shared_per_block '
+          '= 232448, shared_per_sm = 233472, registers_per_sm = 65536, '
           'warp_size = 32, max_threads = 1024, tensor_cores = wgmma, '
           'tma = true, clusters = true>')
 HEADS, KV_HEADS, CAPACITY = 8, 2, 160
 
 
-def program(out, DIM):
+def program(out, DIM, sms=1):
     """Grouped-query decode attention, context %pos + 1; with `out` f32, an
     f32 query and arithmetic and bf16 caches; with bf16 or f16, every f32
     of the program and the caches of that type (as
     scripts/prepare-gpu-check.py makes its 16-bit cases)."""
-    text = f32_program(DIM)
+    text = f32_program(DIM, sms)
     if out == "f32":
         return text
     if out == "bf16q":
@@ -75,8 +78,9 @@ def program(out, DIM):
     return re.sub(r"(\bf32\b|(?<=[\d?]x)f32\b)", out, text)
 
 
-def f32_program(DIM):
-    return f"""module attributes {{tang.target = {TARGET}}} {{
+def f32_program(DIM, sms=1):
+    target = TARGET.format(sms=sms)
+    return f"""module attributes {{tang.target = {target}}} {{
 func.func @main(%q: tensor<{HEADS}x{DIM}xf32>, %K: tensor<{KV_HEADS}x{CAPACITY}x{DIM}xbf16>, %V: tensor<{KV_HEADS}x{CAPACITY}x{DIM}xbf16>, %pos: index) -> tensor<{HEADS}x{DIM}xf32> {{
   %c1 = arith.constant 1 : index
   %n = arith.addi %pos, %c1 : index
@@ -142,17 +146,17 @@ def make_inputs(dim):
     return q, K, V
 
 
-@pytest.mark.parametrize("path,out,dim", [
-    ("lanes", "f32", 64), ("mma", "f32", 64), ("lanes", "bf16", 64),
-    ("mma", "bf16", 64), ("mma", "f16", 64), ("mma", "bf16q", 64),
-    ("mma", "f32", 128)])
-def test_decode_attention(tmp_path, path, out, dim):
+@pytest.mark.parametrize("path,out,dim,sms", [
+    ("lanes", "f32", 64, 1), ("mma", "f32", 64, 1), ("mma", "f32", 64, 2),
+    ("lanes", "bf16", 64, 1), ("mma", "bf16", 64, 1), ("mma", "f16", 64, 1),
+    ("mma", "bf16q", 64, 1), ("mma", "f32", 128, 1)])
+def test_decode_attention(tmp_path, path, out, dim, sms):
     if not TANG_OPT.exists():
         pytest.skip("tang-opt not built")
     src = tmp_path / "decode.mlir"
-    src.write_text(program(out, dim))
+    src.write_text(program(out, dim, sms))
     options = "tensor-cores=target" + (
-        " split-softmax-mma=true" if path == "mma" else "")
+        " split-softmax-mma=" + ("on" if path == "mma" else "off"))
     text = kernel_form(src, options)
     assert ("nvvm.mma.sync" in text) == (path == "mma")
     emu = KernelFormEmulator(text)

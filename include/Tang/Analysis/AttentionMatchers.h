@@ -161,13 +161,13 @@ std::optional<SplitSoftmaxMma> matchSplitSoftmaxMma(ComprehensionOp op,
 
 /// The key splits of split online-softmax reduction `m` on a device of
 /// `smCount` multiprocessors: enough blocks (row groups x splits) for
-/// sixteen per multiprocessor (each warp's chain of dependent loads is
-/// short), at most
-/// 64 splits, and, with a static key extent, at least 64 keys per split
+/// `perSm` per multiprocessor (0: two on mma.sync, m.mma; eight on
+/// lanes), at most 64
+/// splits, and, with a static key extent, at least 64 keys per split
 /// (the kernel also gives each block at least 64 keys when the extent is
 /// known only as it runs: short contexts run on few blocks).
 int64_t getSoftmaxSplits(ComprehensionOp op, const SplitSoftmaxMatch &m,
-                         int64_t smCount);
+                         int64_t smCount, int64_t perSm = 0);
 
 } // namespace mlir::tang
 

@@ -27,6 +27,11 @@ namespace mlir::tang {
 /// The tensor-core kernels a pass builds (its tensor-cores= option).
 enum class TensorCoreOption { None, MmaSync, Wgmma, Target };
 
+/// Whether split online-softmax reductions (decode attention) take their
+/// products on mma.sync (its split-softmax-mma= option): Auto chooses by
+/// shape (prefersSplitSoftmaxMma).
+enum class SplitSoftmaxMmaOption { Auto, On, Off };
+
 /// The instructions `option` stands for in `module` (Target: its
 /// #tang.target's tensor_cores).
 TensorCoreKind resolveTensorCores(TensorCoreOption option, Operation *module);
@@ -44,9 +49,12 @@ struct KernelOptions {
   bool warpSpecialize = false;
   /// Contractions of f32 operands on tensor cores as tf32.
   bool tf32 = false;
-  /// With tensor cores: split online-softmax reductions take their
+  /// With tensor cores: whether split online-softmax reductions take their
   /// products on mma.sync where their shape allows (SplitSoftmaxMma).
-  bool splitSoftmaxMma = false;
+  SplitSoftmaxMmaOption splitSoftmaxMma = SplitSoftmaxMmaOption::Auto;
+  /// The blocks per multiprocessor split online-softmax reductions' key
+  /// splits aim at (0: the kernel's own, getSoftmaxSplits).
+  int64_t splitSoftmaxBlocksPerSm = 0;
   /// The tile of portable subgroup matrix kernels (0: none), whether they
   /// take f16 operands, and their subgroup size.
   int64_t matrixUnits = 0;

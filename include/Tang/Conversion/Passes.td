@@ -201,14 +201,29 @@ def ConvertTangToGPU : Pass<"convert-tang-to-gpu", "::mlir::ModuleOp"> {
     Option<"subgroupSize", "subgroup-size", "int64_t", /*default=*/"32",
            "The threads of one subgroup: the workgroup size of matrix-unit "
            "kernels (one subgroup per tile)">,
-    Option<"splitSoftmaxMma", "split-softmax-mma", "bool",
-           /*default=*/"false",
+    Option<"splitSoftmaxMma", "split-softmax-mma",
+           "::mlir::tang::SplitSoftmaxMmaOption",
+           /*default=*/"::mlir::tang::SplitSoftmaxMmaOption::Auto",
            "With tensor cores: decode attention split over its keys "
            "(split_softmax) with its score's dot product and its product "
            "with the values on mma.sync (16-bit keys and values; an f32 "
-           "query and the probabilities split into three bf16 parts). "
-           "Experimental: checked by the CPU emulator of the kernel form, "
-           "not yet run on a GPU, so off by default">,
+           "query and the probabilities split into three bf16 parts)",
+           [{::llvm::cl::values(
+             clEnumValN(::mlir::tang::SplitSoftmaxMmaOption::Auto, "auto",
+                        "by shape: on with few row groups (a batch of one "
+                        "sequence)"),
+             clEnumValN(::mlir::tang::SplitSoftmaxMmaOption::On, "on",
+                        "wherever the shape allows"),
+             clEnumValN(::mlir::tang::SplitSoftmaxMmaOption::On, "true",
+                        "the same as on"),
+             clEnumValN(::mlir::tang::SplitSoftmaxMmaOption::Off, "off",
+                        "never (the lane kernel)"),
+             clEnumValN(::mlir::tang::SplitSoftmaxMmaOption::Off, "false",
+                        "the same as off"))}]>,
+    Option<"splitSoftmaxBlocksPerSm", "split-softmax-blocks-per-sm",
+           "int64_t", /*default=*/"0",
+           "The blocks per multiprocessor that decode attention's key "
+           "splits aim at (0: two on tensor cores, eight on lanes)">,
     Option<"cooperative", "cooperative", "bool", /*default=*/"true",
            "Kernels chosen without a schedule (those of symbolic sizes) "
            "may have threads cooperate through subgroup shuffles and "

@@ -3,6 +3,7 @@
 #ifndef TANG_PIPELINES_PIPELINES_H
 #define TANG_PIPELINES_PIPELINES_H
 
+#include "Tang/Analysis/KernelChoice.h"
 #include "Tang/Transforms/Passes.h"
 
 #include "mlir/Pass/PassManager.h"
@@ -54,13 +55,28 @@ struct TangLowerCudaOptions : public PassPipelineOptions<TangLowerCudaOptions> {
                      "producer warpgroup (flash attention: its grid "
                      "persistent)"),
       llvm::cl::init(true)};
-  PassOptions::Option<bool> splitSoftmaxMma{
+  PassOptions::Option<SplitSoftmaxMmaOption> splitSoftmaxMma{
       *this, "split-softmax-mma",
       llvm::cl::desc("Decode attention (split_softmax kernels) with its "
                      "products on mma.sync (--convert-tang-to-gpu's "
-                     "split-softmax-mma; experimental: checked by the CPU "
-                     "emulator, not yet run on a GPU)"),
-      llvm::cl::init(false)};
+                     "split-softmax-mma: auto, on, off)"),
+      llvm::cl::init(SplitSoftmaxMmaOption::Auto),
+      llvm::cl::values(
+          clEnumValN(SplitSoftmaxMmaOption::Auto, "auto",
+                     "by shape: on with few row groups (a batch of one "
+                     "sequence)"),
+          clEnumValN(SplitSoftmaxMmaOption::On, "on",
+                     "wherever the shape allows"),
+          clEnumValN(SplitSoftmaxMmaOption::On, "true", "the same as on"),
+          clEnumValN(SplitSoftmaxMmaOption::Off, "off",
+                     "never (the lane kernel)"),
+          clEnumValN(SplitSoftmaxMmaOption::Off, "false", "the same as off"))};
+  PassOptions::Option<int64_t> splitSoftmaxBlocksPerSm{
+      *this, "split-softmax-blocks-per-sm",
+      llvm::cl::desc("The blocks per multiprocessor decode attention's key "
+                     "splits aim at (0: the kernel's own; "
+                     "--convert-tang-to-gpu's option of that name)"),
+      llvm::cl::init(0)};
   PassOptions::Option<bool> tf32{
       *this, "tf32",
       llvm::cl::desc("Contractions of f32 operands on tensor cores as tf32 "

@@ -28,6 +28,9 @@ constexpr int64_t kBlocksPerSm = 4;
 constexpr int64_t kUnroll = 4;
 /// Keys per block at least.
 constexpr int64_t kMinKeys = kWarps * kUnroll * 4;
+/// Splits the combining kernel takes a step (their loads in flight at
+/// once).
+constexpr int64_t kCombineUnroll = 8;
 
 } // namespace split_softmax
 

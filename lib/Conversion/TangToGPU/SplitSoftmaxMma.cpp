@@ -226,6 +226,11 @@ LogicalResult SplitSoftmaxEmitter::emitPartialMma(Value scratch) {
   Value zero = f.f32(0);
   Value scoreYield = op.getYield().getValues()[0];
   Value d = op.getIndex(m.d);
+  // Two tiles' words in registers where they are few (head dimensions up
+  // to 128: 64 words a lane; about 250 registers with the kernel's 190, at
+  // most two blocks a multiprocessor, what getSoftmaxSplits gives it).
+  int64_t keyWords = 2 * keyLoads * 4, valueWords = 4 * valueBlocks * 4;
+  bool prefetch = keyWords + valueWords <= 64;
   auto exp = [&](Value x) -> Value {
     return approximate ? emitNvvmExp(b, loc, x)
                        : math::ExpOp::create(b, loc, x).getResult();
@@ -239,25 +244,23 @@ LogicalResult SplitSoftmaxEmitter::emitPartialMma(Value scratch) {
     return {f.select(valid, j, start), valid};
   };
 
-  // One tile of keys from `kb`: the carriers (the row's maximum, the lane's
-  // sum, then the output accumulators, 4 per n8 tile) after it.
-  auto emitTile = [&](Value kb, bool checked,
-                      ValueRange carriers) -> FailureOr<SmallVector<Value>> {
+  // The lane's words of one tile of keys from `kb` (keyWords: 2 n8 tiles x
+  // keyLoads 16-byte loads; valueWords: 4 keys x valueBlocks).
+  auto loadTile = [&](Value kb, bool checked) {
+    SmallVector<Value> words;
     // Keys: lane l's of n8 tile nt is kb + 8 nt + l / 4.
-    SmallVector<SmallVector<Value>> kw(2);
     for (int64_t nt = 0; nt < 2; ++nt) {
       Value j = keyAt(f.add(kb, f.add(g, f.cst(8 * nt))), checked).first;
       IRMapping point = keyPoint;
       point.map(m.j, j);
       for (int64_t s = 0; s < keyLoads; ++s)
         llvm::append_range(
-            kw[nt], f.words(emitVectorLoad(b, loc, mm.k, e,
-                                           f.add(f.mul(t, 8), f.cst(32 * s)), 8,
-                                           point, r.tensors)));
+            words, f.words(emitVectorLoad(b, loc, mm.k, e,
+                                          f.add(f.mul(t, 8), f.cst(32 * s)), 8,
+                                          point, r.tensors)));
     }
     // Values: keys 2t, 2t + 1, 8 + 2t, 9 + 2t, columns 8 (l / 4) on in
     // each 64-column block (a key past the run reads zeros).
-    SmallVector<SmallVector<Value>> vw(4);
     for (int64_t q = 0; q < 4; ++q) {
       Value off = f.add(f.mul(t, 2), f.cst((q / 2) * 8 + q % 2));
       auto [j, valid] = keyAt(f.add(kb, off), checked);
@@ -267,11 +270,24 @@ LogicalResult SplitSoftmaxEmitter::emitPartialMma(Value scratch) {
         for (Value w : f.words(emitVectorLoad(
                  b, loc, mm.v, d, f.add(f.mul(g, 8), f.cst(64 * hb)), 8, point,
                  r.tensors)))
-          vw[q].push_back(valid ? f.select(valid, w,
+          words.push_back(valid ? f.select(valid, w,
                                            arith::ConstantIntOp::create(
                                                b, loc, b.getI32Type(), 0))
                                 : w);
     }
+    return words;
+  };
+
+  // One tile of keys from `kb` whose words loadTile loaded: the carriers
+  // (the row's maximum, the lane's sum, then the output accumulators, 4 per
+  // n8 tile) after it.
+  auto computeTile = [&](Value kb, bool checked, ArrayRef<Value> words,
+                         ValueRange carriers) -> FailureOr<SmallVector<Value>> {
+    SmallVector<ArrayRef<Value>> kw, vw;
+    for (int64_t nt = 0; nt < 2; ++nt)
+      kw.push_back(words.slice(nt * keyWords / 2, keyWords / 2));
+    for (int64_t q = 0; q < 4; ++q)
+      vw.push_back(words.slice(keyWords + q * valueWords / 4, valueWords / 4));
     // S: the query's rounded part in rows 0-7, its remainder in 8-15.
     SmallVector<Value> acc(8, zero);
     for (int64_t nt = 0; nt < 2; ++nt)
@@ -350,14 +366,37 @@ LogicalResult SplitSoftmaxEmitter::emitPartialMma(Value scratch) {
   Value wholeEnd = arith::SubIOp::create(
       b, loc, arith::MaxUIOp::create(b, loc, end, f.cst(kTileKeys - 1)),
       f.cst(kTileKeys - 1));
+  // With prefetch, the loop carries the next tile's words: the loads of
+  // tile i + 1 are issued before tile i's products, so a warp keeps two
+  // tiles' loads in flight (the last iteration reloads its own tile, and
+  // the first is loaded before the loop from key 0 when the warp has no
+  // whole tile: in bounds, unused).
+  int64_t carried = init.size();
+  Value zeroIdx = f.cst(0);
+  if (prefetch)
+    llvm::append_range(
+        init, loadTile(f.select(f.ult(first, wholeEnd), first, zeroIdx),
+                       /*checked=*/false));
   auto whole = scf::ForOp::create(b, loc, first, wholeEnd, f.cst(stride), init);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(whole.getBody());
-    FailureOr<SmallVector<Value>> next = emitTile(
-        whole.getInductionVar(), /*checked=*/false, whole.getRegionIterArgs());
+    Value kb = whole.getInductionVar();
+    ValueRange args = whole.getRegionIterArgs();
+    SmallVector<Value> words, nextWords;
+    if (prefetch) {
+      Value nextKb = f.add(kb, f.cst(stride));
+      nextWords = loadTile(f.select(f.ult(nextKb, wholeEnd), nextKb, kb),
+                           /*checked=*/false);
+      words.assign(args.begin() + carried, args.end());
+    } else {
+      words = loadTile(kb, /*checked=*/false);
+    }
+    FailureOr<SmallVector<Value>> next =
+        computeTile(kb, /*checked=*/false, words, args.take_front(carried));
     if (failed(next))
       return failure();
+    llvm::append_range(*next, nextWords);
     scf::YieldOp::create(b, loc, *next);
   }
   Value wholeTiles = f.div(
@@ -366,18 +405,20 @@ LogicalResult SplitSoftmaxEmitter::emitPartialMma(Value scratch) {
             f.cst(stride - 1)),
       stride);
   Value last = f.add(first, f.mul(wholeTiles, stride));
-  auto partial = scf::IfOp::create(b, loc, whole.getResultTypes(),
+  ValueRange wholeCarriers = whole.getResults().take_front(carried);
+  auto partial = scf::IfOp::create(b, loc, wholeCarriers.getTypes(),
                                    f.ult(last, end), /*withElse=*/true);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(&partial.getThenRegion().front());
     FailureOr<SmallVector<Value>> next =
-        emitTile(last, /*checked=*/true, whole.getResults());
+        computeTile(last, /*checked=*/true, loadTile(last, /*checked=*/true),
+                    wholeCarriers);
     if (failed(next))
       return failure();
     scf::YieldOp::create(b, loc, *next);
     b.setInsertionPointToStart(&partial.getElseRegion().front());
-    scf::YieldOp::create(b, loc, whole.getResults());
+    scf::YieldOp::create(b, loc, wholeCarriers);
   }
 
   // The row's sum over its lanes; the output's two parts added; the

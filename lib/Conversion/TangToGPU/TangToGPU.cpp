@@ -1071,6 +1071,7 @@ struct ConvertTangToGPUPass
     options.subgroupSize = subgroupSize;
     options.cooperative = cooperative;
     options.splitSoftmaxMma = splitSoftmaxMma;
+    options.splitSoftmaxBlocksPerSm = splitSoftmaxBlocksPerSm;
     options.collapseFailures = &collapseFailures;
     // One pattern per kernel kind; each builds the comprehensions whose
     // choice is its kind. A subgroup matrix kernel chosen as an attempt

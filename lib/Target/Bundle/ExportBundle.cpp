@@ -192,7 +192,7 @@ static FailureOr<llvm::json::Object> describeFunction(func::FuncOp func,
         static_cast<int64_t>(i) < numInputs.getInt() ? "input" : "output";
     // An output updated in place: the buffer of a donated input.
     if (auto aliases = func->getAttrOfType<DenseI64ArrayAttr>(kAliasesAttrName))
-      for (size_t k = 0; k + 1 < aliases.size(); k += 2)
+      for (int64_t k = 0; k + 1 < static_cast<int64_t>(aliases.size()); k += 2)
         if (aliases[k] == static_cast<int64_t>(i))
           (*d)["alias"] = aliases[k + 1];
     args.push_back(std::move(*d));

@@ -1,6 +1,6 @@
 // RUN: tang-opt %s --tang-attach-target="chip=sm_90a" --tang-fuse --tang-online-softmax --tang-schedule --convert-tang-to-gpu="tensor-cores=target split-softmax-mma=true" | FileCheck %s
 // RUN: tang-opt %s --tang-attach-target="chip=sm_90a" --tang-fuse --tang-online-softmax --convert-tang-to-gpu="cooperative=false" | FileCheck %s --check-prefix=PORTABLE
-// RUN: tang-opt %s --tang-attach-target="chip=sm_90a" --tang-fuse --tang-online-softmax --tang-schedule --convert-tang-to-gpu="tensor-cores=target" | FileCheck %s --check-prefix=LANES
+// RUN: tang-opt %s --tang-attach-target="chip=sm_90a" --tang-fuse --tang-online-softmax --tang-schedule --convert-tang-to-gpu="tensor-cores=target split-softmax-mma=off" | FileCheck %s --check-prefix=LANES
 
 // Decode attention over a context length %pos + 1 (a size): fused into one
 // online-softmax reduction, it runs split over its keys (flash-decoding):
@@ -53,10 +53,14 @@
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c32
 // CHECK: gpu.barrier
 // The combining kernel: a thread per (row, column) over the splits that
-// had keys (at most 64).
+// had keys (at most 64), 8 at a time: their 24 loads issued together, then
+// joined in order (those past the splits with keys as the identity).
 // CHECK: gpu.func @main_k0_1(
 // CHECK: arith.minui %c64{{.*}}, %
-// CHECK: scf.for %{{.*}} = %c0{{.*}} to %{{.*}} step %c1{{.*}} iter_args
+// CHECK: scf.for %{{.*}} = %c0{{.*}} to %{{.*}} step %c8{{.*}} iter_args
+// CHECK-COUNT-24: memref.load %arg{{[0-9]+}}[%{{.*}}] : memref<4x64x16x3xf32>
+// CHECK-NOT: memref.load
+// CHECK: scf.yield
 // CHECK: gpu.func @scores_k0(
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c{{[0-9]+}} {
 // CHECK: gpu.shuffle xor
@@ -67,13 +71,19 @@
 // Q K^T as 2 n8 tiles x 8 k16 steps x 2 products (the f32 query's three
 // bf16 parts: two in the first, the third in the second), the row's
 // maximum over its 4 lanes, then P V as 16 n8 tiles of 2 products each
-// (P's three parts), each B operand 2 byte permutes of value words.
+// (P's three parts), each B operand 2 byte permutes of value words. The
+// loop carries the next tile's words: its loads (the first tile's before
+// the loop) are issued before the current tile's products, whose B
+// operands are the loop's arguments.
 // CHECK: gpu.func @gqa_k0({{.*}}workgroup(%{{.*}} : memref<4x4x128x3xf32, #gpu.address_space<workgroup>>)
 // CHECK-NOT: nvvm.minctasm
+// CHECK-COUNT-8: vector.load %arg1[{{.*}}] {alignment = 16 : i64} : memref<2x256x128xbf16>, vector<8xbf16>
+// CHECK-COUNT-8: vector.load %arg2[{{.*}}] {alignment = 16 : i64} : memref<2x256x128xbf16>, vector<8xbf16>
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c64{{.*}} iter_args
 // CHECK-COUNT-8: vector.load %arg1[{{.*}}] {alignment = 16 : i64} : memref<2x256x128xbf16>, vector<8xbf16>
 // CHECK-COUNT-8: vector.load %arg2[{{.*}}] {alignment = 16 : i64} : memref<2x256x128xbf16>, vector<8xbf16>
-// CHECK-COUNT-32: nvvm.mma.sync A[{{.*}}shape = #nvvm.shape<m = 16, n = 8, k = 16>
+// CHECK: nvvm.mma.sync A[{{.*}}] B[%arg
+// CHECK-COUNT-31: nvvm.mma.sync A[{{.*}}shape = #nvvm.shape<m = 16, n = 8, k = 16>
 // CHECK-NOT: nvvm.mma.sync
 // CHECK: gpu.shuffle xor %{{.*}}, %c1_i32
 // CHECK: gpu.shuffle xor %{{.*}}, %c2_i32
@@ -90,7 +100,8 @@
 // CHECK: arith.select
 // CHECK-COUNT-32: nvvm.mma.sync
 // CHECK: gpu.barrier
-// Without split-softmax-mma (the default), the grouped kernel: a key's 128 bf16 value columns on 16 lanes (a
+// With split-softmax-mma=off (auto would take tensor cores for these 2 row
+// groups, split-softmax-auto.mlir), the grouped kernel: a key's 128 bf16 value columns on 16 lanes (a
 // vector of 8 each: a warp takes 2 keys at once); per key, the key and
 // value rows loaded once for the 4 heads of the group, 4 dot products
 // summed by shuffles, a maximum and sum per head for all its columns.
