@@ -58,6 +58,52 @@ bool matchDotFactors(ComprehensionOp op, ComprehensionOp red, Value j,
   return true;
 }
 
+/// The one comprehension nested in `body`: null with `why` set when there
+/// are none or several.
+ComprehensionOp getOnlyNestedReduction(Block &body, std::string &why) {
+  ComprehensionOp red;
+  for (Operation &inner : body.without_terminator()) {
+    auto nested = dyn_cast<ComprehensionOp>(inner);
+    if (!nested)
+      continue;
+    if (red) {
+      why = "more than one nested reduction";
+      return {};
+    }
+    red = nested;
+  }
+  if (!red)
+    why = "the score is not a dot product";
+  return red;
+}
+
+/// The operations of `op`'s body that compute its score: every one but
+/// the nested reduction `red` and the value's chain (the second yield's
+/// extensions back to its read). False with `why` set when one of them
+/// depends on value column `d`.
+bool collectScoreOps(ComprehensionOp op, ComprehensionOp red, Value d,
+                     SmallVectorImpl<Operation *> &scoreOps, std::string &why) {
+  Block &body = op.getBodyBlock();
+  llvm::SetVector<Operation *> valueOps;
+  for (Value cur = op.getYield().getValues()[1];
+       Operation *def = cur.getDefiningOp(); cur = def->getOperand(0)) {
+    valueOps.insert(def);
+    if (isa<ReadOp>(def))
+      break;
+  }
+  for (Operation &inner : body.without_terminator()) {
+    if (&inner == red.getOperation() || valueOps.contains(&inner))
+      continue;
+    for (Value r : inner.getResults())
+      if (dependsOn(r, d, body)) {
+        why = "the score depends on the value column";
+        return false;
+      }
+    scoreOps.push_back(&inner);
+  }
+  return true;
+}
+
 } // namespace
 
 std::optional<FlashMatch> mlir::tang::matchFlash(ComprehensionOp op,
@@ -82,15 +128,10 @@ std::optional<FlashMatch> mlir::tang::matchFlash(ComprehensionOp op,
   if (!m.v || !isContiguousIn(m.v, d) || !readUses(m.v, m.j))
     return fail("the value is not a read contiguous in the last index");
 
-  for (Operation &inner : body.without_terminator()) {
-    auto nested = dyn_cast<ComprehensionOp>(inner);
-    if (!nested)
-      continue;
-    if (m.red)
-      return fail("more than one nested reduction");
-    m.red = nested;
-  }
-  if (!m.red || m.red.getBuiltinMonoid() != MonoidKind::Add ||
+  m.red = getOnlyNestedReduction(body, why);
+  if (!m.red)
+    return std::nullopt;
+  if (m.red.getBuiltinMonoid() != MonoidKind::Add ||
       m.red.getNumReduced() != 1 || m.red.getNumParallel() != 0)
     return fail("the score is not a dot product");
   Value e = m.red.getIndex(0);
@@ -132,23 +173,9 @@ std::optional<FlashMatch> mlir::tang::matchFlash(ComprehensionOp op,
   if (!out.isF32() && !out.isF16() && !out.isBF16())
     return fail("the result is not f32, f16 or bf16");
 
-  // The score's code: every body operation but the reduction and the value
-  // read; none may depend on the value column.
-  llvm::SetVector<Operation *> valueOps;
-  for (Value cur = yields[1]; Operation *def = cur.getDefiningOp();) {
-    valueOps.insert(def);
-    if (isa<ReadOp>(def))
-      break;
-    cur = def->getOperand(0);
-  }
-  for (Operation &inner : body.without_terminator()) {
-    if (&inner == m.red.getOperation() || valueOps.contains(&inner))
-      continue;
-    for (Value r : inner.getResults())
-      if (dependsOn(r, d, body))
-        return fail("the score depends on the value column");
-    m.scoreOps.push_back(&inner);
-  }
+  // The score's code; none of it may depend on the value column.
+  if (!collectScoreOps(op, m.red, d, m.scoreOps, why))
+    return std::nullopt;
   if (dependsOn(m.score, d, body))
     return fail("the score depends on the value column");
   m.keyLimit = getKeyLimit(m.score, op.getIndex(m.i), m.j, m.lq, m.lk);
@@ -259,16 +286,10 @@ mlir::tang::matchSplitSoftmaxMma(ComprehensionOp op, const SplitSoftmaxMatch &m,
     return std::nullopt;
   };
   SplitSoftmaxMma mm;
-  Block &body = op.getBodyBlock();
-  for (Operation &inner : body.without_terminator()) {
-    auto nested = dyn_cast<ComprehensionOp>(inner);
-    if (!nested)
-      continue;
-    if (mm.red)
-      return fail("more than one nested reduction");
-    mm.red = nested;
-  }
-  if (!mm.red || mm.red.getBuiltinMonoid() != MonoidKind::Add ||
+  mm.red = getOnlyNestedReduction(op.getBodyBlock(), why);
+  if (!mm.red)
+    return std::nullopt;
+  if (mm.red.getBuiltinMonoid() != MonoidKind::Add ||
       mm.red.getNumReduced() != 1 || mm.red.getNumParallel() != 0 ||
       mm.red.isSymbolicExtent(0))
     return fail("the score is not a dot product of a static extent");
@@ -310,26 +331,9 @@ mlir::tang::matchSplitSoftmaxMma(ComprehensionOp op, const SplitSoftmaxMatch &m,
     return fail("the keys or values are not read 8 contiguous elements at "
                 "a time");
   // The value's chain is its read and extensions; every other operation of
-  // the body is the score's.
-  llvm::SetVector<Operation *> valueOps;
-  for (Value cur = yields[1]; Operation *def = cur.getDefiningOp();
-       cur = def->getOperand(0)) {
-    valueOps.insert(def);
-    if (isa<ReadOp>(def))
-      break;
-  }
-  Value d = op.getIndex(m.d);
-  for (Operation &inner : body.without_terminator()) {
-    if (&inner == mm.red.getOperation() || valueOps.contains(&inner))
-      continue;
-    if (isa<ComprehensionOp>(inner))
-      return fail("the score holds another reduction");
-    for (Value r : inner.getResults())
-      if (dependsOn(r, d, body))
-        return fail("an operation besides the value's read depends on the "
-                    "value column");
-    mm.scoreOps.push_back(&inner);
-  }
+  // the body is the score's (the only nested reduction is the dot product).
+  if (!collectScoreOps(op, mm.red, op.getIndex(m.d), mm.scoreOps, why))
+    return std::nullopt;
   return mm;
 }
 
