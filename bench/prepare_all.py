@@ -5,8 +5,8 @@
   scripts/prepare-gpu-check.py --gradients   every example's gradient, f32
   scripts/prepare-gpu-check.py --variant lanes=split-softmax-mma=off
       --filter decode_attention              decode attention's lane kernel
-                                             (the default takes tensor cores
-                                             for its few row groups)
+                                             (the default takes tensor
+                                             cores)
   bench/prepare_python.py                    the Python front end's programs
   bench/prepare_bench.py                     the memory-bound kernels
   bench/prepare_gemm.py                      GEMMs, attention forward, block
@@ -15,11 +15,9 @@
   bench/prepare_decode.py                    decode attention at the Qwen3-8B
                                              shapes (batches 1, 4, 16)
   bench/prepare_decode.py --tag lanes --options split-softmax-mma=off
-  bench/prepare_decode.py --tag mma --options split-softmax-mma=on
                                              the same with the lane kernel
-                                             and on tensor cores everywhere
                                              (timed beside the default's
-                                             choice, tags lanes and mma)
+                                             tensor cores, tag lanes)
   bench/prepare_qwen3.py                     the Qwen3-8B decode step (batches
                                              1, 4, 16) and prefill (512, 2048)
 
@@ -57,8 +55,6 @@ STEPS = [
     ("decode", ["bench/prepare_decode.py"]),
     ("decode_lanes", ["bench/prepare_decode.py", "--tag", "lanes",
                       "--options", "split-softmax-mma=off"]),
-    ("decode_mma", ["bench/prepare_decode.py", "--tag", "mma", "--options",
-                    "split-softmax-mma=on"]),
     ("qwen3", ["bench/prepare_qwen3.py"]),
 ]
 

@@ -290,30 +290,17 @@ FlashConfig getFlashConfig(ComprehensionOp op, const FlashMatch &m,
   return cfg;
 }
 
-/// Whether split online-softmax reduction `m` should take its products on
-/// mma.sync on a device of `smCount` multiprocessors when the option leaves
-/// it to the shape: when its row groups are few (at most one per sixteen
-/// multiprocessors). Measured on the H200 (Qwen3-8B decode, 32 query heads
-/// over 8 key/value heads, bench_decode): a batch of one sequence (8 row
-/// groups) runs 0.84-0.85x cuDNN on mma.sync (two blocks per multiprocessor)
-/// against 0.62-0.68x on lanes; with 32 or 128 row groups the lane kernel
-/// is as fast or faster (0.49-0.73x against 0.50-0.77x).
-bool prefersSplitSoftmaxMma(const SplitSoftmaxMatch &m, int64_t smCount) {
-  return (m.rows / m.group) * 16 <= std::max<int64_t>(smCount, 1);
-}
-
 /// With tensor cores, split online-softmax reduction `m` of `op` takes its
-/// products on them where options.splitSoftmaxMma asks for it (On) or the
-/// shape prefers it (Auto) and its shape allows it (`remark` says why not
-/// when it was asked for).
+/// products on them unless options.splitSoftmaxMma is Off, where its shape
+/// allows it (`remark` says why not when On asked for it). Measured on the
+/// H200 (bench_decode, Qwen3-8B shapes, batches 1-16, contexts 1024-8192,
+/// bench/results/2026-12-05-h200-decode-splits): mma.sync ran 0.69-0.87x
+/// cuDNN against the lane kernel's 0.47-0.65x, faster in every case.
 void addSplitSoftmaxMma(ComprehensionOp op, SplitSoftmaxMatch &m,
-                        const KernelOptions &options, int64_t smCount,
+                        const KernelOptions &options,
                         function_ref<void(const Twine &)> remark) {
   if (options.tensorCores == TensorCoreKind::None ||
       options.splitSoftmaxMma == SplitSoftmaxMmaOption::Off)
-    return;
-  if (options.splitSoftmaxMma == SplitSoftmaxMmaOption::Auto &&
-      !prefersSplitSoftmaxMma(m, smCount))
     return;
   std::string why;
   m.mma = matchSplitSoftmaxMma(op, m, why);
@@ -351,7 +338,7 @@ KernelChoice mlir::tang::chooseKernel(ComprehensionOp op,
       if (std::optional<SplitSoftmaxMatch> m = matchSplitSoftmax(op, why)) {
         choice.kind = KernelKind::SplitSoftmax;
         int64_t smCount = getTarget(op).getSmCount();
-        addSplitSoftmaxMma(op, *m, options, smCount, remark);
+        addSplitSoftmaxMma(op, *m, options, remark);
         choice.splits =
             getSoftmaxSplits(op, *m, smCount, options.splitSoftmaxBlocksPerSm);
         choice.splitSoftmax = m;

@@ -28,8 +28,8 @@ namespace mlir::tang {
 enum class TensorCoreOption { None, MmaSync, Wgmma, Target };
 
 /// Whether split online-softmax reductions (decode attention) take their
-/// products on mma.sync (its split-softmax-mma= option): Auto chooses by
-/// shape (prefersSplitSoftmaxMma).
+/// products on mma.sync (its split-softmax-mma= option): Auto and On
+/// wherever the shape allows (On remarks where it does not).
 enum class SplitSoftmaxMmaOption { Auto, On, Off };
 
 /// The instructions `option` stands for in `module` (Target: its

@@ -210,10 +210,11 @@ def ConvertTangToGPU : Pass<"convert-tang-to-gpu", "::mlir::ModuleOp"> {
            "query and the probabilities split into three bf16 parts)",
            [{::llvm::cl::values(
              clEnumValN(::mlir::tang::SplitSoftmaxMmaOption::Auto, "auto",
-                        "by shape: on with few row groups (a batch of one "
-                        "sequence)"),
+                        "wherever the shape allows (the "
+                        "default)"),
              clEnumValN(::mlir::tang::SplitSoftmaxMmaOption::On, "on",
-                        "wherever the shape allows"),
+                        "the same, with a remark where the "
+                        "shape does not allow it"),
              clEnumValN(::mlir::tang::SplitSoftmaxMmaOption::On, "true",
                         "the same as on"),
              clEnumValN(::mlir::tang::SplitSoftmaxMmaOption::Off, "off",
@@ -223,7 +224,8 @@ def ConvertTangToGPU : Pass<"convert-tang-to-gpu", "::mlir::ModuleOp"> {
     Option<"splitSoftmaxBlocksPerSm", "split-softmax-blocks-per-sm",
            "int64_t", /*default=*/"0",
            "The blocks per multiprocessor that decode attention's key "
-           "splits aim at (0: two on tensor cores, eight on lanes)">,
+           "splits aim at (0: on tensor cores one, two with at most one row "
+           "group per sixteen multiprocessors; eight on lanes)">,
     Option<"cooperative", "cooperative", "bool", /*default=*/"true",
            "Kernels chosen without a schedule (those of symbolic sizes) "
            "may have threads cooperate through subgroup shuffles and "

@@ -66,7 +66,8 @@ struct TangLowerCudaOptions : public PassPipelineOptions<TangLowerCudaOptions> {
                      "by shape: on with few row groups (a batch of one "
                      "sequence)"),
           clEnumValN(SplitSoftmaxMmaOption::On, "on",
-                     "wherever the shape allows"),
+                     "the same, with a remark where the "
+                     "shape does not allow it"),
           clEnumValN(SplitSoftmaxMmaOption::On, "true", "the same as on"),
           clEnumValN(SplitSoftmaxMmaOption::Off, "off",
                      "never (the lane kernel)"),

@@ -4,16 +4,16 @@
 // RUN: tang-opt %s --tang-attach-target="chip=sm_90a" --convert-tang-to-gpu="tensor-cores=target split-softmax-blocks-per-sm=4" --split-input-file | FileCheck %s --check-prefix=PERSM
 // RUN: not tang-opt %s --convert-tang-to-gpu="split-softmax-mma=sometimes" 2>&1 | FileCheck %s --check-prefix=BAD
 // split-softmax-mma's default, auto: decode attention takes its products on
-// mma.sync where its row groups are few (at most one per sixteen
-// multiprocessors: 8 on the H200's 132), the lane kernel otherwise
-// (prefersSplitSoftmaxMma, KernelChoice.cpp); on and off force either. The
-// key splits fill two mma.sync blocks per multiprocessor or eight lane
-// blocks (at most 64 splits): the Qwen3-8B shapes (32 query heads over 8
-// key/value heads, head dimension 128, bf16 caches) per sequence.
+// mma.sync wherever the shape allows (as on; off takes the lane kernel).
+// The key splits (getSoftmaxSplits) fill one mma.sync block per
+// multiprocessor, two where the row groups are few (at most one per sixteen
+// multiprocessors: 8 on the H200's 132), or eight lane blocks; at most 64
+// splits. The Qwen3-8B shapes (32 query heads over 8 key/value heads, head
+// dimension 128, bf16 caches) per sequence.
 // BAD: split-softmax-mma{{.*}}sometimes
 
-// A batch of one sequence: 8 row groups, on tensor cores by default,
-// 264 / 8 = 33 splits; with off, the lane kernel, 1056 / 8 = 132 -> 64.
+// A batch of one sequence: 8 row groups, on tensor cores, 264 / 8 = 33
+// splits; with off, the lane kernel, 1056 / 8 = 132 -> 64.
 // AUTO-LABEL: func.func @one_sequence
 // AUTO: memref.alloc() : memref<32x33x128x3xf32>
 // AUTO: gpu.launch_func @tang_kernels::@one_sequence_k0 blocks in (%c33, %c8, %c1
@@ -48,12 +48,18 @@ func.func @one_sequence(%q: tensor<32x128xf32>, %K: tensor<8x4096x128xbf16>, %V:
 
 // -----
 
-// Nine row groups: the lane kernel by default, 1056 / 9 -> 64 splits.
+// Nine row groups (more than one per sixteen multiprocessors): one block
+// per multiprocessor, 132 / 9 = 15 splits; the lane kernel takes
+// 1056 / 9 -> 64.
 // AUTO-LABEL: func.func @nine_groups
-// AUTO: memref.alloc() : memref<36x64x128x3xf32>
+// AUTO: memref.alloc() : memref<36x15x128x3xf32>
 // AUTO: gpu.func @nine_groups_k0
-// AUTO-NOT: nvvm.mma.sync
-// AUTO: gpu.func @nine_groups_k0_1
+// AUTO: nvvm.mma.sync
+// OFF-LABEL: func.func @nine_groups
+// OFF: memref.alloc() : memref<36x64x128x3xf32>
+// OFF: gpu.func @nine_groups_k0
+// OFF-NOT: nvvm.mma.sync
+// OFF: gpu.func @nine_groups_k0_1
 func.func @nine_groups(%q: tensor<36x128xf32>, %K: tensor<9x4096x128xbf16>, %V: tensor<9x4096x128xbf16>, %pos: index) -> tensor<36x128xf32> {
   %cst = arith.constant 0.0883883461 : f32
   %c1 = arith.constant 1 : index
@@ -76,19 +82,24 @@ func.func @nine_groups(%q: tensor<36x128xf32>, %K: tensor<9x4096x128xbf16>, %V: 
 
 // -----
 
-// A batch of four: 32 row groups, the lane kernel by default, 1056 / 32 = 33
-// splits; with on, tensor cores, 264 / 32 -> 9 splits.
+// A batch of four: 32 row groups, 132 / 32 -> 5 splits on tensor cores
+// (auto and on alike); the lane kernel 1056 / 32 = 33.
 // AUTO-LABEL: func.func @four_sequences
-// AUTO: memref.alloc() : memref<128x33x128x3xf32>
+// AUTO: memref.alloc() : memref<128x5x128x3xf32>
+// AUTO: gpu.launch_func @tang_kernels::@four_sequences_k0 blocks in (%c5, %c32, %c1
 // AUTO: gpu.func @four_sequences_k0
-// AUTO-NOT: nvvm.mma.sync
-// AUTO: gpu.func @four_sequences_k0_1
+// AUTO: nvvm.mma.sync
+// OFF-LABEL: func.func @four_sequences
+// OFF: memref.alloc() : memref<128x33x128x3xf32>
+// OFF: gpu.func @four_sequences_k0
+// OFF-NOT: nvvm.mma.sync
+// OFF: gpu.func @four_sequences_k0_1
 // With split-softmax-blocks-per-sm=4: 528 / 32 = 17 splits.
 // PERSM-LABEL: func.func @four_sequences
 // PERSM: memref.alloc() : memref<128x17x128x3xf32>
 // ON-LABEL: func.func @four_sequences
-// ON: memref.alloc() : memref<128x9x128x3xf32>
-// ON: gpu.launch_func @tang_kernels::@four_sequences_k0 blocks in (%c9, %c32, %c1
+// ON: memref.alloc() : memref<128x5x128x3xf32>
+// ON: gpu.launch_func @tang_kernels::@four_sequences_k0 blocks in (%c5, %c32, %c1
 // ON: gpu.func @four_sequences_k0
 // ON: nvvm.mma.sync
 func.func @four_sequences(%q: tensor<128x128xf32>, %K: tensor<32x4096x128xbf16>, %V: tensor<32x4096x128xbf16>, %pos: index) -> tensor<128x128xf32> {
