@@ -163,8 +163,7 @@ std::optional<SplitSoftmaxMma> matchSplitSoftmaxMma(ComprehensionOp op,
 /// `smCount` multiprocessors: enough blocks (row groups x splits) for
 /// `perSm` per multiprocessor (0: on mma.sync, m.mma, two with at most one
 /// row group per sixteen multiprocessors, else one; eight on lanes), at
-/// most 64
-/// splits, and, with a static key extent, at least 64 keys per split
+/// most 64 splits, and, with a static key extent, at least 64 keys per split
 /// (the kernel also gives each block at least 64 keys when the extent is
 /// known only as it runs: short contexts run on few blocks).
 int64_t getSoftmaxSplits(ComprehensionOp op, const SplitSoftmaxMatch &m,

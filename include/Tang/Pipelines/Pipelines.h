@@ -63,8 +63,7 @@ struct TangLowerCudaOptions : public PassPipelineOptions<TangLowerCudaOptions> {
       llvm::cl::init(SplitSoftmaxMmaOption::Auto),
       llvm::cl::values(
           clEnumValN(SplitSoftmaxMmaOption::Auto, "auto",
-                     "by shape: on with few row groups (a batch of one "
-                     "sequence)"),
+                     "wherever the shape allows (the default)"),
           clEnumValN(SplitSoftmaxMmaOption::On, "on",
                      "the same, with a remark where the "
                      "shape does not allow it"),
