@@ -9,6 +9,8 @@
 #include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
+#include <functional>
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::tang;
@@ -86,10 +88,13 @@ bool collectScoreOps(ComprehensionOp op, ComprehensionOp red, Value d,
   Block &body = op.getBodyBlock();
   llvm::SetVector<Operation *> valueOps;
   for (Value cur = op.getYield().getValues()[1];
-       Operation *def = cur.getDefiningOp(); cur = def->getOperand(0)) {
+       Operation *def = cur.getDefiningOp();) {
     valueOps.insert(def);
     if (isa<ReadOp>(def))
       break;
+    // A masked value (SplitSoftmaxKeyLimit): its condition is the score's.
+    auto sel = dyn_cast<arith::SelectOp>(def);
+    cur = sel ? sel.getTrueValue() : def->getOperand(0);
   }
   for (Operation &inner : body.without_terminator()) {
     if (&inner == red.getOperation() || valueOps.contains(&inner))
@@ -237,6 +242,86 @@ int64_t getSharingGroup(ComprehensionOp op, const SplitSoftmaxMatch &m) {
   return 1;
 }
 
+bool isNegInfWith(Value v, Value sel);
+
+/// Whether `v` is a float constant zero (either sign).
+bool isZeroConstant(Value v) {
+  auto c = v.getDefiningOp<arith::ConstantOp>();
+  auto f = c ? dyn_cast<FloatAttr>(c.getValue()) : FloatAttr();
+  return f && f.getValue().isZero();
+}
+
+/// Whether `v` is the constant -inf.
+bool isNegInfConstant(Value v) {
+  auto c = v.getDefiningOp<arith::ConstantOp>();
+  auto f = c ? dyn_cast<FloatAttr>(c.getValue()) : FloatAttr();
+  return f && f.getValue().isInfinity() && f.getValue().isNegative();
+}
+
+/// The key limit of online-softmax reduction `op` (SplitSoftmaxKeyLimit):
+/// a select(j + a < x, s, -inf) the score is -inf with, x computed in the
+/// body from indices other than j and `d`. `maxKeys` bounds j (the
+/// comparison must not wrap).
+std::optional<SplitSoftmaxKeyLimit> matchKeyLimit(ComprehensionOp op, Value j,
+                                                  Value d, int64_t maxKeys) {
+  using P = arith::CmpIPredicate;
+  Block &body = op.getBodyBlock();
+  Value score = op.getYield().getValues()[0];
+  for (Operation &inner : body.without_terminator()) {
+    auto sel = dyn_cast<arith::SelectOp>(inner);
+    if (!sel || !isNegInfConstant(sel.getFalseValue()) ||
+        !isNegInfWith(score, sel))
+      continue;
+    auto cmp = sel.getCondition().getDefiningOp<arith::CmpIOp>();
+    if (!cmp || cmp->getBlock() != &body)
+      continue;
+    // Normalised to the key's side on the left (x > y is y < x).
+    P pred = cmp.getPredicate();
+    Value lhs = cmp.getLhs(), rhs = cmp.getRhs();
+    if (!getIndexOffset(lhs, j)) {
+      std::swap(lhs, rhs);
+      pred = pred == P::sgt ? P::slt : pred == P::sge ? P::sle : P::eq;
+    }
+    std::optional<int64_t> a = getIndexOffset(lhs, j);
+    if (!a || (pred != P::slt && pred != P::sle) || dependsOn(rhs, j, body) ||
+        dependsOn(rhs, d, body))
+      continue;
+    // j + a is exact in the comparison's type for every key.
+    unsigned width =
+        lhs.getType().isIndex() ? 64 : lhs.getType().getIntOrFloatBitWidth();
+    if (width < 64 && (maxKeys == std::numeric_limits<int64_t>::max() ||
+                       maxKeys + std::abs(*a) >= (int64_t(1) << (width - 1))))
+      continue;
+    // x's operations: scalar code of the body (no nested reduction).
+    llvm::SetVector<Operation *> slice;
+    bool scalar = true;
+    std::function<void(Value)> visit = [&](Value v) {
+      Operation *def = v.getDefiningOp();
+      if (!def || def->getBlock() != &body || slice.contains(def))
+        return;
+      if (def->getNumRegions()) {
+        scalar = false;
+        return;
+      }
+      for (Value operand : def->getOperands())
+        visit(operand);
+      slice.insert(def);
+    };
+    visit(rhs);
+    if (!scalar)
+      continue;
+    SplitSoftmaxKeyLimit limit;
+    limit.limit = rhs;
+    limit.offset = (pred == P::sle ? 1 : 0) - *a;
+    limit.condition = cmp;
+    for (Operation &o : body.without_terminator())
+      if (slice.contains(&o))
+        limit.ops.push_back(&o);
+    return limit;
+  }
+  return std::nullopt;
+}
+
 } // namespace
 
 std::optional<SplitSoftmaxMatch>
@@ -269,12 +354,44 @@ mlir::tang::matchSplitSoftmax(ComprehensionOp op, std::string &why) {
   Block &body = op.getBodyBlock();
   Value d = op.getIndex(m.d);
   ValueRange yields = op.getYield().getValues();
-  auto v = stripExtensions(yields[1]).getDefiningOp<ReadOp>();
+  Value value = stripExtensions(yields[1]);
+  auto valueMask = value.getDefiningOp<arith::SelectOp>();
+  if (valueMask && isZeroConstant(stripExtensions(valueMask.getFalseValue())))
+    value = stripExtensions(valueMask.getTrueValue());
+  else
+    valueMask = {};
+  auto v = value.getDefiningOp<ReadOp>();
   if (!v || v.getFill() || !isContiguousIn(v, d) || !readUses(v, m.j))
     return fail("the value is not a read contiguous in the last index");
+  m.value = v;
   if (dependsOn(yields[0], d, body))
     return fail("the score depends on the value column");
+  // The keys' bound: the extent, or the value tensor's dimension its read
+  // takes the key as.
+  unsigned key = op.getNumParallel();
+  int64_t maxKeys = std::numeric_limits<int64_t>::max();
+  if (!op.isSymbolicExtent(key))
+    maxKeys = op.getExtent(key);
+  auto shape = cast<RankedTensorType>(v.getTensor().getType()).getShape();
+  for (auto [pos, e] : llvm::enumerate(v.getMap().getResults()))
+    if (auto dim = dyn_cast<AffineDimExpr>(e);
+        dim && v.getIndices()[dim.getPosition()] == m.j &&
+        !ShapedType::isDynamic(shape[pos]))
+      maxKeys = std::min(maxKeys, shape[pos]);
+  m.keyLimit = matchKeyLimit(op, m.j, d, maxKeys);
+  if (valueMask) {
+    IRMapping same;
+    llvm::DenseMap<Value, Value> known;
+    if (!m.keyLimit ||
+        !sameValue(valueMask.getCondition(),
+                   m.keyLimit->condition->getResult(0), same, known))
+      return fail("the value is masked by other than the score's key limit");
+  }
   m.group = getSharingGroup(op, m);
+  // A block's keys are one run: with a limit per row, a group of one.
+  if (m.keyLimit && m.group > 1 &&
+      dependsOn(m.keyLimit->limit, op.getIndex(m.d - 1), body))
+    m.group = 1;
   return m;
 }
 
@@ -309,8 +426,7 @@ mlir::tang::matchSplitSoftmaxMma(ComprehensionOp op, const SplitSoftmaxMatch &m,
   for (Value f : mm.factors)
     if (!f.getDefiningOp<arith::ConstantOp>())
       return fail("a factor of the summand is not a constant");
-  ValueRange yields = op.getYield().getValues();
-  mm.v = stripExtensions(yields[1]).getDefiningOp<ReadOp>();
+  mm.v = m.value;
   mm.elementType = mm.k.getType();
   if (!mm.elementType.isF16() && !mm.elementType.isBF16())
     return fail("the keys are not f16 or bf16");

@@ -90,6 +90,38 @@ def attention(q, k, v, causal=False, scale=None):
         S, lambda j: p[h, i, j] * v[kv(h), j, e]))
 
 
+def decode_attention(q, k, v, lengths, scale=None):
+    """Decode attention over a batch of sequences of different lengths:
+    q [B, H, D] (one query per sequence and head), k and v [B, Hk, S, D]
+    (each sequence's cache; grouped queries when Hk < H), ``lengths`` [B]
+    (i32): sequence b attends over its keys j < lengths[b] (S, which may be
+    a size, bounds them all). Past a length both the score (-inf) and the
+    value (0) are masked, so whatever the cache holds there (stale rows,
+    NaN) contributes nothing, and the CUDA kernels skip those keys without
+    reading them. A length of 0 or less gives NaN (an empty softmax).
+    [B, H, D]."""
+    B, H, D = q.shape
+    _, Hk, S, _ = k.shape
+    group = int(H) // int(Hk)
+    c = scale if scale is not None else 1.0 / math.sqrt(int(D))
+
+    def kv(h):
+        return h // group if group > 1 else h
+
+    def score(b, h, j):
+        s = t.sum(D, lambda e: q[b, h, e] * k[b, kv(h), j, e]) * c
+        return t.where(j < lengths[b], s, float("-inf"))
+    sc = t.compute((B, H, S), score)
+    m = t.compute((B, H), lambda b, h: t.max(S, lambda j: sc[b, h, j]))
+    z = t.compute((B, H), lambda b, h: t.sum(
+        S, lambda j: t.exp(sc[b, h, j] - m[b, h])))
+    p = t.compute((B, H, S), lambda b, h, j:
+                  t.exp(sc[b, h, j] - m[b, h]) / z[b, h])
+    return t.compute((B, H, D), lambda b, h, e: t.sum(
+        S, lambda j: p[b, h, j] * t.where(j < lengths[b], v[b, kv(h), j, e],
+                                          0.0)))
+
+
 def rope(x, positions=None, theta=10000.0):
     """Rotary embedding, rotate-half form: x [L, H, D] at positions
     (an i32 tensor [L], default 0..L-1); pairs (d, d + D/2) rotate by

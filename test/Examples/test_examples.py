@@ -340,6 +340,17 @@ def ref_decode_attention(q, K, V, pos):
     return [out]
 
 
+def ref_varlen_decode_attention(q, K, V, pos, n):
+    out = np.empty((3, 8, 64))
+    for b in range(3):
+        keys = min(n, max(int(pos[b]), 0) + 1)
+        for h in range(8):
+            s = K[b, h // 4, :keys] @ q[b, h] * 0.125
+            p = np.exp(s - s.max())
+            out[b, h] = (p / p.sum()) @ V[b, h // 4, :keys]
+    return [out]
+
+
 def ref_moe_top2(x, Wg, W):
     logits = x @ Wg
     order = np.argsort(-logits, axis=1, kind="stable")
@@ -445,6 +456,13 @@ CASES = {
         [Input((4, 64), lo=-2, hi=2), Input((2, 1024, 64)),
          Input((2, 1024, 64))],
         ref_decode_attention, [(4, 64)], sizes=[(0,), (300,), (1023,)]),
+    # Sequences of different lengths: each attends over positions
+    # 0..pos[b] (at most the extent n), the rest of its cache masked.
+    "varlen_decode_attention": Case(
+        [Input((3, 8, 64), lo=-2, hi=2), Input((3, 2, 128, 64)),
+         Input((3, 2, 128, 64)), Input((3,), dtype="i4", lo=-3, hi=127)],
+        ref_varlen_decode_attention, [(3, 8, 64)],
+        sizes=[(1,), (128,), (77,)]),
     "cross_entropy": Case([Input((8, 32), lo=-4, hi=4), Input((8, 32), lo=0.01, hi=1)],
                           ref_cross_entropy, [(8,)]),
 }

@@ -372,3 +372,23 @@ EXAMPLES = {f.name: (f, []) for f in (
     linear_recurrence_scan, prefix_sum)}
 EXAMPLES["kv_cache_decode"] = (kv_cache_decode, ["arg5=9"])
 EXAMPLES["decode_attention"] = (decode_attention, ["arg3=300"])
+
+
+@tang.function
+def varlen_decode_attention(q: f32[3, 8, 64], K: f32[3, 2, 128, 64],
+                            V: f32[3, 2, 128, 64], pos: i32[3],
+                            n: tang.size):
+    def keep(b, j):
+        return j <= tang.maximum(pos[b], 0)
+    s = tang.compute((3, 8, n), lambda b, h, j: tang.where(
+        keep(b, j), tang.sum(64, lambda e: q[b, h, e] * K[b, h // 4, j, e])
+        * 0.125, float("-inf")))
+    m = tang.compute((3, 8), lambda b, h: tang.max(n, lambda j: s[b, h, j]))
+    z = tang.compute((3, 8), lambda b, h: tang.sum(
+        n, lambda j: tang.exp(s[b, h, j] - m[b, h])))
+    return tang.compute((3, 8, 64), lambda b, h, d: tang.sum(
+        n, lambda j: tang.exp(s[b, h, j] - m[b, h]) / z[b, h]
+        * tang.where(keep(b, j), V[b, h // 4, j, d], 0.0)))
+
+
+EXAMPLES["varlen_decode_attention"] = (varlen_decode_attention, ["arg4=77"])

@@ -128,6 +128,26 @@ def library():
         return nn.attention(q, k, v, causal=True)
 
     @tang.function
+    def decode_attention(q: f32[3, 4, 8], k: f32[3, 2, 9, 8],
+                         v: f32[3, 2, 9, 8], lengths: i32[3]):
+        return nn.decode_attention(q, k, v, lengths)
+
+    def decode_inputs(r):
+        # NaN in every cache row past a sequence's length: masked, it
+        # contributes nothing.
+        q, k, v = rand(r, 3, 4, 8), rand(r, 3, 2, 9, 8), rand(r, 3, 2, 9, 8)
+        lengths = np.array([1, 9, 5], np.int32)
+        for b, n in enumerate(lengths):
+            k[b, :, n:] = np.nan
+            v[b, :, n:] = np.nan
+        return [q, k, v, lengths]
+
+    def np_decode_attention(q, k, v, lengths):
+        return np.stack([np_attention(q[b][:, None], k[b][:, :n],
+                                      v[b][:, :n], False)[:, 0]
+                         for b, n in enumerate(lengths)])
+
+    @tang.function
     def rope(x: f32[6, 2, 8]):
         return nn.rope(x)
 
@@ -169,6 +189,8 @@ def library():
                              lambda r: [rand(r, 4, 6, 8), rand(r, 2, 9, 8),
                                         rand(r, 2, 9, 8)],
                              lambda q, k, v: np_attention(q, k, v, True)),
+        "decode_attention": (decode_attention, decode_inputs,
+                             np_decode_attention),
         "rope": (rope, lambda r: [rand(r, 6, 2, 8)], np_rope),
         "swiglu": (swiglu, lambda r: [rand(r, 4, 16), rand(r, 16, 24),
                                       rand(r, 16, 24), rand(r, 24, 16)],

@@ -191,6 +191,115 @@ def test_decode_attention(tmp_path, path, out, dim, sms):
         assert check["ok"], (check, got.ravel()[:4], ref.ravel()[:4])
 
 
+BATCH = 3
+
+
+def varlen_program(sms, value_mask=True):
+    """Decode attention over sequences of different lengths: %n keys (the
+    longest), sequence b's keys j < lens[b] (the score -inf past it and,
+    with `value_mask`, the value 0: kernels skip those keys)."""
+    H, KV, C, D = HEADS, KV_HEADS, CAPACITY, 64
+    mask = ("%len = tang.read %lens[%b] : tensor<3xi32>\n"
+            "    %vj = tang.index %j : i32\n"
+            "    %keep = arith.cmpi slt, %vj, %len : i32\n")
+    value = (mask.replace("%len", "%v_len").replace("%vj", "%v_vj")
+             .replace("%keep", "%v_keep").replace("%v_lens", "%lens") +
+             "    %zero = arith.constant 0.0 : f32\n"
+             "    %vm = arith.select %v_keep, %vf, %zero : f32\n"
+             if value_mask else "    %vm = arith.addf %vf, %vf : f32\n")
+    return f"""module attributes {{tang.target = {TARGET.format(sms=sms)}}} {{
+func.func @main(%q: tensor<3x{H}x{D}xf32>, %K: tensor<3x{KV}x{C}x{D}xbf16>, %V: tensor<3x{KV}x{C}x{D}xbf16>, %lens: tensor<3xi32>, %n: index) -> tensor<3x{H}x{D}xf32> {{
+  %s = tang.comprehension (%b, %h, %j) [3, {H}, %n] : tensor<3x{H}x?xf32> {{
+    %dot = tang.comprehension reduce (%e) [{D}] monoid(add) : f32 {{
+      %a = tang.read %q[%b, %h, %e] : tensor<3x{H}x{D}xf32>
+      %k = tang.read %K[%b, %h floordiv 4, %j, %e] : tensor<3x{KV}x{C}x{D}xbf16>
+      %kf = arith.extf %k : bf16 to f32
+      %p = arith.mulf %a, %kf : f32
+      tang.yield %p : f32
+    }}
+    %scale = arith.constant 0.125 : f32
+    %r = arith.mulf %dot, %scale : f32
+    {mask}    %ninf = arith.constant 0xFF800000 : f32
+    %sm = arith.select %keep, %r, %ninf : f32
+    tang.yield %sm : f32
+  }}
+  %m = tang.comprehension (%b, %h) reduce (%j) [3, {H}, %n] monoid(max) : tensor<3x{H}xf32> {{
+    %x = tang.read %s[%b, %h, %j] : tensor<3x{H}x?xf32>
+    tang.yield %x : f32
+  }}
+  %z = tang.comprehension (%b, %h) reduce (%j) [3, {H}, %n] monoid(add) : tensor<3x{H}xf32> {{
+    %x = tang.read %s[%b, %h, %j] : tensor<3x{H}x?xf32>
+    %mx = tang.read %m[%b, %h] : tensor<3x{H}xf32>
+    %c = arith.subf %x, %mx : f32
+    %e = math.exp %c : f32
+    tang.yield %e : f32
+  }}
+  %o = tang.comprehension (%b, %h, %d) reduce (%j) [3, {H}, {D}, %n] monoid(add) : tensor<3x{H}x{D}xf32> {{
+    %x = tang.read %s[%b, %h, %j] : tensor<3x{H}x?xf32>
+    %mx = tang.read %m[%b, %h] : tensor<3x{H}xf32>
+    %c = arith.subf %x, %mx : f32
+    %e = math.exp %c : f32
+    %zz = tang.read %z[%b, %h] : tensor<3x{H}xf32>
+    %w = arith.divf %e, %zz : f32
+    %v = tang.read %V[%b, %h floordiv 4, %j, %d] : tensor<3x{KV}x{C}x{D}xbf16>
+    %vf = arith.extf %v : bf16 to f32
+{value}    %r = arith.mulf %w, %vm : f32
+    tang.yield %r : f32
+  }}
+  return %o : tensor<3x{H}x{D}xf32>
+}}
+}}
+"""
+
+
+@pytest.mark.parametrize("path,sms", [("lanes", 1), ("mma", 1), ("mma", 4),
+                                      ("lanes", 4)])
+def test_varlen_decode_attention(tmp_path, path, sms):
+    """Each sequence's keys end at its length (read from a tensor): the
+    kernels skip the rest, which hold NaN (a kernel that read a key or a
+    value past a length would return NaN; the interpreter, visiting
+    every key, gets 0 from the value's mask)."""
+    if not TANG_OPT.exists():
+        pytest.skip("tang-opt not built")
+    src = tmp_path / "varlen.mlir"
+    src.write_text(varlen_program(sms))
+    options = "tensor-cores=target split-softmax-mma=" + (
+        "on" if path == "mma" else "off")
+    text = kernel_form(src, options)
+    assert ("nvvm.mma.sync" in text) == (path == "mma")
+    emu = KernelFormEmulator(text)
+    rng = np.random.default_rng(11)
+    q = rng.standard_normal((BATCH, HEADS, 64)).astype(np.float32)
+    K = bf16(rng.standard_normal((BATCH, KV_HEADS, CAPACITY, 64)))
+    V = bf16(rng.standard_normal((BATCH, KV_HEADS, CAPACITY, 64)))
+    # Lengths of one key, part of a tile, several splits; the extent
+    # below and above the longest (a length past it keeps every key).
+    for lens, n in (((1, 17, 150), 150), ((150, 3, 64), 160),
+                    ((200, 40, 1), 120)):
+        lens = np.array(lens, dtype=np.int32)
+        Kn, Vn = K.copy(), V.copy()
+        for b, length in enumerate(lens):
+            Kn[b, :, length:] = np.nan
+            Vn[b, :, length:] = np.nan
+        ins = []
+        for i, a in enumerate((q, Kn, Vn, lens)):
+            p = tmp_path / f"in{i}.npy"
+            np.save(p, a)
+            ins += ["--input", str(p)]
+        ref_dir = tmp_path / f"ref{n}"
+        r = subprocess.run([TANG_RUN, src, "--size", f"arg4={n}",
+                            "--output-dir", ref_dir, *ins],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        ref = np.load(ref_dir / "output_0.npy").astype(np.float64)
+        assert np.all(np.isfinite(ref))
+        (got,) = emu.run("main", [q, Kn, Vn, lens], sizes=[n])
+        tol = harness.Tolerance("f32", reduction=max(n, 64), roundings=1)
+        check = harness.check_elementwise(got, ref, tol,
+                                          f"{path} lens {list(lens)} n {n}")
+        assert check["ok"], (check, got.ravel()[:4], ref.ravel()[:4])
+
+
 def test_mma_fragments():
     """The emulator's m16n8k16 against a NumPy product: lane l holds A
     rows l/4 and l/4 + 8, B column l/4, C rows l/4 and l/4 + 8 (PTX ISA)."""

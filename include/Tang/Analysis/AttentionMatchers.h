@@ -131,9 +131,30 @@ struct SplitSoftmaxMma {
   int64_t dqk;      // The dot product's extent.
 };
 
+/// A per-row limit on the keys of a split online-softmax reduction: the
+/// score is select(j + a < x, s, -inf) (or an equivalent signed
+/// comparison: `<=`, the sides swapped), x an integer computed from the
+/// other indices only (neither the key nor the value column) -- each
+/// sequence's length in a decode batch of different lengths, read from a
+/// tensor. Keys from x + offset on are masked: the kernels skip them (they
+/// never read their keys or values), and every use of the comparison
+/// inside a block's run of keys is true (the kernels take it as true).
+/// The value may be select(the same comparison, v, 0): zero where the
+/// score is -inf, so that a masked term contributes nothing even where the
+/// skipped value is not finite (0 x NaN is NaN), and the interpreter, which
+/// visits every key, agrees with kernels that skip them.
+struct SplitSoftmaxKeyLimit {
+  Value limit;                  // x.
+  int64_t offset;               // Keys j < x + offset are kept.
+  Operation *condition;         // The comparison.
+  SmallVector<Operation *> ops; // The body operations computing x, in order.
+};
+
 struct SplitSoftmaxMatch {
-  unsigned d;        // The value-column index.
-  Value j;           // The key index (the op's reduced index).
+  unsigned d;   // The value-column index.
+  Value j;      // The key index (the op's reduced index).
+  ReadOp value; // The value's read (under the key limit's select).
+  std::optional<SplitSoftmaxKeyLimit> keyLimit;
   int64_t dv;        // The value columns.
   int64_t rows;      // Points of the parallel indices but d.
   int64_t group = 1; // Rows per block, sharing every read of a key.

@@ -131,8 +131,7 @@ SplitSoftmaxEmitter::emitWarpReduction(OpBuilder &b, BodyEmitter &emitter,
 /// once), at least one and at most 32; the vectors narrower where the read
 /// is not contiguous in runs of that width.
 SplitSoftmaxEmitter::LaneLayout SplitSoftmaxEmitter::getLaneLayout() {
-  auto read =
-      stripExtensions(op.getYield().getValues()[1]).getDefiningOp<ReadOp>();
+  ReadOp read = m.value;
   int64_t bytes =
       std::max<int64_t>(1, read.getType().getIntOrFloatBitWidth() / 8);
   int64_t v = std::max<int64_t>(1, 16 / bytes);
@@ -186,9 +185,16 @@ LogicalResult SplitSoftmaxEmitter::emitPartial(Value scratch) {
                              .getResult());
     rowPoints.push_back(std::move(point));
   }
+  // Inside the run, the key limit's comparison holds.
+  Operation *limitCondition = nullptr;
+  for (IRMapping &point : rowPoints)
+    limitCondition = mapLimitTrue(b, point);
 
   // The block's run of keys: [split * chunk, min(n, (split + 1) * chunk)).
-  auto [n, chunk] = emitChunk(b, emitter);
+  FailureOr<std::pair<Value, Value>> keys = emitChunk(b, emitter, rowPoints[0]);
+  if (failed(keys))
+    return failure();
+  auto [n, chunk] = *keys;
   Value start = arith::MulIOp::create(b, loc, split, chunk);
   Value end = arith::MinUIOp::create(
       b, loc, n, arith::AddIOp::create(b, loc, start, chunk));
@@ -198,7 +204,7 @@ LogicalResult SplitSoftmaxEmitter::emitPartial(Value scratch) {
   llvm::SetVector<Operation *> columnOps = getDependentOps(body, d);
   SmallVector<Operation *> rowOps;
   for (Operation &inner : body.without_terminator())
-    if (!columnOps.contains(&inner))
+    if (!columnOps.contains(&inner) && &inner != limitCondition)
       rowOps.push_back(&inner);
   Value scoreYield = op.getYield().getValues()[0];
   Value valueYield = op.getYield().getValues()[1];
@@ -454,9 +460,19 @@ LogicalResult SplitSoftmaxEmitter::emitCombine(Kernel &f, unsigned scratchArg,
   Value out = entry.getArgument(outArg);
   // The splits that had keys: ceil(n / chunk) (the others hold the
   // identity).
-  BodyEmitter emitter(r.tensors, &entry);
+  // The follow-up's parameters are the partial kernel's.
+  IRMapping tensors;
+  for (auto [tensor, arg] : r.tensors.getValueMap())
+    if (auto a = dyn_cast<BlockArgument>(arg))
+      tensors.map(tensor, entry.getArgument(a.getArgNumber()));
+  BodyEmitter emitter(tensors, &entry);
   emitter.setSizes(f.sizes);
-  auto [n, chunk] = emitChunk(b, emitter);
+  IRMapping mapping;
+  mapRow(b, row, mapping);
+  FailureOr<std::pair<Value, Value>> keys = emitChunk(b, emitter, mapping);
+  if (failed(keys))
+    return failure();
+  auto [n, chunk] = *keys;
   Value used = arith::MinUIOp::create(
       b, loc, cst(b, splits),
       arith::DivUIOp::create(
@@ -501,8 +517,6 @@ LogicalResult SplitSoftmaxEmitter::emitCombine(Kernel &f, unsigned scratchArg,
     scf::YieldOp::create(lb, loc, total);
   }
   Value result = monoid.finalize(b, loc, loop.getResults())[0];
-  IRMapping mapping;
-  mapRow(b, row, mapping);
   SmallVector<Value> at;
   for (unsigned i = 0; i < m.d; ++i)
     at.push_back(mapping.lookup(op.getIndex(i)));

@@ -69,10 +69,16 @@ private:
     int64_t lanes, vector, runs;
   };
   LaneLayout getLaneLayout();
-  /// The keys (n) and the keys per block (chunk): ceil(n / splits), at
-  /// least kMinKeys (a short context on few blocks, the others done at
-  /// once).
-  std::pair<Value, Value> emitChunk(OpBuilder &b, BodyEmitter &emitter);
+  /// The keys (n) of the row at `point` (the extent, below the key limit
+  /// where there is one: m.keyLimit, computed at `point`) and the keys per
+  /// block (chunk): ceil(n / splits), at least kMinKeys (a short context on
+  /// few blocks, the others done at once).
+  FailureOr<std::pair<Value, Value>>
+  emitChunk(OpBuilder &b, BodyEmitter &emitter, IRMapping point);
+  /// With a key limit: maps its comparison to true in `mapping` (it holds
+  /// on every key of a block's run) and returns it, the operation not to
+  /// emit; null without one.
+  Operation *mapLimitTrue(OpBuilder &b, IRMapping &mapping);
   /// Maps the parallel indices but the value column to row `row`'s point.
   void mapRow(OpBuilder &b, Value row, IRMapping &mapping);
   /// Maps the parallel indices before the last two (h, d) to the point of

@@ -177,7 +177,12 @@ LogicalResult SplitSoftmaxEmitter::emitPartialMma(Value scratch) {
     rowPoint.map(h, f.add(f.mul(hk, group), rowC));
     keyPoint.map(h, f.mul(hk, group));
   }
-  auto [n, chunk] = emitChunk(b, emitter);
+  // Inside the run, the key limit's comparison holds.
+  Operation *limitCondition = mapLimitTrue(b, rowPoint);
+  FailureOr<std::pair<Value, Value>> keys = emitChunk(b, emitter, keyPoint);
+  if (failed(keys))
+    return failure();
+  auto [n, chunk] = *keys;
   Value start = arith::MulIOp::create(b, loc, split, chunk);
   Value end = arith::MinUIOp::create(
       b, loc, n, arith::AddIOp::create(b, loc, start, chunk));
@@ -313,7 +318,7 @@ LogicalResult SplitSoftmaxEmitter::emitPartialMma(Value scratch) {
                   arith::AddFOp::create(b, loc, acc[4 * nt + p],
                                         acc[4 * nt + 2 + p]));
         for (Operation *inner : mm.scoreOps)
-          if (failed(emitter.emit(b, inner, point)))
+          if (inner != limitCondition && failed(emitter.emit(b, inner, point)))
             return failure();
         Value s = point.lookupOrDefault(scoreYield);
         if (s.getType() != f32)

@@ -19,16 +19,38 @@ using namespace mlir;
 using namespace mlir::tang;
 using namespace mlir::tang::split_softmax;
 
-std::pair<Value, Value> SplitSoftmaxEmitter::emitChunk(OpBuilder &b,
-                                                       BodyEmitter &emitter) {
+FailureOr<std::pair<Value, Value>>
+SplitSoftmaxEmitter::emitChunk(OpBuilder &b, BodyEmitter &emitter,
+                               IRMapping point) {
   Value n = emitter.getExtent(b, loc, op, op.getNumParallel());
+  if (m.keyLimit) {
+    // min(n, max(0, x + offset)): x signed, the keys past it skipped.
+    for (Operation *inner : m.keyLimit->ops)
+      if (failed(emitter.emit(b, inner, point)))
+        return failure();
+    Value x = point.lookupOrDefault(m.keyLimit->limit);
+    if (!x.getType().isIndex())
+      x = arith::IndexCastOp::create(b, loc, b.getIndexType(), x);
+    x = arith::AddIOp::create(b, loc, x, cst(b, m.keyLimit->offset));
+    x = arith::MaxSIOp::create(b, loc, x, cst(b, 0));
+    n = arith::MinUIOp::create(b, loc, n, x);
+  }
   Value chunk = arith::MaxUIOp::create(
       b, loc,
       arith::DivUIOp::create(
           b, loc, arith::AddIOp::create(b, loc, n, cst(b, splits - 1)),
           cst(b, splits)),
       cst(b, kMinKeys));
-  return {n, chunk};
+  return std::pair{n, chunk};
+}
+
+Operation *SplitSoftmaxEmitter::mapLimitTrue(OpBuilder &b, IRMapping &mapping) {
+  if (!m.keyLimit)
+    return nullptr;
+  Operation *cond = m.keyLimit->condition;
+  mapping.map(cond->getResult(0),
+              arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1));
+  return cond;
 }
 
 void SplitSoftmaxEmitter::mapRow(OpBuilder &b, Value row, IRMapping &mapping) {
