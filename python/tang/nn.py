@@ -95,7 +95,8 @@ def decode_attention(q, k, v, lengths, scale=None):
     q [B, H, D] (one query per sequence and head), k and v [B, Hk, S, D]
     (each sequence's cache; grouped queries when Hk < H), ``lengths`` [B]
     (i32): sequence b attends over its keys j < lengths[b] (S, which may be
-    a size, bounds them all). Past a length both the score (-inf) and the
+    a size, bounds them all). Caches of another float type than q's are
+    read as q's (bf16 caches, an f32 query). Past a length both the score (-inf) and the
     value (0) are masked, so whatever the cache holds there (stale rows,
     NaN) contributes nothing, and the CUDA kernels skip those keys without
     reading them. A length of 0 or less gives NaN (an empty softmax).
@@ -108,8 +109,12 @@ def decode_attention(q, k, v, lengths, scale=None):
     def kv(h):
         return h // group if group > 1 else h
 
+    def wide(x):
+        # 16-bit caches beside an f32 query: their products in f32.
+        return x.astype(q.dtype) if x.dtype != q.dtype else x
+
     def score(b, h, j):
-        s = t.sum(D, lambda e: q[b, h, e] * k[b, kv(h), j, e]) * c
+        s = t.sum(D, lambda e: q[b, h, e] * wide(k[b, kv(h), j, e])) * c
         return t.where(j < lengths[b], s, float("-inf"))
     sc = t.compute((B, H, S), score)
     m = t.compute((B, H), lambda b, h: t.max(S, lambda j: sc[b, h, j]))
@@ -118,8 +123,8 @@ def decode_attention(q, k, v, lengths, scale=None):
     p = t.compute((B, H, S), lambda b, h, j:
                   t.exp(sc[b, h, j] - m[b, h]) / z[b, h])
     return t.compute((B, H, D), lambda b, h, e: t.sum(
-        S, lambda j: p[b, h, j] * t.where(j < lengths[b], v[b, kv(h), j, e],
-                                          0.0)))
+        S, lambda j: p[b, h, j] * t.where(j < lengths[b],
+                                          wide(v[b, kv(h), j, e]), 0.0)))
 
 
 def rope(x, positions=None, theta=10000.0):

@@ -194,10 +194,11 @@ def test_decode_attention(tmp_path, path, out, dim, sms):
 BATCH = 3
 
 
-def varlen_program(sms, value_mask=True):
+def varlen_program(sms, value_mask=True, static=False):
     """Decode attention over sequences of different lengths: %n keys (the
-    longest), sequence b's keys j < lens[b] (the score -inf past it and,
-    with `value_mask`, the value 0: kernels skip those keys)."""
+    longest; with `static`, the whole cache, %n unused), sequence b's keys
+    j < lens[b] (the score -inf past it and, with `value_mask`, the value
+    0: kernels skip those keys)."""
     H, KV, C, D = HEADS, KV_HEADS, CAPACITY, 64
     mask = ("%len = tang.read %lens[%b] : tensor<3xi32>\n"
             "    %vj = tang.index %j : i32\n"
@@ -207,7 +208,7 @@ def varlen_program(sms, value_mask=True):
              "    %zero = arith.constant 0.0 : f32\n"
              "    %vm = arith.select %v_keep, %vf, %zero : f32\n"
              if value_mask else "    %vm = arith.addf %vf, %vf : f32\n")
-    return f"""module attributes {{tang.target = {TARGET.format(sms=sms)}}} {{
+    text = f"""module attributes {{tang.target = {TARGET.format(sms=sms)}}} {{
 func.func @main(%q: tensor<3x{H}x{D}xf32>, %K: tensor<3x{KV}x{C}x{D}xbf16>, %V: tensor<3x{KV}x{C}x{D}xbf16>, %lens: tensor<3xi32>, %n: index) -> tensor<3x{H}x{D}xf32> {{
   %s = tang.comprehension (%b, %h, %j) [3, {H}, %n] : tensor<3x{H}x?xf32> {{
     %dot = tang.comprehension reduce (%e) [{D}] monoid(add) : f32 {{
@@ -250,11 +251,18 @@ func.func @main(%q: tensor<3x{H}x{D}xf32>, %K: tensor<3x{KV}x{C}x{D}xbf16>, %V: 
 }}
 }}
 """
+    if static:
+        text = text.replace(", %n]", f", {C}]").replace(
+            f"x{H}x?xf32", f"x{H}x{C}xf32")
+    return text
 
 
-@pytest.mark.parametrize("path,sms", [("lanes", 1), ("mma", 1), ("mma", 4),
-                                      ("lanes", 4)])
-def test_varlen_decode_attention(tmp_path, path, sms):
+# (With a static extent, 16 multiprocessors: the 6 row groups alone would
+# leave them idle, so the kernel choice splits the keys, 3 ways.)
+@pytest.mark.parametrize("path,sms,static", [
+    ("lanes", 1, False), ("mma", 1, False), ("mma", 4, False),
+    ("lanes", 4, False), ("mma", 16, True), ("lanes", 16, True)])
+def test_varlen_decode_attention(tmp_path, path, sms, static):
     """Each sequence's keys end at its length (read from a tensor): the
     kernels skip the rest, which hold NaN (a kernel that read a key or a
     value past a length would return NaN; the interpreter, visiting
@@ -262,11 +270,13 @@ def test_varlen_decode_attention(tmp_path, path, sms):
     if not TANG_OPT.exists():
         pytest.skip("tang-opt not built")
     src = tmp_path / "varlen.mlir"
-    src.write_text(varlen_program(sms))
+    src.write_text(varlen_program(sms, static=static))
     options = "tensor-cores=target split-softmax-mma=" + (
         "on" if path == "mma" else "off")
     text = kernel_form(src, options)
     assert ("nvvm.mma.sync" in text) == (path == "mma")
+    # The split kernel (its workgroup buffer of the warps' carriers).
+    assert "memref<4x4x64x3xf32, #gpu.address_space<workgroup>" in text
     emu = KernelFormEmulator(text)
     rng = np.random.default_rng(11)
     q = rng.standard_normal((BATCH, HEADS, 64)).astype(np.float32)
@@ -276,6 +286,8 @@ def test_varlen_decode_attention(tmp_path, path, sms):
     # below and above the longest (a length past it keeps every key).
     for lens, n in (((1, 17, 150), 150), ((150, 3, 64), 160),
                     ((200, 40, 1), 120)):
+        if static and n != CAPACITY:
+            continue
         lens = np.array(lens, dtype=np.int32)
         Kn, Vn = K.copy(), V.copy()
         for b, length in enumerate(lens):

@@ -1,5 +1,6 @@
 // RUN: tang-opt %s --tang-attach-target="chip=sm_90a" --convert-tang-to-gpu="tensor-cores=target" | FileCheck %s
 // RUN: tang-opt %s --tang-attach-target="chip=sm_90a" --convert-tang-to-gpu="tensor-cores=target" 2>&1 >/dev/null | FileCheck %s --check-prefix=REMARK
+// RUN: tang-opt %s --tang-attach-target="chip=sm_90a" --tang-schedule --convert-tang-to-gpu="tensor-cores=target" 2>/dev/null | FileCheck %s --check-prefix=STATIC
 
 // Decode attention over sequences of different lengths
 // (SplitSoftmaxKeyLimit): the score is -inf for keys past a length read
@@ -106,4 +107,33 @@ func.func @other_mask(%q: tensor<8x64xf32>, %K: tensor<2x128x64xbf16>, %V: tenso
     tang.yield %s, %vm : f32, f32
   }
   return %o : tensor<8x64xf32>
+}
+
+// A static context (the cache's capacity, lengths from a tensor): two row
+// groups would leave the device idle, so the kernel choice splits the
+// keys too (64 ways: 64 keys a split at least).
+// STATIC-LABEL: func.func @capacity
+// STATIC: gpu.launch_func @tang_kernels::@capacity_k0 blocks in (%c64, %c2, %c1)
+// STATIC: nvvm.mma.sync
+func.func @capacity(%q: tensor<1x8x128xf32>, %K: tensor<1x2x4096x128xbf16>, %V: tensor<1x2x4096x128xbf16>, %lens: tensor<1xi32>) -> tensor<1x8x128xf32> {
+  %o = tang.comprehension (%b, %h, %d) reduce (%j) [1, 8, 128, 4096] monoid(online_softmax) : tensor<1x8x128xf32> {
+    %dot = tang.comprehension reduce (%e) [128] monoid(add) : f32 {
+      %a = tang.read %q[%b, %h, %e] : tensor<1x8x128xf32>
+      %k = tang.read %K[%b, %h floordiv 4, %j, %e] : tensor<1x2x4096x128xbf16>
+      %kf = arith.extf %k : bf16 to f32
+      %p = arith.mulf %a, %kf : f32
+      tang.yield %p : f32
+    }
+    %len = tang.read %lens[%b] : tensor<1xi32>
+    %vj = tang.index %j : i32
+    %keep = arith.cmpi slt, %vj, %len : i32
+    %ninf = arith.constant 0xFF800000 : f32
+    %s = arith.select %keep, %dot, %ninf : f32
+    %v = tang.read %V[%b, %h floordiv 4, %j, %d] : tensor<1x2x4096x128xbf16>
+    %vf = arith.extf %v : bf16 to f32
+    %zero = arith.constant 0.0 : f32
+    %vm = arith.select %keep, %vf, %zero : f32
+    tang.yield %s, %vm : f32, f32
+  }
+  return %o : tensor<1x8x128xf32>
 }
