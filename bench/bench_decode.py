@@ -11,6 +11,13 @@ one process.
 * Speed: each in a CUDA graph, interleaved rounds; also the key/value
   cache bytes read per second (GB/s) and their share of the copy rate.
 
+Also decode attention over sequences of different lengths (the
+--varlen-batches bundles: tang.nn.decode_attention, lengths from a tensor,
+seeded in [longest / 8, longest]) against SDPA with a boolean key mask per
+sequence over the longest length (and flash_attn_with_kvcache with
+cache_seqlens where installed); NaN in every cache position past a length
+must not change tang's output.
+
 Writes decode.json (the common schema of bench/harness.py) into --out.
 Run on the GPU machine:  python3 bench/bench_decode.py --out DIR
 For a profiler, --profile BATCH CONTEXT runs that bundle (of the first of
@@ -159,19 +166,149 @@ def run_case(args, report, path, deadline, bundle, tag, batch, capacity,
     harness.set_case(report, res, path)
 
 
-def profile(batch, context, tag="tang"):
+# Sequences of different lengths (tang.nn.decode_attention, the
+# prepare_decode.py --varlen-batches bundles): the longest of a batch.
+VARLEN_CONTEXTS = (4096, 8192)
+
+
+def varlen_lengths(batch, longest):
+    """Seeded lengths in [longest / 8, longest], the first the longest."""
+    gen = torch.Generator().manual_seed(batch * 7919 + longest)
+    lengths = torch.randint(longest // 8, longest + 1, (batch,),
+                            generator=gen, dtype=torch.int32)
+    lengths[0] = longest
+    return lengths
+
+
+def varlen_reference(q, kc, vc, lengths):
+    """float64 [B, H, Dh]: each sequence over its own first lengths[b]
+    positions."""
+    return torch.stack([
+        reference(q[b:b + 1], kc[b:b + 1], vc[b:b + 1], int(n)).reshape(
+            HEADS, HEAD_DIM) for b, n in enumerate(lengths.tolist())])
+
+
+def varlen_peers(q, kc, vc, lengths):
+    """[(name, fn)]: SDPA backends over the batch's longest length with a
+    boolean key mask per sequence ([B, 1, 1, longest]), bf16 query; each
+    returns [B, H, Dh]. (Backends that take no mask or no grouped heads
+    refuse, and are reported.)"""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    longest = int(lengths.max())
+    qb = q.to(torch.bfloat16).unsqueeze(2)
+    k, v = kc[:, :, :longest], vc[:, :, :longest]
+    mask = (torch.arange(longest, device="cuda")[None, :]
+            < lengths.cuda()[:, None].long())[:, None, None, :]
+    out = []
+    for be in (SDPBackend.CUDNN_ATTENTION, SDPBackend.EFFICIENT_ATTENTION,
+               SDPBackend.FLASH_ATTENTION, SDPBackend.MATH):
+        def fn(be=be):
+            with sdpa_kernel(be):
+                return F.scaled_dot_product_attention(
+                    qb, k, v, attn_mask=mask, enable_gqa=True).squeeze(2)
+        out.append((f"sdpa_masked_{be.name.lower()}", fn))
+    try:
+        from flash_attn import flash_attn_with_kvcache
+    except ImportError:
+        return out
+    kt, vt = (t.transpose(1, 2).contiguous() for t in (k, v))
+    qt = qb.transpose(1, 2)
+    seqlens = lengths.cuda()
+    out.append(("flash_attn_kvcache", lambda: flash_attn_with_kvcache(
+        qt, kt, vt, cache_seqlens=seqlens).squeeze(1)))
+    return out
+
+
+def varlen_case_name(tag, batch, longest):
+    return (f"decode-attn-varlen-b{batch}-max{longest}"
+            + ("" if tag == "tang" else f"-{tag}"))
+
+
+def run_varlen_case(args, report, path, deadline, bundle, tag, batch,
+                    capacity, longest, copy_gbs):
+    name = varlen_case_name(tag, batch, longest)
+    harness.start_case(report, name, path)
+    res = harness.case_result(name)
+    lengths = varlen_lengths(batch, longest)
+    total = int(lengths.sum())
+    kv_bytes = 2 * KV_HEADS * total * HEAD_DIM * 2
+    res.update(batch=batch, context=longest, lengths=lengths.tolist(),
+               kv_bytes=kv_bytes, flops=4 * HEADS * total * HEAD_DIM)
+    gen = torch.Generator(device="cuda").manual_seed(batch * 100019 + longest)
+    q = torch.randn(batch, HEADS, HEAD_DIM, device="cuda", generator=gen)
+    shape = (batch, KV_HEADS, capacity, HEAD_DIM)
+    kc = torch.randn(shape, device="cuda", generator=gen).to(torch.bfloat16)
+    vc = torch.randn(shape, device="cuda", generator=gen).to(torch.bfloat16)
+    lens = lengths.cuda()
+    o = torch.empty(batch, HEADS, HEAD_DIM, device="cuda")
+
+    def tang_run():
+        bundle.run("varlen_decode_attention", q, kc, vc, lens, outputs=[o])
+    ref = varlen_reference(q, kc, vc, lengths)
+    first, same = harness.poisoned_runs(torch, [o], tang_run)
+    tol = harness.Tolerance("f32", reduction=max(longest, HEAD_DIM),
+                            roundings=1)
+    res["checks"].append(harness.check_tensor(first[0], ref, tol, "tang"))
+    # NaN in every position past a sequence's length: the kernel must not
+    # read them (its value mask makes the program's result finite).
+    kn, vn = kc.clone(), vc.clone()
+    for b, n in enumerate(lengths.tolist()):
+        kn[b, :, n:] = float("nan")
+        vn[b, :, n:] = float("nan")
+    bundle.run("varlen_decode_attention", q, kn, vn, lens, outputs=[o])
+    res["checks"].append(harness.check_tensor(
+        o.clone(), ref, tol, "tang (NaN past every length)"))
+    del kn, vn
+    if not harness.judge_checks(res, same):
+        harness.set_case(report, res, path)
+        return
+    contenders = [("tang", tang_run)] + varlen_peers(q, kc, vc, lengths)
+    ptol = harness.Tolerance("bf16", reduction=max(longest, HEAD_DIM),
+                             roundings=3)
+    excluded, timed_fns = [], []
+    for pname, fn in contenders:
+        if pname != "tang":
+            try:
+                got = fn().float()
+            except Exception as e:  # a backend that refuses the shapes
+                res.setdefault("peer_errors", {})[pname] = harness.short(e)
+                continue
+            c = harness.check_tensor(got, ref, ptol, pname)
+            res["checks"].append(dict(c, ok=True, informational=True))
+            if not c["ok"]:
+                excluded.append(pname)
+        call, graphed, why = harness.try_graphed(torch, fn)
+        timed_fns.append((pname, call))
+    timed = harness.interleaved_rounds(
+        torch, timed_fns, rounds=harness.rounds_of(args, 5),
+        target_ms=harness.target_ms_of(args),
+        deadline=deadline.monotonic())
+    harness.record_timing(res, timed, excluded)
+    res["contenders"] = {
+        pname: {"ms": t["ms"], "gbs": kv_bytes / t["ms"] / 1e6,
+                "share_of_copy": kv_bytes / t["ms"] / 1e6 / copy_gbs}
+        for pname, t in timed.items() if t.get("ms")}
+    harness.set_case(report, res, path)
+
+
+def profile(batch, context, tag="tang", varlen=False):
     listing = json.loads((ROOT / "gpu-work" / "decode" / "bundles.json")
                          .read_text())
-    b = listing["bundles"][f"{tag}-b{batch}"]
+    b = listing["bundles"][f"{tag}-{'varlen-' if varlen else ''}b{batch}"]
     bundle = tang.cuda.Bundle(ROOT / b["dir"] / "bundle")
     shape = (batch, KV_HEADS, listing["capacity"], HEAD_DIM)
     q = torch.randn(batch, HEADS, HEAD_DIM, device="cuda")
     kc = torch.randn(shape, device="cuda").to(torch.bfloat16)
     vc = torch.randn(shape, device="cuda").to(torch.bfloat16)
+    lens = varlen_lengths(batch, context).cuda()
     o = torch.empty(batch, HEADS * HEAD_DIM, device="cuda")
     for _ in range(3):
-        bundle.run("decode_attention", q, kc, vc, outputs=[o],
-                   sizes={3: context - 1})
+        if varlen:
+            bundle.run("varlen_decode_attention", q, kc, vc, lens,
+                       outputs=[o.view(batch, HEADS, HEAD_DIM)])
+        else:
+            bundle.run("decode_attention", q, kc, vc, outputs=[o],
+                       sizes={3: context - 1})
     torch.cuda.synchronize()
     return 0
 
@@ -184,10 +321,14 @@ def main():
                     help="only run that bundle three times (for ncu or "
                     "compute-sanitizer), of the first of --tags (default "
                     "tang)")
+    ap.add_argument("--varlen", action="store_true",
+                    help="with --profile: the sequences-of-different-"
+                    "lengths bundle of that batch, CTX the longest")
     harness.add_common_args(ap, default_rounds=7)
     args = ap.parse_args()
     if args.profile:
-        return profile(*args.profile, *(args.tags or [])[:1])
+        return profile(*args.profile, *(args.tags or ["tang"])[:1],
+                       varlen=args.varlen)
     deadline = harness.Deadline(args.deadline)
     t_start = time.monotonic()
     out_dir = Path(args.out) if args.out else harness.out_dir("bench-out")
@@ -208,20 +349,27 @@ def main():
     tags = sorted({b["tag"] for b in bundles.values()})
     names = []
     for n, b in bundles.items():
-        names += [case_name(b["tag"], b["batch"], c) for c in CONTEXTS]
+        if b.get("varlen"):
+            names += [varlen_case_name(b["tag"], b["batch"], c)
+                      for c in VARLEN_CONTEXTS]
+        else:
+            names += [case_name(b["tag"], b["batch"], c) for c in CONTEXTS]
     harness.prelist(report, names)
     harness.write_report(report, path)
     # The device-to-device copy rate (bytes read + written), in this
     # process: the caches' GB/s are shares of it.
     report["copy"] = copy_rate(torch, 10 if args.quick else 30)
-    for n, b in sorted(bundles.items(), key=lambda kv: kv[1]["batch"]):
+    for n, b in sorted(bundles.items(),
+                       key=lambda kv: (bool(kv[1].get("varlen")),
+                                       kv[1]["batch"])):
         bundle = tang.cuda.Bundle(ROOT / b["dir"] / "bundle")
-        for c in CONTEXTS:
+        varlen = bool(b.get("varlen"))
+        for c in VARLEN_CONTEXTS if varlen else CONTEXTS:
             if deadline.passed(20):
                 break
-            run_case(args, report, path, deadline, bundle, b["tag"],
-                     b["batch"], listing["capacity"], c,
-                     report["copy"]["gbps"])
+            (run_varlen_case if varlen else run_case)(
+                args, report, path, deadline, bundle, b["tag"], b["batch"],
+                listing["capacity"], c, report["copy"]["gbps"])
             torch.cuda.empty_cache()
     report["settings"]["tags"] = tags
     harness.finish_report(report, t_start)

@@ -6,7 +6,12 @@ for bench/bench_decode.py on the GPU: one bundle per batch size, listed in
 gpu-work/decode/bundles.json.
 
 Usage: /usr/bin/python3 bench/prepare_decode.py [--batches 1 4 16]
-           [--capacity 8320] [--tag NAME] [--options OPTS]
+           [--varlen-batches 4 16] [--capacity 8320] [--tag NAME]
+           [--options OPTS]
+
+Also one bundle per --varlen-batches size of decode attention over
+sequences of different lengths (tang.nn.decode_attention, the lengths an
+i32 tensor, the caches' whole capacity the extent).
 
 --tag NAME lists the bundles under NAME (default "tang"), so a second
 compiler build (or other --tang-lower-cuda options) can be timed beside the
@@ -44,6 +49,23 @@ def program(cfg, batch, capacity):
                                  cache, cache, t.size])
 
 
+def varlen_program(cfg, batch, capacity):
+    """(q [B, H, Dh] f32, kcache, vcache [B, Hk, C, Dh] bf16, lengths [B]
+    i32) -> o [B, H, Dh] f32: sequence b attends over its cache positions
+    j < lengths[b] (tang.nn.decode_attention: continuous batching)."""
+    sys.path.insert(0, str(ROOT / "python"))
+    from tang import lang as t
+    from tang import nn
+    from tang.lang import f32, i32
+
+    def varlen_decode_attention(q, kcache, vcache, lengths):
+        return nn.decode_attention(q, kcache, vcache, lengths)
+    cache = cfg.dtype[(batch, cfg.kv_heads, capacity, cfg.head_dim)]
+    return t.Function(varlen_decode_attention, name="varlen_decode_attention",
+                      arg_types=[f32[(batch, cfg.heads, cfg.head_dim)],
+                                 cache, cache, i32[(batch,)]])
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--batches", type=int, nargs="*", default=[1, 4, 16])
@@ -52,6 +74,9 @@ def main() -> int:
     ap.add_argument("--tag", default="tang")
     ap.add_argument("--options", default="",
                     help="added --tang-lower-cuda options")
+    ap.add_argument("--varlen-batches", type=int, nargs="*", default=[4, 16],
+                    help="batches of the sequences-of-different-lengths "
+                    "program (tang.nn.decode_attention; none: [])")
     args = ap.parse_args()
     WORK.mkdir(parents=True, exist_ok=True)
     os.environ["TANG_CACHE_DIR"] = str(WORK / "cache" / args.tag)
@@ -71,6 +96,16 @@ def main() -> int:
             "tag": args.tag, "batch": b, "options": args.options,
             "dir": str(compiled.directory.relative_to(ROOT))}
         print(f"[prepare_decode] {args.tag} batch {b}: "
+              f"{time.time() - t0:.1f} s", flush=True)
+    for b in args.varlen_batches:
+        t0 = time.time()
+        compiled = tang.compile(varlen_program(cfg, b, args.capacity),
+                                target="cuda", options=args.options)
+        listing["bundles"][f"{args.tag}-varlen-b{b}"] = {
+            "tag": args.tag, "batch": b, "options": args.options,
+            "varlen": True,
+            "dir": str(compiled.directory.relative_to(ROOT))}
+        print(f"[prepare_decode] {args.tag} varlen batch {b}: "
               f"{time.time() - t0:.1f} s", flush=True)
     path.write_text(json.dumps(listing, indent=1))
     return 0
