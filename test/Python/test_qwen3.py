@@ -137,6 +137,47 @@ def test_prefill_matches_the_reference(target):
     argmax_agrees(tok, want_lg, want_tok)
 
 
+@pytest.mark.parametrize("target", ["interpreter", "c"])
+def test_varlen_decode_step_matches_the_reference(target):
+    """Sequences at positions of their own (decode_step(varlen=True)):
+    each writes its own cache row and attends over its own positions; the
+    cache rows past a sequence's position hold NaN and must not matter
+    (they are masked, values included). The caches change at each
+    sequence's row only."""
+    W = weights(3)
+    kc, vc = caches(4)
+    positions = np.array([6, 1], np.int32)
+    for b, p in enumerate(positions):
+        kc[:, b, :, p + 1:] = np.nan
+        vc[:, b, :, p + 1:] = np.nan
+    tokens = np.array([11, 120], np.int32)
+    W64 = {k: v.astype(np.float64) for k, v in W.items()}
+    want_kc, want_vc = kc.astype(np.float64), vc.astype(np.float64)
+    x = W64["embed"][tokens]
+    for i in range(CFG.layers):
+        x = ref.layer(CFG, W64, i, x, list(positions), want_kc, want_vc,
+                      [0, 1], lambda r: int(positions[r]) + 1)
+    want_lg = ref.logits(CFG, W64, x)
+    step = qwen3.decode_step(CFG, BATCH, CAPACITY, logits=True, varlen=True)
+    assert "positions: tensor<2xi32>" in step.mlir() or \
+        "%positions: tensor<2xi32>" in step.mlir()
+    run = tang.compile(step, target=target)
+    tok, lg, kc2, vc2 = run(tokens, *W.values(), kc.copy(), vc.copy(),
+                            positions)
+    check(lg, want_lg, TOLERANCE[target], "logits")
+    for b, p in enumerate(positions):
+        for got, want, what in ((kc2, want_kc, "key"), (vc2, want_vc,
+                                                        "value")):
+            check(got[:, b, :, :p + 1], want[:, b, :, :p + 1],
+                  TOLERANCE[target], f"{what} cache of sequence {b}")
+            assert np.isnan(got[:, b, :, p + 1:]).all()
+    argmax_agrees(tok, want_lg, want_lg.argmax(-1))
+    # A position outside the cache is refused, nothing written.
+    with pytest.raises(Exception, match="position|index|range|outside"):
+        run(tokens, *W.values(), kc.copy(), vc.copy(),
+            np.array([1, CAPACITY], np.int32))
+
+
 def test_prefill_then_decode_continues_the_sequence():
     """The prefill's caches feed the decode step: greedy tokens of
     prefill + 2 decode steps equal the reference's (C backend)."""

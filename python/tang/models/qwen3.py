@@ -188,12 +188,15 @@ def _heads_norm_rope(cfg, qkv, base, heads, weight, layer, position):
     return t.compute((R, heads, Dh), rotated, materialize=True)
 
 
-def _attend(cfg, q, key, value, length, mask=None, out=f32):
+def _attend(cfg, q, key, value, length, mask=None, out=f32,
+            mask_values=False):
     """Grouped-query attention: q [R, H, Dh]; key(r, g, j, e) and
     value(r, g, j, e) read position j of key/value head g for row r;
     ``length`` positions; ``mask(r, j)`` (optional) says which count;
     ``out``: the output's type (f32, or the operand type of the product
-    that reads it).
+    that reads it); ``mask_values``: the values masked too (0 where the
+    mask is false: positions past a sequence's length contribute nothing
+    whatever the cache holds there, and kernels skip them).
     Written as scores, max, sum, probabilities and their product with V
     (the chain fusion turns into one online-softmax reduction). [R, H*Dh]."""
     R, H, Dh = q.shape
@@ -212,8 +215,11 @@ def _attend(cfg, q, key, value, length, mask=None, out=f32):
                   t.exp(sc[r, h, j] - m[r, h]) / z[r, h])
     # Rounded (when out is not f32) as a copy of its own: the
     # online-softmax reduction stays whole (a flash kernel writes it).
+    def val(r, h, j, e):
+        v = value(r, h // group, j, e)
+        return t.where(mask(r, j), v, 0.0) if mask_values else v
     o = t.compute((R, H, Dh), lambda r, h, e: t.sum(
-        length, lambda j: p[r, h, j] * value(r, h // group, j, e)),
+        length, lambda j: p[r, h, j] * val(r, h, j, e)),
         materialize=out is not f32)
     o = _narrow(o, out)
     return o.view((R, H * Dh), lambda r, c: (r, c // Dh, c % Dh))
@@ -291,7 +297,8 @@ def _names(cfg):
 
 
 def decode_step(cfg: Config, batch: int, capacity: int,
-                logits: bool = False, operands=None) -> t.Function:
+                logits: bool = False, operands=None,
+                varlen: bool = False) -> t.Function:
     """One decode step of ``batch`` sequences at position ``pos`` (the last
     argument, a size): ``(tokens [batch] i32, weights..., kcache, vcache,
     pos) -> (next tokens [batch] i32[, logits [batch, vocab] f32], kcache,
@@ -299,8 +306,15 @@ def decode_step(cfg: Config, batch: int, capacity: int,
     capacity`` is refused before anything runs. ``operands``: the type the
     product activations (the layers' and the head's) are rounded to (None:
     f32, matrix-vector products; ``cfg.dtype``: operands tensor cores take,
-    which pays from about 16 sequences, as in ``prefill``)."""
-    names = _names(cfg) + ["pos"]
+    which pays from about 16 sequences, as in ``prefill``).
+
+    ``varlen``: sequences at positions of their own (continuous batching):
+    the last argument is ``positions`` [batch] i32 instead of ``pos``;
+    sequence b writes its cache row positions[b] and attends over its
+    positions 0..positions[b] (the rest of its cache masked: never read
+    by the CUDA kernels, whatever it holds). A position outside the cache
+    is refused before anything runs (the runtime's index check)."""
+    names = _names(cfg) + ["positions" if varlen else "pos"]
 
     def step(*args):
         tokens, *weights = args[:-3]
@@ -310,16 +324,21 @@ def decode_step(cfg: Config, batch: int, capacity: int,
         x = t.compute((batch, cfg.hidden), lambda b, d: _w(emb[tokens[b], d]))
         caches = [kc, vc]
 
-        def position(_r):
-            return t.size_value(pos, f32)
+        def position(r):
+            return pos[r].astype(f32) if varlen else t.size_value(pos, f32)
+
+        def row(b):
+            # The cache row sequence b writes.
+            return pos[b] if varlen else pos
 
         for layer in range(cfg.layers):
             def write_cache(k, v, layer=layer):
                 # Row pos of every sequence and key/value head, in place
-                # (the size requirement keeps pos inside the cache).
+                # (the size requirement keeps pos inside the cache; the
+                # runtime checks positions[b]).
                 _write_rows(cfg, caches, batch, k, v,
-                            lambda b, g, e: (layer, b, g, pos, e),
-                            policy="drop")
+                            lambda b, g, e: (layer, b, g, row(b), e),
+                            policy="trap" if varlen else "drop")
                 return caches
 
             def attention(q, k, v, cache, layer=layer):
@@ -328,13 +347,16 @@ def decode_step(cfg: Config, batch: int, capacity: int,
                     cfg, q,
                     lambda b, g, j, e: _w(kc_[layer, b, g, j, e]),
                     lambda b, g, j, e: _w(vc_[layer, b, g, j, e]),
-                    pos + 1)
+                    capacity if varlen else pos + 1,
+                    mask=(lambda b, j: j <= pos[b]) if varlen else None,
+                    mask_values=varlen)
             x = _layer(cfg, W, x, layer, position, attention, write_cache,
                        operands)
         return _head(cfg, W, x, logits, operands) + tuple(caches)
 
     _name_params(step, names)
-    types = _signature(cfg, batch, capacity, batch) + [t.size]
+    types = _signature(cfg, batch, capacity, batch) + [
+        i32[batch] if varlen else t.size]
     return t.Function(step, name="decode_step", arg_types=types,
                       donate=("kcache", "vcache"))
 
