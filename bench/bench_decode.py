@@ -136,9 +136,20 @@ def run_case(args, report, path, deadline, bundle, tag, batch, capacity,
     if not harness.judge_checks(res, same):
         harness.set_case(report, res, path)
         return
-    contenders = [("tang", tang_run)] + peers(q, kc, vc, context)
-    # A peer is timed only when right: bf16 query and output.
-    ptol = harness.Tolerance("bf16", reduction=max(context, HEAD_DIM),
+    time_contenders(args, res, deadline,
+                    [("tang", tang_run)] + peers(q, kc, vc, context), ref,
+                    context, kv_bytes, copy_gbs)
+    harness.set_case(report, res, path)
+
+
+def time_contenders(args, res, deadline, contenders, ref, keys, kv_bytes,
+                    copy_gbs):
+    """Checks each peer of `contenders` ([(name, fn)], tang's first)
+    against `ref` (a peer is timed only when right: bf16 query and output,
+    over `keys` keys; one that refuses the shapes is reported), times them
+    all in a CUDA graph where they take one, interleaved, and records the
+    timing and each one's cache bytes per second in `res`."""
+    ptol = harness.Tolerance("bf16", reduction=max(keys, HEAD_DIM),
                              roundings=3)
     excluded, timed_fns = [], []
     for pname, fn in contenders:
@@ -163,7 +174,6 @@ def run_case(args, report, path, deadline, bundle, tag, batch, capacity,
         pname: {"ms": t["ms"], "gbs": kv_bytes / t["ms"] / 1e6,
                 "share_of_copy": kv_bytes / t["ms"] / 1e6 / copy_gbs}
         for pname, t in timed.items() if t.get("ms")}
-    harness.set_case(report, res, path)
 
 
 # Sequences of different lengths (tang.nn.decode_attention, the
@@ -262,32 +272,9 @@ def run_varlen_case(args, report, path, deadline, bundle, tag, batch,
     if not harness.judge_checks(res, same):
         harness.set_case(report, res, path)
         return
-    contenders = [("tang", tang_run)] + varlen_peers(q, kc, vc, lengths)
-    ptol = harness.Tolerance("bf16", reduction=max(longest, HEAD_DIM),
-                             roundings=3)
-    excluded, timed_fns = [], []
-    for pname, fn in contenders:
-        if pname != "tang":
-            try:
-                got = fn().float()
-            except Exception as e:  # a backend that refuses the shapes
-                res.setdefault("peer_errors", {})[pname] = harness.short(e)
-                continue
-            c = harness.check_tensor(got, ref, ptol, pname)
-            res["checks"].append(dict(c, ok=True, informational=True))
-            if not c["ok"]:
-                excluded.append(pname)
-        call, graphed, why = harness.try_graphed(torch, fn)
-        timed_fns.append((pname, call))
-    timed = harness.interleaved_rounds(
-        torch, timed_fns, rounds=harness.rounds_of(args, 5),
-        target_ms=harness.target_ms_of(args),
-        deadline=deadline.monotonic())
-    harness.record_timing(res, timed, excluded)
-    res["contenders"] = {
-        pname: {"ms": t["ms"], "gbs": kv_bytes / t["ms"] / 1e6,
-                "share_of_copy": kv_bytes / t["ms"] / 1e6 / copy_gbs}
-        for pname, t in timed.items() if t.get("ms")}
+    time_contenders(args, res, deadline,
+                    [("tang", tang_run)] + varlen_peers(q, kc, vc, lengths),
+                    ref, longest, kv_bytes, copy_gbs)
     harness.set_case(report, res, path)
 
 
