@@ -457,18 +457,21 @@ int64_t mlir::tang::getSoftmaxSplits(ComprehensionOp op,
                                      const SplitSoftmaxMatch &m,
                                      int64_t smCount, int64_t perSm) {
   constexpr int64_t kMaxSplits = 64, kMinKeys = 64;
-  // Measured on the H200 (bench_decode, Qwen3-8B shapes, 1, 2, 4 and 8
-  // tried; bench/results/2026-12-05-h200-decode-splits): mma.sync blocks
-  // (212 registers a thread) ran fastest at one per multiprocessor with
-  // many row groups (batches 4 and 16: 0.69-0.87x cuDNN against 0.61-0.70x
-  // at two), at two with few (a batch of one, 8 groups: 0.77-0.81x against
-  // 0.72-0.82x at one); lane blocks near eight (4, 8 and 16 tried).
+  // Measured on the H200 and H100 (bench_decode, Qwen3-8B shapes; 1, 2, 4
+  // and 8 blocks a multiprocessor, rounded up and down, tried:
+  // bench/results/2026-12-05-h200-decode-splits, 2026-12-05-h100-decode-
+  // rounding): mma.sync blocks (212 registers a thread, two resident a
+  // multiprocessor) ran fastest at as many as are resident at once, the
+  // splits rounded down: a block past them waits for a whole run of keys
+  // (batch 4, 32 row groups: 8 splits 10-12% faster than 5, and 9 splits
+  // 12-15% slower than 5). Lane blocks near eight a multiprocessor (4, 8
+  // and 16 tried), rounded up.
   int64_t groups = m.rows / m.group;
   if (perSm <= 0)
-    perSm = !m.mma ? 8 : groups * 16 <= std::max<int64_t>(smCount, 1) ? 2 : 1;
+    perSm = m.mma ? 2 : 8;
   int64_t blocks = perSm * std::max<int64_t>(smCount, 1);
-  int64_t splits =
-      std::clamp<int64_t>(llvm::divideCeil(blocks, groups), 1, kMaxSplits);
+  int64_t splits = m.mma ? blocks / groups : llvm::divideCeil(blocks, groups);
+  splits = std::clamp<int64_t>(splits, 1, kMaxSplits);
   unsigned j = op.getNumParallel();
   if (!op.isSymbolicExtent(j))
     splits = std::clamp<int64_t>(llvm::divideCeil(op.getExtent(j), kMinKeys), 1,

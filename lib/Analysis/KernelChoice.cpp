@@ -369,25 +369,23 @@ KernelChoice mlir::tang::chooseKernel(ComprehensionOp op,
       choice.flash = std::move(m);
       return choice;
     }
-    // Few rows over many keys (decode attention over a static context,
-    // a capacity with lengths read from a tensor): split over the keys
-    // (flash-decoding) where the rows alone would leave the device idle.
+    if (sixteenBit)
+      remark("not a flash-attention kernel: " + why);
+    // Decode attention over a static context (a capacity, lengths read
+    // from a tensor) and any other online-softmax reduction of this form:
+    // the split kernel (flash-decoding; one split where the row groups
+    // fill the device), not a point kernel per output column.
     std::string splitWhy;
     if (std::optional<SplitSoftmaxMatch> m = matchSplitSoftmax(op, splitWhy);
         m && options.cooperative) {
       int64_t smCount = getTarget(op).getSmCount();
       addSplitSoftmaxMma(op, *m, options, remark);
-      int64_t splits =
+      choice.kind = KernelKind::SplitSoftmax;
+      choice.splits =
           getSoftmaxSplits(op, *m, smCount, options.splitSoftmaxBlocksPerSm);
-      if (splits > 1) {
-        choice.kind = KernelKind::SplitSoftmax;
-        choice.splits = splits;
-        choice.splitSoftmax = m;
-        return choice;
-      }
+      choice.splitSoftmax = m;
+      return choice;
     }
-    if (sixteenBit)
-      remark("not a flash-attention kernel: " + why);
   }
   if (mayBeScore(op)) {
     std::string why;

@@ -38,10 +38,10 @@ TANG_OPT, TANG_RUN = BIN / "tang-opt", BIN / "tang-run"
 
 # One multiprocessor in the device model (few blocks to emulate), 2 groups
 # of 4 query heads: the lane kernel's 4 key splits (eight blocks a
-# multiprocessor, getSoftmaxSplits), the mma.sync kernel's one (a block a
-# multiprocessor: at 150 keys, each warp's loop runs two or three tiles
-# with the next one's loads in flight, then a partial tile); sm_count 4
-# gives it 2 splits.
+# multiprocessor, getSoftmaxSplits), the mma.sync kernel's one (two blocks
+# a multiprocessor, rounded down: at 150 keys, each warp's loop runs two or
+# three tiles with the next one's loads in flight, then a partial tile);
+# sm_count 4 gives it 4 splits (of 64 keys at least: 3 used at 150).
 TARGET = ('#tang.target<chip = "sm_90a", sm_count = {sms}, shared_per_block '
           '= 232448, shared_per_sm = 233472, registers_per_sm = 65536, '
           'warp_size = 32, max_threads = 1024, tensor_cores = wgmma, '
@@ -377,18 +377,38 @@ EXAMPLES = sorted((ROOT / "examples").glob("*.mlir"))
 SERIAL = {"linear_recurrence", "causal_conv1d"}
 
 
+# The examples whose online-softmax reduction takes the split kernel on a
+# tensor-core target (f32: no flash kernel; the kernel choice splits it).
+SPLIT_EXAMPLES = ["attention", "alibi_attention", "causal_attention",
+                  "gqa_attention", "transformer_block",
+                  "varlen_decode_attention"]
+
+
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
 def test_example(tmp_path, example):
     """The example's kernels (tensor-cores=none: cooperative SIMT kernels)
     on the emulator against tang-run, every element: f32 within the
     f32 bound for a reduction as long as the largest input (an upper
     bound of the examples' reductions), integers and NaN patterns exact."""
-    if not TANG_OPT.exists():
-        pytest.skip("tang-opt not built")
     if example.stem in SERIAL:
         pytest.skip("thread-serial point kernels: the portable backends' "
                     "differential tests run them")
-    text = kernel_form(example, "tensor-cores=none",
+    check_example(tmp_path, example, "tensor-cores=none")
+
+
+@pytest.mark.parametrize("name", SPLIT_EXAMPLES)
+def test_example_split_softmax(tmp_path, name):
+    """As test_example, with tensor cores: the split online-softmax kernel
+    (on lanes: f32 keys) of a static extent."""
+    example = ROOT / "examples" / f"{name}.mlir"
+    text = check_example(tmp_path, example, "tensor-cores=target")
+    assert "x3xf32, #gpu.address_space<workgroup>" in text
+
+
+def check_example(tmp_path, example, options):
+    if not TANG_OPT.exists():
+        pytest.skip("tang-opt not built")
+    text = kernel_form(example, options,
                        ["--tang-attach-target=chip=sm_90a"])
     emu = KernelFormEmulator(text)
     (name, fn), = emu.functions.items()
@@ -428,6 +448,7 @@ def test_example(tmp_path, example):
             harness.Tolerance("f32", reduction=longest, roundings=1),
             f"{example.stem} output {k}")
         assert check["ok"], check
+    return text
 
 
 def attention(L, D, causal=True):

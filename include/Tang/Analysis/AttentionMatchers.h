@@ -181,10 +181,11 @@ std::optional<SplitSoftmaxMma> matchSplitSoftmaxMma(ComprehensionOp op,
                                                     std::string &why);
 
 /// The key splits of split online-softmax reduction `m` on a device of
-/// `smCount` multiprocessors: enough blocks (row groups x splits) for
-/// `perSm` per multiprocessor (0: on mma.sync, m.mma, two with at most one
-/// row group per sixteen multiprocessors, else one; eight on lanes), at
-/// most 64 splits, and, with a static key extent, at least 64 keys per split
+/// `smCount` multiprocessors: blocks (row groups x splits) for `perSm` per
+/// multiprocessor (0: two on mma.sync, m.mma, the splits rounded down so
+/// that every block is resident at once; eight on lanes, rounded up), at
+/// least one and at most 64 splits, and, with a static key extent, at
+/// least 64 keys per split
 /// (the kernel also gives each block at least 64 keys when the extent is
 /// known only as it runs: short contexts run on few blocks).
 int64_t getSoftmaxSplits(ComprehensionOp op, const SplitSoftmaxMatch &m,

@@ -159,8 +159,8 @@ func.func @causal_attention(%arg0: tensor<1x2x80x64xbf16>, %arg1: tensor<1x2x80x
 
 // -----
 
-// Head dimension 8: not a flash shape; it says so and takes the plain
-// kernel.
+// Head dimension 8: not a flash shape; it says so and takes the split
+// kernel on lanes (mma.sync takes head dimensions from 32).
 // CHECK-LABEL: func.func @small_head
 // CHECK-NOT: nvvm.mma.sync
 func.func @small_head(%Q: tensor<1x2x16x8xbf16>, %K: tensor<1x2x16x8xbf16>, %V: tensor<1x2x16x8xbf16>) -> tensor<1x2x16x8xbf16> {
@@ -210,6 +210,7 @@ func.func @heads(%Q: tensor<1x40x128xbf16>, %K: tensor<1x40x128xbf16>, %V: tenso
 // CHECK: gpu.launch_func @tang_kernels::@v_uses_i_k0 blocks in (%c2, %c128, %c1)
 // CHECK: gpu.launch_func @tang_kernels::@v_uses_i_k0_1
 func.func @v_uses_i(%Q: tensor<1x128x64xbf16>, %K: tensor<1x128x64xbf16>, %V: tensor<1x128x128x64xbf16>) -> tensor<1x128x64xbf16> {
+  // expected-remark @below {{not a flash-attention kernel: the value depends on the query index}}
   %0 = tang.comprehension (%b, %i, %d) reduce (%j) [1, 128, 64, 128] monoid(online_softmax) : tensor<1x128x64xbf16> {
     %s = tang.comprehension reduce (%e) [64] monoid(add) : bf16 {
       %q = tang.read %Q[%b, %i, %e] : tensor<1x128x64xbf16>

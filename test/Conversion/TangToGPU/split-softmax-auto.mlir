@@ -5,10 +5,9 @@
 // RUN: not tang-opt %s --convert-tang-to-gpu="split-softmax-mma=sometimes" 2>&1 | FileCheck %s --check-prefix=BAD
 // split-softmax-mma's default, auto: decode attention takes its products on
 // mma.sync wherever the shape allows (as on; off takes the lane kernel).
-// The key splits (getSoftmaxSplits) fill one mma.sync block per
-// multiprocessor, two where the row groups are few (at most one per sixteen
-// multiprocessors: 8 on the H200's 132), or eight lane blocks; at most 64
-// splits. The Qwen3-8B shapes (32 query heads over 8 key/value heads, head
+// The key splits (getSoftmaxSplits) fill two mma.sync blocks per
+// multiprocessor (264 on the H200's 132), rounded down (every block
+// resident at once), or eight lane blocks, rounded up; at most 64 splits. The Qwen3-8B shapes (32 query heads over 8 key/value heads, head
 // dimension 128, bf16 caches) per sequence.
 // BAD: split-softmax-mma{{.*}}sometimes
 
@@ -48,11 +47,10 @@ func.func @one_sequence(%q: tensor<32x128xf32>, %K: tensor<8x4096x128xbf16>, %V:
 
 // -----
 
-// Nine row groups (more than one per sixteen multiprocessors): one block
-// per multiprocessor, 132 / 9 = 15 splits; the lane kernel takes
+// Nine row groups: 264 / 9 -> 29 splits; the lane kernel takes
 // 1056 / 9 -> 64.
 // AUTO-LABEL: func.func @nine_groups
-// AUTO: memref.alloc() : memref<36x15x128x3xf32>
+// AUTO: memref.alloc() : memref<36x29x128x3xf32>
 // AUTO: gpu.func @nine_groups_k0
 // AUTO: nvvm.mma.sync
 // OFF-LABEL: func.func @nine_groups
@@ -82,11 +80,11 @@ func.func @nine_groups(%q: tensor<36x128xf32>, %K: tensor<9x4096x128xbf16>, %V: 
 
 // -----
 
-// A batch of four: 32 row groups, 132 / 32 -> 5 splits on tensor cores
+// A batch of four: 32 row groups, 264 / 32 -> 8 splits on tensor cores
 // (auto and on alike); the lane kernel 1056 / 32 = 33.
 // AUTO-LABEL: func.func @four_sequences
-// AUTO: memref.alloc() : memref<128x5x128x3xf32>
-// AUTO: gpu.launch_func @tang_kernels::@four_sequences_k0 blocks in (%c5, %c32, %c1
+// AUTO: memref.alloc() : memref<128x8x128x3xf32>
+// AUTO: gpu.launch_func @tang_kernels::@four_sequences_k0 blocks in (%c8, %c32, %c1
 // AUTO: gpu.func @four_sequences_k0
 // AUTO: nvvm.mma.sync
 // OFF-LABEL: func.func @four_sequences
@@ -94,12 +92,12 @@ func.func @nine_groups(%q: tensor<36x128xf32>, %K: tensor<9x4096x128xbf16>, %V: 
 // OFF: gpu.func @four_sequences_k0
 // OFF-NOT: nvvm.mma.sync
 // OFF: gpu.func @four_sequences_k0_1
-// With split-softmax-blocks-per-sm=4: 528 / 32 = 17 splits.
+// With split-softmax-blocks-per-sm=4: 528 / 32 = 16 splits.
 // PERSM-LABEL: func.func @four_sequences
-// PERSM: memref.alloc() : memref<128x17x128x3xf32>
+// PERSM: memref.alloc() : memref<128x16x128x3xf32>
 // ON-LABEL: func.func @four_sequences
-// ON: memref.alloc() : memref<128x5x128x3xf32>
-// ON: gpu.launch_func @tang_kernels::@four_sequences_k0 blocks in (%c5, %c32, %c1
+// ON: memref.alloc() : memref<128x8x128x3xf32>
+// ON: gpu.launch_func @tang_kernels::@four_sequences_k0 blocks in (%c8, %c32, %c1
 // ON: gpu.func @four_sequences_k0
 // ON: nvvm.mma.sync
 func.func @four_sequences(%q: tensor<128x128xf32>, %K: tensor<32x4096x128xbf16>, %V: tensor<32x4096x128xbf16>, %pos: index) -> tensor<128x128xf32> {
