@@ -42,7 +42,9 @@ TITLES = {"gpu_check": "Every example against the interpreter (no timing)",
           "attention_grad": "Attention forward + backward",
           "block_grad": "Transformer block forward + backward",
           "decode": "Decode attention at the Qwen3-8B shapes (32 query "
-                    "heads over 8 key/value heads, bf16 caches)",
+                    "heads over 8 key/value heads, bf16 caches; varlen: "
+                    "sequences of different lengths, against SDPA with a "
+                    "key mask)",
           "qwen3": "Qwen3-8B decoding (random bf16 weights, one graph per "
                    "step)",
           "qwen3_prefill": "Qwen3-8B prefill (random bf16 weights, one "
