@@ -40,6 +40,11 @@ def main() -> int:
                     help="from this batch on, the decode step's products "
                          "take bf16 activations, tensor-core operands "
                          "(default 16)")
+    ap.add_argument("--varlen", type=int, nargs="*", default=[],
+                    help="also decode steps of sequences at positions of "
+                    "their own (decode_step(varlen=True)) at these batch "
+                    "sizes, listed as decode<B>-varlen (bench/"
+                    "qwen3_varlen.py)")
     ap.add_argument("--variant", metavar="NAME=OPTIONS",
                     help="also decode steps with these --tang-lower-cuda "
                     "options, listed as decode<B>-NAME")
@@ -81,6 +86,12 @@ def main() -> int:
                   {"batch": b, "operands": operands(b),
                    "variant": variant[0], "options": variant[1]},
                   lambda b=b: step(b), variant[1]) for b in args.batches]
+    jobs += [(f"decode{b}-varlen",
+              {"batch": b, "operands": operands(b), "varlen": True},
+              lambda b=b: qwen3.decode_step(
+                  qwen3.QWEN3_8B, b, args.capacity, varlen=True,
+                  operands=qwen3.QWEN3_8B.dtype if operands(b) else None),
+              "") for b in args.varlen]
     jobs += [(f"prefill{n}", {"tokens": n},
               lambda n=n: qwen3.prefill(qwen3.QWEN3_8B, n, args.capacity),
               "") for n in args.prefill]

@@ -328,7 +328,8 @@ def main():
         return 2
     batches = args.batches or sorted(
         b["batch"] for n, b in bundles.items()
-        if n.startswith("decode") and "variant" not in b)
+        if n.startswith("decode") and "variant" not in b
+        and not b.get("varlen"))
     missing = [b for b in batches if f"decode{b}" not in bundles]
     if missing:
         print(f"no bundle for batch {missing}: run bench/prepare_qwen3.py "
