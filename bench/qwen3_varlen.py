@@ -5,9 +5,10 @@ weights and caches:
 
 * Correctness: every sequence's next token against the float32 PyTorch
   reference of qwen3_decode.py run on that sequence alone at its own
-  position (equal, or the reference's top two logits closer than its
-  bf16-cache error can tell), its written cache rows (every element of
-  every layer, against the reference's, within bf16 rounding); and the
+  position (equal, or the reference's top two logits closer than 1% of
+  the larger), its written cache rows (every element of every layer,
+  against the reference's, within 8 bf16 ulps of the largest: the
+  prefill's cache tolerance), the other rows untouched; and the
   same step with NaN in every cache position past each sequence's own
   must give bitwise the same tokens and caches (the masked positions are
   never read).
@@ -97,8 +98,7 @@ def check(report, path, W, bundles, capacity, b):
         for got, want in ((got_kc, kc), (got_vc, vc)):
             row = got[:, s, :, p].float()
             ref = want[:, 0, :, p].float()
-            err = float(((row - ref).abs() /
-                         (ref.abs() + 1e-2)).max())
+            err = float((row - ref).abs().max() / ref.abs().max())
             worst_cache = max(worst_cache, err)
             # Every other row of the sequence's cache: untouched.
             keep = torch.ones(capacity, dtype=torch.bool, device=qd.DEV)
@@ -107,8 +107,11 @@ def check(report, path, W, bundles, capacity, b):
                                (kc0 if got is got_kc else vc0)[:, s][:, :,
                                                                     keep]):
                 mism.append((s, "cache rows besides the position changed"))
-    # bf16 caches: the written rows within a few bf16 ulps (2^-8 each).
-    cache_ok = worst_cache <= 0.05
+    # bf16 caches: the written rows (every layer's key and value of the
+    # sequence's position) within 8 bf16 ulps of their largest element,
+    # the prefill's cache tolerance (qwen3_prefill.py): f32 arithmetic in
+    # another order through 36 layers, then the rounding to bf16.
+    cache_ok = worst_cache <= 8 * 2.0 ** -8
     res["checks"].append({"what": "tokens vs the float32 reference per "
                           "sequence", "ok": not mism, "mismatches": mism})
     res["checks"].append({"what": "written cache rows vs the reference",
