@@ -13,13 +13,17 @@
   bench/prepare_attention_grad.py            attention forward + backward
   bench/prepare_block_grad.py                the block forward + backward
   bench/prepare_decode.py                    decode attention at the Qwen3-8B
-                                             shapes (batches 1, 4, 16)
+                                             shapes (batches 1, 4, 16; and
+                                             sequences of different lengths
+                                             at 4, 16)
   bench/prepare_decode.py --tag lanes --options split-softmax-mma=off
                                              the same with the lane kernel
                                              (timed beside the default's
                                              tensor cores, tag lanes)
-  bench/prepare_qwen3.py                     the Qwen3-8B decode step (batches
-                                             1, 4, 16) and prefill (512, 2048)
+  bench/prepare_qwen3.py --varlen 4          the Qwen3-8B decode step (batches
+                                             1, 4, 16; batch 4 also with
+                                             sequences at positions of their
+                                             own) and prefill (512, 2048)
 
 and records the commit and whether the tree was dirty in gpu-work/git.json
 (the GPU machine gets the tree without .git; the suites read it from there).
@@ -55,7 +59,7 @@ STEPS = [
     ("decode", ["bench/prepare_decode.py"]),
     ("decode_lanes", ["bench/prepare_decode.py", "--tag", "lanes",
                       "--options", "split-softmax-mma=off"]),
-    ("qwen3", ["bench/prepare_qwen3.py"]),
+    ("qwen3", ["bench/prepare_qwen3.py", "--varlen", "4"]),
 ]
 
 
