@@ -11,7 +11,11 @@ kernels. Two graph builders:
   ``pos``, grouped-query attention over the ``pos + 1`` cached positions,
   the output product, the SwiGLU MLP, residuals), the final norm, the LM
   head and a greedy argmax. Returns the next tokens and the two caches
-  (donated: updated in place).
+  (donated: updated in place). With ``varlen=True`` (continuous batching)
+  each sequence is at a position of its own, ``positions [batch]`` (i32)
+  in place of ``pos``: it writes its own cache row and attends over its
+  own positions, the rest of its cache masked (never read by the CUDA
+  kernels).
 * ``prefill(cfg, tokens, capacity)``: ``tokens`` tokens of one sequence at
   positions 0..tokens-1, causal attention among them, the caches filled at
   those positions, the next token after the last.
