@@ -498,6 +498,13 @@ void mlir::tang::setKernelSchedule(ComprehensionOp op,
     // Keys per block (a symbolic key extent takes no schedule).
     if (!op.isSymbolicExtent(key)) {
       f.tile[key] = llvm::divideCeil(op.getExtent(key), choice.splits);
+      // The splits over block_x; the grid dimensions the other indices
+      // had shift out by one (no two indices on one dimension).
+      for (Mapping &m : f.mapping)
+        m = m == Mapping::BlockX   ? Mapping::BlockY
+            : m == Mapping::BlockY ? Mapping::BlockZ
+            : m == Mapping::BlockZ ? Mapping::Serial
+                                   : m;
       f.mapping[key] = Mapping::BlockX;
     }
     if (choice.splitSoftmax && choice.splitSoftmax->mma)

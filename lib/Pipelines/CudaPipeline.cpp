@@ -65,6 +65,9 @@ void mlir::tang::addTangCudaKernelForm(OpPassManager &pm,
   schedule.tma = options.tma;
   schedule.tf32 = options.tf32;
   schedule.warpSpecialize = options.warpSpecialize;
+  schedule.cache = options.scheduleCache;
+  schedule.candidates = options.scheduleCandidates;
+  schedule.maxCandidates = options.scheduleCandidatesMax;
   pm.addPass(createTangSchedule(schedule));
   // tang -> the kernel form (gpu, scf, memref, arith, math; host launches),
   // building what the schedules name.

@@ -33,6 +33,12 @@
 #include "Tang/Dialect/Tang/IR/TangTargets.h"
 #include "Tang/Transforms/CollapseReductions.h"
 #include "Tang/Transforms/Passes.h"
+#include "Tang/Transforms/ScheduleTuning.h"
+
+#include "mlir/AsmParser/AsmParser.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/ToolOutputFile.h"
 
 #include "llvm/Support/Debug.h"
 #include "llvm/Support/MathExtras.h"
@@ -457,13 +463,27 @@ struct TangSchedulePass : tang::impl::TangScheduleBase<TangSchedulePass> {
         else if (!why.empty())
           collapseFailures[old] = why;
       }
+    std::optional<ScheduleCache> tuned;
+    if (!cache.empty()) {
+      std::string error;
+      FailureOr<ScheduleCache> loaded = ScheduleCache::load(cache, error);
+      if (failed(loaded)) {
+        getOperation().emitError() << "tang-schedule: " << error;
+        return signalPassFailure();
+      }
+      tuned = std::move(*loaded);
+    }
     for (ComprehensionOp op : ops) {
       if (!op.getScheduleAttr()) {
         ShapeClass cls = classifyComprehension(op);
-        op.setScheduleAttr(scheduleFor(op, cls, dev));
         op->setAttr(kShapeClassAttrName,
                     StringAttr::get(op.getContext(), stringifyShapeClass(cls)));
-        ++numScheduled;
+        if (tuned && applyCachedSchedule(op, *tuned)) {
+          ++numCached;
+        } else {
+          op.setScheduleAttr(scheduleFor(op, cls, dev));
+          ++numScheduled;
+        }
       }
       if (kernels.tensorCores == TensorCoreKind::None ||
           op.getScheduleAttr().getKernel() != KernelKind::Auto)
@@ -475,6 +495,58 @@ struct TangSchedulePass : tang::impl::TangScheduleBase<TangSchedulePass> {
                  << stringifyKernelKind(choice.kind) << " kernel\n");
       ++numKernels;
     }
+    if (!candidates.empty() && failed(writeCandidates(ops, kernels)))
+      return signalPassFailure();
+  }
+
+  /// Takes `op`'s schedule from the tuning cache: the exact entry, else
+  /// (for the tensor-core kernels, whose tiles do not depend on the
+  /// extents) the nearest of its size class. A matching entry its kernel
+  /// cannot honour gets a warning. Whether one was taken.
+  bool applyCachedSchedule(ComprehensionOp op, const ScheduleCache &tuned) {
+    ScheduleKey key = getScheduleKey(op);
+    for (const ScheduleCache::Entry *e : tuned.lookup(key, /*similar=*/true)) {
+      bool exact = e->sizes == key.sizes;
+      if (!exact) {
+        auto s = dyn_cast_or_null<ScheduleAttr>(
+            parseAttribute(e->text.schedule, op.getContext()));
+        if (!s || !llvm::is_contained({KernelKind::Contraction,
+                                       KernelKind::Flash, KernelKind::Score},
+                                      s.getKernel()))
+          continue;
+      }
+      std::string why;
+      if (failed(applyScheduleText(op, e->text, why))) {
+        op.emitWarning() << "the tuning cache's schedule for sizes " << e->sizes
+                         << " is not taken: " << why;
+        continue;
+      }
+      op->setAttr(kScheduleSourceAttrName,
+                  StringAttr::get(op.getContext(), "cache"));
+      return true;
+    }
+    return false;
+  }
+
+  /// Writes every scheduled comprehension's candidates to `candidates`.
+  LogicalResult writeCandidates(ArrayRef<ComprehensionOp> ops,
+                                const KernelOptions &kernels) {
+    llvm::json::Array list;
+    for (ComprehensionOp op : ops)
+      list.push_back(getCandidatesJson(
+          op, getScheduleCandidates(op, kernels, prune, maxCandidates)));
+    std::error_code ec;
+    llvm::ToolOutputFile out(candidates, ec, llvm::sys::fs::OF_Text);
+    if (ec)
+      return getOperation().emitError()
+             << "tang-schedule: cannot write the candidates to '" << candidates
+             << "': " << ec.message();
+    out.os() << llvm::formatv(
+        "{0:2}", llvm::json::Value(llvm::json::Object{
+                     {"version", 1}, {"kernels", std::move(list)}}));
+    out.os() << "\n";
+    out.keep();
+    return success();
   }
 };
 

@@ -91,6 +91,21 @@ struct TangLowerCudaOptions : public PassPipelineOptions<TangLowerCudaOptions> {
                                   "the shape class's heuristic"),
                        clEnumValN(TileSource::TrafficBound, "traffic-bound",
                                   "the traffic bound's certified tile"))};
+  PassOptions::Option<std::string> scheduleCache{
+      *this, "schedule-cache",
+      llvm::cl::desc("A tuning cache of measured schedules (docs/Tuning.md; "
+                     "--tang-schedule's cache)"),
+      llvm::cl::init("")};
+  PassOptions::Option<std::string> scheduleCandidates{
+      *this, "schedule-candidates",
+      llvm::cl::desc("Write each comprehension's candidate schedules to this "
+                     "JSON file (--tang-schedule's candidates; bench/tune.py)"),
+      llvm::cl::init("")};
+  PassOptions::Option<int64_t> scheduleCandidatesMax{
+      *this, "schedule-candidates-max",
+      llvm::cl::desc("With schedule-candidates: at most this many per "
+                     "comprehension (--tang-schedule's max-candidates)"),
+      llvm::cl::init(24)};
 };
 
 /// tang IR -> (fusion) -> schedules -> the kernel form -> NVVM -> PTX/cubin

@@ -492,6 +492,11 @@ def TangSchedule : Pass<"tang-schedule", "::mlir::ModuleOp"> {
     `--convert-tang-to-gpu` builds from. A comprehension a tensor-core
     kernel refuses gets a remark saying why. `--tang-lower-cuda` runs it so.
 
+    With `cache=FILE`, schedules come from measurement where the tuning
+    cache has them (docs/Tuning.md, `Tang/Transforms/ScheduleTuning.h`);
+    with `candidates=FILE`, the pass also writes each comprehension's
+    search space, which bench/tune.py compiles and measures.
+
     ```mlir
     // Before: a row softmax after --tang-fuse.
     %y = tang.comprehension (%i, %j) [32768, 4096] : tensor<32768x4096xbf16> {...}
@@ -551,9 +556,27 @@ def TangSchedule : Pass<"tang-schedule", "::mlir::ModuleOp"> {
            "pay (256-column tiles), and a persistent flash-attention grid">,
     Option<"tf32", "tf32", "bool", /*default=*/"false",
            "Contractions of f32 operands on tensor cores too, as tf32">,
+    Option<"cache", "cache", "std::string", /*default=*/"\"\"",
+           "A tuning cache (docs/Tuning.md): a comprehension without a "
+           "schedule whose key it holds takes the measured schedule "
+           "(exactly by key; a tensor-core kernel's also from the nearest "
+           "sizes of its size class) instead of the heuristic's, marked "
+           "`tang.schedule_source = \"cache\"`; an entry its kernel "
+           "cannot honour is reported and the heuristic's kept">,
+    Option<"candidates", "candidates", "std::string", /*default=*/"\"\"",
+           "Write each scheduled comprehension's candidate schedules "
+           "(ScheduleTuning.h; the heuristic's first) to this JSON file "
+           "for bench/tune.py">,
+    Option<"maxCandidates", "max-candidates", "int64_t", /*default=*/"24",
+           "With candidates: at most this many per comprehension">,
+    Option<"prune", "prune", "double", /*default=*/"2.0",
+           "With candidates: drop those whose modelled time exceeds this "
+           "many times the best modelled (0: keep all)">,
   ];
   let statistics = [
     Statistic<"numScheduled", "scheduled", "Comprehensions given a schedule">,
+    Statistic<"numCached", "cached",
+              "Comprehensions given a schedule from the tuning cache">,
     Statistic<"numKernels", "kernels-chosen",
               "Comprehensions whose schedule names their kernel">,
   ];

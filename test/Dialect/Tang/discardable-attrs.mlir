@@ -2,7 +2,7 @@
 
 // The dialect's discardable attributes, where they belong: accepted.
 func.func @ok(%X: tensor<4x8xf32>) -> tensor<4xf32> {
-  %s = tang.comprehension (%i) reduce (%k) [4, 8] monoid(add) attributes {tang.saved, tang.shape_class = "row_reduction", tang.traffic_tile = array<i64: 4, 8>, tang.fuse_id = 3 : i64} : tensor<4xf32> {
+  %s = tang.comprehension (%i) reduce (%k) [4, 8] monoid(add) attributes {tang.saved, tang.shape_class = "row_reduction", tang.traffic_tile = array<i64: 4, 8>, tang.schedule_source = "cache", tang.fuse_id = 3 : i64} : tensor<4xf32> {
     %x = tang.read %X[%i, %k] : tensor<4x8xf32>
     tang.yield %x : f32
   }
@@ -50,6 +50,17 @@ func.func @unknown_shape_class(%X: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{'tang.shape_class' must be a shape class (pointwise, row_reduction, column_reduction, narrow_matvec, matmul_like or online_softmax), got "rowwise"}}
   %s = tang.comprehension (%i) [4] attributes {tang.shape_class = "rowwise"} : tensor<4xf32> {
     %x = tang.read %X[%i] : tensor<4xf32>
+    tang.yield %x : f32
+  }
+  return %s : tensor<4xf32>
+}
+
+// -----
+
+func.func @schedule_source(%X: tensor<4x8xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tang.schedule_source' must be "cache"}}
+  %s = tang.comprehension (%i) reduce (%k) [4, 8] monoid(add) attributes {tang.schedule_source = "tuner"} : tensor<4xf32> {
+    %x = tang.read %X[%i, %k] : tensor<4x8xf32>
     tang.yield %x : f32
   }
   return %s : tensor<4xf32>

@@ -45,7 +45,8 @@ LogicalResult TangDialect::verifyOperationAttribute(Operation *op,
 
   // On comprehensions.
   if (name == kSavedAttrName || name == kFuseIdAttrName ||
-      name == kShapeClassAttrName || name == kTrafficTileAttrName) {
+      name == kShapeClassAttrName || name == kTrafficTileAttrName ||
+      name == kScheduleSourceAttrName) {
     auto c = dyn_cast<ComprehensionOp>(op);
     if (!c)
       return wrongOp("a tang.comprehension");
@@ -63,6 +64,10 @@ LogicalResult TangDialect::verifyOperationAttribute(Operation *op,
                           "column_reduction, narrow_matvec, matmul_like or "
                           "online_softmax)");
     }
+    if (name == kScheduleSourceAttrName &&
+        !(isa<StringAttr>(value) &&
+          cast<StringAttr>(value).getValue() == "cache"))
+      return wrongValue("\"cache\"");
     if (name == kTrafficTileAttrName) {
       auto tile = dyn_cast<DenseI64ArrayAttr>(value);
       if (!tile)
@@ -195,15 +200,16 @@ LogicalResult TangDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
 
-  return op->emitError() << "unknown discardable attribute '" << name
-                         << "' (the tang dialect declares tang.target, "
-                            "tang.saved, tang.fuse_id, tang.shape_class, "
-                            "tang.traffic_tile, tang.kernel_form, "
-                            "tang.num_inputs, tang.tensor_map_params, "
-                            "tang.sizes, tang.shape, tang.sizes_buffer, "
-                            "tang.aliases, tang.index_checks and tang.data; "
-                            "tang.donate on "
-                            "arguments)";
+  return op->emitError()
+         << "unknown discardable attribute '" << name
+         << "' (the tang dialect declares tang.target, "
+            "tang.saved, tang.fuse_id, tang.shape_class, "
+            "tang.traffic_tile, tang.schedule_source, tang.kernel_form, "
+            "tang.num_inputs, tang.tensor_map_params, "
+            "tang.sizes, tang.shape, tang.sizes_buffer, "
+            "tang.aliases, tang.index_checks and tang.data; "
+            "tang.donate on "
+            "arguments)";
 }
 
 LogicalResult TangDialect::verifyRegionArgAttribute(Operation *op,

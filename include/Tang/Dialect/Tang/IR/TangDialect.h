@@ -26,6 +26,8 @@ inline constexpr StringLiteral kShapeClassAttrName =
     TangDialect::ShapeClassAttrHelper::getNameStr();
 inline constexpr StringLiteral kTrafficTileAttrName =
     TangDialect::TrafficTileAttrHelper::getNameStr();
+inline constexpr StringLiteral kScheduleSourceAttrName =
+    TangDialect::ScheduleSourceAttrHelper::getNameStr();
 inline constexpr StringLiteral kKernelFormAttrName =
     TangDialect::KernelFormAttrHelper::getNameStr();
 inline constexpr StringLiteral kNumInputsAttrName =

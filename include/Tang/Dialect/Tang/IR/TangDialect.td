@@ -53,6 +53,9 @@ def Tang_Dialect : Dialect {
     // On a comprehension: the tile of the traffic bound's LP, one extent
     // per index (--tang-schedule tile-source=traffic-bound).
     "::mlir::DenseI64ArrayAttr":$traffic_tile,
+    // On a comprehension: where its schedule came from when not from
+    // --tang-schedule's heuristic ("cache": a tuning cache, docs/Tuning.md).
+    "::mlir::StringAttr":$schedule_source,
     // On a host function of the kernel form (--convert-tang-to-gpu).
     "::mlir::UnitAttr":$kernel_form,
     // On a host function of the kernel form: how many of its arguments

@@ -1,0 +1,84 @@
+"""bench/tune.py's halves that run here: the search space compiled one
+bundle per candidate, and a measured report turned into a tuning cache that
+the compiler replays (the GPU's timing replaced by made-up times).
+
+Run:  TANG_BIN=<build>/bin /usr/bin/python3 -m pytest -q bench/test_tune.py
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+import tune  # noqa: E402
+
+TANG_BIN = Path(os.environ.get("TANG_BIN", ROOT / "build" / "bin"))
+
+
+def test_prepare_measure_merge_replay(tmp_path, monkeypatch):
+    monkeypatch.setattr(tune, "WORK", tmp_path / "tune")
+    monkeypatch.setattr(tune, "TANG_OPT", TANG_BIN / "tang-opt")
+    name = "matmul_257x136x72"
+    kind_name, params, _, kind = tune.case_table()[name]
+    meta = tune.prepare_case(name, kind_name, params, kind, limit=4,
+                             fmt="isa")
+    assert "error" not in meta, meta.get("error")
+    [kernel] = meta["kernels"]
+    cands = kernel["candidates"]
+    assert cands[0]["seed"].startswith("heuristic")
+    assert len(cands) >= 3 and all(c["compiled"] for c in cands), cands
+    for c in cands:
+        manifest = tune.WORK / name / c["dir"] / "bundle" / "manifest.json"
+        assert json.loads(manifest.read_text())["format"] == "ptx"
+    # A measured report as measure_case writes it: the last candidate
+    # fastest, one wrong (never cached).
+    measured = {"case": name, "kernels": [{
+        **{k: kernel[k] for k in ("structure", "chip", "sizes", "extents",
+                                  "location", "kernel")},
+        "candidates": [dict(c, status="ok", ms=2.0 - 0.1 * i)
+                       for i, c in enumerate(cands)]}]}
+    measured["kernels"][0]["candidates"][-2]["status"] = "wrong"
+    del measured["kernels"][0]["candidates"][-2]["ms"]
+    k = measured["kernels"][0]
+    timed = [c for c in k["candidates"] if "ms" in c]
+    best = min(timed, key=lambda c: c["ms"])
+    k.update(best=best["label"], best_ms=best["ms"],
+             heuristic_ms=k["candidates"][0]["ms"])
+    entries = tune.cache_entries([measured], "test device")
+    assert [e["schedule"] for e in entries] == [cands[-1]["schedule"]]
+    assert entries[0]["heuristic_time_s"] == 2.0e-3
+    # Merging replaces an entry of the same key and keeps the others.
+    old = {"version": 1, "entries": [
+        dict(entries[0], schedule="stale"),
+        dict(entries[0], sizes="1x1x1;1x1,1x1", schedule="other")]}
+    merged = tune.merge(old, {"version": 1, "entries": entries})
+    assert sorted(e["schedule"] for e in merged["entries"]) == sorted(
+        ["other", cands[-1]["schedule"]])
+    cache = tmp_path / "cache.json"
+    cache.write_text(json.dumps(merged))
+    # The compiler replays it.
+    program = tune.WORK / name / "program.mlir"
+    r = subprocess.run(
+        [str(TANG_BIN / "tang-opt"), str(program),
+         f"--tang-lower-cuda={meta['options']} schedule-cache={cache}",
+         "--mlir-print-ir-after=tang-schedule", "-o", os.devnull],
+        capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    [line] = [x for x in r.stderr.splitlines()
+              if 'tang.schedule_source = "cache"' in x]
+    assert re.search(r"schedule = (#tang\.schedule<[^>]*>)",
+                     line).group(1) == cands[-1]["schedule"]
+
+
+def test_unknown_case_is_refused(capsys):
+    class Args:
+        cases = ["no_such_case"]
+        limit = 2
+        format = "isa"
+    assert tune.cmd_prepare(Args()) == 2
+    assert "unknown cases ['no_such_case']" in capsys.readouterr().err
