@@ -14,6 +14,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 using namespace mlir;
@@ -80,10 +81,64 @@ LogicalResult Compiler::ensureAvailable(Operation *user, Value v,
 }
 
 LogicalResult Compiler::compileBlock(Block &block, std::vector<Instr> &out) {
-  for (Operation &op : block.without_terminator())
+  for (Operation &op : block.without_terminator()) {
     if (failed(compileOp(&op, out)))
       return failure();
+    if (precision)
+      appendRoundings(&op, out);
+  }
   return success();
+}
+
+double mlir::tang::interp::roundValue(double v, Rounding r) {
+  if (r == Rounding::None || std::isnan(v))
+    return v;
+  float f = static_cast<float>(v);
+  if (r == Rounding::F32 || std::isinf(f))
+    return f;
+  if (r == Rounding::F16)
+    return static_cast<double>(static_cast<_Float16>(f));
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  if (r == Rounding::BF16) {
+    bits += 0x7FFF + ((bits >> 16) & 1);
+    bits &= 0xFFFF0000u;
+  } else { // TF32: 10 mantissa bits, ties away from zero.
+    bits += 0x1000;
+    bits &= 0xFFFFE000u;
+  }
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+Rounding mlir::tang::interp::getRounding(Type t) {
+  if (t.isF32())
+    return Rounding::F32;
+  if (t.isBF16())
+    return Rounding::BF16;
+  if (t.isF16())
+    return Rounding::F16;
+  return Rounding::None;
+}
+
+void Compiler::appendRoundings(Operation *op, std::vector<Instr> &out) {
+  for (Value r : op->getResults()) {
+    Type t = r.getType();
+    if (!isa<FloatType>(t) || t.isF64())
+      continue;
+    Rounding how = Rounding::F32;
+    if (isa<ReadOp, GatherOp>(op))
+      how = t.isF32() && precision->tf32Operands ? Rounding::TF32
+                                                 : Rounding::None;
+    else if (isa<arith::TruncFOp>(op))
+      how = getRounding(t);
+    else if (isa<arith::ExtFOp, ComprehensionOp>(op))
+      how = Rounding::None;
+    if (how == Rounding::None)
+      continue;
+    Slot d = slotOf(r);
+    out.push_back([d, how](double *f) { f[d] = roundValue(f[d], how); });
+  }
 }
 
 FailureOr<std::shared_ptr<Plan>>
@@ -112,6 +167,12 @@ Compiler::compileYieldingBody(Operation *op, unsigned numParallel,
     if (failed(m))
       return failure();
     plan->monoid = std::move(*m);
+    // Kernels accumulate in f32 (f64 values in f64).
+    if (precision)
+      plan->carrierRounding = llvm::all_of(yield.getValues().getTypes(),
+                                           [](Type t) { return !t.isF64(); })
+                                  ? Rounding::F32
+                                  : Rounding::None;
   }
   return plan;
 }
@@ -496,6 +557,14 @@ LogicalResult Compiler::compileOp(Operation *op, std::vector<Instr> &out) {
         FailureOr<std::shared_ptr<Plan>> plan = compileComprehension(c);
         if (failed(plan))
           return failure();
+        // The precision emulator: a row kernel's threads stride the
+        // reductions nested directly in its comprehension.
+        if (precision && c.getNumReduced() &&
+            !c->getParentOfType<ComprehensionOp>()
+                 ->getParentOfType<ComprehensionOp>()) {
+          (*plan)->partials = precision->nestedPartials;
+          (*plan)->vector = precision->nestedVector;
+        }
         SmallVector<Slot> res;
         for (Value v : c.getResults())
           res.push_back(slotOf(v));

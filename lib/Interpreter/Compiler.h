@@ -133,6 +133,32 @@ struct MonoidEval {
   }
 };
 
+//===----------------------------------------------------------------------===//
+// The precision emulator's roundings
+//===----------------------------------------------------------------------===//
+
+/// A rounding of the precision emulator (InterpretOptions).
+enum class Rounding { None, F32, BF16, F16, TF32 };
+
+/// `v` rounded to nearest-even in `r` (through f32 first, as a kernel's f32
+/// value is stored; NaN and infinities kept; tf32 rounds to nearest, ties
+/// away, as cvt.rna).
+double roundValue(double v, Rounding r);
+
+/// The rounding to element type `t`: f32, bf16, f16; None for f64 and
+/// integers.
+Rounding getRounding(Type t);
+
+/// What a run under the precision emulator rounds beyond the schedules'
+/// orders (set per function-level comprehension).
+struct Precision {
+  /// Reads of f32 tensors are tensor-core operands, rounded to tf32.
+  bool tf32Operands = false;
+  /// The order of reductions nested in the comprehension (Plan's partials
+  /// and vector): a row kernel's threads stride them.
+  int64_t nestedPartials = 1, nestedVector = 1;
+};
+
 /// A compiled comprehension body.
 struct Plan {
   SmallVector<Slot> indexSlots;
@@ -142,6 +168,24 @@ struct Plan {
   SmallVector<Slot> yieldSlots;
   std::optional<MonoidEval> monoid; // None: a map.
   unsigned numResults = 0;
+
+  /// The precision emulator: the carrier's float components rounded to
+  /// this after every combine (the accumulator type), ...
+  Rounding carrierRounding = Rounding::None;
+  /// ... and the reduction's order: the reduced points (row-major) dealt
+  /// to `partials` accumulators in runs of `vector` (a block's threads
+  /// striding the row), the partials then combined pairwise as a warp's
+  /// butterfly does (p with p + n/2, ...); or in blocked chunks of `chunk`
+  /// points (splits), combined in order.
+  int64_t partials = 1, vector = 1, chunk = 0;
+
+  void roundCarrier(double *acc) const {
+    if (carrierRounding == Rounding::None)
+      return;
+    for (auto [k, t] : llvm::enumerate(monoid->carrierTypes))
+      if (isa<FloatType>(t))
+        acc[k] = roundValue(acc[k], carrierRounding);
+  }
 
   /// Evaluates the comprehension at the parallel point already stored in the
   /// frame; writes `numResults` values to `results`.
@@ -153,9 +197,12 @@ struct Plan {
         results[k] = frame[s];
       return;
     }
-    SmallVector<double, 8> acc(monoid->carrierSize),
-        scratch(monoid->carrierSize), yields(yieldSlots.size());
-    monoid->init(acc.data());
+    unsigned size = monoid->carrierSize;
+    bool ordered = partials > 1 || chunk > 0;
+    // One carrier, or (ordered) one per partial or chunk.
+    SmallVector<double, 8> accs(size), scratch(size), yields(yieldSlots.size());
+    monoid->init(accs.data());
+    int64_t position = 0;
     unsigned numReduced = extents.size() - numParallel;
     SmallVector<int64_t, 4> idx(numReduced, 0);
     for (unsigned r = 0; r < numReduced; ++r)
@@ -165,7 +212,19 @@ struct Plan {
         i(frame);
       for (auto [k, s] : llvm::enumerate(yieldSlots))
         yields[k] = frame[s];
-      monoid->accumulate(acc.data(), yields.data(), scratch.data());
+      int64_t part = !ordered ? 0
+                     : chunk  ? position / chunk
+                              : (position / vector) % partials;
+      ++position;
+      if (static_cast<size_t>((part + 1) * size) > accs.size()) {
+        size_t from = accs.size();
+        accs.resize((part + 1) * size);
+        for (size_t at = from; at < accs.size(); at += size)
+          monoid->init(accs.data() + at);
+      }
+      double *acc = accs.data() + part * size;
+      monoid->accumulate(acc, yields.data(), scratch.data());
+      roundCarrier(acc);
       // Next reduced point, row-major.
       int r = static_cast<int>(numReduced) - 1;
       for (; r >= 0; --r) {
@@ -179,7 +238,25 @@ struct Plan {
       if (r < 0)
         break;
     }
-    monoid->finalize(acc.data(), results);
+    int64_t n = accs.size() / size;
+    if (ordered && chunk) {
+      for (int64_t p = 1; p < n; ++p) {
+        monoid->combine(accs.data(), accs.data() + p * size, accs.data());
+        roundCarrier(accs.data());
+      }
+    } else if (ordered) {
+      // The butterfly: partial p takes p + half, halving.
+      accs.resize(llvm::PowerOf2Ceil(n) * size);
+      for (int64_t p = n; p < int64_t(accs.size() / size); ++p)
+        monoid->init(accs.data() + p * size);
+      for (int64_t half = accs.size() / size / 2; half >= 1; half /= 2)
+        for (int64_t p = 0; p < half; ++p) {
+          double *a = accs.data() + p * size;
+          monoid->combine(a, accs.data() + (p + half) * size, a);
+          roundCarrier(a);
+        }
+    }
+    monoid->finalize(accs.data(), results);
   }
 };
 
@@ -208,8 +285,8 @@ class Compiler {
 public:
   /// `sizes`: the values of the function's size symbols (TangSizes.h).
   Compiler(const TensorMap &tensors, ErrorState &err,
-           ArrayRef<int64_t> sizes = {})
-      : tensors(tensors), err(err), sizes(sizes) {}
+           ArrayRef<int64_t> sizes = {}, const Precision *precision = nullptr)
+      : tensors(tensors), err(err), sizes(sizes), precision(precision) {}
 
   unsigned getNumSlots() const { return numSlots; }
   Slot slotOf(Value v) {
@@ -261,6 +338,9 @@ private:
   /// The slots of the enclosing indices a nested comprehension depends on,
   /// or nothing if it also depends on other scalars of the enclosing body.
   std::optional<SmallVector<Slot>> getMemoKey(ComprehensionOp c);
+  /// Under the precision emulator: rounds `op`'s float results as a kernel
+  /// holds them (f32 arithmetic; truncf to its type; tf32 operands).
+  void appendRoundings(Operation *op, std::vector<Instr> &out);
   /// Makes `v` (operand #operandNo of `user`) available in a slot: computed
   /// earlier, or a function-level scalar constant loaded by a new instr.
   LogicalResult ensureAvailable(Operation *user, Value v, unsigned operandNo,
@@ -279,6 +359,7 @@ private:
   SmallVector<int64_t> sizes;
   llvm::DenseMap<Value, Slot> slots;
   unsigned numSlots = 0;
+  const Precision *precision;
 };
 
 /// The value of a constant attribute as the interpreter holds it (i1 as 0

@@ -64,15 +64,69 @@ static std::shared_ptr<Tensor> makeResult(Type type, ArrayRef<int64_t> shape) {
   return r;
 }
 
+/// The precision emulator's reduction order for `op` from its schedule
+/// (InterpretOptions): split kernels' chunks, a SIMT kernel's threads along
+/// the reduced row; tensor-core kernels and comprehensions without a
+/// schedule in order.
+static void setReductionOrder(ComprehensionOp op, Plan &plan) {
+  ScheduleAttr s = op.getScheduleAttr();
+  if (!s || !op.getNumReduced())
+    return;
+  unsigned last = op.getNumIndices() - 1;
+  int64_t extent = plan.extents[last];
+  int64_t tile = s.getTile()[last];
+  KernelKind kind = s.getKernel();
+  bool split = s.getMapping()[last] == Mapping::BlockX && tile < extent;
+  if (kind == KernelKind::SplitSoftmax ||
+      (split && (kind == KernelKind::Auto || kind == KernelKind::Simt)))
+    plan.chunk = std::max<int64_t>(1, tile);
+  else if (kind == KernelKind::Auto || kind == KernelKind::Simt)
+    plan.partials = std::max<int64_t>(1, s.getThreads()[last]),
+    plan.vector = std::max<int64_t>(1, s.getVector());
+}
+
+/// The order of the reductions nested in `op` under the precision
+/// emulator: a row kernel's threads (a block's along a whole last index)
+/// stride them.
+static void setNestedOrder(ComprehensionOp op, Precision &precision) {
+  ScheduleAttr s = op.getScheduleAttr();
+  if (!s)
+    return;
+  KernelKind k = s.getKernel();
+  unsigned row = op.getNumIndices() - 1;
+  if ((k == KernelKind::Auto || k == KernelKind::Simt) &&
+      s.getMapping()[row] == Mapping::Serial && s.getThreads()[row] > 1) {
+    precision.nestedPartials = s.getThreads()[row];
+    precision.nestedVector = std::max<int64_t>(1, s.getVector());
+  }
+}
+
 static FailureOr<SmallVector<std::shared_ptr<Tensor>>>
 evalComprehension(ComprehensionOp op, const TensorMap &tensors,
-                  ArrayRef<int64_t> sizes) {
+                  ArrayRef<int64_t> sizes, const InterpretOptions &options) {
   ErrorState err;
-  Compiler compiler(tensors, err, sizes);
+  // Under the precision emulator: tf32 operands for an f32 comprehension on
+  // tensor cores.
+  Precision precision;
+  ScheduleAttr schedule = op.getScheduleAttr();
+  if (options.emulatePrecision)
+    setNestedOrder(op, precision);
+  precision.tf32Operands =
+      schedule && schedule.getMma() != TensorCoreKind::None &&
+      schedule.getStorage() && schedule.getStorage().isF32();
+  Compiler compiler(tensors, err, sizes,
+                    options.emulatePrecision ? &precision : nullptr);
   FailureOr<std::shared_ptr<Plan>> planOr = compiler.compileComprehension(op);
   if (failed(planOr))
     return failure();
-  const Plan &plan = **planOr;
+  Plan &plan = **planOr;
+  if (options.emulatePrecision)
+    setReductionOrder(op, plan);
+  SmallVector<Rounding> stored;
+  for (Type t : op.getResultTypes())
+    stored.push_back(options.emulatePrecision
+                         ? getRounding(getElementTypeOrSelf(t))
+                         : Rounding::None);
 
   SmallVector<std::shared_ptr<Tensor>> results;
   std::optional<int64_t> points = getNumElementsChecked(
@@ -99,7 +153,7 @@ evalComprehension(ComprehensionOp op, const TensorMap &tensors,
     }
     plan.evalPoint(frame.data(), vals.data());
     for (unsigned k = 0; k < plan.numResults; ++k)
-      results[k]->data[point] = vals[k];
+      results[k]->data[point] = roundValue(vals[k], stored[k]);
     if (err.op)
       break;
   }
@@ -283,6 +337,13 @@ static FailureOr<std::shared_ptr<Tensor>> evalConstant(arith::ConstantOp op) {
   return r;
 }
 
+void mlir::tang::roundToElementType(Tensor &t) {
+  Rounding r = getRounding(t.elementType);
+  if (r != Rounding::None)
+    for (double &v : t.data)
+      v = roundValue(v, r);
+}
+
 /// `shape` as text, e.g. `[2, 3]`.
 static std::string formatShape(ArrayRef<int64_t> shape) {
   std::string s = "[";
@@ -291,8 +352,9 @@ static std::string formatShape(ArrayRef<int64_t> shape) {
   return s + "]";
 }
 
-FailureOr<SmallVector<Tensor>> mlir::tang::interpret(func::FuncOp func,
-                                                     ArrayRef<Tensor> inputs) {
+FailureOr<SmallVector<Tensor>>
+mlir::tang::interpret(func::FuncOp func, ArrayRef<Tensor> inputs,
+                      const InterpretOptions &options) {
   if (func.isExternal())
     return func.emitError()
            << "tang-run: @" << func.getSymName() << " has no body";
@@ -325,6 +387,11 @@ FailureOr<SmallVector<Tensor>> mlir::tang::interpret(func::FuncOp func,
              << formatShape(in.shape) << ", which does not fit " << type
              << " (a '?' dimension takes any size >= 1)";
     tensors[arg] = std::make_shared<Tensor>(in);
+    // The emulator stores inputs in their element types.
+    if (Rounding r = getRounding(type.getElementType());
+        options.emulatePrecision && r != Rounding::None)
+      for (double &v : tensors[arg]->data)
+        v = roundValue(v, r);
   }
 
   // Bind the size symbols and check what the verifier left to the run.
@@ -347,7 +414,7 @@ FailureOr<SmallVector<Tensor>> mlir::tang::interpret(func::FuncOp func,
     return func.emitError() << "tang-run: functions must have one block";
   for (Operation &op : func.getBody().front()) {
     if (auto c = dyn_cast<ComprehensionOp>(op)) {
-      auto rs = evalComprehension(c, tensors, sizes);
+      auto rs = evalComprehension(c, tensors, sizes, options);
       if (failed(rs))
         return failure();
       for (auto [v, t] : llvm::zip(c.getResults(), *rs))
@@ -358,8 +425,11 @@ FailureOr<SmallVector<Tensor>> mlir::tang::interpret(func::FuncOp func,
       auto rs = evalScan(scan, tensors, sizes);
       if (failed(rs))
         return failure();
-      for (auto [v, t] : llvm::zip(scan.getResults(), *rs))
+      for (auto [v, t] : llvm::zip(scan.getResults(), *rs)) {
         tensors[v] = t;
+        if (options.emulatePrecision)
+          roundToElementType(*t);
+      }
       continue;
     }
     if (auto sc = dyn_cast<ScatterOp>(op)) {
@@ -367,6 +437,8 @@ FailureOr<SmallVector<Tensor>> mlir::tang::interpret(func::FuncOp func,
       if (failed(r))
         return failure();
       tensors[sc.getResult()] = *r;
+      if (options.emulatePrecision)
+        roundToElementType(**r);
       continue;
     }
     if (auto v = dyn_cast<ViewOp>(op)) {

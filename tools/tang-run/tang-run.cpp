@@ -24,6 +24,8 @@
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
@@ -79,6 +81,29 @@ static cl::opt<unsigned>
                cl::desc("Random samples per monoid for --check-monoid-laws "
                         "(default 1000)"),
                cl::init(1000), cl::cat(category));
+enum class PrecisionMode { Exact, Schedule };
+static cl::opt<PrecisionMode> precisionMode(
+    "precision",
+    cl::desc("How the run rounds: `exact` (float64, the reference) or "
+             "`schedule` (the precision emulator: the roundings and "
+             "accumulation orders of the program's schedules; run it on "
+             "the output of tang-opt --tang-schedule; docs/Tuning.md)"),
+    cl::values(clEnumValN(PrecisionMode::Exact, "exact", "float64"),
+               clEnumValN(PrecisionMode::Schedule, "schedule",
+                          "the schedules' roundings")),
+    cl::init(PrecisionMode::Exact), cl::cat(category));
+static cl::opt<bool> precisionReport(
+    "precision-report",
+    cl::desc("Run both exactly and under the precision emulator on the same "
+             "inputs and report each output's error against float64 (the "
+             "outputs written are the emulator's)"),
+    cl::init(false), cl::cat(category));
+static cl::opt<double> precisionBudget(
+    "precision-budget",
+    cl::desc("With --precision-report: fail when an output's largest error "
+             "exceeds this fraction of its largest element, or its NaN/inf "
+             "pattern differs from float64's (0: no budget)"),
+    cl::init(0), cl::cat(category));
 static cl::opt<bool> printValues("print-values",
                                  cl::desc("Print every output element"),
                                  cl::init(false), cl::cat(category));
@@ -159,6 +184,67 @@ FailureOr<llvm::StringMap<int64_t>> parseSizes(func::FuncOp func) {
     sizes[name] = n;
   }
   return sizes;
+}
+
+/// Prints each emulated output's error against the float64 one: its
+/// largest error over its largest element, its RMS error over its RMS,
+/// where the largest error is, and elements whose NaN or infinity differ;
+/// an error past --precision-budget.
+LogicalResult reportPrecision(llvm::raw_ostream &os, func::FuncOp func,
+                              ArrayRef<Tensor> emulated,
+                              ArrayRef<Tensor> exact) {
+  bool over = false;
+  for (auto [i, pair] : llvm::enumerate(llvm::zip(emulated, exact))) {
+    const auto &[got, ref] = pair;
+    double maxErr = 0, maxRef = 0, sqErr = 0, sqRef = 0;
+    int64_t worst = -1, pattern = 0;
+    for (auto [k, g, r] : llvm::enumerate(got.data, ref.data)) {
+      if (!std::isfinite(r) || !std::isfinite(g)) {
+        bool same = (std::isnan(r) && std::isnan(g)) || g == r;
+        pattern += !same;
+        continue;
+      }
+      double e = std::abs(g - r);
+      if (e > maxErr) {
+        maxErr = e;
+        worst = static_cast<int64_t>(k);
+      }
+      maxRef = std::max(maxRef, std::abs(r));
+      sqErr += e * e;
+      sqRef += r * r;
+    }
+    double rel = maxRef > 0 ? maxErr / maxRef : maxErr;
+    double rms = sqRef > 0 ? std::sqrt(sqErr / sqRef) : std::sqrt(sqErr);
+    os << "  output #" << i << " against float64: largest error "
+       << llvm::format("%.3e", maxErr) << " = " << llvm::format("%.3e", rel)
+       << " of its largest element, RMS " << llvm::format("%.3e", rms)
+       << " of its RMS";
+    if (worst >= 0 && maxErr > 0) {
+      os << ", at [";
+      int64_t rest = worst;
+      SmallVector<int64_t> at(ref.shape.size());
+      for (int d = static_cast<int>(ref.shape.size()) - 1; d >= 0; --d) {
+        at[d] = rest % ref.shape[d];
+        rest /= ref.shape[d];
+      }
+      llvm::interleaveComma(at, os);
+      os << "]";
+    }
+    os << "; " << pattern << " of " << ref.data.size()
+       << " elements with NaN or infinity unlike float64\n";
+    if (precisionBudget > 0 && (rel > precisionBudget || pattern)) {
+      emitError(func.getLoc())
+          << "output #" << i << " is past the precision budget "
+          << llvm::formatv("{0}", precisionBudget.getValue()).str()
+          << ": its largest error is " << llvm::formatv("{0:e3}", rel).str()
+          << " of its largest element"
+          << (pattern ? " and " + std::to_string(pattern) +
+                            " elements' NaN or infinity differ from float64"
+                      : std::string());
+      over = true;
+    }
+  }
+  return failure(over);
 }
 
 void printSummary(llvm::raw_ostream &os, StringRef label, const Tensor &t,
@@ -315,19 +401,39 @@ LogicalResult run(ModuleOp module, llvm::raw_ostream &os) {
                       func.getLoc())))
     return failure();
 
-  FailureOr<SmallVector<Tensor>> outs = interpret(func, args);
+  bool report = precisionReport || precisionBudget > 0;
+  InterpretOptions options;
+  options.emulatePrecision = report || precisionMode == PrecisionMode::Schedule;
+  FailureOr<SmallVector<Tensor>> outs = interpret(func, args, options);
   if (failed(outs))
     return failure();
+  // The error against float64 on the same inputs, as their types hold
+  // them (the emulator's error, not the inputs' rounding).
+  std::optional<SmallVector<Tensor>> exact;
+  if (report) {
+    SmallVector<Tensor> stored(args);
+    for (Tensor &t : stored)
+      if (!t.shape.empty() || !t.elementType.isIndex())
+        roundToElementType(t);
+    FailureOr<SmallVector<Tensor>> e = interpret(func, stored);
+    if (failed(e))
+      return failure();
+    exact = std::move(*e);
+  }
 
   os << "tang-run: @" << func.getSymName() << ", " << args.size()
      << " input(s) "
      << (inputs.empty() ? "random (seed " + std::to_string(seed) + ")"
                         : std::string("from .npy files"))
-     << ", " << outs->size() << " output(s), float64\n";
+     << ", " << outs->size() << " output(s), "
+     << (options.emulatePrecision ? "the schedules' precision" : "float64")
+     << "\n";
   TypeRange resultTypes = func.getFunctionType().getResults();
   for (auto [i, t] : llvm::enumerate(*outs))
     printSummary(os, ("output #" + Twine(i)).str(), t,
                  cast<RankedTensorType>(resultTypes[i]));
+  if (exact && failed(reportPrecision(os, func, *outs, *exact)))
+    return failure();
   if (!outputDir.empty()) {
     if (failed(writeAll(outputDir, "output", *outs, func.getLoc())))
       return failure();

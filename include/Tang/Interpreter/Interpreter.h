@@ -23,12 +23,34 @@
 
 namespace mlir::tang {
 
+/// How a run rounds.
+struct InterpretOptions {
+  /// The precision emulator: instead of exact float64 math, the roundings
+  /// the kernels of the program's schedules make (docs/Tuning.md,
+  /// "Precision"): inputs and every function-level result rounded to their
+  /// element types; body arithmetic in f32 (f64 kept), `arith.truncf` to
+  /// its type; reductions accumulated in f32 in the schedule's order (a
+  /// SIMT row kernel's threads striding the row in runs of its vector,
+  /// combined as a warp's butterfly; split kernels' chunks combined in
+  /// order; tensor-core kernels in key/k order); reads of f32 tensors by a
+  /// tensor-core comprehension rounded to tf32. Comprehensions without a
+  /// schedule accumulate in order.
+  bool emulatePrecision = false;
+};
+
+/// Rounds `t`'s values to its element type (f32, bf16, f16; nearest even):
+/// the values a tensor of that type can hold. The precision emulator stores
+/// inputs and results so (a scan's and a scatter's accumulation itself is
+/// not modelled: only their results are rounded).
+void roundToElementType(Tensor &t);
+
 /// Evaluates `func` on `inputs` (one per argument, shapes already checked by
 /// the caller or checked here). Returns the function's results, or failure
 /// after emitting a diagnostic at the location of the offending operation
 /// (an unsupported op names itself and its location).
 FailureOr<SmallVector<Tensor>> interpret(func::FuncOp func,
-                                         ArrayRef<Tensor> inputs);
+                                         ArrayRef<Tensor> inputs,
+                                         const InterpretOptions &options = {});
 
 /// Checks the monoid laws on `numSamples` random carriers drawn from `seed`,
 /// for every builtin monoid (on an f64 carrier and, where the monoid takes
