@@ -24,8 +24,8 @@ def test_prepare_measure_merge_replay(tmp_path, monkeypatch):
     monkeypatch.setattr(tune, "WORK", tmp_path / "tune")
     monkeypatch.setattr(tune, "TANG_OPT", TANG_BIN / "tang-opt")
     name = "matmul_257x136x72"
-    kind_name, params, _, kind = tune.case_table()[name]
-    meta = tune.prepare_case(name, kind_name, params, kind, limit=4,
+    suite, kind_name, params = tune.case_table()[name]
+    meta = tune.prepare_case(suite, name, kind_name, params, limit=4,
                              fmt="isa")
     assert "error" not in meta, meta.get("error")
     [kernel] = meta["kernels"]
@@ -77,8 +77,51 @@ def test_prepare_measure_merge_replay(tmp_path, monkeypatch):
 
 def test_unknown_case_is_refused(capsys):
     class Args:
+        suites = None
         cases = ["no_such_case"]
         limit = 2
         format = "isa"
     assert tune.cmd_prepare(Args()) == 2
     assert "unknown cases ['no_such_case']" in capsys.readouterr().err
+
+
+def test_memory_suite_candidates_pass_the_precision_emulator(tmp_path,
+                                                              monkeypatch):
+    """A row kernel's candidates (threads, vector widths) are run through
+    the precision emulator on 64 rows of the case's length before they are
+    compiled: each error is recorded against the GPU check's tolerance."""
+    monkeypatch.setattr(tune, "WORK", tmp_path / "tune")
+    monkeypatch.setattr(tune, "TANG_OPT", TANG_BIN / "tang-opt")
+    monkeypatch.setattr(tune, "TANG_RUN", TANG_BIN / "tang-run")
+    suite, kind_name, params = tune.case_table(["memory"])[
+        "softmax_32768x4096"]
+    meta = tune.prepare_case(suite, "softmax_32768x4096", kind_name, params,
+                             limit=3, fmt="isa")
+    [kernel] = meta["kernels"]
+    assert kernel["kernel"] == "simt"
+    for c in kernel["candidates"]:
+        p = c["precision"]
+        assert p["instance"] == dict(params, rows=64)
+        # bf16 output: its rounding (2^-8 of the largest element at most)
+        # dominates; never zero, within the check's tolerance.
+        assert 0 < p["error"] <= 2.0 ** -8 and p["within"], c
+        assert p["budget"] == tune.budget_of(suite.tolerance(meta))
+        assert c["compiled"], c
+
+
+def test_candidates_past_the_budget_are_not_compiled(tmp_path, monkeypatch):
+    monkeypatch.setattr(tune, "WORK", tmp_path / "tune")
+    monkeypatch.setattr(tune, "TANG_OPT", TANG_BIN / "tang-opt")
+    monkeypatch.setattr(tune, "TANG_RUN", TANG_BIN / "tang-run")
+    # A budget below bf16's rounding: every candidate is past it.
+    monkeypatch.setattr(tune, "budget_of", lambda tol: 1e-6)
+    suite, kind_name, params = tune.case_table(["memory"])[
+        "rmsnorm_32768x4096"]
+    meta = tune.prepare_case(suite, "rmsnorm_32768x4096", kind_name, params,
+                             limit=2, fmt="isa")
+    [kernel] = meta["kernels"]
+    for c in kernel["candidates"]:
+        assert c["precision"]["within"] is False
+        assert not c["compiled"] and c["error"] == "past the precision budget"
+        assert not (tune.WORK / "rmsnorm_32768x4096" / c["dir"] /
+                    "bundle").exists()
