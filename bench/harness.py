@@ -89,6 +89,20 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 ROOT = Path(__file__).resolve().parents[1]
 GIT_JSON = ROOT / "gpu-work" / "git.json"
+#: The shipped tuning cache the benchmarks compile with (docs/Tuning.md).
+SCHEDULE_CACHE = ROOT / "bench" / "tuning" / "h200.json"
+
+
+def schedule_cache_option() -> str:
+    """`schedule-cache=<the shipped cache> ` for --tang-lower-cuda where it
+    exists (and TANG_SCHEDULE_CACHE is not `off`): measured schedules
+    instead of the heuristic's where it has them; else empty."""
+    if os.environ.get("TANG_SCHEDULE_CACHE") == "off" or \
+            not SCHEDULE_CACHE.exists():
+        return ""
+    path = SCHEDULE_CACHE.resolve()
+    shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+    return f"schedule-cache={shown} "
 
 SCHEMA = "tang-bench/1"
 

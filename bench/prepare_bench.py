@@ -43,6 +43,9 @@ from typing import Callable, Dict, List
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import harness  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 TANG_OPT = ROOT / "build" / "bin" / "tang-opt"
 TANG_RUN = ROOT / "build" / "bin" / "tang-run"
@@ -527,10 +530,13 @@ def compile_case(case_dir: Path, program: Path) -> dict:
     bundle = case_dir / "bundle"
     shutil.rmtree(bundle, ignore_errors=True)
     rel = lambda p: str(p.relative_to(ROOT))
+    # The shipped tuning cache's schedules where it has them.
+    cache = harness.schedule_cache_option()
     cmd = [TANG_OPT, rel(program),
-           f'--tang-lower-cuda=fuse=1 bundle={rel(bundle)}', "-o", "/dev/null"]
-    shown = (f'build/bin/tang-opt {rel(program)} --tang-lower-cuda="fuse=1 '
-             f'bundle={rel(bundle)}"')
+           f'--tang-lower-cuda={cache}fuse=1 bundle={rel(bundle)}', "-o",
+           "/dev/null"]
+    shown = (f'build/bin/tang-opt {rel(program)} --tang-lower-cuda="{cache}'
+             f'fuse=1 bundle={rel(bundle)}"')
     rc, _, err, secs = run_cmd(cmd)
     result = {"command": shown, "returncode": rc, "seconds": round(secs, 2),
               "stderr": err.strip()[-4000:]}

@@ -40,6 +40,9 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import harness  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 TANG_OPT = ROOT / "build" / "bin" / "tang-opt"
 TANG_RUN = ROOT / "build" / "bin" / "tang-run"
@@ -695,6 +698,8 @@ def main():
         # default fusion policy would nest its SwiGLU products into the gate.
         fuse = kind.get("fuse", 1)
         options += kind.get("options", "")
+        # The shipped tuning cache's schedules where it has them.
+        options = harness.schedule_cache_option() + options
         rc, _, err = run([TANG_OPT, rel(program),
                           f"--tang-lower-cuda={options}fuse={fuse} format=bin "
                           f"bundle={rel(case / 'bundle')}", "-o", "/dev/null"])

@@ -358,3 +358,17 @@ def test_sanitizer_reports_attributed_to_their_case():
     assert got["c"] == []
     assert got["d"] is None
 
+
+
+def test_schedule_cache_option(tmp_path, monkeypatch):
+    """The benchmarks compile with the shipped tuning cache where it
+    exists, unless TANG_SCHEDULE_CACHE=off."""
+    monkeypatch.setattr(harness, "SCHEDULE_CACHE", tmp_path / "none.json")
+    monkeypatch.delenv("TANG_SCHEDULE_CACHE", raising=False)
+    assert harness.schedule_cache_option() == ""
+    cache = tmp_path / "h200.json"
+    cache.write_text('{"version": 1, "entries": []}')
+    monkeypatch.setattr(harness, "SCHEDULE_CACHE", cache)
+    assert harness.schedule_cache_option() == f"schedule-cache={cache} "
+    monkeypatch.setenv("TANG_SCHEDULE_CACHE", "off")
+    assert harness.schedule_cache_option() == ""
