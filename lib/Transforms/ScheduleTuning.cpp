@@ -710,6 +710,46 @@ void addSimtCandidates(ComprehensionOp op, const Model &model,
     }
 }
 
+/// A narrow matrix-vector kernel (a warp per output, Schedule.cpp's
+/// scheduleMatVec): the outputs (warps) per block and the vector width of
+/// its lanes' loads.
+void addMatVecCandidates(ComprehensionOp op, const Model &model,
+                         CandidateSet &set) {
+  ScheduleAttr s = op.getScheduleAttr();
+  auto cls = op->getAttrOfType<StringAttr>(kShapeClassAttrName);
+  unsigned np = op.getNumParallel();
+  if (!cls || cls.getValue() != "narrow_matvec" || np == 0)
+    return;
+  unsigned n = np - 1;
+  ArrayRef<int64_t> tile = s.getTile(), threads = s.getThreads();
+  // The form the heuristic writes: `w` outputs over block_x, a warp each
+  // (w threads and 32 lanes at the reduced index, or 32 w threads with the
+  // reductions nested).
+  bool reduced = op.getNumReduced() == 1;
+  int64_t w = tile[n];
+  if (s.getMapping()[n] != Mapping::BlockX ||
+      (reduced ? threads[n] != w || threads[np] != 32 : threads[n] != 32 * w))
+    return;
+  int64_t most = getTarget(op).getMaxThreads() / 32;
+  for (int64_t warps = 1; warps <= most; warps *= 2)
+    for (int64_t v = s.getVector(); v >= 1 && v * 4 >= s.getVector(); v /= 2) {
+      if (!op.isSymbolicExtent(n) && warps > op.getExtent(n))
+        continue;
+      SmallVector<int64_t> t(tile), th(threads);
+      t[n] = warps;
+      th[n] = reduced ? warps : 32 * warps;
+      ScheduleAttr next = ScheduleAttr::get(
+          op.getContext(), t, s.getMapping(), th, v, s.getStages(),
+          s.getStorage(), s.getAccumulate(), s.getMemory(), s.getKernel(),
+          s.getMma(), s.getTma(), s.getWarpSpecialize(), s.getPersistent(),
+          s.getGroupM());
+      set.add([&] { op.setScheduleAttr(next); }, modelTraffic(op, model),
+              std::to_string(warps) +
+                  (warps == 1 ? " output a block v" : " outputs a block v") +
+                  std::to_string(v));
+    }
+}
+
 } // namespace
 
 SmallVector<ScheduleCandidate>
@@ -755,8 +795,10 @@ mlir::tang::getScheduleCandidates(ComprehensionOp op,
     break;
   case KernelKind::Auto:
   case KernelKind::Simt:
-    if (s)
+    if (s) {
       addSimtCandidates(op, model, set);
+      addMatVecCandidates(op, model, set);
+    }
     break;
   default:
     break;

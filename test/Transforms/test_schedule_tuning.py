@@ -3,7 +3,7 @@ cache=; docs/Tuning.md).
 
 For programs of each kernel kind the tuner searches (tensor-core GEMMs on
 sm_90a and sm_80, flash attention, decode attention split over its keys, row
-and pointwise kernels), every candidate schedule that
+kernels, a warp per output of a GEMV), every candidate schedule that
 `--tang-lower-cuda="schedule-candidates=..."` proposes is replayed through a
 one-entry tuning cache and compiled the whole way to PTX: the cache's
 schedule must be the one taken (marked `tang.schedule_source = "cache"`,
@@ -89,6 +89,7 @@ def programs():
          "simt"),
         ("rmsnorm", prepare_bench.rmsnorm_program(256, 2048), "fuse=1",
          "simt"),
+        ("gemv", prepare_bench.gemv_program(1024, 2048), "fuse=1", "simt"),
     ]
 
 
