@@ -125,3 +125,26 @@ def test_candidates_past_the_budget_are_not_compiled(tmp_path, monkeypatch):
         assert not c["compiled"] and c["error"] == "past the precision budget"
         assert not (tune.WORK / "rmsnorm_32768x4096" / c["dir"] /
                     "bundle").exists()
+
+
+def test_tune_table():
+    """make_tables renders tune.json: per kernel the heuristic's, the LP
+    tile's, the best modelled and the best times."""
+    import make_tables
+    rep = {"suite": "tune", "started": "2026-12-05T00:00:00Z",
+           "environment": {"device": "NVIDIA H200"},
+           "git": {"commit": "0123456789abcdef", "dirty": False},
+           "cases": [
+               {"case": "matmul_1000", "kernels": [{
+                   "kernel": "contraction", "candidates": [
+                       {"status": "ok"}, {"status": "ok"},
+                       {"status": "wrong"}],
+                   "heuristic_ms": 0.02, "lp_ms": 0.03,
+                   "model_best_ms": 0.018, "best_ms": 0.016,
+                   "best": "64x128x64 s4 tma g8"}]},
+               {"case": "broken", "status": "candidates failed"}]}
+    text = make_tables.tune_table(rep)
+    assert ("| matmul_1000 | contraction | 2/3 | 0.0200 | 0.0300 | 0.0180 "
+            "| 0.0160 | 64x128x64 s4 tma g8 | 1.250 |") in text
+    assert "| broken | - |" in text and "candidates failed" in text
+    assert "NVIDIA H200, commit 0123456789" in text
