@@ -566,6 +566,13 @@ FailureOr<KernelChoice> mlir::tang::getScheduledKernel(ComprehensionOp op) {
     return refuse("its tile has " + Twine(tile.size()) + " sizes for " +
                   Twine(op.getNumIndices()) + " indices");
   int64_t maxShared = getTarget(op).getSharedPerBlock();
+  // The tensor-core instructions must be the target's (wgmma on sm_90a,
+  // mma.sync from sm_80 on).
+  TensorCoreKind has = getTarget(op).getTensorCores();
+  if ((s.getMma() == TensorCoreKind::Wgmma && has != TensorCoreKind::Wgmma) ||
+      (s.getMma() == TensorCoreKind::MmaSync && has == TensorCoreKind::None))
+    return refuse("its mma is " + stringifyTensorCoreKind(s.getMma()) +
+                  ", which " + getTarget(op).getChip() + " does not have");
   if (choice.kind != KernelKind::Auto && choice.kind != KernelKind::Simt &&
       hasPaddedRead(op))
     return refuse("it reads with padding, which only SIMT kernels guard");

@@ -234,13 +234,6 @@ LogicalResult mlir::tang::applyScheduleText(ComprehensionOp op,
     else
       n->removeAttr("schedule");
   }
-  // The tensor-core instructions must be the target's (wgmma on sm_90a,
-  // mma.sync from sm_80 on).
-  TensorCoreKind has = getTarget(op).getTensorCores();
-  if ((top.getMma() == TensorCoreKind::Wgmma && has != TensorCoreKind::Wgmma) ||
-      (top.getMma() == TensorCoreKind::MmaSync && has == TensorCoreKind::None))
-    return fail("it asks for " + stringifyTensorCoreKind(top.getMma()) +
-                ", which " + getTarget(op).getChip() + " does not have");
   KernelKind kind = top.getKernel();
   if (kind != KernelKind::Auto && kind != KernelKind::Simt &&
       kind != KernelKind::SubgroupMma && failed(getScheduledKernel(op))) {

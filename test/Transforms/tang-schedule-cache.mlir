@@ -90,7 +90,7 @@ func.func @gemm_512(%A: tensor<512x512xbf16>, %B: tensor<512x512xbf16>) -> tenso
 // CHECK: tile = [128, 128, 64]
 // CHECK-NOT: tang.schedule_source
 // CHECK: return
-// SM80: warning: the tuning cache's schedule for sizes 2048x2048x2048;2048x2048,2048x2048 is not taken: it asks for wgmma, which sm_80 does not have
+// SM80: warning: the tuning cache's schedule for sizes 2048x2048x2048;2048x2048,2048x2048 is not taken: 'tang.comprehension' op has a schedule asking for a contraction kernel, but its mma is wgmma, which sm_80 does not have
 // SM80-LABEL: func.func @gemm_2048
 // SM80: mma = mma_sync
 // SM80-NOT: tang.schedule_source
