@@ -154,6 +154,35 @@ static SmallVector<ComprehensionOp> getNested(ComprehensionOp op) {
   return nested;
 }
 
+namespace {
+/// The schedules of a comprehension and of those nested in it, to put back.
+class SavedSchedules {
+public:
+  explicit SavedSchedules(ComprehensionOp op)
+      : op(op), top(op.getScheduleAttr()) {
+    for (ComprehensionOp n : getNested(op))
+      nested.push_back({n, n.getScheduleAttr()});
+  }
+  void restore() {
+    set(op, top);
+    for (auto [n, s] : nested)
+      set(n, s);
+  }
+  /// `s` as `c`'s schedule (none: removed).
+  static void set(ComprehensionOp c, ScheduleAttr s) {
+    if (s)
+      c.setScheduleAttr(s);
+    else
+      c->removeAttr("schedule");
+  }
+
+private:
+  ComprehensionOp op;
+  ScheduleAttr top;
+  SmallVector<std::pair<ComprehensionOp, ScheduleAttr>> nested;
+};
+} // namespace
+
 ScheduleText mlir::tang::getScheduleText(ComprehensionOp op) {
   ScheduleText text;
   if (ScheduleAttr s = op.getScheduleAttr())
@@ -211,33 +240,14 @@ LogicalResult mlir::tang::applyScheduleText(ComprehensionOp op,
   if (top.getTile().size() != op.getNumIndices())
     return fail("its tile has " + Twine(top.getTile().size()) + " sizes for " +
                 Twine(op.getNumIndices()) + " indices");
-  SmallVector<ScheduleAttr> oldInner;
-  for (ComprehensionOp n : nested)
-    oldInner.push_back(n.getScheduleAttr());
-  ScheduleAttr oldTop = op.getScheduleAttr();
-  auto restore = [&] {
-    if (oldTop)
-      op.setScheduleAttr(oldTop);
-    else
-      op->removeAttr("schedule");
-    for (auto [n, s] : llvm::zip(nested, oldInner)) {
-      if (s)
-        n.setScheduleAttr(s);
-      else
-        n->removeAttr("schedule");
-    }
-  };
+  SavedSchedules saved(op);
   op.setScheduleAttr(top);
-  for (auto [n, s] : llvm::zip(nested, inner)) {
-    if (s)
-      n.setScheduleAttr(s);
-    else
-      n->removeAttr("schedule");
-  }
+  for (auto [n, sched] : llvm::zip(nested, inner))
+    SavedSchedules::set(n, sched);
   KernelKind kind = top.getKernel();
   if (kind != KernelKind::Auto && kind != KernelKind::Simt &&
       kind != KernelKind::SubgroupMma && failed(getScheduledKernel(op))) {
-    restore();
+    saved.restore();
     return fail(diagnostics);
   }
   return success();
@@ -494,12 +504,8 @@ double modelTraffic(ComprehensionOp op, const Model &model) {
 /// back as text, and the original schedule is put back at the end.
 class CandidateSet {
 public:
-  explicit CandidateSet(ComprehensionOp op)
-      : op(op), original(getScheduleText(op)) {}
-  ~CandidateSet() {
-    std::string why;
-    (void)applyScheduleText(op, original, why);
-  }
+  explicit CandidateSet(ComprehensionOp op) : op(op), original(op) {}
+  ~CandidateSet() { original.restore(); }
 
   /// Adds the schedule `apply` sets (unless it is there already); its
   /// position in the list.
@@ -517,7 +523,7 @@ public:
 
 private:
   ComprehensionOp op;
-  ScheduleText original;
+  SavedSchedules original;
 };
 
 std::string contractionLabel(const MmaConfig &c) {
