@@ -42,6 +42,7 @@ import ctypes
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -296,12 +297,29 @@ class Compiled:
         return outs[0] if len(outs) == 1 else tuple(outs)
 
 
+def _tuning_cache_digest(options: str) -> str:
+    """The content hash of the tuning cache ``options`` name
+    (``schedule-cache=FILE``, docs/Tuning.md), so that a re-tuned cache
+    compiles anew; empty without one."""
+    m = re.search(r"schedule-cache=(\S+)", options)
+    if not m:
+        return ""
+    path = Path(m.group(1))
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError as e:
+        raise TangError(f"schedule-cache={path}: {e.strerror}") from None
+
+
 def compile(program: Union[Function, str, Path], target: str = "c",
             options: str = "", function: Optional[str] = None,
             cache: bool = True) -> Compiled:
     """``program`` (a ``tang.Function``, MLIR text or a ``.mlir`` file)
     compiled for ``target`` (``"c"``, ``"interpreter"``, ``"cuda"``);
-    ``options`` are added to the lowering pipeline's options;
+    ``options`` are added to the lowering pipeline's options (for
+    ``"cuda"``, ``"schedule-cache=FILE"`` takes measured schedules from a
+    tuning cache, docs/Tuning.md: the file's contents are part of the
+    compile cache's key);
     ``function`` picks the function of a module (default: the first)."""
     text = _program_text(program)
     if isinstance(program, Function) and function is None:
@@ -314,7 +332,7 @@ def compile(program: Union[Function, str, Path], target: str = "c",
     # running bundles compiled elsewhere).
     key = hashlib.sha256("\0".join(
         [text, target, options, cc if target == "c" else "",
-         _VERSION]).encode()).hexdigest()[:24]
+         _tuning_cache_digest(options), _VERSION]).encode()).hexdigest()[:24]
     directory = _cache_root() / key if cache else Path(
         tempfile.mkdtemp(prefix="tang-"))
     done = directory / "done"

@@ -563,3 +563,26 @@ def test_dlpack_inputs():
     x = rand(np.random.default_rng(9), 8, 32)
     got = tang.compile(fn)(Foreign(x))
     check(got, np_softmax(x.astype(np.float64)), 2e-5, 2e-6)
+
+
+def test_a_tuning_cache_is_part_of_the_compile_key(tmp_path):
+    """`schedule-cache=FILE` (docs/Tuning.md): the same program with a
+    re-tuned cache compiles anew; a missing file is a clear error."""
+    @tang.function
+    def double(x: f32[4]):
+        return tang.compute((4,), lambda i: x[i] * 2.0)
+
+    cache = tmp_path / "tuned.json"
+    cache.write_text('{"version": 1, "entries": []}')
+    first = tang.compile(double, target="cuda",
+                         options=f"schedule-cache={cache}")
+    again = tang.compile(double, target="cuda",
+                         options=f"schedule-cache={cache}")
+    assert again.directory == first.directory
+    cache.write_text('{"version": 1, "entries": [], "device": "retuned"}')
+    retuned = tang.compile(double, target="cuda",
+                           options=f"schedule-cache={cache}")
+    assert retuned.directory != first.directory
+    with pytest.raises(tang.TangError, match="schedule-cache=.*missing"):
+        tang.compile(double, target="cuda",
+                     options=f"schedule-cache={tmp_path / 'missing.json'}")
