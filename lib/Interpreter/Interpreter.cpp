@@ -80,9 +80,10 @@ static void setReductionOrder(ComprehensionOp op, Plan &plan) {
   if (kind == KernelKind::SplitSoftmax ||
       (split && (kind == KernelKind::Auto || kind == KernelKind::Simt)))
     plan.chunk = std::max<int64_t>(1, tile);
-  else if (kind == KernelKind::Auto || kind == KernelKind::Simt)
-    plan.partials = std::max<int64_t>(1, s.getThreads()[last]),
+  else if (kind == KernelKind::Auto || kind == KernelKind::Simt) {
+    plan.partials = std::max<int64_t>(1, s.getThreads()[last]);
     plan.vector = std::max<int64_t>(1, s.getVector());
+  }
 }
 
 /// The order of the reductions nested in `op` under the precision
@@ -388,10 +389,8 @@ mlir::tang::interpret(func::FuncOp func, ArrayRef<Tensor> inputs,
              << " (a '?' dimension takes any size >= 1)";
     tensors[arg] = std::make_shared<Tensor>(in);
     // The emulator stores inputs in their element types.
-    if (Rounding r = getRounding(type.getElementType());
-        options.emulatePrecision && r != Rounding::None)
-      for (double &v : tensors[arg]->data)
-        v = roundValue(v, r);
+    if (options.emulatePrecision)
+      roundToElementType(*tensors[arg]);
   }
 
   // Bind the size symbols and check what the verifier left to the run.

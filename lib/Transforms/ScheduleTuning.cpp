@@ -663,6 +663,16 @@ void addSplitCandidates(ComprehensionOp op, const KernelChoice &base,
   }
 }
 
+/// `s` with other tiles, threads and vector width (a SIMT variant).
+ScheduleAttr withSimtFields(ScheduleAttr s, ArrayRef<int64_t> tile,
+                            ArrayRef<int64_t> threads, int64_t vector) {
+  return ScheduleAttr::get(s.getContext(), tile, s.getMapping(), threads,
+                           vector, s.getStages(), s.getStorage(),
+                           s.getAccumulate(), s.getMemory(), s.getKernel(),
+                           s.getMma(), s.getTma(), s.getWarpSpecialize(),
+                           s.getPersistent(), s.getGroupM());
+}
+
 /// Row and pointwise SIMT kernels: the threads along the one index that
 /// has several (a pointwise kernel's tile follows them) and the vector
 /// width.
@@ -699,11 +709,7 @@ void addSimtCandidates(ComprehensionOp op, const Model &model,
       th[i] = threads;
       if (pointwise)
         tile[i] = threads * v;
-      ScheduleAttr next = ScheduleAttr::get(
-          op.getContext(), tile, s.getMapping(), th, v, s.getStages(),
-          s.getStorage(), s.getAccumulate(), s.getMemory(), s.getKernel(),
-          s.getMma(), s.getTma(), s.getWarpSpecialize(), s.getPersistent(),
-          s.getGroupM());
+      ScheduleAttr next = withSimtFields(s, tile, th, v);
       set.add([&] { op.setScheduleAttr(next); }, modelTraffic(op, model),
               std::to_string(threads) + " threads v" + std::to_string(v));
     }
@@ -737,11 +743,7 @@ void addMatVecCandidates(ComprehensionOp op, const Model &model,
       SmallVector<int64_t> t(tile), th(threads);
       t[n] = warps;
       th[n] = reduced ? warps : 32 * warps;
-      ScheduleAttr next = ScheduleAttr::get(
-          op.getContext(), t, s.getMapping(), th, v, s.getStages(),
-          s.getStorage(), s.getAccumulate(), s.getMemory(), s.getKernel(),
-          s.getMma(), s.getTma(), s.getWarpSpecialize(), s.getPersistent(),
-          s.getGroupM());
+      ScheduleAttr next = withSimtFields(s, t, th, v);
       set.add([&] { op.setScheduleAttr(next); }, modelTraffic(op, model),
               std::to_string(warps) +
                   (warps == 1 ? " output a block v" : " outputs a block v") +

@@ -98,8 +98,6 @@ public:
   /// same structure, chip and size class, nearest extents first.
   SmallVector<const Entry *> lookup(const ScheduleKey &key, bool similar) const;
 
-  size_t size() const { return entries.size(); }
-
 private:
   std::vector<Entry> entries;
 };
