@@ -12,6 +12,7 @@
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/ADT/bit.h"
 
 #include <cmath>
 #include <cstring>
@@ -25,9 +26,8 @@ using namespace mlir::tang::interp;
 /// a table starts over.
 static constexpr size_t kMaxMemoEntries = size_t(1) << 20;
 
-std::optional<SmallVector<Slot>> Compiler::getMemoKey(ComprehensionOp c) {
-  llvm::SetVector<Value> indices;
-  bool pure = true;
+Compiler::MemoKey Compiler::getMemoKey(ComprehensionOp c) {
+  llvm::SetVector<Value> indices, scalars;
   c.getBodyBlock().walk([&](Operation *op) {
     for (Value v : op->getOperands()) {
       if (c->isAncestor(v.getParentRegion()->getParentOp()))
@@ -35,15 +35,15 @@ std::optional<SmallVector<Slot>> Compiler::getMemoKey(ComprehensionOp c) {
       if (getOwningComprehension(v))
         indices.insert(v);
       else if (!isa<RankedTensorType>(v.getType()) && !getFunctionScalar(v))
-        pure = false; // A scalar of the enclosing body.
+        scalars.insert(v); // A scalar of the enclosing body.
     }
   });
-  if (!pure)
-    return std::nullopt;
-  SmallVector<Slot> slots;
+  MemoKey key;
   for (Value v : indices)
-    slots.push_back(slotOf(v));
-  return slots;
+    key.indices.push_back(slotOf(v));
+  for (Value v : scalars)
+    key.scalars.push_back(slotOf(v));
+  return key;
 }
 
 std::optional<double> Compiler::getFunctionScalar(Value v) {
@@ -569,22 +569,43 @@ LogicalResult Compiler::compileOp(Operation *op, std::vector<Instr> &out) {
         for (Value v : c.getResults())
           res.push_back(slotOf(v));
         std::shared_ptr<Plan> p = *plan;
-        // A nested comprehension that depends only on enclosing indices (and
-        // on tensors and constants) is a pure function of those indices:
-        // evaluate it once per distinct index tuple, as a schedule would.
-        std::optional<SmallVector<Slot>> keySlots = getMemoKey(c);
-        if (!keySlots) {
-          out.push_back([p, res](double *f) {
-            SmallVector<double, 4> vals(res.size());
-            p->evalPoint(f, vals.data());
+        // A nested comprehension is a pure function of the enclosing
+        // indices and scalars it reads (tensors and constants aside): one
+        // that reads only indices is evaluated once per distinct index
+        // tuple, as a schedule would; one that also reads scalars of the
+        // enclosing body (a variance after its mean) is reused while they
+        // are unchanged from the previous point (a row's points run in
+        // order, so once per row).
+        MemoKey memoKey = getMemoKey(c);
+        if (!memoKey.scalars.empty()) {
+          SmallVector<Slot> keys(memoKey.indices);
+          llvm::append_range(keys, memoKey.scalars);
+          auto last = std::make_shared<
+              std::pair<std::vector<uint64_t>, SmallVector<double, 4>>>();
+          out.push_back([p, res, keys, last](double *f) {
+            bool hit = !last->first.empty();
+            for (auto [k, s] : llvm::enumerate(keys)) {
+              uint64_t bits = llvm::bit_cast<uint64_t>(f[s]);
+              if (hit && last->first[k] == bits)
+                continue;
+              if (hit) {
+                hit = false;
+                last->first.resize(k);
+              }
+              last->first.push_back(bits);
+            }
+            if (!hit) {
+              last->second.assign(res.size(), 0.0);
+              p->evalPoint(f, last->second.data());
+            }
             for (auto [k, s] : llvm::enumerate(res))
-              f[s] = vals[k];
+              f[s] = last->second[k];
           });
           return success();
         }
         auto memo = std::make_shared<
             std::map<std::vector<int64_t>, SmallVector<double, 4>>>();
-        out.push_back([p, res, keys = *keySlots, memo](double *f) {
+        out.push_back([p, res, keys = memoKey.indices, memo](double *f) {
           std::vector<int64_t> key;
           key.reserve(keys.size());
           for (Slot s : keys)

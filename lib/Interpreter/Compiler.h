@@ -335,9 +335,12 @@ private:
   LogicalResult compileRead(ReadOp op, std::vector<Instr> &out);
   /// A gather: its coordinates evaluated per point, checked by its policy.
   LogicalResult compileGather(GatherOp op, std::vector<Instr> &out);
-  /// The slots of the enclosing indices a nested comprehension depends on,
-  /// or nothing if it also depends on other scalars of the enclosing body.
-  std::optional<SmallVector<Slot>> getMemoKey(ComprehensionOp c);
+  /// The slots of the enclosing values a nested comprehension depends on:
+  /// indices, and other scalars of the enclosing body.
+  struct MemoKey {
+    SmallVector<Slot> indices, scalars;
+  };
+  MemoKey getMemoKey(ComprehensionOp c);
   /// Under the precision emulator: rounds `op`'s float results as a kernel
   /// holds them (f32 arithmetic; truncf to its type; tf32 operands).
   void appendRoundings(Operation *op, std::vector<Instr> &out);
