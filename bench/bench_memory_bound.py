@@ -81,6 +81,8 @@ def peer_functions(torch, F, kind: str, params: dict) -> dict:
                 "f_rms_norm": lambda x, w: F.rms_norm(x, (cols,), w, eps)}
     if kind == "softmax":
         return {"eager": lambda x: torch.softmax(x, -1)}
+    if kind == "logsumexp":
+        return {"eager": lambda x: torch.logsumexp(x.float(), -1)}
     if kind == "layernorm":
         eps, cols = params["eps"], params["cols"]
         return {"eager": lambda x, g, b: F.layer_norm(x, (cols,), g, b, eps)}
@@ -99,6 +101,8 @@ def reference(torch, F, kind: str, params: dict, inputs):
                                + params["eps"]) * w
     if kind == "softmax":
         return torch.softmax(d[0], -1)
+    if kind == "logsumexp":
+        return torch.logsumexp(d[0], -1)
     if kind == "layernorm":
         x, g, b = d
         return F.layer_norm(x, (params["cols"],), g, b, params["eps"])
@@ -176,8 +180,18 @@ def tolerances(kind: str, params: dict):
     arithmetic, one rounding (the result); the reduction is a row (or the
     GEMV's inner dimension). Eager peers round each step to bf16: R 4."""
     K = params.get("cols") or params.get("inn") or params.get("in") or 4096
+    if kind == "logsumexp":
+        # f32 out; the peer rounds nothing to bf16 (it widens first).
+        return (harness.Tolerance("f32", reduction=K, roundings=1),
+                harness.Tolerance("f32", reduction=K, roundings=1))
     return (harness.Tolerance("bf16", reduction=K, roundings=1),
             harness.Tolerance("bf16", reduction=K, roundings=4))
+
+
+def out_dtype_of(torch, meta: dict):
+    """The torch dtype of the case's (first) output."""
+    return {"bf16": torch.bfloat16, "f32": torch.float32}[
+        meta["outputs"][0].get("dtype", "bf16")]
 
 
 def run_case_common(torch, F, tang_cuda, meta: dict, args, l2_bytes: int,
@@ -203,7 +217,8 @@ def run_case_common(torch, F, tang_cuda, meta: dict, args, l2_bytes: int,
 
     sets = [draw(SEED + k) for k in range(nsets)]
     out_shape = meta["outputs"][0]["shape"]
-    outs = [torch.empty(out_shape, device=dev, dtype=bf16)
+    out_dtype = out_dtype_of(torch, meta)
+    outs = [torch.empty(out_shape, device=dev, dtype=out_dtype)
             for _ in range(nsets)]
     fresh = draw(FRESH_SEED)
     draws = [(sets[0], reference(torch, F, kind, params, sets[0])),
@@ -449,7 +464,7 @@ def main() -> int:
         print(f"no meta.json under {WORK} (run bench/prepare_bench.py "
               f"first and carry gpu-work)", file=sys.stderr)
         return 2
-    order = ["rmsnorm", "softmax", "layernorm", "gemv"]
+    order = ["rmsnorm", "softmax", "layernorm", "logsumexp", "gemv"]
     metas.sort(key=lambda m: (order.index(m["kind"]) if m["kind"] in order
                               else len(order), m["bytes_min"], m["case"]))
 

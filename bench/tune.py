@@ -149,7 +149,8 @@ class MemorySuite:
         kind = self.kind(kind_name)
         return {"inputs": [i["shape"] for i in kind.inputs(**params)],
                 "output": kind.outputs(**params)[0]["shape"],
-                "dtype": "bf16", "flops": kind.flops(**params)}
+                "dtype": "bf16", "out_dtype": kind.out_dtype,
+                "flops": kind.flops(**params)}
 
     def small(self, kind_name, params):
         """The same rows' length, 64 of them: the error of a row's
@@ -173,7 +174,8 @@ class MemorySuite:
         return bench_memory_bound.tolerances(meta["kind"], meta["params"])[0]
 
     def out_dtype(self, torch, meta):
-        return torch.bfloat16
+        return {"bf16": torch.bfloat16, "f32": torch.float32}[
+            meta.get("out_dtype", "bf16")]
 
 
 SUITES = {s.name: s for s in (GemmSuite(), MemorySuite())}

@@ -87,16 +87,20 @@ static void setReductionOrder(ComprehensionOp op, Plan &plan) {
 }
 
 /// The order of the reductions nested in `op` under the precision
-/// emulator: a row kernel's threads (a block's along a whole last index)
-/// stride them.
+/// emulator: a row kernel's threads (a block's along a whole last index,
+/// or, with no row, the threads on the last index's tile of one) stride
+/// them.
 static void setNestedOrder(ComprehensionOp op, Precision &precision) {
   ScheduleAttr s = op.getScheduleAttr();
   if (!s)
     return;
   KernelKind k = s.getKernel();
   unsigned row = op.getNumIndices() - 1;
+  bool rowless = !op.getNumReduced() && s.getTile()[row] == 1 &&
+                 s.getMapping()[row] != Mapping::Serial;
   if ((k == KernelKind::Auto || k == KernelKind::Simt) &&
-      s.getMapping()[row] == Mapping::Serial && s.getThreads()[row] > 1) {
+      (s.getMapping()[row] == Mapping::Serial || rowless) &&
+      s.getThreads()[row] > 1) {
     precision.nestedPartials = s.getThreads()[row];
     precision.nestedVector = std::max<int64_t>(1, s.getVector());
   }

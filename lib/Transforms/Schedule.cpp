@@ -258,6 +258,46 @@ int64_t getSplitRowChunk(ComprehensionOp op, int64_t step,
       llvm::alignTo(llvm::divideCeil(extent, splits), step));
 }
 
+/// The nested reductions a map without a row shares among a block's
+/// threads: their longest extent and the vector width their reads take.
+struct RowlessWork {
+  int64_t length, vector;
+};
+
+/// For a map (no reduced index) whose body holds a reduction of one index
+/// at least kMinRowlessLength long that reads along the map's last index
+/// (so the last index is no row the threads could share), that work; else
+/// nothing. Each point is then a block (see scheduleFor).
+std::optional<RowlessWork> getRowlessWork(ComprehensionOp op) {
+  constexpr int64_t kMinRowlessLength = 1024;
+  unsigned np = op.getNumParallel();
+  if (np == 0 || op.getNumReduced())
+    return std::nullopt;
+  Value last = op.getIndex(np - 1);
+  RowlessWork work{0, 16};
+  bool usesLast = false;
+  for (Operation &o : op.getBodyBlock()) {
+    auto nested = dyn_cast<ComprehensionOp>(o);
+    if (!nested)
+      continue;
+    if (nested.getNumIndices() != 1 || nested.getNumReduced() != 1 ||
+        nested.isSymbolicExtent(0))
+      return std::nullopt;
+    int64_t extent = nested.getExtent(0);
+    work.length = std::max(work.length, extent);
+    nested.getBodyBlock().walk([&](ReadOp r) {
+      usesLast |= llvm::is_contained(r.getIndices(), last);
+      // Reads along the reduction are loaded `vector` at a time.
+      Type e = cast<RankedTensorType>(r.getTensor().getType()).getElementType();
+      if (llvm::is_contained(r.getIndices(), nested.getIndex(0)))
+        work.vector = std::min(work.vector, getVectorWidth(e, extent));
+    });
+  }
+  if (!usesLast || work.length < kMinRowlessLength)
+    return std::nullopt;
+  return work;
+}
+
 ScheduleAttr scheduleFor(ComprehensionOp op, ShapeClass cls,
                          const DeviceFacts &dev) {
   ScheduleBuilder b(op);
@@ -287,6 +327,17 @@ ScheduleAttr scheduleFor(ComprehensionOp op, ShapeClass cls,
   }
   case ShapeClass::RowReduction:
   case ShapeClass::NarrowMatVec: {
+    if (std::optional<RowlessWork> work = getRowlessWork(op)) {
+      // No row: the body's long reductions read along the last index (a
+      // logsumexp per row of a vocabulary). Every index one per block, the
+      // block's threads sharing the nested reductions (RowKernel.cpp).
+      int64_t v = work->vector;
+      int64_t t = roundToWarps(std::min<int64_t>(
+          std::min<int64_t>(256, dev.maxThreads / 2), work->length / v));
+      b.spreadOverGrid(parallel);
+      b.setCooperatingThreads(n - 1, t);
+      return b.build(v, 1, {MemoryLevel::Global});
+    }
     // The row: the last index (reduced if the comprehension reduces).
     unsigned row = n - 1;
     int64_t v = getVectorWidth(storage, op.getExtent(row));

@@ -699,10 +699,21 @@ void addSimtCandidates(ComprehensionOp op, const Model &model,
                      : cast<RankedTensorType>(op.getResultTypes().front())
                            .getElementType();
   int64_t bytes = std::max<int64_t>(1, storage.getIntOrFloatBitWidth() / 8);
+  // The heuristic's vector may be wider than the storage's (reads of a
+  // narrower type than the result).
+  int64_t mostVector = std::max<int64_t>(16 / bytes, s.getVector());
+  if (!pointwise && !op.getNumReduced() && s.getTile()[i] == 1) {
+    // A row kernel without a row (Schedule.cpp's getRowlessWork): the
+    // threads share the body's nested reductions.
+    extent = 0;
+    for (Operation &o : op.getBodyBlock())
+      if (auto nested = dyn_cast<ComprehensionOp>(o))
+        extent = std::max(extent, nested.getExtent(0));
+  }
   TargetAttr target = getTarget(op);
   for (int64_t threads = target.getWarpSize();
        threads <= target.getMaxThreads(); threads *= 2)
-    for (int64_t v = 1; v * bytes <= 16; v *= 2) {
+    for (int64_t v = 1; v <= mostVector; v *= 2) {
       if (extent % v || threads * v > extent)
         continue;
       SmallVector<int64_t> tile(s.getTile()), th(s.getThreads());

@@ -70,6 +70,20 @@ SmallVector<Value> getFreeValues(Operation *op) {
   return free.takeVector();
 }
 
+/// Whether `op`'s row kernel has no row: a map whose every index is one per
+/// block (the last too: tile 1 under its threads) and whose body's nested
+/// reductions are the block's shared work (a logsumexp per row of a
+/// vocabulary: y[i] = m[i] + log l[i], both reduced in the body).
+bool isRowless(ComprehensionOp op) {
+  ScheduleAttr s = op.getScheduleAttr();
+  unsigned last = op.getNumIndices() - 1;
+  if (!s || op.getNumReduced() || s.getTile()[last] != 1 ||
+      op.getExtent(last) == 1)
+    return false;
+  return llvm::any_of(op.getBodyBlock(),
+                      [](Operation &o) { return isa<ComprehensionOp>(o); });
+}
+
 /// The threads of a row kernel for `op`, or 0 if its schedule does not ask
 /// for one: the last index whole in the block and shared by a power-of-two
 /// number (>= 32) of threads, every other parallel index one per block.
@@ -80,7 +94,7 @@ int64_t getRowKernelThreads(ComprehensionOp op) {
   unsigned last = op.getNumIndices() - 1;
   int64_t t = s.getThreads()[last];
   if (t < 32 || !llvm::isPowerOf2_64(t) || t > 1024 ||
-      s.getTile()[last] != op.getExtent(last))
+      (s.getTile()[last] != op.getExtent(last) && !isRowless(op)))
     return 0;
   for (unsigned i = 0; i < op.getNumParallel() && i != last; ++i)
     if (s.getTile()[i] != 1 || s.getThreads()[i] != 1)
@@ -226,9 +240,12 @@ LogicalResult emitRowKernel(OpBuilder &b, ComprehensionOp op,
   Location loc = op.getLoc();
   unsigned last = op.getNumIndices() - 1;
   bool rowIsParallel = !op.isReducedIndex(last);
+  // No row (isRowless): every index one per block, the body once per block
+  // (its nested reductions shared by the threads), stored by thread 0.
+  bool rowless = isRowless(op);
   int64_t blocks = 1;
   for (unsigned i = 0; i < op.getNumParallel(); ++i)
-    if (i != last)
+    if (i != last || rowless)
       blocks *= op.getExtent(i);
   if (blocks > std::numeric_limits<int32_t>::max())
     return op.emitOpError()
@@ -259,7 +276,7 @@ LogicalResult emitRowKernel(OpBuilder &b, ComprehensionOp op,
   SmallVector<Value> point(op.getNumParallel());
   Value rest = bid;
   for (int i = static_cast<int>(op.getNumParallel()) - 1; i >= 0; --i) {
-    if (static_cast<unsigned>(i) == last)
+    if (static_cast<unsigned>(i) == last && !rowless)
       continue;
     Value ext = cst(op.getExtent(i));
     point[i] = arith::RemUIOp::create(b, loc, rest, ext);
@@ -271,7 +288,7 @@ LogicalResult emitRowKernel(OpBuilder &b, ComprehensionOp op,
   // index of the comprehension) runs once per block.
   llvm::DenseSet<Value> dependent;
   for (unsigned i = 0; i < op.getNumIndices(); ++i)
-    if (i == last || op.isReducedIndex(i))
+    if ((i == last && !rowless) || op.isReducedIndex(i))
       dependent.insert(op.getIndex(i));
   SmallVector<Operation *> perBlock, perRow;
   for (Operation &inner : op.getBodyBlock().without_terminator()) {
@@ -305,8 +322,7 @@ LogicalResult emitRowKernel(OpBuilder &b, ComprehensionOp op,
     mc->setApproximate(approximate);
     FailureOr<SmallVector<Value>> partial;
     int64_t nv = getRowVector(op, nested.getExtent(0));
-    if (nested.getNumReduced() == 1 && mc->isCommutative() &&
-        nested.getExtent(0) % (nv * threads) == 0) {
+    if (nested.getNumReduced() == 1 && mc->isCommutative()) {
       SmallVector<Operation *> ops =
           llvm::map_to_vector(nested.getBodyBlock().without_terminator(),
                               [](Operation &o) { return &o; });
@@ -345,6 +361,16 @@ LogicalResult emitRowKernel(OpBuilder &b, ComprehensionOp op,
       memref::StoreOp::create(ob, loc, toStorage(ob, loc, v, storage), out, at);
     }
   };
+
+  if (rowless) {
+    // The body ran once per block (perBlock); thread 0 stores the point.
+    Value first =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, cst(0));
+    auto ifOp = scf::IfOp::create(b, loc, first, /*withElse=*/false);
+    OpBuilder tb = OpBuilder::atBlockBegin(&ifOp.getThenRegion().front());
+    store(tb, yields(), point);
+    return success();
+  }
 
   int64_t v = getRowVector(op, op.getExtent(last));
   if (rowIsParallel && v > 1 && op.getExtent(last) % (v * threads) == 0) {
@@ -426,8 +452,7 @@ LogicalResult emitRowKernel(OpBuilder &b, ComprehensionOp op,
     return failure();
   mc->setApproximate(approximate);
   FailureOr<SmallVector<Value>> partial;
-  if (op.getNumReduced() == 1 && v > 1 && mc->isCommutative() &&
-      op.getExtent(last) % (v * threads) == 0)
+  if (op.getNumReduced() == 1 && v > 1 && mc->isCommutative())
     partial = emitVectorPartial(b, loc, op, perRow, op.getIndex(last),
                                 op.getExtent(last), *mc, tid, threads, v,
                                 mapping, tensors, emitter, &rowCache);

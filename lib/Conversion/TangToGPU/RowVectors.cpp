@@ -130,8 +130,10 @@ mlir::tang::emitUnrolled(OpBuilder &b, Location loc, ArrayRef<Operation *> ops,
 
 /// Each thread's partial carrier of a one-index reduction `red` along its
 /// index, `v` elements at a time: the thread covers elements
-/// [tid * v, tid * v + v) + k * threads * v. Strided: for commutative
-/// monoids only (the others go through emitPartialReduction).
+/// [tid * v, tid * v + v) + k * threads * v, the last pass partial when
+/// `extent` is not a multiple of threads * v (a multiple of v: each vector
+/// is in the row or past it). Strided: for commutative monoids only (the
+/// others go through emitPartialReduction).
 FailureOr<SmallVector<Value>> mlir::tang::emitVectorPartial(
     OpBuilder &b, Location loc, ComprehensionOp red, ArrayRef<Operation *> ops,
     Value row, int64_t extent, const MonoidCodegen &mc, Value tid,
@@ -140,8 +142,9 @@ FailureOr<SmallVector<Value>> mlir::tang::emitVectorPartial(
   assert(mc.isCommutative() && "a strided partial reorders the reduction");
   Value start = arith::MulIOp::create(
       b, loc, tid, arith::ConstantIndexOp::create(b, loc, v));
+  assert(extent % v == 0 && "a vector straddles the row's end");
   int64_t trips = extent / (threads * v);
-  if (cache && trips <= kMaxRowTrips) {
+  if (cache && trips <= kMaxRowTrips && extent % (threads * v) == 0) {
     // Unrolled: the row's vectors stay in registers for later passes.
     SmallVector<Value> carrier = mc.identity(b, loc);
     for (int64_t it = 0; it < trips; ++it) {
