@@ -369,6 +369,14 @@ def ref_logsumexp(X):
     return [m + np.log(np.exp(X - m[:, None]).sum(axis=1))]
 
 
+def ref_vocab_cross_entropy(X, labels):
+    m = X.max(axis=1)
+    lse = m + np.log(np.exp(X - m[:, None]).sum(axis=1))
+    # `clamp`: a label outside the vocabulary reads its first or last entry.
+    k = np.clip(labels.astype(np.int64), 0, X.shape[1] - 1)
+    return [lse - X[np.arange(X.shape[0]), k]]
+
+
 #===----------------------------------------------------------------------===#
 # The table: one entry per examples/<name>.mlir
 #===----------------------------------------------------------------------===#
@@ -441,6 +449,10 @@ CASES = {
     "greedy_token": Case([Input((2, 50000), lo=-8, hi=8)], ref_argmax,
                          [(2,), (2,)], output_dtypes=["f", "i"]),
     "logsumexp": Case([Input((8, 32), lo=-4, hi=4)], ref_logsumexp, [(8,)]),
+    # Labels on both sides of the vocabulary too (the gather clamps).
+    "vocab_cross_entropy": Case(
+        [Input((6, 2056), lo=-8, hi=8), Input((6,), "i4", lo=-3, hi=2060)],
+        ref_vocab_cross_entropy, [(6,)]),
     "moe_top2": Case([Input((32, 16)), Input((16, 8)), Input((8, 16, 24))],
                      ref_moe_top2, [(32, 24), (8,)]),
     # One program at three positions of a 64-row cache: the first, one

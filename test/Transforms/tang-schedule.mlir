@@ -263,3 +263,39 @@ func.func @many_multiprocessors(%A: tensor<8x1024x512xbf16>, %B: tensor<512x1024
   return %C : tensor<8x1024x1024xbf16>
 }
 }
+
+// -----
+
+// A map whose body reduces a long row read along its own (last) index has
+// no row for the threads to share: each point is a block and its 256
+// threads split the nested reduction, 8 bf16 (16 bytes) at a time (was one
+// block for all 4096 points). A short nested reduction (@short_nested)
+// keeps the row kernel over the map's index.
+// CHECK-LABEL: func.func @rowless
+// CHECK: tang.schedule<tile = [1], mapping = [block_x], threads = [256], vector = 8,
+// SMALL-LABEL: func.func @rowless
+// SMALL: threads = [128], vector = 8,
+func.func @rowless(%X: tensor<4096x151936xbf16>) -> tensor<4096xf32> {
+  %y = tang.comprehension (%i) [4096] : tensor<4096xf32> {
+    %s = tang.comprehension reduce (%j) [151936] monoid(add) : f32 {
+      %xb = tang.read %X[%i, %j] : tensor<4096x151936xbf16>
+      %x = arith.extf %xb : bf16 to f32
+      tang.yield %x : f32
+    }
+    %l = math.log %s : f32
+    tang.yield %l : f32
+  }
+  return %y : tensor<4096xf32>
+}
+// CHECK-LABEL: func.func @short_nested
+// CHECK: tang.schedule<tile = [4096], mapping = [serial], threads = [256]
+func.func @short_nested(%X: tensor<4096x64xf32>) -> tensor<4096xf32> {
+  %y = tang.comprehension (%i) [4096] : tensor<4096xf32> {
+    %s = tang.comprehension reduce (%j) [64] monoid(add) : f32 {
+      %x = tang.read %X[%i, %j] : tensor<4096x64xf32>
+      tang.yield %x : f32
+    }
+    tang.yield %s : f32
+  }
+  return %y : tensor<4096xf32>
+}
