@@ -500,6 +500,41 @@ double modelTraffic(ComprehensionOp op, const Model &model) {
   return model.bytesPerS > 0 ? getTensorBytes(op) / model.bytesPerS : 0;
 }
 
+/// The latency of a load from device memory under load (crude, like
+/// kCopyLatency).
+constexpr double kLoadLatency = 1.0e-6;
+
+/// A SIMT kernel of schedule `s` for `op`: its traffic at the copy rate,
+/// unless the loads its multiprocessors keep in flight (Little's law:
+/// resident threads x a vector's bytes x `stages` vectors per thread, the
+/// row kernel's loads in flight) sustain less; then at that rate. Resident
+/// threads: at most one per 32 registers, at most the grid's share.
+double modelSimt(ComprehensionOp op, ScheduleAttr s, const Model &model) {
+  double traffic = modelTraffic(op, model);
+  if (!s || traffic <= 0 || model.sms <= 0)
+    return traffic;
+  double threads = 1, blocks = 1;
+  for (auto [i, t] : llvm::enumerate(s.getThreads()))
+    threads *= double(t);
+  for (unsigned i = 0; i < op.getNumParallel(); ++i)
+    blocks *= std::ceil(double(op.getExtent(i)) / double(s.getTile()[i]));
+  int64_t readBytes = 1;
+  op.getBodyBlock().walk([&](ReadOp r) {
+    readBytes = std::max<int64_t>(
+        readBytes,
+        std::max<unsigned>(1, cast<RankedTensorType>(r.getTensor().getType())
+                                      .getElementTypeBitWidth() /
+                                  8));
+  });
+  double resident =
+      std::min(model.registersPerSm / 32, blocks * threads / model.sms);
+  double inFlight = resident *
+                    double(std::min<int64_t>(16, s.getVector() * readBytes)) *
+                    double(std::max<int64_t>(1, s.getStages()));
+  double rate = inFlight * model.sms / kLoadLatency;
+  return std::max(traffic, getTensorBytes(op) / rate);
+}
+
 /// Collects candidates: each is `op`'s schedule as set by `apply`, read
 /// back as text, and the original schedule is put back at the end.
 class CandidateSet {
@@ -673,6 +708,17 @@ ScheduleAttr withSimtFields(ScheduleAttr s, ArrayRef<int64_t> tile,
                            s.getPersistent(), s.getGroupM());
 }
 
+/// `s` with `stages` pipeline stages (in global memory: a SIMT kernel's
+/// loads in flight).
+ScheduleAttr withStages(ScheduleAttr s, int64_t stages) {
+  return ScheduleAttr::get(
+      s.getContext(), s.getTile(), s.getMapping(), s.getThreads(),
+      s.getVector(), stages, s.getStorage(), s.getAccumulate(),
+      SmallVector<MemoryLevel>(stages, MemoryLevel::Global), s.getKernel(),
+      s.getMma(), s.getTma(), s.getWarpSpecialize(), s.getPersistent(),
+      s.getGroupM());
+}
+
 /// Row and pointwise SIMT kernels: the threads along the one index that
 /// has several (a pointwise kernel's tile follows them) and the vector
 /// width.
@@ -721,8 +767,22 @@ void addSimtCandidates(ComprehensionOp op, const Model &model,
       if (pointwise)
         tile[i] = threads * v;
       ScheduleAttr next = withSimtFields(s, tile, th, v);
-      set.add([&] { op.setScheduleAttr(next); }, modelTraffic(op, model),
-              std::to_string(threads) + " threads v" + std::to_string(v));
+      std::string label =
+          std::to_string(threads) + " threads v" + std::to_string(v);
+      set.add([&] { op.setScheduleAttr(next); }, modelSimt(op, next, model),
+              label);
+      // A row kernel's vectors in flight per thread (RowVectors.cpp), where
+      // a thread's share of the row is long enough to unroll.
+      if (pointwise)
+        continue;
+      for (int64_t stages : {2, 4}) {
+        if (extent < 2 * stages * threads * v)
+          continue;
+        ScheduleAttr staged = withStages(next, stages);
+        set.add([&] { op.setScheduleAttr(staged); },
+                modelSimt(op, staged, model),
+                label + " s" + std::to_string(stages));
+      }
     }
 }
 
@@ -789,7 +849,7 @@ mlir::tang::getScheduleCandidates(ComprehensionOp op,
   else if (base.kind == KernelKind::Flash && base.flash)
     heuristic = modelFlash(op, *base.flash, base.flashConfig, model);
   else
-    heuristic = modelTraffic(op, model);
+    heuristic = modelSimt(op, s, model);
   set.add([] {}, heuristic, "heuristic");
   set.list.front().seed = "heuristic";
   switch (base.kind) {

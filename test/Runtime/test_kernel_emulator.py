@@ -598,3 +598,29 @@ def test_returned_reshape(tmp_path):
         got, ref, harness.Tolerance("f32", reduction=32, roundings=1),
         "reshaped")
     assert check["ok"], check
+
+
+@pytest.mark.parametrize("stages", [2, 4])
+def test_row_kernel_loads_in_flight(tmp_path, stages):
+    """The schedule's stages on a row kernel: that many vectors per thread
+    loaded before their combines (a main loop while all are in the row,
+    then one at a time). The vocabulary example (a row kernel without a
+    row, 2056 = 2 x 256 x 4 + 8 elements) with stages 2 runs one main trip
+    and a partial tail; with 4, no main trip (8 KiB per trip > the row):
+    both against tang-run on every element."""
+    if not TANG_OPT.exists():
+        pytest.skip("tang-opt not built")
+    example = ROOT / "examples" / "vocab_cross_entropy.mlir"
+    r = subprocess.run([TANG_OPT, example, "--tang-fuse",
+                        "--tang-online-softmax", "--tang-schedule"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    single = ("threads = [256], vector = 4, stages = 1, storage = f32, "
+              "accumulate = f32, memory = [global]")
+    assert single in r.stdout
+    memory = ", ".join(["global"] * stages)
+    program = tmp_path / "staged.mlir"
+    program.write_text(r.stdout.replace(single, single.replace(
+        "stages = 1", f"stages = {stages}").replace(
+        "memory = [global]", f"memory = [{memory}]")))
+    check_example(tmp_path, program, "tensor-cores=none")

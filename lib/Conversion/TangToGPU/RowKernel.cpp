@@ -328,7 +328,8 @@ LogicalResult emitRowKernel(OpBuilder &b, ComprehensionOp op,
                               [](Operation &o) { return &o; });
       partial = emitVectorPartial(b, loc, nested, ops, nested.getIndex(0),
                                   nested.getExtent(0), *mc, tid, threads, nv,
-                                  mapping, tensors, emitter, &rowCache);
+                                  mapping, tensors, emitter, &rowCache,
+                                  op.getScheduleAttr().getStages());
     } else {
       partial = emitter.emitPartialReduction(
           b, nested, mapping, *mc, tid, threads, [&](OpBuilder &ob) {
@@ -455,7 +456,8 @@ LogicalResult emitRowKernel(OpBuilder &b, ComprehensionOp op,
   if (op.getNumReduced() == 1 && v > 1 && mc->isCommutative())
     partial = emitVectorPartial(b, loc, op, perRow, op.getIndex(last),
                                 op.getExtent(last), *mc, tid, threads, v,
-                                mapping, tensors, emitter, &rowCache);
+                                mapping, tensors, emitter, &rowCache,
+                                op.getScheduleAttr().getStages());
   else
     partial = emitter.emitPartialReduction(b, op, mapping, *mc, tid, threads,
                                            emitPerRow);

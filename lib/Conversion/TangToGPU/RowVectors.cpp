@@ -138,7 +138,7 @@ FailureOr<SmallVector<Value>> mlir::tang::emitVectorPartial(
     OpBuilder &b, Location loc, ComprehensionOp red, ArrayRef<Operation *> ops,
     Value row, int64_t extent, const MonoidCodegen &mc, Value tid,
     int64_t threads, int64_t v, IRMapping &mapping, IRMapping &tensors,
-    BodyEmitter &emitter, RowCache *cache) {
+    BodyEmitter &emitter, RowCache *cache, int64_t unroll) {
   assert(mc.isCommutative() && "a strided partial reorders the reduction");
   Value start = arith::MulIOp::create(
       b, loc, tid, arith::ConstantIndexOp::create(b, loc, v));
@@ -164,24 +164,71 @@ FailureOr<SmallVector<Value>> mlir::tang::emitVectorPartial(
     }
     return carrier;
   }
-  Value ub = arith::ConstantIndexOp::create(b, loc, extent);
-  Value step = arith::ConstantIndexOp::create(b, loc, threads * v);
+  auto cst = [&](int64_t c) {
+    return arith::ConstantIndexOp::create(b, loc, c).getResult();
+  };
   bool failedBody = false;
-  auto loop = scf::ForOp::create(
-      b, loc, start, ub, step, mc.identity(b, loc),
-      [&](OpBuilder &ob, Location, Value base, ValueRange iter) {
-        SmallVector<Value> carrier(iter);
-        if (failed(emitUnrolled(
-                ob, loc, ops, row, base, v, mapping, tensors, emitter,
-                [&](OpBuilder &eb, int64_t) {
-                  SmallVector<Value> yields = llvm::map_to_vector(
-                      red.getYield().getValues(),
-                      [&](Value y) { return mapping.lookupOrDefault(y); });
-                  carrier = mc.accumulate(eb, loc, carrier, yields);
-                })))
-          failedBody = true;
-        scf::YieldOp::create(ob, loc, carrier);
-      });
+  // One trip of `passes` vectors per thread at `base`, base + threads * v,
+  // ...: every load issued before the first combine waits (so they are in
+  // flight together), the combines in element order (the order, and the
+  // result, of one vector per trip).
+  auto pass = [&](OpBuilder &ob, Value base, ValueRange iter, int64_t passes) {
+    SmallVector<Value> carrier(iter);
+    SmallVector<Value> at{base};
+    for (int64_t u = 1; u < passes; ++u)
+      at.push_back(arith::AddIOp::create(
+          ob, loc, base,
+          arith::ConstantIndexOp::create(ob, loc, u * threads * v)));
+    // Every vector of the trip loaded first, then the combines.
+    RowCache loaded;
+    if (passes > 1)
+      for (auto [u, a] : llvm::enumerate(at))
+        for (Operation *op : ops)
+          if (auto read = dyn_cast<ReadOp>(op);
+              read && isVectorizable(read, row, v))
+            loaded.insert(
+                read, row, u, mapping,
+                emitVectorLoad(ob, loc, read, row, a, v, mapping, tensors));
+    for (auto [u, a] : llvm::enumerate(at))
+      if (failed(emitUnrolled(
+              ob, loc, ops, row, a, v, mapping, tensors, emitter,
+              [&](OpBuilder &eb, int64_t) {
+                SmallVector<Value> yields = llvm::map_to_vector(
+                    red.getYield().getValues(),
+                    [&](Value y) { return mapping.lookupOrDefault(y); });
+                carrier = mc.accumulate(eb, loc, carrier, yields);
+              },
+              passes > 1 ? &loaded : nullptr, u)))
+        failedBody = true;
+    scf::YieldOp::create(ob, loc, carrier);
+  };
+  SmallVector<Value> init = mc.identity(b, loc);
+  // `unroll` vectors per trip while all of them are in the row (the
+  // schedule's stages: loads in flight per thread), then one at a time.
+  int64_t group = threads * v * unroll;
+  if (unroll > 1 && extent >= group) {
+    Value mainEnd = cst(extent - (unroll - 1) * threads * v);
+    auto main = scf::ForOp::create(
+        b, loc, start, mainEnd, cst(group), init,
+        [&](OpBuilder &ob, Location, Value base, ValueRange iter) {
+          pass(ob, base, iter, unroll);
+        });
+    // Where the main loop stopped: start + ceil((mainEnd - start) / group)
+    // * group (start < mainEnd for every thread: tid * v < threads * v).
+    Value trips = arith::DivUIOp::create(
+        b, loc,
+        arith::AddIOp::create(b, loc,
+                              arith::SubIOp::create(b, loc, mainEnd, start),
+                              cst(group - 1)),
+        cst(group));
+    start = arith::AddIOp::create(
+        b, loc, start, arith::MulIOp::create(b, loc, trips, cst(group)));
+    init = SmallVector<Value>(main.getResults());
+  }
+  auto loop =
+      scf::ForOp::create(b, loc, start, cst(extent), cst(threads * v), init,
+                         [&](OpBuilder &ob, Location, Value base,
+                             ValueRange iter) { pass(ob, base, iter, 1); });
   if (failedBody)
     return failure();
   return SmallVector<Value>(loop.getResults());

@@ -102,7 +102,7 @@ emitVectorPartial(OpBuilder &b, Location loc, ComprehensionOp red,
                   ArrayRef<Operation *> ops, Value row, int64_t extent,
                   const MonoidCodegen &mc, Value tid, int64_t threads,
                   int64_t v, IRMapping &mapping, IRMapping &tensors,
-                  BodyEmitter &emitter, RowCache *cache);
+                  BodyEmitter &emitter, RowCache *cache, int64_t unroll = 1);
 
 } // namespace mlir::tang
 
