@@ -69,6 +69,16 @@ def cross_entropy(X: f32[8, 32], T: f32[8, 32]):
 
 
 @tang.function
+def vocab_cross_entropy(X: f32[6, 2056], labels: i32[6]):
+    m = tang.compute((6,), lambda i: tang.max(2056, lambda j: X[i, j]))
+    l = tang.compute((6,), lambda i: tang.sum(2056, lambda j: tang.exp(
+        X[i, j] - m[i])))
+    logits = X.gather_policy("clamp")
+    return tang.compute((6,), lambda i: m[i] + tang.log(l[i])
+                        - logits[i, labels[i]])
+
+
+@tang.function
 def matmul_bias_gelu(X: f32[16, 32], W: f32[32, 24], b: f32[24]):
     y0 = tang.compute((16, 24), lambda i, j: tang.sum(
         32, lambda k: X[i, k] * W[k, j]))
@@ -366,7 +376,7 @@ def decode_attention(q: f32[4, 64], K: f32[2, 1024, 64],
 #: name -> (function, --size values of the .mlir run)
 EXAMPLES = {f.name: (f, []) for f in (
     gpt2_block, transformer_block, alibi_attention, attention, linear_recurrence, moe_top2, matmul, gemv, softmax, rmsnorm, layernorm, argmax, logsumexp,
-    cross_entropy, matmul_bias_gelu, causal_conv1d, conv2d, swiglu_mlp,
+    cross_entropy, vocab_cross_entropy, matmul_bias_gelu, causal_conv1d, conv2d, swiglu_mlp,
     decode_mlp, batched_gemv, greedy_token,
     causal_attention, gqa_attention, embedding_rmsnorm,
     linear_recurrence_scan, prefix_sum)}
