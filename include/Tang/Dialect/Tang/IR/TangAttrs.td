@@ -157,7 +157,12 @@ def Tang_ScheduleAttr : Tang_Attr<"Schedule", "schedule"> {
         `--tang-schedule` uses when it is given the kernel options;
         `Tang/Analysis/KernelChoice.h`);
       - `simt`: a block per row when the last index's tile is whole and
-        shared by 32 or more threads (a row kernel); a warp per output of a
+        shared by 32 or more threads (a row kernel; `stages` vectors a
+        thread loads before combining them along a long row); a block per
+        point when every index's tile is one, the last's under 32 or more
+        threads, and the body's nested reductions are what they share (a
+        row kernel without a row: a logsumexp per row of a vocabulary,
+        `y[i] = m[i] + log l[i]`); a warp per output of a
         matrix-vector comprehension (`Tang/Analysis/ShapeClass.h`,
         isMatVecForm) when the last parallel index's tile of `w` outputs
         goes over `block_x` with 32 `w` threads (its reductions nested in
