@@ -489,6 +489,18 @@ def cache_entries(results, device) -> list:
     return entries
 
 
+def write_cache(out_dir: Path, report: dict, torch) -> dict:
+    """$OUT/tuning-cache.json from the cases measured so far (rewritten
+    after every case: a run cut short keeps what it measured)."""
+    device = torch.cuda.get_device_name()
+    cache = {"version": 1, "device": device, "git": report["git"],
+             "command": "python3 bench/tune.py measure",
+             "entries": cache_entries(report["cases"], device)}
+    (out_dir / "tuning-cache.json").write_text(json.dumps(cache, indent=1)
+                                               + "\n")
+    return cache
+
+
 def cmd_measure(args) -> int:
     import torch
     import torch.nn.functional as F
@@ -501,6 +513,11 @@ def cmd_measure(args) -> int:
              for p in sorted(WORK.glob("*/tune.json"))]
     if args.cases:
         metas = [m for m in metas if m["case"] in args.cases]
+    # One-kernel products and row kernels first, attention next, the
+    # block's eight kernels last: a run cut short by its budget keeps the
+    # most entries.
+    metas.sort(key=lambda m: ({"block": 2}.get(m.get("kind"), 1 if m.get(
+        "kind", "").startswith("attention") else 0), m["case"]))
     if not metas:
         print(f"no prepared cases under {WORK} (run `bench/tune.py prepare` "
               "first)", file=sys.stderr)
@@ -515,6 +532,10 @@ def cmd_measure(args) -> int:
             report["cases"].append({"case": meta["case"],
                                     "status": "candidates failed",
                                     "note": meta["error"][-300:]})
+            continue
+        if time.monotonic() > deadline:
+            report["cases"].append({"case": meta["case"],
+                                    "status": "skipped: budget"})
             continue
         print(f"{meta['case']}", flush=True)
         try:
@@ -531,12 +552,8 @@ def cmd_measure(args) -> int:
                   f"{k.get('best_ms', float('nan')):.4f} ms, heuristic "
                   f"{k.get('heuristic_ms', float('nan')):.4f} ms", flush=True)
         (out_dir / "tune.json").write_text(json.dumps(report, indent=1))
-    device = torch.cuda.get_device_name()
-    cache = {"version": 1, "device": device, "git": report["git"],
-             "command": "python3 bench/tune.py measure",
-             "entries": cache_entries(report["cases"], device)}
-    (out_dir / "tuning-cache.json").write_text(json.dumps(cache, indent=1)
-                                               + "\n")
+        cache = write_cache(out_dir, report, torch)
+    cache = write_cache(out_dir, report, torch)
     report["seconds"] = round(time.monotonic() - t_start, 1)
     (out_dir / "tune.json").write_text(json.dumps(report, indent=1))
     print(f"{len(cache['entries'])} cache entries -> "
