@@ -143,6 +143,16 @@ FailureOr<SmallVector<Value>> mlir::tang::emitVectorPartial(
   Value start = arith::MulIOp::create(
       b, loc, tid, arith::ConstantIndexOp::create(b, loc, v));
   assert(extent % v == 0 && "a vector straddles the row's end");
+  // Combines the body's yields, as `mapping` holds them, into `carrier`.
+  auto combineInto = [&](SmallVector<Value> &into) {
+    return [&, carrier = &into](OpBuilder &eb, int64_t) {
+      SmallVector<Value> yields =
+          llvm::map_to_vector(red.getYield().getValues(), [&](Value y) {
+            return mapping.lookupOrDefault(y);
+          });
+      *carrier = mc.accumulate(eb, loc, *carrier, yields);
+    };
+  };
   int64_t trips = extent / (threads * v);
   if (cache && trips <= kMaxRowTrips && extent % (threads * v) == 0) {
     // Unrolled: the row's vectors stay in registers for later passes.
@@ -151,15 +161,8 @@ FailureOr<SmallVector<Value>> mlir::tang::emitVectorPartial(
       Value base = arith::AddIOp::create(
           b, loc, start,
           arith::ConstantIndexOp::create(b, loc, it * threads * v));
-      if (failed(emitUnrolled(
-              b, loc, ops, row, base, v, mapping, tensors, emitter,
-              [&](OpBuilder &eb, int64_t) {
-                SmallVector<Value> yields = llvm::map_to_vector(
-                    red.getYield().getValues(),
-                    [&](Value y) { return mapping.lookupOrDefault(y); });
-                carrier = mc.accumulate(eb, loc, carrier, yields);
-              },
-              cache, it)))
+      if (failed(emitUnrolled(b, loc, ops, row, base, v, mapping, tensors,
+                              emitter, combineInto(carrier), cache, it)))
         return failure();
     }
     return carrier;
@@ -190,15 +193,9 @@ FailureOr<SmallVector<Value>> mlir::tang::emitVectorPartial(
                 read, row, u, mapping,
                 emitVectorLoad(ob, loc, read, row, a, v, mapping, tensors));
     for (auto [u, a] : llvm::enumerate(at))
-      if (failed(emitUnrolled(
-              ob, loc, ops, row, a, v, mapping, tensors, emitter,
-              [&](OpBuilder &eb, int64_t) {
-                SmallVector<Value> yields = llvm::map_to_vector(
-                    red.getYield().getValues(),
-                    [&](Value y) { return mapping.lookupOrDefault(y); });
-                carrier = mc.accumulate(eb, loc, carrier, yields);
-              },
-              passes > 1 ? &loaded : nullptr, u)))
+      if (failed(emitUnrolled(ob, loc, ops, row, a, v, mapping, tensors,
+                              emitter, combineInto(carrier),
+                              passes > 1 ? &loaded : nullptr, u)))
         failedBody = true;
     scf::YieldOp::create(ob, loc, carrier);
   };
