@@ -125,32 +125,37 @@ static bool isConstantOverRuns(AffineExpr e, unsigned pos, int64_t v) {
          isConstantOverRuns(bin.getRHS(), pos, v);
 }
 
-/// Whether `read` can be loaded `v` elements at a time along `row`, from a
-/// multiple of `v`: its last coordinate is the row index plus multiples of
-/// `v`, or the row index modulo a multiple of `v` (a row of heads read as
-/// one: o[(k floordiv 128), k mod 128]); its other coordinates do not
-/// change over such runs; and rows of its tensor start at multiples of `v`
-/// elements.
-bool mlir::tang::isVectorizable(ReadOp read, Value row, int64_t v) {
-  AffineMap map = read.getMap();
-  auto type = cast<RankedTensorType>(read.getTensor().getType());
-  // A padded read is guarded per element; a tensor with a `?` dimension is
-  // a flat buffer indexed through the sizes.
+/// Whether an access at `map(indices)` of a tensor of type `type` can be
+/// loaded `v` elements at a time along `row`, from a multiple of `v`: its
+/// last coordinate is the row index plus multiples of `v` (no data), or the
+/// row index modulo a multiple of `v` (a row of heads read as one:
+/// o[(k floordiv 128), k mod 128]); its other coordinates do not change
+/// over such runs (data coordinates are the caller's to check); and rows
+/// of its tensor start at multiples of `v` elements.
+static bool isVectorizableAccess(AffineMap map, OperandRange indices,
+                                 RankedTensorType type, Value row, int64_t v) {
+  // A tensor with a `?` dimension is a flat buffer indexed through the
+  // sizes.
   if (map.getNumResults() == 0 || !type.hasStaticShape() ||
-      type.getShape().back() % v != 0 || read.getFill())
+      type.getShape().back() % v != 0)
     return false;
-  auto pos = llvm::find(read.getIndices(), row) - read.getIndices().begin();
-  if (pos == static_cast<long>(read.getIndices().size()))
+  auto pos = llvm::find(indices, row) - indices.begin();
+  if (pos == static_cast<long>(indices.size()))
     return false;
   // The last coordinate is the row index plus terms that are multiples of
   // v (a column offset: SwiGLU's gate reads columns f and ffn + f).
   AffineExpr dim =
-      getAffineDimExpr(static_cast<unsigned>(pos), read.getContext());
+      getAffineDimExpr(static_cast<unsigned>(pos), map.getContext());
   AffineExpr last = map.getResults().back();
+  bool data = false;
+  last.walk([&](AffineExpr e) { data |= isa<AffineSymbolExpr>(e); });
+  if (data)
+    return false;
   AffineExpr rest = simplifyAffineExpr(
-      last.replace(dim, getAffineConstantExpr(0, read.getContext())),
-      map.getNumDims(), 0);
-  bool offset = simplifyAffineExpr(last - rest, map.getNumDims(), 0) == dim &&
+      last.replace(dim, getAffineConstantExpr(0, map.getContext())),
+      map.getNumDims(), map.getNumSymbols());
+  bool offset = simplifyAffineExpr(last - rest, map.getNumDims(),
+                                   map.getNumSymbols()) == dim &&
                 isSumOfMultiples(rest, v);
   auto bin = dyn_cast<AffineBinaryOpExpr>(last);
   auto modulus =
@@ -163,6 +168,28 @@ bool mlir::tang::isVectorizable(ReadOp read, Value row, int64_t v) {
   return llvm::all_of(map.getResults().drop_back(), [&](AffineExpr e) {
     return isConstantOverRuns(e, static_cast<unsigned>(pos), v);
   });
+}
+
+bool mlir::tang::isVectorizable(ReadOp read, Value row, int64_t v) {
+  // A padded read is guarded per element.
+  return !read.getFill() &&
+         isVectorizableAccess(
+             read.getMap(), read.getIndices(),
+             cast<RankedTensorType>(read.getTensor().getType()), row, v);
+}
+
+bool mlir::tang::isVectorizable(GatherOp gather, Value row, int64_t v) {
+  // Trap is refused by the kernels; a data coordinate that changes along
+  // the row is a different row per element.
+  if (gather.getPolicy() == OutOfRange::Trap)
+    return false;
+  Block *scope = gather->getBlock();
+  for (Value data : gather.getValues())
+    if (dependsOn(data, row, *scope))
+      return false;
+  return isVectorizableAccess(
+      gather.getMap(), gather.getIndices(),
+      cast<RankedTensorType>(gather.getTensor().getType()), row, v);
 }
 
 /// Whether `v` depends on `index` (through operands and nested bodies).

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Tang/Analysis/ShapeClass.h"
+#include "Tang/Analysis/KernelMatchers.h"
 
 #include "llvm/ADT/SetOperations.h"
 #include "llvm/ADT/SetVector.h"
@@ -33,10 +34,44 @@ StringRef mlir::tang::stringifyShapeClass(ShapeClass c) {
   llvm_unreachable("unknown shape class");
 }
 
-/// The reads `v` is computed from, within the comprehension bodies (nested
-/// comprehensions contribute the reads of their bodies).
-static llvm::SetVector<ReadOp> getReadsFeeding(Value v) {
-  llvm::SetVector<ReadOp> reads;
+/// A read or a gather: an access to a function-level tensor whose map's
+/// dimensions are iteration indices (a gather's symbols, data, are its own
+/// business: a weight row picked by a routed expert is still a row).
+static Value getAccessedTensor(Operation *access) {
+  if (auto read = dyn_cast<ReadOp>(access))
+    return read.getTensor();
+  return cast<GatherOp>(access).getTensor();
+}
+
+/// Whether `access` (a read or a gather) uses `index` in a coordinate, or
+/// (`scope`: the block of the comprehension whose index it is) a gather's
+/// data depends on it (an expert picked per token is a different row per
+/// token).
+static bool accessUses(Operation *access, Value index, Block *scope = nullptr) {
+  if (auto gather = dyn_cast<GatherOp>(access); gather && scope)
+    for (Value data : gather.getValues())
+      if (dependsOn(data, index, *scope))
+        return true;
+  AffineMap map;
+  OperandRange indices = access->getOperands();
+  if (auto read = dyn_cast<ReadOp>(access)) {
+    map = read.getMap();
+    indices = read.getIndices();
+  } else {
+    auto gather = cast<GatherOp>(access);
+    map = gather.getMap();
+    indices = gather.getIndices();
+  }
+  for (auto [pos, v] : llvm::enumerate(indices))
+    if (v == index && map.isFunctionOfDim(pos))
+      return true;
+  return false;
+}
+
+/// The reads and gathers `v` is computed from, within the comprehension
+/// bodies (nested comprehensions contribute the accesses of their bodies).
+static llvm::SetVector<Operation *> getReadsFeeding(Value v) {
+  llvm::SetVector<Operation *> reads;
   SmallVector<Value> worklist{v};
   llvm::DenseSet<Value> seen;
   while (!worklist.empty()) {
@@ -46,12 +81,15 @@ static llvm::SetVector<ReadOp> getReadsFeeding(Value v) {
     Operation *def = cur.getDefiningOp();
     if (!def)
       continue;
-    if (auto read = dyn_cast<ReadOp>(def)) {
-      reads.insert(read);
+    if (isa<ReadOp, GatherOp>(def)) {
+      reads.insert(def);
       continue;
     }
     if (auto nested = dyn_cast<ComprehensionOp>(def)) {
-      nested.getBodyBlock().walk([&](ReadOp r) { reads.insert(r); });
+      nested.getBodyBlock().walk([&](Operation *r) {
+        if (isa<ReadOp, GatherOp>(r))
+          reads.insert(r);
+      });
       continue;
     }
     for (Value operand : def->getOperands())
@@ -60,14 +98,12 @@ static llvm::SetVector<ReadOp> getReadsFeeding(Value v) {
   return reads;
 }
 
-/// True if some read in `reads` uses `index` in a coordinate.
-static bool usesIndex(const llvm::SetVector<ReadOp> &reads, Value index) {
-  return llvm::any_of(reads, [&](ReadOp r) {
-    for (auto [pos, v] : llvm::enumerate(r.getIndices()))
-      if (v == index && r.getMap().isFunctionOfDim(pos))
-        return true;
-    return false;
-  });
+/// True if some access in `reads` uses `index` (a block argument) in a
+/// coordinate or through a gather's data.
+static bool usesIndex(const llvm::SetVector<Operation *> &reads, Value index) {
+  Block *scope = cast<BlockArgument>(index).getOwner();
+  return llvm::any_of(
+      reads, [&](Operation *r) { return accessUses(r, index, scope); });
 }
 
 /// Skips value-preserving casts.
@@ -97,14 +133,14 @@ static std::optional<ShapeClass> classifyContraction(ComprehensionOp op,
       stripCasts(red.getYield().getValues()[0]).getDefiningOp<arith::MulFOp>();
   if (!mul)
     return std::nullopt;
-  llvm::SetVector<ReadOp> lhs = getReadsFeeding(mul.getLhs());
-  llvm::SetVector<ReadOp> rhs = getReadsFeeding(mul.getRhs());
+  llvm::SetVector<Operation *> lhs = getReadsFeeding(mul.getLhs());
+  llvm::SetVector<Operation *> rhs = getReadsFeeding(mul.getRhs());
   if (lhs.empty() || rhs.empty())
     return std::nullopt;
-  auto tensors = [](const llvm::SetVector<ReadOp> &rs) {
+  auto tensors = [](const llvm::SetVector<Operation *> &rs) {
     llvm::SetVector<Value> ts;
-    for (ReadOp r : rs)
-      ts.insert(r.getTensor());
+    for (Operation *r : rs)
+      ts.insert(getAccessedTensor(r));
     return ts;
   };
   if (llvm::set_is_subset(tensors(lhs), tensors(rhs)) &&
@@ -135,10 +171,11 @@ static std::optional<ShapeClass> classifyContraction(ComprehensionOp op,
   // rows; up to 16 when the factors' storage types differ (16-bit weights
   // times f32 activations: no matrix unit takes them, and the product
   // streams its weights once for every row).
-  auto storage = [](const llvm::SetVector<ReadOp> &rs) -> Type {
+  auto storage = [](const llvm::SetVector<Operation *> &rs) -> Type {
     Type t;
-    for (ReadOp r : rs) {
-      Type e = cast<ShapedType>(r.getTensor().getType()).getElementType();
+    for (Operation *r : rs) {
+      Type e =
+          cast<ShapedType>(getAccessedTensor(r).getType()).getElementType();
       if (t && t != e)
         return Type();
       t = e;
@@ -219,18 +256,18 @@ bool mlir::tang::isMatVecForm(ComprehensionOp op) {
   });
   // Tensors of static shapes only (a `?` tensor is a flat buffer in the
   // kernel, which the vector loads do not index).
-  op.walk([&](ReadOp r) {
-    otherSymbolic |=
-        !cast<RankedTensorType>(r.getTensor().getType()).hasStaticShape();
+  op.walk([&](Operation *r) {
+    if (isa<ReadOp, GatherOp>(r))
+      otherSymbolic |= !cast<RankedTensorType>(getAccessedTensor(r).getType())
+                            .hasStaticShape();
   });
   if (otherSymbolic)
     return false;
   Value n = op.getIndex(np - 1);
   auto readsRowOf = [&](ComprehensionOp red) {
     bool found = false;
-    red.walk([&](ReadOp r) {
-      for (auto [pos, v] : llvm::enumerate(r.getIndices()))
-        found |= v == n && r.getMap().isFunctionOfDim(pos);
+    red.walk([&](Operation *r) {
+      found |= isa<ReadOp, GatherOp>(r) && accessUses(r, n);
     });
     return found;
   };

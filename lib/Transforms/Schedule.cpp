@@ -28,6 +28,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Tang/Analysis/KernelChoice.h"
+#include "Tang/Analysis/KernelMatchers.h"
 #include "Tang/Analysis/ShapeClass.h"
 #include "Tang/Analysis/TrafficBound.h"
 #include "Tang/Dialect/Tang/IR/TangTargets.h"
@@ -177,11 +178,42 @@ constexpr int64_t kMatVecWarps = 4;
 /// more go one per block.
 constexpr int64_t kMatVecRows = 16;
 
+/// Whether the weights of a matrix-vector comprehension `op` (the reads
+/// and gathers of its `reductions` that use its output index) change with
+/// its parallel index `i`: through a coordinate, or through a gather's data
+/// (an expert chosen per token).
+bool weightsVaryWith(ComprehensionOp op, ArrayRef<ComprehensionOp> reductions,
+                     unsigned i) {
+  Value n = op.getIndex(op.getNumParallel() - 1), index = op.getIndex(i);
+  auto uses = [](AffineMap map, OperandRange dims, Value v) {
+    for (auto [pos, d] : llvm::enumerate(dims))
+      if (d == v && map.isFunctionOfDim(pos))
+        return true;
+    return false;
+  };
+  bool varies = false;
+  for (ComprehensionOp red : reductions)
+    red.walk([&](Operation *access) {
+      if (auto read = dyn_cast<ReadOp>(access))
+        varies |= uses(read.getMap(), read.getIndices(), n) &&
+                  uses(read.getMap(), read.getIndices(), index);
+      if (auto gather = dyn_cast<GatherOp>(access)) {
+        if (!uses(gather.getMap(), gather.getIndices(), n))
+          return;
+        varies |= uses(gather.getMap(), gather.getIndices(), index);
+        for (Value data : gather.getValues())
+          varies |= dependsOn(data, index, op.getBodyBlock());
+      }
+    });
+  return varies;
+}
+
 /// A narrow matrix-vector product (isMatVecForm): a warp per output `n`
 /// (the last parallel index), kMatVecWarps consecutive ones per block over
 /// block_x; the lanes stride the reductions 16 bytes of the weights at a
 /// time; the batch whole in the warp (up to kMatVecRows rows), else a row
-/// per block over block_y.
+/// per block over block_y; a row index the weights vary with (an expert
+/// per token) one per block.
 ScheduleAttr scheduleMatVec(ComprehensionOp op, ScheduleBuilder &b) {
   unsigned np = op.getNumParallel(), n = np - 1;
   // The vector: 16 bytes of the narrowest tensor read along the
@@ -194,8 +226,14 @@ ScheduleAttr scheduleMatVec(ComprehensionOp op, ScheduleBuilder &b) {
     if (auto red = dyn_cast<ComprehensionOp>(inner))
       reductions.push_back(red);
   for (ComprehensionOp red : reductions)
-    red.walk([&](ReadOp r) {
-      Type e = cast<RankedTensorType>(r.getTensor().getType()).getElementType();
+    red.walk([&](Operation *access) {
+      Value tensor = isa<ReadOp>(access) ? cast<ReadOp>(access).getTensor()
+                     : isa<GatherOp>(access)
+                         ? cast<GatherOp>(access).getTensor()
+                         : Value();
+      if (!tensor)
+        return;
+      Type e = cast<RankedTensorType>(tensor.getType()).getElementType();
       bytes = std::min<int64_t>(
           bytes, std::max<int64_t>(1, e.getIntOrFloatBitWidth() / 8));
     });
@@ -213,11 +251,20 @@ ScheduleAttr scheduleMatVec(ComprehensionOp op, ScheduleBuilder &b) {
   } else {
     b.setCooperatingThreads(n, 32 * warps);
   }
+  // A row index the weights vary with (a batch of matrices, an expert
+  // picked per row by data) shares no weight vector: one per block.
+  SmallVector<unsigned> own;
   int64_t rows = 1;
-  for (unsigned i = 0; i < n; ++i)
-    rows *= op.getExtent(i);
-  if (rows > kMatVecRows)
+  for (unsigned i = 0; i < n; ++i) {
+    if (weightsVaryWith(op, reductions, i))
+      own.push_back(i);
+    else
+      rows *= op.getExtent(i);
+  }
+  if (rows > kMatVecRows || own.size() > 2)
     b.spreadOverGrid(llvm::to_vector(llvm::seq(0u, n)), Mapping::BlockY);
+  else
+    b.spreadOverGrid(own, Mapping::BlockY);
   return b.build(v, 1, {MemoryLevel::Global});
 }
 

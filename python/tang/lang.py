@@ -1246,6 +1246,8 @@ def scatter(base: Tensor, shape, fn: Callable, monoid=None,
                          f"{base.ndim}")
         parts = []
         for c in coords:
+            if isinstance(c, _Reduction):
+                c = c.value()
             if isinstance(c, Size) and c.is_static():
                 c = c.constant
             if isinstance(c, Size):

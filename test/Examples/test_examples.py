@@ -364,6 +364,29 @@ def ref_moe_top2(x, Wg, W):
     return [y, load.astype(np.float64)]
 
 
+def ref_moe_layer(x, router, w_gate, w_up, w_down, s_gate, s_up, s_down,
+                  s_router, top_k=4):
+    """transformers' Qwen3NextSparseMoeBlock, loop over experts: softmax
+    routing, a stable top-k (ties to the lower index), renormalised."""
+    logits = x @ router.T
+    p = np.exp(logits - logits.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    sel = np.argsort(-logits, axis=1, kind="stable")[:, :top_k]
+    w = np.take_along_axis(p, sel, 1)
+    w /= w.sum(1, keepdims=True)
+    y = np.zeros_like(x)
+    for e in range(router.shape[0]):
+        rows, slots = np.nonzero(sel == e)
+        if rows.size == 0:
+            continue
+        g, u = x[rows] @ w_gate[e].T, x[rows] @ w_up[e].T
+        y[rows] += w[rows, slots][:, None] * (
+            (g / (1 + np.exp(-g)) * u) @ w_down[e].T)
+    g, u = x @ s_gate.T, x @ s_up.T
+    gate = 1 / (1 + np.exp(-(x @ s_router.T)))
+    return [y + gate * ((g / (1 + np.exp(-g)) * u) @ s_down.T)]
+
+
 def ref_logsumexp(X):
     m = X.max(axis=1)
     return [m + np.log(np.exp(X - m[:, None]).sum(axis=1))]
@@ -453,6 +476,11 @@ CASES = {
     "vocab_cross_entropy": Case(
         [Input((6, 2056), lo=-8, hi=8), Input((6,), "i4", lo=-3, hi=2060)],
         ref_vocab_cross_entropy, [(6,)]),
+    "moe_layer": Case(
+        [Input((4, 64)), Input((16, 64)), Input((16, 32, 64)),
+         Input((16, 32, 64)), Input((16, 64, 32)), Input((48, 64)),
+         Input((48, 64)), Input((64, 48)), Input((1, 64))],
+        ref_moe_layer, [(4, 64)]),
     "moe_top2": Case([Input((32, 16)), Input((16, 8)), Input((8, 16, 24))],
                      ref_moe_top2, [(32, 24), (8,)]),
     # One program at three positions of a 64-row cache: the first, one

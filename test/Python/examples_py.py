@@ -5,6 +5,7 @@ every output."""
 
 import tang
 from tang import f32, i32
+from tang.models import qwen3_next
 
 
 @tang.function
@@ -380,6 +381,8 @@ EXAMPLES = {f.name: (f, []) for f in (
     decode_mlp, batched_gemv, greedy_token,
     causal_attention, gqa_attention, embedding_rmsnorm,
     linear_recurrence_scan, prefix_sum)}
+EXAMPLES["moe_layer"] = (qwen3_next.moe_layer(qwen3_next.MoeConfig(
+    hidden=64, experts=16, ffn=32, top_k=4, shared_ffn=48, dtype=f32), 4), [])
 EXAMPLES["kv_cache_decode"] = (kv_cache_decode, ["arg5=9"])
 EXAMPLES["decode_attention"] = (decode_attention, ["arg3=300"])
 

@@ -59,6 +59,10 @@ std::optional<unsigned> getBoxRowCoordinate(ReadOp read, Value row, Value col,
 /// Whether `read` can be loaded `v` elements at a time along `row`, from a
 /// multiple of `v` (KernelMatchers.cpp says when).
 bool isVectorizable(ReadOp read, Value row, int64_t v);
+/// The same for a gather whose data coordinates do not depend on `row` and
+/// sit outside the last coordinate (a weight row picked by data), with the
+/// clamp or zero policy.
+bool isVectorizable(GatherOp gather, Value row, int64_t v);
 
 /// Whether `e` is a sum of terms that are each a multiple of `m` for every
 /// value of the dimensions (constants, and products with such a factor).

@@ -274,8 +274,9 @@ static Value guardCoordinate(OpBuilder &b, Location loc, Value c, Value extent,
                                  arith::ConstantIndexOp::create(b, loc, 0));
 }
 
-LogicalResult BodyEmitter::emitGather(OpBuilder &b, GatherOp gather,
-                                      IRMapping &mapping) {
+FailureOr<SmallVector<Value>>
+BodyEmitter::getGatherCoordinates(OpBuilder &b, GatherOp gather,
+                                  IRMapping &mapping, Value &inside) {
   Location loc = gather.getLoc();
   Value memref = tensors.lookupOrNull(gather.getTensor());
   if (!memref)
@@ -295,7 +296,7 @@ LogicalResult BodyEmitter::emitGather(OpBuilder &b, GatherOp gather,
     return arith::ConstantIndexOp::create(b, loc, v).getResult();
   };
   SmallVector<Value> coords;
-  Value inside;
+  inside = Value();
   for (auto [pos, expr] : llvm::enumerate(gather.getMap().getResults())) {
     Value c = affine::expandAffineExpr(b, loc, expr, dims, symbols);
     bool usesData = false;
@@ -311,10 +312,21 @@ LogicalResult BodyEmitter::emitGather(OpBuilder &b, GatherOp gather,
       c = guardCoordinate(b, loc, c, getDim(b, loc, memref, pos), inside);
     coords.push_back(c);
   }
+  return coords;
+}
+
+LogicalResult BodyEmitter::emitGather(OpBuilder &b, GatherOp gather,
+                                      IRMapping &mapping) {
+  Value inside;
+  FailureOr<SmallVector<Value>> coords =
+      getGatherCoordinates(b, gather, mapping, inside);
+  if (failed(coords))
+    return failure();
+  Value memref = tensors.lookup(gather.getTensor());
   Type element = cast<MemRefType>(memref.getType()).getElementType();
-  mapping.map(
-      gather.getResult(),
-      emitGuardedLoad(b, loc, memref, coords, inside, b.getZeroAttr(element)));
+  mapping.map(gather.getResult(),
+              emitGuardedLoad(b, gather.getLoc(), memref, *coords, inside,
+                              b.getZeroAttr(element)));
   return success();
 }
 

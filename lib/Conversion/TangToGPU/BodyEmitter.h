@@ -185,6 +185,14 @@ public:
   /// A gather's load: its coordinates clamped, or out-of-range ones read as
   /// zero, by its policy (trap is refused: kernels have no error channel).
   LogicalResult emitGather(OpBuilder &b, GatherOp gather, IRMapping &mapping);
+  /// The coordinates of `gather` where `mapping` has its indices and data:
+  /// clamped by the clamp policy; by the zero policy made safe, `inside`
+  /// then holding whether they were in range (null when no coordinate uses
+  /// data). Fails on trap (kernels have no error channel).
+  FailureOr<SmallVector<Value>> getGatherCoordinates(OpBuilder &b,
+                                                     GatherOp gather,
+                                                     IRMapping &mapping,
+                                                     Value &inside);
   /// Emits a load of `memref` at `map(indices)` in compute type.
   Value emitRead(OpBuilder &b, Location loc, Value memref, AffineMap map,
                  ValueRange indices);

@@ -76,6 +76,36 @@ Value mlir::tang::emitVectorLoad(OpBuilder &b, Location loc, ReadOp read,
                                                   : 0));
 }
 
+/// The `v` elements of `gather` (isVectorizable) at row index values base ..
+/// base + v - 1 as one vector load: its data coordinates clamped, or (the
+/// zero policy) the vector zero where they are out of range (the last
+/// coordinate has no data: the whole vector is in or out).
+static FailureOr<Value> emitVectorGather(OpBuilder &b, Location loc,
+                                         GatherOp gather, Value row, Value base,
+                                         int64_t v, IRMapping &mapping,
+                                         IRMapping &tensors,
+                                         BodyEmitter &emitter) {
+  mapping.map(row, base);
+  Value inside;
+  FailureOr<SmallVector<Value>> coords =
+      emitter.getGatherCoordinates(b, gather, mapping, inside);
+  if (failed(coords))
+    return failure();
+  Type elem = gather.getType();
+  int64_t bytes = v * std::max<int64_t>(1, elem.getIntOrFloatBitWidth() / 8);
+  auto type = VectorType::get({v}, elem);
+  Value vec = vector::LoadOp::create(
+      b, loc, type, tensors.lookup(gather.getTensor()), *coords,
+      /*nontemporal=*/false,
+      llvm::MaybeAlign(llvm::isPowerOf2_64(bytes) ? std::min<int64_t>(bytes, 16)
+                                                  : 0));
+  if (!inside)
+    return vec;
+  Value zero = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(type, b.getZeroAttr(elem)));
+  return arith::SelectOp::create(b, loc, inside, vec, zero).getResult();
+}
+
 /// Emits `ops` (operations of a body, in order) `v` times, for row index
 /// values `base + e`, e < v. Reads whose last coordinate is the row index
 /// are loaded once, as one vector of `v` elements at `base` (16 bytes for
@@ -89,7 +119,31 @@ mlir::tang::emitUnrolled(OpBuilder &b, Location loc, ArrayRef<Operation *> ops,
                          llvm::function_ref<void(OpBuilder &, int64_t)> each,
                          RowCache *cache, int64_t iteration) {
   llvm::DenseMap<Operation *, Value> vectors;
+  // Operations that do not depend on the row index (a gathered row's data
+  // coordinate, a row's scalar) are emitted once, before the loads.
+  llvm::SmallPtrSet<Operation *, 8> invariant;
   for (Operation *op : ops) {
+    if (op->getNumResults() == 0 ||
+        llvm::any_of(op->getResults(), [&](Value r) {
+          return dependsOn(r, row, *op->getBlock());
+        }))
+      continue;
+    if (failed(emitter.emit(b, op, mapping)))
+      return failure();
+    invariant.insert(op);
+  }
+  for (Operation *op : ops) {
+    if (invariant.contains(op))
+      continue;
+    if (auto gather = dyn_cast<GatherOp>(op);
+        gather && isVectorizable(gather, row, v)) {
+      FailureOr<Value> vec = emitVectorGather(b, loc, gather, row, base, v,
+                                              mapping, tensors, emitter);
+      if (failed(vec))
+        return failure();
+      vectors[op] = *vec;
+      continue;
+    }
     auto read = dyn_cast<ReadOp>(op);
     if (!read || !isVectorizable(read, row, v))
       continue;
@@ -112,6 +166,8 @@ mlir::tang::emitUnrolled(OpBuilder &b, Location loc, ArrayRef<Operation *> ops,
                      .getResult();
     mapping.map(row, idx);
     for (Operation *op : ops) {
+      if (invariant.contains(op))
+        continue;
       if (Value vec = vectors.lookup(op)) {
         Value x = vector::ExtractOp::create(b, loc, vec, e);
         Type ct = getComputeType(x.getType());

@@ -95,3 +95,42 @@ func.func @o_proj(%W: tensor<4096x4096xbf16>, %o: tensor<32x128xf32>) -> tensor<
   }
   return %y : tensor<4096xf32>
 }
+
+// -----
+
+// Experts picked per (token, slot) by data (a mixture of experts): the
+// weight row is a gather whose data coordinate depends on the token and
+// the slot, so neither shares a weight vector: each is a grid dimension
+// (slots over block_y, tokens over block_z), not a row of the warp. The
+// routed expert is read once per step, before the loads (it does not
+// depend on the reduced index), and the gathered row is loaded 16 bytes at
+// a time at the clamped expert.
+// CHECK-LABEL: func.func @experts
+// CHECK: gpu.launch_func @tang_kernels::@experts_k0 blocks in (%{{.*}}, %[[GY:.*]], %[[GZ:.*]]) threads in
+// CHECK-LABEL: gpu.func @experts_k0
+// CHECK: %[[BY:.*]] = gpu.block_id y
+// CHECK: %[[BZ:.*]] = gpu.block_id z
+// CHECK: scf.for %[[K:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args
+// CHECK: %[[E:.*]] = memref.load %arg0[%[[BZ]], %[[BY]]] : memref<3x4xi32>
+// CHECK: arith.index_cast %[[E]]
+// CHECK: arith.maxsi
+// CHECK: %[[ROW:.*]] = vector.load %arg1[%{{.*}}, %{{.*}}, %[[K]]] {alignment = 16 : i64} : memref<16x256x512xbf16>, vector<8xbf16>
+// CHECK-NOT: memref.load %arg1
+// CHECK: scf.yield
+// CHECK: gpu.return
+func.func @experts(%sel: tensor<3x4xi32>, %W: tensor<16x256x512xbf16>, %x: tensor<3x512xbf16>) -> tensor<3x4x256xf32> {
+  %y = tang.comprehension (%t, %s, %f) [3, 4, 256] : tensor<3x4x256xf32> {
+    %d = tang.comprehension reduce (%k) [512] monoid(add) : f32 {
+      %e = tang.read %sel[%t, %s] : tensor<3x4xi32>
+      %row = arith.index_cast %e : i32 to index
+      %w = tang.gather %W[symbol(%row), %f, %k] clamp : tensor<16x256x512xbf16>
+      %we = arith.extf %w : bf16 to f32
+      %xv = tang.read %x[%t, %k] : tensor<3x512xbf16>
+      %xe = arith.extf %xv : bf16 to f32
+      %p = arith.mulf %we, %xe : f32
+      tang.yield %p : f32
+    }
+    tang.yield %d : f32
+  }
+  return %y : tensor<3x4x256xf32>
+}

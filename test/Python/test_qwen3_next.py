@@ -1,0 +1,159 @@
+"""tang.models.qwen3_next's MoE layer against an independent NumPy float64
+implementation written as transformers' Qwen3NextSparseMoeBlock is (softmax
+routing, top-k, renormalisation, a loop over the experts hit, the gated
+shared expert).
+
+On the float64 interpreter and the C backend (float32), random non-zero
+weights; every output element compared. Ties in the router's logits go to
+the lower expert index (a stable sort), with and without renormalisation,
+with and without the shared expert.
+
+Run:  TANG_BIN=<build>/bin /usr/bin/python3 -m pytest -q test/Python
+"""
+
+import os
+import pathlib
+import sys
+from dataclasses import replace
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "python"))
+TANG_BIN = pathlib.Path(os.environ.get("TANG_BIN", ROOT / "build" / "bin"))
+os.environ.setdefault("TANG_BIN", str(TANG_BIN))
+
+import tang  # noqa: E402
+from tang.models import qwen3_next as qn  # noqa: E402
+
+CFG = qn.TINY_MOE
+TOKENS = 5
+# float64 interpreter: float64 rounding of sums of <= 32 terms; C backend:
+# float32 through three products of <= 32 terms of values O(1).
+TOLERANCE = {"interpreter": 1e-12, "c": 1e-4}
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TANG_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def weights(cfg, seed=0):
+    """Random weights, none zero: magnitudes in [0.05, 0.5] / sqrt(in)."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for name, shape in qn.moe_weight_shapes(cfg).items():
+        mag = rng.uniform(0.05, 0.5, shape) * 4 / np.sqrt(shape[-1])
+        out[name] = (mag * rng.choice([-1.0, 1.0], shape)).astype(np.float32)
+    return out
+
+
+def tokens(cfg, seed=1):
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(0.1, 1.0, (TOKENS, cfg.hidden)) * rng.choice(
+        [-1.0, 1.0], (TOKENS, cfg.hidden))
+    return x.astype(np.float32)
+
+
+def reference(cfg, x, W):
+    """The layer in float64, as transformers computes it."""
+    x = x.astype(np.float64)
+    W = {k: v.astype(np.float64) for k, v in W.items()}
+    logits = x @ W["router"].T
+    p = np.exp(logits - logits.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    sel = np.argsort(-logits, axis=1, kind="stable")[:, :cfg.top_k]
+    w = np.take_along_axis(p, sel, 1)
+    if cfg.norm_topk:
+        w /= w.sum(1, keepdims=True)
+    y = np.zeros_like(x)
+    for e in range(cfg.experts):
+        rows, slots = np.nonzero(sel == e)
+        if rows.size == 0:
+            continue
+        g, u = x[rows] @ W["w_gate"][e].T, x[rows] @ W["w_up"][e].T
+        y[rows] += w[rows, slots][:, None] * (
+            (g / (1 + np.exp(-g)) * u) @ W["w_down"][e].T)
+    if cfg.shared_ffn:
+        g, u = x @ W["s_gate"].T, x @ W["s_up"].T
+        gate = 1 / (1 + np.exp(-(x @ W["s_router"].T)))
+        y += gate * ((g / (1 + np.exp(-g)) * u) @ W["s_down"].T)
+    return y, sel
+
+
+def check(cfg, x, W, target):
+    fn = qn.moe_layer(cfg, TOKENS)
+    got = tang.compile(fn, target=target)(x, *W.values())
+    want, _ = reference(cfg, x, W)
+    # The interpreter answers in float64, the C backend in float32.
+    assert got.shape == want.shape
+    assert got.dtype == (np.float64 if target == "interpreter" else np.float32)
+    assert np.isfinite(got).all()
+    err = np.abs(got - want).max() / np.abs(want).max()
+    assert err <= TOLERANCE[target], err
+
+
+def margin(cfg, x, W):
+    """The smallest gap between the k-th and the (k+1)-th logit of a token:
+    the routing is the same in float32 when it is well above rounding."""
+    logits = np.sort(x.astype(np.float64) @ W["router"].T.astype(np.float64),
+                     axis=1)[:, ::-1]
+    return (logits[:, cfg.top_k - 1] - logits[:, cfg.top_k]).min()
+
+
+@pytest.mark.parametrize("target", ["interpreter", "c"])
+@pytest.mark.parametrize("variant", ["default", "no_norm", "no_shared"])
+def test_moe_layer_matches_transformers_math(target, variant):
+    cfg = {"default": CFG, "no_norm": replace(CFG, norm_topk=False),
+           "no_shared": replace(CFG, shared_ffn=0)}[variant]
+    x, W = tokens(cfg), weights(cfg)
+    assert margin(cfg, x, W) > 1e-3   # no near-tie the float32 run could flip
+    check(cfg, x, W, target)
+
+
+def test_ties_go_to_the_lower_expert():
+    """Two experts with the same router row (so the same logit for every
+    token), straddling the k-th place for token 0: the lower index is
+    routed, as a stable sort (and torch.topk on CPU) picks it."""
+    cfg = CFG
+    x, W = tokens(cfg), weights(cfg)
+    logits = x.astype(np.float64) @ W["router"].T.astype(np.float64)
+    order = np.argsort(-logits[0], kind="stable")
+    kth, after = order[cfg.top_k - 1], order[cfg.top_k]
+    lo, hi = sorted((int(kth), int(after)))
+    W["router"][lo] = W["router"][kth]
+    W["router"][hi] = W["router"][kth]
+    want, sel = reference(cfg, x, W)
+    assert lo in sel[0] and hi not in sel[0]
+    fn = qn.moe_layer(cfg, TOKENS)
+    got = tang.compile(fn, target="interpreter")(x, *W.values())
+    assert np.abs(got - want).max() <= 1e-12 * np.abs(want).max()
+
+
+def test_config_from_transformers():
+    """The shape read off a transformers-style config (the names of
+    Qwen3NextConfig's fields); QWEN3_NEXT_MOE is that config's default."""
+    hf = SimpleNamespace(hidden_size=2048, num_experts=512,
+                         moe_intermediate_size=512, num_experts_per_tok=10,
+                         shared_expert_intermediate_size=512,
+                         norm_topk_prob=True)
+    assert qn.moe_config_from(hf) == qn.QWEN3_NEXT_MOE
+    del hf.shared_expert_intermediate_size   # Qwen3-MoE: none
+    assert qn.moe_config_from(hf).shared_ffn == 0
+
+
+def test_bad_top_k_is_refused():
+    with pytest.raises(ValueError, match="top_k 13"):
+        qn.MoeConfig(experts=12, top_k=13)
+
+
+def test_floor_counts_the_selected_experts():
+    cfg = qn.QWEN3_NEXT_MOE
+    per_expert = 3 * cfg.ffn * cfg.hidden * 2
+    one = qn.moe_selected_bytes(cfg, 1)
+    assert one - qn.moe_selected_bytes(replace(cfg, top_k=9), 1) == per_expert
+    # At most every expert once.
+    assert qn.moe_selected_bytes(cfg, 4096) < qn.moe_selected_bytes(
+        cfg, 64) + 4096 * cfg.hidden * 6 + per_expert * cfg.experts
