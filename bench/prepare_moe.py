@@ -1,0 +1,59 @@
+#!/usr/bin/python3
+"""Compiles the sparse mixture-of-experts layer at Qwen3-Next's shape
+(tang.models.qwen3_next.moe_layer: hidden 2048, 512 experts of ffn 512, 10
+routed, a gated shared expert of ffn 512, bf16 weights and tokens, f32
+output) for CUDA, here, for bench/bench_moe.py on the GPU: one bundle per
+token count, listed in gpu-work/moe/bundles.json.
+
+Usage: /usr/bin/python3 bench/prepare_moe.py [--tokens 1 4 8 64 4096]
+           [--options OPTS]
+
+The shape is QWEN3_NEXT_MOE, the defaults of transformers'
+Qwen3NextConfig(); bench_moe.py reads that config on the GPU machine and
+refuses to time bundles of another shape.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+WORK = ROOT / "gpu-work" / "moe"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--tokens", type=int, nargs="*",
+                    default=[1, 4, 8, 64, 4096])
+    ap.add_argument("--options", default="",
+                    help="added --tang-lower-cuda options")
+    args = ap.parse_args()
+    WORK.mkdir(parents=True, exist_ok=True)
+    os.environ["TANG_CACHE_DIR"] = str(WORK / "cache")
+    sys.path.insert(0, str(ROOT / "python"))
+    import tang
+    from tang.models import qwen3_next as qn
+    cfg = qn.QWEN3_NEXT_MOE
+    shape = {k: (v.name if k == "dtype" else v) for k, v in
+             asdict(cfg).items()}
+    listing = {"config": shape, "bundles": {}}
+    for n in args.tokens:
+        t0 = time.time()
+        compiled = tang.compile(qn.moe_layer(cfg, n), target="cuda",
+                                options=args.options)
+        kernels = len(compiled.manifest["functions"][0]["launches"])
+        listing["bundles"][f"t{n}"] = {
+            "tokens": n, "options": args.options, "kernels": kernels,
+            "dir": str(compiled.directory.relative_to(ROOT))}
+        print(f"[prepare_moe] {n} tokens: {kernels} kernels, "
+              f"{time.time() - t0:.1f} s", flush=True)
+    (WORK / "bundles.json").write_text(json.dumps(listing, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
