@@ -232,6 +232,13 @@ def run_case(args, report, path, deadline, cfg, block, W, bundle, tokens,
     harness.record_timing(res, timed, excluded)
     if res.get("tang_ms"):
         res["share_of_floor"] = res["floor_ms"] / res["tang_ms"]
+    # Tokens per second and the share of the floor, per contender (the
+    # generated table's decode form).
+    res["floor_tok_s"] = tokens / res["floor_ms"] * 1e3
+    res["contenders"] = {
+        pname: {"ms": t["ms"], "tok_s": tokens / t["ms"] * 1e3,
+                "share_of_floor": res["floor_ms"] / t["ms"]}
+        for pname, t in timed.items() if t.get("ms")}
     harness.set_case(report, res, path)
 
 

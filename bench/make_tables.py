@@ -34,7 +34,7 @@ import harness  # noqa: E402
 BEGIN = "<!-- bench-table:begin -->"
 END = "<!-- bench-table:end -->"
 ORDER = ["gpu_check", "memory_bound", "gemm", "attention_grad", "block_grad",
-         "decode", "qwen3", "qwen3_prefill", "sanitize_attention"]
+         "decode", "qwen3", "qwen3_prefill", "moe", "sanitize_attention"]
 TITLES = {"gpu_check": "Every example against the interpreter (no timing)",
           "memory_bound": "Memory-bound kernels (bf16)",
           "gemm": "Tensor-core products, attention forward, transformer "
@@ -49,6 +49,9 @@ TITLES = {"gpu_check": "Every example against the interpreter (no timing)",
                    "step)",
           "qwen3_prefill": "Qwen3-8B prefill (random bf16 weights, one "
                            "graph per prompt)",
+          "moe": "Qwen3-Next's mixture-of-experts layer (512 experts, 10 "
+                 "routed + a shared one; bf16 weights from transformers' "
+                 "module; floor: the selected experts' weights read once)",
           "sanitize_attention": "Attention kernels under compute-sanitizer "
                                 "(no timing)"}
 

@@ -24,6 +24,8 @@
                                              1, 4, 16; batch 4 also with
                                              sequences at positions of their
                                              own) and prefill (512, 2048)
+  bench/prepare_moe.py                       Qwen3-Next's MoE layer (1, 4, 8,
+                                             64 and 4096 tokens)
 
 and records the commit and whether the tree was dirty in gpu-work/git.json
 (the GPU machine gets the tree without .git; the suites read it from there).
@@ -60,6 +62,7 @@ STEPS = [
     ("decode_lanes", ["bench/prepare_decode.py", "--tag", "lanes",
                       "--options", "split-softmax-mma=off"]),
     ("qwen3", ["bench/prepare_qwen3.py", "--varlen", "4"]),
+    ("moe", ["bench/prepare_moe.py"]),
 ]
 
 
