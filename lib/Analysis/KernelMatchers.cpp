@@ -192,6 +192,41 @@ bool mlir::tang::isVectorizable(GatherOp gather, Value row, int64_t v) {
       cast<RankedTensorType>(gather.getTensor().getType()), row, v);
 }
 
+std::optional<RowlessWork> mlir::tang::getRowlessWork(ComprehensionOp op) {
+  constexpr int64_t kMinRowlessLength = 1024;
+  unsigned np = op.getNumParallel();
+  if (np == 0 || op.getNumReduced())
+    return std::nullopt;
+  Value last = op.getIndex(np - 1);
+  RowlessWork work{0, 16};
+  bool usesLast = false;
+  for (Operation &o : op.getBodyBlock()) {
+    auto nested = dyn_cast<ComprehensionOp>(o);
+    if (!nested)
+      continue;
+    if (nested.getNumIndices() != 1 || nested.getNumReduced() != 1 ||
+        nested.isSymbolicExtent(0))
+      return std::nullopt;
+    int64_t extent = nested.getExtent(0);
+    work.length = std::max(work.length, extent);
+    nested.getBodyBlock().walk([&](ReadOp r) {
+      usesLast |= llvm::is_contained(r.getIndices(), last);
+      if (!llvm::is_contained(r.getIndices(), nested.getIndex(0)))
+        return;
+      // Reads along the reduction are loaded 16 bytes at a time, in
+      // vectors that divide its extent.
+      Type e = cast<RankedTensorType>(r.getTensor().getType()).getElementType();
+      int64_t v = 16 / std::max<int64_t>(1, e.getIntOrFloatBitWidth() / 8);
+      while (v > 1 && extent % v != 0)
+        v /= 2;
+      work.vector = std::min(work.vector, v);
+    });
+  }
+  if (!usesLast || work.length < kMinRowlessLength)
+    return std::nullopt;
+  return work;
+}
+
 /// Whether `v` depends on `index` (through operands and nested bodies).
 bool mlir::tang::dependsOn(Value v, Value index, Block &scope) {
   SmallVector<Value> work{v};

@@ -96,8 +96,7 @@ static void setNestedOrder(ComprehensionOp op, Precision &precision) {
     return;
   KernelKind k = s.getKernel();
   unsigned row = op.getNumIndices() - 1;
-  bool rowless = !op.getNumReduced() && s.getTile()[row] == 1 &&
-                 s.getMapping()[row] != Mapping::Serial;
+  bool rowless = isRowlessSchedule(op, s);
   if ((k == KernelKind::Auto || k == KernelKind::Simt) &&
       (s.getMapping()[row] == Mapping::Serial || rowless) &&
       s.getThreads()[row] > 1) {

@@ -305,46 +305,6 @@ int64_t getSplitRowChunk(ComprehensionOp op, int64_t step,
       llvm::alignTo(llvm::divideCeil(extent, splits), step));
 }
 
-/// The nested reductions a map without a row shares among a block's
-/// threads: their longest extent and the vector width their reads take.
-struct RowlessWork {
-  int64_t length, vector;
-};
-
-/// For a map (no reduced index) whose body holds a reduction of one index
-/// at least kMinRowlessLength long that reads along the map's last index
-/// (so the last index is no row the threads could share), that work; else
-/// nothing. Each point is then a block (see scheduleFor).
-std::optional<RowlessWork> getRowlessWork(ComprehensionOp op) {
-  constexpr int64_t kMinRowlessLength = 1024;
-  unsigned np = op.getNumParallel();
-  if (np == 0 || op.getNumReduced())
-    return std::nullopt;
-  Value last = op.getIndex(np - 1);
-  RowlessWork work{0, 16};
-  bool usesLast = false;
-  for (Operation &o : op.getBodyBlock()) {
-    auto nested = dyn_cast<ComprehensionOp>(o);
-    if (!nested)
-      continue;
-    if (nested.getNumIndices() != 1 || nested.getNumReduced() != 1 ||
-        nested.isSymbolicExtent(0))
-      return std::nullopt;
-    int64_t extent = nested.getExtent(0);
-    work.length = std::max(work.length, extent);
-    nested.getBodyBlock().walk([&](ReadOp r) {
-      usesLast |= llvm::is_contained(r.getIndices(), last);
-      // Reads along the reduction are loaded `vector` at a time.
-      Type e = cast<RankedTensorType>(r.getTensor().getType()).getElementType();
-      if (llvm::is_contained(r.getIndices(), nested.getIndex(0)))
-        work.vector = std::min(work.vector, getVectorWidth(e, extent));
-    });
-  }
-  if (!usesLast || work.length < kMinRowlessLength)
-    return std::nullopt;
-  return work;
-}
-
 ScheduleAttr scheduleFor(ComprehensionOp op, ShapeClass cls,
                          const DeviceFacts &dev) {
   ScheduleBuilder b(op);

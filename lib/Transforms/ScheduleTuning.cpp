@@ -748,13 +748,13 @@ void addSimtCandidates(ComprehensionOp op, const Model &model,
   // The heuristic's vector may be wider than the storage's (reads of a
   // narrower type than the result).
   int64_t mostVector = std::max<int64_t>(16 / bytes, s.getVector());
-  if (!pointwise && !op.getNumReduced() && s.getTile()[i] == 1) {
-    // A row kernel without a row (Schedule.cpp's getRowlessWork): the
-    // threads share the body's nested reductions.
-    extent = 0;
-    for (Operation &o : op.getBodyBlock())
-      if (auto nested = dyn_cast<ComprehensionOp>(o))
-        extent = std::max(extent, nested.getExtent(0));
+  if (!pointwise && isRowlessSchedule(op, s)) {
+    // A row kernel without a row: the threads share the body's nested
+    // reductions.
+    std::optional<RowlessWork> work = getRowlessWork(op);
+    if (!work)
+      return;
+    extent = work->length;
   }
   TargetAttr target = getTarget(op);
   for (int64_t threads = target.getWarpSize();

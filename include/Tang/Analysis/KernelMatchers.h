@@ -64,6 +64,20 @@ bool isVectorizable(ReadOp read, Value row, int64_t v);
 /// clamp or zero policy.
 bool isVectorizable(GatherOp gather, Value row, int64_t v);
 
+/// The nested reductions a map without a row shares among a block's
+/// threads (a row kernel without a row, isRowlessSchedule): their longest
+/// extent and the vector width their reads along the reduction take.
+struct RowlessWork {
+  int64_t length, vector;
+};
+
+/// For a map (no reduced index) whose body holds reductions of one static
+/// index, at least one 1024 or more long, that read along the map's last
+/// index (so the last index is no row the threads could share), that work;
+/// else nothing. --tang-schedule then makes each point a block, and the
+/// tuner varies the threads sharing `length`.
+std::optional<RowlessWork> getRowlessWork(ComprehensionOp op);
+
 /// Whether `e` is a sum of terms that are each a multiple of `m` for every
 /// value of the dimensions (constants, and products with such a factor).
 bool isSumOfMultiples(AffineExpr e, int64_t m);

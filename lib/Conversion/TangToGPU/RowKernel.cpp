@@ -70,18 +70,9 @@ SmallVector<Value> getFreeValues(Operation *op) {
   return free.takeVector();
 }
 
-/// Whether `op`'s row kernel has no row: a map whose every index is one per
-/// block (the last too: tile 1 under its threads) and whose body's nested
-/// reductions are the block's shared work (a logsumexp per row of a
-/// vocabulary: y[i] = m[i] + log l[i], both reduced in the body).
-bool isRowless(ComprehensionOp op) {
-  ScheduleAttr s = op.getScheduleAttr();
-  unsigned last = op.getNumIndices() - 1;
-  if (!s || op.getNumReduced() || s.getTile()[last] != 1 ||
-      op.getExtent(last) == 1)
-    return false;
-  return llvm::any_of(op.getBodyBlock(),
-                      [](Operation &o) { return isa<ComprehensionOp>(o); });
+/// Whether `op`'s row kernel has no row (isRowlessSchedule).
+static bool isRowless(ComprehensionOp op) {
+  return isRowlessSchedule(op, op.getScheduleAttr());
 }
 
 /// The threads of a row kernel for `op`, or 0 if its schedule does not ask

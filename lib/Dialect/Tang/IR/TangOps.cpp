@@ -32,6 +32,17 @@ ComprehensionOp mlir::tang::getOwningComprehension(Value index) {
   return dyn_cast_or_null<ComprehensionOp>(arg.getOwner()->getParentOp());
 }
 
+bool mlir::tang::isRowlessSchedule(ComprehensionOp op, ScheduleAttr s) {
+  if (!s || op.getNumReduced() || op.getNumIndices() == 0)
+    return false;
+  unsigned last = op.getNumIndices() - 1;
+  if (s.getTile()[last] != 1 || s.getMapping()[last] == Mapping::Serial ||
+      (!op.isSymbolicExtent(last) && op.getExtent(last) == 1))
+    return false;
+  return llvm::any_of(op.getBodyBlock(),
+                      [](Operation &o) { return isa<ComprehensionOp>(o); });
+}
+
 /// The builtin monoid `monoid` names, if it names one.
 static std::optional<MonoidKind> getBuiltin(Attribute monoid) {
   if (auto m = dyn_cast_or_null<MonoidKindAttr>(monoid))

@@ -34,6 +34,15 @@ ComprehensionOp getOwningComprehension(Value index);
 /// function's level).
 bool isInIterationBody(Operation *op);
 
+/// Whether schedule `s` of `op` makes a row kernel without a row (the
+/// `simt` kernel of TangAttrs.td): `op` is a map (no reduced index) whose
+/// body holds nested reductions and whose last index is one per block
+/// (tile 1, not serial, an extent above 1): each point a block, its
+/// threads sharing the nested reductions (a logsumexp per row of a
+/// vocabulary). The one spelling of it for the schedule, the kernel form,
+/// the tuner and the precision emulator.
+bool isRowlessSchedule(ComprehensionOp op, ScheduleAttr s);
+
 //===----------------------------------------------------------------------===//
 // Sizes: what extents and dimensions denote (Size, TangSizes.h)
 //===----------------------------------------------------------------------===//
