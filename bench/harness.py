@@ -90,7 +90,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 ROOT = Path(__file__).resolve().parents[1]
 GIT_JSON = ROOT / "gpu-work" / "git.json"
 #: The shipped tuning cache the benchmarks compile with (docs/Tuning.md).
-SCHEDULE_CACHE = ROOT / "bench" / "tuning" / "h200.json"
+SCHEDULE_CACHE = ROOT / "bench" / "tuning" / "sm_90a.json"
 
 
 def schedule_cache_option() -> str:

@@ -236,7 +236,7 @@ def tune_table(rep: dict, level: str = "###") -> str:
          + (" **on a dirty tree: a validation run**" if git.get("dirty")
             else "")
          + ". Raw: `bench/results/tune.json`; the cache it wrote: "
-         "`bench/tuning/h200.json`. ms: median over interleaved rounds; "
+         "`bench/tuning/sm_90a.json`. ms: median over interleaved rounds; "
          "best/heuristic > 1: the tuned schedule is faster.", "",
          "| case | kernel | correct/candidates | heuristic ms | LP tile ms "
          "| best modelled ms | best ms | best | heuristic/best |",

@@ -38,7 +38,7 @@ Usage:
       [--cases NAME ...] [--limit N] [--format bin|isa]
   python3 bench/tune.py measure [--cases NAME ...] [--out DIR]
   /usr/bin/python3 bench/tune.py merge OUT/tuning-cache.json
-      [--into bench/tuning/h200.json]   (adds or replaces entries by key)
+      [--into bench/tuning/sm_90a.json]   (adds or replaces entries by key)
 """
 
 import argparse
@@ -57,7 +57,7 @@ sys.path.insert(0, str(ROOT / "python"))
 TANG_OPT = ROOT / "build" / "bin" / "tang-opt"
 TANG_RUN = ROOT / "build" / "bin" / "tang-run"
 WORK = ROOT / "gpu-work" / "tune"
-CACHE = ROOT / "bench" / "tuning" / "h200.json"
+CACHE = ROOT / "bench" / "tuning" / "sm_90a.json"
 
 #: Candidates per kernel (the heuristic's included).
 DEFAULT_LIMIT = 12

@@ -36,8 +36,9 @@ bool mlir::tang::isRowlessSchedule(ComprehensionOp op, ScheduleAttr s) {
   if (!s || op.getNumReduced() || op.getNumIndices() == 0)
     return false;
   unsigned last = op.getNumIndices() - 1;
-  if (s.getTile()[last] != 1 || s.getMapping()[last] == Mapping::Serial ||
-      (!op.isSymbolicExtent(last) && op.getExtent(last) == 1))
+  // (An extent of 1 included: one token's gate is still a block whose
+  // threads share its reductions, not a row of one.)
+  if (s.getTile()[last] != 1 || s.getMapping()[last] == Mapping::Serial)
     return false;
   return llvm::any_of(op.getBodyBlock(),
                       [](Operation &o) { return isa<ComprehensionOp>(o); });

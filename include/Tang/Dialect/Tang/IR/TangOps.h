@@ -37,7 +37,7 @@ bool isInIterationBody(Operation *op);
 /// Whether schedule `s` of `op` makes a row kernel without a row (the
 /// `simt` kernel of TangAttrs.td): `op` is a map (no reduced index) whose
 /// body holds nested reductions and whose last index is one per block
-/// (tile 1, not serial, an extent above 1): each point a block, its
+/// (tile 1, not serial; an extent of 1 too): each point a block, its
 /// threads sharing the nested reductions (a logsumexp per row of a
 /// vocabulary). The one spelling of it for the schedule, the kernel form,
 /// the tuner and the precision emulator.
