@@ -150,26 +150,10 @@ def time_contenders(args, res, deadline, contenders, ref, keys, kv_bytes,
     all in a CUDA graph where they take one, interleaved, and records the
     timing and each one's cache bytes per second in `res`."""
     ptol = harness.Tolerance("bf16", reduction=max(keys, HEAD_DIM),
-                             roundings=3)
-    excluded, timed_fns = [], []
-    for pname, fn in contenders:
-        if pname != "tang":
-            try:
-                got = fn().float()
-            except Exception as e:  # a backend that refuses the shapes
-                res.setdefault("peer_errors", {})[pname] = harness.short(e)
-                continue
-            c = harness.check_tensor(got, ref, ptol, pname)
-            res["checks"].append(dict(c, ok=True, informational=True))
-            if not c["ok"]:
-                excluded.append(pname)
-        call, graphed, why = harness.try_graphed(torch, fn)
-        timed_fns.append((pname, call))
-    timed = harness.interleaved_rounds(
-        torch, timed_fns, rounds=harness.rounds_of(args, 5),
-        target_ms=harness.target_ms_of(args),
-        deadline=deadline.monotonic())
-    harness.record_timing(res, timed, excluded)
+                            roundings=3)
+    timed = harness.check_and_time(
+        torch, res, contenders, ref, ptol, harness.rounds_of(args, 5),
+        harness.target_ms_of(args), deadline.monotonic())
     res["contenders"] = {
         pname: {"ms": t["ms"], "gbs": kv_bytes / t["ms"] / 1e6,
                 "share_of_copy": kv_bytes / t["ms"] / 1e6 / copy_gbs}

@@ -210,26 +210,9 @@ def run_case(args, report, path, deadline, cfg, block, W, bundle, tokens,
                 harness.short(e)
         res["compile_s"] = round(time.monotonic() - t0, 1)
     ptol = harness.Tolerance("bf16", reduction=D, roundings=4)
-    excluded, timed_fns = [], []
-    for pname, fn in contenders:
-        if pname != "tang":
-            try:
-                got = fn().float()
-            except Exception as e:
-                res.setdefault("peer_errors", {})[pname] = harness.short(e)
-                continue
-            c = harness.check_tensor(got, ref, ptol, pname)
-            res["checks"].append(dict(c, ok=True, informational=True))
-            if not c["ok"]:
-                excluded.append(pname)
-        call, graphed, why = harness.try_graphed(torch, fn)
-        res.setdefault("graphed", {})[pname] = graphed if graphed else why
-        timed_fns.append((pname, call))
-    timed = harness.interleaved_rounds(
-        torch, timed_fns, rounds=harness.rounds_of(args, 5),
-        target_ms=harness.target_ms_of(args),
-        deadline=deadline.monotonic())
-    harness.record_timing(res, timed, excluded)
+    timed = harness.check_and_time(
+        torch, res, contenders, ref, ptol, harness.rounds_of(args, 5),
+        harness.target_ms_of(args), deadline.monotonic())
     if res.get("tang_ms"):
         res["share_of_floor"] = res["floor_ms"] / res["tang_ms"]
     # Tokens per second and the share of the floor, per contender (the

@@ -492,6 +492,38 @@ def record_timing(res: dict, timed: Dict[str, dict],
         res["tang_tflops"] = res["flops"] / res["tang_ms"] / 1e9
 
 
+def check_and_time(torch, res: dict, contenders, ref, ptol: "Tolerance",
+                   rounds: int, target_ms: float,
+                   deadline: Optional[float] = None) -> Dict[str, dict]:
+    """Checks every peer of `contenders` ([(name, fn)], tang's first and
+    already checked; fn() returns the output) against `ref` within `ptol`:
+    informational (an incorrect peer is reported and excluded from the
+    best peer; one that raises is listed in res["peer_errors"] and not
+    timed). Times them all, each in a CUDA graph where it takes one
+    (res["graphed"]: True or why not), in interleaved rounds; records the
+    timing on `res` (record_timing) and returns interleaved_rounds'
+    result."""
+    excluded, timed_fns = [], []
+    for pname, fn in contenders:
+        if pname != "tang":
+            try:
+                got = fn().float()
+            except Exception as e:  # a peer that refuses the shapes
+                res.setdefault("peer_errors", {})[pname] = short(e)
+                continue
+            c = check_tensor(got, ref, ptol, pname)
+            res["checks"].append(dict(c, ok=True, informational=True))
+            if not c["ok"]:
+                excluded.append(pname)
+        call, graphed, why = try_graphed(torch, fn)
+        res.setdefault("graphed", {})[pname] = graphed if graphed else why
+        timed_fns.append((pname, call))
+    timed = interleaved_rounds(torch, timed_fns, rounds=rounds,
+                               target_ms=target_ms, deadline=deadline)
+    record_timing(res, timed, excluded)
+    return timed
+
+
 def summarize_checks(checks: List[dict]) -> Tuple[bool, Optional[float]]:
     """(all ok, the largest max_err) over a list of check results."""
     errs = [c["max_err"] for c in checks if c.get("max_err") is not None]

@@ -372,3 +372,62 @@ def test_schedule_cache_option(tmp_path, monkeypatch):
     assert harness.schedule_cache_option() == f"schedule-cache={cache} "
     monkeypatch.setenv("TANG_SCHEDULE_CACHE", "off")
     assert harness.schedule_cache_option() == ""
+
+
+class _FakeEvent:
+    def __init__(self, enable_timing=True):
+        self.t = 0.0
+
+    def record(self):
+        import time
+        self.t = time.perf_counter()
+
+    def elapsed_time(self, end):
+        return (end.t - self.t) * 1e3
+
+
+class _FakeTorch:
+    """Just what check_and_time touches of torch (no GPU): CUDA events on
+    the host clock."""
+    class cuda:
+        Event = _FakeEvent
+
+        @staticmethod
+        def synchronize():
+            pass
+
+
+class _Out:
+    def __init__(self, a):
+        self.a = a
+
+    def float(self):
+        return self.a
+
+
+def test_check_and_time_checks_excludes_and_times(monkeypatch):
+    """Peers are checked (informational), a wrong one is excluded from the
+    best peer, one that raises is listed and not timed; tang and the rest
+    are timed in rounds and compared."""
+    monkeypatch.setenv("TANG_BENCH_GRAPHS", "0")
+    ref = np.linspace(-1.0, 1.0, 64)
+    tol = harness.Tolerance("bf16", reduction=16, roundings=1)
+
+    def raises():
+        raise RuntimeError("no kernel for these shapes")
+    contenders = [("tang", lambda: _Out(ref.copy())),
+                  ("right", lambda: _Out(ref * (1 + 2 ** -10))),
+                  ("wrong", lambda: _Out(ref + 0.5)),
+                  ("refuses", raises)]
+    res = harness.case_result("fake")
+    timed = harness.check_and_time(_FakeTorch, res, contenders, ref, tol,
+                                   rounds=5, target_ms=0.01)
+    assert set(timed) == {"tang", "right", "wrong"}
+    assert res["peer_errors"] == {"refuses": "RuntimeError: no kernel for "
+                                  "these shapes"}
+    assert res["incorrect_peers"] == ["wrong"]
+    assert res["best_peer"] == "right"
+    assert [c["name"] for c in res["checks"]] == ["right", "wrong"]
+    assert all(c["informational"] for c in res["checks"])
+    assert res["graphed"]["tang"] == "TANG_BENCH_GRAPHS=0"
+    assert len(timed["tang"]["rounds"]) == 5
