@@ -157,3 +157,41 @@ def test_floor_counts_the_selected_experts():
     # At most every expert once.
     assert qn.moe_selected_bytes(cfg, 4096) < qn.moe_selected_bytes(
         cfg, 64) + 4096 * cfg.hidden * 6 + per_expert * cfg.experts
+
+
+def grouping_reference(cfg, sel):
+    """The routed pairs sorted by (expert, token): counts, exclusive
+    offsets, each pair's row, and the token and slot of each row."""
+    T, K = sel.shape
+    pairs = sorted((int(sel[t, s]), t, s) for t in range(T) for s in range(K))
+    counts = np.bincount(sel.ravel(), minlength=cfg.experts)
+    offsets = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    rows = np.zeros((T, K), np.int64)
+    for i, (_, t, s) in enumerate(pairs):
+        rows[t, s] = i
+    perm = np.array([t for _, t, _ in pairs])
+    slot = np.array([s for _, _, s in pairs])
+    return [counts, offsets, rows, perm, slot]
+
+
+@pytest.mark.parametrize("target", ["interpreter", "c"])
+def test_grouping_sorts_the_routed_pairs_by_expert(target):
+    """moe_grouping against a sort of the (expert, token, slot) triples, on
+    a routing with an expert no token chose and one every token chose."""
+    cfg = CFG
+    rng = np.random.default_rng(3)
+    sel = np.stack([np.concatenate([[0], 1 + rng.permutation(
+        cfg.experts - 2)[:cfg.top_k - 1]]) for _ in range(TOKENS)])
+    sel = np.ascontiguousarray(rng.permuted(sel, axis=1)).astype(np.int32)
+    got = tang.compile(qn.moe_grouping(cfg, TOKENS), target=target)(sel)
+    want = grouping_reference(cfg, sel)
+    assert want[0][cfg.experts - 1] == 0 and want[0][0] == TOKENS
+    for k, (g, w) in enumerate(zip(got, want)):
+        assert g.dtype == np.int32, k
+        np.testing.assert_array_equal(g, w, err_msg=f"output #{k}")
+    counts, offsets, rows, perm, slot = got
+    # Each grouped row is a pair of its expert, tokens increasing.
+    for e in range(cfg.experts):
+        group = range(offsets[e], offsets[e] + counts[e])
+        assert all(sel[perm[i], slot[i]] == e for i in group)
+        assert list(perm[list(group)]) == sorted(perm[list(group)])

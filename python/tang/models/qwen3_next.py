@@ -44,7 +44,8 @@ from .. import lang as t
 from ..lang import bf16, f32, i32
 
 __all__ = ["MoeConfig", "QWEN3_NEXT_MOE", "TINY_MOE", "moe_weight_shapes",
-           "moe_layer", "moe_selected_bytes", "moe_config_from"]
+           "moe_layer", "moe_selected_bytes", "moe_config_from",
+           "moe_grouping"]
 
 
 @dataclass(frozen=True)
@@ -194,3 +195,52 @@ def moe_layer(cfg: MoeConfig, tokens: int) -> t.Function:
     types = [cfg.dtype[T, D]] + [cfg.dtype[s] for s in
                                  moe_weight_shapes(cfg).values()]
     return t.Function(layer, name="moe_layer", arg_types=types)
+
+
+def moe_grouping(cfg: MoeConfig, tokens: int) -> t.Function:
+    """``(sel [tokens, K] i32) -> (counts [E], offsets [E], rows [tokens,
+    K], perm [tokens * K], slot [tokens * K])`` (all i32): the routed
+    (token, slot) pairs grouped by expert, the order a grouped product
+    reads them in. ``sel`` holds each token's K distinct experts (as
+    ``moe_layer`` routes them). Expert e's group is ``counts[e]`` rows from
+    ``offsets[e]`` (an exclusive prefix sum), its tokens in increasing
+    order; ``rows[t, s]`` is where pair (t, s) lands, ``perm[i]`` the token
+    of grouped row i and ``slot[i]`` its slot (so that a combine can read
+    the routing weight back). Written with a scatter of the membership, two
+    scans and two inserts at distinct coordinates. (On kernels the two
+    inserts run in one thread, in order: that every pair lands on its own
+    row is not something the IR can state yet, and a scatter whose points
+    may collide is combined in index order.)"""
+    T, E, K = tokens, cfg.experts, cfg.top_k
+
+    def grouping(sel):
+        one = t.constant(1, i32)
+        # member[t, e]: whether token t routed to expert e (its K experts
+        # are distinct: the inserts never collide).
+        empty = t.compute((T, E), lambda r, e: t.index_value(e) * 0,
+                          materialize=True)
+        member = t.scatter(empty, (T, K), lambda r, k: (
+            one, (r, sel[r, k])), policy="drop")
+        counts = t.compute((E,), lambda e: t.sum(T, lambda r: member[r, e]))
+        # Inclusive prefix sums, made exclusive: offsets along the experts,
+        # each expert's earlier tokens along the tokens.
+        upto = t.scan((E,), "add", lambda e: counts[e])
+        offsets = t.compute((E,), lambda e: upto[e] - counts[e])
+        seen = t.scan((E, T), "add", lambda e, r: member[r, e])
+        at_offset = offsets.gather_policy("clamp")
+        before = seen.gather_policy("clamp")
+        # Where pair (t, s) lands: its expert's offset plus how many
+        # earlier tokens chose the same expert.
+        rows = t.compute((T, K), lambda r, k: at_offset[sel[r, k]]
+                         + before[sel[r, k], r] - one, materialize=True)
+        blank = t.compute((T * K,), lambda i: t.index_value(i) * 0,
+                          materialize=True)
+        perm = t.scatter(blank, (T, K), lambda r, k: (
+            t.index_value(r), (rows[r, k],)), policy="drop")
+        slot = t.scatter(blank, (T, K), lambda r, k: (
+            t.index_value(k), (rows[r, k],)), policy="drop")
+        return counts, offsets, rows, perm, slot
+
+    grouping.__signature__ = inspect.Signature(
+        [inspect.Parameter("sel", inspect.Parameter.POSITIONAL_OR_KEYWORD)])
+    return t.Function(grouping, name="moe_grouping", arg_types=[i32[T, K]])
