@@ -192,6 +192,27 @@ bool mlir::tang::isVectorizable(GatherOp gather, Value row, int64_t v) {
       cast<RankedTensorType>(gather.getTensor().getType()), row, v);
 }
 
+Value mlir::tang::getAccessedTensor(Operation *access) {
+  if (auto read = dyn_cast<ReadOp>(access))
+    return read.getTensor();
+  return cast<GatherOp>(access).getTensor();
+}
+
+bool mlir::tang::accessUses(Operation *access, Value index, Block *scope) {
+  if (auto gather = dyn_cast<GatherOp>(access); gather && scope)
+    for (Value data : gather.getValues())
+      if (dependsOn(data, index, *scope))
+        return true;
+  auto read = dyn_cast<ReadOp>(access);
+  auto gather = dyn_cast<GatherOp>(access);
+  AffineMap map = read ? read.getMap() : gather.getMap();
+  OperandRange indices = read ? read.getIndices() : gather.getIndices();
+  for (auto [pos, v] : llvm::enumerate(indices))
+    if (v == index && map.isFunctionOfDim(pos))
+      return true;
+  return false;
+}
+
 std::optional<RowlessWork> mlir::tang::getRowlessWork(ComprehensionOp op) {
   constexpr int64_t kMinRowlessLength = 1024;
   unsigned np = op.getNumParallel();

@@ -34,40 +34,6 @@ StringRef mlir::tang::stringifyShapeClass(ShapeClass c) {
   llvm_unreachable("unknown shape class");
 }
 
-/// A read or a gather: an access to a function-level tensor whose map's
-/// dimensions are iteration indices (a gather's symbols, data, are its own
-/// business: a weight row picked by a routed expert is still a row).
-static Value getAccessedTensor(Operation *access) {
-  if (auto read = dyn_cast<ReadOp>(access))
-    return read.getTensor();
-  return cast<GatherOp>(access).getTensor();
-}
-
-/// Whether `access` (a read or a gather) uses `index` in a coordinate, or
-/// (`scope`: the block of the comprehension whose index it is) a gather's
-/// data depends on it (an expert picked per token is a different row per
-/// token).
-static bool accessUses(Operation *access, Value index, Block *scope = nullptr) {
-  if (auto gather = dyn_cast<GatherOp>(access); gather && scope)
-    for (Value data : gather.getValues())
-      if (dependsOn(data, index, *scope))
-        return true;
-  AffineMap map;
-  OperandRange indices = access->getOperands();
-  if (auto read = dyn_cast<ReadOp>(access)) {
-    map = read.getMap();
-    indices = read.getIndices();
-  } else {
-    auto gather = cast<GatherOp>(access);
-    map = gather.getMap();
-    indices = gather.getIndices();
-  }
-  for (auto [pos, v] : llvm::enumerate(indices))
-    if (v == index && map.isFunctionOfDim(pos))
-      return true;
-  return false;
-}
-
 /// The reads and gathers `v` is computed from, within the comprehension
 /// bodies (nested comprehensions contribute the accesses of their bodies).
 static llvm::SetVector<Operation *> getReadsFeeding(Value v) {

@@ -185,25 +185,11 @@ constexpr int64_t kMatVecRows = 16;
 bool weightsVaryWith(ComprehensionOp op, ArrayRef<ComprehensionOp> reductions,
                      unsigned i) {
   Value n = op.getIndex(op.getNumParallel() - 1), index = op.getIndex(i);
-  auto uses = [](AffineMap map, OperandRange dims, Value v) {
-    for (auto [pos, d] : llvm::enumerate(dims))
-      if (d == v && map.isFunctionOfDim(pos))
-        return true;
-    return false;
-  };
   bool varies = false;
   for (ComprehensionOp red : reductions)
     red.walk([&](Operation *access) {
-      if (auto read = dyn_cast<ReadOp>(access))
-        varies |= uses(read.getMap(), read.getIndices(), n) &&
-                  uses(read.getMap(), read.getIndices(), index);
-      if (auto gather = dyn_cast<GatherOp>(access)) {
-        if (!uses(gather.getMap(), gather.getIndices(), n))
-          return;
-        varies |= uses(gather.getMap(), gather.getIndices(), index);
-        for (Value data : gather.getValues())
-          varies |= dependsOn(data, index, op.getBodyBlock());
-      }
+      if (isa<ReadOp, GatherOp>(access) && accessUses(access, n))
+        varies |= accessUses(access, index, &op.getBodyBlock());
     });
   return varies;
 }
@@ -227,12 +213,9 @@ ScheduleAttr scheduleMatVec(ComprehensionOp op, ScheduleBuilder &b) {
       reductions.push_back(red);
   for (ComprehensionOp red : reductions)
     red.walk([&](Operation *access) {
-      Value tensor = isa<ReadOp>(access) ? cast<ReadOp>(access).getTensor()
-                     : isa<GatherOp>(access)
-                         ? cast<GatherOp>(access).getTensor()
-                         : Value();
-      if (!tensor)
+      if (!isa<ReadOp, GatherOp>(access))
         return;
+      Value tensor = getAccessedTensor(access);
       Type e = cast<RankedTensorType>(tensor.getType()).getElementType();
       bytes = std::min<int64_t>(
           bytes, std::max<int64_t>(1, e.getIntOrFloatBitWidth() / 8));

@@ -154,9 +154,13 @@ def test_floor_counts_the_selected_experts():
     per_expert = 3 * cfg.ffn * cfg.hidden * 2
     one = qn.moe_selected_bytes(cfg, 1)
     assert one - qn.moe_selected_bytes(replace(cfg, top_k=9), 1) == per_expert
-    # At most every expert once.
-    assert qn.moe_selected_bytes(cfg, 4096) < qn.moe_selected_bytes(
-        cfg, 64) + 4096 * cfg.hidden * 6 + per_expert * cfg.experts
+    # At most every expert once: 4096 tokens select (with 10 each) more
+    # than all 512, so the router, all experts, the shared expert and the
+    # tokens in (bf16) and out (f32).
+    D, Fs = cfg.hidden, cfg.shared_ffn
+    assert qn.moe_selected_bytes(cfg, 4096) == (
+        cfg.experts * D * 2 + per_expert * cfg.experts
+        + (3 * Fs * D + D) * 2 + 4096 * D * (2 + 4))
 
 
 def grouping_reference(cfg, sel):

@@ -64,6 +64,15 @@ bool isVectorizable(ReadOp read, Value row, int64_t v);
 /// clamp or zero policy.
 bool isVectorizable(GatherOp gather, Value row, int64_t v);
 
+/// The tensor a read or a gather accesses.
+Value getAccessedTensor(Operation *access);
+
+/// Whether `access` (a read or a gather) uses `index` in a coordinate, or,
+/// given `scope` (the body of the comprehension whose index it is), a
+/// gather's data depends on it (an expert picked per token is a different
+/// row per token).
+bool accessUses(Operation *access, Value index, Block *scope = nullptr);
+
 /// The nested reductions a map without a row shares among a block's
 /// threads (a row kernel without a row, isRowlessSchedule): their longest
 /// extent and the vector width their reads along the reduction take.
