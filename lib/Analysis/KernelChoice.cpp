@@ -229,6 +229,32 @@ MmaConfig getTiles(ComprehensionOp op, const MmaContraction &c, bool wgmma) {
   return want.isValid() ? want : cfg;
 }
 
+/// Split k for a product whose tiles fill at most a quarter of the
+/// multiprocessors and whose reduction is long (16 k steps or more): the
+/// most splits that keep the blocks within one per multiprocessor, runs of
+/// at least 4 steps, and no split without a step (33 x 264 x 4104: 3
+/// tiles of 65 steps, 13 splits of 5).
+int64_t getSplitK(ComprehensionOp op, const MmaContraction &c,
+                  const MmaConfig &cfg) {
+  if (cfg.warpSpecialized || cfg.smCount <= 0)
+    return 1;
+  int64_t tiles = static_cast<int64_t>(llvm::divideCeil(c.extentM, cfg.bm) *
+                                       llvm::divideCeil(c.extentN, cfg.bn));
+  for (unsigned p = 0; p < op.getNumParallel(); ++p)
+    if (p != c.m && p != c.n)
+      tiles *= op.getExtent(p);
+  int64_t steps = cfg.kSteps(c.extentK);
+  if (4 * tiles > cfg.smCount || steps < 16)
+    return 1;
+  for (int64_t s = std::min<int64_t>(32, cfg.smCount / tiles); s > 1; --s) {
+    MmaConfig split = cfg;
+    split.splitK = s;
+    if (split.stepsPerSplit(c.extentK) >= 4 && split.splitsNonEmpty(c.extentK))
+      return s;
+  }
+  return 1;
+}
+
 /// The contraction's whole configuration under `options`.
 MmaConfig getMmaConfig(ComprehensionOp op, const MmaContraction &c,
                        const KernelOptions &options) {
@@ -245,6 +271,7 @@ MmaConfig getMmaConfig(ComprehensionOp op, const MmaContraction &c,
   // multiprocessor (measured: bench/results/2026-12-01-h200-tensor-cores-
   // ws.md).
   cfg.warpSpecialized = cfg.tma && options.warpSpecialize && cfg.bn >= 256;
+  cfg.splitK = getSplitK(op, c, cfg);
   return cfg;
 }
 
@@ -440,7 +467,7 @@ struct ScheduleFields {
   KernelKind kernel;
   TensorCoreKind mma;
   bool tma, warpSpecialize, persistent;
-  int64_t groupM;
+  int64_t groupM, splitK;
 
   explicit ScheduleFields(ScheduleAttr s)
       : tile(s.getTile()), threads(s.getThreads()), mapping(s.getMapping()),
@@ -448,7 +475,7 @@ struct ScheduleFields {
         accumulate(s.getAccumulate()), memory(s.getMemory()),
         kernel(s.getKernel()), mma(s.getMma()), tma(s.getTma()),
         warpSpecialize(s.getWarpSpecialize()), persistent(s.getPersistent()),
-        groupM(s.getGroupM()) {}
+        groupM(s.getGroupM()), splitK(s.getSplitK()) {}
 
   /// A tensor-core kernel: `warps` along index `rows`, 32 threads along
   /// `cols` times `colWarps`, a ring of `depth` stages in shared memory.
@@ -465,7 +492,7 @@ struct ScheduleFields {
   ScheduleAttr get(MLIRContext *ctx) const {
     return ScheduleAttr::get(ctx, tile, mapping, threads, vector, stages,
                              storage, accumulate, memory, kernel, mma, tma,
-                             warpSpecialize, persistent, groupM);
+                             warpSpecialize, persistent, groupM, splitK);
   }
 };
 
@@ -479,7 +506,7 @@ ScheduleAttr getStepSchedule(ComprehensionOp red, int64_t step) {
   return ScheduleAttr::get(ctx, tile, mapping, threads, /*vector=*/1,
                            /*stages=*/1, Type(), Float32Type::get(ctx),
                            {MemoryLevel::Global}, KernelKind::Auto,
-                           TensorCoreKind::None, false, false, false, 0);
+                           TensorCoreKind::None, false, false, false, 0, 1);
 }
 
 } // namespace
@@ -488,6 +515,7 @@ void mlir::tang::setKernelSchedule(ComprehensionOp op,
                                    const KernelChoice &choice) {
   ScheduleFields f(op.getScheduleAttr());
   f.kernel = choice.kind;
+  f.splitK = 1;
   unsigned key = op.getNumIndices() - 1;
   switch (choice.kind) {
   case KernelKind::Auto:
@@ -524,6 +552,7 @@ void mlir::tang::setKernelSchedule(ComprehensionOp op,
     f.tma = cfg.tma;
     f.warpSpecialize = f.persistent = cfg.warpSpecialized;
     f.groupM = cfg.groupM;
+    f.splitK = cfg.splitK;
     break;
   }
   case KernelKind::Flash: {
@@ -655,6 +684,13 @@ FailureOr<KernelChoice> mlir::tang::getScheduledKernel(ComprehensionOp op) {
       return refuse("its operands move " + Twine(cfg.vec()) +
                     " elements (16 bytes) at a time, not " +
                     Twine(s.getVector()));
+    cfg.splitK = s.getSplitK();
+    if (cfg.splitK > 1 && !cfg.splitsNonEmpty(c->extentK))
+      return refuse("split_k = " + Twine(cfg.splitK) + " leaves a split of " +
+                    Twine(cfg.kSteps(c->extentK)) + " k steps of " +
+                    Twine(cfg.bk) + " (" +
+                    Twine(cfg.stepsPerSplit(c->extentK)) +
+                    " a split) without a step");
     choice.mma = cfg;
     choice.contraction = std::move(c);
     return choice;

@@ -136,7 +136,8 @@ public:
                              stages, storage, accumulate, memory,
                              KernelKind::Auto, TensorCoreKind::None,
                              /*tma=*/false, /*warpSpecialize=*/false,
-                             /*persistent=*/false, /*groupM=*/0);
+                             /*persistent=*/false, /*groupM=*/0,
+                             /*splitK=*/1);
   }
 
   Type getStorage() {

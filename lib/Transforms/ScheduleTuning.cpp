@@ -405,6 +405,9 @@ double getTensorBytes(ComprehensionOp op) {
 constexpr double kCopyLatency = 0.5e-6;
 /// L2's rate over DRAM's: a modelling assumption.
 constexpr double kL2Rate = 2;
+/// A dependent kernel's launch in a stream or graph: a modelling
+/// assumption.
+constexpr double kLaunchLatency = 2e-6;
 
 /// A tensor-core contraction's modelled time (a crude model: it ranks and
 /// prunes candidates, measurement chooses). Per block, each k step takes
@@ -427,8 +430,9 @@ double modelContraction(ComprehensionOp op, const MmaContraction &c,
     if (i != c.m && i != c.n)
       batch *= op.getExtent(i);
   double tilesM = std::ceil(m / cfg.bm), tilesN = std::ceil(n / cfg.bn);
-  double tiles = batch * tilesM * tilesN;
-  double kSteps = std::ceil(k / cfg.bk);
+  // With split k every tile is splitK blocks of a run of k steps each.
+  double tiles = batch * tilesM * tilesN * cfg.splitK;
+  double kSteps = cfg.stepsPerSplit(c.extentK);
   double computing = cfg.wgmma ? cfg.bm / 64.0 * 128 : cfg.threads();
   double threads = computing + (cfg.warpSpecialized ? 128 : 0);
   double regs = std::min(255.0, 40 + cfg.bm * cfg.bn / computing);
@@ -468,7 +472,14 @@ double modelContraction(ComprehensionOp op, const MmaContraction &c,
   double l2 = batch * (m * k * tilesN + k * n * tilesM) * cfg.eb /
               (kL2Rate * model.bytesPerS);
   double dram = getTensorBytes(op) / model.bytesPerS;
-  return std::max({compute, l2, dram});
+  // Split k's second kernel: a launch, the f32 partial sums written and
+  // read back, the results written.
+  double combine = 0;
+  if (cfg.splitK > 1)
+    combine = kLaunchLatency + batch * m * n *
+                                   (2.0 * 4 * cfg.splitK + outBytes()) /
+                                   model.bytesPerS;
+  return std::max({compute, l2, dram}) + combine;
 }
 
 /// Flash attention's modelled time: its query tiles in waves at the
@@ -570,7 +581,34 @@ std::string contractionLabel(const MmaConfig &c) {
     s += " tma";
   if (c.warpSpecialized)
     s += " ws";
+  if (c.splitK > 1)
+    s += " k" + std::to_string(c.splitK);
   return s + " g" + std::to_string(c.groupM);
+}
+
+/// Split k's counts worth trying for tiles `cfg` of `c` (a few tiles, a
+/// long reduction): runs of at least two k steps, every split with one,
+/// at most four blocks per multiprocessor in all.
+SmallVector<int64_t> getSplitCounts(ComprehensionOp op, const MmaContraction &c,
+                                    const MmaConfig &cfg, const Model &model) {
+  SmallVector<int64_t> counts;
+  if (cfg.warpSpecialized || model.sms <= 0)
+    return counts;
+  double tiles = std::ceil(double(c.extentM) / cfg.bm) *
+                 std::ceil(double(c.extentN) / cfg.bn);
+  for (unsigned i = 0; i < op.getNumParallel(); ++i)
+    if (i != c.m && i != c.n)
+      tiles *= op.getExtent(i);
+  if (tiles >= model.sms)
+    return counts;
+  for (int64_t s : {2, 3, 4, 6, 8, 12, 16, 24, 32}) {
+    MmaConfig split = cfg;
+    split.splitK = s;
+    if (split.stepsPerSplit(c.extentK) >= 2 &&
+        split.splitsNonEmpty(c.extentK) && tiles * s <= 4 * model.sms)
+      counts.push_back(s);
+  }
+  return counts;
 }
 
 void addContractionCandidates(ComprehensionOp op, const KernelChoice &base,
@@ -632,11 +670,19 @@ void addContractionCandidates(ComprehensionOp op, const KernelChoice &base,
                 continue;
               KernelChoice choice = base;
               choice.mma = cfg;
-              double t = modelContraction(op, c, cfg, model);
+              choice.mma.splitK = 1;
+              double t = modelContraction(op, c, choice.mma, model);
               if (std::isinf(t))
                 continue;
               set.add([&] { setKernelSchedule(op, choice); }, t,
-                      contractionLabel(cfg));
+                      contractionLabel(choice.mma));
+              for (int64_t splits : getSplitCounts(op, c, choice.mma, model)) {
+                KernelChoice split = choice;
+                split.mma.splitK = splits;
+                set.add([&] { setKernelSchedule(op, split); },
+                        modelContraction(op, c, split.mma, model),
+                        contractionLabel(split.mma));
+              }
               if (lp && (!nearest || lpDistance(cfg) < lpDistance(*nearest)))
                 nearest = cfg;
             }
@@ -705,7 +751,7 @@ ScheduleAttr withSimtFields(ScheduleAttr s, ArrayRef<int64_t> tile,
                            vector, s.getStages(), s.getStorage(),
                            s.getAccumulate(), s.getMemory(), s.getKernel(),
                            s.getMma(), s.getTma(), s.getWarpSpecialize(),
-                           s.getPersistent(), s.getGroupM());
+                           s.getPersistent(), s.getGroupM(), s.getSplitK());
 }
 
 /// `s` with `stages` pipeline stages (in global memory: a SIMT kernel's
@@ -716,7 +762,7 @@ ScheduleAttr withStages(ScheduleAttr s, int64_t stages) {
       s.getVector(), stages, s.getStorage(), s.getAccumulate(),
       SmallVector<MemoryLevel>(stages, MemoryLevel::Global), s.getKernel(),
       s.getMma(), s.getTma(), s.getWarpSpecialize(), s.getPersistent(),
-      s.getGroupM());
+      s.getGroupM(), s.getSplitK());
 }
 
 /// Row and pointwise SIMT kernels: the threads along the one index that

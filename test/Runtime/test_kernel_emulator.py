@@ -559,6 +559,68 @@ def test_tensor_cores_sm80(tmp_path, case):
         assert check["ok"], check
 
 
+SPLIT_K = """func.func @main(%x: tensor<3x70x200xbf16>, %w: tensor<3x200x72xbf16>, %bias: tensor<72xbf16>) -> tensor<3x70x72xbf16> {
+  %c = tang.comprehension (%g, %i, %j) [3, 70, 72] attributes {schedule = #tang.schedule<tile = [1, 64, 64], mapping = [block_z, block_y, block_x], threads = [1, 2, 64], vector = 8, stages = 3, memory = [shared, shared, shared], kernel = contraction, mma = mma_sync, split_k = SPLITS>} : tensor<3x70x72xbf16> {
+    %s = tang.comprehension reduce (%k) [200] monoid(add) attributes {schedule = #tang.schedule<tile = [32], vector = 1, stages = 1, memory = [global]>} : f32 {
+      %a = tang.read %x[%g, %i, %k] : tensor<3x70x200xbf16>
+      %b = tang.read %w[%g, %k, %j] : tensor<3x200x72xbf16>
+      %af = arith.extf %a : bf16 to f32
+      %bf = arith.extf %b : bf16 to f32
+      %p = arith.mulf %af, %bf : f32
+      tang.yield %p : f32
+    }
+    %bb = tang.read %bias[%j] : tensor<72xbf16>
+    %bf = arith.extf %bb : bf16 to f32
+    %t = arith.addf %s, %bf : f32
+    %h = math.tanh %t : f32
+    %r = arith.truncf %h : f32 to bf16
+    tang.yield %r : bf16
+  }
+  return %c : tensor<3x70x72xbf16>
+}
+"""
+
+
+@pytest.mark.parametrize("splits", [1, 3, 7])
+def test_split_k_sm80(tmp_path, splits):
+    """A batched product with an epilogue (bias, tanh, bf16) on mma.sync
+    with its 200-long reduction (7 k steps of 32) split among 3 blocks
+    per tile (runs of 3, 3 and 1 steps) or 7 (one each): partial sums in
+    the f32 workspace, the second kernel adding them in order and
+    evaluating the epilogue; ragged rows (70) and columns (72) against
+    the interpreter; split_k = 1 is the one-kernel path. Two runs of the
+    split kernels give the same bits (the sums' order is fixed)."""
+    if not TANG_OPT.exists():
+        pytest.skip("tang-opt not built")
+    src = tmp_path / "prog.mlir"
+    src.write_text(SPLIT_K.replace("SPLITS", str(splits)))
+    kernels = kernel_form(src, "tensor-cores=target",
+                          ["--tang-attach-target=chip=sm_80"])
+    launches = re.findall(r'"gpu.launch_func"', kernels)
+    assert len(launches) == (2 if splits > 1 else 1)
+    emu = KernelFormEmulator(kernels)
+    rng = np.random.default_rng(3)
+    inputs = [bf16(rng.uniform(-1, 1, s))
+              for s in ((3, 70, 200), (3, 200, 72), (72,))]
+    files = []
+    for n, x in enumerate(inputs):
+        np.save(tmp_path / f"in{n}.npy", x)
+        files += ["--input", str(tmp_path / f"in{n}.npy")]
+    r = subprocess.run([TANG_RUN, src, "--output-dir", tmp_path / "ref",
+                        *files], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    (got,) = emu.run("main", inputs)
+    ref = np.load(tmp_path / "ref" / "output_0.npy").astype(np.float64)
+    check = harness.check_elementwise(
+        got.reshape(ref.shape), ref,
+        harness.Tolerance("bf16", reduction=200, roundings=2), "split_k")
+    assert check["ok"], check
+    if splits > 1:
+        (again,) = KernelFormEmulator(kernels).run("main", inputs)
+        np.testing.assert_array_equal(
+            again.view(np.uint32), got.view(np.uint32))
+
+
 RESHAPED = """func.func @main(%a: tensor<4x8x16x32xf32>) -> tensor<4x128xf32> {
   %s = tang.comprehension (%i, %j, %k) reduce (%r) [4, 8, 16, 32] monoid(add) : tensor<4x8x16xf32> {
     %x = tang.read %a[%i, %j, %k, %r] : tensor<4x8x16x32xf32>

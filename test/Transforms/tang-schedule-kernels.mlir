@@ -112,3 +112,23 @@ func.func @strided(%A: tensor<256x512xbf16>, %B: tensor<256x256xbf16>) -> tensor
   }
   return %C : tensor<128x256xbf16>
 }
+
+// -----
+
+// Few tiles and a long reduction (33 x 264 with 4104 = 65 k steps of 64):
+// the reduction split among 17 blocks per tile (runs of 4 steps, the
+// last one 1), 85 blocks on the device model's 132 multiprocessors
+// instead of 5. On mma.sync (32 x 64 tiles: 10 of them): 13 splits of 5.
+// WG-LABEL: func.func @few_tiles_long_k
+// WG: tang.schedule<tile = [64, 64, 64], {{.*}} kernel = contraction, mma = wgmma, tma = true, group_m = 8, split_k = 17>
+// SYNC-LABEL: func.func @few_tiles_long_k
+// SYNC: tang.schedule<tile = [32, 64, 64], {{.*}} kernel = contraction, mma = mma_sync, group_m = 8, split_k = 13>
+func.func @few_tiles_long_k(%A: tensor<33x4104xbf16>, %B: tensor<4104x264xbf16>) -> tensor<33x264xbf16> {
+  %C = tang.comprehension (%i, %j) reduce (%k) [33, 264, 4104] monoid(add) : tensor<33x264xbf16> {
+    %a = tang.read %A[%i, %k] : tensor<33x4104xbf16>
+    %b = tang.read %B[%k, %j] : tensor<4104x264xbf16>
+    %p = arith.mulf %a, %b : bf16
+    tang.yield %p : bf16
+  }
+  return %C : tensor<33x264xbf16>
+}

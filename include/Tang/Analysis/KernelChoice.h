@@ -88,11 +88,28 @@ struct MmaConfig {
   /// Output tiles in groups of `groupM` row tiles, column-major within a
   /// group: blocks running together share operand panels in L2.
   int64_t groupM = 8;
+  /// The reduced index split among this many blocks per output tile
+  /// (split_k): each sums a run of stepsPerSplit k steps into an f32
+  /// workspace, a second kernel adds the runs in order and evaluates the
+  /// epilogue. Not with warp specialisation.
+  int64_t splitK = 1;
   /// Shared memory a block may use (the target's shared_per_block).
   int64_t maxShared = 0;
   /// Multiprocessors (the target's sm_count).
   int64_t smCount = 0;
   int64_t threads() const { return warpsM * warpsN * 32; }
+  /// k steps of bk along a reduced extent `extentK`, and per split (the
+  /// last split's run may be shorter).
+  int64_t kSteps(int64_t extentK) const {
+    return static_cast<int64_t>(llvm::divideCeil(extentK, bk));
+  }
+  int64_t stepsPerSplit(int64_t extentK) const {
+    return static_cast<int64_t>(llvm::divideCeil(kSteps(extentK), splitK));
+  }
+  /// Whether every one of the splitK runs of `extentK` has a k step.
+  bool splitsNonEmpty(int64_t extentK) const {
+    return (splitK - 1) * stepsPerSplit(extentK) < kSteps(extentK);
+  }
   int64_t ringBytes() const { return stages * (bm + bn) * bk * eb; }
   /// Shared memory of the ring or of the f32 result tile that reuses it
   /// (wgmma's alignment and barriers not counted).

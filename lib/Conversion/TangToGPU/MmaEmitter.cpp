@@ -93,7 +93,7 @@ SmallVector<Value> MmaEmitter::getCoordinates(ReadOp read, Value rowIndex,
 
 void MmaEmitter::emitLoads(Value kt, Value slot) {
   Value k = c.red.getIndex(c.red.getNumIndices() - 1);
-  Value k0 = mul(kt, cfg.bk);
+  Value k0 = mul(add(kt, stepBase), cfg.bk);
   int64_t vec = cfg.vec();
   if (c.aKContiguous)
     emitTileLoad(c.a, tileA, slot, cfg.bm, cfg.bk / vec, op.getIndex(c.m), m0,
@@ -234,9 +234,12 @@ LogicalResult MmaEmitter::emitEpilogue(ValueRange accRange, int64_t colBase,
   }
   syncConsumers();
 
-  // Then 16 bytes of the result per thread and step, through the body.
+  // Then 16 bytes of the result per thread and step, through the body
+  // (with split k: 16 bytes of the f32 sums into the workspace).
   Type storage =
       cast<RankedTensorType>(op.getResultTypes()[0]).getElementType();
+  if (workspace)
+    storage = b.getF32Type();
   int64_t bytes = std::max<int64_t>(1, storage.getIntOrFloatBitWidth() / 8);
   int64_t v = 16 / bytes;
   if (c.extentN % v != 0 || width % v != 0)
@@ -244,81 +247,139 @@ LogicalResult MmaEmitter::emitEpilogue(ValueRange accRange, int64_t colBase,
   int64_t perRow = width / v;
   int64_t steps = cfg.bm * perRow / cfg.threads();
   BodyEmitter emitter(tensors, &k.func.getBody().front());
-  bool approximate = storage.isF16() || storage.isBF16();
-  emitter.setApproximate(approximate);
-  LogicalResult result = success();
+  emitter.setApproximate(storage.isF16() || storage.isBF16());
   auto loop = scf::ForOp::create(b, loc, cst(0), cst(steps), cst(1));
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    Value id = add(mul(loop.getInductionVar(), cfg.threads()), tid);
-    Value r = div(id, perRow), cv = mul(rem(id, perRow), v);
-    Value m = add(m0, r), n = add(n0, add(cst(colBase), cv));
-    Value inside =
-        arith::AndIOp::create(b, loc, lt(m, c.extentM), lt(n, c.extentN));
-    auto ifOp = scf::IfOp::create(b, loc, inside, /*withElseRegion=*/false);
-    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-    auto vecType = VectorType::get({v}, b.getF32Type());
-    Value accs = vector::LoadOp::create(
-        b, loc, vecType, tileC, ValueRange{r, cv},
-        /*nontemporal=*/false, llvm::Align(std::min<int64_t>(16, 4 * v)));
-    SmallVector<Value> results;
-    for (int64_t e = 0; e < v && succeeded(result); ++e) {
-      Value a = vector::ExtractOp::create(b, loc, accs, ArrayRef<int64_t>{e});
-      IRMapping mapping;
-      for (unsigned p = 0; p < op.getNumParallel(); ++p)
-        if (batch[p])
-          mapping.map(op.getIndex(p), batch[p]);
-      mapping.map(op.getIndex(c.m), m);
-      mapping.map(op.getIndex(c.n), e ? add(n, cst(e)) : n);
-      if (c.red == op) {
-        results.push_back(a);
-        continue;
-      }
-      mapping.map(c.red.getResult(0), a);
-      for (Operation &inner : op.getBodyBlock().without_terminator()) {
-        if (&inner == c.red.getOperation())
-          continue;
-        if (failed(emitter.emit(b, &inner, mapping))) {
-          result = failure();
-          break;
-        }
-      }
-      Value y = op.getYield().getValues()[0];
-      if (!mapping.contains(y)) {
-        Operation *def = y.getDefiningOp();
-        if (!def || failed(emitter.emit(b, def, mapping))) {
-          result = failure();
-          break;
-        }
-      }
-      results.push_back(mapping.lookup(y));
-    }
-    if (failed(result))
-      return failure();
-    SmallVector<Value> outIndices;
-    for (unsigned p = 0; p < op.getNumParallel(); ++p)
-      outIndices.push_back(p == c.m ? m : p == c.n ? n : batch[p]);
-    Type compute = results.front().getType();
-    Value out;
-    if (v == 1) {
-      out = results.front();
-      if (out.getType() != storage)
-        out = arith::TruncFOp::create(b, loc, storage, out);
-      memref::StoreOp::create(b, loc, out, outputs[0], outIndices);
-    } else {
-      out = vector::FromElementsOp::create(
-          b, loc, VectorType::get({v}, compute), results);
-      if (compute != storage)
-        out =
-            arith::TruncFOp::create(b, loc, VectorType::get({v}, storage), out);
-      // Aligned: n is a multiple of v, rows are (c.extentN, a multiple of
-      // v) elements long, buffers 16-byte aligned (the runtimes check).
-      vector::StoreOp::create(b, loc, out, outputs[0], outIndices,
-                              /*nontemporal=*/false, llvm::Align(v * bytes));
-    }
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  Value id = add(mul(loop.getInductionVar(), cfg.threads()), tid);
+  Value r = div(id, perRow), cv = mul(rem(id, perRow), v);
+  Value m = add(m0, r), n = add(n0, add(cst(colBase), cv));
+  Value inside =
+      arith::AndIOp::create(b, loc, lt(m, c.extentM), lt(n, c.extentN));
+  auto ifOp = scf::IfOp::create(b, loc, inside, /*withElseRegion=*/false);
+  b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+  auto vecType = VectorType::get({v}, b.getF32Type());
+  Value accs = vector::LoadOp::create(
+      b, loc, vecType, tileC, ValueRange{r, cv},
+      /*nontemporal=*/false, llvm::Align(std::min<int64_t>(16, 4 * v)));
+  if (workspace) {
+    vector::StoreOp::create(b, loc, accs, workspace,
+                            ValueRange{workspaceSlot, m, n},
+                            /*nontemporal=*/false, llvm::Align(v * 4));
+    return success();
   }
+  return emitResults(emitter, batch, m, n, accs, v, outputs[0]);
+}
+
+LogicalResult MmaEmitter::emitResults(BodyEmitter &emitter,
+                                      ArrayRef<Value> batchAt, Value m, Value n,
+                                      Value accs, int64_t v, Value out) {
+  Type storage = cast<MemRefType>(out.getType()).getElementType();
+  int64_t bytes = std::max<int64_t>(1, storage.getIntOrFloatBitWidth() / 8);
+  SmallVector<Value> results;
+  for (int64_t e = 0; e < v; ++e) {
+    Value a = vector::ExtractOp::create(b, loc, accs, ArrayRef<int64_t>{e});
+    if (c.red == op) {
+      results.push_back(a);
+      continue;
+    }
+    IRMapping mapping;
+    for (unsigned p = 0; p < op.getNumParallel(); ++p)
+      if (batchAt[p])
+        mapping.map(op.getIndex(p), batchAt[p]);
+    mapping.map(op.getIndex(c.m), m);
+    mapping.map(op.getIndex(c.n), e ? add(n, cst(e)) : n);
+    mapping.map(c.red.getResult(0), a);
+    for (Operation &inner : op.getBodyBlock().without_terminator())
+      if (&inner != c.red.getOperation() &&
+          failed(emitter.emit(b, &inner, mapping)))
+        return failure();
+    Value y = op.getYield().getValues()[0];
+    if (!mapping.contains(y)) {
+      Operation *def = y.getDefiningOp();
+      if (!def || failed(emitter.emit(b, def, mapping)))
+        return failure();
+    }
+    results.push_back(mapping.lookup(y));
+  }
+  SmallVector<Value> outIndices;
+  for (unsigned p = 0; p < op.getNumParallel(); ++p)
+    outIndices.push_back(p == c.m ? m : p == c.n ? n : batchAt[p]);
+  Type compute = results.front().getType();
+  if (v == 1) {
+    Value r = results.front();
+    if (r.getType() != storage)
+      r = arith::TruncFOp::create(b, loc, storage, r);
+    memref::StoreOp::create(b, loc, r, out, outIndices);
+    return success();
+  }
+  Value r = vector::FromElementsOp::create(
+      b, loc, VectorType::get({v}, compute), results);
+  if (compute != storage)
+    r = arith::TruncFOp::create(b, loc, VectorType::get({v}, storage), r);
+  // Aligned: n is a multiple of v, rows are (c.extentN, a multiple of v)
+  // elements long, buffers 16-byte aligned (the runtimes check).
+  vector::StoreOp::create(b, loc, r, out, outIndices,
+                          /*nontemporal=*/false, llvm::Align(v * bytes));
   return success();
+}
+
+LogicalResult MmaEmitter::emitSplitCombine() {
+  int64_t batchCount = k.grid[2] / cfg.splitK;
+  workspace = request.addScratch(MemRefType::get(
+      {batchCount * cfg.splitK, c.extentM, c.extentN}, b.getF32Type()));
+  unsigned workspaceArg = cast<BlockArgument>(workspace).getArgNumber();
+  Kernel &combine = request.addFollowUp();
+  Block &entry = combine.func.getBody().front();
+  // The combining kernel reads the same tensors through its own
+  // parameters (the same positions).
+  IRMapping own;
+  for (auto [t, arg] : tensors.getValueMap())
+    if (auto a = dyn_cast<BlockArgument>(arg))
+      own.map(t, entry.getArgument(a.getArgNumber()));
+  Value out = entry.getArgument(cast<BlockArgument>(outputs[0]).getArgNumber());
+  Value partials = entry.getArgument(workspaceArg);
+
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToEnd(&entry);
+  // v outputs (16 bytes of f32 partial sums) a thread.
+  int64_t v = c.extentN % 4 == 0 ? 4 : 1;
+  FailureOr<SmallVector<Value>> point = emitThreadPerPoint(
+      b, op, {batchCount, c.extentM, c.extentN / v}, combine);
+  if (failed(point))
+    return failure();
+  Value bp = (*point)[0], m = (*point)[1], n = mul((*point)[2], v);
+  auto vecType = VectorType::get({v}, b.getF32Type());
+  Value zero = arith::ConstantOp::create(b, loc, vecType,
+                                         DenseElementsAttr::get(vecType, 0.0f));
+  // The splits in order: the same sums every run.
+  auto splits =
+      scf::ForOp::create(b, loc, cst(0), cst(cfg.splitK), cst(1), zero);
+  {
+    OpBuilder::InsertionGuard inLoop(b);
+    b.setInsertionPointToStart(splits.getBody());
+    Value slot = add(mul(bp, cfg.splitK), splits.getInductionVar());
+    Value part = vector::LoadOp::create(
+        b, loc, vecType, partials, ValueRange{slot, m, n},
+        /*nontemporal=*/false, llvm::Align(4 * v));
+    scf::YieldOp::create(
+        b, loc,
+        ValueRange{
+            arith::AddFOp::create(b, loc, splits.getRegionIterArgs()[0], part)
+                .getResult()});
+  }
+  SmallVector<Value> batchAt(op.getNumParallel());
+  Value rest = bp;
+  for (int p = static_cast<int>(op.getNumParallel()) - 1; p >= 0; --p) {
+    if (static_cast<unsigned>(p) == c.m || static_cast<unsigned>(p) == c.n)
+      continue;
+    batchAt[p] = rem(rest, op.getExtent(p));
+    rest = div(rest, op.getExtent(p));
+  }
+  BodyEmitter emitter(own, &entry);
+  Type storage = cast<MemRefType>(out.getType()).getElementType();
+  emitter.setApproximate(storage.isF16() || storage.isBF16());
+  return emitResults(emitter, batchAt, m, n, splits.getResult(0), v, out);
 }
 
 void MmaEmitter::setTile(Value pid, Value batchIndex) {
@@ -413,7 +474,7 @@ void MmaEmitter::emitTmaIssue(Value kt, Value slot) {
       NVVM::MemScopeKindAttr::get(ctx, NVVM::MemScopeKind::CTA),
       b.getBoolAttr(false), Value());
   Value kIndex = c.red.getIndex(c.red.getNumIndices() - 1);
-  Value k0 = mul(kt, cfg.bk);
+  Value k0 = mul(add(kt, stepBase), cfg.bk);
   auto copy = [&](Value map, ReadOp read, Value dst, Value rowIndex, Value row,
                   Value colIndex, Value col) {
     bulkTensorCopy(map, getCoordinates(read, rowIndex, row, colIndex, col), dst,
@@ -454,12 +515,12 @@ SmallVector<Value> MmaEmitter::emitMmaSyncMainLoop() {
   gpu::BarrierOp::create(b, loc);
 
   // Main loop: issue step kt + stages - 1 into the slot step kt - 1 used,
-  // compute step kt, then wait for step kt + 1. Steps past K load zeros.
-  int64_t steps = static_cast<int64_t>(llvm::divideCeil(c.extentK, cfg.bk));
+  // compute step kt, then wait for step kt + 1. Steps past K load zeros
+  // (and with split k, steps past the block's run load what nobody uses).
   int64_t numAcc = (cfg.tm() / 16) * (cfg.tn() / 8) * 4;
   Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0));
   SmallVector<Value> init(numAcc, zero);
-  auto loop = scf::ForOp::create(b, loc, cst(0), cst(steps), cst(1), init);
+  auto loop = scf::ForOp::create(b, loc, cst(0), stepCount, cst(1), init);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());

@@ -67,25 +67,46 @@ LogicalResult MmaEmitter::emit() {
   for (unsigned p = 0; p < op.getNumParallel(); ++p)
     if (p != c.m && p != c.n)
       batchCount *= op.getExtent(p);
+  // Split k: the splits of a batch point's tiles along grid z.
   k.grid = {static_cast<int64_t>(llvm::divideCeil(c.extentN, cfg.bn)),
             static_cast<int64_t>(llvm::divideCeil(c.extentM, cfg.bm)),
-            batchCount};
+            batchCount * cfg.splitK};
   k.block = {cfg.threads(), 1, 1};
-  if (batchCount > 65535 || k.grid[1] > 65535)
+  if (k.grid[2] > 65535 || k.grid[1] > 65535)
     return op.emitOpError() << "has " << batchCount
                             << " batch points or row tiles: more than the "
                                "grid holds";
+  if (cfg.splitK > 1 && cfg.warpSpecialized)
+    return op.emitOpError() << "split k with a warp-specialised kernel";
+  // Split k's workspace and second kernel come before the tensor maps.
+  if (cfg.splitK > 1 && failed(emitSplitCombine()))
+    return failure();
 
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   lane = rem(tid, 32);
   Value warp = div(tid, 32);
   warpM = div(warp, cfg.warpsN);
   warpN = rem(warp, cfg.warpsN);
+  int64_t steps = cfg.kSteps(c.extentK);
+  stepBase = cst(0);
+  stepCount = cst(steps);
   if (cfg.warpSpecialized)
     return emitWarpSpecialized();
+  Value z = gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
+  Value batchIndex = z;
+  if (cfg.splitK > 1) {
+    // This block's run: stepsPerSplit steps from its split's first (the
+    // last split's run ends at K).
+    int64_t per = cfg.stepsPerSplit(c.extentK);
+    workspaceSlot = z;
+    batchIndex = div(z, cfg.splitK);
+    stepBase = mul(rem(z, cfg.splitK), per);
+    stepCount = arith::MinUIOp::create(
+        b, loc, cst(per), arith::SubIOp::create(b, loc, cst(steps), stepBase));
+  }
   setTile(add(mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::y), k.grid[0]),
               gpu::BlockIdOp::create(b, loc, gpu::Dimension::x)),
-          gpu::BlockIdOp::create(b, loc, gpu::Dimension::z));
+          batchIndex);
 
   Value smem = gpu::DynamicSharedMemoryOp::create(
       b, loc,
@@ -152,9 +173,7 @@ struct MmaKernelPattern : KernelPattern {
   KernelMatch matchAndBuild(KernelRequest &r) const override {
     if (r.choice.kind != KernelKind::Contraction)
       return notifyMatchFailure(r.op, "not a contraction's kernel");
-    if (failed(MmaEmitter(r.b, r.op, *r.choice.contraction, r.tensors,
-                          r.outputs, r.k, r.choice.mma)
-                   .emit()))
+    if (failed(MmaEmitter(r, *r.choice.contraction, r.choice.mma).emit()))
       return KernelMatch::Error;
     return KernelMatch::Built;
   }

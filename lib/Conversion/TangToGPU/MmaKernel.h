@@ -18,11 +18,12 @@ namespace mlir::tang {
 
 class MmaEmitter : TensorCoreEmitterBase {
 public:
-  MmaEmitter(OpBuilder &b, ComprehensionOp op, const MmaContraction &c,
-             IRMapping &tensors, ValueRange outputs, Kernel &k,
-             const MmaConfig &cfg)
-      : TensorCoreEmitterBase(b, op.getLoc(), c.elementType), op(op), c(c),
-        tensors(tensors), outputs(outputs), k(k), cfg(cfg) {}
+  /// `r`'s kernel for contraction `c` of its comprehension with tiles
+  /// `cfg` (a split one adds its workspace and second kernel through `r`).
+  MmaEmitter(KernelRequest &r, const MmaContraction &c, const MmaConfig &cfg)
+      : TensorCoreEmitterBase(r.b, r.op.getLoc(), c.elementType), op(r.op),
+        c(c), tensors(r.tensors), outputs(r.outputs), k(r.k), cfg(cfg),
+        request(r) {}
 
   LogicalResult emit();
 
@@ -86,9 +87,19 @@ private:
   /// The mma.sync steps of one BK slice from ring slot `slot`.
   SmallVector<Value> emitCompute(Value slot, ValueRange acc);
   /// The epilogue of result columns [colBase, colBase + width) of the tile
-  /// (all of them by default), through tileC ([bm, width + 8]).
+  /// (all of them by default), through tileC ([bm, width + 8]). With split
+  /// k, the tile's f32 sums go to the workspace instead.
   LogicalResult emitEpilogue(ValueRange acc, int64_t colBase = 0,
                              int64_t width = 0);
+  /// At `b`: the rest of the body at batch point `batchAt`, row `m` and
+  /// columns n .. n + v - 1, the contraction's values being `accs`
+  /// (vector<v x f32>), evaluated by `emitter` and stored into `out`.
+  LogicalResult emitResults(BodyEmitter &emitter, ArrayRef<Value> batchAt,
+                            Value m, Value n, Value accs, int64_t v, Value out);
+  /// Split k: the workspace ([splitK x batch points, M, N] f32) and the
+  /// second kernel, which adds each output's splitK partial sums in order
+  /// and evaluates the epilogue (a thread per v outputs).
+  LogicalResult emitSplitCombine();
 
   ComprehensionOp op;
   MmaContraction c; // A copy: op handles' accessors are not const.
@@ -108,6 +119,13 @@ private:
   Value lastGroup;  // A cp.async group token (the wait ignores it).
   Value mapA, mapB; // TMA: the operands' tensor maps.
   Value barriers;   // TMA: the ring's mbarriers (shared address).
+  KernelRequest &request;
+  /// The block's run of k steps: from step stepBase, stepCount of them
+  /// (all of K without split k).
+  Value stepBase, stepCount;
+  /// Split k: the f32 workspace and the block's slot in it (batch point
+  /// x splitK + split).
+  Value workspace, workspaceSlot;
 };
 
 } // namespace mlir::tang

@@ -88,12 +88,24 @@ SmallVector<Value> MmaEmitter::emitWgmmaMainLoop() {
   // has waited for (wgmma.wait_group 1 at step kt - 1) before the barrier
   // of step kt.
   int64_t ahead = cfg.stages - 2;
-  int64_t steps = static_cast<int64_t>(llvm::divideCeil(c.extentK, cfg.bk));
+  // The shortest run of k steps a block has (the last split's).
+  int64_t steps = cfg.kSteps(c.extentK);
+  int64_t shortest = steps - (cfg.splitK - 1) * cfg.stepsPerSplit(c.extentK);
   for (int64_t s = 0; s < ahead; ++s) {
     if (cfg.tma) {
-      // Bulk copies of steps past K are not issued.
-      if (s < steps)
+      // Bulk copies of steps past the block's run are not issued.
+      if (s < shortest) {
         emitTmaLoads(cst(s), cst(s));
+      } else if (s < cfg.stepsPerSplit(c.extentK)) {
+        auto inRun = scf::IfOp::create(
+            b, loc,
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, cst(s),
+                                  stepCount),
+            /*withElseRegion=*/false);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(&inRun.getThenRegion().front());
+        emitTmaLoads(cst(s), cst(s));
+      }
       continue;
     }
     emitLoads(cst(s), cst(s));
@@ -105,7 +117,7 @@ SmallVector<Value> MmaEmitter::emitWgmmaMainLoop() {
       LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(cfg.bn / 2, f32));
   Value init = LLVM::ZeroOp::create(b, loc, accType);
   auto loop =
-      scf::ForOp::create(b, loc, cst(0), cst(steps), cst(1), ValueRange{init});
+      scf::ForOp::create(b, loc, cst(0), stepCount, cst(1), ValueRange{init});
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
@@ -117,8 +129,11 @@ SmallVector<Value> MmaEmitter::emitWgmmaMainLoop() {
       // is done): thread 0 refills that step's slot, then all wait for
       // step kt's copies.
       gpu::BarrierOp::create(b, loc);
-      auto inK = scf::IfOp::create(b, loc, lt(next, steps),
-                                   /*withElseRegion=*/false);
+      auto inK = scf::IfOp::create(
+          b, loc,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, next,
+                                stepCount),
+          /*withElseRegion=*/false);
       {
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(&inK.getThenRegion().front());

@@ -36,6 +36,57 @@ func.func @contraction(%A: tensor<128x64xbf16>, %B: tensor<64x128xbf16>) -> tens
 
 // -----
 
+// Split k: 200 = 7 k steps of 32 in 3 runs (3, 3, 1) per 64 x 64 tile,
+// the splits of each of the 3 batch points along grid z; the sums in an
+// f32 workspace, then a second kernel (a thread per 4 outputs: 3 x 70 x
+// 72 / 4 = 3780 threads) adds the 3 partial tiles in order, adds the bias
+// and stores bf16.
+// CHECK-LABEL: func.func @split_k
+// CHECK: %[[WS:.*]] = memref.alloc() : memref<9x70x72xf32>
+// CHECK: gpu.launch_func @tang_kernels::@split_k_k0 blocks in (%c2{{.*}}, %c2{{.*}}, %c9{{.*}}) threads in (%c128{{.*}}, %c1{{.*}}, %c1{{.*}}) {{.*}}, %[[WS]] : memref<9x70x72xf32>)
+// CHECK: gpu.launch_func @tang_kernels::@split_k_k0_1 blocks in (%c15{{.*}}, %c1{{.*}}, %c1{{.*}}) threads in (%c256{{.*}}, %c1{{.*}}, %c1{{.*}}) {{.*}}, %[[WS]] : memref<9x70x72xf32>)
+// CHECK: gpu.func @split_k_k0(
+// CHECK: nvvm.mma.sync
+// CHECK: vector.store {{.*}} : memref<9x70x72xf32>, vector<4xf32>
+// CHECK: gpu.func @split_k_k0_1(
+// CHECK: scf.for {{.*}} = %c0{{.*}} to %c3{{.*}}
+// CHECK: vector.load {{.*}} : memref<9x70x72xf32>, vector<4xf32>
+// CHECK: arith.addf {{.*}} : vector<4xf32>
+// CHECK: arith.truncf {{.*}} : vector<4xf32> to vector<4xbf16>
+func.func @split_k(%x: tensor<3x70x200xbf16>, %w: tensor<3x200x72xbf16>, %bias: tensor<72xbf16>) -> tensor<3x70x72xbf16> {
+  %c = tang.comprehension (%g, %i, %j) [3, 70, 72] attributes {schedule = #tang.schedule<tile = [1, 64, 64], mapping = [block_z, block_y, block_x], threads = [1, 2, 64], vector = 8, stages = 3, memory = [shared, shared, shared], kernel = contraction, mma = mma_sync, split_k = 3>} : tensor<3x70x72xbf16> {
+    %s = tang.comprehension reduce (%k) [200] monoid(add) attributes {schedule = #tang.schedule<tile = [32], vector = 1, stages = 1, memory = [global]>} : f32 {
+      %a = tang.read %x[%g, %i, %k] : tensor<3x70x200xbf16>
+      %b = tang.read %w[%g, %k, %j] : tensor<3x200x72xbf16>
+      %af = arith.extf %a : bf16 to f32
+      %bf = arith.extf %b : bf16 to f32
+      %p = arith.mulf %af, %bf : f32
+      tang.yield %p : f32
+    }
+    %bb = tang.read %bias[%j] : tensor<72xbf16>
+    %bf = arith.extf %bb : bf16 to f32
+    %t = arith.addf %s, %bf : f32
+    %r = arith.truncf %t : f32 to bf16
+    tang.yield %r : bf16
+  }
+  return %c : tensor<3x70x72xbf16>
+}
+
+// -----
+
+func.func @split_k_empty_run(%A: tensor<128x64xbf16>, %B: tensor<64x128xbf16>) -> tensor<128x128xbf16> {
+  // expected-error @+1 {{split_k = 3 leaves a split of 2 k steps of 32 (1 a split) without a step}}
+  %C = tang.comprehension (%i, %j) reduce (%k) [128, 128, 64] monoid(add) attributes {schedule = #tang.schedule<tile = [64, 64, 32], mapping = [block_y, block_x, serial], threads = [2, 64, 1], vector = 8, stages = 2, memory = [shared, shared], kernel = contraction, mma = mma_sync, split_k = 3>} : tensor<128x128xbf16> {
+    %a = tang.read %A[%i, %k] : tensor<128x64xbf16>
+    %b = tang.read %B[%k, %j] : tensor<64x128xbf16>
+    %p = arith.mulf %a, %b : bf16
+    tang.yield %p : bf16
+  }
+  return %C : tensor<128x128xbf16>
+}
+
+// -----
+
 func.func @flash_on_a_product(%A: tensor<128x64xbf16>, %B: tensor<64x128xbf16>) -> tensor<128x128xbf16> {
   // expected-error @+1 {{has a schedule asking for a flash kernel, but it is not attention}}
   %C = tang.comprehension (%i, %j) reduce (%k) [128, 128, 64] monoid(add) attributes {schedule = #tang.schedule<tile = [64, 64, 64], threads = [4, 32, 1], stages = 2, memory = [shared, shared], kernel = flash, mma = mma_sync>} : tensor<128x128xbf16> {

@@ -1042,7 +1042,7 @@ tang.monoid @combine_yield : [f32, i32] identity [0.0 : f32, 0 : i32] {
 
 // Unknown field names are rejected.
 func.func @schedule_unknown_field(%X: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{unknown schedule field 'tiles'; expected tile, mapping, threads, vector, stages, storage, accumulate, memory, kernel, mma, tma, warp_specialize, persistent or group_m}}
+  // expected-error @+1 {{unknown schedule field 'tiles'; expected tile, mapping, threads, vector, stages, storage, accumulate, memory, kernel, mma, tma, warp_specialize, persistent, group_m or split_k}}
   %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tiles = [4]>} : tensor<4xf32> {
     %x = tang.read %X[%i] : tensor<4xf32>
     tang.yield %x : f32
@@ -1117,6 +1117,44 @@ func.func @schedule_tma_on_mma_sync(%X: tensor<4xf32>) -> tensor<4xf32> {
     tang.yield %x : f32
   }
   return %r : tensor<4xf32>
+}
+
+// -----
+
+// Split k belongs to contractions, and not to a persistent grid.
+func.func @schedule_split_k_on_simt(%X: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{schedule split_k is a contraction's (at least 1), got 2 on a simt kernel}}
+  %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tile = [4], kernel = simt, split_k = 2>} : tensor<4xf32> {
+    %x = tang.read %X[%i] : tensor<4xf32>
+    tang.yield %x : f32
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @schedule_split_k_zero(%X: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{schedule split_k is a contraction's (at least 1), got 0}}
+  %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tile = [4], split_k = 0>} : tensor<4xf32> {
+    %x = tang.read %X[%i] : tensor<4xf32>
+    tang.yield %x : f32
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @schedule_split_k_persistent(%A: tensor<64x64xbf16>, %B: tensor<64x64xbf16>) -> tensor<64x64xf32> {
+  // expected-error @+1 {{schedule split_k = 2 with a persistent grid}}
+  %r = tang.comprehension (%i, %j) reduce (%k) [64, 64, 64] monoid(add) attributes {schedule = #tang.schedule<tile = [64, 64, 64], threads = [4, 32, 1], vector = 8, stages = 3, memory = [shared, shared, shared], kernel = contraction, mma = wgmma, tma = true, warp_specialize = true, persistent = true, split_k = 2>} : tensor<64x64xf32> {
+    %a = tang.read %A[%i, %k] : tensor<64x64xbf16>
+    %b = tang.read %B[%k, %j] : tensor<64x64xbf16>
+    %af = arith.extf %a : bf16 to f32
+    %bf = arith.extf %b : bf16 to f32
+    %p = arith.mulf %af, %bf : f32
+    tang.yield %p : f32
+  }
+  return %r : tensor<64x64xf32>
 }
 
 // -----

@@ -103,7 +103,7 @@ Attribute ScheduleAttr::parse(AsmParser &p, Type) {
   KernelKind kernel = KernelKind::Auto;
   TensorCoreKind mma = TensorCoreKind::None;
   bool tma = false, warpSpecialize = false, persistent = false;
-  int64_t groupM = 0;
+  int64_t groupM = 0, splitK = 1;
   llvm::StringSet<> seen;
   auto parseBool = [&](bool &out) -> ParseResult {
     FailureOr<bool> v = parseBoolParameter(p);
@@ -170,11 +170,13 @@ Attribute ScheduleAttr::parse(AsmParser &p, Type) {
       return parseBool(persistent);
     if (key == "group_m")
       return p.parseInteger(groupM);
+    if (key == "split_k")
+      return p.parseInteger(splitK);
     return p.emitError(keyLoc, "unknown schedule field '")
            << key
            << "'; expected tile, mapping, threads, vector, stages, storage, "
               "accumulate, memory, kernel, mma, tma, warp_specialize, "
-              "persistent or group_m";
+              "persistent, group_m or split_k";
   };
   if (p.parseLess() || p.parseCommaSeparatedList(parseField) ||
       p.parseGreater())
@@ -197,7 +199,7 @@ Attribute ScheduleAttr::parse(AsmParser &p, Type) {
   return getChecked([&] { return p.emitError(loc); }, p.getContext(), tile,
                     mapping, threads, vector, stages, storage, accumulate,
                     memory, kernel, mma, tma, warpSpecialize, persistent,
-                    groupM);
+                    groupM, splitK);
 }
 
 void ScheduleAttr::print(AsmPrinter &p) const {
@@ -227,6 +229,8 @@ void ScheduleAttr::print(AsmPrinter &p) const {
     p << ", persistent = true";
   if (getGroupM())
     p << ", group_m = " << getGroupM();
+  if (getSplitK() != 1)
+    p << ", split_k = " << getSplitK();
   p << ">";
 }
 
@@ -235,7 +239,7 @@ LogicalResult ScheduleAttr::verify(
     ArrayRef<Mapping> mapping, ArrayRef<int64_t> threads, int64_t vector,
     int64_t stages, Type storage, Type accumulate, ArrayRef<MemoryLevel> memory,
     KernelKind kernel, TensorCoreKind mma, bool tma, bool warpSpecialize,
-    bool persistent, int64_t groupM) {
+    bool persistent, int64_t groupM, int64_t splitK) {
   if (tile.empty())
     return emitError() << "schedule tile must have one size per index";
   for (int64_t t : tile)
@@ -311,6 +315,15 @@ LogicalResult ScheduleAttr::verify(
                           "got "
                        << groupM << " on a " << stringifyKernelKind(kernel)
                        << " kernel";
+  if (splitK < 1 || (splitK > 1 && kernel != KernelKind::Contraction))
+    return emitError() << "schedule split_k is a contraction's (at least 1), "
+                          "got "
+                       << splitK << " on a " << stringifyKernelKind(kernel)
+                       << " kernel";
+  if (splitK > 1 && persistent)
+    return emitError() << "schedule split_k = " << splitK
+                       << " with a persistent grid: a split contraction's "
+                          "blocks each take one tile's run of k steps";
   if ((tma || warpSpecialize || persistent) && mma != TensorCoreKind::Wgmma)
     return emitError() << "schedule asks for bulk tensor copies, warp "
                           "specialisation or a persistent grid, which only "

@@ -204,9 +204,16 @@ def Tang_ScheduleAttr : Tang_Attr<"Schedule", "schedule"> {
     * `group_m = g`: a contraction's output tiles are visited in groups of
       `g` row tiles, column by column within a group, so that blocks
       running together share operand panels in L2 [8 for a contraction,
-      else 0].
+      else 0];
+    * `split_k = s`: a contraction's reduced index split among `s` blocks
+      per output tile (a grid dimension), each summing its run of k steps
+      into an f32 workspace; a second kernel adds the `s` partial tiles in
+      order (deterministic) and evaluates the rest of the body: products
+      with few output tiles and a long reduction (33 x 264 x 4104) [1; not
+      with a persistent grid].
 
-    `auto`, `none`, `false` and `group_m = 0` are not printed. A kernel that cannot honour
+    `auto`, `none`, `false`, `group_m = 0` and `split_k = 1` are not
+    printed. A kernel that cannot honour
     its schedule (a `flash` schedule on a comprehension that is not
     attention, a tile its emitter does not take, a ring that does not fit
     the target's shared memory) is an error of `--convert-tang-to-gpu`,
@@ -235,7 +242,8 @@ def Tang_ScheduleAttr : Tang_Attr<"Schedule", "schedule"> {
     "bool":$tma,
     "bool":$warpSpecialize,
     "bool":$persistent,
-    "int64_t":$groupM
+    "int64_t":$groupM,
+    "int64_t":$splitK
   );
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
