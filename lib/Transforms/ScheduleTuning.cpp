@@ -639,6 +639,8 @@ void addContractionCandidates(ComprehensionOp op, const KernelChoice &base,
           succeeded(bound) && bound->tile.size() == op.getNumIndices())
         lp = {double(bound->tile[c.m]), double(bound->tile[c.n])};
   std::optional<MmaConfig> nearest;
+  // The best-modelled whole-k tile that split k applies to.
+  std::optional<std::pair<double, MmaConfig>> bestWhole;
   auto lpDistance = [&](const MmaConfig &cfg) {
     double d = std::abs(std::log2(cfg.bm / lp->first)) +
                std::abs(std::log2(cfg.bn / lp->second));
@@ -676,7 +678,11 @@ void addContractionCandidates(ComprehensionOp op, const KernelChoice &base,
                 continue;
               set.add([&] { setKernelSchedule(op, choice); }, t,
                       contractionLabel(choice.mma));
-              for (int64_t splits : getSplitCounts(op, c, choice.mma, model)) {
+              SmallVector<int64_t> splitCounts =
+                  getSplitCounts(op, c, choice.mma, model);
+              if (!splitCounts.empty() && (!bestWhole || t < bestWhole->first))
+                bestWhole = {t, choice.mma};
+              for (int64_t splits : splitCounts) {
                 KernelChoice split = choice;
                 split.mma.splitK = splits;
                 set.add([&] { setKernelSchedule(op, split); },
@@ -686,6 +692,36 @@ void addContractionCandidates(ComprehensionOp op, const KernelChoice &base,
               if (lp && (!nearest || lpDistance(cfg) < lpDistance(*nearest)))
                 nearest = cfg;
             }
+  // Split k of every tile shape (the heuristic's k step, ring and copies)
+  // and of the best-modelled whole-k tile, kept whatever the model says of
+  // them: the model's second kernel (a launch, the partial sums through
+  // DRAM) and its L2 term rank split products poorly where measurement
+  // finds them faster.
+  auto seedSplits = [&](MmaConfig whole) {
+    whole.splitK = 1;
+    for (int64_t splits : getSplitCounts(op, c, whole, model)) {
+      KernelChoice split = base;
+      split.mma = whole;
+      split.mma.splitK = splits;
+      size_t i = set.add([&] { setKernelSchedule(op, split); },
+                         modelContraction(op, c, split.mma, model),
+                         contractionLabel(split.mma));
+      if (set.list[i].seed.empty())
+        set.list[i].seed = "split-k";
+    }
+  };
+  for (int64_t bm : bms)
+    for (int64_t bn : {64, 128, 256}) {
+      MmaConfig cfg = b;
+      cfg.bm = bm;
+      cfg.bn = bn;
+      cfg.warpsM = b.wgmma ? bm / 16 : b.warpsM;
+      cfg.warpSpecialized = false;
+      if (cfg.isValid())
+        seedSplits(cfg);
+    }
+  if (bestWhole)
+    seedSplits(bestWhole->second);
   if (nearest) {
     KernelChoice choice = base;
     choice.mma = *nearest;

@@ -11,7 +11,9 @@ the same text) and the kernel form must build it. So the generator only
 proposes schedules its emitters take, and a cache written from them replays.
 
 Also: the key's structure hash ignores sizes and sees the math; the
-heuristic's schedule is the first candidate.
+heuristic's schedule is the first candidate; products of few tiles get
+split k's variants (seeded past the limit; the heuristic splits 33 x 264 x
+4104).
 
 Run:  TANG_BIN=<build>/bin /usr/bin/python3 -m pytest -q \\
       test/Transforms/test_schedule_tuning.py
@@ -82,6 +84,8 @@ def programs():
          "fuse=1", "contraction"),
         ("gemm_1000_sm80", prepare_gemm.matmul_program(1000, 1000, 1000),
          "fuse=1 chip=sm_80", "contraction"),
+        ("linear_33x264x4104", prepare_gemm.linear_program(33, 264, 4104),
+         "fuse=1", "contraction"),
         ("attention", prepare_gemm.attention_program(2, 4, 512, 64, False),
          "fuse=1", "flash"),
         ("varlen_decode", static_varlen_decode(), "fuse=1", "split_softmax"),
@@ -107,8 +111,18 @@ def test_every_candidate_replays_and_compiles(tmp_path, name, text, options,
         cands = kernel["candidates"]
         assert cands[0]["seed"].startswith("heuristic")
         if kind == "contraction":
-            # The traffic bound's LP tile seeds the search.
-            assert [c for c in cands if "traffic-bound" in c["seed"]], cands
+            # The traffic bound's LP tile seeds the search; so do split k's
+            # variants of the tiles (few tiles here: 64 of 128 x 128 at
+            # 1000^3, 5 of 64 x 64 at 33 x 264), beyond the limit. (The LP
+            # takes a product alone, not one with an epilogue.)
+            if name.startswith("gemm"):
+                assert [c for c in cands if "traffic-bound" in c["seed"]]
+            split = [c for c in cands if "split_k" in c["schedule"]]
+            assert [c for c in split if c["seed"] == "split-k"], cands
+            assert len(cands) > 12
+            if name == "linear_33x264x4104":
+                # The heuristic splits it already.
+                assert "split_k = 17" in cands[0]["schedule"], cands[0]
         # A search space, not just the heuristic.
         assert len(cands) >= 2, kernel
         assert len({c["schedule"] for c in cands}) == len(cands)
