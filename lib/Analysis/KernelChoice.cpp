@@ -515,7 +515,10 @@ void mlir::tang::setKernelSchedule(ComprehensionOp op,
                                    const KernelChoice &choice) {
   ScheduleFields f(op.getScheduleAttr());
   f.kernel = choice.kind;
-  f.splitK = 1;
+  // A SIMT schedule keeps its split (a column reduction's rows); the
+  // tensor-core kernels set their own.
+  if (choice.kind != KernelKind::Simt && choice.kind != KernelKind::Auto)
+    f.splitK = 1;
   unsigned key = op.getNumIndices() - 1;
   switch (choice.kind) {
   case KernelKind::Auto:

@@ -177,10 +177,24 @@ ShapeClass mlir::tang::classifyComprehension(ComprehensionOp op) {
 
   // Where do reduced indices sit in the coordinates of the reads they
   // drive: the innermost coordinate (a row) or an outer one (a column)?
+  // Reads of the reduced indices alone (a per-row statistic broadcast
+  // along the columns: the norm's rsqrt in its weight's gradient) are
+  // small beside those of the parallel ones and do not decide, unless no
+  // read uses a parallel index.
+  auto usesParallel = [&](ReadOp read) {
+    return llvm::any_of(llvm::enumerate(read.getIndices()), [&](auto p) {
+      auto arg = dyn_cast<BlockArgument>(p.value());
+      return arg && arg.getOwner() == &op.getBodyBlock() &&
+             arg.getArgNumber() < op.getNumParallel() &&
+             read.getMap().isFunctionOfDim(p.index());
+    });
+  };
+  bool anyParallel = false;
+  op.walk([&](ReadOp read) { anyParallel |= usesParallel(read); });
   bool inner = false, outer = false;
   op.walk([&](ReadOp read) {
     AffineMap map = read.getMap();
-    if (map.getNumResults() == 0)
+    if (map.getNumResults() == 0 || (anyParallel && !usesParallel(read)))
       return;
     for (auto [pos, v] : llvm::enumerate(read.getIndices())) {
       ComprehensionOp owner = getOwningComprehension(v);

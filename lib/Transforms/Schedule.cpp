@@ -136,9 +136,12 @@ public:
                              stages, storage, accumulate, memory,
                              KernelKind::Auto, TensorCoreKind::None,
                              /*tma=*/false, /*warpSpecialize=*/false,
-                             /*persistent=*/false, /*groupM=*/0,
-                             /*splitK=*/1);
+                             /*persistent=*/false, /*groupM=*/0, splitK);
   }
+
+  /// Blocks the reduced indices are split among (a column reduction's
+  /// rows).
+  int64_t splitK = 1;
 
   Type getStorage() {
     Type t = op.getResultTypes().front();
@@ -289,6 +292,47 @@ int64_t getSplitRowChunk(ComprehensionOp op, int64_t step,
       llvm::alignTo(llvm::divideCeil(extent, splits), step));
 }
 
+/// A column reduction's column kernel (ColumnKernel.cpp): strips of 32 v
+/// columns (a warp's lanes, v each) over block_x, at most one other
+/// parallel index over block_z, 8 warps a block each on a run of the rows
+/// (the reduced indices, row-major), the rows split among blocks along
+/// block_y until the grid holds two blocks a multiprocessor, each warp's
+/// run at least 16 rows. None for symbolic sizes, nested reductions or
+/// fewer than 32 columns.
+std::optional<ScheduleAttr> scheduleColumns(ComprehensionOp op,
+                                            ScheduleBuilder &b, int64_t v,
+                                            const DeviceFacts &dev) {
+  constexpr int64_t kWarps = 8, kMinWarpRows = 16;
+  unsigned np = op.getNumParallel(), last = op.getNumIndices() - 1;
+  if (np < 1 || np > 2 || !op.getNumReduced() || hasSymbolicSizes(op) ||
+      dev.warpSize != 32 || llvm::any_of(op.getBodyBlock(), [](Operation &o) {
+        return isa<ComprehensionOp>(o);
+      }))
+    return std::nullopt;
+  int64_t columns = op.getExtent(np - 1);
+  if (columns < 32 || (np == 2 && op.getExtent(0) > 65535))
+    return std::nullopt;
+  while (v > 1 && (32 * v > columns || columns % v))
+    v /= 2;
+  b.spread(np - 1, 32 * v, Mapping::BlockX);
+  b.setThreads(np - 1, 32);
+  int64_t outer = 1;
+  if (np == 2) {
+    b.spread(0, 1, Mapping::BlockZ);
+    outer = op.getExtent(0);
+  }
+  int64_t rows = 1;
+  for (unsigned i = np; i <= last; ++i)
+    rows *= op.getExtent(i);
+  b.setThreads(last, kWarps);
+  int64_t blocks = llvm::divideCeil(columns, 32 * v) * outer;
+  int64_t want =
+      llvm::divideCeil(2 * std::max<int64_t>(dev.smCount, 1), blocks);
+  b.splitK = std::clamp<int64_t>(std::min(want, rows / (kWarps * kMinWarpRows)),
+                                 1, 65535);
+  return b.build(v, 1, {MemoryLevel::Global});
+}
+
 ScheduleAttr scheduleFor(ComprehensionOp op, ShapeClass cls,
                          const DeviceFacts &dev) {
   ScheduleBuilder b(op);
@@ -357,6 +401,8 @@ ScheduleAttr scheduleFor(ComprehensionOp op, ShapeClass cls,
   case ShapeClass::ColumnReduction: {
     unsigned inner = np ? np - 1 : 0;
     int64_t v = np ? getVectorWidth(storage, op.getExtent(inner)) : 1;
+    if (std::optional<ScheduleAttr> s = scheduleColumns(op, b, v, dev))
+      return *s;
     if (np) {
       b.spread(inner, dev.warpSize * v, Mapping::BlockX);
       b.setThreads(inner, dev.warpSize);

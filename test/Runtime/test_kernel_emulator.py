@@ -621,6 +621,75 @@ def test_split_k_sm80(tmp_path, splits):
             again.view(np.uint32), got.view(np.uint32))
 
 
+NORM_WEIGHT_GRAD = """func.func @main(%x: tensor<3x700x72xbf16>, %dy: tensor<3x700x72xbf16>, %rs: tensor<3x700xf32>) -> tensor<72xbf16> {
+  %c = tang.comprehension (%p) reduce (%b, %l) [72, 3, 700] monoid(add) : tensor<72xbf16> {
+    %s = tang.read %rs[%b, %l] : tensor<3x700xf32>
+    %a = tang.read %x[%b, %l, %p] : tensor<3x700x72xbf16>
+    %af = arith.extf %a : bf16 to f32
+    %m = arith.mulf %af, %s : f32
+    %g = tang.read %dy[%b, %l, %p] : tensor<3x700x72xbf16>
+    %gf = arith.extf %g : bf16 to f32
+    %q = arith.mulf %gf, %m : f32
+    %t = arith.truncf %q : f32 to bf16
+    tang.yield %t : bf16
+  }
+  return %c : tensor<72xbf16>
+}
+"""
+
+COLUMN_MAX = """func.func @main(%x: tensor<3x500x70xf32>) -> tensor<3x70xf32> {
+  %c = tang.comprehension (%o, %p) reduce (%r) [3, 70, 500] monoid(max) attributes {schedule = #tang.schedule<tile = [1, 64, 500], mapping = [block_z, block_x, serial], threads = [1, 32, 4], vector = 2, stages = 1, memory = [global], kernel = simt, split_k = 3>} : tensor<3x70xf32> {
+    %a = tang.read %x[%o, %r, %p] : tensor<3x500x70xf32>
+    %e = math.exp %a : f32
+    tang.yield %e : f32
+  }
+  return %c : tensor<3x70xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("case", ["norm_weight_grad", "column_max"])
+def test_column_reduction(tmp_path, case):
+    """Column reductions on the column kernel (strips of columns per block,
+    a run of rows per warp, split k over blocks): a norm weight's gradient
+    (a sum over batch and length of 72 columns, the per-row statistic read
+    beside them; the heuristic's schedule: 2 strips of 64 columns, the
+    second partial, 2100 rows split among 16 blocks) and a max over rows of
+    70 columns for 3 outer points (a hand-written schedule: 3 splits of
+    167 rows, 4 warps), against the interpreter; the split kernels give
+    the same bits twice."""
+    if not TANG_OPT.exists():
+        pytest.skip("tang-opt not built")
+    text, shapes, tol = {
+        "norm_weight_grad": (NORM_WEIGHT_GRAD,
+                             [(3, 700, 72), (3, 700, 72), (3, 700)],
+                             harness.Tolerance("bf16", reduction=2100)),
+        "column_max": (COLUMN_MAX, [(3, 500, 70)],
+                       harness.Tolerance("f32", reduction=1)),
+    }[case]
+    src = tmp_path / "prog.mlir"
+    src.write_text(text)
+    kernels = kernel_form(src, "", ["--tang-attach-target=chip=sm_90a"])
+    assert len(re.findall(r'"gpu.launch_func"', kernels)) == 2
+    emu = KernelFormEmulator(kernels)
+    rng = np.random.default_rng(9)
+    inputs = [bf16(rng.uniform(-1, 1, s)) for s in shapes]
+    files = []
+    for n, x in enumerate(inputs):
+        np.save(tmp_path / f"in{n}.npy", x)
+        files += ["--input", str(tmp_path / f"in{n}.npy")]
+    r = subprocess.run([TANG_RUN, src, "--output-dir", tmp_path / "ref",
+                        *files], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    (got,) = emu.run("main", inputs)
+    ref = np.load(tmp_path / "ref" / "output_0.npy").astype(np.float64)
+    check = harness.check_elementwise(got.reshape(ref.shape), ref, tol,
+                                      case)
+    assert check["ok"], check
+    (again,) = KernelFormEmulator(kernels).run("main", inputs)
+    np.testing.assert_array_equal(again.view(np.uint32), got.view(np.uint32))
+
+
 RESHAPED = """func.func @main(%a: tensor<4x8x16x32xf32>) -> tensor<4x128xf32> {
   %s = tang.comprehension (%i, %j, %k) reduce (%r) [4, 8, 16, 32] monoid(add) : tensor<4x8x16xf32> {
     %x = tang.read %a[%i, %j, %k, %r] : tensor<4x8x16x32xf32>

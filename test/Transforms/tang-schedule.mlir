@@ -46,10 +46,11 @@ func.func @softmax_rows(%X: tensor<32768x4096xbf16>) -> tensor<32768x4096xbf16> 
 
 // -----
 
-// Column reduction: a warp-wide strip of columns per block, threads striding
-// the rows.
+// Column reduction: a warp-wide strip of 256 columns per block, 8 warps on
+// runs of the rows, the rows split among 8 blocks (16 rows a warp: the
+// fewest the heuristic gives; 16 strips x 8 splits).
 // CHECK-LABEL: func.func @column_sums
-// CHECK: tang.schedule<tile = [256, 1024], mapping = [block_x, serial], threads = [32, 32], vector = 8
+// CHECK: tang.schedule<tile = [256, 1024], mapping = [block_x, serial], threads = [32, 8], vector = 8, {{.*}}, split_k = 8>
 // CHECK-SAME: tang.shape_class = "column_reduction"
 func.func @column_sums(%X: tensor<1024x4096xbf16>) -> tensor<4096xbf16> {
   %s = tang.comprehension (%j) reduce (%i) [4096, 1024] monoid(add) : tensor<4096xbf16> {
@@ -57,6 +58,28 @@ func.func @column_sums(%X: tensor<1024x4096xbf16>) -> tensor<4096xbf16> {
     tang.yield %x : bf16
   }
   return %s : tensor<4096xbf16>
+}
+
+// -----
+
+// A norm weight's gradient: the per-row statistic (read by the reduced
+// indices alone) does not make it a row reduction; the other parallel
+// index over block_z.
+// CHECK-LABEL: func.func @norm_weight_grad
+// CHECK: tang.schedule<tile = [1, 128, 8, 2048], mapping = [block_z, block_x, serial, serial], threads = [1, 32, 1, 8], vector = 4, {{.*}}, split_k = 17>
+// CHECK-SAME: tang.shape_class = "column_reduction"
+func.func @norm_weight_grad(%x: tensor<2x8x2048x1024xbf16>, %dy: tensor<2x8x2048x1024xbf16>, %rs: tensor<8x2048xf32>) -> tensor<2x1024xf32> {
+  %c = tang.comprehension (%o, %p) reduce (%b, %l) [2, 1024, 8, 2048] monoid(add) : tensor<2x1024xf32> {
+    %s = tang.read %rs[%b, %l] : tensor<8x2048xf32>
+    %a = tang.read %x[%o, %b, %l, %p] : tensor<2x8x2048x1024xbf16>
+    %af = arith.extf %a : bf16 to f32
+    %m = arith.mulf %af, %s : f32
+    %g = tang.read %dy[%o, %b, %l, %p] : tensor<2x8x2048x1024xbf16>
+    %gf = arith.extf %g : bf16 to f32
+    %q = arith.mulf %gf, %m : f32
+    tang.yield %q : f32
+  }
+  return %c : tensor<2x1024xf32>
 }
 
 // -----

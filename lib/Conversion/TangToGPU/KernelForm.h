@@ -214,6 +214,10 @@ void populateSubgroupMmaKernelPatterns(KernelPatternSet &patterns,
 /// (SplitSoftmaxKernel.cpp).
 void populateSplitSoftmaxKernelPatterns(KernelPatternSet &patterns);
 
+/// Column reductions: strips of columns per block, runs of rows per warp
+/// and (split k) per block, combined in order (ColumnKernel.cpp).
+void populateColumnKernelPatterns(KernelPatternSet &patterns);
+
 /// Row kernels (a block per row, nested reductions cooperative) and point
 /// kernels (a thread per parallel point), the latter matching every
 /// comprehension (RowKernel.cpp).

@@ -1082,6 +1082,7 @@ struct ConvertTangToGPUPass
     populateMmaKernelPatterns(patterns);
     populateSubgroupMmaKernelPatterns(patterns, options);
     populateSplitSoftmaxKernelPatterns(patterns);
+    populateColumnKernelPatterns(patterns);
     populateRowKernelPatterns(patterns);
     KernelFormBuilder builder(kernels, options, patterns);
     for (func::FuncOp f : funcs)

@@ -1121,10 +1121,11 @@ func.func @schedule_tma_on_mma_sync(%X: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
-// Split k belongs to contractions, and not to a persistent grid.
-func.func @schedule_split_k_on_simt(%X: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{schedule split_k is a contraction's (at least 1), got 2 on a simt kernel}}
-  %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tile = [4], kernel = simt, split_k = 2>} : tensor<4xf32> {
+// Split k belongs to contractions and column reductions, and not to a
+// persistent grid.
+func.func @schedule_split_k_on_flash(%X: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{schedule split_k is a contraction's or a column reduction's (at least 1), got 2 on a flash kernel}}
+  %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tile = [4], kernel = flash, mma = wgmma, split_k = 2>} : tensor<4xf32> {
     %x = tang.read %X[%i] : tensor<4xf32>
     tang.yield %x : f32
   }
@@ -1134,7 +1135,7 @@ func.func @schedule_split_k_on_simt(%X: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 func.func @schedule_split_k_zero(%X: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{schedule split_k is a contraction's (at least 1), got 0}}
+  // expected-error @+1 {{schedule split_k is a contraction's or a column reduction's (at least 1), got 0}}
   %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tile = [4], split_k = 0>} : tensor<4xf32> {
     %x = tang.read %X[%i] : tensor<4xf32>
     tang.yield %x : f32

@@ -315,9 +315,10 @@ LogicalResult ScheduleAttr::verify(
                           "got "
                        << groupM << " on a " << stringifyKernelKind(kernel)
                        << " kernel";
-  if (splitK < 1 || (splitK > 1 && kernel != KernelKind::Contraction))
-    return emitError() << "schedule split_k is a contraction's (at least 1), "
-                          "got "
+  if (splitK < 1 || (splitK > 1 && kernel != KernelKind::Contraction &&
+                     kernel != KernelKind::Simt && kernel != KernelKind::Auto))
+    return emitError() << "schedule split_k is a contraction's or a column "
+                          "reduction's (at least 1), got "
                        << splitK << " on a " << stringifyKernelKind(kernel)
                        << " kernel";
   if (splitK > 1 && persistent)

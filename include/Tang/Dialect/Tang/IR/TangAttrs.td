@@ -210,7 +210,11 @@ def Tang_ScheduleAttr : Tang_Attr<"Schedule", "schedule"> {
       into an f32 workspace; a second kernel adds the `s` partial tiles in
       order (deterministic) and evaluates the rest of the body: products
       with few output tiles and a long reduction (33 x 264 x 4104) [1; not
-      with a persistent grid].
+      with a persistent grid]. For a `simt` column reduction (the last
+      parallel index in strips of 32 x `vector` columns over `block_x`
+      with 32 threads, the reduced indices whole with a warp per run of
+      rows on the last): its rows split among `s` blocks along `block_y`,
+      combined in order by a second kernel.
 
     `auto`, `none`, `false`, `group_m = 0` and `split_k = 1` are not
     printed. A kernel that cannot honour
