@@ -10,8 +10,9 @@
 // RUN: tang-opt %s --tang-lower-metal -o /dev/null | FileCheck %s --check-prefix=TEXT
 // RUN: tang-opt %s --tang-lower-wgsl -o /dev/null | FileCheck %s --check-prefix=WGSL
 
-// 0x40200000 is 2.5 in f32.
-// CUDA: st.global.b32 {{.*}}1075838976
+// 0x40200000 is 2.5 in f32 (4 at a time: the pointwise schedule's
+// 16-byte vectors).
+// CUDA: st.global.v4.b32 {{.*}}{0f40200000, 0f40200000, 0f40200000, 0f40200000}
 // SPIRV: spirv.Constant 2.500000e+00 : f32
 // TEXT: float v0 = 2.5000000000000000e+00f;
 // WGSL: let v0: f32 = 2.5000000000000000e+00f;

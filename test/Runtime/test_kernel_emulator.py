@@ -690,6 +690,48 @@ def test_column_reduction(tmp_path, case):
     np.testing.assert_array_equal(again.view(np.uint32), got.view(np.uint32))
 
 
+CONCAT = """func.func @main(%a: tensor<8x128xbf16>, %b: tensor<8x128xbf16>) -> tensor<8x256xbf16> {
+  %c0 = arith.constant 0.0 : bf16
+  %z = arith.constant 0 : i64
+  %n = arith.constant 128 : i64
+  %o = tang.comprehension (%i, %j) [8, 256] : tensor<8x256xbf16> {
+    %x = tang.read %a[%i, %j mod 128] : tensor<8x128xbf16>
+    %jj = tang.index %j : i64
+    %lo = arith.cmpi sge, %jj, %z : i64
+    %hi = arith.cmpi slt, %jj, %n : i64
+    %in = arith.andi %lo, %hi : i1
+    %xs = arith.select %in, %x, %c0 : bf16
+    %y = tang.read %b[%i, %j mod 128] : tensor<8x128xbf16>
+    %kk = tang.index [%j - 128] : i64
+    %lo2 = arith.cmpi sge, %kk, %z : i64
+    %hi2 = arith.cmpi slt, %kk, %n : i64
+    %in2 = arith.andi %lo2, %hi2 : i1
+    %ys = arith.select %in2, %y, %c0 : bf16
+    %s = arith.addf %xs, %ys : bf16
+    tang.yield %s : bf16
+  }
+  return %o : tensor<8x256xbf16>
+}
+"""
+
+
+def test_predicated_concatenation(tmp_path):
+    """A concatenation written as masked reads: each 8-column vector loads
+    only the half it is in (scf.if around each vector load), and the
+    result is the two inputs side by side, bit for bit."""
+    if not TANG_OPT.exists():
+        pytest.skip("tang-opt not built")
+    src = tmp_path / "prog.mlir"
+    src.write_text(CONCAT)
+    kernels = kernel_form(src, "", ["--tang-attach-target=chip=sm_90a"])
+    assert kernels.count('"scf.if"') >= 2
+    rng = np.random.default_rng(4)
+    a, b = (bf16(rng.uniform(-1, 1, (8, 128))) for _ in range(2))
+    (got,) = KernelFormEmulator(kernels).run("main", [a, b])
+    np.testing.assert_array_equal(got.reshape(8, 256),
+                                  np.concatenate([a, b], axis=1))
+
+
 RESHAPED = """func.func @main(%a: tensor<4x8x16x32xf32>) -> tensor<4x128xf32> {
   %s = tang.comprehension (%i, %j, %k) reduce (%r) [4, 8, 16, 32] monoid(add) : tensor<4x8x16xf32> {
     %x = tang.read %a[%i, %j, %k, %r] : tensor<4x8x16x32xf32>

@@ -964,6 +964,81 @@ LogicalResult emitPointKernel(OpBuilder &b, ComprehensionOp op,
   return success();
 }
 
+/// A map whose schedule moves `vector` > 1 elements at a time along its last
+/// index (the pointwise schedule: 16-byte vectors): a thread per `v`
+/// consecutive points of the last index, its reads along that index loaded
+/// as vectors (emitUnrolled: predicated where a select takes them, shared
+/// by the v evaluations) and each result stored as one vector. None when
+/// the schedule, the extents or the result types do not allow it.
+std::optional<int64_t> getPointVectorWidth(ComprehensionOp op,
+                                           const Kernel &k) {
+  ScheduleAttr s = op.getScheduleAttr();
+  unsigned np = op.getNumParallel();
+  if (!s || k.sizes || np == 0 || op.getNumReduced() ||
+      (s.getKernel() != KernelKind::Auto &&
+       s.getKernel() != KernelKind::Simt) ||
+      hasSymbolicSizes(op))
+    return std::nullopt;
+  int64_t v = s.getVector();
+  if (v < 2 || op.getExtent(np - 1) % v != 0)
+    return std::nullopt;
+  for (Type t : op.getResultTypes()) {
+    Type e = cast<RankedTensorType>(t).getElementType();
+    if (!e.isIntOrFloat() || e.getIntOrFloatBitWidth() < 8)
+      return std::nullopt;
+  }
+  return v;
+}
+
+LogicalResult emitPointVectorKernel(OpBuilder &b, ComprehensionOp op, int64_t v,
+                                    IRMapping &tensors, ValueRange outputs,
+                                    Kernel &k) {
+  Location loc = op.getLoc();
+  OpBuilder::InsertionGuard guard(b);
+  BodyEmitter emitter(tensors, &k.func.getBody().front());
+  emitter.setApproximate(isLowPrecision(op));
+  unsigned last = op.getNumParallel() - 1;
+  SmallVector<int64_t> extents(op.getParallelExtents());
+  extents[last] /= v;
+  FailureOr<SmallVector<Value>> point = emitThreadPerPoint(b, op, extents, k);
+  if (failed(point))
+    return failure();
+  IRMapping mapping;
+  for (auto [i, x] : llvm::enumerate(*point))
+    if (i != last)
+      mapping.map(op.getIndex(i), x);
+  Value base = arith::MulIOp::create(b, loc, (*point)[last],
+                                     arith::ConstantIndexOp::create(b, loc, v));
+  SmallVector<Operation *> ops = llvm::map_to_vector(
+      op.getBodyBlock().without_terminator(), [](Operation &o) { return &o; });
+  // results[r][e]: result r at point base + e.
+  SmallVector<SmallVector<Value>> results(op.getNumResults());
+  if (failed(emitUnrolled(b, loc, ops, op.getIndex(last), base, v, mapping,
+                          tensors, emitter, [&](OpBuilder &, int64_t) {
+                            for (auto [r, y] :
+                                 llvm::enumerate(op.getYield().getValues()))
+                              results[r].push_back(mapping.lookupOrDefault(y));
+                          })))
+    return failure();
+  SmallVector<Value> at(*point);
+  at[last] = base;
+  for (auto [vals, out] : llvm::zip(results, outputs)) {
+    Type storage = cast<MemRefType>(out.getType()).getElementType();
+    SmallVector<Value> stored = llvm::map_to_vector(
+        vals, [&](Value x) { return toStorage(b, loc, x, storage); });
+    Value vec = vector::FromElementsOp::create(
+        b, loc, VectorType::get({v}, storage), stored);
+    int64_t bytes = v * storage.getIntOrFloatBitWidth() / 8;
+    // At a multiple of v along rows of a multiple of v elements, in a
+    // 16-byte aligned buffer (the runtimes check).
+    vector::StoreOp::create(b, loc, vec, out, at, /*nontemporal=*/false,
+                            llvm::MaybeAlign(llvm::isPowerOf2_64(bytes)
+                                                 ? std::min<int64_t>(bytes, 16)
+                                                 : 0));
+  }
+  return success();
+}
+
 /// A block per row, when the schedule shares the last index among a block's
 /// threads (getRowKernelThreads).
 struct RowKernelPattern : KernelPattern {
@@ -1015,6 +1090,11 @@ struct PointKernelPattern : KernelPattern {
   PointKernelPattern() : KernelPattern("point") {}
 
   KernelMatch matchAndBuild(KernelRequest &r) const override {
+    if (std::optional<int64_t> v = getPointVectorWidth(r.op, r.k))
+      return succeeded(emitPointVectorKernel(r.b, r.op, *v, r.tensors,
+                                             r.outputs, r.k))
+                 ? KernelMatch::Built
+                 : KernelMatch::Error;
     return succeeded(emitPointKernel(r.b, r.op, r.tensors, r.outputs, r.k))
                ? KernelMatch::Built
                : KernelMatch::Error;

@@ -106,10 +106,60 @@ static FailureOr<Value> emitVectorGather(OpBuilder &b, Location loc,
   return arith::SelectOp::create(b, loc, inside, vec, zero).getResult();
 }
 
+/// The conditions under which `read`'s value is used, when every use is an
+/// operand of an `arith.select` that takes it on one side (the condition,
+/// negated for the false side) and each condition is scalar code of
+/// indices and constants among `ops` (no reads: computable before the
+/// load); else none. A concatenation written as masked reads
+/// (`select(j < n, a[j], 0) + select(j >= n, b[j - n], 0)`, the gradient
+/// of reads at column offsets) uses each read on one side only.
+struct UseConditions {
+  /// Each use's condition and whether the use takes the read when it holds.
+  SmallVector<std::pair<Value, bool>> conditions;
+  /// The operations of `ops` the conditions are computed by.
+  llvm::SmallPtrSet<Operation *, 8> slice;
+};
+
+static std::optional<UseConditions>
+getUseConditions(ReadOp read, ArrayRef<Operation *> ops) {
+  UseConditions result;
+  SmallVector<std::pair<Value, bool>> &conditions = result.conditions;
+  Value x = read.getResult();
+  if (x.use_empty())
+    return std::nullopt;
+  for (OpOperand &use : x.getUses()) {
+    auto sel = dyn_cast<arith::SelectOp>(use.getOwner());
+    if (!sel || use.getOperandNumber() == 0 ||
+        sel.getTrueValue() == sel.getFalseValue())
+      return std::nullopt;
+    conditions.push_back({sel.getCondition(), use.getOperandNumber() == 1});
+  }
+  // Each condition's operations: in `ops`, reading nothing.
+  for (auto [c, polarity] : conditions) {
+    SmallVector<Value> work{c};
+    while (!work.empty()) {
+      Operation *def = work.pop_back_val().getDefiningOp();
+      if (!def)
+        continue;
+      if (isa<ReadOp, GatherOp, ComprehensionOp>(def) || def->getNumRegions())
+        return std::nullopt;
+      // Values from outside the body (hoisted constants) are leaves.
+      if (!llvm::is_contained(ops, def))
+        continue;
+      if (result.slice.insert(def).second)
+        llvm::append_range(work, def->getOperands());
+    }
+  }
+  return result;
+}
+
 /// Emits `ops` (operations of a body, in order) `v` times, for row index
 /// values `base + e`, e < v. Reads whose last coordinate is the row index
 /// are loaded once, as one vector of `v` elements at `base` (16 bytes for
-/// the schedule's vector width); the others are emitted per element.
+/// the schedule's vector width); the others are emitted per element. A
+/// read used only where a select's condition takes it
+/// (getUseConditions) is loaded only when some element of the vector
+/// takes it (the half of a concatenation a vector is not in is not read).
 /// `each(b, e)` runs after each evaluation, with `mapping` holding its
 /// values.
 LogicalResult
@@ -154,7 +204,50 @@ mlir::tang::emitUnrolled(OpBuilder &b, Location loc, ArrayRef<Operation *> ops,
         continue;
       }
     }
-    vectors[op] = emitVectorLoad(b, loc, read, row, base, v, mapping, tensors);
+    std::optional<UseConditions> conditions = getUseConditions(read, ops);
+    if (!conditions) {
+      vectors[op] =
+          emitVectorLoad(b, loc, read, row, base, v, mapping, tensors);
+    } else {
+      // Whether some element takes the read: its conditions' operations
+      // emitted per element (again below, where they are folded away).
+      Value any = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 0);
+      for (int64_t e = 0; e < v; ++e) {
+        mapping.map(
+            row, arith::AddIOp::create(
+                     b, loc, base, arith::ConstantIndexOp::create(b, loc, e)));
+        for (Operation *inner : ops)
+          if (!invariant.contains(inner) && conditions->slice.contains(inner) &&
+              failed(emitter.emit(b, inner, mapping)))
+            return failure();
+        for (auto [c, polarity] : conditions->conditions) {
+          Value taken = mapping.lookup(c);
+          if (!polarity)
+            taken = arith::XOrIOp::create(
+                b, loc, taken,
+                arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1));
+          any = arith::OrIOp::create(b, loc, any, taken);
+        }
+      }
+      auto type = VectorType::get({v}, read.getType());
+      auto ifOp = scf::IfOp::create(b, loc, TypeRange{type}, any,
+                                    /*withElseRegion=*/true);
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+        scf::YieldOp::create(
+            b, loc,
+            emitVectorLoad(b, loc, read, row, base, v, mapping, tensors));
+        b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+        scf::YieldOp::create(
+            b, loc,
+            arith::ConstantOp::create(
+                b, loc,
+                DenseElementsAttr::get(type, b.getZeroAttr(read.getType())))
+                .getResult());
+      }
+      vectors[op] = ifOp.getResult(0);
+    }
     if (cache)
       cache->insert(read, row, iteration, mapping, vectors[op]);
   }

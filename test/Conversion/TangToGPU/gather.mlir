@@ -3,18 +3,21 @@
 // A gather in a kernel: its data coordinate (an integer read, cast to
 // index) clamped into the table (clamp), or checked with an unsigned
 // comparison and read at 0 then replaced by zero (zero). The gathered
-// table is a kernel argument like a read tensor.
+// table is a kernel argument like a read tensor. The pointwise schedule
+// moves 4 columns at a time: the token's row once, each gathered row as
+// one vector, the result stored as one.
 // CHECK-LABEL: gpu.func @lookup_k0
 // CHECK-SAME: memref<8xi32>, %{{.*}}: memref<64x16xf32>
 // CHECK: %[[T:.*]] = memref.load {{.*}} : memref<8xi32>
 // CHECK: %[[R:.*]] = arith.index_cast %[[T]] : i32 to index
 // CHECK: arith.minsi %[[R]]
 // CHECK: arith.maxsi
-// CHECK: memref.load {{.*}} : memref<64x16xf32>
+// CHECK: vector.load {{.*}} : memref<64x16xf32>, vector<4xf32>
 // CHECK: arith.cmpi ult
 // CHECK: arith.select
-// CHECK: memref.load {{.*}} : memref<64x16xf32>
-// CHECK: arith.select
+// CHECK: vector.load {{.*}} : memref<64x16xf32>, vector<4xf32>
+// CHECK: arith.select {{.*}} : vector<4xf32>
+// CHECK: vector.store {{.*}} : memref<8x16xf32>, vector<4xf32>
 func.func @lookup(%tok: tensor<8xi32>, %E: tensor<64x16xf32>) -> tensor<8x16xf32> {
   %y = tang.comprehension (%i, %d) [8, 16] : tensor<8x16xf32> {
     %k = tang.read %tok[%i] : tensor<8xi32>
