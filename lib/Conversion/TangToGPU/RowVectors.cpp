@@ -86,6 +86,9 @@ static FailureOr<Value> emitVectorGather(OpBuilder &b, Location loc,
                                          IRMapping &tensors,
                                          BodyEmitter &emitter) {
   mapping.map(row, base);
+  // Its data may be a constant hoisted out of the body.
+  if (failed(emitter.materialize(gather, mapping)))
+    return failure();
   Value inside;
   FailureOr<SmallVector<Value>> coords =
       emitter.getGatherCoordinates(b, gather, mapping, inside);
@@ -185,8 +188,18 @@ mlir::tang::emitUnrolled(OpBuilder &b, Location loc, ArrayRef<Operation *> ops,
   for (Operation *op : ops) {
     if (invariant.contains(op))
       continue;
+    // A gather's data must be known before the vector load: computed
+    // outside the body or by the operations emitted once above (a gather
+    // whose row comes from a value read per element is emitted per
+    // element).
     if (auto gather = dyn_cast<GatherOp>(op);
-        gather && isVectorizable(gather, row, v)) {
+        gather && isVectorizable(gather, row, v) &&
+        llvm::all_of(gather.getValues(), [&](Value d) {
+          Operation *def = d.getDefiningOp();
+          return def ? invariant.contains(def) || !llvm::is_contained(ops, def)
+                     : !dependsOn(d, row, *op->getBlock()) &&
+                           mapping.contains(d);
+        })) {
       FailureOr<Value> vec = emitVectorGather(b, loc, gather, row, base, v,
                                               mapping, tensors, emitter);
       if (failed(vec))

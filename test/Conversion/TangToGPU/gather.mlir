@@ -29,3 +29,20 @@ func.func @lookup(%tok: tensor<8xi32>, %E: tensor<64x16xf32>) -> tensor<8x16xf32
   }
   return %y : tensor<8x16xf32>
 }
+
+// A gathered row given by a constant from outside the body (a row of a
+// cache at a fixed position, as the kv-cache example's gradient writes
+// it): the constant is brought into the kernel before the vector load
+// (this crashed the vectorised point kernel).
+// CHECK-LABEL: gpu.func @constant_row_k0
+// CHECK: %[[C:.*]] = arith.constant 63 : index
+// CHECK: arith.cmpi ult, %[[C]]
+// CHECK: vector.load {{.*}} : memref<64x16xf32>, vector<4xf32>
+func.func @constant_row(%E: tensor<64x16xf32>) -> tensor<16xf32> {
+  %c63 = arith.constant 63 : index
+  %y = tang.comprehension (%d) [16] : tensor<16xf32> {
+    %a = tang.gather %E[symbol(%c63), %d] zero : tensor<64x16xf32>
+    tang.yield %a : f32
+  }
+  return %y : tensor<16xf32>
+}
