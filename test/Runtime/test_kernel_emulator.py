@@ -559,6 +559,20 @@ def test_tensor_cores_sm80(tmp_path, case):
         assert check["ok"], check
 
 
+def interpreter_outputs(tmp_path, src, inputs):
+    """The float64 interpreter's outputs of program `src` on `inputs`
+    (tang-run, the inputs saved as .npy)."""
+    files = []
+    for n, x in enumerate(inputs):
+        np.save(tmp_path / f"in{n}.npy", x)
+        files += ["--input", str(tmp_path / f"in{n}.npy")]
+    r = subprocess.run([TANG_RUN, src, "--output-dir", tmp_path / "ref",
+                        *files], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return [np.load(p).astype(np.float64)
+            for p in sorted((tmp_path / "ref").glob("output_*.npy"))]
+
+
 SPLIT_K = """func.func @main(%x: tensor<3x70x200xbf16>, %w: tensor<3x200x72xbf16>, %bias: tensor<72xbf16>) -> tensor<3x70x72xbf16> {
   %c = tang.comprehension (%g, %i, %j) [3, 70, 72] attributes {schedule = #tang.schedule<tile = [1, 64, 64], mapping = [block_z, block_y, block_x], threads = [1, 2, 64], vector = 8, stages = 3, memory = [shared, shared, shared], kernel = contraction, mma = mma_sync, split_k = SPLITS>} : tensor<3x70x72xbf16> {
     %s = tang.comprehension reduce (%k) [200] monoid(add) attributes {schedule = #tang.schedule<tile = [32], vector = 1, stages = 1, memory = [global]>} : f32 {
@@ -602,15 +616,8 @@ def test_split_k_sm80(tmp_path, splits):
     rng = np.random.default_rng(3)
     inputs = [bf16(rng.uniform(-1, 1, s))
               for s in ((3, 70, 200), (3, 200, 72), (72,))]
-    files = []
-    for n, x in enumerate(inputs):
-        np.save(tmp_path / f"in{n}.npy", x)
-        files += ["--input", str(tmp_path / f"in{n}.npy")]
-    r = subprocess.run([TANG_RUN, src, "--output-dir", tmp_path / "ref",
-                        *files], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
+    (ref,) = interpreter_outputs(tmp_path, src, inputs)
     (got,) = emu.run("main", inputs)
-    ref = np.load(tmp_path / "ref" / "output_0.npy").astype(np.float64)
     check = harness.check_elementwise(
         got.reshape(ref.shape), ref,
         harness.Tolerance("bf16", reduction=200, roundings=2), "split_k")
@@ -674,15 +681,8 @@ def test_column_reduction(tmp_path, case):
     emu = KernelFormEmulator(kernels)
     rng = np.random.default_rng(9)
     inputs = [bf16(rng.uniform(-1, 1, s)) for s in shapes]
-    files = []
-    for n, x in enumerate(inputs):
-        np.save(tmp_path / f"in{n}.npy", x)
-        files += ["--input", str(tmp_path / f"in{n}.npy")]
-    r = subprocess.run([TANG_RUN, src, "--output-dir", tmp_path / "ref",
-                        *files], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
+    (ref,) = interpreter_outputs(tmp_path, src, inputs)
     (got,) = emu.run("main", inputs)
-    ref = np.load(tmp_path / "ref" / "output_0.npy").astype(np.float64)
     check = harness.check_elementwise(got.reshape(ref.shape), ref, tol,
                                       case)
     assert check["ok"], check
