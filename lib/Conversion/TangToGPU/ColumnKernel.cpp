@@ -112,14 +112,6 @@ LogicalResult emitColumnKernel(KernelRequest &r, const ColumnPlan &plan) {
   auto cst = [&](OpBuilder &ob, int64_t x) {
     return arith::ConstantIndexOp::create(ob, loc, x).getResult();
   };
-  auto toF32 = [&](OpBuilder &ob, Value x) -> Value {
-    return x.getType().isF32()
-               ? x
-               : arith::BitcastOp::create(ob, loc, ob.getF32Type(), x);
-  };
-  auto fromF32 = [&](OpBuilder &ob, Value x, Type t) -> Value {
-    return t.isF32() ? x : arith::BitcastOp::create(ob, loc, t, x);
-  };
   // Stores row results `total` (finalized) of column `col` at outer point
   // `o` into the outputs of `func`'s entry (`outputArgs`).
   SmallVector<unsigned> outputArgs = llvm::map_to_vector(
@@ -235,7 +227,7 @@ LogicalResult emitColumnKernel(KernelRequest &r, const ColumnPlan &plan) {
   for (int64_t e = 0; e < v; ++e)
     for (int64_t w = 0; w < width; ++w)
       memref::StoreOp::create(
-          b, loc, toF32(b, loop.getResult(e * width + w)), buf,
+          b, loc, carrierToF32(b, loc, loop.getResult(e * width + w)), buf,
           ValueRange{warp,
                      arith::AddIOp::create(
                          b, loc, arith::MulIOp::create(b, loc, lane, cst(b, v)),
@@ -259,12 +251,12 @@ LogicalResult emitColumnKernel(KernelRequest &r, const ColumnPlan &plan) {
         SmallVector<Value> part;
         for (auto [j, t] : llvm::enumerate(types))
           part.push_back(
-              fromF32(tb,
-                      memref::LoadOp::create(
-                          tb, loc, buf,
-                          ValueRange{cst(tb, w), slot,
-                                     cst(tb, static_cast<int64_t>(j))}),
-                      t));
+              carrierFromF32(tb, loc,
+                             memref::LoadOp::create(
+                                 tb, loc, buf,
+                                 ValueRange{cst(tb, w), slot,
+                                            cst(tb, static_cast<int64_t>(j))}),
+                             t));
         total = w ? mc->combine(tb, loc, total, part) : part;
       }
       Value column = arith::AddIOp::create(tb, loc, col, cst(tb, e));
@@ -274,7 +266,7 @@ LogicalResult emitColumnKernel(KernelRequest &r, const ColumnPlan &plan) {
       }
       for (auto [j, x] : llvm::enumerate(total))
         memref::StoreOp::create(
-            tb, loc, toF32(tb, x), workspace,
+            tb, loc, carrierToF32(tb, loc, x), workspace,
             ValueRange{o, split, column, cst(tb, static_cast<int64_t>(j))});
     }
   }
@@ -296,8 +288,8 @@ LogicalResult emitColumnKernel(KernelRequest &r, const ColumnPlan &plan) {
     OpBuilder lb = OpBuilder::atBlockBegin(splits.getBody());
     SmallVector<Value> part;
     for (auto [j, t] : llvm::enumerate(types))
-      part.push_back(fromF32(
-          lb,
+      part.push_back(carrierFromF32(
+          lb, loc,
           memref::LoadOp::create(
               lb, loc, ws,
               ValueRange{(*point)[0], splits.getInductionVar(), (*point)[1],

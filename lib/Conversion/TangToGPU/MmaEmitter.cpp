@@ -368,14 +368,8 @@ LogicalResult MmaEmitter::emitSplitCombine() {
             arith::AddFOp::create(b, loc, splits.getRegionIterArgs()[0], part)
                 .getResult()});
   }
-  SmallVector<Value> batchAt(op.getNumParallel());
-  Value rest = bp;
-  for (int p = static_cast<int>(op.getNumParallel()) - 1; p >= 0; --p) {
-    if (static_cast<unsigned>(p) == c.m || static_cast<unsigned>(p) == c.n)
-      continue;
-    batchAt[p] = rem(rest, op.getExtent(p));
-    rest = div(rest, op.getExtent(p));
-  }
+  SmallVector<Value> batchAt =
+      decomposeBatch(op, [&](unsigned p) { return p == c.m || p == c.n; }, bp);
   BodyEmitter emitter(own, &entry);
   Type storage = cast<MemRefType>(out.getType()).getElementType();
   emitter.setApproximate(storage.isF16() || storage.isBF16());
@@ -397,14 +391,8 @@ void MmaEmitter::setTile(Value pid, Value batchIndex) {
   Value tileN = arith::DivUIOp::create(b, loc, inGroup, groupRows);
   n0 = mul(tileN, cfg.bn);
   m0 = mul(tileM, cfg.bm);
-  batch.assign(op.getNumParallel(), Value());
-  Value rest = batchIndex;
-  for (int p = static_cast<int>(op.getNumParallel()) - 1; p >= 0; --p) {
-    if (static_cast<unsigned>(p) == c.m || static_cast<unsigned>(p) == c.n)
-      continue;
-    batch[p] = rem(rest, op.getExtent(p));
-    rest = div(rest, op.getExtent(p));
-  }
+  batch = decomposeBatch(
+      op, [&](unsigned p) { return p == c.m || p == c.n; }, batchIndex);
 }
 
 void MmaEmitter::syncConsumers() {

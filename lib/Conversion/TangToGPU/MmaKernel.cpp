@@ -76,8 +76,6 @@ LogicalResult MmaEmitter::emit() {
     return op.emitOpError() << "has " << batchCount
                             << " batch points or row tiles: more than the "
                                "grid holds";
-  if (cfg.splitK > 1 && cfg.warpSpecialized)
-    return op.emitOpError() << "split k with a warp-specialised kernel";
   // Split k's workspace and second kernel come before the tensor maps.
   if (cfg.splitK > 1 && failed(emitSplitCombine()))
     return failure();

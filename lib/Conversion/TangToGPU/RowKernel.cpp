@@ -131,16 +131,6 @@ SmallVector<Value> emitBlockCombine(OpBuilder &b, Location loc,
     OpBuilder eb = OpBuilder::atBlockBegin(entry);
     return arith::ConstantIndexOp::create(eb, loc, v).getResult();
   };
-  auto toF32 = [&](OpBuilder &ob, Value v) -> Value {
-    if (v.getType().isF32())
-      return v;
-    return arith::BitcastOp::create(ob, loc, ob.getF32Type(), v);
-  };
-  auto fromF32 = [&](OpBuilder &ob, Value v, Type t) -> Value {
-    if (t.isF32())
-      return v;
-    return arith::BitcastOp::create(ob, loc, t, v);
-  };
   ArrayRef<Type> types = monoid.getCarrierTypes();
   Value lane = arith::RemUIOp::create(b, loc, tid, cst(32));
   SmallVector<Value> c = warpReduce(b, llvm::to_vector(carrier), lane);
@@ -157,7 +147,7 @@ SmallVector<Value> emitBlockCombine(OpBuilder &b, Location loc,
   {
     OpBuilder tb = OpBuilder::atBlockBegin(&write.getThenRegion().front());
     for (auto [k, v] : llvm::enumerate(c))
-      memref::StoreOp::create(tb, loc, toF32(tb, v), buf,
+      memref::StoreOp::create(tb, loc, carrierToF32(tb, loc, v), buf,
                               ValueRange{warp, cst(k)});
   }
   gpu::BarrierOp::create(b, loc);
@@ -174,9 +164,9 @@ SmallVector<Value> emitBlockCombine(OpBuilder &b, Location loc,
       OpBuilder lb = OpBuilder::atBlockBegin(&pick.getThenRegion().front());
       SmallVector<Value> loaded;
       for (auto [k, t] : llvm::enumerate(types))
-        loaded.push_back(fromF32(
-            lb, memref::LoadOp::create(lb, loc, buf, ValueRange{lane, cst(k)}),
-            t));
+        loaded.push_back(carrierFromF32(
+            lb, loc,
+            memref::LoadOp::create(lb, loc, buf, ValueRange{lane, cst(k)}), t));
       scf::YieldOp::create(lb, loc, loaded);
       OpBuilder eb = OpBuilder::atBlockBegin(&pick.getElseRegion().front());
       scf::YieldOp::create(eb, loc, monoid.identity(eb, loc));
@@ -188,15 +178,15 @@ SmallVector<Value> emitBlockCombine(OpBuilder &b, Location loc,
     auto store = scf::IfOp::create(tb, loc, l0, /*withElse=*/false);
     OpBuilder sb = OpBuilder::atBlockBegin(&store.getThenRegion().front());
     for (auto [k, v] : llvm::enumerate(total))
-      memref::StoreOp::create(sb, loc, toF32(sb, v), buf,
+      memref::StoreOp::create(sb, loc, carrierToF32(sb, loc, v), buf,
                               ValueRange{cst(32), cst(k)});
   }
   gpu::BarrierOp::create(b, loc);
   SmallVector<Value> out;
   for (auto [k, t] : llvm::enumerate(types))
-    out.push_back(fromF32(
-        b, memref::LoadOp::create(b, loc, buf, ValueRange{cst(32), cst(k)}),
-        t));
+    out.push_back(carrierFromF32(
+        b, loc,
+        memref::LoadOp::create(b, loc, buf, ValueRange{cst(32), cst(k)}), t));
   return out;
 }
 
@@ -839,14 +829,6 @@ LogicalResult emitSplitRowKernel(KernelRequest &r, const SplitRowPlan &plan) {
   auto cst = [&](OpBuilder &ob, int64_t v) {
     return arith::ConstantIndexOp::create(ob, loc, v).getResult();
   };
-  auto toF32 = [&](OpBuilder &ob, Value v) -> Value {
-    return v.getType().isF32()
-               ? v
-               : arith::BitcastOp::create(ob, loc, ob.getF32Type(), v);
-  };
-  auto fromF32 = [&](OpBuilder &ob, Value v, Type t) -> Value {
-    return t.isF32() ? v : arith::BitcastOp::create(ob, loc, t, v);
-  };
   unsigned np = op.getNumParallel();
 
   // The partial kernel.
@@ -883,7 +865,7 @@ LogicalResult emitSplitRowKernel(KernelRequest &r, const SplitRowPlan &plan) {
     OpBuilder sb = OpBuilder::atBlockBegin(&store.getThenRegion().front());
     for (auto [e, v] : llvm::enumerate(total))
       memref::StoreOp::create(
-          sb, loc, toF32(sb, v), scratch,
+          sb, loc, carrierToF32(sb, loc, v), scratch,
           ValueRange{row, split, cst(sb, static_cast<int64_t>(e))});
   }
 
@@ -902,12 +884,12 @@ LogicalResult emitSplitRowKernel(KernelRequest &r, const SplitRowPlan &plan) {
     SmallVector<Value> part;
     for (auto [e, t] : llvm::enumerate(types))
       part.push_back(
-          fromF32(lb,
-                  memref::LoadOp::create(
-                      lb, loc, cs,
-                      ValueRange{(*point)[0], splits.getInductionVar(),
-                                 cst(lb, static_cast<int64_t>(e))}),
-                  t));
+          carrierFromF32(lb, loc,
+                         memref::LoadOp::create(
+                             lb, loc, cs,
+                             ValueRange{(*point)[0], splits.getInductionVar(),
+                                        cst(lb, static_cast<int64_t>(e))}),
+                         t));
     scf::YieldOp::create(
         lb, loc, mc->combine(lb, loc, splits.getRegionIterArgs(), part));
   }

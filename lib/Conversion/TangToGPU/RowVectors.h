@@ -12,6 +12,7 @@
 
 #include "BodyEmitter.h"
 #include "Tang/Analysis/KernelMatchers.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 
 #include "llvm/ADT/SmallPtrSet.h"
 
@@ -65,6 +66,17 @@ struct RowCache {
 
 /// Trip counts up to this are unrolled so that a row stays in registers.
 constexpr int64_t kMaxRowTrips = 4;
+
+/// A 32-bit carrier (f32 or i32) as the f32 bits workgroup buffers and
+/// workspaces hold, and back as type `t`.
+inline Value carrierToF32(OpBuilder &b, Location loc, Value v) {
+  return v.getType().isF32()
+             ? v
+             : arith::BitcastOp::create(b, loc, b.getF32Type(), v).getResult();
+}
+inline Value carrierFromF32(OpBuilder &b, Location loc, Value v, Type t) {
+  return t.isF32() ? v : arith::BitcastOp::create(b, loc, t, v).getResult();
+}
 
 /// Combines each lane's `carrier` across its warp (32 lanes), or across
 /// each aligned group of `width` lanes (a power of two); every lane gets
