@@ -204,6 +204,8 @@ def run_case(torch, F, tang_cuda, meta, work, args, deadline):
                               "max_err": None})
         del first, got
     harness.judge_checks(res, same_all)
+    if args.sanitize:
+        return harness.sanitized(res)
 
     q, k, v, do = fresh
     graphs = {}

@@ -160,6 +160,8 @@ def run_case(torch, F, tang_cuda, meta, work, args, deadline):
         del first, got
     if not harness.judge_checks(res, same_all):
         return res
+    if args.sanitize:
+        return harness.sanitized(res)
 
     graphs, peer_checks = {}, {}
     call, gr, why = harness.try_graphed(torch, lambda: step(fresh))

@@ -337,6 +337,9 @@ def run_case(torch, F, tang_cuda, meta, args, deadline):
         del first
     if not harness.judge_checks(res, same_all):
         return res
+    if args.sanitize:
+        bundle.close()
+        return harness.sanitized(res)
 
     sets = [fresh]
     contenders, graphs = [], {}

@@ -184,8 +184,9 @@ def run_case(args, report, path, deadline, cfg, block, W, bundle, tokens,
     first, same = harness.poisoned_runs(torch, [o], tang_run)
     tol = harness.Tolerance("f32", reduction=D, roundings=1)
     res["checks"].append(harness.check_tensor(first[0], ref, tol, "tang"))
-    if not harness.judge_checks(res, same):
-        harness.set_case(report, res, path)
+    if not harness.judge_checks(res, same) or args.sanitize:
+        harness.set_case(report, harness.sanitized(res) if res["status"] ==
+                         "ok" else res, path)
         return
     x3 = x.view(1, tokens, D)
 

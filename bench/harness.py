@@ -906,9 +906,24 @@ def set_case(rep: dict, res: dict, path: Optional[Path] = None):
         write_report(rep, path)
 
 
+#: The line start_case prints before a case's work: bench/sanitize.py
+#: attributes compute-sanitizer's reports to the case whose line came last.
+CASE_MARK = "== case "
+
+
 def start_case(rep: dict, name: str, path: Path):
-    """Marks `name` as running (a process that dies leaves it so)."""
+    """Marks `name` as running (a process that dies leaves it so), and
+    prints CASE_MARK + name."""
+    print(CASE_MARK + name, flush=True)
     set_case(rep, case_result(name, status=DIED_IN), path)
+
+
+def sanitized(res: dict) -> dict:
+    """A case under --sanitize: tang ran and was checked; nothing timed."""
+    res["note"] = ((res.get("note") or "") +
+                   " --sanitize: tang's kernels run and checked, not timed"
+                   ).strip()
+    return res
 
 
 def run_cases(torch, report: dict, path: Path, metas: Sequence[dict],
@@ -1075,6 +1090,10 @@ def add_common_args(ap, default_rounds=7):
                          "(status 'skipped: budget')")
     ap.add_argument("--out", default=None,
                     help="directory for <suite>.json (default $OUT)")
+    ap.add_argument("--sanitize", action="store_true",
+                    help="for compute-sanitizer (bench/sanitize.py): run "
+                         "and check tang's kernels once per case, no peers, "
+                         "no timing")
 
 
 def rounds_of(args, default_rounds=7) -> int:

@@ -34,7 +34,7 @@ import harness  # noqa: E402
 BEGIN = "<!-- bench-table:begin -->"
 END = "<!-- bench-table:end -->"
 ORDER = ["gpu_check", "memory_bound", "gemm", "attention_grad", "block_grad",
-         "decode", "qwen3", "qwen3_prefill", "moe", "sanitize_attention"]
+         "decode", "qwen3", "qwen3_prefill", "moe", "sanitize", "sanitize_attention"]
 TITLES = {"gpu_check": "Every example against the interpreter (no timing)",
           "memory_bound": "Memory-bound kernels (bf16)",
           "gemm": "Tensor-core products, attention forward, transformer "
@@ -52,6 +52,8 @@ TITLES = {"gpu_check": "Every example against the interpreter (no timing)",
           "moe": "Qwen3-Next's mixture-of-experts layer (512 experts, 10 "
                  "routed + a shared one; bf16 weights from transformers' "
                  "module; floor: the selected experts' weights read once)",
+          "sanitize": "tang's kernels under compute-sanitizer: every "
+                      "example, benchmark case and model step (no timing)",
           "sanitize_attention": "Attention kernels under compute-sanitizer "
                                 "(no timing)"}
 
@@ -123,7 +125,8 @@ def counts(rep: dict) -> str:
             k[c["verdict"]] += 1
         elif c["status"] == "ok" and c.get("peers") is not None and \
                 c.get("tang_ms") is None and \
-                rep["suite"] not in ("gpu_check", "sanitize_attention"):
+                rep["suite"] not in ("gpu_check", "sanitize",
+                                      "sanitize_attention"):
             other["correct but not timed"] = \
                 other.get("correct but not timed", 0) + 1
         elif c["status"] != "ok":

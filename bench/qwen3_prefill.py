@@ -181,7 +181,8 @@ def run_length(args, report, path, deadline, W, n, capacity, bundle_dir):
         harness.start_case(report, f"prefill-{n}-check", path)
         harness.set_case(report, check(W, n, capacity, tang_run, ids, nxt,
                                        kc, vc), path)
-    speed(args, report, path, deadline, W, n, capacity, tang_run, eager)
+    if not args.sanitize:
+        speed(args, report, path, deadline, W, n, capacity, tang_run, eager)
 
 
 def check(W, n, capacity, tang_run, ids, nxt, kc, vc):

@@ -8,8 +8,10 @@ are left), qwen3_prefill.json (Qwen3-8B prefill of 512 and 2048 tokens;
 likewise), qwen3_varlen.json (the Qwen3-8B decode step of sequences at
 positions of their own: checked per sequence against the reference, NaN
 past every position), moe.json (Qwen3-Next's mixture-of-experts layer
-at 1 to 4096 tokens against transformers' module), sanitize_attention.json (the small attention cases, forward
-and training, under compute-sanitizer memcheck, racecheck and synccheck),
+at 1 to 4096 tokens against transformers' module), sanitize.json (the
+small attention cases, forward and training, under compute-sanitizer
+memcheck, racecheck and synccheck; every suite's kernels under it is
+`python3 bench/sanitize.py --budget-s 570`, a run of its own),
 and run_all.json (the run's
 environment: commit, dirty, clocks before and after, each suite's exit code
 and wall time).
@@ -55,8 +57,7 @@ SUITES = [
     ("qwen3_prefill", "bench/qwen3_prefill.py", 0.08, []),
     ("qwen3_varlen", "bench/qwen3_varlen.py", 0.02, []),
     ("moe", "bench/bench_moe.py", 0.05, []),
-    ("sanitize_attention", "bench/sanitize_attention.py", 0.06,
-     ["--tools", "memcheck,racecheck,synccheck"]),
+    ("sanitize", "bench/sanitize.py", 0.06, ["--suites", "attention"]),
 ]
 #: Seconds a suite may run past its deadline before it is killed (a case
 #: in flight finishes; its JSON is rewritten after every case).

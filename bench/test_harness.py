@@ -17,7 +17,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness  # noqa: E402
 import make_tables  # noqa: E402
-import sanitize_attention  # noqa: E402
+import sanitize  # noqa: E402
 
 
 def bf16(a):
@@ -341,7 +341,7 @@ def test_sanitizer_reports_attributed_to_their_case():
     """compute-sanitizer's log is split at the case markers: a report (or a
     non-finite output) fails only its own case, the banner and summaries
     fail none, and a case that never started is None."""
-    mark = sanitize_attention.MARK
+    mark = harness.CASE_MARK
     log = ("========= COMPUTE-SANITIZER\n"
            f"{mark}a\n"
            "========= Invalid __global__ read of size 4 bytes\n"
@@ -352,7 +352,7 @@ def test_sanitizer_reports_attributed_to_their_case():
            "========= \n"
            "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 "
            "warnings)\n")
-    got = sanitize_attention.attribute(log, ["a", "b", "c", "d"])
+    got = sanitize.attribute(log, ["a", "b", "c", "d"])
     assert len(got["a"]) == 2 and "Invalid" in got["a"][0]
     assert got["b"] == ["outputs [0] of b hold non-finite values"]
     assert got["c"] == []

@@ -86,8 +86,46 @@ LogicalResult Compiler::compileBlock(Block &block, std::vector<Instr> &out) {
       return failure();
     if (precision)
       appendRoundings(&op, out);
+    if (perturbation)
+      appendPerturbations(&op, out);
   }
   return success();
+}
+
+double mlir::tang::interp::getUnitRoundoff(Type t) {
+  if (t.isF64())
+    return 0x1.0p-53;
+  if (t.isF32())
+    return 0x1.0p-24;
+  if (t.isF16())
+    return 0x1.0p-11;
+  if (t.isBF16())
+    return 0x1.0p-8;
+  return 0;
+}
+
+void Compiler::appendPerturbations(Operation *op, std::vector<Instr> &out) {
+  // Exact operations round nothing.
+  bool rounds =
+      isa<arith::AddFOp, arith::SubFOp, arith::MulFOp, arith::DivFOp,
+          arith::RemFOp, arith::TruncFOp>(op) ||
+      (isa<math::MathDialect>(op->getDialect()) &&
+       !isa<math::AbsFOp, math::CopySignOp, math::FloorOp, math::CeilOp,
+            math::RoundOp, math::RoundEvenOp, math::TruncOp>(op));
+  if (!rounds)
+    return;
+  for (Value r : op->getResults()) {
+    Type t = r.getType();
+    if (!isa<FloatType>(t))
+      continue;
+    // Kernels compute in f32 (f64 in f64); truncf rounds to its type.
+    double u = isa<arith::TruncFOp>(op) || t.isF64()
+                   ? getUnitRoundoff(t)
+                   : getUnitRoundoff(Float32Type::get(t.getContext()));
+    Slot d = slotOf(r);
+    out.push_back(
+        [d, u, p = perturbation](double *f) { f[d] = p->apply(f[d], u); });
+  }
 }
 
 double mlir::tang::interp::roundValue(double v, Rounding r) {
@@ -233,6 +271,7 @@ Compiler::compileFunction(Block &block, unsigned split, ValueRange results,
                           std::shared_ptr<void> owner) {
   // The block runs on a frame of its own.
   auto sub = std::make_shared<Compiler>(tensors, err);
+  sub->setPerturbation(perturbation);
   auto argSlots = std::make_shared<SmallVector<Slot>>();
   for (BlockArgument a : block.getArguments())
     argSlots->push_back(sub->slotOf(a));

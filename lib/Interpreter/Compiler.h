@@ -159,6 +159,32 @@ struct Precision {
   int64_t nestedPartials = 1, nestedVector = 1;
 };
 
+/// Monte Carlo arithmetic (InterpretOptions::perturbSeed): rounding errors
+/// as independent random relative errors. Each perturbed value v becomes
+/// v (1 + u xi), xi uniform on [-1, 1), u the unit roundoff the value would
+/// be rounded with, from one deterministic stream (splitmix64) per run.
+class Perturbation {
+public:
+  explicit Perturbation(uint64_t seed) : state(seed) {}
+  double apply(double v, double u) {
+    state += 0x9E3779B97F4A7C15ull;
+    uint64_t z = state;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    // 53 random bits as a fraction in [0, 1), then [-1, 1).
+    double xi = static_cast<double>(z >> 11) * 0x1.0p-52 - 1.0;
+    return v * (1.0 + u * xi);
+  }
+
+private:
+  uint64_t state;
+};
+
+/// The unit roundoff of a value of element type `t` as a kernel stores it
+/// (f32 2^-24, bf16 2^-8, f16 2^-11, f64 2^-53; 0 for integers).
+double getUnitRoundoff(Type t);
+
 /// A compiled comprehension body.
 struct Plan {
   SmallVector<Slot> indexSlots;
@@ -288,6 +314,13 @@ public:
            ArrayRef<int64_t> sizes = {}, const Precision *precision = nullptr)
       : tensors(tensors), err(err), sizes(sizes), precision(precision) {}
 
+  /// Monte Carlo arithmetic: every rounding arithmetic result compiled
+  /// from here on (here and in the blocks compileFunction compiles) is
+  /// perturbed by `p`.
+  void setPerturbation(std::shared_ptr<Perturbation> p) {
+    perturbation = std::move(p);
+  }
+
   unsigned getNumSlots() const { return numSlots; }
   Slot slotOf(Value v) {
     auto [it, inserted] = slots.try_emplace(v, numSlots);
@@ -344,6 +377,10 @@ private:
   /// Under the precision emulator: rounds `op`'s float results as a kernel
   /// holds them (f32 arithmetic; truncf to its type; tf32 operands).
   void appendRoundings(Operation *op, std::vector<Instr> &out);
+  /// Under Monte Carlo arithmetic: perturbs `op`'s float results where a
+  /// kernel would round them (arithmetic and math functions in f32, f64 kept
+  /// in f64; truncf to its type; not reads, selects, min/max, negation).
+  void appendPerturbations(Operation *op, std::vector<Instr> &out);
   /// Makes `v` (operand #operandNo of `user`) available in a slot: computed
   /// earlier, or a function-level scalar constant loaded by a new instr.
   LogicalResult ensureAvailable(Operation *user, Value v, unsigned operandNo,
@@ -363,6 +400,7 @@ private:
   llvm::DenseMap<Value, Slot> slots;
   unsigned numSlots = 0;
   const Precision *precision;
+  std::shared_ptr<Perturbation> perturbation;
 };
 
 /// The value of a constant attribute as the interpreter holds it (i1 as 0

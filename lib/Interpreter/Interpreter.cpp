@@ -107,7 +107,8 @@ static void setNestedOrder(ComprehensionOp op, Precision &precision) {
 
 static FailureOr<SmallVector<std::shared_ptr<Tensor>>>
 evalComprehension(ComprehensionOp op, const TensorMap &tensors,
-                  ArrayRef<int64_t> sizes, const InterpretOptions &options) {
+                  ArrayRef<int64_t> sizes, const InterpretOptions &options,
+                  const std::shared_ptr<Perturbation> &perturbation) {
   ErrorState err;
   // Under the precision emulator: tf32 operands for an f32 comprehension on
   // tensor cores.
@@ -120,6 +121,7 @@ evalComprehension(ComprehensionOp op, const TensorMap &tensors,
       schedule.getStorage() && schedule.getStorage().isF32();
   Compiler compiler(tensors, err, sizes,
                     options.emulatePrecision ? &precision : nullptr);
+  compiler.setPerturbation(perturbation);
   FailureOr<std::shared_ptr<Plan>> planOr = compiler.compileComprehension(op);
   if (failed(planOr))
     return failure();
@@ -131,6 +133,11 @@ evalComprehension(ComprehensionOp op, const TensorMap &tensors,
     stored.push_back(options.emulatePrecision
                          ? getRounding(getElementTypeOrSelf(t))
                          : Rounding::None);
+  // Monte Carlo arithmetic: the store's rounding too.
+  SmallVector<double> storeUnit;
+  for (Type t : op.getResultTypes())
+    storeUnit.push_back(perturbation ? getUnitRoundoff(getElementTypeOrSelf(t))
+                                     : 0.0);
 
   SmallVector<std::shared_ptr<Tensor>> results;
   std::optional<int64_t> points = getNumElementsChecked(
@@ -156,8 +163,11 @@ evalComprehension(ComprehensionOp op, const TensorMap &tensors,
       rest /= plan.extents[i];
     }
     plan.evalPoint(frame.data(), vals.data());
-    for (unsigned k = 0; k < plan.numResults; ++k)
-      results[k]->data[point] = roundValue(vals[k], stored[k]);
+    for (unsigned k = 0; k < plan.numResults; ++k) {
+      double v = roundValue(vals[k], stored[k]);
+      results[k]->data[point] =
+          storeUnit[k] > 0 ? perturbation->apply(v, storeUnit[k]) : v;
+    }
     if (err.op)
       break;
   }
@@ -170,9 +180,11 @@ evalComprehension(ComprehensionOp op, const TensorMap &tensors,
 /// row-major order writes (or combines) its element. An out-of-range
 /// coordinate under `trap` fails the run, under `drop` skips the write.
 static FailureOr<std::shared_ptr<Tensor>>
-evalScatter(ScatterOp op, const TensorMap &tensors, ArrayRef<int64_t> sizes) {
+evalScatter(ScatterOp op, const TensorMap &tensors, ArrayRef<int64_t> sizes,
+            const std::shared_ptr<Perturbation> &perturbation) {
   ErrorState err;
   Compiler compiler(tensors, err, sizes);
+  compiler.setPerturbation(perturbation);
   SmallVector<Slot> coordinateSlots;
   std::optional<MonoidEval> combine;
   FailureOr<std::shared_ptr<Plan>> planOr =
@@ -249,9 +261,11 @@ evalScatter(ScatterOp op, const TensorMap &tensors, ArrayRef<int64_t> sizes) {
 /// 0, 1, ... accumulated from the identity, each prefix finalised into the
 /// results. O(n) per sequence.
 static FailureOr<SmallVector<std::shared_ptr<Tensor>>>
-evalScan(ScanOp op, const TensorMap &tensors, ArrayRef<int64_t> sizes) {
+evalScan(ScanOp op, const TensorMap &tensors, ArrayRef<int64_t> sizes,
+         const std::shared_ptr<Perturbation> &perturbation) {
   ErrorState err;
   Compiler compiler(tensors, err, sizes);
+  compiler.setPerturbation(perturbation);
   FailureOr<std::shared_ptr<Plan>> planOr = compiler.compileScan(op);
   if (failed(planOr))
     return failure();
@@ -414,9 +428,12 @@ mlir::tang::interpret(func::FuncOp func, ArrayRef<Tensor> inputs,
 
   if (!func.getBody().hasOneBlock())
     return func.emitError() << "tang-run: functions must have one block";
+  std::shared_ptr<Perturbation> perturbation;
+  if (options.perturbSeed)
+    perturbation = std::make_shared<Perturbation>(*options.perturbSeed);
   for (Operation &op : func.getBody().front()) {
     if (auto c = dyn_cast<ComprehensionOp>(op)) {
-      auto rs = evalComprehension(c, tensors, sizes, options);
+      auto rs = evalComprehension(c, tensors, sizes, options, perturbation);
       if (failed(rs))
         return failure();
       for (auto [v, t] : llvm::zip(c.getResults(), *rs))
@@ -424,7 +441,7 @@ mlir::tang::interpret(func::FuncOp func, ArrayRef<Tensor> inputs,
       continue;
     }
     if (auto scan = dyn_cast<ScanOp>(op)) {
-      auto rs = evalScan(scan, tensors, sizes);
+      auto rs = evalScan(scan, tensors, sizes, perturbation);
       if (failed(rs))
         return failure();
       for (auto [v, t] : llvm::zip(scan.getResults(), *rs)) {
@@ -435,7 +452,8 @@ mlir::tang::interpret(func::FuncOp func, ArrayRef<Tensor> inputs,
       continue;
     }
     if (auto sc = dyn_cast<ScatterOp>(op)) {
-      FailureOr<std::shared_ptr<Tensor>> r = evalScatter(sc, tensors, sizes);
+      FailureOr<std::shared_ptr<Tensor>> r =
+          evalScatter(sc, tensors, sizes, perturbation);
       if (failed(r))
         return failure();
       tensors[sc.getResult()] = *r;

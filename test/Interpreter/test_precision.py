@@ -252,3 +252,76 @@ func.func @main(%X: tensor<4xf32>) -> tensor<4xf32> {
     assert r.returncode != 0
     assert "1 of 4 elements with NaN or infinity unlike float64" in r.stdout
     assert "elements' NaN or infinity differ from float64" in r.stderr
+
+
+#: A sum minus the same sum computed again: exactly 0 in float64 (the same
+#: operations in the same order), never quite 0 in a kernel that computes
+#: the two in different orders -- attention's gradient subtracts
+#: rowsum(dO O) from dO V^T so.
+CANCELLING = """
+func.func @main(%X: tensor<8x256xf32>, %Y: tensor<8x256xf32>)
+    -> (tensor<8xf32>, tensor<8xf32>) {
+  %a = tang.comprehension (%i) reduce (%j) [8, 256] monoid(add)
+      : tensor<8xf32> {
+    %x = tang.read %X[%i, %j] : tensor<8x256xf32>
+    %y = tang.read %Y[%i, %j] : tensor<8x256xf32>
+    %p = arith.mulf %x, %y : f32
+    tang.yield %p : f32
+  }
+  %d = tang.comprehension (%i) [8] : tensor<8xf32> {
+    %s = tang.comprehension reduce (%j) [256] monoid(add) : f32 {
+      %x = tang.read %X[%i, %j] : tensor<8x256xf32>
+      %y = tang.read %Y[%i, %j] : tensor<8x256xf32>
+      %p = arith.mulf %x, %y : f32
+      tang.yield %p : f32
+    }
+    %r = tang.read %a[%i] : tensor<8xf32>
+    %z = arith.subf %s, %r : f32
+    tang.yield %z : f32
+  }
+  %m = tang.comprehension (%i) reduce (%j) [8, 256] monoid(max)
+      : tensor<8xf32> {
+    %x = tang.read %X[%i, %j] : tensor<8x256xf32>
+    %n = arith.negf %x : f32
+    tang.yield %n : f32
+  }
+  return %d, %m : tensor<8xf32>, tensor<8xf32>
+}
+"""
+
+
+def test_perturbed_arithmetic(tmp_path):
+    """`--precision=perturbed` (Monte Carlo arithmetic): each rounding
+    result moved by a random fraction of f32's unit roundoff. An output
+    that cancels exactly in float64 moves by about the rounding of the
+    terms (what a kernel summing in another order leaves, and what
+    scripts/prepare-gpu-check.py's sensitivity must see); exact
+    operations (max, negation, reads) move nothing; a seed gives the same
+    bits every run, another seed other bits."""
+    rng = np.random.default_rng(5)
+    x = rng.uniform(-1, 1, (8, 256)).astype(np.float32)
+    y = rng.uniform(-1, 1, (8, 256)).astype(np.float32)
+    _, (d, m) = tang_run(tmp_path, CANCELLING, [x, y])
+    assert np.all(d == 0)
+    r, (d1, m1) = tang_run(tmp_path, CANCELLING, [x, y],
+                           "--precision=perturbed", "--perturb-seed=7")
+    assert "float64 with random rounding errors (seed 7)" in r.stdout
+    # The max of negations rounds nothing: unmoved, but for the store's
+    # rounding (at most f32's unit roundoff).
+    assert np.all(np.abs(m1.astype(np.float64) - m) <= 2.0 ** -24 * np.abs(m))
+    terms = np.abs(x.astype(np.float64) * y).sum(axis=1)
+    moved = np.abs(d1.astype(np.float64))
+    # Each of the 2 x 256 products and sums moved by at most u of its
+    # partial sum's magnitude: a bound by the terms' sum, and well above 0.
+    assert np.all(moved <= 2 * 256 * 2.0 ** -24 * terms)
+    assert np.all(moved > 0) and np.median(moved / terms) > 2.0 ** -24 / 16
+    _, (d2, _) = tang_run(tmp_path, CANCELLING, [x, y],
+                          "--precision=perturbed", "--perturb-seed=7")
+    assert d2.tobytes() == d1.tobytes()
+    _, (d3, _) = tang_run(tmp_path, CANCELLING, [x, y],
+                          "--precision=perturbed", "--perturb-seed=8")
+    assert d3.tobytes() != d1.tobytes()
+    r, _ = tang_run(tmp_path, CANCELLING, [x, y], "--precision=perturbed",
+                    "--precision-report", check=False)
+    assert r.returncode != 0 and "does not take --precision=perturbed" in \
+        r.stderr

@@ -81,17 +81,27 @@ static cl::opt<unsigned>
                cl::desc("Random samples per monoid for --check-monoid-laws "
                         "(default 1000)"),
                cl::init(1000), cl::cat(category));
-enum class PrecisionMode { Exact, Schedule };
+enum class PrecisionMode { Exact, Schedule, Perturbed };
 static cl::opt<PrecisionMode> precisionMode(
     "precision",
-    cl::desc("How the run rounds: `exact` (float64, the reference) or "
+    cl::desc("How the run rounds: `exact` (float64, the reference), "
              "`schedule` (the precision emulator: the roundings and "
              "accumulation orders of the program's schedules; run it on "
-             "the output of tang-opt --tang-schedule; docs/Tuning.md)"),
+             "the output of tang-opt --tang-schedule; docs/Tuning.md) or "
+             "`perturbed` (Monte Carlo arithmetic: float64 with a random "
+             "relative error of each rounding result's unit roundoff, from "
+             "--perturb-seed)"),
     cl::values(clEnumValN(PrecisionMode::Exact, "exact", "float64"),
                clEnumValN(PrecisionMode::Schedule, "schedule",
-                          "the schedules' roundings")),
+                          "the schedules' roundings"),
+               clEnumValN(PrecisionMode::Perturbed, "perturbed",
+                          "random rounding errors")),
     cl::init(PrecisionMode::Exact), cl::cat(category));
+static cl::opt<uint64_t>
+    perturbSeed("perturb-seed",
+                cl::desc("The seed of --precision=perturbed's errors "
+                         "(default 1)"),
+                cl::init(1), cl::cat(category));
 static cl::opt<bool> precisionReport(
     "precision-report",
     cl::desc("Run both exactly and under the precision emulator on the same "
@@ -403,7 +413,14 @@ LogicalResult run(ModuleOp module, llvm::raw_ostream &os) {
 
   bool report = precisionReport || precisionBudget > 0;
   InterpretOptions options;
+  if (report && precisionMode == PrecisionMode::Perturbed)
+    return emitError(func.getLoc())
+           << "--precision-report compares the schedules' "
+              "roundings with float64; it does not take "
+              "--precision=perturbed";
   options.emulatePrecision = report || precisionMode == PrecisionMode::Schedule;
+  if (precisionMode == PrecisionMode::Perturbed)
+    options.perturbSeed = perturbSeed;
   FailureOr<SmallVector<Tensor>> outs = interpret(func, args, options);
   if (failed(outs))
     return failure();
@@ -426,7 +443,10 @@ LogicalResult run(ModuleOp module, llvm::raw_ostream &os) {
      << (inputs.empty() ? "random (seed " + std::to_string(seed) + ")"
                         : std::string("from .npy files"))
      << ", " << outs->size() << " output(s), "
-     << (options.emulatePrecision ? "the schedules' precision" : "float64")
+     << (options.emulatePrecision ? "the schedules' precision"
+         : options.perturbSeed ? "float64 with random rounding errors (seed " +
+                                     std::to_string(*options.perturbSeed) + ")"
+                               : std::string("float64"))
      << "\n";
   TypeRange resultTypes = func.getFunctionType().getResults();
   for (auto [i, t] : llvm::enumerate(*outs))

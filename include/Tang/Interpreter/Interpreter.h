@@ -19,6 +19,7 @@
 #include "mlir/Support/LLVM.h"
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace mlir::tang {
@@ -36,6 +37,16 @@ struct InterpretOptions {
   /// tensor-core comprehension rounded to tf32. Comprehensions without a
   /// schedule accumulate in order.
   bool emulatePrecision = false;
+  /// Monte Carlo arithmetic, seeded: float64 in the reference's order, but
+  /// every result a kernel would round (body arithmetic and math functions
+  /// at f32's unit roundoff, f64 at f64's; `arith.truncf` and the elements
+  /// a comprehension stores at their type's) multiplied by (1 + u xi), xi
+  /// uniform on [-1, 1), independently. Its distance from the exact run is
+  /// how far rounding in *some* order moves each output: an output that
+  /// cancels exactly in float64 (a sum minus the same sum computed again)
+  /// moves by the rounding of the terms, as it does in a kernel that
+  /// computes the two sums in different orders. Not with emulatePrecision.
+  std::optional<uint64_t> perturbSeed;
 };
 
 /// Rounds `t`'s values to its element type (f32, bf16, f16; nearest even):

@@ -1,0 +1,317 @@
+#!/usr/bin/env python3
+"""Runs tang's kernels under compute-sanitizer (GPU machine): every kernel
+of the GPU check (every example, f32/f16/bf16 and the gradients), of every
+benchmark suite and of the Qwen3 model steps, and the small attention
+cases (ragged lengths, causal, head dims 64-256, grouped queries, forward
+and training).
+
+Each suite's own script runs in --sanitize mode (bench/harness.py: tang's
+kernels run and checked once per case, no peers, no timing) as the child
+of `compute-sanitizer --tool T --kernel-name kns=SUBSTRING`, SUBSTRING a
+part of the names of tang's kernels in that suite's bundles (kernels are
+named <function>_k<n>), so PyTorch's kernels (inputs, references) run
+uninstrumented; one child per suite and tool. The attention cases run in
+this script's own child mode. Every case prints harness.CASE_MARK before
+its work; a report of the tool in a case's part of the log (from its mark
+to the next), a non-finite output (attention cases), a case the child
+never finished, or the tool's failure fails the case. initcheck is not in
+the default tools: it must see every kernel (PyTorch's writes of the
+inputs), which makes the suites' float64 references slow under it.
+
+  python3 bench/sanitize.py --out $OUT [--tools T,..] [--suites S ..]
+      [--cases CASE ..] [--deadline UNIX_TIME | --budget-s S]
+
+Writes sanitize.json (bench/harness.py's schema: one case per suite and
+case, "suite/case", one check per tool); a suite whose work directory was
+not prepared (bench/prepare_all.py, scripts/prepare-gpu-check.py) is
+listed as "skipped: not prepared".
+"""
+import argparse
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+import harness  # noqa: E402
+
+GEMM = ROOT / "gpu-work" / "gemm"
+GRAD = ROOT / "gpu-work" / "attention-grad"
+TOOLS = ("memcheck", "racecheck", "synccheck")
+
+#: (suite, script (None: this script's attention child), a substring of
+#: its kernels' names, the work directory it needs). In order of priority:
+#: a budget that runs out skips the last.
+SUITES = [
+    ("attention", None, "main_", GEMM),
+    ("gpu_check", "bench/gpu_check.py", "main_k", ROOT / "gpu-work" / "check"),
+    ("gemm", "bench/bench_gemm.py", "main_", GEMM),
+    ("attention_grad", "bench/bench_attention_grad.py", "main_", GRAD),
+    ("block_grad", "bench/bench_block_grad.py", "main_",
+     ROOT / "gpu-work" / "block-grad"),
+    ("memory_bound", "bench/bench_memory_bound.py", "main_",
+     ROOT / "gpu-work" / "bench"),
+    ("decode", "bench/bench_decode.py", "decode_attention_k",
+     ROOT / "gpu-work" / "decode"),
+    ("moe", "bench/bench_moe.py", "moe_layer_k", ROOT / "gpu-work" / "moe"),
+    ("qwen3", "bench/qwen3_decode.py", "decode_step_k",
+     ROOT / "gpu-work" / "qwen3"),
+    ("qwen3_prefill", "bench/qwen3_prefill.py", "prefill_k",
+     ROOT / "gpu-work" / "qwen3"),
+    ("qwen3_varlen", "bench/qwen3_varlen.py", "decode_step_k",
+     ROOT / "gpu-work" / "qwen3"),
+]
+
+#: The attention cases: small, ragged and causal, every head dim, a
+#: persistent grid whose blocks take several tiles, forward and training
+#: (prepared by bench/prepare_all.py).
+ATTENTION_CASES = ["attention_2x3x200x64_causal", "attention_1x2x136x128",
+                   "attention_1x2x200x192_causal", "attention_1x2x256x256",
+                   "attention_gqa_1x4x1000x128_causal_g4",
+                   "attention_8x16x256x64_causal",
+                   "grad_1x2x200x64_causal", "grad_1x2x136x128"]
+
+
+def run_attention(cases):
+    """The attention child: each case's bundle functions once on random
+    inputs, harness.CASE_MARK before each."""
+    sys.path.insert(0, str(ROOT / "python"))
+    import torch
+    import tang.cuda as tang_cuda
+    bf = torch.bfloat16
+    torch.manual_seed(0)
+    bad = 0
+    for case in cases:
+        print(harness.CASE_MARK + case, flush=True)
+        if (GEMM / case / "meta.json").exists():
+            meta = json.loads((GEMM / case / "meta.json").read_text())
+            ins = [(torch.rand(s, device="cuda") * 2 - 1).to(bf)
+                   for s in meta["inputs"]]
+            out = torch.empty(meta["output"], device="cuda", dtype=bf)
+            tang_cuda.Bundle(GEMM / case / "bundle").run("main", *ins,
+                                                         outputs=[out])
+            outs = [out]
+        else:
+            meta = json.loads((GRAD / case / "meta.json").read_text())
+            p = meta["params"]
+            shape = (p["B"], p["H"], p["L"], p["D"])
+            ins = [(torch.rand(shape, device="cuda") * 2 - 1).to(bf)
+                   for _ in range(4)]
+            train = tang_cuda.Bundle(GRAD / case / "train")
+            o = torch.empty(shape, device="cuda", dtype=bf)
+            stats = [torch.empty(shape[:3], device="cuda",
+                                 dtype=torch.float32) for _ in range(2)]
+            grads = [torch.empty(shape, device="cuda", dtype=bf)
+                     for _ in range(3)]
+            train.run("main_fwd", *ins[:3], outputs=[o, *stats])
+            train.run("main_bwd", *ins[:3], o, *stats, ins[3],
+                      outputs=grads)
+            outs = [o, *grads]
+        torch.cuda.synchronize()
+        nonfinite = [i for i, t in enumerate(outs)
+                     if not torch.isfinite(t).all()]
+        if nonfinite:
+            print(f"outputs {nonfinite} of {case} hold non-finite values",
+                  flush=True)
+            bad = 1
+    print(harness.CASE_MARK + "(end)", flush=True)
+    return bad
+
+
+def attribute(text, cases):
+    """{case: the tool's report lines in its part of the log} (None: the
+    case never started). A case's part runs from its CASE_MARK line to the
+    next; the tool's banner and summaries are not reports."""
+    parts = text.split(harness.CASE_MARK)
+    found = {}
+    for case in cases:
+        part = next((q for q in parts[1:] if q.split("\n", 1)[0] == case),
+                    None)
+        found[case] = None if part is None else [
+            ln for ln in part.splitlines()[1:]
+            if (ln.startswith("=========") and "SUMMARY" not in ln
+                and "COMPUTE-SANITIZER" not in ln.upper()
+                and "Target application returned" not in ln
+                and ln.strip("= ")) or "non-finite" in ln]
+    return found
+
+
+def errors_of(text):
+    """The error count of the tool's summary (None: no summary).
+    memcheck, synccheck, initcheck: "ERROR SUMMARY: N errors"; racecheck:
+    "RACECHECK SUMMARY: H hazards displayed (N errors, W warnings)"."""
+    summary = re.findall(r"ERROR SUMMARY: (\d+) error|\((\d+) errors", text)
+    return int([a or b for a, b in summary][-1]) if summary else None
+
+
+def run_suite(suite, script, pattern, tool, cases, deadline, quick, tmp):
+    """One child under `tool`; returns ({case: check}, [the cases the
+    suite listed], {case: its status in the suite's report})."""
+    t0 = time.time()
+    # tang's kernels only, except for initcheck: it must see the writes of
+    # PyTorch's kernels that fill the inputs (filtered out, every input
+    # read looks uninitialised).
+    only = [] if tool == "initcheck" else ["--kernel-name", f"kns={pattern}"]
+    out = tmp / f"{suite}-{tool}"
+    out.mkdir(parents=True, exist_ok=True)
+    if script is None:
+        child = [__file__, "--child", *cases]
+    else:
+        child = [str(ROOT / script), "--sanitize", "--out", str(out),
+                 "--deadline", f"{deadline:.1f}"] + \
+            (["--quick"] if quick else []) + \
+            (["--cases", *cases] if cases and '"--cases"' in
+             (ROOT / script).read_text() else [])
+    cmd = ["compute-sanitizer", "--tool", tool, *only, "--error-exitcode",
+           "9", sys.executable, *child]
+    limit = max(30.0, deadline - time.time() + 20)
+    try:
+        # One stream: the tool's reports interleaved with the marks.
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, cwd=ROOT,
+                           stderr=subprocess.STDOUT, text=True,
+                           timeout=limit)
+        text, code = p.stdout, p.returncode
+    except subprocess.TimeoutExpired as e:
+        text = e.stdout.decode() if isinstance(e.stdout, bytes) else \
+            (e.stdout or "")
+        code = f"timeout ({limit:.0f} s)"
+    (tmp / f"{suite}-{tool}.log").write_text(text)
+    statuses = {}
+    reports = sorted(out.glob("*.json"))
+    if script is None:
+        listed = list(cases)
+    elif reports:
+        rep = json.loads(reports[0].read_text())
+        listed = [c["case"] for c in rep["cases"]]
+        statuses = {c["case"]: c["status"] for c in rep["cases"]}
+    else:
+        listed = []
+    errors = errors_of(text)
+    # The tool's exit is the child's: a case the suite judged incorrect
+    # exits 1 without a report; the reports decide then.
+    tool_failed = code not in (0, 1, 9) or (code == 9 and not errors)
+    checks = {}
+    for case, found in attribute(text, listed).items():
+        status = statuses.get(case, "ok" if found is not None else None)
+        skipped = status is not None and status.startswith("skipped")
+        ran = found is not None and status not in (
+            harness.DIED_IN, harness.NOT_REACHED)
+        ok = (ran or skipped) and not found and not tool_failed
+        why = ("" if ok else "\n".join((found or [])[:20])[-1500:]
+               or (f"never finished (status {status}, exit {code})"
+                   if not ran else f"exit {code}: " + text[-1200:]))
+        checks[case] = {"name": tool, "ok": ok, "errors": errors,
+                        "exit": code, "skipped": skipped and not found,
+                        "seconds": round(time.time() - t0, 1),
+                        "suite_status": status, "tail": why}
+        print(f"{suite}/{case:40s} {tool:10s} "
+              f"{'ok' if ok else 'FAIL'} ({status})", flush=True)
+    if not listed:
+        checks["(suite)"] = {"name": tool, "ok": False, "errors": errors,
+                             "exit": code, "suite_status": None,
+                             "seconds": round(time.time() - t0, 1),
+                             "tail": "no case ran: " + text[-1500:]}
+    return checks
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--suites", nargs="*", default=None,
+                    choices=[s for s, *_ in SUITES])
+    ap.add_argument("--cases", nargs="*", default=None,
+                    help="only these cases (of every suite chosen)")
+    ap.add_argument("--tools", default=",".join(TOOLS),
+                    help="comma-separated (default: %(default)s; "
+                         "initcheck too where asked)")
+    ap.add_argument("--budget-s", type=float, default=None,
+                    help="seconds for the whole run (instead of "
+                         "--deadline)")
+    harness.add_common_args(ap)
+    ap.add_argument("--child", nargs="*", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child is not None:
+        return run_attention(args.child)
+    tools = args.tools.split(",")
+    if args.budget_s:
+        args.deadline = time.time() + args.budget_s
+    deadline = harness.Deadline(args.deadline)
+    out = Path(args.out) if args.out else harness.out_dir("sanitize")
+    path = out / "sanitize.json"
+    t_start = time.monotonic()
+    rep = harness.new_report("sanitize", settings={"tools": tools})
+    # The device by nvidia-smi and PyTorch's version, without a CUDA
+    # context in this process (the tools run in the children).
+    rep["device"] = (rep["clocks"].get("before") or {}).get("name")
+    try:
+        import torch
+        rep["torch"] = torch.__version__
+    except ImportError:
+        pass
+    suites = [s for s in SUITES if not args.suites or s[0] in args.suites]
+    results = {}
+    tmp = Path(tempfile.mkdtemp(prefix="sanitize-", dir=out))
+    for k, (suite, script, pattern, work) in enumerate(suites):
+        if not work.exists():
+            results[f"{suite}/-"] = harness.case_result(
+                f"{suite}/-", status="skipped: not prepared",
+                note=f"{work.relative_to(ROOT)} is missing")
+            continue
+        cases = args.cases
+        if script is None:
+            cases = [c for c in (args.cases or ATTENTION_CASES)
+                     if (GEMM / c / "meta.json").exists()
+                     or (GRAD / c / "meta.json").exists()]
+        for j, tool in enumerate(tools):
+            # This child's share of what is left.
+            left = deadline.left()
+            share = left / ((len(suites) - k) * len(tools) - j) \
+                if left != float("inf") else 3600.0
+            if share < 20:
+                results.setdefault(f"{suite}/-", harness.case_result(
+                    f"{suite}/-", status="skipped: budget"))["note"] += \
+                    f"{tool} skipped (budget); "
+                continue
+            # A share left unused passes to the next child.
+            for case, check in run_suite(
+                    suite, script, pattern, tool, cases,
+                    time.time() + share, args.quick, tmp).items():
+                name = f"{suite}/{case}"
+                res = results.setdefault(name, harness.case_result(name))
+                res["checks"].append(check)
+        harness.prelist(rep, list(results))
+        for res in results.values():
+            harness.set_case(rep, res)
+        harness.write_report(rep, path)
+    for name, res in results.items():
+        ran = [c["name"] for c in res["checks"] if not c.get("skipped")]
+        bad = [c["name"] for c in res["checks"] if not c["ok"]]
+        if bad:
+            res.update(status="failed", note=res["note"] +
+                       "compute-sanitizer: " + ", ".join(bad) +
+                       " reported errors or did not finish")
+        elif res["checks"] and not ran:
+            res.update(status="skipped: budget",
+                       note=res["note"] + "the suite skipped it")
+        elif ran:
+            st = {c.get("suite_status") for c in res["checks"]} - {"ok"}
+            res["note"] += "clean under " + ", ".join(ran) + (
+                f" (the suite's verdict: {', '.join(map(str, st))})"
+                if st else "")
+    harness.prelist(rep, list(results))
+    for res in results.values():
+        harness.set_case(rep, res)
+    harness.finish_report(rep, t_start)
+    harness.write_report(rep, path)
+    bad = [n for n, r in results.items()
+           if not (r["status"] == "ok" or r["status"].startswith("skipped"))]
+    print(f"{len(results) - len(bad)} of {len(results)} cases clean or "
+          f"skipped; wrote {path}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
