@@ -33,6 +33,7 @@ import argparse
 import json
 import pathlib
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -123,6 +124,87 @@ def check_run(torch, bundle, fn, program, where, sizes, tag, once=False):
     return checks, same
 
 
+#: The case of runtime_errors (run after the examples).
+RUNTIME_ERRORS = "runtime-errors"
+
+
+def runtime_errors(torch, tang_cuda, case, scratch):
+    """A damaged bundle and wrong arguments on a real GPU (the reliability
+    issue's runtime robustness; the mock driver of
+    test/Runtime/test_bundle_manifest.py checks the same without one):
+    each must raise its error, naming the problem, leave the outputs as
+    they were, and leave the context usable (the good bundle then runs and
+    is checked). `case`: a prepared check case with one static function;
+    `scratch`: a directory for damaged copies. Returns check dicts."""
+    import shutil
+    checks = []
+
+    def expect(name, make, error, words):
+        try:
+            make()
+            ok, got = False, "no error"
+        except error as e:
+            got = str(e)
+            ok = all(w in got for w in words)
+        except Exception as e:  # the wrong kind of error
+            ok, got = False, f"{type(e).__name__}: {e}"
+        checks.append({"name": name, "ok": ok, "max_err": None,
+                       "message": got[:300]})
+
+    def damaged(tag, change):
+        d = scratch / tag
+        shutil.rmtree(d, ignore_errors=True)
+        shutil.copytree(case / "bundle", d)
+        manifest = json.loads((d / "manifest.json").read_text())
+        change(d, d / manifest["image"])
+        return d
+
+    missing = damaged("missing-image", lambda d, img: img.unlink())
+    expect("bundle without its image", lambda: tang_cuda.Bundle(missing),
+           tang_cuda.ManifestError, ["cannot read the image"])
+
+    def truncate(d, img):
+        img.write_bytes(img.read_bytes()[: len(img.read_bytes()) // 2])
+    cut = damaged("truncated-image", truncate)
+    expect("truncated PTX", lambda: tang_cuda.Bundle(cut),
+           tang_cuda.CudaError, ["cannot load", "cuModuleLoadDataEx"])
+
+    def rename(d, img):
+        img.write_text(img.read_text().replace("main_k0", "main_q0"))
+    renamed = damaged("renamed-kernel", rename)
+    expect("a kernel the image lacks", lambda: tang_cuda.Bundle(renamed),
+           tang_cuda.CudaError, ["no kernel 'main_k0'"])
+
+    manifest = json.loads((case / "bundle" / "manifest.json").read_text())
+    fn = manifest["functions"][0]
+    bundle = tang_cuda.Bundle(case / "bundle")
+    in_args = [a for a in fn["args"] if a["role"] == "input"]
+    out_args = [a for a in fn["args"] if a["role"] == "output"]
+    inputs = [torch.from_numpy(np.load(case / f"input_{i}.npy")).cuda()
+              for i in range(len(in_args))]
+    outputs = [torch.full(a["shape"], float("nan"), device="cuda")
+               for a in out_args]
+    host = [o.cpu() for o in outputs]
+    expect("an output on the host",
+           lambda: bundle.run(fn["name"], *inputs, outputs=host),
+           ValueError, ["expected a CUDA tensor"])
+    expect("a wrongly shaped input",
+           lambda: bundle.run(fn["name"], inputs[0][..., :1], *inputs[1:],
+                              outputs=outputs), ValueError, ["shape"])
+    expect("a wrongly typed input",
+           lambda: bundle.run(fn["name"], inputs[0].double(), *inputs[1:],
+                              outputs=outputs), ValueError, ["float64"])
+    torch.cuda.synchronize()
+    checks.append({"name": "no output written by a refused run",
+                   "ok": all(bool(o.isnan().all()) for o in outputs),
+                   "max_err": None})
+    bundle.close()
+    # The context still works: the good bundle, checked.
+    good, _ = check_case(torch, tang_cuda, case, once=True)
+    checks += [dict(c, name="after the errors: " + c["name"]) for c in good]
+    return checks
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--filter", default="", help="only cases containing this")
@@ -147,9 +229,30 @@ def main():
     path = out / "gpu_check.json"
     report = harness.new_report("gpu_check", torch)
     failures = 0
-    harness.prelist(report, [c.name for c in cases])
+    robust = next((c for c in cases if c.name == "softmax-f32"), None)
+    names = [c.name for c in cases] + ([RUNTIME_ERRORS] if robust else [])
+    harness.prelist(report, names)
     harness.write_report(report, path)
-    for case in cases:
+    for case in cases + ([RUNTIME_ERRORS] if robust else []):
+        if case == RUNTIME_ERRORS:
+            harness.start_case(report, case, path)
+            try:
+                with tempfile.TemporaryDirectory() as scratch:
+                    checks = runtime_errors(torch, tang_cuda, robust,
+                                            pathlib.Path(scratch))
+                ok, _ = harness.summarize_checks(checks)
+                res = harness.case_result(
+                    case, checks=checks, status="ok" if ok else "incorrect",
+                    note="; ".join(f"{c['name']}: {c.get('message', '')}"
+                                   for c in checks if not c["ok"]))
+            except Exception as e:
+                res = harness.case_result(case, status="failed",
+                                          note=harness.short(e))
+            failures += res["status"] != "ok"
+            harness.set_case(report, res, path)
+            print(f"{case:36s} {res['status']:10s} {res['note'][:300]}",
+                  flush=True)
+            continue
         harness.start_case(report, case.name, path)
         if deadline.passed(2):
             res = harness.case_result(case.name, status="skipped: budget")

@@ -22,7 +22,8 @@ inputs), which makes the suites' float64 references slow under it.
       [--cases CASE ..] [--deadline UNIX_TIME | --budget-s S]
 
 Writes sanitize.json (bench/harness.py's schema: one case per suite and
-case, "suite/case", one check per tool); a suite whose work directory was
+case, "suite/case", one check per tool) and sanitize.log (every child's
+output); a suite whose work directory was
 not prepared (bench/prepare_all.py, scripts/prepare-gpu-check.py) is
 listed as "skipped: not prepared".
 """
@@ -148,7 +149,8 @@ def errors_of(text):
     return int([a or b for a, b in summary][-1]) if summary else None
 
 
-def run_suite(suite, script, pattern, tool, cases, deadline, quick, tmp):
+def run_suite(suite, script, pattern, tool, cases, deadline, quick, tmp,
+              log_path):
     """One child under `tool`; returns ({case: check}, [the cases the
     suite listed], {case: its status in the suite's report})."""
     t0 = time.time()
@@ -179,7 +181,15 @@ def run_suite(suite, script, pattern, tool, cases, deadline, quick, tmp):
         text = e.stdout.decode() if isinstance(e.stdout, bytes) else \
             (e.stdout or "")
         code = f"timeout ({limit:.0f} s)"
-    (tmp / f"{suite}-{tool}.log").write_text(text)
+    # Every child's log in one file beside sanitize.json (the device
+    # machine returns few files): whole, or its ends and every report line.
+    shown = text if len(text) < 400_000 else "\n".join(
+        [text[:150_000], "[...]"] +
+        [ln for ln in text[150_000:-150_000].splitlines()
+         if ln.startswith("=========") or ln.startswith(harness.CASE_MARK)]
+        + [text[-150_000:]])
+    with open(log_path, "a") as f:
+        f.write(f"\n######## {suite} under {tool}: exit {code}\n{shown}")
     statuses = {}
     reports = sorted(out.glob("*.json"))
     if script is None:
@@ -193,9 +203,14 @@ def run_suite(suite, script, pattern, tool, cases, deadline, quick, tmp):
     errors = errors_of(text)
     # The tool's exit is the child's: a case the suite judged incorrect
     # exits 1 without a report; the reports decide then.
-    tool_failed = code not in (0, 1, 9) or (code == 9 and not errors)
+    found_all = attribute(text, listed)
+    # Errors counted but none in a case's part (reported before the first
+    # case, say): no case is known clean.
+    unplaced = bool(errors) and not any(found_all.values())
+    tool_failed = code not in (0, 1, 9) or (code == 9 and not errors) or \
+        errors is None or unplaced
     checks = {}
-    for case, found in attribute(text, listed).items():
+    for case, found in found_all.items():
         status = statuses.get(case, "ok" if found is not None else None)
         skipped = status is not None and status.startswith("skipped")
         ran = found is not None and status not in (
@@ -253,7 +268,9 @@ def main():
         pass
     suites = [s for s in SUITES if not args.suites or s[0] in args.suites]
     results = {}
-    tmp = Path(tempfile.mkdtemp(prefix="sanitize-", dir=out))
+    tmp = Path(tempfile.mkdtemp(prefix="sanitize-"))
+    log_path = out / "sanitize.log"
+    log_path.write_text("")
     for k, (suite, script, pattern, work) in enumerate(suites):
         if not work.exists():
             results[f"{suite}/-"] = harness.case_result(
@@ -278,7 +295,8 @@ def main():
             # A share left unused passes to the next child.
             for case, check in run_suite(
                     suite, script, pattern, tool, cases,
-                    time.time() + share, args.quick, tmp).items():
+                    time.time() + share, args.quick, tmp,
+                    log_path).items():
                 name = f"{suite}/{case}"
                 res = results.setdefault(name, harness.case_result(name))
                 res["checks"].append(check)

@@ -8,7 +8,9 @@ table generated from JSON. Run: /usr/bin/python3 -m pytest bench/test_harness.py
 import copy
 import json
 import math
+import os
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -431,3 +433,67 @@ def test_check_and_time_checks_excludes_and_times(monkeypatch):
     assert all(c["informational"] for c in res["checks"])
     assert res["graphed"]["tang"] == "TANG_BENCH_GRAPHS=0"
     assert len(timed["tang"]["rounds"]) == 5
+
+
+FAKE_SANITIZER = """#!/bin/sh
+# compute-sanitizer's options up to the program, then the program, then
+# its summary (the error count given by FAKE_ERRORS).
+while [ "$1" != "$PYTHON" ]; do shift; done
+"$@"
+code=$?
+echo "========= ERROR SUMMARY: ${FAKE_ERRORS:-0} errors"
+[ "${FAKE_ERRORS:-0}" != 0 ] && exit 9
+exit $code
+"""
+
+FAKE_SUITE = """
+import json, os, sys
+sys.path.insert(0, %r)
+import harness
+out = sys.argv[sys.argv.index("--out") + 1]
+assert "--sanitize" in sys.argv
+rep = harness.new_report("fake")
+for name in ("clean", "racy", "died"):
+    harness.start_case(rep, name, None)
+    if name == "racy" and not os.environ.get("FAKE_QUIET"):
+        print("========= Error: Race reported between Write access at "
+              "main_k0+0x10")
+        print("=========     and Read access at main_k0+0x20")
+    if name == "died":
+        break
+    harness.set_case(rep, harness.case_result(name), None)
+json.dump(rep, open(out + "/fake.json", "w"))
+"""
+
+
+def test_sanitize_run_suite(tmp_path, monkeypatch):
+    """bench/sanitize.py's parent with a stand-in compute-sanitizer and
+    suite: a report fails its own case only, a case the child did not
+    finish fails, a clean case passes, every child's log lands in one
+    file; a tool summary that counts errors with no case to blame fails
+    every case."""
+    tool = tmp_path / "bin" / "compute-sanitizer"
+    tool.parent.mkdir()
+    tool.write_text(FAKE_SANITIZER)
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tool.parent}:{os.environ['PATH']}")
+    monkeypatch.setenv("PYTHON", sys.executable)
+    suite = tmp_path / "fake_suite.py"
+    suite.write_text(FAKE_SUITE % str(Path(__file__).parent))
+    log = tmp_path / "sanitize.log"
+    log.write_text("")
+    checks = sanitize.run_suite("fake", str(suite), "main_", "racecheck",
+                                None, time.time() + 60, False,
+                                tmp_path / "work", log)
+    assert set(checks) == {"clean", "racy", "died"}
+    assert checks["clean"]["ok"] and not checks["racy"]["ok"]
+    assert "Race reported" in checks["racy"]["tail"]
+    assert not checks["died"]["ok"] and "never finished" in \
+        checks["died"]["tail"]
+    assert "######## fake under racecheck" in log.read_text()
+    monkeypatch.setenv("FAKE_ERRORS", "3")
+    monkeypatch.setenv("FAKE_QUIET", "1")
+    checks = sanitize.run_suite("fake", str(suite), "main_", "memcheck",
+                                None, time.time() + 60, False,
+                                tmp_path / "work2", log)
+    assert not checks["clean"]["ok"] and checks["clean"]["errors"] == 3
