@@ -190,7 +190,7 @@ def run_suite(suite, script, pattern, tool, cases, deadline, quick, tmp,
         + [text[-150_000:]])
     with open(log_path, "a") as f:
         f.write(f"\n######## {suite} under {tool}: exit {code}\n{shown}")
-    statuses = {}
+    statuses, verdicts = {}, {}
     reports = sorted(out.glob("*.json"))
     if script is None:
         listed = list(cases)
@@ -198,6 +198,9 @@ def run_suite(suite, script, pattern, tool, cases, deadline, quick, tmp,
         rep = json.loads(reports[0].read_text())
         listed = [c["case"] for c in rep["cases"]]
         statuses = {c["case"]: c["status"] for c in rep["cases"]}
+        verdicts = {c["case"]: {"max_err": c.get("max_err"),
+                                "note": (c.get("note") or "")[:300]}
+                    for c in rep["cases"]}
     else:
         listed = []
     errors = errors_of(text)
@@ -222,7 +225,8 @@ def run_suite(suite, script, pattern, tool, cases, deadline, quick, tmp,
         checks[case] = {"name": tool, "ok": ok, "errors": errors,
                         "exit": code, "skipped": skipped and not found,
                         "seconds": round(time.time() - t0, 1),
-                        "suite_status": status, "tail": why}
+                        "suite_status": status, "tail": why,
+                        "suite_verdict": verdicts.get(case)}
         print(f"{suite}/{case:40s} {tool:10s} "
               f"{'ok' if ok else 'FAIL'} ({status})", flush=True)
     if not listed:
