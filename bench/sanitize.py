@@ -215,10 +215,17 @@ def run_suite(suite, script, pattern, tool, cases, deadline, quick, tmp,
     checks = {}
     for case, found in found_all.items():
         status = statuses.get(case, "ok" if found is not None else None)
-        skipped = status is not None and status.startswith("skipped")
+        timed_out = isinstance(code, str)
+        # Not run for want of time: skipped by the suite at its deadline
+        # (never started in a child that ended by itself), or in flight
+        # when the child was killed at its deadline. Not clean, not failed.
+        skipped = (status is not None and status.startswith("skipped")) or (
+            found is None and not timed_out and code in (0, 1, 9)) or (
+            timed_out and not found)
         ran = found is not None and status not in (
             harness.DIED_IN, harness.NOT_REACHED)
-        ok = (ran or skipped) and not found and not tool_failed
+        ok = (ran or skipped) and not found and (
+            not tool_failed or (timed_out and skipped))
         why = ("" if ok else "\n".join((found or [])[:20])[-1500:]
                or (f"never finished (status {status}, exit {code})"
                    if not ran else f"exit {code}: " + text[-1200:]))
@@ -289,9 +296,9 @@ def main():
         for j, tool in enumerate(tools):
             # This child's share of what is left.
             left = deadline.left()
-            share = left / ((len(suites) - k) * len(tools) - j) \
+            share = max(20.0, left / ((len(suites) - k) * len(tools) - j)) \
                 if left != float("inf") else 3600.0
-            if share < 20:
+            if left < 20:
                 results.setdefault(f"{suite}/-", harness.case_result(
                     f"{suite}/-", status="skipped: budget"))["note"] += \
                     f"{tool} skipped (budget); "
