@@ -497,3 +497,51 @@ def test_sanitize_run_suite(tmp_path, monkeypatch):
                                 None, time.time() + 60, False,
                                 tmp_path / "work2", log)
     assert not checks["clean"]["ok"] and checks["clean"]["errors"] == 3
+
+
+HANGING_SUITE = """
+import json, os, sys, time
+sys.path.insert(0, %r)
+import harness
+out = sys.argv[sys.argv.index("--out") + 1]
+rep = harness.new_report("fake")
+harness.start_case(rep, "done", None)
+harness.set_case(rep, harness.case_result("done"), None)
+json.dump(rep, open(out + "/fake.json", "w"))
+harness.start_case(rep, "hangs", None)
+json.dump(rep, open(out + "/fake.json", "w"))
+open(%r, "w").write(str(os.getpid()))
+time.sleep(600)
+"""
+
+
+def test_sanitize_kills_a_child_at_its_deadline(tmp_path, monkeypatch):
+    """A child past its deadline is killed with its whole process group
+    (no process left holding the GPU); the case it finished is clean, the
+    one in flight skipped, neither failed."""
+    tool = tmp_path / "bin" / "compute-sanitizer"
+    tool.parent.mkdir()
+    tool.write_text(FAKE_SANITIZER)
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tool.parent}:{os.environ['PATH']}")
+    monkeypatch.setenv("PYTHON", sys.executable)
+    pid_file = tmp_path / "pid"
+    suite = tmp_path / "hanging_suite.py"
+    suite.write_text(HANGING_SUITE % (str(Path(__file__).parent),
+                                      str(pid_file)))
+    log = tmp_path / "sanitize.log"
+    log.write_text("")
+    monkeypatch.setattr(sanitize, "MIN_CHILD_S", 3.0)
+    monkeypatch.setattr(sanitize, "GRACE_S", 0.0)
+    t0 = time.time()
+    checks = sanitize.run_suite("fake", str(suite), "main_", "memcheck",
+                                None, time.time(), False,
+                                tmp_path / "work", log)
+    assert time.time() - t0 < 30
+    assert checks["done"]["ok"] and not checks["done"]["skipped"]
+    assert checks["hangs"]["ok"] and checks["hangs"]["skipped"]
+    # Gone, or a zombie waiting for its reaper (it runs no more).
+    stat = Path(f"/proc/{int(pid_file.read_text())}/stat")
+    time.sleep(0.2)
+    assert not stat.exists() or stat.read_text().split(")")[-1].split()[0] \
+        == "Z"
