@@ -34,7 +34,7 @@ import harness  # noqa: E402
 BEGIN = "<!-- bench-table:begin -->"
 END = "<!-- bench-table:end -->"
 ORDER = ["gpu_check", "memory_bound", "gemm", "attention_grad", "block_grad",
-         "decode", "qwen3", "qwen3_prefill", "moe", "sanitize", "sanitize_attention"]
+         "decode", "qwen3", "qwen3_prefill", "moe", "sanitize"]
 TITLES = {"gpu_check": "Every example against the interpreter (no timing)",
           "memory_bound": "Memory-bound kernels (bf16)",
           "gemm": "Tensor-core products, attention forward, transformer "
@@ -53,9 +53,7 @@ TITLES = {"gpu_check": "Every example against the interpreter (no timing)",
                  "routed + a shared one; bf16 weights from transformers' "
                  "module; floor: the selected experts' weights read once)",
           "sanitize": "tang's kernels under compute-sanitizer: every "
-                      "example, benchmark case and model step (no timing)",
-          "sanitize_attention": "Attention kernels under compute-sanitizer "
-                                "(no timing)"}
+                      "example, benchmark case and model step (no timing)"}
 
 
 def load_reports(results: Path) -> list:
@@ -125,8 +123,7 @@ def counts(rep: dict) -> str:
             k[c["verdict"]] += 1
         elif c["status"] == "ok" and c.get("peers") is not None and \
                 c.get("tang_ms") is None and \
-                rep["suite"] not in ("gpu_check", "sanitize",
-                                      "sanitize_attention"):
+                rep["suite"] not in ("gpu_check", "sanitize"):
             other["correct but not timed"] = \
                 other.get("correct but not timed", 0) + 1
         elif c["status"] != "ok":
@@ -157,6 +154,8 @@ def suite_table(rep: dict, level: str = "###") -> str:
     if rep.get("note"):
         L += ["", f"Note: {rep['note']}"]
     L.append("")
+    if rep["suite"] == "sanitize":
+        return "\n".join(L + sanitize_table(rep))
     L.append("| case | status | max err | tang ms | best peer | peer ms | "
              "peer/tang [min, max] | outcome |")
     L.append("|---|---|---|---|---|---|---|---|")
@@ -174,6 +173,39 @@ def suite_table(rep: dict, level: str = "###") -> str:
     L.append("")
     L += throughput_table(rep)
     return "\n".join(L)
+
+
+def sanitize_table(rep: dict) -> list:
+    """compute-sanitizer's verdicts per suite and tool (cases clean, not
+    reached, failed), then every case not clean under every tool."""
+    tools = (rep.get("settings") or {}).get("tools") or []
+    suites = {}
+    for c in rep["cases"]:
+        per = c.get("tools") or {k["name"]: "clean" if k.get("ok") and not
+                                 k.get("skipped") else "not clean"
+                                 for k in c.get("checks", [])}
+        row = suites.setdefault(c["case"].split("/")[0], {})
+        for t, v in per.items():
+            row.setdefault(t, {})
+            row[t][v] = row[t].get(v, 0) + 1
+    L = ["| suite | " + " | ".join(tools) + " |",
+         "|---|" + "---|" * len(tools)]
+    for s, row in suites.items():
+        L.append(f"| {s} | " + " | ".join(
+            ", ".join(f"{n} {v}" for v, n in sorted(
+                row.get(t, {}).items(), key=lambda x: x[0] != "clean"))
+            or "-" for t in tools) + " |")
+    L.append("")
+    rest = [c for c in rep["cases"]
+            if any(v != "clean" for v in (c.get("tools") or {}).values())
+            or c["status"] != "ok"]
+    if rest:
+        L += [f"Not clean under every tool ({len(rest)} cases):", "",
+              "| case | status | per tool |", "|---|---|---|"]
+        L += [f"| {c['case']} | {c['status']} | {c.get('note') or '-'} |"
+              for c in rest]
+        L.append("")
+    return L
 
 
 def throughput_table(rep: dict) -> list:
