@@ -259,6 +259,54 @@ def run_suite(suite, script, pattern, tool, cases, deadline, quick, tmp,
     return checks
 
 
+def resumed(paths):
+    """({case: its result with the checks of the earlier reports at
+    `paths`}, {(case, tool) clean there})."""
+    results, done = {}, set()
+    for p in paths:
+        for c in json.loads(Path(p).read_text())["cases"]:
+            if c["case"].endswith("/-"):
+                continue
+            res = results.setdefault(c["case"],
+                                     harness.case_result(c["case"]))
+            for k in c["checks"]:
+                res["checks"].append(k)
+                if k["ok"] and not k.get("skipped"):
+                    done.add((c["case"], k["name"]))
+    return results, done
+
+
+def judge(res):
+    """A case's verdict from its checks (of this run and any resumed):
+    per tool (res["tools"]) failed where a check failed, clean where one
+    ran clean, else not reached; the case failed if a tool failed, ok if
+    one was clean, else skipped."""
+    tools = {}
+    for k in res["checks"]:
+        v = ("failed" if not k["ok"] else "not reached (budget)"
+             if k.get("skipped") else "clean")
+        old = tools.get(k["name"])
+        rank = ["failed", "clean", "not reached (budget)"]
+        if old is None or rank.index(v) < rank.index(old):
+            tools[k["name"]] = v
+    res["tools"] = tools
+    clean = [t for t, v in tools.items() if v == "clean"]
+    bad = [t for t, v in tools.items() if v == "failed"]
+    rest = [t for t, v in tools.items() if v not in ("clean", "failed")]
+    if bad:
+        res["status"] = "failed"
+    elif not clean:
+        res["status"] = "skipped: budget" if rest else res["status"]
+    st = {k.get("suite_status") for k in res["checks"]
+          if not k.get("skipped")} - {"ok", None}
+    res["note"] = "; ".join(
+        ([f"compute-sanitizer: {', '.join(bad)} reported errors or did "
+          "not finish"] if bad else []) +
+        ([f"clean under {', '.join(clean)}"] if clean else []) +
+        ([f"not reached under {', '.join(rest)} (budget)"] if rest else []) +
+        ([f"the suite's verdict: {', '.join(map(str, st))}"] if st else []))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--suites", nargs="*", default=None,
@@ -271,6 +319,12 @@ def main():
     ap.add_argument("--budget-s", type=float, default=None,
                     help="seconds for the whole run (instead of "
                          "--deadline)")
+    ap.add_argument("--resume", nargs="*", default=[], metavar="JSON",
+                    help="earlier sanitize.json files: their checks carry "
+                         "into this report, and a case already clean under "
+                         "a tool does not run under it again (a run that "
+                         "the device's time limit cut, finished in the "
+                         "next)")
     harness.add_common_args(ap)
     ap.add_argument("--child", nargs="*", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -281,6 +335,7 @@ def main():
         args.deadline = time.time() + args.budget_s
     deadline = harness.Deadline(args.deadline)
     out = Path(args.out) if args.out else harness.out_dir("sanitize")
+    out.mkdir(parents=True, exist_ok=True)
     path = out / "sanitize.json"
     t_start = time.monotonic()
     rep = harness.new_report("sanitize", settings={"tools": tools})
@@ -293,7 +348,7 @@ def main():
     except ImportError:
         pass
     suites = [s for s in SUITES if not args.suites or s[0] in args.suites]
-    results = {}
+    results, done = resumed(args.resume)
     tmp = Path(tempfile.mkdtemp(prefix="sanitize-"))
     log_path = out / "sanitize.log"
     log_path.write_text("")
@@ -308,7 +363,18 @@ def main():
             cases = [c for c in (args.cases or ATTENTION_CASES)
                      if (GEMM / c / "meta.json").exists()
                      or (GRAD / c / "meta.json").exists()]
+        known = [n.split("/", 1)[1] for n in results
+                 if n.startswith(suite + "/") and not n.endswith("/-")]
+        takes_cases = script is None or '"--cases"' in \
+            (ROOT / script).read_text()
         for j, tool in enumerate(tools):
+            # Resumed: the cases not yet clean under this tool (a suite
+            # without --cases runs whole while one is left).
+            todo = [c for c in (cases or known)
+                    if (f"{suite}/{c}", tool) not in done]
+            if known and not todo:
+                continue
+            child_cases = todo if known and takes_cases else cases
             # This child's share of what is left.
             left = deadline.left()
             share = max(20.0, left / ((len(suites) - k) * len(tools) - j)) \
@@ -320,7 +386,7 @@ def main():
                 continue
             # A share left unused passes to the next child.
             for case, check in run_suite(
-                    suite, script, pattern, tool, cases,
+                    suite, script, pattern, tool, child_cases,
                     time.time() + share, args.quick, tmp,
                     log_path).items():
                 name = f"{suite}/{case}"
@@ -330,21 +396,9 @@ def main():
         for res in results.values():
             harness.set_case(rep, res)
         harness.write_report(rep, path)
-    for name, res in results.items():
-        ran = [c["name"] for c in res["checks"] if not c.get("skipped")]
-        bad = [c["name"] for c in res["checks"] if not c["ok"]]
-        if bad:
-            res.update(status="failed", note=res["note"] +
-                       "compute-sanitizer: " + ", ".join(bad) +
-                       " reported errors or did not finish")
-        elif res["checks"] and not ran:
-            res.update(status="skipped: budget",
-                       note=res["note"] + "the suite skipped it")
-        elif ran:
-            st = {c.get("suite_status") for c in res["checks"]} - {"ok"}
-            res["note"] += "clean under " + ", ".join(ran) + (
-                f" (the suite's verdict: {', '.join(map(str, st))})"
-                if st else "")
+    for res in results.values():
+        if res["checks"]:
+            judge(res)
     harness.prelist(rep, list(results))
     for res in results.values():
         harness.set_case(rep, res)

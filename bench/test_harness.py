@@ -545,3 +545,51 @@ def test_sanitize_kills_a_child_at_its_deadline(tmp_path, monkeypatch):
     time.sleep(0.2)
     assert not stat.exists() or stat.read_text().split(")")[-1].split()[0] \
         == "Z"
+
+
+def test_sanitize_resume(tmp_path, monkeypatch):
+    """--resume: a case clean under a tool in an earlier report does not
+    run under it again, its checks carry into the new report, and a tool
+    still to do runs; the per-tool verdicts (make_tables' table) follow."""
+    tool = tmp_path / "bin" / "compute-sanitizer"
+    tool.parent.mkdir()
+    tool.write_text(FAKE_SANITIZER)
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tool.parent}:{os.environ['PATH']}")
+    monkeypatch.setenv("PYTHON", sys.executable)
+    monkeypatch.setenv("FAKE_QUIET", "1")
+    suite = tmp_path / "fake_suite.py"
+    suite.write_text(FAKE_SUITE % str(Path(__file__).parent))
+    monkeypatch.setattr(sanitize, "SUITES",
+                        [("fake", str(suite), "main_", tmp_path)])
+    first = tmp_path / "first"
+    monkeypatch.setattr(sys, "argv", ["sanitize.py", "--out", str(first),
+                                      "--tools", "memcheck"])
+    assert sanitize.main() == 1  # "died" never finished
+    rep = json.loads((first / "sanitize.json").read_text())
+    got = {c["case"]: c for c in rep["cases"]}
+    assert got["fake/clean"]["tools"] == {"memcheck": "clean"}
+    assert got["fake/died"]["status"] == "failed"
+    second = tmp_path / "second"
+    monkeypatch.setattr(sys, "argv", [
+        "sanitize.py", "--out", str(second), "--tools", "memcheck,racecheck",
+        "--resume", str(first / "sanitize.json")])
+    sanitize.main()
+    log = (second / "sanitize.log").read_text()
+    # memcheck ran again (a case was not clean: the fake takes no --cases),
+    # racecheck for the first time.
+    assert "fake under memcheck" in log and "fake under racecheck" in log
+    rep = json.loads((second / "sanitize.json").read_text())
+    got = {c["case"]: c for c in rep["cases"]}
+    assert got["fake/clean"]["tools"] == {"memcheck": "clean",
+                                          "racecheck": "clean"}
+    assert len([k for k in got["fake/clean"]["checks"]
+                if k["name"] == "memcheck"]) == 2
+    third = tmp_path / "third"
+    monkeypatch.setattr(sys, "argv", [
+        "sanitize.py", "--out", str(third), "--tools", "racecheck",
+        "--suites", "fake", "--cases", "clean",
+        "--resume", str(second / "sanitize.json")])
+    sanitize.main()
+    # Nothing left to do under racecheck for "clean": no child ran.
+    assert "fake under racecheck" not in (third / "sanitize.log").read_text()
