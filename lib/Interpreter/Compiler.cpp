@@ -118,10 +118,10 @@ void Compiler::appendPerturbations(Operation *op, std::vector<Instr> &out) {
     Type t = r.getType();
     if (!isa<FloatType>(t))
       continue;
-    // Kernels compute in f32 (f64 in f64); truncf rounds to its type.
-    double u = isa<arith::TruncFOp>(op) || t.isF64()
-                   ? getUnitRoundoff(t)
-                   : getUnitRoundoff(Float32Type::get(t.getContext()));
+    // Kernels compute in f32 (f64 in f64), f16 and bf16 too: a truncf to
+    // them rounds only where it is stored.
+    double u = t.isF64() ? getUnitRoundoff(t)
+                         : getUnitRoundoff(Float32Type::get(t.getContext()));
     Slot d = slotOf(r);
     out.push_back(
         [d, u, p = perturbation](double *f) { f[d] = p->apply(f[d], u); });
@@ -169,7 +169,9 @@ void Compiler::appendRoundings(Operation *op, std::vector<Instr> &out) {
       how = t.isF32() && precision->tf32Operands ? Rounding::TF32
                                                  : Rounding::None;
     else if (isa<arith::TruncFOp>(op))
-      how = getRounding(t);
+      // To f32 from f64; to f16/bf16 nothing: kernels compute those in
+      // f32 (BodyEmitter), and round only where they store.
+      how = t.isF32() ? Rounding::F32 : Rounding::None;
     else if (isa<arith::ExtFOp, ComprehensionOp>(op))
       how = Rounding::None;
     if (how == Rounding::None)

@@ -202,8 +202,10 @@ struct Plan {
   /// to `partials` accumulators in runs of `vector` (a block's threads
   /// striding the row), the partials then combined pairwise as a warp's
   /// butterfly does (p with p + n/2, ...); or in blocked chunks of `chunk`
-  /// points (splits), combined in order.
-  int64_t partials = 1, vector = 1, chunk = 0;
+  /// points (splits), combined in order, each chunk (with `subChunk`) in
+  /// runs of `subChunk` points from its start (a column kernel's warps),
+  /// the runs combined in order into their chunk's carrier.
+  int64_t partials = 1, vector = 1, chunk = 0, subChunk = 0;
 
   void roundCarrier(double *acc) const {
     if (carrierRounding == Rounding::None)
@@ -225,6 +227,7 @@ struct Plan {
     }
     unsigned size = monoid->carrierSize;
     bool ordered = partials > 1 || chunk > 0;
+    int64_t runsPerChunk = subChunk ? llvm::divideCeil(chunk, subChunk) : 1;
     // One carrier, or (ordered) one per partial or chunk.
     SmallVector<double, 8> accs(size), scratch(size), yields(yieldSlots.size());
     monoid->init(accs.data());
@@ -238,9 +241,11 @@ struct Plan {
         i(frame);
       for (auto [k, s] : llvm::enumerate(yieldSlots))
         yields[k] = frame[s];
-      int64_t part = !ordered ? 0
-                     : chunk  ? position / chunk
-                              : (position / vector) % partials;
+      int64_t part = !ordered   ? 0
+                     : subChunk ? position / chunk * runsPerChunk +
+                                      position % chunk / subChunk
+                     : chunk    ? position / chunk
+                                : (position / vector) % partials;
       ++position;
       if (static_cast<size_t>((part + 1) * size) > accs.size()) {
         size_t from = accs.size();
@@ -265,7 +270,21 @@ struct Plan {
         break;
     }
     int64_t n = accs.size() / size;
-    if (ordered && chunk) {
+    if (ordered && subChunk) {
+      // Each chunk's runs into the chunk's first, then the chunks' firsts
+      // into the first, each in order.
+      for (int64_t c = 0; c * runsPerChunk < n; ++c) {
+        double *head = accs.data() + c * runsPerChunk * size;
+        for (int64_t r = 1; r < runsPerChunk && c * runsPerChunk + r < n; ++r) {
+          monoid->combine(head, head + r * size, head);
+          roundCarrier(head);
+        }
+        if (c > 0) {
+          monoid->combine(accs.data(), head, accs.data());
+          roundCarrier(accs.data());
+        }
+      }
+    } else if (ordered && chunk) {
       for (int64_t p = 1; p < n; ++p) {
         monoid->combine(accs.data(), accs.data() + p * size, accs.data());
         roundCarrier(accs.data());
@@ -375,11 +394,12 @@ private:
   };
   MemoKey getMemoKey(ComprehensionOp c);
   /// Under the precision emulator: rounds `op`'s float results as a kernel
-  /// holds them (f32 arithmetic; truncf to its type; tf32 operands).
+  /// holds them (f32 arithmetic, f16/bf16 too: a truncf to them is no
+  /// rounding; tf32 operands).
   void appendRoundings(Operation *op, std::vector<Instr> &out);
   /// Under Monte Carlo arithmetic: perturbs `op`'s float results where a
   /// kernel would round them (arithmetic and math functions in f32, f64 kept
-  /// in f64; truncf to its type; not reads, selects, min/max, negation).
+  /// in f64; a truncf at f32's; not reads, selects, min/max, negation).
   void appendPerturbations(Operation *op, std::vector<Instr> &out);
   /// Makes `v` (operand #operandNo of `user`) available in a slot: computed
   /// earlier, or a function-level scalar constant loaded by a new instr.

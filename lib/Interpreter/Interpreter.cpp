@@ -64,6 +64,29 @@ static std::shared_ptr<Tensor> makeResult(Type type, ArrayRef<int64_t> shape) {
   return r;
 }
 
+/// Whether `op`'s schedule is a column kernel's (ColumnKernel.cpp's
+/// getColumnPlan, less what the interpreter need not check): the last
+/// parallel index in strips of 32 lanes along block_x, at most one other
+/// parallel index (block_z), the reduced indices whole and serial, warps
+/// on the last.
+static bool isColumnSchedule(ComprehensionOp op, ScheduleAttr s) {
+  unsigned np = op.getNumParallel(), last = op.getNumIndices() - 1;
+  KernelKind k = s.getKernel();
+  if (np == 0 || np > 2 || (k != KernelKind::Auto && k != KernelKind::Simt))
+    return false;
+  ArrayRef<int64_t> tile = s.getTile(), threads = s.getThreads();
+  ArrayRef<Mapping> mapping = s.getMapping();
+  int64_t v = std::max<int64_t>(1, s.getVector());
+  if (mapping[np - 1] != Mapping::BlockX || threads[np - 1] != 32 ||
+      tile[np - 1] != 32 * v || (np == 2 && mapping[0] != Mapping::BlockZ))
+    return false;
+  for (unsigned i = np; i <= last; ++i)
+    if (mapping[i] != Mapping::Serial || tile[i] != op.getExtent(i) ||
+        (i != last && threads[i] != 1))
+      return false;
+  return threads[last] >= 1;
+}
+
 /// The precision emulator's reduction order for `op` from its schedule
 /// (InterpretOptions): split kernels' chunks, a SIMT kernel's threads along
 /// the reduced row; tensor-core kernels and comprehensions without a
@@ -73,6 +96,17 @@ static void setReductionOrder(ComprehensionOp op, Plan &plan) {
   if (!s || !op.getNumReduced())
     return;
   unsigned last = op.getNumIndices() - 1;
+  if (isColumnSchedule(op, s)) {
+    // The column kernel (lib/Conversion/TangToGPU/ColumnKernel.cpp): the
+    // rows (the reduced points, row-major) in split_k chunks, each in
+    // runs of a warp's, combined in warp order, then the chunks in order.
+    int64_t rows = 1;
+    for (unsigned i = op.getNumParallel(); i <= last; ++i)
+      rows *= plan.extents[i];
+    plan.chunk = llvm::divideCeil(rows, s.getSplitK());
+    plan.subChunk = llvm::divideCeil(plan.chunk, s.getThreads()[last]);
+    return;
+  }
   int64_t extent = plan.extents[last];
   int64_t tile = s.getTile()[last];
   KernelKind kind = s.getKernel();

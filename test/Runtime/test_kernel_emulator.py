@@ -655,7 +655,12 @@ COLUMN_MAX = """func.func @main(%x: tensor<3x500x70xf32>) -> tensor<3x70xf32> {
 """
 
 
-@pytest.mark.parametrize("case", ["norm_weight_grad", "column_max"])
+COLUMN_SUM = COLUMN_MAX.replace("monoid(max)", "monoid(add)").replace(
+    "%e = math.exp %a : f32", "%e = arith.mulf %a, %a : f32")
+
+
+@pytest.mark.parametrize("case", ["norm_weight_grad", "column_max",
+                                  "column_sum"])
 def test_column_reduction(tmp_path, case):
     """Column reductions on the column kernel (strips of columns per block,
     a run of rows per warp, split k over blocks): a norm weight's gradient
@@ -673,6 +678,8 @@ def test_column_reduction(tmp_path, case):
                              harness.Tolerance("bf16", reduction=2100)),
         "column_max": (COLUMN_MAX, [(3, 500, 70)],
                        harness.Tolerance("f32", reduction=1)),
+        "column_sum": (COLUMN_SUM, [(3, 500, 70)],
+                       harness.Tolerance("f32", reduction=500)),
     }[case]
     src = tmp_path / "prog.mlir"
     src.write_text(text)
@@ -688,6 +695,42 @@ def test_column_reduction(tmp_path, case):
     assert check["ok"], check
     (again,) = KernelFormEmulator(kernels).run("main", inputs)
     np.testing.assert_array_equal(again.view(np.uint32), got.view(np.uint32))
+    if case != "column_max":
+        # The precision emulator follows the column kernel's order (runs of
+        # rows per warp in warp order, the splits in order), f32 carriers,
+        # a body's truncf to bf16 no rounding: the same bits (the bodies
+        # are products). The f32 sum tells orders apart: summed in row
+        # order, other bits.
+        emulated = precision_emulator(tmp_path, src, inputs)
+        np.testing.assert_array_equal(
+            emulated.astype(np.float32).view(np.uint32).reshape(-1),
+            got.astype(np.float32).view(np.uint32).reshape(-1))
+    if case == "column_sum":
+        sq = np.square(inputs[0].astype(np.float32))
+        acc = np.zeros((3, 70), np.float32)
+        for r in range(500):
+            acc = (acc + sq[:, r, :]).astype(np.float32)
+        assert np.any(acc.reshape(-1) != got.reshape(-1))
+
+
+def precision_emulator(tmp_path, src, inputs):
+    """`tang-run --precision=schedule` on `src` as the kernel form's
+    pipeline schedules it (sm_90a), on `inputs`: its one output."""
+    scheduled = tmp_path / "scheduled.mlir"
+    r = subprocess.run(
+        [TANG_OPT, src, "--tang-attach-target=chip=sm_90a", "--tang-fuse",
+         "--tang-online-softmax", "--tang-schedule", "-o", scheduled],
+        capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    files = []
+    for n, x in enumerate(inputs):
+        np.save(tmp_path / f"pin{n}.npy", x)
+        files += ["--input", str(tmp_path / f"pin{n}.npy")]
+    r = subprocess.run([TANG_RUN, scheduled, "--precision=schedule",
+                        "--output-dir", tmp_path / "emulated", *files],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return np.load(tmp_path / "emulated" / "output_0.npy")
 
 
 CONCAT = """func.func @main(%a: tensor<8x128xbf16>, %b: tensor<8x128xbf16>) -> tensor<8x256xbf16> {

@@ -29,18 +29,21 @@ struct InterpretOptions {
   /// The precision emulator: instead of exact float64 math, the roundings
   /// the kernels of the program's schedules make (docs/Tuning.md,
   /// "Precision"): inputs and every function-level result rounded to their
-  /// element types; body arithmetic in f32 (f64 kept), `arith.truncf` to
-  /// its type; reductions accumulated in f32 in the schedule's order (a
-  /// SIMT row kernel's threads striding the row in runs of its vector,
+  /// element types; body arithmetic in f32 (f64 kept; f16/bf16 in f32 as
+  /// kernels compute them, an `arith.truncf` to them no rounding: only
+  /// stores round); reductions accumulated in f32 in the schedule's order
+  /// (a SIMT row kernel's threads striding the row in runs of its vector,
   /// combined as a warp's butterfly; split kernels' chunks combined in
-  /// order; tensor-core kernels in key/k order); reads of f32 tensors by a
+  /// order; a column kernel's rows in split chunks, each in runs of a
+  /// warp's, combined in order; tensor-core kernels in key/k order); reads
+  /// of f32 tensors by a
   /// tensor-core comprehension rounded to tf32. Comprehensions without a
   /// schedule accumulate in order.
   bool emulatePrecision = false;
   /// Monte Carlo arithmetic, seeded: float64 in the reference's order, but
   /// every result a kernel would round (body arithmetic and math functions
-  /// at f32's unit roundoff, f64 at f64's; `arith.truncf` and the elements
-  /// a comprehension stores at their type's) multiplied by (1 + u xi), xi
+  /// at f32's unit roundoff, f64 at f64's; the elements a comprehension
+  /// stores at their type's) multiplied by (1 + u xi), xi
   /// uniform on [-1, 1), independently. Its distance from the exact run is
   /// how far rounding in *some* order moves each output: an output that
   /// cancels exactly in float64 (a sum minus the same sum computed again)
