@@ -188,13 +188,16 @@ def runtime_errors(torch, tang_cuda, case, scratch):
     expect("an output on the host",
            lambda: bundle.run(fn["name"], *inputs, outputs=host),
            ValueError, ["expected a CUDA tensor"])
+    flat = inputs[0].reshape(-1)
     expect("a wrongly shaped input",
-           lambda: bundle.run(fn["name"], inputs[0][..., :1], *inputs[1:],
-                              outputs=outputs), ValueError, ["shape"])
+           lambda: bundle.run(fn["name"], flat, *inputs[1:],
+                              outputs=outputs), ValueError,
+           [f"got float32 of shape ({flat.numel()},)"])
     expect("a wrongly typed input",
            lambda: bundle.run(fn["name"], inputs[0].double(), *inputs[1:],
                               outputs=outputs), ValueError, ["float64"])
     torch.cuda.synchronize()
+    # (Each refusal comes before any launch: the outputs stay poisoned.)
     checks.append({"name": "no output written by a refused run",
                    "ok": all(bool(o.isnan().all()) for o in outputs),
                    "max_err": None})

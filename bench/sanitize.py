@@ -125,6 +125,15 @@ def run_attention(cases):
     return bad
 
 
+def is_report(ln):
+    """Whether a log line is the tool's report (or the attention child's
+    non-finite output), not its banner or summary."""
+    return (ln.startswith("=========") and "SUMMARY" not in ln
+            and "COMPUTE-SANITIZER" not in ln.upper()
+            and "Target application returned" not in ln
+            and bool(ln.strip("= "))) or "non-finite" in ln
+
+
 def attribute(text, cases):
     """{case: the tool's report lines in its part of the log} (None: the
     case never started). A case's part runs from its CASE_MARK line to the
@@ -135,25 +144,64 @@ def attribute(text, cases):
         part = next((q for q in parts[1:] if q.split("\n", 1)[0] == case),
                     None)
         found[case] = None if part is None else [
-            ln for ln in part.splitlines()[1:]
-            if (ln.startswith("=========") and "SUMMARY" not in ln
-                and "COMPUTE-SANITIZER" not in ln.upper()
-                and "Target application returned" not in ln
-                and ln.strip("= ")) or "non-finite" in ln]
+            ln for ln in part.splitlines()[1:] if is_report(ln)]
     return found
+
+
+def stray_reports(text, cases):
+    """The tool's report lines in no listed case's part: before the first
+    mark (a suite's setup), or after a mark of no listed case."""
+    parts = text.split(harness.CASE_MARK)
+    lines = parts[0].splitlines() + [
+        ln for q in parts[1:] if q.split("\n", 1)[0] not in cases
+        for ln in q.splitlines()[1:]]
+    return [ln for ln in lines if is_report(ln)]
+
+
+def finished_marks(text):
+    """The cases whose mark another mark follows (the attention child
+    prints a last "(end)" mark): the cases it finished."""
+    names = [q.split("\n", 1)[0] for q in text.split(harness.CASE_MARK)[1:]]
+    return set(names[:-1])
 
 
 def errors_of(text):
     """The error count of the tool's summary (None: no summary).
     memcheck, synccheck, initcheck: "ERROR SUMMARY: N errors"; racecheck:
     "RACECHECK SUMMARY: H hazards displayed (N errors, W warnings)"."""
-    summary = re.findall(r"ERROR SUMMARY: (\d+) error|\((\d+) errors", text)
+    summary = re.findall(r"ERROR SUMMARY: (\d+) error|\((\d+) errors?",
+                         text)
     return int([a or b for a, b in summary][-1]) if summary else None
 
 
 #: A child runs at least this long, and this long past its deadline (a
 #: suite finishes the case in flight) before it is killed.
 MIN_CHILD_S, GRACE_S = 30.0, 20.0
+
+
+def classify(found, status, timed_out, tool_failed):
+    """(verdict, reason) of one case under one tool: "failed" (the tool
+    reported in its part, could not be trusted, or the suite's process
+    died in it on its own), "clean" (it ran -- the suite judged it ok or
+    incorrect -- with no report), or "not run" (the suite skipped it,
+    failed it before its kernels ran -- a PyTorch reference out of memory,
+    say --, never reached it, or it was in flight when the child was killed
+    at its deadline: a hang or the budget)."""
+    if found:
+        return "failed", "the tool reported"
+    if tool_failed:
+        return "failed", "the tool failed or reported outside any case"
+    if found is None or status in (None, harness.NOT_REACHED):
+        return "not run", "not reached"
+    if status == harness.DIED_IN:
+        return (("not run", "in flight when killed at the deadline (a hang "
+                 "or the budget)") if timed_out else
+                ("failed", "the suite's process died in it"))
+    if status.startswith("skipped"):
+        return "not run", status
+    if status in ("ok", "incorrect"):
+        return "clean", f"ran ({status})"
+    return "not run", f"the suite: {status}"
 
 
 def run_suite(suite, script, pattern, tool, cases, deadline, quick, tmp,
@@ -189,7 +237,10 @@ def run_suite(suite, script, pattern, tool, cases, deadline, quick, tmp,
         text, _ = p.communicate(timeout=limit)
         code = p.returncode
     except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:  # the group ended meanwhile
+            pass
         text, _ = p.communicate()
         code = f"timeout ({limit:.0f} s)"
     # Every child's log in one file beside sanitize.json (the device
@@ -204,7 +255,12 @@ def run_suite(suite, script, pattern, tool, cases, deadline, quick, tmp,
     statuses, verdicts = {}, {}
     reports = sorted(out.glob("*.json"))
     if script is None:
+        # The attention child writes no report: a case is done when
+        # another mark follows its own.
         listed = list(cases)
+        done = finished_marks(text)
+        statuses = {c: "ok" if c in done else harness.DIED_IN
+                    for c in listed if harness.CASE_MARK + c in text}
     elif reports:
         rep = json.loads(reports[0].read_text())
         listed = [c["case"] for c in rep["cases"]]
@@ -215,42 +271,36 @@ def run_suite(suite, script, pattern, tool, cases, deadline, quick, tmp,
     else:
         listed = []
     errors = errors_of(text)
-    # The tool's exit is the child's: a case the suite judged incorrect
-    # exits 1 without a report; the reports decide then.
+    timed_out = isinstance(code, str)
     found_all = attribute(text, listed)
-    # Errors counted but none in a case's part (reported before the first
-    # case, say): no case is known clean.
-    unplaced = bool(errors) and not any(found_all.values())
-    tool_failed = code not in (0, 1, 9) or (code == 9 and not errors) or \
-        errors is None or unplaced
+    stray = stray_reports(text, listed)
+    # Reports no case can be blamed for (in no case's part, or counted by
+    # the summary with none in a part): no case is known clean. The exit
+    # is the child's (1: a case the suite judged incorrect; 9: errors).
+    unplaced = stray or (bool(errors) and not any(found_all.values()))
+    tool_failed = bool(unplaced) or (not timed_out and (
+        code not in (0, 1, 9) or (code == 9 and not errors)
+        or errors is None))
     checks = {}
     for case, found in found_all.items():
-        status = statuses.get(case, "ok" if found is not None else None)
-        timed_out = isinstance(code, str)
-        # Not run for want of time: skipped by the suite at its deadline
-        # (never started in a child that ended by itself), or in flight
-        # when the child was killed at its deadline. Not clean, not failed.
-        skipped = (status is not None and status.startswith("skipped")) or (
-            found is None and not timed_out and code in (0, 1, 9)) or (
-            timed_out and not found and status in (
-                None, harness.DIED_IN, harness.NOT_REACHED))
-        ran = found is not None and status not in (
-            harness.DIED_IN, harness.NOT_REACHED)
-        # Killed at the deadline, the tool printed no summary: a case that
-        # finished with no report in its part is clean (reports come as
-        # the kernels finish).
-        ok = (ran or skipped) and not found and (not tool_failed
-                                                 or timed_out)
-        why = ("" if ok else "\n".join((found or [])[:20])[-1500:]
-               or (f"never finished (status {status}, exit {code})"
-                   if not ran else f"exit {code}: " + text[-1200:]))
-        checks[case] = {"name": tool, "ok": ok, "errors": errors,
-                        "exit": code, "skipped": skipped and not found,
+        status = statuses.get(case)
+        verdict, reason = classify(found, status, timed_out, tool_failed)
+        why = reason
+        if found:
+            why = "\n".join(found[:20])[-1500:]
+        elif unplaced:
+            why = "reports in no case's part:\n" + "\n".join(
+                (stray or [])[:20])[-1500:]
+        elif verdict == "failed":
+            why = f"{reason} (exit {code}): " + text[-1200:]
+        checks[case] = {"name": tool, "ok": verdict != "failed",
+                        "skipped": verdict == "not run", "verdict": verdict,
+                        "reason": reason, "errors": errors, "exit": code,
                         "seconds": round(time.time() - t0, 1),
                         "suite_status": status, "tail": why,
                         "suite_verdict": verdicts.get(case)}
-        print(f"{suite}/{case:40s} {tool:10s} "
-              f"{'ok' if ok else 'FAIL'} ({status})", flush=True)
+        print(f"{suite}/{case:40s} {tool:10s} {verdict} ({reason})",
+              flush=True)
     if not listed:
         checks["(suite)"] = {"name": tool, "ok": False, "errors": errors,
                              "exit": code, "suite_status": None,
@@ -265,46 +315,61 @@ def resumed(paths):
     results, done = {}, set()
     for p in paths:
         for c in json.loads(Path(p).read_text())["cases"]:
-            if c["case"].endswith("/-"):
+            if c["case"].endswith(("/-", "/(suite)")):
                 continue
             res = results.setdefault(c["case"],
                                      harness.case_result(c["case"]))
             for k in c["checks"]:
                 res["checks"].append(k)
-                if k["ok"] and not k.get("skipped"):
+                if check_verdict(k)[0] == "clean":
                     done.add((c["case"], k["name"]))
     return results, done
+
+
+def check_verdict(k):
+    """A check's verdict (checks of older runs carry none: from ok and
+    skipped, and a clean one whose suite did not run the case -- its
+    status not ok or incorrect -- is not run)."""
+    v = k.get("verdict")
+    if v:
+        return v, k.get("reason") or ""
+    st = k.get("suite_status")
+    if not k["ok"]:
+        return "failed", "the tool reported or did not finish"
+    if k.get("skipped"):
+        return "not run", "not reached"
+    if st not in (None, "ok", "incorrect"):
+        return "not run", f"the suite: {st}"
+    return "clean", "ran"
 
 
 def judge(res):
     """A case's verdict from its checks (of this run and any resumed):
     per tool (res["tools"]) failed where a check failed, clean where one
-    ran clean, else not reached; the case failed if a tool failed, ok if
-    one was clean, else skipped."""
-    tools = {}
+    ran clean, else not run (and why); the case failed if a tool failed,
+    ok if one was clean, else skipped."""
+    tools, why = {}, {}
+    rank = ["failed", "clean", "not run"]
     for k in res["checks"]:
-        v = ("failed" if not k["ok"] else "not reached (budget)"
-             if k.get("skipped") else "clean")
+        v, reason = check_verdict(k)
         old = tools.get(k["name"])
-        rank = ["failed", "clean", "not reached (budget)"]
         if old is None or rank.index(v) < rank.index(old):
-            tools[k["name"]] = v
-    res["tools"] = tools
+            tools[k["name"]], why[k["name"]] = v, reason
+    res["tools"] = {t: v if v != "not run" else f"not run: {why[t][:80]}"
+                    for t, v in tools.items()}
     clean = [t for t, v in tools.items() if v == "clean"]
     bad = [t for t, v in tools.items() if v == "failed"]
-    rest = [t for t, v in tools.items() if v not in ("clean", "failed")]
+    rest = [t for t, v in tools.items() if v == "not run"]
     if bad:
         res["status"] = "failed"
     elif not clean:
-        res["status"] = "skipped: budget" if rest else res["status"]
-    st = {k.get("suite_status") for k in res["checks"]
-          if not k.get("skipped")} - {"ok", None}
+        res["status"] = "skipped: not run" if rest else res["status"]
+    else:
+        res["status"] = "ok"
     res["note"] = "; ".join(
-        ([f"compute-sanitizer: {', '.join(bad)} reported errors or did "
-          "not finish"] if bad else []) +
+        [f"{t}: {why[t]}" for t in bad] +
         ([f"clean under {', '.join(clean)}"] if clean else []) +
-        ([f"not reached under {', '.join(rest)} (budget)"] if rest else []) +
-        ([f"the suite's verdict: {', '.join(map(str, st))}"] if st else []))
+        [f"{t} not run ({why[t][:80]})" for t in rest])
 
 
 def main():
@@ -364,7 +429,8 @@ def main():
                      if (GEMM / c / "meta.json").exists()
                      or (GRAD / c / "meta.json").exists()]
         known = [n.split("/", 1)[1] for n in results
-                 if n.startswith(suite + "/") and not n.endswith("/-")]
+                 if n.startswith(suite + "/")
+                 and not n.endswith(("/-", "/(suite)"))]
         takes_cases = script is None or '"--cases"' in \
             (ROOT / script).read_text()
         for j, tool in enumerate(tools):
@@ -392,8 +458,12 @@ def main():
                 name = f"{suite}/{case}"
                 res = results.setdefault(name, harness.case_result(name))
                 res["checks"].append(check)
+        # Judged after every suite: a run the device's limit cuts leaves a
+        # report as true as the last write.
         harness.prelist(rep, list(results))
         for res in results.values():
+            if res["checks"]:
+                judge(res)
             harness.set_case(rep, res)
         harness.write_report(rep, path)
     for res in results.values():

@@ -453,8 +453,14 @@ import harness
 out = sys.argv[sys.argv.index("--out") + 1]
 assert "--sanitize" in sys.argv
 rep = harness.new_report("fake")
-for name in ("clean", "racy", "died"):
+if os.environ.get("FAKE_STRAY"):
+    print("========= Invalid __global__ read of size 4 bytes")
+for name in ("clean", "racy", "oom", "died"):
     harness.start_case(rep, name, None)
+    if name == "oom":
+        harness.set_case(rep, harness.case_result(
+            name, status="failed", note="OutOfMemoryError"), None)
+        continue
     if name == "racy" and not os.environ.get("FAKE_QUIET"):
         print("========= Error: Race reported between Write access at "
               "main_k0+0x10")
@@ -485,10 +491,15 @@ def test_sanitize_run_suite(tmp_path, monkeypatch):
     checks = sanitize.run_suite("fake", str(suite), "main_", "racecheck",
                                 None, time.time() + 60, False,
                                 tmp_path / "work", log)
-    assert set(checks) == {"clean", "racy", "died"}
-    assert checks["clean"]["ok"] and not checks["racy"]["ok"]
+    assert set(checks) == {"clean", "racy", "oom", "died"}
+    assert checks["clean"]["verdict"] == "clean"
+    assert checks["racy"]["verdict"] == "failed"
     assert "Race reported" in checks["racy"]["tail"]
-    assert not checks["died"]["ok"] and "never finished" in \
+    # Failed by its suite before tang ran (a reference out of memory): not
+    # clean, not a report.
+    assert checks["oom"]["verdict"] == "not run"
+    assert "failed" in checks["oom"]["reason"]
+    assert checks["died"]["verdict"] == "failed" and "died" in \
         checks["died"]["tail"]
     assert "######## fake under racecheck" in log.read_text()
     monkeypatch.setenv("FAKE_ERRORS", "3")
@@ -497,6 +508,22 @@ def test_sanitize_run_suite(tmp_path, monkeypatch):
                                 None, time.time() + 60, False,
                                 tmp_path / "work2", log)
     assert not checks["clean"]["ok"] and checks["clean"]["errors"] == 3
+    # A report before the first case: no case is known clean.
+    monkeypatch.delenv("FAKE_ERRORS")
+    monkeypatch.setenv("FAKE_STRAY", "1")
+    checks = sanitize.run_suite("fake", str(suite), "main_", "memcheck",
+                                None, time.time() + 60, False,
+                                tmp_path / "work3", log)
+    assert checks["clean"]["verdict"] == "failed"
+    assert "Invalid __global__" in checks["clean"]["tail"]
+
+
+def test_sanitize_attention_child_finished_cases():
+    """The attention child writes no report: a case is finished when
+    another mark follows its own (the child ends with "(end)")."""
+    m = harness.CASE_MARK
+    assert sanitize.finished_marks(f"{m}a\nx\n{m}b\n{m}(end)\n") == {"a", "b"}
+    assert sanitize.finished_marks(f"{m}a\n{m}b\nTraceback\n") == {"a"}
 
 
 HANGING_SUITE = """
@@ -538,8 +565,9 @@ def test_sanitize_kills_a_child_at_its_deadline(tmp_path, monkeypatch):
                                 None, time.time(), False,
                                 tmp_path / "work", log)
     assert time.time() - t0 < 30
-    assert checks["done"]["ok"] and not checks["done"]["skipped"]
-    assert checks["hangs"]["ok"] and checks["hangs"]["skipped"]
+    assert checks["done"]["verdict"] == "clean"
+    assert checks["hangs"]["verdict"] == "not run"
+    assert "killed at the deadline" in checks["hangs"]["reason"]
     # Gone, or a zombie waiting for its reaper (it runs no more).
     stat = Path(f"/proc/{int(pid_file.read_text())}/stat")
     time.sleep(0.2)
@@ -569,6 +597,7 @@ def test_sanitize_resume(tmp_path, monkeypatch):
     rep = json.loads((first / "sanitize.json").read_text())
     got = {c["case"]: c for c in rep["cases"]}
     assert got["fake/clean"]["tools"] == {"memcheck": "clean"}
+    assert got["fake/oom"]["status"].startswith("skipped")
     assert got["fake/died"]["status"] == "failed"
     second = tmp_path / "second"
     monkeypatch.setattr(sys, "argv", [

@@ -105,10 +105,11 @@ double mlir::tang::interp::getUnitRoundoff(Type t) {
 }
 
 void Compiler::appendPerturbations(Operation *op, std::vector<Instr> &out) {
-  // Exact operations round nothing.
+  // Exact operations (remainder, min/max, negation, selects, reads) round
+  // nothing; conversions from integers may.
   bool rounds =
       isa<arith::AddFOp, arith::SubFOp, arith::MulFOp, arith::DivFOp,
-          arith::RemFOp, arith::TruncFOp>(op) ||
+          arith::TruncFOp, arith::SIToFPOp, arith::UIToFPOp>(op) ||
       (isa<math::MathDialect>(op->getDialect()) &&
        !isa<math::AbsFOp, math::CopySignOp, math::FloorOp, math::CeilOp,
             math::RoundOp, math::RoundEvenOp, math::TruncOp>(op));

@@ -17,6 +17,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
 import harness  # noqa: E402
+import sanitize  # noqa: E402
 
 OOM = ("out of memory", "OutOfMemoryError")
 #: The words of a tool's report on a kernel (memcheck's invalid accesses
@@ -30,49 +31,46 @@ REPORTS = ("Invalid __", "Race reported", "hazard", "Barrier", "barrier",
 LEFT_OUT = {"gpu_check/runtime-errors"}
 
 
+def verdict(k):
+    """The verdict of a check of these runs, by its content: the first
+    calls' sanitize.py counted a case its suite did not reach, or failed
+    before tang's kernels ran (a PyTorch reference out of memory), as
+    failed or clean; bench/sanitize.py's classify() now says "not run"."""
+    text = (k.get("tail") or "") + str(
+        (k.get("suite_verdict") or {}).get("note"))
+    if any(ln.startswith("=========") and any(w in ln for w in REPORTS)
+           for ln in text.splitlines()):
+        return "failed", "the tool reported"
+    oom = any(w in text for w in OOM)
+    st = k.get("suite_status")
+    if k["ok"] and not k.get("skipped") and st in ("ok", "incorrect"):
+        return "clean", f"ran ({st})"
+    if oom:
+        return "not run", "PyTorch out of GPU memory beside the tool"
+    if k["ok"] and not k.get("skipped"):
+        return "not run", f"the suite: {st}"
+    return "not run", "not reached (device time)"
+
+
 def main():
-    parts = [json.loads(p.read_text()) for p in sorted(HERE.glob("raw/*.json"))]
+    raw = sorted(HERE.glob("raw/*.json"))
+    parts = [json.loads(p.read_text()) for p in raw]
+    for rep in parts:
+        for c in rep["cases"]:
+            for k in c["checks"]:
+                v, reason = verdict(k)
+                k.update(verdict=v, reason=reason, commit=rep["commit"][:10],
+                         ok=v != "failed", skipped=v == "not run")
     merged = {}
     for rep in parts:
         for c in rep["cases"]:
-            if c["case"].endswith("/-") or c["case"] in LEFT_OUT:
-                continue  # a suite-level budget note
-            m = merged.setdefault(c["case"], harness.case_result(c["case"]))
-            for k in c["checks"]:
-                m["checks"].append(dict(k, commit=rep["commit"][:10]))
-    for name, m in merged.items():
-        by_tool = {}
-        for k in m["checks"]:
-            text = (k.get("tail") or "") + str(
-                (k.get("suite_verdict") or {}).get("note"))
-            report = any(ln.startswith("=========") and
-                         any(w in ln for w in REPORTS)
-                         for ln in text.splitlines())
-            oom = any(w in text for w in OOM)
-            # The first call's classification counted a case its suite
-            # did not reach (the budget) as a failure: by content here.
-            verdict = ("clean" if k["ok"] and not k.get("skipped") else
-                       "not reached (budget)" if k["ok"] else
-                       "REPORT" if report else
-                       "PyTorch out of GPU memory" if oom else
-                       "not reached (budget)")
-            # A tool's best verdict over the calls (a case skipped for
-            # time in one call and clean in another is clean).
-            rank = ["REPORT", "clean", "PyTorch out of GPU memory",
-                    "not reached (budget)"]
-            old = by_tool.get(k["name"])
-            if old is None or rank.index(verdict) < rank.index(old):
-                by_tool[k["name"]] = verdict
-        m["tools"] = by_tool
-        clean = [t for t, v in by_tool.items() if v == "clean"]
-        other = {t: v for t, v in by_tool.items() if v != "clean"}
-        if any(v == "REPORT" for v in by_tool.values()):
-            m["status"] = "failed"
-        elif not clean:
-            m["status"] = "skipped: " + ", ".join(sorted(set(other.values())))
-        m["note"] = ("clean under " + ", ".join(sorted(clean)) if clean
-                     else "") + "".join(f"; {t}: {v}" for t, v in
-                                        sorted(other.items()))
+            if c["case"].endswith(("/-", "/(suite)")) or c["case"] in \
+                    LEFT_OUT:
+                continue
+            merged.setdefault(c["case"], harness.case_result(c["case"]))[
+                "checks"].extend(c["checks"])
+    for m in merged.values():
+        sanitize.judge(m)
     rep = dict(parts[-1])
     rep.update(suite="sanitize", commit=parts[-1]["commit"],
                date=parts[-1]["date"],
