@@ -31,6 +31,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -472,6 +473,7 @@ def main():
     harness.prelist(rep, list(results))
     for res in results.values():
         harness.set_case(rep, res)
+    shutil.rmtree(tmp, ignore_errors=True)  # the children's own reports
     harness.finish_report(rep, t_start)
     harness.write_report(rep, path)
     bad = [n for n, r in results.items()

@@ -472,18 +472,23 @@ json.dump(rep, open(out + "/fake.json", "w"))
 """
 
 
-def test_sanitize_run_suite(tmp_path, monkeypatch):
-    """bench/sanitize.py's parent with a stand-in compute-sanitizer and
-    suite: a report fails its own case only, a case the child did not
-    finish fails, a clean case passes, every child's log lands in one
-    file; a tool summary that counts errors with no case to blame fails
-    every case."""
+def fake_sanitizer(tmp_path, monkeypatch):
+    """FAKE_SANITIZER installed as compute-sanitizer first on PATH."""
     tool = tmp_path / "bin" / "compute-sanitizer"
     tool.parent.mkdir()
     tool.write_text(FAKE_SANITIZER)
     tool.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tool.parent}:{os.environ['PATH']}")
     monkeypatch.setenv("PYTHON", sys.executable)
+
+
+def test_sanitize_run_suite(tmp_path, monkeypatch):
+    """bench/sanitize.py's parent with a stand-in compute-sanitizer and
+    suite: a report fails its own case only, a case the child did not
+    finish fails, a clean case passes, every child's log lands in one
+    file; a tool summary that counts errors with no case to blame fails
+    every case."""
+    fake_sanitizer(tmp_path, monkeypatch)
     suite = tmp_path / "fake_suite.py"
     suite.write_text(FAKE_SUITE % str(Path(__file__).parent))
     log = tmp_path / "sanitize.log"
@@ -546,12 +551,7 @@ def test_sanitize_kills_a_child_at_its_deadline(tmp_path, monkeypatch):
     """A child past its deadline is killed with its whole process group
     (no process left holding the GPU); the case it finished is clean, the
     one in flight skipped, neither failed."""
-    tool = tmp_path / "bin" / "compute-sanitizer"
-    tool.parent.mkdir()
-    tool.write_text(FAKE_SANITIZER)
-    tool.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{tool.parent}:{os.environ['PATH']}")
-    monkeypatch.setenv("PYTHON", sys.executable)
+    fake_sanitizer(tmp_path, monkeypatch)
     pid_file = tmp_path / "pid"
     suite = tmp_path / "hanging_suite.py"
     suite.write_text(HANGING_SUITE % (str(Path(__file__).parent),
@@ -579,12 +579,7 @@ def test_sanitize_resume(tmp_path, monkeypatch):
     """--resume: a case clean under a tool in an earlier report does not
     run under it again, its checks carry into the new report, and a tool
     still to do runs; the per-tool verdicts (make_tables' table) follow."""
-    tool = tmp_path / "bin" / "compute-sanitizer"
-    tool.parent.mkdir()
-    tool.write_text(FAKE_SANITIZER)
-    tool.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{tool.parent}:{os.environ['PATH']}")
-    monkeypatch.setenv("PYTHON", sys.executable)
+    fake_sanitizer(tmp_path, monkeypatch)
     monkeypatch.setenv("FAKE_QUIET", "1")
     suite = tmp_path / "fake_suite.py"
     suite.write_text(FAKE_SUITE % str(Path(__file__).parent))
