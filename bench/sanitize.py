@@ -434,6 +434,7 @@ def main():
                  and not n.endswith(("/-", "/(suite)"))]
         takes_cases = script is None or '"--cases"' in \
             (ROOT / script).read_text()
+        listed_now = set()
         for j, tool in enumerate(tools):
             # Resumed: the cases not yet clean under this tool (a suite
             # without --cases runs whole while one is left).
@@ -456,9 +457,21 @@ def main():
                     suite, script, pattern, tool, child_cases,
                     time.time() + share, args.quick, tmp,
                     log_path).items():
+                if case != "(suite)":
+                    listed_now.add(case)
                 name = f"{suite}/{case}"
                 res = results.setdefault(name, harness.case_result(name))
                 res["checks"].append(check)
+        # A resumed case the suite no longer lists and that never ran (a
+        # timed case, not run under --sanitize) is no case of this run.
+        if listed_now:
+            for name in [n for n, r in results.items()
+                         if n.startswith(suite + "/")
+                         and n.split("/", 1)[1] not in listed_now
+                         and not n.endswith(("/-", "/(suite)"))
+                         and all(check_verdict(k)[0] == "not run"
+                                 for k in r["checks"])]:
+                del results[name]
         # Judged after every suite: a run the device's limit cuts leaves a
         # report as true as the last write.
         harness.prelist(rep, list(results))

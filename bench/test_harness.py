@@ -468,6 +468,9 @@ for name in ("clean", "racy", "oom", "died"):
     if name == "died":
         break
     harness.set_case(rep, harness.case_result(name), None)
+if os.environ.get("FAKE_TIMED"):  # a timed case, never run here
+    harness.set_case(rep, harness.case_result(
+        "timed", status=harness.NOT_REACHED), None)
 json.dump(rep, open(out + "/fake.json", "w"))
 """
 
@@ -581,6 +584,7 @@ def test_sanitize_resume(tmp_path, monkeypatch):
     still to do runs; the per-tool verdicts (make_tables' table) follow."""
     fake_sanitizer(tmp_path, monkeypatch)
     monkeypatch.setenv("FAKE_QUIET", "1")
+    monkeypatch.setenv("FAKE_TIMED", "1")
     suite = tmp_path / "fake_suite.py"
     suite.write_text(FAKE_SUITE % str(Path(__file__).parent))
     monkeypatch.setattr(sanitize, "SUITES",
@@ -594,6 +598,9 @@ def test_sanitize_resume(tmp_path, monkeypatch):
     assert got["fake/clean"]["tools"] == {"memcheck": "clean"}
     assert got["fake/oom"]["status"].startswith("skipped")
     assert got["fake/died"]["status"] == "failed"
+    assert got["fake/timed"]["status"].startswith("skipped")
+    # The suite no longer lists "timed" (never run): it leaves the report.
+    monkeypatch.delenv("FAKE_TIMED")
     second = tmp_path / "second"
     monkeypatch.setattr(sys, "argv", [
         "sanitize.py", "--out", str(second), "--tools", "memcheck,racecheck",
@@ -607,6 +614,7 @@ def test_sanitize_resume(tmp_path, monkeypatch):
     got = {c["case"]: c for c in rep["cases"]}
     assert got["fake/clean"]["tools"] == {"memcheck": "clean",
                                           "racecheck": "clean"}
+    assert "fake/timed" not in got and "fake/oom" in got
     assert len([k for k in got["fake/clean"]["checks"]
                 if k["name"] == "memcheck"]) == 2
     third = tmp_path / "third"
