@@ -1,6 +1,7 @@
 //===- SpirvPipeline.cpp - --tang-lower-spirv -------------------*- C++ -*-===//
 
 #include "Tang/Conversion/Passes.h"
+#include "Tang/Dialect/Tang/IR/TangTargets.h"
 #include "Tang/Pipelines/Pipelines.h"
 #include "Tang/Target/Passes.h"
 #include "Tang/Transforms/Passes.h"
@@ -12,22 +13,31 @@
 using namespace mlir;
 using namespace mlir::tang;
 
-/// (Fusion,) then the kernel form without schedules, for the portable
-/// backends: one thread per point (the row kernels' subgroup and
-/// workgroup-memory paths are not mapped to SPIR-V storage classes, OpenCL
-/// 1.2 has no subgroups, the C launcher runs work items in turn).
+/// (Fusion,) then the kernel form for the portable backends. With
+/// `rowKernels`, schedules from the portable device model (#tang.target
+/// chip "portable": no subgroup size assumed, 256 threads, scalar
+/// accesses): row kernels whose threads combine in workgroup memory, the
+/// rest one thread per point; without, no schedules: one thread per point
+/// (the C launcher, which runs work items in turn, has no barriers).
 /// With `matrixTile`, contractions that fit go on the subgroup matrix
 /// operations in tiles of that size, one 32-thread subgroup per tile (f16
 /// operands too with `matrixF16`).
-static void addPortableKernelForm(OpPassManager &pm, bool fuse,
+static void addPortableKernelForm(OpPassManager &pm, bool fuse, bool rowKernels,
                                   int64_t matrixTile = 0,
                                   bool matrixF16 = true) {
+  if (rowKernels) {
+    TangAttachTargetOptions target;
+    target.chip = kPortableChip.str();
+    pm.addPass(createTangAttachTarget(target));
+  }
   if (fuse) {
     pm.addPass(createTangFuse());
     pm.addPass(createTangOnlineSoftmax());
     pm.addPass(createTangTriangularScan());
   }
   pm.addPass(createCanonicalizerPass());
+  if (rowKernels)
+    pm.addPass(createTangSchedule());
   ConvertTangToGPUOptions kernelForm;
   kernelForm.matrixUnits = matrixTile;
   kernelForm.matrixUnitsF16 = matrixF16;
@@ -49,7 +59,8 @@ mlir::tang::buildTangLowerSpirvPipeline(OpPassManager &pm,
   types.target = PortableTarget::Spirv;
   types.caps = caps;
   pm.addPass(createTangCheckTargetTypes(types));
-  addPortableKernelForm(pm, options.fuse, options.matrixUnits ? 16 : 0);
+  addPortableKernelForm(pm, options.fuse, options.rowKernels,
+                        options.matrixUnits ? 16 : 0);
   pm.addPass(createTangNarrow32BitKernels());
   pm.addPass(createTangAttachSpirvEntryPoints());
   // The kernel form -> SPIR-V (Vulkan compute), kernels only. The module
@@ -82,7 +93,7 @@ enum class Printed { OpenCL, C, Metal, GLSL, WGSL };
 
 static void buildPrintedPipeline(OpPassManager &pm, bool fuse,
                                  const std::string &bundle, Printed language,
-                                 int64_t matrixTile = 0) {
+                                 bool rowKernels, int64_t matrixTile = 0) {
   if (language == Printed::GLSL || language == Printed::WGSL) {
     TangCheckTargetTypesOptions types;
     types.target =
@@ -90,7 +101,8 @@ static void buildPrintedPipeline(OpPassManager &pm, bool fuse,
     pm.addPass(createTangCheckTargetTypes(types));
   }
   // Metal's simdgroup products and the C emulation take f32 only.
-  addPortableKernelForm(pm, fuse, matrixTile, /*matrixF16=*/false);
+  addPortableKernelForm(pm, fuse, rowKernels, matrixTile,
+                        /*matrixF16=*/false);
   // GLSL and WGSL index with 32-bit ints and have no 64-bit ones.
   if (language == Printed::GLSL || language == Printed::WGSL)
     pm.addPass(createTangNarrow32BitKernels());
@@ -109,27 +121,30 @@ static void buildPrintedPipeline(OpPassManager &pm, bool fuse,
 
 void mlir::tang::buildTangLowerOpenCLPipeline(
     OpPassManager &pm, const TangLowerOpenCLOptions &options) {
-  buildPrintedPipeline(pm, options.fuse, options.bundle, Printed::OpenCL);
+  buildPrintedPipeline(pm, options.fuse, options.bundle, Printed::OpenCL,
+                       options.rowKernels);
 }
 
 void mlir::tang::buildTangLowerGLSLPipeline(
     OpPassManager &pm, const TangLowerGLSLOptions &options) {
-  buildPrintedPipeline(pm, options.fuse, options.bundle, Printed::GLSL);
+  buildPrintedPipeline(pm, options.fuse, options.bundle, Printed::GLSL,
+                       options.rowKernels);
 }
 
 void mlir::tang::buildTangLowerWGSLPipeline(
     OpPassManager &pm, const TangLowerWGSLOptions &options) {
-  buildPrintedPipeline(pm, options.fuse, options.bundle, Printed::WGSL);
+  buildPrintedPipeline(pm, options.fuse, options.bundle, Printed::WGSL,
+                       options.rowKernels);
 }
 
 void mlir::tang::buildTangLowerMetalPipeline(
     OpPassManager &pm, const TangLowerMetalOptions &options) {
   buildPrintedPipeline(pm, options.fuse, options.bundle, Printed::Metal,
-                       options.matrixUnits ? 8 : 0);
+                       options.rowKernels, options.matrixUnits ? 8 : 0);
 }
 
 void mlir::tang::buildTangLowerCPipeline(OpPassManager &pm,
                                          const TangLowerCOptions &options) {
   buildPrintedPipeline(pm, options.fuse, options.bundle, Printed::C,
-                       options.matrixUnits);
+                       /*rowKernels=*/false, options.matrixUnits);
 }

@@ -61,6 +61,8 @@ namespace {
 struct DeviceFacts {
   int64_t smCount, sharedMemory, warpSize, maxThreads;
   bool trafficTiles = false;
+  /// The widest access one thread makes, in bytes (the target's).
+  int64_t vectorBytes = 16;
 };
 
 /// The certified tile of `op`'s traffic bound at shared memory (capacity:
@@ -164,10 +166,11 @@ private:
   SmallVector<int64_t> threads;
 };
 
-/// Elements per 16-byte access of `t`, reduced until it divides `extent`.
-int64_t getVectorWidth(Type t, int64_t extent) {
+/// Elements of `t` per access of the device's widest (16 bytes on the
+/// NVIDIA chips, at least one element), reduced until it divides `extent`.
+int64_t getVectorWidth(Type t, int64_t extent, const DeviceFacts &dev) {
   int64_t bytes = std::max<int64_t>(1, t.getIntOrFloatBitWidth() / 8);
-  int64_t v = 16 / bytes;
+  int64_t v = std::max<int64_t>(1, dev.vectorBytes / bytes);
   while (v > 1 && extent % v != 0)
     v /= 2;
   return v;
@@ -353,7 +356,7 @@ ScheduleAttr scheduleFor(ComprehensionOp op, ShapeClass cls,
     if (np == 0)
       return b.build(1, 1, {MemoryLevel::Global});
     unsigned inner = np - 1;
-    int64_t v = getVectorWidth(storage, op.getExtent(inner));
+    int64_t v = getVectorWidth(storage, op.getExtent(inner), dev);
     int64_t t = roundToWarps(std::min<int64_t>(256, op.getExtent(inner) / v));
     b.spread(inner, t * v, Mapping::BlockX);
     b.setThreads(inner, t);
@@ -366,7 +369,9 @@ ScheduleAttr scheduleFor(ComprehensionOp op, ShapeClass cls,
       // No row: the body's long reductions read along the last index (a
       // logsumexp per row of a vocabulary). Every index one per block, the
       // block's threads sharing the nested reductions (RowKernel.cpp).
-      int64_t v = work->vector;
+      // work->vector elements make 16 bytes of the narrowest read: scaled
+      // to the device's widest access (powers of two: still a divisor).
+      int64_t v = std::max<int64_t>(1, work->vector * dev.vectorBytes / 16);
       int64_t t = roundToWarps(std::min<int64_t>(
           std::min<int64_t>(256, dev.maxThreads / 2), work->length / v));
       b.spreadOverGrid(parallel);
@@ -375,7 +380,7 @@ ScheduleAttr scheduleFor(ComprehensionOp op, ShapeClass cls,
     }
     // The row: the last index (reduced if the comprehension reduces).
     unsigned row = n - 1;
-    int64_t v = getVectorWidth(storage, op.getExtent(row));
+    int64_t v = getVectorWidth(storage, op.getExtent(row), dev);
     // 256 threads per row suit norms, 128 matrix-vector rows (more rows
     // resident per multiprocessor; measured: bench/results/2026-11-30-h200-
     // memory-bound-vectorized.md).
@@ -400,7 +405,7 @@ ScheduleAttr scheduleFor(ComprehensionOp op, ShapeClass cls,
   }
   case ShapeClass::ColumnReduction: {
     unsigned inner = np ? np - 1 : 0;
-    int64_t v = np ? getVectorWidth(storage, op.getExtent(inner)) : 1;
+    int64_t v = np ? getVectorWidth(storage, op.getExtent(inner), dev) : 1;
     if (std::optional<ScheduleAttr> s = scheduleColumns(op, b, v, dev))
       return *s;
     if (np) {
@@ -472,7 +477,7 @@ ScheduleAttr scheduleFor(ComprehensionOp op, ShapeClass cls,
     int64_t stageBytes = (tm + tn) * tk * bytes;
     int64_t stages = std::clamp<int64_t>(dev.sharedMemory / stageBytes, 1,
                                          tensorCores ? 4 : 3);
-    int64_t v = getVectorWidth(storage, tk);
+    int64_t v = getVectorWidth(storage, tk, dev);
     return b.build(v, stages,
                    SmallVector<MemoryLevel>(stages, MemoryLevel::Shared));
   }
@@ -486,7 +491,7 @@ ScheduleAttr scheduleFor(ComprehensionOp op, ShapeClass cls,
       b.spreadOverGrid(ArrayRef(parallel).drop_back(2), Mapping::BlockY);
     }
     b.spread(n - 1, 64, Mapping::Serial);
-    int64_t v = np ? getVectorWidth(storage, op.getExtent(np - 1)) : 1;
+    int64_t v = np ? getVectorWidth(storage, op.getExtent(np - 1), dev) : 1;
     return b.build(v, 2, {MemoryLevel::Shared, MemoryLevel::Shared});
   }
   }
@@ -508,7 +513,8 @@ struct TangSchedulePass : tang::impl::TangScheduleBase<TangSchedulePass> {
                     fact(sharedMemory, target.getSharedPerBlock()),
                     fact(warpSize, target.getWarpSize()),
                     fact(maxThreads, target.getMaxThreads()),
-                    tileSource == TileSource::TrafficBound};
+                    tileSource == TileSource::TrafficBound,
+                    target.getVectorBytes()};
     if (dev.smCount < 1 || dev.sharedMemory < 1 || dev.warpSize < 1 ||
         dev.maxThreads < 1 || !llvm::isPowerOf2_64(dev.warpSize) ||
         dev.maxThreads < dev.warpSize) {

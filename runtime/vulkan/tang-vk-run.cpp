@@ -1,6 +1,6 @@
 //===- tang-vk-run.cpp - Run a function of a tang SPIR-V bundle -*- C++ -*-===//
 //
-// tang-vk-run BUNDLE_DIR FUNCTION [INPUT.npy ...] [--out DIR]
+// tang-vk-run BUNDLE_DIR FUNCTION [INPUT.npy ...] [--out DIR] [--time N]
 // tang-vk-run --probe
 //
 // Loads a bundle written by `tang-opt --tang-lower-spirv="bundle=DIR"`
@@ -9,6 +9,12 @@
 // function's launches once on the first Vulkan device with a compute queue
 // and writes output #k (in argument order) to DIR/output_<k>.npy: float
 // outputs as float64, i32 outputs as int32, as tang-run writes them.
+// With --time N it then runs the launches N more times and prints their
+// median, least and greatest time from GPU timestamps written before the
+// first launch and after the last. Buffers live in device-local memory the
+// host can map where the device has such a type with room (resizable BAR;
+// every memory of a CPU driver), else in host memory (said on the timing
+// line: kernels then read over the bus).
 //
 // The Vulkan loader (libvulkan.so.1) is opened at run time, so that a machine
 // without it gets one clear message instead of a dynamic-linker error.
@@ -347,7 +353,13 @@ const char *resultName(VkResult r) {
   X(vkCreateFence)                                                             \
   X(vkDestroyFence)                                                            \
   X(vkQueueSubmit)                                                             \
-  X(vkWaitForFences)
+  X(vkWaitForFences)                                                           \
+  X(vkResetFences)                                                             \
+  X(vkCreateQueryPool)                                                         \
+  X(vkDestroyQueryPool)                                                        \
+  X(vkCmdResetQueryPool)                                                       \
+  X(vkCmdWriteTimestamp)                                                       \
+  X(vkGetQueryPoolResults)
 
 /// The Vulkan entry points, loaded from libvulkan.so.1 at run time.
 struct VulkanApi {
@@ -383,6 +395,8 @@ struct DeviceBuffer {
   VkDeviceMemory memory = VK_NULL_HANDLE;
   VkDeviceSize size = 0;
   void *mapped = nullptr;
+  /// Whether the memory is device-local too.
+  bool deviceLocal = false;
 };
 
 /// Runs one function of a bundle. Owns every Vulkan object it creates and
@@ -399,9 +413,11 @@ public:
   /// Creates the buffers and pipelines of `f` and runs it with `inputs`
   /// (the contents of each input argument's buffer, converted), then writes
   /// the outputs under `outDir` (when not empty).
+  /// With `timeRuns`, the launches then run that many times more, timed
+  /// by GPU timestamps (the median, least and greatest are printed).
   Status run(const FunctionSpec &f, const std::vector<uint32_t> &spirv,
              const SpirvInfo &info, const std::vector<std::string> &inputs,
-             const std::string &outDir);
+             const std::string &outDir, int timeRuns = 0);
 
   const std::string &deviceName() const { return devName; }
 
@@ -412,6 +428,8 @@ private:
   VkDevice device = VK_NULL_HANDLE;
   VkQueue queue = VK_NULL_HANDLE;
   uint32_t queueFamily = 0;
+  /// The valid bits of the queue's timestamps (0: it has none).
+  uint32_t timestampBits = 0;
   std::string devName;
   VkPhysicalDeviceProperties props{};
   VkPhysicalDeviceMemoryProperties memProps{};
@@ -424,8 +442,12 @@ private:
   VkDescriptorPool descriptorPool = VK_NULL_HANDLE;
   VkCommandPool commandPool = VK_NULL_HANDLE;
   VkFence fence = VK_NULL_HANDLE;
+  VkQueryPool queryPool = VK_NULL_HANDLE;
 
   Status loadLoader();
+  /// Runs the recorded command buffer `times` more times and prints the
+  /// timestamps' median, least and greatest.
+  Status time(VkCommandBuffer cmd, int times);
   Status createDevice(const SpirvInfo &info);
   Status createBuffer(size_t bytes, DeviceBuffer &b);
   Status checkLimits(const FunctionSpec &f);
@@ -531,6 +553,7 @@ Status Runner::init(bool validate, bool verbose) {
           families[q].queueFlags & VK_QUEUE_COMPUTE_BIT) {
         physical = d;
         queueFamily = q;
+        timestampBits = families[q].timestampValidBits;
         break;
       }
     }
@@ -686,31 +709,40 @@ Status Runner::createBuffer(size_t bytes, DeviceBuffer &b) {
   VkMemoryRequirements req;
   vk.vkGetBufferMemoryRequirements(device, b.buffer, &req);
 
-  // Prefer host-visible and coherent memory; fall back to host-visible with
-  // explicit flushes and invalidations.
-  uint32_t type = UINT32_MAX;
-  const VkMemoryPropertyFlags kPreferred = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
-                                           VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  // Memory the host maps: device-local where there is such a type with
+  // room (resizable BAR on a GPU; a CPU driver's memory is all of these),
+  // then host-coherent, then any (explicit flushes and invalidations).
+  const VkMemoryPropertyFlags kMapped = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                        VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  VkResult allocated = VK_ERROR_OUT_OF_DEVICE_MEMORY;
+  bool found = false;
   for (VkMemoryPropertyFlags flags :
-       {kPreferred,
-        VkMemoryPropertyFlags(VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT)}) {
-    for (uint32_t i = 0; i < memProps.memoryTypeCount && type == UINT32_MAX;
-         ++i)
-      if ((req.memoryTypeBits & (1u << i)) &&
-          (memProps.memoryTypes[i].propertyFlags & flags) == flags)
-        type = i;
-    if (type != UINT32_MAX)
+       {VkMemoryPropertyFlags(kMapped | VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT),
+        kMapped, VkMemoryPropertyFlags(VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT)}) {
+    for (uint32_t i = 0; i < memProps.memoryTypeCount; ++i) {
+      VkMemoryPropertyFlags has = memProps.memoryTypes[i].propertyFlags;
+      if (!(req.memoryTypeBits & (1u << i)) || (has & flags) != flags)
+        continue;
+      found = true;
+      VkMemoryAllocateInfo mai{};
+      mai.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO;
+      mai.allocationSize = req.size;
+      mai.memoryTypeIndex = i;
+      // A small BAR heap fills: the next type is tried.
+      allocated = vk.vkAllocateMemory(device, &mai, nullptr, &b.memory);
+      if (allocated == VK_SUCCESS) {
+        b.deviceLocal = has & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
+        break;
+      }
+    }
+    if (allocated == VK_SUCCESS)
       break;
   }
-  if (type == UINT32_MAX)
+  if (!found)
     return Status::error("\"" + devName +
                          "\" has no host-visible memory type for storage "
                          "buffers");
-  VkMemoryAllocateInfo mai{};
-  mai.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO;
-  mai.allocationSize = req.size;
-  mai.memoryTypeIndex = type;
-  VK_CALL(vkAllocateMemory, device, &mai, nullptr, &b.memory);
+  TRY(check(allocated, "vkAllocateMemory"));
   VK_CALL(vkBindBufferMemory, device, b.buffer, b.memory, 0);
   VK_CALL(vkMapMemory, device, b.memory, 0, VK_WHOLE_SIZE, 0, &b.mapped);
   return {};
@@ -769,7 +801,7 @@ Status Runner::checkLimits(const FunctionSpec &f) {
 Status Runner::run(const FunctionSpec &f, const std::vector<uint32_t> &spirv,
                    const SpirvInfo &info,
                    const std::vector<std::string> &inputs,
-                   const std::string &outDir) {
+                   const std::string &outDir, int timeRuns) {
   TRY(checkLimits(f));
   TRY(createDevice(info));
 
@@ -907,8 +939,25 @@ Status Runner::run(const FunctionSpec &f, const std::vector<uint32_t> &spirv,
   VK_CALL(vkAllocateCommandBuffers, device, &cbai, &cmd);
   VkCommandBufferBeginInfo begin{};
   begin.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
-  begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  // Submitted again when timed.
+  begin.flags = timeRuns ? 0 : VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  if (timeRuns) {
+    if (!timestampBits || props.limits.timestampPeriod <= 0)
+      return Status::error("\"" + devName +
+                           "\" cannot time its compute queue (no "
+                           "timestamps): run without --time");
+    VkQueryPoolCreateInfo qpci{};
+    qpci.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO;
+    qpci.queryType = VK_QUERY_TYPE_TIMESTAMP;
+    qpci.queryCount = 2;
+    VK_CALL(vkCreateQueryPool, device, &qpci, nullptr, &queryPool);
+  }
   VK_CALL(vkBeginCommandBuffer, cmd, &begin);
+  if (timeRuns) {
+    vk.vkCmdResetQueryPool(cmd, queryPool, 0, 2);
+    vk.vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queryPool,
+                           0);
+  }
   VkMemoryBarrier barrier{};
   barrier.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
   barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
@@ -925,6 +974,9 @@ Status Runner::run(const FunctionSpec &f, const std::vector<uint32_t> &spirv,
                                pipelineLayouts[i], 0, 1, &sets[i], 0, nullptr);
     vk.vkCmdDispatch(cmd, l.grid.x, l.grid.y, l.grid.z);
   }
+  if (timeRuns)
+    vk.vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queryPool,
+                           1);
   // Make the last writes visible to the host.
   VkMemoryBarrier toHost{};
   toHost.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
@@ -1008,11 +1060,42 @@ Status Runner::run(const FunctionSpec &f, const std::vector<uint32_t> &spirv,
                    buffers[argBuffer(f, i)].mapped));
     ++k;
   }
+  return timeRuns ? time(cmd, timeRuns) : Status();
+}
+
+Status Runner::time(VkCommandBuffer cmd, int times) {
+  VkSubmitInfo submit{};
+  submit.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
+  submit.commandBufferCount = 1;
+  submit.pCommandBuffers = &cmd;
+  uint64_t mask =
+      timestampBits >= 64 ? ~uint64_t(0) : (uint64_t(1) << timestampBits) - 1;
+  std::vector<double> ms;
+  for (int r = 0; r < times; ++r) {
+    VK_CALL(vkResetFences, device, 1, &fence);
+    VK_CALL(vkQueueSubmit, queue, 1, &submit, fence);
+    VK_CALL(vkWaitForFences, device, 1, &fence, VK_TRUE, UINT64_MAX);
+    uint64_t stamps[2];
+    VK_CALL(vkGetQueryPoolResults, device, queryPool, 0, 2, sizeof stamps,
+            stamps, sizeof(uint64_t),
+            VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+    ms.push_back(double((stamps[1] - stamps[0]) & mask) *
+                 props.limits.timestampPeriod * 1e-6);
+  }
+  std::sort(ms.begin(), ms.end());
+  bool local = std::all_of(buffers.begin(), buffers.end(),
+                           [](const DeviceBuffer &b) { return b.deviceLocal; });
+  std::printf("  time: median %.4f ms, least %.4f, greatest %.4f over %d "
+              "runs (GPU timestamps; buffers in %s memory)\n",
+              ms[ms.size() / 2], ms.front(), ms.back(), times,
+              local ? "device-local" : "host");
   return {};
 }
 
 void Runner::destroy() {
   if (device) {
+    if (queryPool)
+      vk.vkDestroyQueryPool(device, queryPool, nullptr);
     if (fence)
       vk.vkDestroyFence(device, fence, nullptr);
     if (commandPool)
@@ -1053,7 +1136,7 @@ void Runner::destroy() {
 
 const char *const kUsage =
     "usage: tang-vk-run BUNDLE_DIR FUNCTION [INPUT.npy ...] [--size argK=N]\n"
-    "                   [--out DIR]\n"
+    "                   [--out DIR] [--time N]\n"
     "       tang-vk-run --probe\n"
     "\n"
     "Runs FUNCTION of the tang SPIR-V bundle in BUNDLE_DIR (manifest.json\n"
@@ -1066,6 +1149,8 @@ const char *const kUsage =
     "  --out DIR   write output #k to DIR/output_<k>.npy (floats as float64,\n"
     "              i32 as int32)\n"
     "  --size argK=N  the value of the index argument #K (a size)\n"
+    "  --time N    then run the launches N more times and print their\n"
+    "              median, least and greatest time (GPU timestamps)\n"
     "  --probe     only find the device: print its name, exit 0, or 2 when\n"
     "              there is no Vulkan loader, driver or device\n"
     "  -v          print the device used\n"
@@ -1086,6 +1171,7 @@ struct Options {
   std::string outDir;
   bool probe = false;
   bool verbose = false;
+  int timeRuns = 0;
 };
 
 Status parseArgs(int argc, char **argv, Options &o) {
@@ -1110,6 +1196,13 @@ Status parseArgs(int argc, char **argv, Options &o) {
       if (i + 1 >= argc)
         return Status::error("--size needs argK=N");
       TRY(toStatus(tang::runtime::parseSizeArg(argv[++i], o.sizes)));
+    } else if (a == "--time") {
+      char *end = nullptr;
+      long n = i + 1 < argc ? std::strtol(argv[i + 1], &end, 10) : 0;
+      if (i + 1 >= argc || !*argv[i + 1] || *end || n < 1 || n > 100000)
+        return Status::error("--time needs a number of runs from 1 to 100000");
+      o.timeRuns = int(n);
+      ++i;
     } else if (a == "--probe") {
       o.probe = true;
     } else if (a == "-v") {
@@ -1231,7 +1324,7 @@ Status runMain(const Options &o, Runner &runner) {
   TRY(runner.init(validate, o.verbose));
   std::printf("tang-vk-run: @%s on \"%s\": %zu launch(es)\n", f->name.c_str(),
               runner.deviceName().c_str(), f->launches.size());
-  TRY(runner.run(*f, spirv, info, inputs, o.outDir));
+  TRY(runner.run(*f, spirv, info, inputs, o.outDir, o.timeRuns));
   if (!o.outDir.empty())
     std::printf("  wrote the outputs to %s\n", o.outDir.c_str());
   return {};

@@ -14,8 +14,8 @@
 // 16-byte vectors).
 // CUDA: st.global.v4.b32 {{.*}}{0f40200000, 0f40200000, 0f40200000, 0f40200000}
 // SPIRV: spirv.Constant 2.500000e+00 : f32
-// TEXT: float v0 = 2.5000000000000000e+00f;
-// WGSL: let v0: f32 = 2.5000000000000000e+00f;
+// TEXT: float v{{[0-9]+}} = 2.5000000000000000e+00f;
+// WGSL: let v{{[0-9]+}}: f32 = 2.5000000000000000e+00f;
 func.func @fill(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
   %c = tang.comprehension (%i, %j) [4, 8] : tensor<4x8xf32> {
     %v = arith.constant 2.5 : f32

@@ -1,4 +1,4 @@
-// RUN: tang-opt %s --tang-lower-glsl -o /dev/null | FileCheck %s
+// RUN: tang-opt %s --tang-lower-glsl=row-kernels=0 -o /dev/null | FileCheck %s
 
 // The kernel form printed as GLSL 4.50 compute shaders, one per kernel:
 // buffers as std430 storage blocks bound in parameter order, 32-bit int

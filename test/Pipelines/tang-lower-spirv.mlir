@@ -1,4 +1,4 @@
-// RUN: tang-opt %s --tang-lower-spirv | FileCheck %s
+// RUN: tang-opt %s --tang-lower-spirv=row-kernels=0 | FileCheck %s
 // RUN: rm -rf %t && tang-opt %s --tang-lower-spirv="fuse=1 bundle=%t" -o /dev/null
 // RUN: FileCheck %s --check-prefix=MANIFEST < %t/manifest.json
 

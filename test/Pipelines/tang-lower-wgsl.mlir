@@ -1,4 +1,4 @@
-// RUN: tang-opt %s --split-input-file --tang-lower-wgsl -o /dev/null | FileCheck %s
+// RUN: tang-opt %s --split-input-file --tang-lower-wgsl=row-kernels=0 -o /dev/null | FileCheck %s
 
 // The kernel form printed as one WGSL module: per kernel, storage buffers
 // named after it in group 0 bound in parameter order, an entry point with

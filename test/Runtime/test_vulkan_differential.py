@@ -28,6 +28,7 @@ Run:  TANG_VK_RUN=<build-vk>/tang-vk-run TANG_BIN=<build>/bin \\
 import json
 import os
 import pathlib
+import re
 import shutil
 
 import numpy as np
@@ -230,15 +231,40 @@ def test_wrong_input_shape_is_a_clear_error(softmax_bundle, tmp_path):
     assert "shape [4, 32], but input #0 of @main is [8, 32]" in r.stderr
 
 
+def test_time_reports_gpu_timestamps(softmax_bundle, tmp_path):
+    """--time N: the checked run's outputs, then N timed runs of the
+    launches, their median, least and greatest from GPU timestamps."""
+    bundle, x = softmax_bundle
+    r = run_vulkan([VK_RUN, bundle, "main", x, "--time", "3", "--out",
+                    tmp_path])
+    assert r.returncode == 0, r.stderr
+    m = re.search(r"time: median ([0-9.]+) ms, least ([0-9.]+), greatest "
+                  r"([0-9.]+) over 3 runs \(GPU timestamps; buffers in "
+                  r"(device-local|host) memory\)", r.stdout)
+    assert m, r.stdout
+    least, median, greatest = (float(m.group(k)) for k in (2, 1, 3))
+    assert 0 < least <= median <= greatest
+    assert (tmp_path / "output_0.npy").is_file()
+    for bad in ("0", "x", "-2"):
+        r = run_vulkan([VK_RUN, bundle, "main", x, "--time", bad])
+        assert r.returncode == 1
+        assert "--time needs a number of runs from 1 to 100000" in r.stderr
+
+
 def test_block_must_match_local_size(softmax_bundle, tmp_path):
     bundle, x = softmax_bundle
 
-    def halve_block(m):
-        m["functions"][0]["launches"][0]["block"] = [128, 1, 1]
+    block = json.loads((bundle / "manifest.json").read_text())[
+        "functions"][0]["launches"][0]["block"]
 
-    r = run_vulkan([VK_RUN, edited_bundle(tmp_path, bundle, halve_block), "main", x])
+    def double_block(m):
+        m["functions"][0]["launches"][0]["block"] = [2 * block[0], 1, 1]
+
+    r = run_vulkan([VK_RUN, edited_bundle(tmp_path, bundle, double_block),
+                    "main", x])
     assert r.returncode == 1, r.stderr
-    assert "differs from the entry point's LocalSize 256 1 1" in r.stderr
+    assert (f"differs from the entry point's LocalSize {block[0]} 1 1"
+            in r.stderr)
 
 
 def test_no_driver_exits_2(softmax_bundle):

@@ -119,13 +119,26 @@ void buildTangLowerCudaPipeline(OpPassManager &pm,
 void addTangCudaKernelForm(OpPassManager &pm,
                            const TangLowerCudaOptions &options);
 
-/// Options of --tang-lower-spirv.
-struct TangLowerSpirvOptions
-    : public PassPipelineOptions<TangLowerSpirvOptions> {
-  PassOptions::Option<bool> fuse{
+/// The options every portable pipeline but C's has: fusion first, and the
+/// row kernels of the portable device model.
+template <typename Derived>
+struct PortablePipelineOptions : public PassPipelineOptions<Derived> {
+  mlir::detail::PassOptions::Option<bool> fuse{
       *this, "fuse",
       llvm::cl::desc("Run --tang-fuse and --tang-online-softmax first"),
       llvm::cl::init(false)};
+  mlir::detail::PassOptions::Option<bool> rowKernels{
+      *this, "row-kernels",
+      llvm::cl::desc("Schedule for the portable device model (#tang.target "
+                     "chip \"portable\") and build row kernels: a workgroup "
+                     "per row of a reduction, its threads combined in "
+                     "workgroup memory; off: one thread per point"),
+      llvm::cl::init(true)};
+};
+
+/// Options of --tang-lower-spirv.
+struct TangLowerSpirvOptions
+    : public PortablePipelineOptions<TangLowerSpirvOptions> {
   PassOptions::Option<std::string> version{
       *this, "version", llvm::cl::desc("SPIR-V version (v1.0 to v1.6)"),
       llvm::cl::init("v1.3")};
@@ -152,18 +165,15 @@ struct TangLowerSpirvOptions
       llvm::cl::init(false)};
 };
 
-/// tang IR -> (fusion) -> the kernel form (one thread per point) -> a
-/// Vulkan compute spirv.module; host launch sequence left in the kernel form.
+/// tang IR -> (fusion) -> the kernel form (row kernels, else one thread per
+/// point) -> a Vulkan compute spirv.module; host launch sequence left in the
+/// kernel form.
 LogicalResult buildTangLowerSpirvPipeline(OpPassManager &pm,
                                           const TangLowerSpirvOptions &options);
 
 /// Options of --tang-lower-opencl.
 struct TangLowerOpenCLOptions
-    : public PassPipelineOptions<TangLowerOpenCLOptions> {
-  PassOptions::Option<bool> fuse{
-      *this, "fuse",
-      llvm::cl::desc("Run --tang-fuse and --tang-online-softmax first"),
-      llvm::cl::init(false)};
+    : public PortablePipelineOptions<TangLowerOpenCLOptions> {
   PassOptions::Option<std::string> bundle{
       *this, "bundle",
       llvm::cl::desc("Write tang_kernels.cl and the launch sequence to this "
@@ -172,17 +182,14 @@ struct TangLowerOpenCLOptions
       llvm::cl::init("")};
 };
 
-/// tang IR -> (fusion) -> the kernel form (one thread per point) -> OpenCL C
-/// 1.2 (a bundle, or stdout).
+/// tang IR -> (fusion) -> the kernel form (row kernels, else one thread per
+/// point) -> OpenCL C 1.2 (a bundle, or stdout).
 void buildTangLowerOpenCLPipeline(OpPassManager &pm,
                                   const TangLowerOpenCLOptions &options);
 
 /// Options of --tang-lower-glsl.
-struct TangLowerGLSLOptions : public PassPipelineOptions<TangLowerGLSLOptions> {
-  PassOptions::Option<bool> fuse{
-      *this, "fuse",
-      llvm::cl::desc("Run --tang-fuse and --tang-online-softmax first"),
-      llvm::cl::init(false)};
+struct TangLowerGLSLOptions
+    : public PortablePipelineOptions<TangLowerGLSLOptions> {
   PassOptions::Option<std::string> bundle{
       *this, "bundle",
       llvm::cl::desc("Write a <kernel>.comp per kernel, tang_kernels.spv "
@@ -193,18 +200,16 @@ struct TangLowerGLSLOptions : public PassPipelineOptions<TangLowerGLSLOptions> {
       llvm::cl::init("")};
 };
 
-/// tang IR -> (fusion) -> the kernel form (one thread per point) -> GLSL
-/// compute shaders, compiled by glslangValidator and linked by spirv-link
-/// into a SPIR-V bundle (the Vulkan host runs it), or the shaders on stdout.
+/// tang IR -> (fusion) -> the kernel form (row kernels, else one thread per
+/// point) -> GLSL compute shaders, compiled by glslangValidator and linked by
+/// spirv-link into a SPIR-V bundle (the Vulkan host runs it), or the shaders on
+/// stdout.
 void buildTangLowerGLSLPipeline(OpPassManager &pm,
                                 const TangLowerGLSLOptions &options);
 
 /// Options of --tang-lower-wgsl.
-struct TangLowerWGSLOptions : public PassPipelineOptions<TangLowerWGSLOptions> {
-  PassOptions::Option<bool> fuse{
-      *this, "fuse",
-      llvm::cl::desc("Run --tang-fuse and --tang-online-softmax first"),
-      llvm::cl::init(false)};
+struct TangLowerWGSLOptions
+    : public PortablePipelineOptions<TangLowerWGSLOptions> {
   PassOptions::Option<std::string> bundle{
       *this, "bundle",
       llvm::cl::desc("Write tang_kernels.wgsl and the launch sequence to "
@@ -213,19 +218,16 @@ struct TangLowerWGSLOptions : public PassPipelineOptions<TangLowerWGSLOptions> {
       llvm::cl::init("")};
 };
 
-/// tang IR -> (fusion) -> the kernel form (one thread per point) -> one WGSL
-/// module (a bundle run by runtime/webgpu on Dawn, or stdout).
+/// tang IR -> (fusion) -> the kernel form (row kernels, else one thread per
+/// point) -> one WGSL module (a bundle run by runtime/webgpu on Dawn, or
+/// stdout).
 void buildTangLowerWGSLPipeline(OpPassManager &pm,
                                 const TangLowerWGSLOptions &options);
 
 /// Options of --tang-lower-metal: those of --tang-lower-opencl, and the
 /// matrix units.
 struct TangLowerMetalOptions
-    : public PassPipelineOptions<TangLowerMetalOptions> {
-  PassOptions::Option<bool> fuse{
-      *this, "fuse",
-      llvm::cl::desc("Run --tang-fuse and --tang-online-softmax first"),
-      llvm::cl::init(false)};
+    : public PortablePipelineOptions<TangLowerMetalOptions> {
   PassOptions::Option<std::string> bundle{
       *this, "bundle",
       llvm::cl::desc("Write tang_kernels.metal and the launch sequence to "
@@ -240,8 +242,8 @@ struct TangLowerMetalOptions
       llvm::cl::init(true)};
 };
 
-/// tang IR -> (fusion) -> the kernel form (one thread per point) -> Metal
-/// Shading Language (a bundle, or stdout). Same options as
+/// tang IR -> (fusion) -> the kernel form (row kernels, else one thread per
+/// point) -> Metal Shading Language (a bundle, or stdout). Same options as
 /// --tang-lower-opencl. No Metal compiler runs here: the tests lint the
 /// output as C++ against a stub metal_stdlib.
 void buildTangLowerMetalPipeline(OpPassManager &pm,

@@ -73,11 +73,15 @@ def TangNarrow32BitKernels : Pass<"tang-narrow-32-bit-kernels", "::mlir::ModuleO
 }
 
 def TangAttachSpirvEntryPoints : Pass<"tang-attach-spirv-entry-points", "::mlir::ModuleOp"> {
-  let summary = "Give every kernel the workgroup size its SPIR-V entry point declares";
+  let summary = "Give every kernel the workgroup size its SPIR-V entry point declares, and its workgroup memory";
   let description = [{
     Sets `spirv.entry_point_abi` on every `gpu.func` kernel from the kernel
     form's `known_block_size`; a kernel without one is an error.
     `convert-gpu-to-spirv` then declares the entry point's local size.
+    Each workgroup attribution (a row kernel's buffer) becomes a
+    `memref.alloc` in the `Workgroup` storage class at the kernel's start,
+    which `convert-gpu-to-spirv` makes a `Workgroup` variable (it takes no
+    attributions).
 
     ```mlir
     // Before:
@@ -87,7 +91,8 @@ def TangAttachSpirvEntryPoints : Pass<"tang-attach-spirv-entry-points", "::mlir:
         spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [256, 1, 1]>}
     ```
   }];
-  let dependentDialects = ["::mlir::spirv::SPIRVDialect"];
+  let dependentDialects = ["::mlir::spirv::SPIRVDialect",
+                           "::mlir::memref::MemRefDialect"];
 }
 
 def TangTensorMapParams : Pass<"tang-tensor-map-params", "::mlir::LLVM::LLVMFuncOp"> {

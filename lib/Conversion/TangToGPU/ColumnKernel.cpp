@@ -45,6 +45,7 @@ std::optional<ColumnPlan> getColumnPlan(ComprehensionOp op) {
   ScheduleAttr s = op.getScheduleAttr();
   unsigned np = op.getNumParallel();
   if (!s || np == 0 || op.getNumReduced() == 0 || np > 2 ||
+      !hasWarpShuffles(op) ||
       (s.getKernel() != KernelKind::Auto &&
        s.getKernel() != KernelKind::Simt) ||
       hasSymbolicSizes(op))

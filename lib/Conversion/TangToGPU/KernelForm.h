@@ -14,6 +14,7 @@
 #include "Tang/Analysis/KernelMatchers.h"
 #include "Tang/Dialect/Tang/IR/TangDialect.h"
 #include "Tang/Dialect/Tang/IR/TangOps.h"
+#include "Tang/Dialect/Tang/IR/TangTargets.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/Builders.h"
@@ -25,6 +26,21 @@
 #include <optional>
 
 namespace mlir::tang {
+
+/// Whether the threads of `op`'s kernels may combine through 32-lane
+/// subgroup shuffles: the target's warps are 32 lanes. On any other warp
+/// size (the portable backends' 1: no subgroup size assumed) the row
+/// kernels combine in workgroup memory alone, and the kernels built on
+/// warps (matrix-vector, column, split rows) are not built.
+inline bool hasWarpShuffles(Operation *op) {
+  return getTarget(op).getWarpSize() == 32;
+}
+/// Whether `op`'s kernels may access memory in vectors: the target's
+/// widest access is more than one byte (the portable backends print
+/// scalars).
+inline bool hasVectorAccess(Operation *op) {
+  return getTarget(op).getVectorBytes() > 1;
+}
 
 class KernelSizes;
 

@@ -84,8 +84,8 @@ int64_t getRowKernelThreads(ComprehensionOp op) {
     return 0;
   unsigned last = op.getNumIndices() - 1;
   int64_t t = s.getThreads()[last];
-  if (t < 32 || !llvm::isPowerOf2_64(t) || t > 1024 ||
-      (s.getTile()[last] != op.getExtent(last) && !isRowless(op)))
+  if (t < (hasWarpShuffles(op) ? 32 : 1) || !llvm::isPowerOf2_64(t) ||
+      t > 1024 || (s.getTile()[last] != op.getExtent(last) && !isRowless(op)))
     return 0;
   for (unsigned i = 0; i < op.getNumParallel() && i != last; ++i)
     if (s.getTile()[i] != 1 || s.getThreads()[i] != 1)
@@ -107,16 +107,70 @@ int64_t getRowKernelThreads(ComprehensionOp op) {
   return t;
 }
 
+/// Combines each thread's `carrier` in workgroup memory alone, in thread
+/// order: each thread's carrier to row tid of `buf` (threads x 4 x f32),
+/// then log2(threads) steps, the step of stride s combining row t and row
+/// t + s into row t for t a multiple of 2s (earlier threads' first), a
+/// barrier after each; every thread reads row 0. For targets without a
+/// known subgroup size (the portable backends).
+SmallVector<Value> emitWorkgroupCombine(OpBuilder &b, Location loc,
+                                        const MonoidCodegen &monoid,
+                                        ValueRange carrier, Value tid,
+                                        int64_t threads, Value buf) {
+  // Index constants at the start of the kernel (`buf`'s block): they
+  // dominate the steps' regions.
+  auto cst = [&](int64_t v) {
+    OpBuilder eb = OpBuilder::atBlockBegin(buf.getParentBlock());
+    return arith::ConstantIndexOp::create(eb, loc, v).getResult();
+  };
+  ArrayRef<Type> types = monoid.getCarrierTypes();
+  auto load = [&](OpBuilder &ob, Value row) {
+    SmallVector<Value> c;
+    for (auto [k, t] : llvm::enumerate(types))
+      c.push_back(carrierFromF32(
+          ob, loc,
+          memref::LoadOp::create(ob, loc, buf, ValueRange{row, cst(k)}), t));
+    return c;
+  };
+  auto store = [&](OpBuilder &ob, ValueRange c, Value row) {
+    for (auto [k, v] : llvm::enumerate(c))
+      memref::StoreOp::create(ob, loc, carrierToF32(ob, loc, v), buf,
+                              ValueRange{row, cst(k)});
+  };
+  if (threads == 1)
+    return llvm::to_vector(carrier);
+  // The buffer may still be read from a previous combine.
+  gpu::BarrierOp::create(b, loc);
+  store(b, carrier, tid);
+  gpu::BarrierOp::create(b, loc);
+  for (int64_t s = 1; s < threads; s *= 2) {
+    Value mine = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::eq,
+        arith::RemUIOp::create(b, loc, tid, cst(2 * s)), cst(0));
+    auto step = scf::IfOp::create(b, loc, mine, /*withElse=*/false);
+    OpBuilder tb = OpBuilder::atBlockBegin(&step.getThenRegion().front());
+    SmallVector<Value> first = load(tb, tid);
+    SmallVector<Value> second =
+        load(tb, arith::AddIOp::create(tb, loc, tid, cst(s)));
+    store(tb, monoid.combine(tb, loc, first, second), tid);
+    gpu::BarrierOp::create(b, loc);
+  }
+  return load(b, cst(0));
+}
+
 /// Combines each thread's `carrier` across the block, in thread order;
 /// every thread gets the block's carrier. Subgroup shuffles within warps
 /// (emitWarpCombine), then one warp combines the warps' carriers through
 /// workgroup memory `buf` (33 x 4 x f32): warp w's carrier goes to lane w
 /// of the last combine. Together with emitPartialReduction's consecutive
-/// runs this is the reduction in index order.
+/// runs this is the reduction in index order. On a target without 32-lane
+/// warps, emitWorkgroupCombine (`buf` threads x 4).
 SmallVector<Value> emitBlockCombine(OpBuilder &b, Location loc,
                                     const MonoidCodegen &monoid,
                                     ValueRange carrier, Value tid,
                                     int64_t threads, Value buf) {
+  if (!hasWarpShuffles(buf.getParentBlock()->getParentOp()))
+    return emitWorkgroupCombine(b, loc, monoid, carrier, tid, threads, buf);
   auto warpReduce = [&](OpBuilder &ob, SmallVector<Value> c, Value lane) {
     return emitWarpCombine(ob, loc, monoid, std::move(c), lane);
   };
@@ -231,7 +285,8 @@ LogicalResult emitRowKernel(OpBuilder &b, ComprehensionOp op,
   if (blocks > std::numeric_limits<int32_t>::max())
     return op.emitOpError()
            << "has " << blocks << " rows, more than one launch covers";
-  int64_t rowsPerBlock = getRowsPerBlock(blocks, threads);
+  bool shuffles = hasWarpShuffles(op);
+  int64_t rowsPerBlock = shuffles ? getRowsPerBlock(blocks, threads) : 1;
   k.grid = {blocks / rowsPerBlock, 1, 1};
   k.block = {threads * rowsPerBlock, 1, 1};
 
@@ -240,8 +295,12 @@ LogicalResult emitRowKernel(OpBuilder &b, ComprehensionOp op,
   };
   auto wgSpace =
       gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+  // A warp's carrier per row and the total (emitBlockCombine), or every
+  // thread's (emitWorkgroupCombine).
   Value buf = k.func.addWorkgroupAttribution(
-      MemRefType::get({33, 4}, b.getF32Type(), AffineMap(), wgSpace), loc);
+      MemRefType::get({shuffles ? 33 : threads, 4}, b.getF32Type(), AffineMap(),
+                      wgSpace),
+      loc);
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   Value bid = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
   if (rowsPerBlock > 1) {
@@ -303,7 +362,8 @@ LogicalResult emitRowKernel(OpBuilder &b, ComprehensionOp op,
     mc->setApproximate(approximate);
     FailureOr<SmallVector<Value>> partial;
     int64_t nv = getRowVector(op, nested.getExtent(0));
-    if (nested.getNumReduced() == 1 && mc->isCommutative()) {
+    if (nested.getNumReduced() == 1 && mc->isCommutative() &&
+        (nv > 1 || hasVectorAccess(op))) {
       SmallVector<Operation *> ops =
           llvm::map_to_vector(nested.getBodyBlock().without_terminator(),
                               [](Operation &o) { return &o; });
@@ -483,7 +543,7 @@ constexpr int64_t kMaxSerialRows = 16;
 /// block_z.
 std::optional<MatVecPlan> getMatVecPlan(ComprehensionOp op) {
   ScheduleAttr s = op.getScheduleAttr();
-  if (!s ||
+  if (!s || !hasWarpShuffles(op) ||
       (s.getKernel() != KernelKind::Auto &&
        s.getKernel() != KernelKind::Simt) ||
       !isMatVecForm(op))
@@ -782,7 +842,7 @@ struct SplitRowPlan {
 std::optional<SplitRowPlan> getSplitRowPlan(ComprehensionOp op) {
   ScheduleAttr s = op.getScheduleAttr();
   unsigned np = op.getNumParallel();
-  if (!s || op.getNumReduced() != 1 || np > 1 ||
+  if (!s || op.getNumReduced() != 1 || np > 1 || !hasWarpShuffles(op) ||
       (s.getKernel() != KernelKind::Auto && s.getKernel() != KernelKind::Simt))
     return std::nullopt;
   int64_t chunk = s.getTile()[np], threads = s.getThreads()[np];
@@ -1030,10 +1090,19 @@ struct RowKernelPattern : KernelPattern {
     int64_t threads = getRowKernelThreads(r.op);
     if (!threads)
       return notifyMatchFailure(r.op, "no row schedule");
-    return succeeded(
-               emitRowKernel(r.b, r.op, r.tensors, r.outputs, r.k, threads))
-               ? KernelMatch::Built
-               : KernelMatch::Error;
+    if (failed(emitRowKernel(r.b, r.op, r.tensors, r.outputs, r.k, threads)))
+      return KernelMatch::Error;
+    // A row kernel that combines nothing (a map) declares no buffer.
+    gpu::GPUFuncOp f = r.k.func;
+    Block &entry = f.getBody().front();
+    unsigned first = f.getFirstWorkgroupAttributionIndex();
+    unsigned n = f.getNumWorkgroupAttributions();
+    if (n == 1 && entry.getArgument(first).use_empty()) {
+      entry.eraseArgument(first);
+      f->setAttr(f.getNumWorkgroupAttributionsAttrName(),
+                 r.b.getI64IntegerAttr(0));
+    }
+    return KernelMatch::Built;
   }
 };
 

@@ -47,6 +47,8 @@ protected:
                              << languageName() << " printer does not know";
   }
 
+  std::optional<std::string> barrier() override { return std::nullopt; }
+
   LogicalResult printEntry(gpu::GPUFuncOp func) override {
     return printCFamilyKernel(
         func, ("static void " + func.getName() + "(const long *tang_ids").str(),
@@ -107,6 +109,7 @@ LogicalResult mlir::tang::translateKernelsToC(gpu::GPUModuleOp kernels,
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <tgmath.h>
 
 typedef unsigned long ulong;
@@ -115,6 +118,8 @@ typedef unsigned char uchar;
 #define rsqrt(x) (1 / sqrt(x))
 #define max(a, b) ((a) > (b) ? (a) : (b))
 #define min(a, b) ((a) < (b) ? (a) : (b))
+static inline float as_float(int x) { float f; memcpy(&f, &x, 4); return f; }
+static inline int as_int(float x) { int i; memcpy(&i, &x, 4); return i; }
 /* tang_ids: block id x y z, thread id x y z, block size, grid size */
 #define get_group_id(d) (tang_ids[(d)])
 #define get_local_id(d) (tang_ids[3 + (d)])

@@ -42,6 +42,18 @@ protected:
     return (type + "(" + expr + ")").str();
   }
   bool hasErf() const override { return false; }
+  std::string bitcast(StringRef type, const std::string &expr) override {
+    return (type == "float" ? "intBitsToFloat(" : "floatBitsToInt(") + expr +
+           ")";
+  }
+  std::optional<std::string> workgroupArray(StringRef name, StringRef type,
+                                            int64_t count) override {
+    return ("shared " + type + " " + name + "[" + Twine(count) + "];").str();
+  }
+  // barrier() orders shared memory only with a memory barrier beside it.
+  std::optional<std::string> barrier() override {
+    return std::string("memoryBarrierShared(); barrier();");
+  }
 
   LogicalResult printId(Operation *op, StringRef function,
                         gpu::Dimension dim) override {
@@ -69,7 +81,7 @@ protected:
        << "layout(local_size_x = " << (*size)[0]
        << ", local_size_y = " << (*size)[1] << ", local_size_z = " << (*size)[2]
        << ") in;\n";
-    for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
+    for (auto [i, arg] : llvm::enumerate(getBuffers(func))) {
       FailureOr<MemRefType> buffer = getBufferType(func, arg);
       if (failed(buffer))
         return failure();
@@ -90,8 +102,13 @@ protected:
        << "#define rsqrt inversesqrt\n"
        << "#define fabs abs\n"
        << "#define fmax max\n"
-       << "#define fmin min\n\n"
-       << "void main() {\n";
+       << "#define fmin min\n";
+    unsigned saved = depth;
+    depth = 0;
+    if (failed(printWorkgroupArrays(func)))
+      return failure();
+    depth = saved;
+    os << "\nvoid main() {\n";
     if (failed(printBody(func)))
       return failure();
     os << "}\n";

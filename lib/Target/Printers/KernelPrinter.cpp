@@ -95,7 +95,7 @@ KernelPrinter::printCFamilyKernel(gpu::GPUFuncOp func, StringRef head,
                                   function_ref<void(unsigned, StringRef)> param,
                                   StringRef tail) {
   os << head;
-  for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
+  for (auto [i, arg] : llvm::enumerate(getBuffers(func))) {
     FailureOr<MemRefType> type = getBufferType(func, arg);
     if (failed(type))
       return failure();
@@ -106,16 +106,38 @@ KernelPrinter::printCFamilyKernel(gpu::GPUFuncOp func, StringRef head,
     param(i, *t);
   }
   os << tail << ") {\n";
-  if (failed(printBody(func)))
+  if (failed(printWorkgroupArrays(func)) || failed(printBody(func)))
     return failure();
   os << "}\n\n";
   return success();
 }
 
+LogicalResult KernelPrinter::printWorkgroupArrays(gpu::GPUFuncOp func) {
+  for (auto [i, buf] : llvm::enumerate(func.getWorkgroupAttributions())) {
+    auto type = cast<MemRefType>(buf.getType());
+    FailureOr<std::string> t = typeName(func, type.getElementType());
+    if (failed(t))
+      return failure();
+    std::string n = workgroupName(func, i);
+    std::optional<std::string> decl =
+        type.hasStaticShape() && type.getLayout().isIdentity()
+            ? workgroupArray(n, *t, type.getNumElements())
+            : std::nullopt;
+    if (!decl)
+      return func.emitOpError()
+             << "uses workgroup memory (" << type << "), which the "
+             << languageName()
+             << " printer does not map: lower without row-kernel schedules";
+    names[buf] = n;
+    indent() << *decl << "\n";
+  }
+  return success();
+}
+
 LogicalResult KernelPrinter::printKernel(gpu::GPUFuncOp func) {
-  if (!func.getWorkgroupAttributions().empty())
-    return func.emitOpError() << "uses workgroup memory, which the "
-                              << languageName() << " printer does not map yet";
+  if (!func.getPrivateAttributions().empty())
+    return func.emitOpError() << "uses private memory attributions, which the "
+                              << languageName() << " printer does not map";
   if (!func.getBody().hasOneBlock())
     return func.emitOpError() << "has more than one block (structured "
                                  "control flow only)";
@@ -469,6 +491,18 @@ LogicalResult KernelPrinter::printOp(Operation *op) {
         **s << "-" << name(o.getOperand()) << ";\n";
         return success();
       })
+      .Case([&](arith::BitcastOp o) -> LogicalResult {
+        // Scalars of one width (a carrier's i32 through an f32 buffer).
+        if (!o.getType().isIntOrFloat())
+          return o.emitOpError() << "bitcasts a vector, which the "
+                                 << languageName() << " printer does not map";
+        FailureOr<std::string> t = typeName(o, o.getType());
+        FailureOr<raw_ostream *> s = define(o, o.getResult());
+        if (failed(t) || failed(s))
+          return failure();
+        **s << bitcast(*t, name(o.getIn())) << ";\n";
+        return success();
+      })
       .Case([&](arith::SelectOp o) {
         FailureOr<raw_ostream *> s = define(o, o.getResult());
         if (failed(s))
@@ -536,6 +570,16 @@ LogicalResult KernelPrinter::printOp(Operation *op) {
       .Case<gpu::SubgroupMmaConstantMatrixOp, gpu::SubgroupMmaLoadMatrixOp,
             gpu::SubgroupMmaComputeOp, gpu::SubgroupMmaStoreMatrixOp>(
           [&](Operation *o) { return printMatrixOp(o); })
+      .Case([&](gpu::BarrierOp o) -> LogicalResult {
+        std::optional<std::string> statement = barrier();
+        if (!statement)
+          return o.emitOpError()
+                 << "is a workgroup barrier, which the " << languageName()
+                 << " target does not have (its launcher runs work items in "
+                    "turn): lower without row-kernel schedules";
+        indent() << *statement << "\n";
+        return success();
+      })
       .Case([&](gpu::ShuffleOp o) {
         return o.emitOpError()
                << "is a subgroup operation, which the " << languageName()

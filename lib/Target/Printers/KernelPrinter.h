@@ -37,7 +37,8 @@ public:
   explicit KernelPrinter(raw_ostream &os) : os(os) {}
   virtual ~KernelPrinter() = default;
 
-  /// Prints `func` (a kernel of one block, no workgroup memory).
+  /// Prints `func` (a kernel of one block; its workgroup memory where the
+  /// language has some).
   LogicalResult printKernel(gpu::GPUFuncOp func);
 
 protected:
@@ -83,6 +84,29 @@ protected:
   virtual LogicalResult printMatrixOp(Operation *op);
   /// Whether the language has erf.
   virtual bool hasErf() const { return true; }
+  /// `expr`'s bits as `type` (arith.bitcast between f32 and i32): OpenCL
+  /// C's as_float(x) / as_int(x).
+  virtual std::string bitcast(StringRef type, const std::string &expr) {
+    return ("as_" + type + "(" + expr + ")").str();
+  }
+  /// The declaration of workgroup array `name` of `count` `type`s
+  /// (OpenCL's `__local float w0[128];`), or none where the language has
+  /// no workgroup memory (C: its launcher runs work items in turn).
+  virtual std::optional<std::string>
+  workgroupArray(StringRef name, StringRef type, int64_t count) {
+    return std::nullopt;
+  }
+  /// The statement of a workgroup barrier over workgroup memory (OpenCL's
+  /// `barrier(CLK_LOCAL_MEM_FENCE);`), or none where the language has no
+  /// barrier (C's launcher runs work items in turn).
+  virtual std::optional<std::string> barrier() {
+    return std::string("barrier(CLK_LOCAL_MEM_FENCE);");
+  }
+  /// The name of `func`'s workgroup array `i` (unique in the printed text:
+  /// WGSL declares them beside every kernel's).
+  virtual std::string workgroupName(gpu::GPUFuncOp func, unsigned i) {
+    return "w" + std::to_string(i);
+  }
 
   //===--------------------------------------------------------------------===//
   // Shared
@@ -91,6 +115,11 @@ protected:
   /// The C-family names of the scalars every C-like language has (index
   /// and i64 as long, i32, i8, i1, f32), or none.
   static std::optional<std::string> getCScalarName(Type t);
+  /// `func`'s buffer parameters (its body's first arguments; workgroup
+  /// attributions follow them).
+  static ArrayRef<BlockArgument> getBuffers(gpu::GPUFuncOp func) {
+    return func.getArguments().take_front(func.getNumArguments());
+  }
   /// `arg`'s static memref type, or a diagnostic at `func`.
   static FailureOr<MemRefType> getBufferType(gpu::GPUFuncOp func,
                                              BlockArgument arg);
@@ -101,6 +130,9 @@ protected:
   printCFamilyKernel(gpu::GPUFuncOp func, StringRef head,
                      function_ref<void(unsigned, StringRef)> param,
                      StringRef tail = "");
+  /// Declares `func`'s workgroup arrays (workgroupArray), one a line at
+  /// the current depth; a diagnostic where the language has none.
+  LogicalResult printWorkgroupArrays(gpu::GPUFuncOp func);
   /// The body of `func`'s single block.
   LogicalResult printBody(gpu::GPUFuncOp func) {
     return printBlock(func.getBody().front());

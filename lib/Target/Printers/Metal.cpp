@@ -48,6 +48,17 @@ protected:
   }
 
   bool hasErf() const override { return false; }
+  std::optional<std::string> workgroupArray(StringRef name, StringRef type,
+                                            int64_t count) override {
+    return ("threadgroup " + type + " " + name + "[" + Twine(count) + "];")
+        .str();
+  }
+  std::string bitcast(StringRef type, const std::string &expr) override {
+    return ("as_type<" + type + ">(" + expr + ")").str();
+  }
+  std::optional<std::string> barrier() override {
+    return std::string("threadgroup_barrier(mem_flags::mem_threadgroup);");
+  }
 
   LogicalResult printEntry(gpu::GPUFuncOp func) override {
     std::string ids =

@@ -2,7 +2,8 @@
 //
 // Buffers are `__global` pointers. What OpenCL 1.2 on the targets tang runs
 // (PoCL) cannot express is a diagnostic naming the feature: 16-bit floats
-// (no cl_khr_fp16), subgroup operations, workgroup memory.
+// (no cl_khr_fp16), subgroup operations. Workgroup memory is `__local`
+// arrays declared in the kernel, barriers `barrier(CLK_LOCAL_MEM_FENCE)`.
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,6 +37,11 @@ protected:
                 "(no cl_khr_fp16 on PoCL); store the program in f32";
     return at->emitOpError() << "uses type " << t << ", which the "
                              << languageName() << " printer does not know";
+  }
+
+  std::optional<std::string> workgroupArray(StringRef name, StringRef type,
+                                            int64_t count) override {
+    return ("__local " + type + " " + name + "[" + Twine(count) + "];").str();
   }
 
   LogicalResult printEntry(gpu::GPUFuncOp func) override {

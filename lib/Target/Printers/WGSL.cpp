@@ -109,13 +109,29 @@ protected:
   /// The entry point: its buffers as storage variables named after the
   /// kernel (one module holds every kernel), bound in parameter order in
   /// group 0.
+  std::optional<std::string> workgroupArray(StringRef name, StringRef type,
+                                            int64_t count) override {
+    return ("var<workgroup> " + name + ": array<" + type + ", " + Twine(count) +
+            ">;")
+        .str();
+  }
+  std::optional<std::string> barrier() override {
+    return std::string("workgroupBarrier();");
+  }
+  std::string bitcast(StringRef type, const std::string &expr) override {
+    return ("bitcast<" + type + ">(" + expr + ")").str();
+  }
+  std::string workgroupName(gpu::GPUFuncOp func, unsigned i) override {
+    return (func.getName() + "_w" + Twine(i)).str();
+  }
+
   LogicalResult printEntry(gpu::GPUFuncOp func) override {
     std::optional<ArrayRef<int32_t>> size = func.getKnownBlockSize();
     if (!size)
       return func.emitOpError() << "has no known_block_size for the WGSL "
                                    "workgroup size";
     blockSize.assign(size->begin(), size->end());
-    for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
+    for (auto [i, arg] : llvm::enumerate(getBuffers(func))) {
       FailureOr<MemRefType> buffer = getBufferType(func, arg);
       if (failed(buffer))
         return failure();
@@ -135,6 +151,11 @@ protected:
       os << "@group(0) @binding(" << i << ") var<storage, read_write> "
          << names[arg] << ": array<" << *t << ">;\n";
     }
+    unsigned saved = depth;
+    depth = 0;
+    if (failed(printWorkgroupArrays(func)))
+      return failure();
+    depth = saved;
     os << "\n@compute @workgroup_size(" << (*size)[0] << ", " << (*size)[1]
        << ", " << (*size)[2] << ")\n"
        << "fn " << func.getName()

@@ -1659,6 +1659,13 @@ module attributes {tang.target = #tang.target<chip = "sm_80", sm_count = 1, shar
 
 // -----
 
+// The widest access is a power of two of bytes.
+// expected-error @+1 {{target: vector_bytes must be a power of two from 1 to 64}}
+module attributes {tang.target = #tang.target<chip = "portable", sm_count = 1, shared_per_block = 1024, shared_per_sm = 1024, registers_per_sm = 65536, warp_size = 1, max_threads = 256, tensor_cores = none, tma = false, clusters = false, vector_bytes = 12>} {
+}
+
+// -----
+
 // expected-error @+2 {{expected true or false, got 'yes'}}
 // expected-error @+1 {{failed to parse Tang_TargetAttr parameter 'tma' which is to be a `bool`}}
 module attributes {tang.target = #tang.target<chip = "sm_80", sm_count = 1, shared_per_block = 1024, shared_per_sm = 1024, registers_per_sm = 65536, warp_size = 32, max_threads = 1024, tensor_cores = none, tma = yes, clusters = false>} {

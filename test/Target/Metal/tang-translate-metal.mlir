@@ -1,6 +1,6 @@
 // RUN: tang-opt %s --canonicalize --convert-tang-to-gpu --canonicalize --cse | tang-translate --to-metal | FileCheck %s
 // The --tang-lower-metal pipeline prints with the same printer:
-// RUN: tang-opt %s --tang-lower-metal -o /dev/null > %t.pipeline
+// RUN: tang-opt %s --tang-lower-metal=row-kernels=0 -o /dev/null > %t.pipeline
 // RUN: tang-opt %s --canonicalize --convert-tang-to-gpu --canonicalize --cse | tang-translate --to-metal > %t.translate
 // RUN: diff %t.pipeline %t.translate
 

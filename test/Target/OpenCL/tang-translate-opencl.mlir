@@ -1,6 +1,6 @@
 // RUN: tang-opt %s --canonicalize --convert-tang-to-gpu --canonicalize --cse | tang-translate --to-opencl | FileCheck %s
 // The --tang-lower-opencl pipeline prints with the same printer:
-// RUN: tang-opt %s --tang-lower-opencl -o /dev/null > %t.pipeline
+// RUN: tang-opt %s --tang-lower-opencl=row-kernels=0 -o /dev/null > %t.pipeline
 // RUN: tang-opt %s --canonicalize --convert-tang-to-gpu --canonicalize --cse | tang-translate --to-opencl > %t.translate
 // RUN: diff %t.pipeline %t.translate
 

@@ -346,14 +346,13 @@ FailureOr<bool> mlir::tang::parseBoolParameter(AsmParser &parser) {
   return parser.emitError(at) << "expected true or false, got '" << word << "'";
 }
 
-LogicalResult
-TargetAttr::verify(llvm::function_ref<InFlightDiagnostic()> emitError,
-                   StringRef chip, StringRef device, int64_t smCount,
-                   int64_t sharedPerBlock, int64_t sharedPerSm,
-                   int64_t registersPerSm, int64_t warpSize, int64_t maxThreads,
-                   TensorCoreKind tensorCores, bool tma, bool clusters,
-                   int64_t l2Bytes, int64_t dramBytesPerS,
-                   int64_t tensorOpsPerS, int64_t fp32OpsPerS) {
+LogicalResult TargetAttr::verify(
+    llvm::function_ref<InFlightDiagnostic()> emitError, StringRef chip,
+    StringRef device, int64_t smCount, int64_t sharedPerBlock,
+    int64_t sharedPerSm, int64_t registersPerSm, int64_t warpSize,
+    int64_t maxThreads, TensorCoreKind tensorCores, bool tma, bool clusters,
+    int64_t l2Bytes, int64_t dramBytesPerS, int64_t tensorOpsPerS,
+    int64_t fp32OpsPerS, int64_t vectorBytes) {
   if (chip.empty())
     return emitError() << "target: chip must not be empty";
   if (smCount < 1 || sharedPerBlock < 1 || registersPerSm < 1 || maxThreads < 1)
@@ -366,6 +365,9 @@ TargetAttr::verify(llvm::function_ref<InFlightDiagnostic()> emitError,
   if (warpSize < 1 || !llvm::isPowerOf2_64(warpSize) || maxThreads < warpSize)
     return emitError() << "target: warp_size must be a power of two no "
                           "larger than max_threads";
+  if (vectorBytes < 1 || vectorBytes > 64 || !llvm::isPowerOf2_64(vectorBytes))
+    return emitError() << "target: vector_bytes must be a power of two "
+                          "from 1 to 64";
   if (l2Bytes < 0 || dramBytesPerS < 0 || tensorOpsPerS < 0 || fp32OpsPerS < 0)
     return emitError() << "target: sizes and peaks must not be negative "
                           "(0: unknown)";

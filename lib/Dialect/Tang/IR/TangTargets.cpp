@@ -44,6 +44,15 @@ static const TargetFacts kTargets[] = {
     {"sm_90a", "NVIDIA H200", 132, 227 * KiB, 228 * KiB, 65536, 32, 1024,
      TensorCoreKind::Wgmma, true, true, 60 * MiB, 4'814'304'000'000,
      1'070'530'560'000'000, 66'908'160'000'000},
+    // The portable backends (Vulkan, WebGPU, OpenCL, Metal): the limits
+    // every device they run on has -- WebGPU's default 256 invocations and
+    // 16 KiB of workgroup storage, Vulkan's 16 KiB -- no subgroup size
+    // assumed (warp 1: threads combine in workgroup memory), one element
+    // per access (the printed languages take scalars). The compute units
+    // are a guess (they size nothing the portable kernels use).
+    {"portable", "any Vulkan, WebGPU, OpenCL or Metal device", 16, 16 * KiB,
+     16 * KiB, 16384, 1, 256, TensorCoreKind::None, false, false, 0, 0, 0, 0,
+     1},
 };
 
 ArrayRef<TargetFacts> mlir::tang::getKnownTargets() { return kTargets; }
@@ -62,10 +71,11 @@ std::string mlir::tang::getKnownChipList() {
 }
 
 TargetAttr mlir::tang::getTargetAttr(MLIRContext *ctx, const TargetFacts &f) {
-  return TargetAttr::get(
-      ctx, f.chip, f.device, f.smCount, f.sharedPerBlock, f.sharedPerSm,
-      f.registersPerSm, f.warpSize, f.maxThreads, f.tensorCores, f.tma,
-      f.clusters, f.l2Bytes, f.dramBytesPerS, f.tensorOpsPerS, f.fp32OpsPerS);
+  return TargetAttr::get(ctx, f.chip, f.device, f.smCount, f.sharedPerBlock,
+                         f.sharedPerSm, f.registersPerSm, f.warpSize,
+                         f.maxThreads, f.tensorCores, f.tma, f.clusters,
+                         f.l2Bytes, f.dramBytesPerS, f.tensorOpsPerS,
+                         f.fp32OpsPerS, f.vectorBytes);
 }
 
 TargetAttr mlir::tang::getTarget(Operation *op) {

@@ -291,7 +291,20 @@ def Tang_TargetAttr : Tang_Attr<"Target", "target"> {
     * `l2_bytes`, `dram_bytes_per_s`, `tensor_ops_per_s` (dense 16-bit
       tensor-core operations), `fp32_ops_per_s`: sizes and architectural
       peaks where known, 0 where not (they size nothing yet; the time floor
-      and the autotuner read them).
+      and the autotuner read them);
+    * `vector_bytes`: the widest access one thread makes, in bytes (16 on
+      the NVIDIA chips: 128-bit loads and stores; printed only when not
+      16). The schedules' vector widths are at most this many bytes, and
+      at least one element.
+
+    A `warp_size` other than 32 means no subgroup operation is assumed:
+    the row kernels then combine their threads' carriers in workgroup
+    memory alone, and the kernels built on 32-lane shuffles (matrix-vector
+    warps, column kernels, split rows) are not scheduled. The `portable`
+    entry (`warp_size = 1`, `max_threads = 256`, 16 KiB of workgroup
+    memory, `vector_bytes = 1`) is the device model of the portable
+    backends (SPIR-V, GLSL, WGSL, OpenCL, Metal): the limits every device
+    they run on guarantees.
 
     Example (the H200, `bench/devices/h200.json`):
 
@@ -321,7 +334,8 @@ def Tang_TargetAttr : Tang_Attr<"Target", "target"> {
     DefaultValuedParameter<"int64_t", "0">:$l2_bytes,
     DefaultValuedParameter<"int64_t", "0">:$dram_bytes_per_s,
     DefaultValuedParameter<"int64_t", "0">:$tensor_ops_per_s,
-    DefaultValuedParameter<"int64_t", "0">:$fp32_ops_per_s
+    DefaultValuedParameter<"int64_t", "0">:$fp32_ops_per_s,
+    DefaultValuedParameter<"int64_t", "16">:$vector_bytes
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;

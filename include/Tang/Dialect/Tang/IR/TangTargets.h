@@ -15,6 +15,9 @@
 
 namespace mlir::tang {
 
+/// The chip of the portable backends' device model (SPIR-V, GLSL, WGSL,
+/// OpenCL, Metal): what every device they run on guarantees.
+constexpr StringLiteral kPortableChip = "portable";
 /// The discardable module attribute that holds a #tang.target.
 constexpr StringLiteral kTargetAttrName = "tang.target";
 /// The chip whose facts a module without a `tang.target` is compiled for.
@@ -28,6 +31,7 @@ struct TargetFacts {
   TensorCoreKind tensorCores;
   bool tma, clusters;
   int64_t l2Bytes, dramBytesPerS, tensorOpsPerS, fp32OpsPerS;
+  int64_t vectorBytes = 16;
 };
 
 /// Every known chip, oldest first.
