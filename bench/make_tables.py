@@ -34,7 +34,7 @@ import harness  # noqa: E402
 BEGIN = "<!-- bench-table:begin -->"
 END = "<!-- bench-table:end -->"
 ORDER = ["gpu_check", "memory_bound", "gemm", "attention_grad", "block_grad",
-         "decode", "qwen3", "qwen3_prefill", "moe", "sanitize"]
+         "decode", "qwen3", "qwen3_prefill", "moe", "portable", "sanitize"]
 TITLES = {"gpu_check": "Every example against the interpreter (no timing)",
           "memory_bound": "Memory-bound kernels (bf16)",
           "gemm": "Tensor-core products, attention forward, transformer "
@@ -52,6 +52,10 @@ TITLES = {"gpu_check": "Every example against the interpreter (no timing)",
           "moe": "Qwen3-Next's mixture-of-experts layer (512 experts, 10 "
                  "routed + a shared one; bf16 weights from transformers' "
                  "module; floor: the selected experts' weights read once)",
+          "portable": "Portable kernels on Vulkan (SPIR-V row kernels, f16 "
+                      "storage) against tang's CUDA kernels of the same "
+                      "program on the same GPU (the peer; ratio = CUDA time "
+                      "/ Vulkan time)",
           "sanitize": "tang's kernels under compute-sanitizer: every "
                       "example, benchmark case and model step (no timing)"}
 

@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+"""Times tang's portable (Vulkan) kernels next to its CUDA kernels on the
+same GPU (runs on the GPU machine).
+
+For every gpu-work/portable/<case>/meta.json that bench/prepare_portable.py
+wrote (RMSNorm, row softmax, LayerNorm, GEMV; f16 storage), in one process:
+
+1. random normal f16 inputs (fixed seed, never zeros), written as .npy for
+   tang-vk-run;
+2. the Vulkan bundle run by tang-vk-run (build-vk/tang-vk-run, or
+   $TANG_VK_RUN) with --time: its output checked against a float64
+   PyTorch reference on every element (bench/harness.py's tolerance: f16
+   storage, f32 arithmetic, one rounding), then its GPU-timestamp times;
+3. the CUDA bundle of the same program run by python/tang (tang.cuda),
+   checked the same way, timed with CUDA events on the same inputs;
+4. rounds interleaved (Vulkan, CUDA, Vulkan, ...); each side's figure the
+   median of its rounds' medians; the device-to-device copy rate measured
+   at the start.
+
+The Vulkan loader must be there: on the GPU machine carry `.gl` (see the
+device README's "Headless rendering") and unpack it first; with NVIDIA's
+driver files outside the default paths set VK_DRIVER_FILES. A case whose
+Vulkan side cannot run is reported with the reason, never skipped silently.
+
+Writes $OUT/portable.json (bench/harness.py's schema) and prints a table.
+
+Usage: python3 bench/bench_portable.py [--cases NAME ...] [--rounds N]
+"""
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "python"))
+sys.path.insert(0, str(ROOT / "bench"))
+import harness  # noqa: E402
+import bench_memory_bound as mb  # noqa: E402
+
+WORK = ROOT / "gpu-work" / "portable"
+VK_RUN = Path(os.environ.get("TANG_VK_RUN", ROOT / "build-vk" / "tang-vk-run"))
+SEED = 4321
+TIME_RE = re.compile(r"time: median ([0-9.]+) ms, least ([0-9.]+), greatest "
+                     r"([0-9.]+) over (\d+) runs \(GPU timestamps; buffers "
+                     r"in (\S+) memory\)")
+
+
+def vk(args, timeout=600):
+    return subprocess.run([str(VK_RUN), *map(str, args)], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def params_of(meta):
+    """The reference's parameters (prepare_bench's template defaults)."""
+    kind, shape = meta["kind"], meta["shape"]
+    if kind == "gemv":
+        return {"out": shape[0], "inn": shape[1]}
+    return {"rows": shape[0], "cols": shape[1],
+            "eps": {"rmsnorm": 1e-6, "layernorm": 1e-5}.get(kind)}
+
+
+def run_case(torch, F, tang_cuda, meta, rounds, reps, tmp):
+    name, kind = meta["case"], meta["kind"]
+    params = params_of(meta)
+    res = harness.case_result(name, kind=kind, params=params,
+                              bytes_min=meta["bytes"])
+    d = WORK / name
+    for side in ("spirv", "cuda"):
+        if meta.get(f"{side}_error"):
+            res.update(status="compile failed",
+                       note=f"{side}: {meta[side + '_error'][:200]}")
+            return res
+    g = torch.Generator(device="cuda").manual_seed(SEED)
+    ins = [torch.randn(s, generator=g, device="cuda", dtype=torch.float16)
+           for s in meta["inputs"]]
+    paths = []
+    for k, t in enumerate(ins):
+        p = tmp / f"{name}_in{k}.npy"
+        np.save(p, t.cpu().numpy())
+        paths.append(p)
+    ref = mb.reference(torch, F, kind, params, ins)
+    K = params.get("cols") or params.get("inn")
+    tol = harness.Tolerance("f16", reduction=K, roundings=1)
+
+    # Vulkan: the checked run.
+    out_dir = tmp / f"{name}_vk"
+    r = vk([d / "spirv", "main", *paths, "--out", out_dir])
+    if r.returncode:
+        res.update(status="failed", note=("tang-vk-run: " + r.stderr)[-300:])
+        return res
+    got = torch.from_numpy(np.load(out_dir / "output_0.npy")).cuda()
+    res["checks"].append(harness.check_tensor(got, ref, tol, "vulkan"))
+    # CUDA: the same program's CUDA bundle, the same inputs.
+    bundle = tang_cuda.Bundle(d / "cuda")
+    out = torch.full(ref.shape, float("nan"), device="cuda",
+                     dtype=torch.float16)
+
+    def run(k=0):
+        bundle.run("main", *ins, outputs=[out])
+    run()
+    torch.cuda.synchronize()
+    res["checks"].append(harness.check_tensor(out, ref, tol, "cuda"))
+    ok, worst = harness.summarize_checks(res["checks"])
+    res["max_err"] = worst
+    if not ok:
+        res.update(status="incorrect",
+                   note="a side's output is outside the tolerance: not timed")
+        return res
+
+    vk_ms, cuda_ms, memory = [], [], None
+    for _ in range(rounds):
+        r = vk([d / "spirv", "main", *paths, "--time", reps])
+        m = TIME_RE.search(r.stdout)
+        if r.returncode or not m:
+            res.update(status="failed",
+                       note=("tang-vk-run --time: " + r.stderr)[-300:])
+            return res
+        vk_ms.append(float(m.group(1)))
+        memory = m.group(5)
+        for _ in range(2):
+            run()
+        cuda_ms.append(statistics.median(
+            harness.time_calls(torch, run, reps)))
+    # The common schema (make_tables): tang's Vulkan kernel the case, the
+    # CUDA kernel of the same program its peer; ratio = CUDA / Vulkan time
+    # (below 1: Vulkan slower).
+    vms, cms = statistics.median(vk_ms), statistics.median(cuda_ms)
+    lo, hi = min(cuda_ms) / max(vk_ms), max(cuda_ms) / min(vk_ms)
+    res.update(status="ok", tang_ms=vms, peers={"tang_cuda": cms},
+               best_peer="tang_cuda", ratio=cms / vms, spread=[lo, hi],
+               verdict=harness.verdict(lo, hi), vulkan_rounds_ms=vk_ms,
+               cuda_rounds_ms=cuda_ms, vulkan_buffers=memory,
+               contenders={n: {"ms": t, "gbs": meta["bytes"] / t / 1e6}
+                           for n, t in (("vulkan", vms), ("cuda", cms))})
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--cases", nargs="*")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    import torch
+    import torch.nn.functional as F
+    from tang import cuda as tang_cuda
+    metas = mb.load_metas(WORK, args.cases, "bench/prepare_portable.py",
+                          "case")
+    out = Path(args.out) if args.out else harness.out_dir("portable")
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "portable.json"
+    rep = harness.new_report("portable", torch, settings={
+        "rounds": args.rounds, "reps": args.reps,
+        "vulkan_runner": str(VK_RUN.relative_to(ROOT))
+        if VK_RUN.is_relative_to(ROOT) else str(VK_RUN)})
+    t0 = time.monotonic()
+    probe = vk(["--probe"]) if VK_RUN.is_file() else None
+    rep["vulkan_device"] = probe.stdout.strip() if probe and \
+        probe.returncode == 0 else None
+    harness.prelist(rep, [m["case"] for m in metas])
+    if not rep["vulkan_device"]:
+        why = (f"{VK_RUN} not built" if probe is None else
+               f"tang-vk-run --probe: exit {probe.returncode}: "
+               f"{probe.stderr.strip()[-200:]}")
+        for m in metas:
+            harness.set_case(rep, harness.case_result(
+                m["case"], status="failed", note=f"no Vulkan device: {why}"))
+        harness.finish_report(rep, t0)
+        harness.write_report(rep, path)
+        print(why, file=sys.stderr)
+        return 1
+    rep["copy"] = mb.copy_rate(torch, 20)
+    with tempfile.TemporaryDirectory() as tmp:
+        for m in metas:
+            try:
+                res = run_case(torch, F, tang_cuda, m, args.rounds, args.reps,
+                               Path(tmp))
+            except Exception as e:  # one case's fault is that case's
+                res = harness.case_result(m["case"], status="failed",
+                                          note=harness.short(e))
+            for v in (res.get("contenders") or {}).values():
+                v["share_of_copy"] = v["gbs"] / rep["copy"]["gbps"]
+            harness.set_case(rep, res, path)
+            print(f"{m['case']:24s} {res['status']:10s} "
+                  f"vulkan {res.get('tang_ms') or float('nan'):.4f} ms "
+                  f"cuda {(res.get('peers') or {}).get('tang_cuda') or float('nan'):.4f}"
+                  f" ms {res.get('note', '')}", flush=True)
+    harness.finish_report(rep, t0)
+    harness.write_report(rep, path)
+    return 0 if all(c["status"] == "ok" for c in rep["cases"]) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

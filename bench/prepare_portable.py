@@ -1,0 +1,166 @@
+#!/usr/bin/python3
+"""Prepares the portable-backend benchmark (runs here: no GPU).
+
+The memory-bound programs of bench/prepare_bench.py (RMSNorm, row softmax
+and LayerNorm at 32768x4096, GEMV 4096x4096) in f16 storage (SPIR-V has no
+bf16), compiled twice from the same program: for Vulkan
+(`--tang-lower-spirv`, the portable row kernels) and for CUDA
+(`--tang-lower-cuda`), so that bench/bench_portable.py times both on the
+same GPU. Under gpu-work/portable/<case>/:
+
+  program.mlir   the program (prepare_bench's template, f16 storage);
+  spirv/         the Vulkan bundle (tang-vk-run);
+  cuda/          the CUDA bundle (python/tang's tang.cuda);
+  meta.json      the case: kind, shapes, the least bytes moved, the check
+                 of a small instance.
+
+Each template is first instantiated small, lowered for Vulkan and run on
+this machine's Vulkan driver (lavapipe) by tang-vk-run when it is built
+(build-vk/), against tang-run (the float64 interpreter): a wrong kernel
+shows up here, not on the GPU.
+
+Then, on the GPU machine: `python3 bench/bench_portable.py`.
+
+Usage: /usr/bin/python3 bench/prepare_portable.py [--only CASE ...]
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import harness  # noqa: E402
+import prepare_bench as pb  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+TANG_OPT = ROOT / "build" / "bin" / "tang-opt"
+TANG_RUN = ROOT / "build" / "bin" / "tang-run"
+VK_RUN = Path(os.environ.get("TANG_VK_RUN", ROOT / "build-vk" / "tang-vk-run"))
+WORK = ROOT / "gpu-work" / "portable"
+F16_BYTES = 2
+
+#: case: (template, its shape arguments, the small instance's, the input
+#: shapes as functions of the shape arguments).
+CASES = {
+    "rmsnorm_32768x4096": (pb.rmsnorm_program, (32768, 4096), (8, 64),
+                           lambda r, c: [(r, c), (c,)]),
+    "softmax_32768x4096": (pb.softmax_program, (32768, 4096), (8, 64),
+                           lambda r, c: [(r, c)]),
+    "layernorm_32768x4096": (pb.layernorm_program, (32768, 4096), (8, 64),
+                             lambda r, c: [(r, c), (c,), (c,)]),
+    "gemv_4096x4096": (pb.gemv_program, (4096, 4096), (16, 64),
+                       lambda o, i: [(o, i), (i,)]),
+}
+
+
+def program(template, args):
+    """The template's program with f16 storage (SPIR-V has no bf16)."""
+    return template(*args).replace("bf16", "f16")
+
+
+def lower(src: Path, pipeline: str, bundle: Path):
+    """`tang-opt src --<pipeline>="fuse=1 bundle=<bundle>"`; None or the
+    diagnostics."""
+    r = subprocess.run([str(TANG_OPT), str(src),
+                        f"--{pipeline}=fuse=1 bundle={bundle}", "-o",
+                        os.devnull], capture_output=True, text=True)
+    return None if r.returncode == 0 else r.stderr[-2000:]
+
+
+def lavapipe_env():
+    """Mesa 25's lavapipe when installed (no loop limit), as the tests."""
+    icd = ROOT / ".deps" / "mesa25" / "lvp_icd.json"
+    if not icd.is_file():
+        return None
+    env = dict(os.environ, VK_DRIVER_FILES=str(icd), VK_ICD_FILENAMES=str(icd))
+    libs = (icd.parent / "library_path").read_text().strip()
+    env["LD_LIBRARY_PATH"] = ":".join(
+        p for p in (libs, env.get("LD_LIBRARY_PATH")) if p)
+    return env
+
+
+def check_small(template, args, shapes):
+    """The small instance on this machine's Vulkan driver against tang-run:
+    a note (what ran and the largest relative error), or why it did not."""
+    if not VK_RUN.is_file():
+        return {"ran": False, "why": f"{VK_RUN} not built"}
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        src = tmp / "small.mlir"
+        src.write_text(program(template, args))
+        err = lower(src, "tang-lower-spirv", tmp / "bundle")
+        if err:
+            return {"ran": True, "ok": False, "why": err}
+        rng = np.random.default_rng(7)
+        inputs = []
+        for k, shape in enumerate(shapes(*args)):
+            p = tmp / f"in{k}.npy"
+            np.save(p, (rng.standard_normal(shape) * 0.5 + 0.25)
+                    .astype(np.float16))
+            inputs.append(str(p))
+        ref = subprocess.run([str(TANG_RUN), str(src), "--output-dir",
+                              str(tmp / "ref"),
+                              *[f"--input={p}" for p in inputs]],
+                             capture_output=True, text=True)
+        got = subprocess.run([str(VK_RUN), str(tmp / "bundle"), "main",
+                              *inputs, "--out", str(tmp / "got")],
+                             capture_output=True, text=True,
+                             env=lavapipe_env())
+        if ref.returncode or got.returncode:
+            return {"ran": True, "ok": False,
+                    "why": (ref.stderr + got.stderr)[-2000:]}
+        a = np.load(tmp / "got" / "output_0.npy").astype(np.float64)
+        b = np.load(tmp / "ref" / "output_0.npy").astype(np.float64)
+        rel = float(np.linalg.norm(a - b) / np.linalg.norm(b))
+        # f16 storage of the output: a few units of its roundoff.
+        ok = bool(np.isfinite(a).all()) and rel <= 4 * 2.0 ** -11
+        return {"ran": True, "ok": ok, "rel_err": rel}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--only", nargs="*", choices=list(CASES))
+    args = ap.parse_args()
+    WORK.mkdir(parents=True, exist_ok=True)
+    bad = 0
+    for name, (template, shape, small, shapes) in CASES.items():
+        if args.only and name not in args.only:
+            continue
+        d = WORK / name
+        shutil.rmtree(d, ignore_errors=True)
+        d.mkdir(parents=True)
+        t0 = time.monotonic()
+        (d / "program.mlir").write_text(program(template, shape))
+        meta = {"case": name, "kind": name.split("_")[0], "shape": shape,
+                "dtype": "f16", "inputs": shapes(*shape),
+                "small_check": check_small(template, small, shapes)}
+        out_elems = (shape[0] if meta["kind"] == "gemv"
+                     else shape[0] * shape[1])
+        meta["bytes"] = F16_BYTES * (
+            sum(int(np.prod(s)) for s in meta["inputs"]) + out_elems)
+        for fmt, pipeline in (("spirv", "tang-lower-spirv"),
+                              ("cuda", "tang-lower-cuda")):
+            err = lower(d / "program.mlir", pipeline, d / fmt)
+            meta[f"{fmt}_error"] = err
+            bad += err is not None
+        bad += meta["small_check"].get("ok") is False
+        meta["prepare_s"] = round(time.monotonic() - t0, 1)
+        meta["git"] = harness.record_git()
+        (d / "meta.json").write_text(json.dumps(meta, indent=1))
+        print(f"{name:24s} small check {meta['small_check']} "
+              f"spirv {'ok' if not meta['spirv_error'] else 'FAILED'} "
+              f"cuda {'ok' if not meta['cuda_error'] else 'FAILED'}",
+              flush=True)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
