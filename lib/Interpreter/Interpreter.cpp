@@ -64,48 +64,17 @@ static std::shared_ptr<Tensor> makeResult(Type type, ArrayRef<int64_t> shape) {
   return r;
 }
 
-/// Whether `op` runs on the column kernel: every condition of
-/// ColumnKernel.cpp's getColumnPlan (the conversion's, which the
-/// interpreter cannot link), checked the same way. The last parallel index
-/// in strips of 32 lanes along block_x (its extent a multiple of the
-/// vector), at most one other parallel index (one per block along
-/// block_z), the reduced indices whole and serial, 1-32 warps on the last,
-/// at most one split per row; f32 or i32 carriers (f16/bf16 yields are
-/// carried in f32) and no nested comprehension; static sizes.
-static bool isColumnSchedule(ComprehensionOp op, ScheduleAttr s,
-                             ArrayRef<Type> carrierTypes) {
-  unsigned np = op.getNumParallel(), last = op.getNumIndices() - 1;
-  KernelKind k = s.getKernel();
-  if (np == 0 || np > 2 || (k != KernelKind::Auto && k != KernelKind::Simt) ||
-      hasSymbolicSizes(op))
-    return false;
-  ArrayRef<int64_t> tile = s.getTile(), threads = s.getThreads();
-  ArrayRef<Mapping> mapping = s.getMapping();
-  int64_t v = std::max<int64_t>(1, s.getVector());
-  if (mapping[np - 1] != Mapping::BlockX || threads[np - 1] != 32 ||
-      tile[np - 1] != 32 * v || op.getExtent(np - 1) % v != 0)
-    return false;
-  if (np == 2 && (tile[0] != 1 || threads[0] != 1 ||
-                  mapping[0] != Mapping::BlockZ || op.getExtent(0) > 65535))
-    return false;
-  int64_t rows = 1;
-  for (unsigned i = np; i <= last; ++i) {
-    rows *= op.getExtent(i);
-    if (mapping[i] != Mapping::Serial || tile[i] != op.getExtent(i) ||
-        (i != last && threads[i] != 1))
-      return false;
-  }
-  int64_t splits = s.getSplitK();
-  if (threads[last] < 1 || threads[last] > 32 || splits > 65535 ||
-      splits > rows)
-    return false;
-  return llvm::all_of(carrierTypes,
-                      [](Type t) {
-                        return isa<Float32Type, Float16Type, BFloat16Type>(t) ||
-                               t.isSignlessInteger(32);
-                      }) &&
-         llvm::none_of(op.getBodyBlock(),
-                       [](Operation &o) { return isa<ComprehensionOp>(o); });
+/// The column kernel `op` runs as (getColumnSchedule, the kernel form's
+/// reading of its schedule) when its carriers are 32-bit or 16-bit floats
+/// (computed in f32), else none.
+static std::optional<ColumnSchedule>
+getColumnKernel(ComprehensionOp op, ArrayRef<Type> carrierTypes) {
+  if (!llvm::all_of(carrierTypes, [](Type t) {
+        return isa<Float32Type, Float16Type, BFloat16Type>(t) ||
+               t.isSignlessInteger(32);
+      }))
+    return std::nullopt;
+  return getColumnSchedule(op);
 }
 
 /// The precision emulator's reduction order for `op` from its schedule
@@ -117,15 +86,13 @@ static void setReductionOrder(ComprehensionOp op, Plan &plan) {
   if (!s || !op.getNumReduced())
     return;
   unsigned last = op.getNumIndices() - 1;
-  if (isColumnSchedule(op, s, plan.monoid->carrierTypes)) {
+  if (std::optional<ColumnSchedule> col =
+          getColumnKernel(op, plan.monoid->carrierTypes)) {
     // The column kernel (lib/Conversion/TangToGPU/ColumnKernel.cpp): the
     // rows (the reduced points, row-major) in split_k chunks, each in
     // runs of a warp's, combined in warp order, then the chunks in order.
-    int64_t rows = 1;
-    for (unsigned i = op.getNumParallel(); i <= last; ++i)
-      rows *= plan.extents[i];
-    plan.chunk = llvm::divideCeil(rows, s.getSplitK());
-    plan.subChunk = llvm::divideCeil(plan.chunk, s.getThreads()[last]);
+    plan.chunk = llvm::divideCeil(col->rows, col->splits);
+    plan.subChunk = llvm::divideCeil(plan.chunk, col->warps);
     return;
   }
   int64_t extent = plan.extents[last];

@@ -29,64 +29,16 @@ using namespace mlir::tang;
 
 namespace {
 
-/// A column reduction's plan, read off its schedule: the last parallel
-/// index `c` in strips of 32 `vector` columns along block_x (32 threads, a
-/// lane `vector` columns); at most one other parallel index, one per block
-/// along block_z; the reduced indices whole, `warps` threads on the last
-/// (a warp per sub-run of rows), the rows (every reduced index, row-major)
-/// split among `splits` blocks along block_y (split_k).
-struct ColumnPlan {
-  unsigned c;
-  std::optional<unsigned> outer;
-  int64_t vector, warps, splits, rows;
-};
-
-std::optional<ColumnPlan> getColumnPlan(ComprehensionOp op) {
-  ScheduleAttr s = op.getScheduleAttr();
-  unsigned np = op.getNumParallel();
-  if (!s || np == 0 || op.getNumReduced() == 0 || np > 2 ||
-      !hasWarpShuffles(op) ||
-      (s.getKernel() != KernelKind::Auto &&
-       s.getKernel() != KernelKind::Simt) ||
-      hasSymbolicSizes(op))
+/// The column kernel of `op` (getColumnSchedule), its carriers through
+/// the f32 workgroup buffer and workspace (32-bit each).
+std::optional<ColumnSchedule> getColumnPlan(ComprehensionOp op) {
+  std::optional<ColumnSchedule> plan = getColumnSchedule(op);
+  if (!plan)
     return std::nullopt;
-  ArrayRef<int64_t> tile = s.getTile(), threads = s.getThreads();
-  ArrayRef<Mapping> mapping = s.getMapping();
-  ColumnPlan plan;
-  plan.c = np - 1;
-  plan.vector = std::max<int64_t>(1, s.getVector());
-  if (mapping[plan.c] != Mapping::BlockX || threads[plan.c] != 32 ||
-      tile[plan.c] != 32 * plan.vector ||
-      op.getExtent(plan.c) % plan.vector != 0)
-    return std::nullopt;
-  if (np == 2) {
-    if (tile[0] != 1 || threads[0] != 1 || mapping[0] != Mapping::BlockZ ||
-        op.getExtent(0) > 65535)
-      return std::nullopt;
-    plan.outer = 0;
-  }
-  unsigned last = op.getNumIndices() - 1;
-  plan.warps = threads[last];
-  plan.rows = 1;
-  for (unsigned i = np; i <= last; ++i) {
-    plan.rows *= op.getExtent(i);
-    if (tile[i] != op.getExtent(i) || mapping[i] != Mapping::Serial ||
-        (i != last && threads[i] != 1))
-      return std::nullopt;
-  }
-  plan.splits = s.getSplitK();
-  if (plan.warps < 1 || plan.warps > 32 || plan.splits > 65535 ||
-      plan.splits > plan.rows)
-    return std::nullopt;
-  // Carriers through the f32 workgroup buffer and workspace; no nested
-  // reductions (each row's body is scalar code).
   FailureOr<MonoidCodegen> mc = MonoidCodegen::get(op);
-  if (failed(mc) ||
-      !llvm::all_of(
-          mc->getCarrierTypes(),
-          [](Type t) { return t.isF32() || t.isSignlessInteger(32); }) ||
-      llvm::any_of(op.getBodyBlock(),
-                   [](Operation &o) { return isa<ComprehensionOp>(o); }))
+  if (failed(mc) || !llvm::all_of(mc->getCarrierTypes(), [](Type t) {
+        return t.isF32() || t.isSignlessInteger(32);
+      }))
     return std::nullopt;
   return plan;
 }
@@ -94,7 +46,7 @@ std::optional<ColumnPlan> getColumnPlan(ComprehensionOp op) {
 /// Builds the column reduction kernel (and with split k its combining
 /// kernel) of `r` by `plan`. About 190 lines: the two kernels in launch
 /// order, sharing the carriers' layout in the workspace.
-LogicalResult emitColumnKernel(KernelRequest &r, const ColumnPlan &plan) {
+LogicalResult emitColumnKernel(KernelRequest &r, const ColumnSchedule &plan) {
   ComprehensionOp op = r.op;
   Location loc = op.getLoc();
   OpBuilder &b = r.b;
@@ -308,7 +260,7 @@ struct ColumnKernelPattern : KernelPattern {
   ColumnKernelPattern() : KernelPattern("column") {}
 
   KernelMatch matchAndBuild(KernelRequest &r) const override {
-    std::optional<ColumnPlan> plan = getColumnPlan(r.op);
+    std::optional<ColumnSchedule> plan = getColumnPlan(r.op);
     if (!plan)
       return notifyMatchFailure(r.op, "no column reduction schedule");
     return failed(emitColumnKernel(r, *plan)) ? KernelMatch::Error

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Tang/Dialect/Tang/IR/TangOps.h"
+#include "Tang/Dialect/Tang/IR/TangTargets.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -42,6 +43,49 @@ bool mlir::tang::isRowlessSchedule(ComprehensionOp op, ScheduleAttr s) {
     return false;
   return llvm::any_of(op.getBodyBlock(),
                       [](Operation &o) { return isa<ComprehensionOp>(o); });
+}
+
+std::optional<ColumnSchedule>
+mlir::tang::getColumnSchedule(ComprehensionOp op) {
+  ScheduleAttr s = op.getScheduleAttr();
+  unsigned np = op.getNumParallel();
+  if (!s || np == 0 || op.getNumReduced() == 0 || np > 2 ||
+      getTarget(op).getWarpSize() != 32 ||
+      (s.getKernel() != KernelKind::Auto &&
+       s.getKernel() != KernelKind::Simt) ||
+      hasSymbolicSizes(op) || llvm::any_of(op.getBodyBlock(), [](Operation &o) {
+        return isa<ComprehensionOp>(o);
+      }))
+    return std::nullopt;
+  ArrayRef<int64_t> tile = s.getTile(), threads = s.getThreads();
+  ArrayRef<Mapping> mapping = s.getMapping();
+  ColumnSchedule plan;
+  plan.c = np - 1;
+  plan.vector = std::max<int64_t>(1, s.getVector());
+  if (mapping[plan.c] != Mapping::BlockX || threads[plan.c] != 32 ||
+      tile[plan.c] != 32 * plan.vector ||
+      op.getExtent(plan.c) % plan.vector != 0)
+    return std::nullopt;
+  if (np == 2) {
+    if (tile[0] != 1 || threads[0] != 1 || mapping[0] != Mapping::BlockZ ||
+        op.getExtent(0) > 65535)
+      return std::nullopt;
+    plan.outer = 0;
+  }
+  unsigned last = op.getNumIndices() - 1;
+  plan.warps = threads[last];
+  plan.rows = 1;
+  for (unsigned i = np; i <= last; ++i) {
+    plan.rows *= op.getExtent(i);
+    if (tile[i] != op.getExtent(i) || mapping[i] != Mapping::Serial ||
+        (i != last && threads[i] != 1))
+      return std::nullopt;
+  }
+  plan.splits = s.getSplitK();
+  if (plan.warps < 1 || plan.warps > 32 || plan.splits > 65535 ||
+      plan.splits > plan.rows)
+    return std::nullopt;
+  return plan;
 }
 
 /// The builtin monoid `monoid` names, if it names one.

@@ -43,6 +43,23 @@ bool isInIterationBody(Operation *op);
 /// the tuner and the precision emulator.
 bool isRowlessSchedule(ComprehensionOp op, ScheduleAttr s);
 
+/// A column reduction's column kernel, read off its schedule: the last
+/// parallel index `c` in strips of 32 `vector` columns along block_x (32
+/// threads, a lane `vector` columns); at most one other parallel index,
+/// `outer`, one per block along block_z; the reduced indices whole,
+/// `warps` threads on the last (a warp per sub-run of the `rows`: every
+/// reduced point, row-major), split among `splits` blocks along block_y
+/// (split_k). On a target with 32-lane warps only, static sizes, no
+/// nested reductions. The one reading of it for the kernel form
+/// (ColumnKernel.cpp, which also needs carriers of 32 bits) and the
+/// precision emulator.
+struct ColumnSchedule {
+  unsigned c;
+  std::optional<unsigned> outer;
+  int64_t vector, warps, splits, rows;
+};
+std::optional<ColumnSchedule> getColumnSchedule(ComprehensionOp op);
+
 //===----------------------------------------------------------------------===//
 // Sizes: what extents and dimensions denote (Size, TangSizes.h)
 //===----------------------------------------------------------------------===//
