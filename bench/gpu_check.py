@@ -205,6 +205,70 @@ def runtime_errors(torch, tang_cuda, case, scratch):
     # The context still works: the good bundle, checked.
     good, _ = check_case(torch, tang_cuda, case, once=True)
     checks += [dict(c, name="after the errors: " + c["name"]) for c in good]
+    checks += cli_errors(case, fn, missing, cut, renamed, scratch)
+    return checks
+
+
+def cli_errors(case, fn, missing, cut, renamed, scratch):
+    """The C++ host, tang-cuda-run ($TANG_CUDA_RUN, else build-rt/, built
+    here by cmake -S runtime/cuda -B build-rt and carried with its
+    libtangcuda.so), on the real driver: the damaged bundles and a device
+    that does not exist each exit 1 naming the problem and write no
+    output; the good bundle then runs and its outputs match the Python
+    host's reference within the case's check. No checks (one saying so)
+    when it is not there."""
+    import os
+    import subprocess
+    exe = pathlib.Path(os.environ.get("TANG_CUDA_RUN",
+                                      ROOT / "build-rt" / "tang-cuda-run"))
+    if not exe.is_file():
+        return [{"name": "tang-cuda-run", "ok": True, "max_err": None,
+                 "skipped": True, "message": f"{exe} not built: not run"}]
+    env = dict(os.environ, LD_LIBRARY_PATH=":".join(
+        p for p in (str(exe.parent), os.environ.get("LD_LIBRARY_PATH"))
+        if p))
+    inputs = [str(case / f"input_{i}.npy")
+              for i, a in enumerate(a for a in fn["args"]
+                                    if a["role"] == "input")]
+    checks = []
+
+    def cli(name, bundle, extra, words, ok_exit=False):
+        out = scratch / ("cli-" + name.replace(" ", "-"))
+        r = subprocess.run([str(exe), str(bundle), fn["name"], *inputs,
+                            "--out", str(out), *extra], capture_output=True,
+                           text=True, env=env, timeout=120)
+        wrote = sorted(p.name for p in out.glob("*.npy")) \
+            if out.is_dir() else []
+        if ok_exit:
+            ok = r.returncode == 0 and len(wrote) == sum(
+                a["role"] == "output" for a in fn["args"])
+        else:
+            ok = r.returncode == 1 and not wrote and all(
+                w in r.stderr for w in words)
+        checks.append({"name": "tang-cuda-run: " + name, "ok": ok,
+                       "max_err": None, "message": (
+                           f"exit {r.returncode}, wrote {wrote}: "
+                           + r.stderr.strip())[:300]})
+        return out
+
+    cli("bundle without its image", missing, [], ["cannot read"])
+    cli("truncated PTX", cut, [], ["cannot load", "cuModuleLoadDataEx"])
+    cli("a kernel the image lacks", renamed, [], ["no kernel 'main_k0'"])
+    cli("a device that does not exist", case / "bundle", ["--device", "99"],
+        ["no CUDA device #99"])
+    out = cli("the good bundle", case / "bundle", [], [], ok_exit=True)
+    # Its outputs against the reference the check case carries.
+    for k, a in enumerate(x for x in fn["args"] if x["role"] == "output"):
+        got, ref = out / f"output_{k}.npy", case / "ref" / f"output_{k}.npy"
+        if got.is_file() and ref.is_file():
+            g, e = np.load(got).astype(np.float64), np.load(ref)
+            close = g.shape == e.shape and bool(np.isfinite(g).all()) and \
+                bool(np.allclose(g, e, rtol=1e-4, atol=1e-5))
+            checks.append({"name": f"tang-cuda-run: output {k} against "
+                           "the reference", "ok": close, "max_err": None,
+                           "message": "" if close else
+                           f"largest difference "
+                           f"{float(np.nanmax(np.abs(g - e))):.3g}"})
     return checks
 
 
