@@ -25,6 +25,7 @@ Vulkan side cannot run is reported with the reason, never skipped silently.
 Writes $OUT/portable.json (bench/harness.py's schema) and prints a table.
 
 Usage: python3 bench/bench_portable.py [--cases NAME ...] [--rounds N]
+    [--reps N] [--quick] [--deadline UNIX_TIME] [--out DIR]
 """
 
 import argparse
@@ -146,10 +147,14 @@ def run_case(torch, F, tang_cuda, meta, rounds, reps, tmp):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cases", nargs="*")
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--reps", type=int, default=30)
-    ap.add_argument("--out", default=None)
+    ap.add_argument("--reps", type=int, default=None,
+                    help="timed runs per round and side (default 30; "
+                         "--quick 10)")
+    harness.add_common_args(ap, default_rounds=5)
     args = ap.parse_args()
+    args.rounds = harness.rounds_of(args, 5)
+    args.reps = args.reps or (10 if args.quick else 30)
+    deadline = harness.Deadline(args.deadline)
     import torch
     import torch.nn.functional as F
     from tang import cuda as tang_cuda
@@ -181,6 +186,10 @@ def main():
     rep["copy"] = mb.copy_rate(torch, 20)
     with tempfile.TemporaryDirectory() as tmp:
         for m in metas:
+            if deadline.passed(20):
+                harness.set_case(rep, harness.case_result(
+                    m["case"], status="skipped: budget"), path)
+                continue
             try:
                 res = run_case(torch, F, tang_cuda, m, args.rounds, args.reps,
                                Path(tmp))
