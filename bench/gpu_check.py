@@ -251,7 +251,7 @@ def cli_errors(case, fn, missing, cut, renamed, scratch):
                            + r.stderr.strip())[:300]})
         return out
 
-    cli("bundle without its image", missing, [], ["cannot read"])
+    cli("bundle without its image", missing, [], ["cannot open", "tang_kernels"])
     cli("truncated PTX", cut, [], ["cannot load", "cuModuleLoadDataEx"])
     cli("a kernel the image lacks", renamed, [], ["no kernel 'main_k0'"])
     cli("a device that does not exist", case / "bundle", ["--device", "99"],

@@ -135,28 +135,58 @@ def is_report(ln):
             and bool(ln.strip("= "))) or "non-finite" in ln
 
 
-def attribute(text, cases):
+#: Words of the head of an API error that is an allocation failing: the
+#: application (PyTorch's allocator, beside the tool's own memory) out of
+#: memory, no fault of a kernel.
+OOM_WORDS = ("cudaErrorMemoryAllocation", "CUDA_ERROR_OUT_OF_MEMORY",
+             "out of memory")
+
+
+def split_oom(lines):
+    """(the reports among report `lines`, the out-of-memory API errors
+    among them). A report is a head line (text right after the tool's
+    "=========" marker) and its indented continuation lines (a backtrace);
+    one whose head names a failed allocation (OOM_WORDS) is the
+    application out of memory."""
+    reports, oom, into = [], [], None
+    for ln in lines:
+        body = ln[len("========="):] if ln.startswith("=========") else ln
+        if into is None or not body.startswith("  "):
+            into = oom if any(w in ln for w in OOM_WORDS) else reports
+        into.append(ln)
+    return reports, oom
+
+
+def attribute(text, cases, oom=None):
     """{case: the tool's report lines in its part of the log} (None: the
     case never started). A case's part runs from its CASE_MARK line to the
-    next; the tool's banner and summaries are not reports."""
+    next; the tool's banner and summaries are not reports, nor are the
+    application's out-of-memory API errors: the cases with some go into
+    the set `oom` when given."""
     parts = text.split(harness.CASE_MARK)
     found = {}
     for case in cases:
         part = next((q for q in parts[1:] if q.split("\n", 1)[0] == case),
                     None)
-        found[case] = None if part is None else [
-            ln for ln in part.splitlines()[1:] if is_report(ln)]
+        if part is None:
+            found[case] = None
+            continue
+        found[case], ooms = split_oom(
+            [ln for ln in part.splitlines()[1:] if is_report(ln)])
+        if ooms and oom is not None:
+            oom.add(case)
     return found
 
 
 def stray_reports(text, cases):
     """The tool's report lines in no listed case's part: before the first
-    mark (a suite's setup), or after a mark of no listed case."""
+    mark (a suite's setup), or after a mark of no listed case; the
+    application's out-of-memory API errors are none."""
     parts = text.split(harness.CASE_MARK)
     lines = parts[0].splitlines() + [
         ln for q in parts[1:] if q.split("\n", 1)[0] not in cases
         for ln in q.splitlines()[1:]]
-    return [ln for ln in lines if is_report(ln)]
+    return split_oom([ln for ln in lines if is_report(ln)])[0]
 
 
 def finished_marks(text):
@@ -180,18 +210,22 @@ def errors_of(text):
 MIN_CHILD_S, GRACE_S = 30.0, 20.0
 
 
-def classify(found, status, timed_out, tool_failed):
+def classify(found, status, timed_out, tool_failed, oom=False):
     """(verdict, reason) of one case under one tool: "failed" (the tool
     reported in its part, could not be trusted, or the suite's process
     died in it on its own), "clean" (it ran -- the suite judged it ok or
     incorrect -- with no report), or "not run" (the suite skipped it,
     failed it before its kernels ran -- a PyTorch reference out of memory,
     say --, never reached it, or it was in flight when the child was killed
-    at its deadline: a hang or the budget)."""
+    at its deadline: a hang or the budget). `oom`: an allocation of the
+    application failed in the case (an API error the tool shows, no fault
+    of a kernel): unless the suite then judged the case, it did not run."""
     if found:
         return "failed", "the tool reported"
     if tool_failed:
         return "failed", "the tool failed or reported outside any case"
+    if oom and status not in ("ok", "incorrect"):
+        return "not run", "out of GPU memory beside the tool"
     if found is None or status in (None, harness.NOT_REACHED):
         return "not run", "not reached"
     if status == harness.DIED_IN:
@@ -273,19 +307,23 @@ def run_suite(suite, script, pattern, tool, cases, deadline, quick, tmp,
         listed = []
     errors = errors_of(text)
     timed_out = isinstance(code, str)
-    found_all = attribute(text, listed)
+    oom = set()
+    found_all = attribute(text, listed, oom)
     stray = stray_reports(text, listed)
     # Reports no case can be blamed for (in no case's part, or counted by
-    # the summary with none in a part): no case is known clean. The exit
-    # is the child's (1: a case the suite judged incorrect; 9: errors).
-    unplaced = stray or (bool(errors) and not any(found_all.values()))
+    # the summary with none in a part, out-of-memory API errors included):
+    # no case is known clean. The exit is the child's (1: a case the suite
+    # judged incorrect; 9: errors).
+    unplaced = stray or (bool(errors) and not any(found_all.values())
+                         and not oom)
     tool_failed = bool(unplaced) or (not timed_out and (
         code not in (0, 1, 9) or (code == 9 and not errors)
         or errors is None))
     checks = {}
     for case, found in found_all.items():
         status = statuses.get(case)
-        verdict, reason = classify(found, status, timed_out, tool_failed)
+        verdict, reason = classify(found, status, timed_out, tool_failed,
+                                   case in oom)
         why = reason
         if found:
             why = "\n".join(found[:20])[-1500:]

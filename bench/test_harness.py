@@ -361,6 +361,32 @@ def test_sanitizer_reports_attributed_to_their_case():
     assert got["d"] is None
 
 
+def test_out_of_memory_api_errors_are_no_kernel_fault():
+    """An allocation of the application failing beside the tool (the API
+    error compute-sanitizer shows, with its backtrace) is no report against
+    a kernel: the case is "not run" unless its suite judged it; a real
+    report after it still fails the case."""
+    mark = harness.CASE_MARK
+    oom = ("========= Program hit cudaErrorMemoryAllocation (error 2) due to "
+           "\"out of memory\" on CUDA API call to cudaMalloc.\n"
+           "=========     Saved host backtrace up to driver entry point\n"
+           "=========         Host Frame: alloc_block [0x2f4ca] in "
+           "libc10_cuda.so\n")
+    log = (f"{mark}a\n" + oom + f"{mark}b\n" + oom +
+           "========= Invalid __global__ read of size 4 bytes\n"
+           "=========     at main_k0+0x10\n")
+    ooms = set()
+    got = sanitize.attribute(log, ["a", "b"], ooms)
+    assert got["a"] == [] and ooms == {"a", "b"}
+    assert len(got["b"]) == 2 and "Invalid" in got["b"][0]
+    assert sanitize.stray_reports(oom + f"{mark}a\n", ["a"]) == []
+    assert sanitize.classify(got["a"], "failed", False, False, True) == (
+        "not run", "out of GPU memory beside the tool")
+    assert sanitize.classify(got["a"], "ok", False, False, True)[0] == "clean"
+    assert sanitize.classify(got["b"], "failed", False, False, True)[0] == \
+        "failed"
+
+
 
 def test_schedule_cache_option(tmp_path, monkeypatch):
     """The benchmarks compile with the shipped tuning cache where it
