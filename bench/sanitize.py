@@ -309,6 +309,10 @@ def run_suite(suite, script, pattern, tool, cases, deadline, quick, tmp,
     timed_out = isinstance(code, str)
     oom = set()
     found_all = attribute(text, listed, oom)
+    # A suite that died of PyTorch's OutOfMemoryError (a reference beside
+    # the tool's memory) in a case: that case did not run its kernels.
+    if "OutOfMemoryError" in text[-3000:]:
+        oom.update(c for c in listed if statuses.get(c) == harness.DIED_IN)
     stray = stray_reports(text, listed)
     # Reports no case can be blamed for (in no case's part, or counted by
     # the summary with none in a part, out-of-memory API errors included):
