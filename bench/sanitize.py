@@ -396,7 +396,9 @@ def judge(res):
     for k in res["checks"]:
         v, reason = check_verdict(k)
         old = tools.get(k["name"])
-        if old is None or rank.index(v) < rank.index(old):
+        # Of equal verdicts the latest check's reason (a later run knows
+        # more of why a case did not run).
+        if old is None or rank.index(v) <= rank.index(old):
             tools[k["name"]], why[k["name"]] = v, reason
     res["tools"] = {t: v if v != "not run" else f"not run: {why[t][:80]}"
                     for t, v in tools.items()}
