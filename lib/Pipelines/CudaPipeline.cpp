@@ -2,6 +2,7 @@
 
 #include "Tang/Conversion/Passes.h"
 #include "Tang/Conversion/TangToGPU/TangToGPU.h"
+#include "Tang/Dialect/Tang/IR/TangTargets.h"
 #include "Tang/Pipelines/Pipelines.h"
 #include "Tang/Target/Passes.h"
 #include "Tang/Transforms/Passes.h"
@@ -91,6 +92,13 @@ void mlir::tang::buildTangLowerCudaPipeline(
         {"tang-lower-cuda: format must be isa (PTX), bin (cubin) or fatbin, "
          "got '" +
          options.format.getValue() + "'"}));
+    return;
+  }
+  if (options.chip == kPortableChip) {
+    pm.addPass(createTangRejectOption(
+        {"tang-lower-cuda: chip 'portable' is the portable backends' device "
+         "model (--tang-lower-spirv, -opencl, -glsl, -wgsl, -metal), not a "
+         "CUDA chip"}));
     return;
   }
   if (options.optLevel > 3) {
