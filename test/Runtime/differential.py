@@ -266,6 +266,31 @@ def check_program(backend, text, tmp_path, tang_bin, pipeline, fmt, host,
     return manifest
 
 
+# A row reduction under a monoid that is associative but not commutative
+# (the affine maps h -> a h + b, composed in index order) over rows of 300
+# (no multiple of a row kernel's threads): the portable row kernels'
+# workgroup combine must keep index order, or the number differs. (The
+# product A of 300 factors under 1 underflows f32: only h is returned.)
+ORDERED_PROGRAM = """\
+tang.monoid @affine_map : [f32, f32] identity [1.0 : f32, 0.0 : f32] {
+^bb0(%a1: f32, %b1: f32, %a2: f32, %b2: f32):
+  %a = arith.mulf %a1, %a2 : f32
+  %ab = arith.mulf %a2, %b1 : f32
+  %b = arith.addf %ab, %b2 : f32
+  tang.yield %a, %b : f32, f32
+}
+
+func.func @main(%g: tensor<8x300xf32>, %x: tensor<8x300xf32>) -> tensor<8xf32> {
+  %A, %h = tang.comprehension (%i) reduce (%k) [8, 300] monoid(@affine_map) : tensor<8xf32>, tensor<8xf32> {
+    %a = tang.read %g[%i, %k] : tensor<8x300xf32>
+    %b = tang.read %x[%i, %k] : tensor<8x300xf32>
+    tang.yield %a, %b : f32, f32
+  }
+  return %h : tensor<8xf32>
+}
+"""
+
+
 # Gathers with the clamp and zero policies: the seeded i32 inputs are in
 # [1, 8], so rows 7 and 8 of the 6-row table are out of range for the
 # clamped lookup, and -1, 6 and 7 for the shifted zero-policy one.

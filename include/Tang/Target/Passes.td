@@ -81,7 +81,11 @@ def TangAttachSpirvEntryPoints : Pass<"tang-attach-spirv-entry-points", "::mlir:
     Each workgroup attribution (a row kernel's buffer) becomes a
     `memref.alloc` in the `Workgroup` storage class at the kernel's start,
     which `convert-gpu-to-spirv` makes a `Workgroup` variable (it takes no
-    attributions).
+    attributions). Each `scf.for` with results and no constant trip count
+    of at least one goes inside an `scf.if` on `lower < upper` that else
+    yields the initial values: MLIR 22's SCF-to-SPIR-V conversion leaves
+    a loop that runs no iteration with undefined results
+    (llvm-project#211981).
 
     ```mlir
     // Before:
@@ -92,7 +96,9 @@ def TangAttachSpirvEntryPoints : Pass<"tang-attach-spirv-entry-points", "::mlir:
     ```
   }];
   let dependentDialects = ["::mlir::spirv::SPIRVDialect",
-                           "::mlir::memref::MemRefDialect"];
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect"];
 }
 
 def TangTensorMapParams : Pass<"tang-tensor-map-params", "::mlir::LLVM::LLVMFuncOp"> {

@@ -116,13 +116,8 @@ int64_t getRowKernelThreads(ComprehensionOp op) {
 SmallVector<Value> emitWorkgroupCombine(OpBuilder &b, Location loc,
                                         const MonoidCodegen &monoid,
                                         ValueRange carrier, Value tid,
-                                        int64_t threads, Value buf) {
-  // Index constants at the start of the kernel (`buf`'s block): they
-  // dominate the steps' regions.
-  auto cst = [&](int64_t v) {
-    OpBuilder eb = OpBuilder::atBlockBegin(buf.getParentBlock());
-    return arith::ConstantIndexOp::create(eb, loc, v).getResult();
-  };
+                                        int64_t threads, Value buf,
+                                        function_ref<Value(int64_t)> cst) {
   ArrayRef<Type> types = monoid.getCarrierTypes();
   auto load = [&](OpBuilder &ob, Value row) {
     SmallVector<Value> c;
@@ -169,21 +164,19 @@ SmallVector<Value> emitBlockCombine(OpBuilder &b, Location loc,
                                     const MonoidCodegen &monoid,
                                     ValueRange carrier, Value tid,
                                     int64_t threads, Value buf) {
-  if (!hasWarpShuffles(buf.getParentBlock()->getParentOp()))
-    return emitWorkgroupCombine(b, loc, monoid, carrier, tid, threads, buf);
-  auto warpReduce = [&](OpBuilder &ob, SmallVector<Value> c, Value lane) {
-    return emitWarpCombine(ob, loc, monoid, std::move(c), lane);
-  };
-  // Index constants are hoisted to the start of the kernel so that they
-  // dominate every nested region below.
-  Operation *parent = b.getInsertionBlock()->getParentOp();
-  auto func = dyn_cast<gpu::GPUFuncOp>(parent);
-  if (!func)
-    func = parent->getParentOfType<gpu::GPUFuncOp>();
-  Block *entry = &func.getBody().front();
+  // Index constants are hoisted to the start of the kernel (the block of
+  // `buf`, a workgroup attribution) so that they dominate every nested
+  // region below.
+  Block *entry = buf.getParentBlock();
   auto cst = [&](int64_t v) {
     OpBuilder eb = OpBuilder::atBlockBegin(entry);
     return arith::ConstantIndexOp::create(eb, loc, v).getResult();
+  };
+  if (!hasWarpShuffles(entry->getParentOp()))
+    return emitWorkgroupCombine(b, loc, monoid, carrier, tid, threads, buf,
+                                cst);
+  auto warpReduce = [&](OpBuilder &ob, SmallVector<Value> c, Value lane) {
+    return emitWarpCombine(ob, loc, monoid, std::move(c), lane);
   };
   ArrayRef<Type> types = monoid.getCarrierTypes();
   Value lane = arith::RemUIOp::create(b, loc, tid, cst(32));
@@ -296,11 +289,17 @@ LogicalResult emitRowKernel(OpBuilder &b, ComprehensionOp op,
   auto wgSpace =
       gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
   // A warp's carrier per row and the total (emitBlockCombine), or every
-  // thread's (emitWorkgroupCombine).
-  Value buf = k.func.addWorkgroupAttribution(
-      MemRefType::get({shuffles ? 33 : threads, 4}, b.getF32Type(), AffineMap(),
-                      wgSpace),
-      loc);
+  // thread's (emitWorkgroupCombine); declared by the first combine (a row
+  // kernel that combines nothing, a map, has none).
+  Value buf;
+  auto getBuf = [&] {
+    if (!buf)
+      buf = k.func.addWorkgroupAttribution(
+          MemRefType::get({shuffles ? 33 : threads, 4}, b.getF32Type(),
+                          AffineMap(), wgSpace),
+          loc);
+    return buf;
+  };
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   Value bid = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
   if (rowsPerBlock > 1) {
@@ -380,7 +379,7 @@ LogicalResult emitRowKernel(OpBuilder &b, ComprehensionOp op,
     if (failed(partial))
       return failure();
     SmallVector<Value> total =
-        emitBlockCombine(b, loc, *mc, *partial, tid, threads, buf);
+        emitBlockCombine(b, loc, *mc, *partial, tid, threads, getBuf());
     for (auto [r, v] :
          llvm::zip(nested.getResults(), mc->finalize(b, loc, total)))
       mapping.map(r, v);
@@ -505,7 +504,7 @@ LogicalResult emitRowKernel(OpBuilder &b, ComprehensionOp op,
   if (failed(partial))
     return failure();
   SmallVector<Value> total =
-      emitBlockCombine(b, loc, *mc, *partial, tid, threads, buf);
+      emitBlockCombine(b, loc, *mc, *partial, tid, threads, getBuf());
   SmallVector<Value> results = mc->finalize(b, loc, total);
   Value first =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, cst(0));
@@ -1090,19 +1089,10 @@ struct RowKernelPattern : KernelPattern {
     int64_t threads = getRowKernelThreads(r.op);
     if (!threads)
       return notifyMatchFailure(r.op, "no row schedule");
-    if (failed(emitRowKernel(r.b, r.op, r.tensors, r.outputs, r.k, threads)))
-      return KernelMatch::Error;
-    // A row kernel that combines nothing (a map) declares no buffer.
-    gpu::GPUFuncOp f = r.k.func;
-    Block &entry = f.getBody().front();
-    unsigned first = f.getFirstWorkgroupAttributionIndex();
-    unsigned n = f.getNumWorkgroupAttributions();
-    if (n == 1 && entry.getArgument(first).use_empty()) {
-      entry.eraseArgument(first);
-      f->setAttr(f.getNumWorkgroupAttributionsAttrName(),
-                 r.b.getI64IntegerAttr(0));
-    }
-    return KernelMatch::Built;
+    return succeeded(
+               emitRowKernel(r.b, r.op, r.tensors, r.outputs, r.k, threads))
+               ? KernelMatch::Built
+               : KernelMatch::Error;
   }
 };
 

@@ -217,7 +217,7 @@ LogicalResult KernelPrinter::printNanPropagating(Operation *op,
   return success();
 }
 
-LogicalResult KernelPrinter::printUnsignedDivRem(Operation *o) {
+LogicalResult KernelPrinter::printUnsigned(Operation *o) {
   FailureOr<raw_ostream *> s = define(o, o->getResult(0));
   if (failed(s))
     return failure();
@@ -226,10 +226,16 @@ LogicalResult KernelPrinter::printUnsignedDivRem(Operation *o) {
   FailureOr<std::string> t = typeName(o, o->getResult(0).getType());
   if (failed(t))
     return failure();
-  **s << convert(*t, "(" + convert(u, name(o->getOperand(0))) +
-                         (isa<arith::DivUIOp>(o) ? " / " : " % ") +
-                         convert(u, name(o->getOperand(1))) + ")")
-      << ";\n";
+  std::string a = convert(u, name(o->getOperand(0)));
+  std::string b = convert(u, name(o->getOperand(1)));
+  std::string expr =
+      isa<arith::DivUIOp>(o) ? "(" + a + " / " + b + ")"
+      : isa<arith::RemUIOp>(o)
+          ? "(" + a + " % " + b + ")"
+          : (builtinName(isa<arith::MinUIOp>(o) ? "min" : "max") + "(" + a +
+             ", " + b + ")")
+                .str();
+  **s << convert(*t, expr) << ";\n";
   return success();
 }
 
@@ -482,8 +488,8 @@ LogicalResult KernelPrinter::printOp(Operation *op) {
           [&](Operation *o) { return printBinary(o, isBool(o) ? "||" : "|"); })
       .Case<arith::XOrIOp>(
           [&](Operation *o) { return printBinary(o, isBool(o) ? "!=" : "^"); })
-      .Case<arith::DivUIOp, arith::RemUIOp>(
-          [&](Operation *o) { return printUnsignedDivRem(o); })
+      .Case<arith::DivUIOp, arith::RemUIOp, arith::MinUIOp, arith::MaxUIOp>(
+          [&](Operation *o) { return printUnsigned(o); })
       .Case([&](arith::NegFOp o) {
         FailureOr<raw_ostream *> s = define(o, o.getResult());
         if (failed(s))

@@ -164,7 +164,8 @@ private:
   LogicalResult printCall(Operation *op, StringRef function);
   /// `function` (fmax or fmin) of the two operands, NaN when either is.
   LogicalResult printNanPropagating(Operation *op, StringRef function);
-  LogicalResult printUnsignedDivRem(Operation *op);
+  /// An unsigned division, remainder, min or max, in the operands' width.
+  LogicalResult printUnsigned(Operation *op);
   LogicalResult printCmpI(arith::CmpIOp op);
   LogicalResult printCmpF(arith::CmpFOp op);
   LogicalResult printCast(Operation *op);

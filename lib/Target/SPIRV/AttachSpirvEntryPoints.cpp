@@ -9,10 +9,13 @@
 #include "Tang/Target/Passes.h"
 #include "llvm/Support/Debug.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SPIRV/IR/SPIRVAttributes.h"
 #include "mlir/Dialect/SPIRV/IR/TargetAndABI.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 
 namespace mlir::tang {
 #define GEN_PASS_DEF_TANGATTACHSPIRVENTRYPOINTS
@@ -54,6 +57,39 @@ struct TangAttachSpirvEntryPointsPass
     f->setAttr(f.getNumWorkgroupAttributionsAttrName(), b.getI64IntegerAttr(0));
   }
 
+  /// Every scf.for of `f` with results and no constant trip count of at
+  /// least one inside an scf.if(lower < upper) that otherwise yields the
+  /// initial values: MLIR 22's SCF-to-SPIR-V conversion stores a loop's
+  /// results only in its body, so a loop that runs no iteration returns
+  /// undefined values (llvm-project#211981; a row kernel's threads past
+  /// the end of a row run none).
+  static void guardZeroTripLoops(gpu::GPUFuncOp f) {
+    SmallVector<scf::ForOp> loops;
+    f.walk([&](scf::ForOp l) {
+      if (l.getNumResults())
+        loops.push_back(l);
+    });
+    for (scf::ForOp l : loops) {
+      std::optional<int64_t> lb = getConstantIntValue(l.getLowerBound()),
+                             ub = getConstantIntValue(l.getUpperBound());
+      if (lb && ub && *lb < *ub)
+        continue;
+      Location loc = l.getLoc();
+      OpBuilder b(l);
+      Value runs = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
+                                         l.getLowerBound(), l.getUpperBound());
+      auto guard = scf::IfOp::create(b, loc, l.getResultTypes(), runs,
+                                     /*withElseRegion=*/true);
+      l.getResults().replaceAllUsesWith(guard.getResults());
+      Block &then = guard.getThenRegion().front();
+      l->moveBefore(&then, then.end());
+      OpBuilder tb = OpBuilder::atBlockEnd(&then);
+      scf::YieldOp::create(tb, loc, l.getResults());
+      OpBuilder eb = OpBuilder::atBlockEnd(&guard.getElseRegion().front());
+      scf::YieldOp::create(eb, loc, l.getInitArgs());
+    }
+  }
+
   void runOnOperation() override {
     LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] running on "
                             << getOperation()->getLoc() << "\n");
@@ -68,6 +104,7 @@ struct TangAttachSpirvEntryPointsPass
       f->setAttr(spirv::getEntryPointABIAttrName(),
                  spirv::getEntryPointABIAttr(&getContext(), *size));
       moveWorkgroupAttributions(f);
+      guardZeroTripLoops(f);
     });
   }
 };
