@@ -144,6 +144,115 @@ def run_case(torch, F, tang_cuda, meta, rounds, reps, tmp):
     return res
 
 
+def mm_f32(torch, a, b):
+    """cuBLAS's f16 product with f32 sums written as f32 (the program's
+    result type) where PyTorch has `out_dtype`, else as f16 (less to
+    write: the peer's advantage)."""
+    try:
+        return torch.mm(a, b, out_dtype=torch.float32)
+    except (TypeError, RuntimeError):
+        return torch.mm(a, b)
+
+
+def run_gemm_case(torch, tang_cuda, meta, rounds, reps, tmp):
+    """The GEMM on cooperative matrices: every Vulkan variant checked, then
+    timed in interleaved rounds with the CUDA bundle of the same program
+    and cuBLAS (torch.mm); the case's figure is the fastest correct
+    variant's, each variant's kept under `variants`."""
+    name = meta["case"]
+    m, n, k = meta["shape"]
+    res = harness.case_result(name, kind="gemm",
+                              params={"m": m, "n": n, "k": k},
+                              bytes_min=meta["bytes"])
+    d = WORK / name
+    for side in ("spirv", "cuda"):
+        if meta.get(f"{side}_error"):
+            res.update(status="compile failed",
+                       note=f"{side}: {meta[side + '_error'][:200]}")
+            return res
+    g = torch.Generator(device="cuda").manual_seed(SEED)
+    a = torch.randn(m, k, generator=g, device="cuda", dtype=torch.float16)
+    b = torch.randn(k, n, generator=g, device="cuda", dtype=torch.float16)
+    paths = [tmp / f"{name}_a.npy", tmp / f"{name}_b.npy"]
+    np.save(paths[0], a.cpu().numpy())
+    np.save(paths[1], b.cpu().numpy())
+    ref = a.double() @ b.double()
+    tol = harness.Tolerance("f32", reduction=k, roundings=1)
+    variants, failures = [], {}
+    for v in meta["variants"]:
+        out_dir = tmp / f"{name}_{v}"
+        r = vk([d / v, "main", *paths, "--out", out_dir])
+        if r.returncode:
+            failures[v] = ("tang-vk-run: " + r.stderr)[-300:]
+            continue
+        got = torch.from_numpy(np.load(out_dir / "output_0.npy")).cuda()
+        chk = harness.check_tensor(got, ref, tol, f"vulkan {v}")
+        res["checks"].append(chk)
+        if harness.summarize_checks([chk])[0]:
+            variants.append(v)
+        else:
+            failures[v] = "outside the tolerance"
+    bundle = tang_cuda.Bundle(d / "cuda")
+    out = torch.full((m, n), float("nan"), device="cuda",
+                     dtype=torch.float32)
+
+    def run_cuda(i=0):
+        bundle.run("main", a, b, outputs=[out])
+
+    def run_cublas(i=0):
+        mm_f32(torch, a, b)
+    run_cuda()
+    torch.cuda.synchronize()
+    res["checks"].append(harness.check_tensor(out, ref, tol, "cuda"))
+    peer_out = mm_f32(torch, a, b)
+    res["cublas_result_dtype"] = str(peer_out.dtype)
+    res["checks"].append(harness.check_tensor(
+        peer_out.float(), ref, harness.Tolerance(
+            "f32" if peer_out.dtype == torch.float32 else "f16",
+            reduction=k, roundings=1), "cublas"))
+    res["variant_failures"] = failures
+    if not variants:
+        res.update(status="failed" if failures else "incorrect",
+                   note="no Vulkan variant ran correctly: " +
+                   "; ".join(f"{v}: {w}" for v, w in failures.items())[:400])
+        return res
+    times = {v: [] for v in variants}
+    times.update(cuda=[], cublas=[])
+    for _ in range(rounds):
+        for v in variants:
+            r = vk([d / v, "main", *paths, "--time", reps])
+            mt = TIME_RE.search(r.stdout)
+            if r.returncode or not mt:
+                failures[v] = ("tang-vk-run --time: " + r.stderr)[-300:]
+                continue
+            times[v].append(float(mt.group(1)))
+        for side, fn in (("cuda", run_cuda), ("cublas", run_cublas)):
+            for _ in range(2):
+                fn()
+            times[side].append(statistics.median(
+                harness.time_calls(torch, fn, reps)))
+    med = {v: statistics.median(t) for v, t in times.items() if t}
+    best = min((v for v in variants if v in med), key=med.get, default=None)
+    if best is None:
+        res.update(status="failed", note="no Vulkan variant timed")
+        return res
+    tflops = {v: meta["flops"] / t / 1e9 for v, t in med.items()}
+    vms, peer = med[best], med["cublas"]
+    lo = min(times["cublas"]) / max(times[best])
+    hi = max(times["cublas"]) / min(times[best])
+    res.update(status="ok", tang_ms=vms,
+               peers={"cublas": peer, "tang_cuda": med["cuda"]},
+               best_peer="cublas", ratio=peer / vms, spread=[lo, hi],
+               verdict=harness.verdict(lo, hi), best_variant=best,
+               variants={v: {"ms": med.get(v), "tflops": tflops.get(v),
+                             "rounds_ms": times.get(v),
+                             "what": meta["variants"][v]}
+                         for v in meta["variants"]},
+               contenders={v: {"ms": t, "tflops": tflops[v]}
+                           for v, t in med.items()})
+    return res
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cases", nargs="*")
@@ -191,13 +300,18 @@ def main():
                     m["case"], status="skipped: budget"), path)
                 continue
             try:
-                res = run_case(torch, F, tang_cuda, m, args.rounds, args.reps,
-                               Path(tmp))
+                if m["kind"] == "gemm":
+                    res = run_gemm_case(torch, tang_cuda, m, args.rounds,
+                                        args.reps, Path(tmp))
+                else:
+                    res = run_case(torch, F, tang_cuda, m, args.rounds,
+                                   args.reps, Path(tmp))
             except Exception as e:  # one case's fault is that case's
                 res = harness.case_result(m["case"], status="failed",
                                           note=harness.short(e))
             for v in (res.get("contenders") or {}).values():
-                v["share_of_copy"] = v["gbs"] / rep["copy"]["gbps"]
+                if "gbs" in v:
+                    v["share_of_copy"] = v["gbs"] / rep["copy"]["gbps"]
             harness.set_case(rep, res, path)
             print(f"{m['case']:24s} {res['status']:10s} "
                   f"vulkan {res.get('tang_ms') or float('nan'):.4f} ms "

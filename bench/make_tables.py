@@ -53,9 +53,11 @@ TITLES = {"gpu_check": "Every example against the interpreter (no timing)",
                  "routed + a shared one; bf16 weights from transformers' "
                  "module; floor: the selected experts' weights read once)",
           "portable": "Portable kernels on Vulkan (SPIR-V row kernels, f16 "
-                      "storage) against tang's CUDA kernels of the same "
-                      "program on the same GPU (the peer; ratio = CUDA time "
-                      "/ Vulkan time)",
+                      "storage; a GEMM on cooperative matrices, its fastest "
+                      "register blocking) on the same GPU against tang's "
+                      "CUDA kernels of the same program (memory-bound "
+                      "cases) and cuBLAS (the GEMM); ratio = peer time / "
+                      "Vulkan time",
           "sanitize": "tang's kernels under compute-sanitizer: every "
                       "example, benchmark case and model step (no timing)"}
 

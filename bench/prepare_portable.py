@@ -3,16 +3,21 @@
 
 The memory-bound programs of bench/prepare_bench.py (RMSNorm, row softmax
 and LayerNorm at 32768x4096, GEMV 4096x4096) in f16 storage (SPIR-V has no
-bf16), compiled twice from the same program: for Vulkan
-(`--tang-lower-spirv`, the portable row kernels) and for CUDA
-(`--tang-lower-cuda`), so that bench/bench_portable.py times both on the
-same GPU. Under gpu-work/portable/<case>/:
+bf16), and a 4096^3 GEMM of f16 operands with an f32 result, compiled twice
+from the same program: for Vulkan (`--tang-lower-spirv`, the portable row
+kernels; the GEMM with `matrix-units=1`, on cooperative matrices) and for
+CUDA (`--tang-lower-cuda`), so that bench/bench_portable.py times both on
+the same GPU. Under gpu-work/portable/<case>/:
 
   program.mlir   the program (prepare_bench's template, f16 storage);
   spirv/         the Vulkan bundle (tang-vk-run);
+  spirv_<v>/     the GEMM's other Vulkan bundles: the same program with a
+                 schedule naming the subgroup-matrix kernel's register
+                 blocking (<v> = 1x1, 2x2, 4x2 tiles of 16 a subgroup);
+                 spirv/ is the heuristic's;
   cuda/          the CUDA bundle (python/tang's tang.cuda);
-  meta.json      the case: kind, shapes, the least bytes moved, the check
-                 of a small instance.
+  meta.json      the case: kind, shapes, the least bytes moved (flops for
+                 the GEMM), the check of a small instance.
 
 Each template is first instantiated small, lowered for Vulkan and run on
 this machine's Vulkan driver (lavapipe) by tang-vk-run when it is built
@@ -61,17 +66,48 @@ CASES = {
 }
 
 
+def gemm_program(m, n, k, block=None):
+    """C[m, n] = sum_k A[m, k] B[k, n], f16 operands, f32 sums and result;
+    with `block` (rm, rn), a schedule naming the subgroup-matrix kernel
+    with rm x rn 16 x 16 tiles a subgroup."""
+    attrs = ""
+    if block:
+        attrs = (" attributes {schedule = #tang.schedule<tile = "
+                 f"[{16 * block[0]}, {16 * block[1]}, 16], mapping = "
+                 "[block_y, block_x, serial], threads = [1, 32, 1], vector = "
+                 "1, stages = 1, storage = f32, accumulate = f32, memory = "
+                 "[global], kernel = subgroup_mma>}")
+    return f"""\
+func.func @main(%A: tensor<{m}x{k}xf16>, %B: tensor<{k}x{n}xf16>) -> tensor<{m}x{n}xf32> {{
+  %C = tang.comprehension (%i, %j) reduce (%k) [{m}, {n}, {k}] monoid(add){attrs} : tensor<{m}x{n}xf32> {{
+    %a = tang.read %A[%i, %k] : tensor<{m}x{k}xf16>
+    %b = tang.read %B[%k, %j] : tensor<{k}x{n}xf16>
+    %x = arith.extf %a : f16 to f32
+    %y = arith.extf %b : f16 to f32
+    %p = arith.mulf %x, %y : f32
+    tang.yield %p : f32
+  }}
+  return %C : tensor<{m}x{n}xf32>
+}}
+"""
+
+
+GEMM_SHAPE = (4096, 4096, 4096)
+GEMM_BLOCKS = [(1, 1), (2, 2), (4, 2)]
+
+
 def program(template, args):
     """The template's program with f16 storage (SPIR-V has no bf16)."""
     return template(*args).replace("bf16", "f16")
 
 
-def lower(src: Path, pipeline: str, bundle: Path):
-    """`tang-opt src --<pipeline>="fuse=1 bundle=<bundle>"`; None or the
-    diagnostics."""
+def lower(src: Path, pipeline: str, bundle: Path, options: str = ""):
+    """`tang-opt src --<pipeline>="fuse=1 bundle=<bundle> <options>"`; None
+    or the diagnostics."""
     r = subprocess.run([str(TANG_OPT), str(src),
-                        f"--{pipeline}=fuse=1 bundle={bundle}", "-o",
-                        os.devnull], capture_output=True, text=True)
+                        f"--{pipeline}=fuse=1 bundle={bundle} {options}"
+                        .strip(), "-o", os.devnull],
+                       capture_output=True, text=True)
     return None if r.returncode == 0 else r.stderr[-2000:]
 
 
@@ -125,9 +161,59 @@ def check_small(template, args, shapes):
         return {"ran": True, "ok": ok, "rel_err": rel}
 
 
+def prepare_gemm():
+    """The GEMM case: its program, the heuristic's Vulkan bundle and one per
+    GEMM_BLOCKS, the CUDA bundle; each SPIR-V module must take the
+    cooperative matrices. Lavapipe has none, so the small check is the C
+    backend's emulation of the same kernels (tests do it on every build):
+    here the structure only. The number of failures."""
+    m, n, k = GEMM_SHAPE
+    name = f"gemm_{m}x{n}x{k}"
+    d = WORK / name
+    shutil.rmtree(d, ignore_errors=True)
+    d.mkdir(parents=True)
+    t0 = time.monotonic()
+    (d / "program.mlir").write_text(gemm_program(m, n, k))
+    meta = {"case": name, "kind": "gemm", "shape": [m, n, k], "dtype": "f16",
+            "result_dtype": "f32", "inputs": [[m, k], [k, n]],
+            "flops": 2 * m * n * k,
+            "bytes": F16_BYTES * (m * k + k * n) + 4 * m * n,
+            "small_check": {"ran": False, "why": "no cooperative matrices "
+                            "here (lavapipe); the C backend's emulation of "
+                            "the kernel is tested instead"},
+            "variants": {"spirv": "heuristic"}}
+    bad = 0
+    err = lower(d / "program.mlir", "tang-lower-spirv", d / "spirv",
+                "matrix-units=1")
+    meta["spirv_error"] = err
+    for rm, rn in GEMM_BLOCKS:
+        v = f"spirv_{rm}x{rn}"
+        src = d / f"program_{rm}x{rn}.mlir"
+        src.write_text(gemm_program(m, n, k, (rm, rn)))
+        e = lower(src, "tang-lower-spirv", d / v, "matrix-units=1")
+        if e:
+            meta["spirv_error"] = (meta["spirv_error"] or "") + f"{v}: {e}"
+        meta["variants"][v] = f"{rm}x{rn} tiles of 16 a subgroup"
+    for v in meta["variants"]:
+        if (d / v / "manifest.json").is_file():
+            grid = json.loads((d / v / "manifest.json").read_text())[
+                "functions"][0]["launches"][0]["grid"]
+            meta["variants"][v] += f", grid {grid}"
+    meta["cuda_error"] = lower(d / "program.mlir", "tang-lower-cuda",
+                               d / "cuda")
+    bad += (meta["spirv_error"] is not None) + (meta["cuda_error"] is not None)
+    meta["prepare_s"] = round(time.monotonic() - t0, 1)
+    meta["git"] = harness.record_git()
+    (d / "meta.json").write_text(json.dumps(meta, indent=1))
+    print(f"{name:24s} variants {meta['variants']} "
+          f"spirv {'ok' if not meta['spirv_error'] else 'FAILED'} "
+          f"cuda {'ok' if not meta['cuda_error'] else 'FAILED'}", flush=True)
+    return bad
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--only", nargs="*", choices=list(CASES))
+    ap.add_argument("--only", nargs="*", choices=list(CASES) + ["gemm"])
     args = ap.parse_args()
     WORK.mkdir(parents=True, exist_ok=True)
     bad = 0
@@ -159,6 +245,8 @@ def main():
               f"spirv {'ok' if not meta['spirv_error'] else 'FAILED'} "
               f"cuda {'ok' if not meta['cuda_error'] else 'FAILED'}",
               flush=True)
+    if not args.only or "gemm" in args.only:
+        bad += prepare_gemm()
     return 1 if bad else 0
 
 

@@ -189,6 +189,8 @@ struct SpirvInfo {
   /// GLCompute entry point name -> LocalSize (0s when not declared).
   std::map<std::string, std::vector<uint32_t>> entryPoints;
   std::set<uint32_t> capabilities;
+  /// The module's SPIR-V version, as the header's word (0x00MMmm00).
+  uint32_t version = 0;
 };
 
 /// SPIR-V opcodes, capabilities and execution modes used here.
@@ -206,12 +208,30 @@ enum : uint32_t {
   kCapInt8 = 39,
   kCapStorageBuffer16BitAccess = 4433,
   kCapStorageBuffer8BitAccess = 4448,
+  kCapCooperativeMatrixKHR = 6022,
 };
+
+/// VK_KHR_cooperative_matrix's feature structure (Vulkan 1.3.255; the
+/// headers of Debian 12 are 1.3.239): the same layout, spelled here.
+constexpr VkStructureType kCooperativeMatrixFeaturesKHR =
+    VkStructureType(1000506000);
+struct CooperativeMatrixFeaturesKHR {
+  VkStructureType sType = kCooperativeMatrixFeaturesKHR;
+  void *pNext = nullptr;
+  VkBool32 cooperativeMatrix = VK_FALSE;
+  VkBool32 cooperativeMatrixRobustBufferAccess = VK_FALSE;
+};
+constexpr const char *kCooperativeMatrixExtension = "VK_KHR_cooperative_matrix";
+/// The subgroup size tang's cooperative-matrix kernels are written for
+/// (one 32-thread subgroup per workgroup, --convert-tang-to-gpu's
+/// subgroup-size of the SPIR-V pipeline).
+constexpr uint32_t kMatrixSubgroupSize = 32;
 
 Status inspectSpirv(const std::vector<uint32_t> &words, const std::string &path,
                     SpirvInfo &info) {
   if (words.size() < 5 || words[0] != kSpirvMagic)
     return Status::error(path + ": not a SPIR-V module (bad magic number)");
+  info.version = words[1];
   std::map<uint32_t, std::string> names;
   std::map<uint32_t, std::vector<uint32_t>> localSizes;
   for (size_t at = 5; at < words.size();) {
@@ -312,6 +332,8 @@ const char *resultName(VkResult r) {
   X(vkGetPhysicalDeviceProperties)                                             \
   X(vkGetPhysicalDeviceFeatures)                                               \
   X(vkGetPhysicalDeviceFeatures2)                                              \
+  X(vkGetPhysicalDeviceProperties2)                                            \
+  X(vkEnumerateDeviceExtensionProperties)                                      \
   X(vkGetPhysicalDeviceQueueFamilyProperties)                                  \
   X(vkGetPhysicalDeviceMemoryProperties)                                       \
   X(vkCreateDevice)                                                            \
@@ -420,6 +442,9 @@ public:
              const std::string &outDir, int timeRuns = 0);
 
   const std::string &deviceName() const { return devName; }
+  /// What the device offers the kernels: subgroup size, cooperative
+  /// matrices (--probe -v).
+  std::string describe();
 
 private:
   VulkanApi vk;
@@ -449,6 +474,8 @@ private:
   /// timestamps' median, least and greatest.
   Status time(VkCommandBuffer cmd, int times);
   Status createDevice(const SpirvInfo &info);
+  bool hasDeviceExtension(const char *name);
+  uint32_t subgroupSize();
   Status createBuffer(size_t bytes, DeviceBuffer &b);
   Status checkLimits(const FunctionSpec &f);
   void destroy();
@@ -508,7 +535,9 @@ Status Runner::init(bool validate, bool verbose) {
   app.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO;
   app.pApplicationName = "tang-vk-run";
   app.pEngineName = "tang";
-  app.apiVersion = VK_API_VERSION_1_2;
+  // 1.3: SPIR-V 1.6 modules (cooperative matrices); a 1.2 device still
+  // runs 1.5 modules under it.
+  app.apiVersion = VK_API_VERSION_1_3;
   VkInstanceCreateInfo ici{};
   ici.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO;
   ici.pApplicationInfo = &app;
@@ -576,6 +605,35 @@ Status Runner::init(bool validate, bool verbose) {
   return {};
 }
 
+bool Runner::hasDeviceExtension(const char *name) {
+  uint32_t n = 0;
+  vk.vkEnumerateDeviceExtensionProperties(physical, nullptr, &n, nullptr);
+  std::vector<VkExtensionProperties> exts(n);
+  vk.vkEnumerateDeviceExtensionProperties(physical, nullptr, &n, exts.data());
+  for (const VkExtensionProperties &e : exts)
+    if (std::strcmp(e.extensionName, name) == 0)
+      return true;
+  return false;
+}
+
+uint32_t Runner::subgroupSize() {
+  if (props.apiVersion < VK_API_VERSION_1_1)
+    return 1;
+  VkPhysicalDeviceSubgroupProperties subgroup{};
+  subgroup.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES;
+  VkPhysicalDeviceProperties2 props2{};
+  props2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
+  props2.pNext = &subgroup;
+  vk.vkGetPhysicalDeviceProperties2(physical, &props2);
+  return subgroup.subgroupSize;
+}
+
+std::string Runner::describe() {
+  return "subgroup size " + std::to_string(subgroupSize()) +
+         "; cooperative matrices (" + kCooperativeMatrixExtension + "): " +
+         (hasDeviceExtension(kCooperativeMatrixExtension) ? "yes" : "no");
+}
+
 /// The name of a capability createDevice knows, for error messages.
 const char *capabilityName(uint32_t cap) {
   switch (cap) {
@@ -593,6 +651,8 @@ const char *capabilityName(uint32_t cap) {
     return "StorageBuffer16BitAccess";
   case kCapStorageBuffer8BitAccess:
     return "StorageBuffer8BitAccess";
+  case kCapCooperativeMatrixKHR:
+    return "CooperativeMatrixKHR";
   }
   return "?";
 }
@@ -602,8 +662,40 @@ Status Runner::createDevice(const SpirvInfo &info) {
   // Features2 chain (core in Vulkan 1.1 and 1.2), and enable exactly those.
   bool has11 = props.apiVersion >= VK_API_VERSION_1_1;
   bool has12 = props.apiVersion >= VK_API_VERSION_1_2;
+  uint32_t major = info.version >> 16 & 0xff, minor = info.version >> 8 & 0xff;
+  if ((major > 1 || (major == 1 && minor >= 6)) &&
+      props.apiVersion < VK_API_VERSION_1_3)
+    return Status::error(
+        "the module is SPIR-V " + std::to_string(major) + "." +
+        std::to_string(minor) +
+        ", which needs "
+        "Vulkan 1.3; \"" +
+        devName + "\" has " +
+        std::to_string(VK_API_VERSION_MAJOR(props.apiVersion)) + "." +
+        std::to_string(VK_API_VERSION_MINOR(props.apiVersion)));
+  // Cooperative matrices: the extension, its feature, and subgroups of the
+  // size the kernels are written for.
+  bool matrices = info.capabilities.count(kCapCooperativeMatrixKHR);
+  std::vector<const char *> extensions;
+  CooperativeMatrixFeaturesKHR matrixFeatures, wantMatrix;
+  if (matrices) {
+    if (!hasDeviceExtension(kCooperativeMatrixExtension))
+      return Status::error("the SPIR-V module uses cooperative matrices "
+                           "(CooperativeMatrixKHR), but \"" +
+                           devName + "\" does not have " +
+                           kCooperativeMatrixExtension +
+                           " (lower without --tang-lower-spirv's "
+                           "matrix-units)");
+    if (uint32_t size = subgroupSize(); size != kMatrixSubgroupSize)
+      return Status::error(
+          "the cooperative-matrix kernels are written for subgroups of " +
+          std::to_string(kMatrixSubgroupSize) + " threads; \"" + devName +
+          "\" has " + std::to_string(size));
+    extensions.push_back(kCooperativeMatrixExtension);
+  }
   VkPhysicalDevice8BitStorageFeatures storage8{};
   storage8.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES;
+  storage8.pNext = matrices ? &matrixFeatures : nullptr;
   VkPhysicalDeviceShaderFloat16Int8Features f16i8{};
   f16i8.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES;
   f16i8.pNext = &storage8;
@@ -621,6 +713,7 @@ Status Runner::createDevice(const SpirvInfo &info) {
 
   VkPhysicalDevice8BitStorageFeatures want8{};
   want8.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES;
+  want8.pNext = matrices ? &wantMatrix : nullptr;
   VkPhysicalDeviceShaderFloat16Int8Features wantF16I8{};
   wantF16I8.sType =
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES;
@@ -663,6 +756,10 @@ Status Runner::createDevice(const SpirvInfo &info) {
       have = &storage8.storageBuffer8BitAccess;
       enable = &want8.storageBuffer8BitAccess;
       break;
+    case kCapCooperativeMatrixKHR:
+      have = &matrixFeatures.cooperativeMatrix;
+      enable = &wantMatrix.cooperativeMatrix;
+      break;
     default:
       continue; // Core, or left to the driver to reject.
     }
@@ -684,6 +781,8 @@ Status Runner::createDevice(const SpirvInfo &info) {
   dci.pNext = &want;
   dci.queueCreateInfoCount = 1;
   dci.pQueueCreateInfos = &qci;
+  dci.enabledExtensionCount = uint32_t(extensions.size());
+  dci.ppEnabledExtensionNames = extensions.data();
   VK_CALL(vkCreateDevice, physical, &dci, nullptr, &device);
 
 #define LOAD(name)                                                             \
@@ -1153,7 +1252,8 @@ const char *const kUsage =
     "              median, least and greatest time (GPU timestamps)\n"
     "  --probe     only find the device: print its name, exit 0, or 2 when\n"
     "              there is no Vulkan loader, driver or device\n"
-    "  -v          print the device used\n"
+    "  -v          print the device used (with --probe: also its subgroup\n"
+    "              size and whether it has cooperative matrices)\n"
     "  -h, --help  this text\n"
     "\n"
     "environment: TANG_VK_VALIDATE=1 enables VK_LAYER_KHRONOS_validation when\n"
@@ -1233,6 +1333,8 @@ Status runMain(const Options &o, Runner &runner) {
   if (o.probe) {
     TRY(runner.init(validate, o.verbose));
     std::printf("%s\n", runner.deviceName().c_str());
+    if (o.verbose)
+      std::fprintf(stderr, "tang-vk-run: %s\n", runner.describe().c_str());
     return {};
   }
 

@@ -406,6 +406,19 @@ func.func @main(%A: tensor<3x32x64xf32>, %B: tensor<3x48x64xf32>) -> tensor<3x32
   return %C : tensor<3x32x48xf32>
 }
 """,
+    # Register blocking from the schedule: each subgroup 32 x 48 of the
+    # result (4 x 6 tiles of 8, 2 x 3 of 16), B read transposed, a batch.
+    "blocked_batched_nk": """\
+func.func @main(%A: tensor<2x64x48xf32>, %B: tensor<2x96x48xf32>) -> tensor<2x64x96xf32> {
+  %C = tang.comprehension (%b, %i, %j) reduce (%k) [2, 64, 96, 48] monoid(add) attributes {schedule = #tang.schedule<tile = [1, 32, 48, 16], mapping = [block_z, block_y, block_x, serial], threads = [1, 1, 32, 1], vector = 1, stages = 1, storage = f32, accumulate = f32, memory = [global], kernel = subgroup_mma>} : tensor<2x64x96xf32> {
+    %a = tang.read %A[%b, %i, %k] : tensor<2x64x48xf32>
+    %w = tang.read %B[%b, %j, %k] : tensor<2x96x48xf32>
+    %p = arith.mulf %a, %w : f32
+    tang.yield %p : f32
+  }
+  return %C : tensor<2x64x96xf32>
+}
+""",
     "heads": """\
 func.func @main(%Q: tensor<16x64xf32>, %K: tensor<32x64xf32>) -> tensor<2x16x32xf32> {
   %Qh = tang.view %Q by affine_map<(h, i, k) -> (i, h * 32 + k)> : tensor<16x64xf32> to tensor<2x16x32xf32>

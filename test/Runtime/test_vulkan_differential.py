@@ -34,7 +34,7 @@ import shutil
 import numpy as np
 import pytest
 
-from differential import (ORDERED_PROGRAM, CONSTANT_PROGRAM, SIZE_IN_BODY_PROGRAM, GATHER_PROGRAM, SCATTER_PROGRAM, CMPF_PROGRAM,  # noqa: E402
+from differential import (MATRIX_PROGRAMS, ORDERED_PROGRAM, CONSTANT_PROGRAM, SIZE_IN_BODY_PROGRAM, GATHER_PROGRAM, SCATTER_PROGRAM, CMPF_PROGRAM,  # noqa: E402
                           INDEX_PROGRAM, check_functions, check_program,
                           check_index_errors, check_input_errors, check_size_errors, lower_example, run, run_vulkan,
                           vulkan_backend)
@@ -221,6 +221,33 @@ def test_unsupported_dtype_is_a_clear_error(softmax_bundle, tmp_path):
     assert r.returncode == 1, r.stderr
     assert ("@main argument #0: dtype bf16 is not supported by tang-vk-run "
             "yet") in r.stderr
+
+
+@pytest.mark.parametrize("name", ["kn", "blocked_batched_nk"])
+def test_cooperative_matrices_run_or_are_refused(name, backend, tmp_path):
+    """The contractions on cooperative matrices (`matrix-units=1`): on a
+    device with VK_KHR_cooperative_matrix and 32-thread subgroups (NVIDIA's
+    Vulkan) they match the interpreter; elsewhere (lavapipe) tang-vk-run
+    refuses the bundle naming the extension and writes nothing."""
+    program = tmp_path / f"{name}.mlir"
+    program.write_text(MATRIX_PROGRAMS[name])
+    bundle = tmp_path / "bundle"
+    manifest = lower_example(TANG_BIN, program, "tang-lower-spirv", bundle,
+                             "spirv", "matrix-units=1")
+    probe = run_vulkan([VK_RUN, "--probe", "-v"])
+    if "(VK_KHR_cooperative_matrix): yes" in probe.stderr:
+        check_functions(backend + "-matrix-units", program, manifest,
+                        tmp_path, TANG_BIN, host(bundle))
+        return
+    x = [tmp_path / "a.npy", tmp_path / "b.npy"]
+    for path, arg in zip(x, manifest["functions"][0]["args"]):
+        np.save(path, np.ones(arg["shape"], np.float32))
+    out = tmp_path / "out"
+    r = run_vulkan([VK_RUN, bundle, "main", *x, "--out", out])
+    assert r.returncode == 1, r.stderr
+    assert ("uses cooperative matrices (CooperativeMatrixKHR), but" in r.stderr
+            and "does not have VK_KHR_cooperative_matrix" in r.stderr), r.stderr
+    assert not out.exists() or not any(out.iterdir())
 
 
 def test_wrong_input_shape_is_a_clear_error(softmax_bundle, tmp_path):

@@ -4,11 +4,14 @@
 // subgroup matrix operations of the gpu dialect (gpu.subgroup_mma_*) for the
 // portable backends whose hardware has matrix units: SPIR-V
 // KHR_cooperative_matrix (through upstream convert-gpu-to-spirv) and Metal
-// simdgroup_matrix (through the printer). One subgroup per T x T tile of the
-// result: the accumulator starts at zero, each step of T along the reduced
-// index loads a T x T tile of each operand straight from its buffer (row
-// stride: the operand's leading dimension; a [n, k] operand loads
-// transposed) and multiplies-accumulates, and the tile is stored once.
+// simdgroup_matrix (through the printer). One subgroup per workgroup, for
+// rm x rn T x T tiles of the result (register blocking: the schedule's
+// tile when it names this kernel, else the largest of 4 x 4, 4 x 2, ..., 1 x 1
+// dividing the tiles that leaves 256 workgroups): the accumulators start at
+// zero, each step of T along the reduced index loads rm T x T tiles of A and rn
+// of B straight from their buffers (row stride: the operand's leading
+// dimension; a [n, k] operand loads transposed) and multiplies-accumulates
+// every pair, and each tile is stored once.
 //
 // It takes what the loads can address: operands whose views are boxes of
 // their tensors (getBoxRowCoordinate), extents that are multiples of T, a
@@ -117,22 +120,62 @@ emitSubgroupMmaKernel(OpBuilder &b, ComprehensionOp op, IRMapping &tensors,
   int64_t batchCount = 1;
   for (unsigned p = 0; p + 2 < numParallel; ++p)
     batchCount *= op.getExtent(p);
-  if (c->extentN / tile > 65535 || c->extentM / tile > 65535 ||
-      batchCount > 65535)
+  int64_t tilesM = c->extentM / tile, tilesN = c->extentN / tile;
+
+  // The tiles one subgroup computes: rm x rn of them, each operand tile
+  // loaded once per step and used rn (A) or rm (B) times. A schedule
+  // naming this kernel gives them (its tile along the rows and columns, in
+  // elements); otherwise the first of 4 x 4, 4 x 2, 2 x 4, 2 x 2, 2 x 1,
+  // 1 x 2 that divides the tiles and leaves kMinGroups workgroups.
+  int64_t rm = 1, rn = 1;
+  ScheduleAttr s = op.getScheduleAttr();
+  if (s && s.getKernel() == KernelKind::SubgroupMma) {
+    ArrayRef<int64_t> t = s.getTile();
+    if (t.size() != op.getNumIndices())
+      return fail("its schedule's tile has " + Twine(t.size()) + " sizes for " +
+                  Twine(op.getNumIndices()) + " indices");
+    int64_t tm = t[c->m], tn = t[c->n], tk = t.back();
+    if (tm <= 0 || tn <= 0 || tk <= 0 || tm % tile || tn % tile || tk % tile ||
+        c->extentM % tm || c->extentN % tn)
+      return fail("its schedule's tile [" + Twine(tm) + ", " + Twine(tn) +
+                  ", " + Twine(tk) + "] (rows, columns, reduced) is not " +
+                  "whole " + Twine(tile) + "x" + Twine(tile) +
+                  " tiles dividing the extents");
+    rm = tm / tile;
+    rn = tn / tile;
+  } else {
+    constexpr int64_t kMinGroups = 256;
+    for (auto [m, n] : {std::pair<int64_t, int64_t>{4, 4},
+                        {4, 2},
+                        {2, 4},
+                        {2, 2},
+                        {2, 1},
+                        {1, 2}}) {
+      if (tilesM % m == 0 && tilesN % n == 0 &&
+          (tilesM / m) * (tilesN / n) * batchCount >= kMinGroups) {
+        rm = m;
+        rn = n;
+        break;
+      }
+    }
+  }
+  if (tilesN / rn > 65535 || tilesM / rm > 65535 || batchCount > 65535)
     return fail("more tiles or batch points than the grid holds");
 
-  // The grid: column tiles over x, row tiles over y, batch points over z;
-  // one subgroup per block.
-  k.grid = {c->extentN / tile, c->extentM / tile, batchCount};
+  // The grid: column blocks over x, row blocks over y, batch points over
+  // z; one subgroup per workgroup.
+  k.grid = {tilesN / rn, tilesM / rm, batchCount};
   k.block = {subgroupSize, 1, 1};
   Location loc = op.getLoc();
   auto cst = [&](int64_t v) -> Value {
     return arith::ConstantIndexOp::create(b, loc, v);
   };
   Value row0 = arith::MulIOp::create(
-      b, loc, gpu::BlockIdOp::create(b, loc, gpu::Dimension::y), cst(tile));
+      b, loc, gpu::BlockIdOp::create(b, loc, gpu::Dimension::y),
+      cst(tile * rm));
   Value col0 = arith::MulIOp::create(
-      b, loc, gpu::BlockIdOp::create(b, loc, gpu::Dimension::x), cst(tile));
+      b, loc, gpu::BlockIdOp::create(b, loc, gpu::Dimension::x),
+      cst(tile * rn));
   IRMapping at;
   Value rest = gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
   SmallVector<Value> resultIndices(numParallel);
@@ -142,10 +185,15 @@ emitSubgroupMmaKernel(OpBuilder &b, ComprehensionOp op, IRMapping &tensors,
     at.map(op.getIndex(p), resultIndices[p]);
     rest = arith::DivUIOp::create(b, loc, rest, extent);
   }
-  resultIndices[c->m] = row0;
-  resultIndices[c->n] = col0;
-  at.map(mIndex, row0);
-  at.map(nIndex, col0);
+  auto offset = [&](Value base, int64_t i) {
+    return i ? arith::AddIOp::create(b, loc, base, cst(i * tile)).getResult()
+             : base;
+  };
+  SmallVector<Value> rows, cols;
+  for (int64_t i = 0; i < rm; ++i)
+    rows.push_back(offset(row0, i));
+  for (int64_t j = 0; j < rn; ++j)
+    cols.push_back(offset(col0, j));
 
   MLIRContext *ctx = b.getContext();
   auto matrixType = [&](Type element, StringRef operand) {
@@ -154,8 +202,9 @@ emitSubgroupMmaKernel(OpBuilder &b, ComprehensionOp op, IRMapping &tensors,
   Type accType = matrixType(b.getF32Type(), "COp");
   Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0));
   Value acc0 = gpu::SubgroupMmaConstantMatrixOp::create(b, loc, accType, zero);
+  // The accumulators row-major: tile (i, j) is acc[i * rn + j].
   auto loop = scf::ForOp::create(b, loc, cst(0), cst(c->extentK), cst(tile),
-                                 ValueRange{acc0});
+                                 SmallVector<Value>(rm * rn, acc0));
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
@@ -171,16 +220,30 @@ emitSubgroupMmaKernel(OpBuilder &b, ComprehensionOp op, IRMapping &tensors,
           b.getIndexAttr(o.leadDimension),
           o.transpose ? UnitAttr::get(ctx) : UnitAttr());
     };
-    Value lhs = load(*a, "AOp");
-    Value rhs = load(*bOperand, "BOp");
-    Value sum = gpu::SubgroupMmaComputeOp::create(b, loc, accType, lhs, rhs,
-                                                  loop.getRegionIterArgs()[0],
-                                                  UnitAttr(), UnitAttr());
-    scf::YieldOp::create(b, loc, sum);
+    SmallVector<Value> lhs, rhs, sums;
+    for (Value r : rows) {
+      at.map(mIndex, r);
+      lhs.push_back(load(*a, "AOp"));
+    }
+    for (Value cIndex : cols) {
+      at.map(nIndex, cIndex);
+      rhs.push_back(load(*bOperand, "BOp"));
+    }
+    for (int64_t i = 0; i < rm; ++i)
+      for (int64_t j = 0; j < rn; ++j)
+        sums.push_back(gpu::SubgroupMmaComputeOp::create(
+            b, loc, accType, lhs[i], rhs[j],
+            loop.getRegionIterArgs()[i * rn + j], UnitAttr(), UnitAttr()));
+    scf::YieldOp::create(b, loc, sums);
   }
-  gpu::SubgroupMmaStoreMatrixOp::create(b, loc, loop.getResult(0), outputs[0],
-                                        resultIndices,
-                                        b.getIndexAttr(c->extentN), UnitAttr());
+  for (int64_t i = 0; i < rm; ++i)
+    for (int64_t j = 0; j < rn; ++j) {
+      resultIndices[c->m] = rows[i];
+      resultIndices[c->n] = cols[j];
+      gpu::SubgroupMmaStoreMatrixOp::create(
+          b, loc, loop.getResult(i * rn + j), outputs[0], resultIndices,
+          b.getIndexAttr(c->extentN), UnitAttr());
+    }
   return success();
 }
 

@@ -104,3 +104,64 @@ func.func @epilogue(%A: tensor<32x64xf32>, %B: tensor<64x48xf32>) -> tensor<32x4
   }
   return %C : tensor<32x48xf32>
 }
+
+// -----
+
+// Register blocking: the first of 4 x 4, 4 x 2, 2 x 4, 2 x 2 tiles a
+// subgroup that keeps 256 workgroups: 2 x 2 of 32 x 32 tiles of 16 (each
+// step loads 2 tiles of A and 2 of B and computes 4 products), 4 x 4 of
+// 64 x 64 tiles of 8.
+// CHECK-LABEL: func.func @blocked
+// CHECK: blocks in (%c16{{.*}}, %c16{{.*}}, %c1{{.*}}) threads in (%c32
+// CHECK: scf.for {{.*}} iter_args({{[^,]*}}, {{[^,]*}}, {{[^,]*}}, {{[^,]*}}) ->
+// CHECK-COUNT-2: gpu.subgroup_mma_load_matrix %arg0
+// CHECK-COUNT-2: gpu.subgroup_mma_load_matrix %arg1
+// CHECK-COUNT-4: gpu.subgroup_mma_compute
+// CHECK: scf.yield
+// CHECK-COUNT-4: gpu.subgroup_mma_store_matrix
+// TILE8-LABEL: func.func @blocked
+// TILE8: blocks in (%c16{{.*}}, %c16{{.*}}, %c1{{.*}}) threads in (%c64
+// TILE8-COUNT-16: gpu.subgroup_mma_compute
+func.func @blocked(%A: tensor<512x32xf32>, %B: tensor<32x512xf32>) -> tensor<512x512xf32> {
+  %C = tang.comprehension (%i, %j) reduce (%k) [512, 512, 32] monoid(add) : tensor<512x512xf32> {
+    %a = tang.read %A[%i, %k] : tensor<512x32xf32>
+    %b = tang.read %B[%k, %j] : tensor<32x512xf32>
+    %p = arith.mulf %a, %b : f32
+    tang.yield %p : f32
+  }
+  return %C : tensor<512x512xf32>
+}
+
+// -----
+
+// A schedule naming the kernel sets the blocking: 64 x 32 (4 x 2 tiles of
+// 16, 8 x 4 of 8); one that is not whole tiles dividing the extents is an
+// error, not a silent fallback.
+// CHECK-LABEL: func.func @scheduled
+// CHECK: blocks in (%c2, %c1{{.*}}, %c1{{.*}}) threads in (%c32
+// CHECK-COUNT-8: gpu.subgroup_mma_compute
+// TILE8-LABEL: func.func @scheduled
+// TILE8: blocks in (%c2, %c1{{.*}}, %c1{{.*}}) threads in (%c64
+// TILE8-COUNT-32: gpu.subgroup_mma_compute
+func.func @scheduled(%A: tensor<64x32xf32>, %B: tensor<32x64xf32>) -> tensor<64x64xf32> {
+  %C = tang.comprehension (%i, %j) reduce (%k) [64, 64, 32] monoid(add) attributes {schedule = #tang.schedule<tile = [64, 32, 16], mapping = [block_y, block_x, serial], threads = [1, 32, 1], vector = 1, stages = 1, storage = f32, accumulate = f32, memory = [global], kernel = subgroup_mma>} : tensor<64x64xf32> {
+    %a = tang.read %A[%i, %k] : tensor<64x32xf32>
+    %b = tang.read %B[%k, %j] : tensor<32x64xf32>
+    %p = arith.mulf %a, %b : f32
+    tang.yield %p : f32
+  }
+  return %C : tensor<64x64xf32>
+}
+
+// -----
+
+func.func @bad_schedule(%A: tensor<64x32xf32>, %B: tensor<32x64xf32>) -> tensor<64x64xf32> {
+  // expected-error @+1 {{has a schedule asking for a subgroup_mma kernel, but its schedule's tile [24, 32, 16] (rows, columns, reduced) is not whole}}
+  %C = tang.comprehension (%i, %j) reduce (%k) [64, 64, 32] monoid(add) attributes {schedule = #tang.schedule<tile = [24, 32, 16], mapping = [block_y, block_x, serial], threads = [1, 32, 1], vector = 1, stages = 1, storage = f32, accumulate = f32, memory = [global], kernel = subgroup_mma>} : tensor<64x64xf32> {
+    %a = tang.read %A[%i, %k] : tensor<64x32xf32>
+    %b = tang.read %B[%k, %j] : tensor<32x64xf32>
+    %p = arith.mulf %a, %b : f32
+    tang.yield %p : f32
+  }
+  return %C : tensor<64x64xf32>
+}
