@@ -14,7 +14,8 @@ the same GPU. Under gpu-work/portable/<case>/:
   spirv_<v>/     the GEMM's other Vulkan bundles: the same program with a
                  schedule naming the subgroup-matrix kernel's register
                  blocking (<v> = 1x1, 2x2, 4x2 tiles of 16 a subgroup);
-                 spirv/ is the heuristic's;
+                 spirv/ is the heuristic's; spirv_simt/ the register-tiled
+                 SIMT kernel (no matrix units);
   cuda/          the CUDA bundle (python/tang's tang.cuda);
   meta.json      the case: kind, shapes, the least bytes moved (flops for
                  the GEMM), the check of a small instance.
@@ -194,6 +195,12 @@ def prepare_gemm():
         if e:
             meta["spirv_error"] = (meta["spirv_error"] or "") + f"{v}: {e}"
         meta["variants"][v] = f"{rm}x{rn} tiles of 16 a subgroup"
+    # Without matrix units: the register-tiled SIMT kernel (TiledKernel.cpp).
+    e = lower(d / "program.mlir", "tang-lower-spirv", d / "spirv_simt")
+    if e:
+        meta["spirv_error"] = (meta["spirv_error"] or "") + f"spirv_simt: {e}"
+    meta["variants"]["spirv_simt"] = ("no matrix units: 4 x 4 points a "
+                                      "thread, 16 x 16 threads")
     for v in meta["variants"]:
         if (d / v / "manifest.json").is_file():
             grid = json.loads((d / v / "manifest.json").read_text())[

@@ -63,6 +63,8 @@ struct DeviceFacts {
   bool trafficTiles = false;
   /// The widest access one thread makes, in bytes (the target's).
   int64_t vectorBytes = 16;
+  /// Whether the target has tensor cores (16-bit products go there).
+  bool tensorCores = true;
 };
 
 /// The certified tile of `op`'s traffic bound at shared memory (capacity:
@@ -424,14 +426,18 @@ ScheduleAttr scheduleFor(ComprehensionOp op, ShapeClass cls,
     // 16-bit operands go to tensor cores: 128 x 256 tiles, 64-deep steps,
     // a 4-deep ring and 8 warps (faster than 128 x 128 tiles and 3-stage
     // rings; measured: bench/results/2026-12-01-h200-gemm-wgmma.md).
+    // Otherwise SIMT: 64 x 64 tiles of 16 x 16 threads, 4 x 4 points a
+    // thread (the register-tiled kernel, TiledKernel.cpp).
     bool tensorCores = false;
     op.walk([&](ReadOp r) {
       Type e = cast<RankedTensorType>(r.getTensor().getType()).getElementType();
       tensorCores |= e.isF16() || e.isBF16();
     });
-    int64_t tm = floorPow2(std::min<int64_t>(128, op.getExtent(i)));
+    tensorCores &= dev.tensorCores;
+    int64_t tm =
+        floorPow2(std::min<int64_t>(tensorCores ? 128 : 64, op.getExtent(i)));
     int64_t tn =
-        floorPow2(std::min<int64_t>(tensorCores ? 256 : 128, op.getExtent(j)));
+        floorPow2(std::min<int64_t>(tensorCores ? 256 : 64, op.getExtent(j)));
     // Small products: narrower tiles (down to 64 x 64) until every
     // multiprocessor has a tile (1000^3 in 128 x 256 tiles fills 32 of an
     // H200's 132).
@@ -458,8 +464,8 @@ ScheduleAttr scheduleFor(ComprehensionOp op, ShapeClass cls,
         return floorPow2(
             std::clamp<int64_t>(t, 1, std::min(most, op.getExtent(index))));
       };
-      tm = clip((*lp)[i], 128, i);
-      tn = clip((*lp)[j], tensorCores ? 256 : 128, j);
+      tm = clip((*lp)[i], tensorCores ? 128 : 64, i);
+      tn = clip((*lp)[j], tensorCores ? 256 : 64, j);
     }
     b.spread(j, tn, Mapping::BlockX);
     b.spread(i, tm, Mapping::BlockY);
@@ -514,7 +520,8 @@ struct TangSchedulePass : tang::impl::TangScheduleBase<TangSchedulePass> {
                     fact(warpSize, target.getWarpSize()),
                     fact(maxThreads, target.getMaxThreads()),
                     tileSource == TileSource::TrafficBound,
-                    target.getVectorBytes()};
+                    target.getVectorBytes(),
+                    target.getTensorCores() != TensorCoreKind::None};
     if (dev.smCount < 1 || dev.sharedMemory < 1 || dev.warpSize < 1 ||
         dev.maxThreads < 1 || !llvm::isPowerOf2_64(dev.warpSize) ||
         dev.maxThreads < dev.warpSize) {

@@ -266,6 +266,35 @@ def check_program(backend, text, tmp_path, tang_bin, pipeline, fmt, host,
     return manifest
 
 
+# Matmul-like programs the portable schedule tiles (64 x 64 tiles of 16 x 16
+# threads, 4 x 4 points a thread: TiledKernel.cpp): an epilogue around a
+# nested sum with extents no multiple of the tile (clamped reads, guarded
+# stores), and a batched product of a [k]-contiguous right operand.
+TILED_PROGRAM = """\
+func.func @main(%A: tensor<100x33xf32>, %B: tensor<33x70xf32>, %bias: tensor<70xf32>, %X: tensor<2x64x40xf32>, %W: tensor<2x128x40xf32>) -> (tensor<100x70xf32>, tensor<2x64x128xf32>) {
+  %C = tang.comprehension (%i, %j) [100, 70] : tensor<100x70xf32> {
+    %s = tang.comprehension reduce (%k) [33] monoid(add) : f32 {
+      %a = tang.read %A[%i, %k] : tensor<100x33xf32>
+      %b = tang.read %B[%k, %j] : tensor<33x70xf32>
+      %p = arith.mulf %a, %b : f32
+      tang.yield %p : f32
+    }
+    %c = tang.read %bias[%j] : tensor<70xf32>
+    %t = arith.addf %s, %c : f32
+    %g = math.tanh %t : f32
+    tang.yield %g : f32
+  }
+  %D = tang.comprehension (%b, %i, %j) reduce (%k) [2, 64, 128, 40] monoid(add) : tensor<2x64x128xf32> {
+    %x = tang.read %X[%b, %i, %k] : tensor<2x64x40xf32>
+    %w = tang.read %W[%b, %j, %k] : tensor<2x128x40xf32>
+    %p = arith.mulf %x, %w : f32
+    tang.yield %p : f32
+  }
+  return %C, %D : tensor<100x70xf32>, tensor<2x64x128xf32>
+}
+"""
+
+
 # A row reduction under a monoid that is associative but not commutative
 # (the affine maps h -> a h + b, composed in index order) over rows of 300
 # (no multiple of a row kernel's threads): the portable row kernels'

@@ -42,6 +42,15 @@ inline bool hasVectorAccess(Operation *op) {
   return getTarget(op).getVectorBytes() > 1;
 }
 
+/// Whether every result of `op` is stored in f16 or bf16: then fast
+/// approximations of transcendental functions and divisions are used.
+inline bool isLowPrecision(ComprehensionOp op) {
+  return llvm::all_of(op.getResultTypes(), [](Type t) {
+    Type e = cast<RankedTensorType>(t).getElementType();
+    return e.isF16() || e.isBF16();
+  });
+}
+
 class KernelSizes;
 
 /// A tensor map (CUtensorMap) the kernel takes by value: a tiled view of
@@ -233,6 +242,11 @@ void populateSplitSoftmaxKernelPatterns(KernelPatternSet &patterns);
 /// Column reductions: strips of columns per block, runs of rows per warp
 /// and (split k) per block, combined in order (ColumnKernel.cpp).
 void populateColumnKernelPatterns(KernelPatternSet &patterns);
+
+/// Register-tiled SIMT contractions: a matmul-like comprehension whose
+/// schedule gives each thread several points of its rows and columns
+/// (TiledKernel.cpp).
+void populateTiledKernelPatterns(KernelPatternSet &patterns);
 
 /// Row kernels (a block per row, nested reductions cooperative) and point
 /// kernels (a thread per parallel point), the latter matching every

@@ -44,15 +44,6 @@ using namespace mlir::tang;
 
 namespace {
 
-/// Whether every result of `op` is stored in f16 or bf16: then fast
-/// approximations of transcendental functions and divisions are used.
-bool isLowPrecision(ComprehensionOp op) {
-  return llvm::all_of(op.getResultTypes(), [](Type t) {
-    Type e = cast<RankedTensorType>(t).getElementType();
-    return e.isF16() || e.isBF16();
-  });
-}
-
 /// Whether `v`'s element type can travel through a 32-bit shuffle and the
 /// f32 workgroup buffer (bitcast for i32).
 bool isShuffleType(Type t) { return t.isF32() || t.isSignlessInteger(32); }

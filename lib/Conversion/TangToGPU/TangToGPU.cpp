@@ -1083,6 +1083,7 @@ struct ConvertTangToGPUPass
     populateSubgroupMmaKernelPatterns(patterns, options);
     populateSplitSoftmaxKernelPatterns(patterns);
     populateColumnKernelPatterns(patterns);
+    populateTiledKernelPatterns(patterns);
     populateRowKernelPatterns(patterns);
     KernelFormBuilder builder(kernels, options, patterns);
     for (func::FuncOp f : funcs)
