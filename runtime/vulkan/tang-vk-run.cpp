@@ -46,6 +46,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <initializer_list>
 #include <map>
 #include <set>
 #include <sstream>
@@ -371,6 +372,7 @@ const char *resultName(VkResult r) {
   X(vkCmdBindPipeline)                                                         \
   X(vkCmdBindDescriptorSets)                                                   \
   X(vkCmdDispatch)                                                             \
+  X(vkCmdCopyBuffer)                                                           \
   X(vkCmdPipelineBarrier)                                                      \
   X(vkCreateFence)                                                             \
   X(vkDestroyFence)                                                            \
@@ -411,13 +413,19 @@ Status check(VkResult r, const char *call) {
 /// fails, naming `fn`.
 #define VK_CALL(fn, ...) TRY(check(vk.fn(__VA_ARGS__), #fn))
 
-/// A device buffer with its host-visible memory, mapped for the whole run.
+/// A buffer the kernels use, in device-local memory where the device has
+/// it, and its staging buffer in host-visible memory (cached where the
+/// device offers it), mapped for the whole run: the host writes and reads
+/// the staging buffer, and copies on the queue move the data (a GPU's
+/// device memory read through its PCIe window runs at a few MB/s).
 struct DeviceBuffer {
   VkBuffer buffer = VK_NULL_HANDLE;
   VkDeviceMemory memory = VK_NULL_HANDLE;
+  VkBuffer staging = VK_NULL_HANDLE;
+  VkDeviceMemory stagingMemory = VK_NULL_HANDLE;
   VkDeviceSize size = 0;
   void *mapped = nullptr;
-  /// Whether the memory is device-local too.
+  /// Whether the kernels' memory is device-local.
   bool deviceLocal = false;
 };
 
@@ -477,6 +485,11 @@ private:
   bool hasDeviceExtension(const char *name);
   uint32_t subgroupSize();
   Status createBuffer(size_t bytes, DeviceBuffer &b);
+  /// Allocates and binds memory for `buffer` of the first type that has
+  /// one of `preferred` (in order) and room; `got` its properties.
+  Status allocate(VkBuffer buffer,
+                  std::initializer_list<VkMemoryPropertyFlags> preferred,
+                  VkDeviceMemory &memory, VkMemoryPropertyFlags &got);
   Status checkLimits(const FunctionSpec &f);
   void destroy();
 };
@@ -796,28 +809,16 @@ Status Runner::createDevice(const SpirvInfo &info) {
   return {};
 }
 
-Status Runner::createBuffer(size_t bytes, DeviceBuffer &b) {
-  // Vulkan has no empty buffers: a zero-element tensor still gets 4 bytes.
-  b.size = std::max<VkDeviceSize>(bytes, 4);
-  VkBufferCreateInfo bci{};
-  bci.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
-  bci.size = b.size;
-  bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
-  bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-  VK_CALL(vkCreateBuffer, device, &bci, nullptr, &b.buffer);
+Status Runner::allocate(VkBuffer buffer,
+                        std::initializer_list<VkMemoryPropertyFlags> preferred,
+                        VkDeviceMemory &memory, VkMemoryPropertyFlags &got) {
   VkMemoryRequirements req;
-  vk.vkGetBufferMemoryRequirements(device, b.buffer, &req);
-
-  // Memory the host maps: device-local where there is such a type with
-  // room (resizable BAR on a GPU; a CPU driver's memory is all of these),
-  // then host-coherent, then any (explicit flushes and invalidations).
-  const VkMemoryPropertyFlags kMapped = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
-                                        VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  vk.vkGetBufferMemoryRequirements(device, buffer, &req);
+  // The first type with each set of properties in turn; a full heap (a
+  // small BAR window) moves on to the next type.
   VkResult allocated = VK_ERROR_OUT_OF_DEVICE_MEMORY;
   bool found = false;
-  for (VkMemoryPropertyFlags flags :
-       {VkMemoryPropertyFlags(kMapped | VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT),
-        kMapped, VkMemoryPropertyFlags(VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT)}) {
+  for (VkMemoryPropertyFlags flags : preferred) {
     for (uint32_t i = 0; i < memProps.memoryTypeCount; ++i) {
       VkMemoryPropertyFlags has = memProps.memoryTypes[i].propertyFlags;
       if (!(req.memoryTypeBits & (1u << i)) || (has & flags) != flags)
@@ -827,10 +828,9 @@ Status Runner::createBuffer(size_t bytes, DeviceBuffer &b) {
       mai.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO;
       mai.allocationSize = req.size;
       mai.memoryTypeIndex = i;
-      // A small BAR heap fills: the next type is tried.
-      allocated = vk.vkAllocateMemory(device, &mai, nullptr, &b.memory);
+      allocated = vk.vkAllocateMemory(device, &mai, nullptr, &memory);
       if (allocated == VK_SUCCESS) {
-        b.deviceLocal = has & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
+        got = has;
         break;
       }
     }
@@ -839,11 +839,41 @@ Status Runner::createBuffer(size_t bytes, DeviceBuffer &b) {
   }
   if (!found)
     return Status::error("\"" + devName +
-                         "\" has no host-visible memory type for storage "
-                         "buffers");
+                         "\" has no suitable memory type for a buffer");
   TRY(check(allocated, "vkAllocateMemory"));
-  VK_CALL(vkBindBufferMemory, device, b.buffer, b.memory, 0);
-  VK_CALL(vkMapMemory, device, b.memory, 0, VK_WHOLE_SIZE, 0, &b.mapped);
+  VK_CALL(vkBindBufferMemory, device, buffer, memory, 0);
+  return {};
+}
+
+Status Runner::createBuffer(size_t bytes, DeviceBuffer &b) {
+  // Vulkan has no empty buffers: a zero-element tensor still gets 4 bytes.
+  b.size = std::max<VkDeviceSize>(bytes, 4);
+  VkBufferCreateInfo bci{};
+  bci.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
+  bci.size = b.size;
+  bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT |
+              VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+              VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  VK_CALL(vkCreateBuffer, device, &bci, nullptr, &b.buffer);
+  VkMemoryPropertyFlags got = 0;
+  TRY(allocate(b.buffer, {VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0}, b.memory,
+               got));
+  b.deviceLocal = got & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
+
+  bci.usage =
+      VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  VK_CALL(vkCreateBuffer, device, &bci, nullptr, &b.staging);
+  const VkMemoryPropertyFlags kVisible = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT;
+  TRY(allocate(
+      b.staging,
+      {VkMemoryPropertyFlags(kVisible | VK_MEMORY_PROPERTY_HOST_CACHED_BIT |
+                             VK_MEMORY_PROPERTY_HOST_COHERENT_BIT),
+       VkMemoryPropertyFlags(kVisible | VK_MEMORY_PROPERTY_HOST_CACHED_BIT),
+       VkMemoryPropertyFlags(kVisible | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT),
+       kVisible},
+      b.stagingMemory, got));
+  VK_CALL(vkMapMemory, device, b.stagingMemory, 0, VK_WHOLE_SIZE, 0, &b.mapped);
   return {};
 }
 
@@ -930,11 +960,11 @@ Status Runner::run(const FunctionSpec &f, const std::vector<uint32_t> &spirv,
   }
   std::vector<VkMappedMemoryRange> ranges;
   for (const DeviceBuffer &b : buffers) {
-    if (!b.memory)
+    if (!b.stagingMemory)
       continue;
     VkMappedMemoryRange range{};
     range.sType = VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE;
-    range.memory = b.memory;
+    range.memory = b.stagingMemory;
     range.size = VK_WHOLE_SIZE;
     ranges.push_back(range);
   }
@@ -1024,7 +1054,7 @@ Status Runner::run(const FunctionSpec &f, const std::vector<uint32_t> &spirv,
                               nullptr);
   }
 
-  // Record the launches in order, a compute->compute barrier between two.
+  // The command buffers.
   VkCommandPoolCreateInfo cpoolci{};
   cpoolci.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO;
   cpoolci.queueFamilyIndex = queueFamily;
@@ -1034,57 +1064,88 @@ Status Runner::run(const FunctionSpec &f, const std::vector<uint32_t> &spirv,
   cbai.commandPool = commandPool;
   cbai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
   cbai.commandBufferCount = 1;
-  VkCommandBuffer cmd;
+  VkCommandBuffer cmd, timed = VK_NULL_HANDLE;
   VK_CALL(vkAllocateCommandBuffers, device, &cbai, &cmd);
-  VkCommandBufferBeginInfo begin{};
-  begin.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
-  // Submitted again when timed.
-  begin.flags = timeRuns ? 0 : VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
   if (timeRuns) {
     if (!timestampBits || props.limits.timestampPeriod <= 0)
       return Status::error("\"" + devName +
                            "\" cannot time its compute queue (no "
                            "timestamps): run without --time");
+    VK_CALL(vkAllocateCommandBuffers, device, &cbai, &timed);
     VkQueryPoolCreateInfo qpci{};
     qpci.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO;
     qpci.queryType = VK_QUERY_TYPE_TIMESTAMP;
     qpci.queryCount = 2;
     VK_CALL(vkCreateQueryPool, device, &qpci, nullptr, &queryPool);
   }
+  auto barrier = [&](VkCommandBuffer c, VkPipelineStageFlags from,
+                     VkAccessFlags fromAccess, VkPipelineStageFlags to,
+                     VkAccessFlags toAccess) {
+    VkMemoryBarrier mb{};
+    mb.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
+    mb.srcAccessMask = fromAccess;
+    mb.dstAccessMask = toAccess;
+    vk.vkCmdPipelineBarrier(c, from, to, 0, 1, &mb, 0, nullptr, 0, nullptr);
+  };
+  // The launches in order, a compute->compute barrier between two.
+  auto recordLaunches = [&](VkCommandBuffer c) {
+    for (size_t i = 0; i < f.launches.size(); ++i) {
+      const LaunchSpec &l = f.launches[i];
+      if (i > 0)
+        barrier(c, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                VK_ACCESS_SHADER_WRITE_BIT,
+                VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+      vk.vkCmdBindPipeline(c, VK_PIPELINE_BIND_POINT_COMPUTE, pipelines[i]);
+      vk.vkCmdBindDescriptorSets(c, VK_PIPELINE_BIND_POINT_COMPUTE,
+                                 pipelineLayouts[i], 0, 1, &sets[i], 0,
+                                 nullptr);
+      vk.vkCmdDispatch(c, l.grid.x, l.grid.y, l.grid.z);
+    }
+  };
+  // The checked run: every buffer from its staging buffer, the launches,
+  // the outputs back to theirs.
+  VkCommandBufferBeginInfo begin{};
+  begin.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
+  begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
   VK_CALL(vkBeginCommandBuffer, cmd, &begin);
-  if (timeRuns) {
-    vk.vkCmdResetQueryPool(cmd, queryPool, 0, 2);
-    vk.vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queryPool,
-                           0);
+  for (const DeviceBuffer &b : buffers) {
+    if (!b.buffer)
+      continue;
+    VkBufferCopy region{0, 0, b.size};
+    vk.vkCmdCopyBuffer(cmd, b.staging, b.buffer, 1, &region);
   }
-  VkMemoryBarrier barrier{};
-  barrier.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
-  barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
-  barrier.dstAccessMask =
-      VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
-  for (size_t i = 0; i < f.launches.size(); ++i) {
-    const LaunchSpec &l = f.launches[i];
-    if (i > 0)
-      vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                              VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
-                              &barrier, 0, nullptr, 0, nullptr);
-    vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipelines[i]);
-    vk.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE,
-                               pipelineLayouts[i], 0, 1, &sets[i], 0, nullptr);
-    vk.vkCmdDispatch(cmd, l.grid.x, l.grid.y, l.grid.z);
+  barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+          VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+          VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+  recordLaunches(cmd);
+  barrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+          VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT);
+  for (size_t i = 0; i < f.args.size(); ++i) {
+    if (f.args[i].role != BufferSpec::Role::Output)
+      continue;
+    const DeviceBuffer &b = buffers[argBuffer(f, i)];
+    VkBufferCopy region{0, 0, b.size};
+    vk.vkCmdCopyBuffer(cmd, b.buffer, b.staging, 1, &region);
   }
-  if (timeRuns)
-    vk.vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queryPool,
-                           1);
-  // Make the last writes visible to the host.
-  VkMemoryBarrier toHost{};
-  toHost.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
-  toHost.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
-  toHost.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
-  vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                          VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &toHost, 0, nullptr,
-                          0, nullptr);
+  // Make the copies visible to the host.
+  barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+          VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
   VK_CALL(vkEndCommandBuffer, cmd);
+  // The timed runs: the launches alone between two timestamps, the
+  // buffers as the checked run left them.
+  if (timed) {
+    VkCommandBufferBeginInfo again{};
+    again.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
+    VK_CALL(vkBeginCommandBuffer, timed, &again);
+    vk.vkCmdResetQueryPool(timed, queryPool, 0, 2);
+    vk.vkCmdWriteTimestamp(timed, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queryPool,
+                           0);
+    recordLaunches(timed);
+    vk.vkCmdWriteTimestamp(timed, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT,
+                           queryPool, 1);
+    VK_CALL(vkEndCommandBuffer, timed);
+  }
 
   VkFenceCreateInfo fci{};
   fci.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO;
@@ -1159,7 +1220,7 @@ Status Runner::run(const FunctionSpec &f, const std::vector<uint32_t> &spirv,
                    buffers[argBuffer(f, i)].mapped));
     ++k;
   }
-  return timeRuns ? time(cmd, timeRuns) : Status();
+  return timeRuns ? time(timed, timeRuns) : Status();
 }
 
 Status Runner::time(VkCommandBuffer cmd, int times) {
@@ -1182,8 +1243,10 @@ Status Runner::time(VkCommandBuffer cmd, int times) {
                  props.limits.timestampPeriod * 1e-6);
   }
   std::sort(ms.begin(), ms.end());
-  bool local = std::all_of(buffers.begin(), buffers.end(),
-                           [](const DeviceBuffer &b) { return b.deviceLocal; });
+  bool local =
+      std::all_of(buffers.begin(), buffers.end(), [](const DeviceBuffer &b) {
+        return !b.buffer || b.deviceLocal;
+      });
   std::printf("  time: median %.4f ms, least %.4f, greatest %.4f over %d "
               "runs (GPU timestamps; buffers in %s memory)\n",
               ms[ms.size() / 2], ms.front(), ms.back(), times,
@@ -1214,11 +1277,13 @@ void Runner::destroy() {
       vk.vkDestroyShaderModule(device, module, nullptr);
     for (DeviceBuffer &b : buffers) {
       if (b.mapped)
-        vk.vkUnmapMemory(device, b.memory);
-      if (b.buffer)
-        vk.vkDestroyBuffer(device, b.buffer, nullptr);
-      if (b.memory)
-        vk.vkFreeMemory(device, b.memory, nullptr);
+        vk.vkUnmapMemory(device, b.stagingMemory);
+      for (VkBuffer v : {b.buffer, b.staging})
+        if (v)
+          vk.vkDestroyBuffer(device, v, nullptr);
+      for (VkDeviceMemory m : {b.memory, b.stagingMemory})
+        if (m)
+          vk.vkFreeMemory(device, m, nullptr);
     }
     vk.vkDestroyDevice(device, nullptr);
     device = VK_NULL_HANDLE;
