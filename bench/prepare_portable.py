@@ -15,7 +15,8 @@ the same GPU. Under gpu-work/portable/<case>/:
                  schedule naming the subgroup-matrix kernel's register
                  blocking (<v> = 1x1, 2x2, 4x2 tiles of 16 a subgroup);
                  spirv/ is the heuristic's; spirv_simt/ the register-tiled
-                 SIMT kernel (no matrix units);
+                 SIMT kernel (no matrix units), spirv_simt_global/ the same
+                 without workgroup staging;
   cuda/          the CUDA bundle (python/tang's tang.cuda);
   meta.json      the case: kind, shapes, the least bytes moved (flops for
                  the GEMM), the check of a small instance.
@@ -67,11 +68,18 @@ CASES = {
 }
 
 
-def gemm_program(m, n, k, block=None):
+#: The SIMT kernel's schedule with its operands in global memory (no
+#: workgroup staging), for comparison with the default's.
+SIMT_GLOBAL = ("#tang.schedule<tile = [64, 64, 32], mapping = [block_y, "
+               "block_x, serial], threads = [16, 16, 1], vector = 1, stages "
+               "= 1, storage = f32, accumulate = f32, memory = [global]>")
+
+
+def gemm_program(m, n, k, block=None, schedule=None):
     """C[m, n] = sum_k A[m, k] B[k, n], f16 operands, f32 sums and result;
     with `block` (rm, rn), a schedule naming the subgroup-matrix kernel
-    with rm x rn 16 x 16 tiles a subgroup."""
-    attrs = ""
+    with rm x rn 16 x 16 tiles a subgroup; with `schedule`, that one."""
+    attrs = f" attributes {{schedule = {schedule}}}" if schedule else ""
     if block:
         attrs = (" attributes {schedule = #tang.schedule<tile = "
                  f"[{16 * block[0]}, {16 * block[1]}, 16], mapping = "
@@ -200,7 +208,16 @@ def prepare_gemm():
     if e:
         meta["spirv_error"] = (meta["spirv_error"] or "") + f"spirv_simt: {e}"
     meta["variants"]["spirv_simt"] = ("no matrix units: 4 x 4 points a "
-                                      "thread, 16 x 16 threads")
+                                      "thread, 16 x 16 threads, operands "
+                                      "staged in workgroup memory")
+    src = d / "program_simt_global.mlir"
+    src.write_text(gemm_program(m, n, k, schedule=SIMT_GLOBAL))
+    e = lower(src, "tang-lower-spirv", d / "spirv_simt_global")
+    if e:
+        meta["spirv_error"] = ((meta["spirv_error"] or "") +
+                               f"spirv_simt_global: {e}")
+    meta["variants"]["spirv_simt_global"] = ("the same, operands from "
+                                             "global memory")
     for v in meta["variants"]:
         if (d / v / "manifest.json").is_file():
             grid = json.loads((d / v / "manifest.json").read_text())[

@@ -18,10 +18,18 @@
 // reduction) runs per point after the loops. Points past an extent compute
 // on clamped indices and store nothing.
 //
-// No workgroup memory and no barriers: the tiles' reuse comes from
-// registers and the caches, and the C backend, whose launcher runs a
-// block's items in turn, runs it as it is. Staging the operand tiles in
-// workgroup memory is the next step.
+// With a schedule whose memory is `shared` (the matmul-like schedule's) and
+// one reduced index of static extent, the reads of the summand that use the
+// rows but not the columns (the row operand) and those that use the columns
+// but not the rows (the column operand) are staged in workgroup memory: per
+// step of tk along the reduced index (the schedule's tile, halved until the
+// f32 tiles fit the target's shared memory; the last step shorter), the
+// block's threads load the tile[i] x tk and tk x tile[j] tiles (consecutive
+// threads along the operand's contiguous index), a barrier, the R x C
+// points take their operands from the tiles, a barrier. Other reads (both
+// indices, neither, gathers) are loaded where the summand uses them.
+// Without `shared` the kernel has no workgroup memory and no barriers: its
+// reuse comes from registers and the caches.
 //
 //===----------------------------------------------------------------------===//
 
@@ -51,6 +59,11 @@ struct TiledPlan {
   /// Rows and columns: the last two parallel indices.
   unsigned i, j;
   int64_t threadsI, threadsJ, pointsI, pointsJ;
+  /// With staging: the reads of `red`'s body staged in workgroup memory,
+  /// by operand (rows: uses i and not j; columns: j and not i), and the
+  /// step along the reduced index.
+  SmallVector<ReadOp> rowReads, colReads;
+  int64_t step = 0;
 };
 
 /// Whether `red`'s body (nested in `op`'s) uses nothing `op`'s body
@@ -142,6 +155,197 @@ std::optional<TiledPlan> getTiledPlan(ComprehensionOp op, const Kernel &k,
   return plan;
 }
 
+/// Chooses what `plan` stages in workgroup memory (TiledPlan::rowReads,
+/// colReads, step), if the schedule asks for shared memory and `red`
+/// reduces over one index of static extent.
+void planStaging(ComprehensionOp op, TiledPlan &plan) {
+  ScheduleAttr s = op.getScheduleAttr();
+  ComprehensionOp red = plan.red;
+  if (s.getMemory().empty() || s.getMemory().front() != MemoryLevel::Shared ||
+      red.getNumReduced() != 1 || red.isSymbolicExtent(red.getNumIndices() - 1))
+    return;
+  Value iIndex = op.getIndex(plan.i), jIndex = op.getIndex(plan.j);
+  Value kIndex = red.getIndex(red.getNumIndices() - 1);
+  for (Operation &inner : red.getBodyBlock().without_terminator()) {
+    auto read = dyn_cast<ReadOp>(&inner);
+    // Staged in f32: reads computed in f32 (f32, f16, bf16), no padding.
+    if (!read || read.getFill() || !getComputeType(read.getType()).isF32() ||
+        !readUses(read, kIndex))
+      continue;
+    bool usesI = readUses(read, iIndex), usesJ = readUses(read, jIndex);
+    if (usesI && !usesJ)
+      plan.rowReads.push_back(read);
+    else if (usesJ && !usesI)
+      plan.colReads.push_back(read);
+  }
+  if (plan.rowReads.empty() && plan.colReads.empty())
+    return;
+  int64_t tileI = plan.threadsI * plan.pointsI,
+          tileJ = plan.threadsJ * plan.pointsJ;
+  int64_t extentK = red.getExtent(red.getNumIndices() - 1);
+  int64_t bytesPerStep = 4 * ((tileI + 1) * int64_t(plan.rowReads.size()) +
+                              (tileJ + 1) * int64_t(plan.colReads.size()));
+  // The schedule's tile along the reduced index when the comprehension
+  // reduces itself (a nested reduction's is not in it: 32).
+  int64_t step = red == op ? std::max<int64_t>(1, s.getTile().back()) : 32;
+  step = std::min(step, extentK);
+  while (step > 1 && step * bytesPerStep > getTarget(op).getSharedPerBlock())
+    step /= 2;
+  if (step * bytesPerStep > getTarget(op).getSharedPerBlock()) {
+    plan.rowReads.clear();
+    plan.colReads.clear();
+    return;
+  }
+  plan.step = step;
+}
+
+/// The staged reduction (planStaging): a loop over steps of plan.step along
+/// the reduced index carrying `init`; per step the block stages its tiles
+/// of plan.rowReads and plan.colReads in workgroup memory between two
+/// barriers and `body` accumulates the step's indices in order, taking the
+/// staged reads from the tiles. Returns the carriers.
+FailureOr<SmallVector<Value>>
+emitStagedLoop(OpBuilder &b, ComprehensionOp op, const TiledPlan &plan,
+               BodyEmitter &emitter, ValueRange init, const IRMapping &base,
+               Value tx, Value ty, Kernel &k,
+               function_ref<scf::ValueVector(
+                   OpBuilder &, Value, ValueRange,
+                   function_ref<Value(ReadOp, int64_t, int64_t)>)>
+                   body) {
+  Location loc = op.getLoc();
+  ComprehensionOp red = plan.red;
+  Value kIndex = red.getIndex(red.getNumIndices() - 1);
+  int64_t tileI = plan.threadsI * plan.pointsI,
+          tileJ = plan.threadsJ * plan.pointsJ, step = plan.step;
+  int64_t extentI = op.getExtent(plan.i), extentJ = op.getExtent(plan.j);
+  int64_t threads = plan.threadsI * plan.threadsJ;
+  auto cst = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  auto wgSpace =
+      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+  // One tile per staged read: [step][tile rows or columns + 1], f32. The
+  // points read a step's row (consecutive threads, consecutive words); the
+  // padding puts a step's consecutive elements, which consecutive threads
+  // write when the read is contiguous in the reduced index, in different
+  // banks.
+  llvm::DenseMap<Operation *, Value> tiles;
+  for (ReadOp read : plan.rowReads)
+    tiles[read] = k.func.addWorkgroupAttribution(
+        MemRefType::get({step, tileI + 1}, b.getF32Type(), AffineMap(),
+                        wgSpace),
+        loc);
+  for (ReadOp read : plan.colReads)
+    tiles[read] = k.func.addWorkgroupAttribution(
+        MemRefType::get({step, tileJ + 1}, b.getF32Type(), AffineMap(),
+                        wgSpace),
+        loc);
+  Value tid = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, ty, cst(plan.threadsJ)), tx);
+  // The first row and column of the block's tile.
+  Value rowBase = arith::MulIOp::create(
+      b, loc, gpu::BlockIdOp::create(b, loc, gpu::Dimension::y), cst(tileI));
+  Value colBase = arith::MulIOp::create(
+      b, loc, gpu::BlockIdOp::create(b, loc, gpu::Dimension::x), cst(tileJ));
+
+  int64_t extentK = red.getExtent(red.getNumIndices() - 1);
+  auto loop = scf::ForOp::create(b, loc, cst(0), cst(extentK), cst(step),
+                                 SmallVector<Value>(init));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  Value k0 = loop.getInductionVar();
+  bool stageFailed = false;
+  // Stage each tile: element e of `along` x step (e = tid + q threads);
+  // consecutive threads along the read's contiguous coordinate (the
+  // reduced index when its last coordinate uses it, else the tile's).
+  auto stage = [&](ReadOp read, Value index, Value first, int64_t along,
+                   int64_t extent) {
+    Value tile = tiles.lookup(read);
+    bool kFast = false;
+    {
+      SmallVector<Value> operands(read.getIndices());
+      AffineExpr last = read.getMap().getResults().back();
+      for (auto [d, v] : llvm::enumerate(operands))
+        if (v == kIndex && last.isFunctionOfDim(d))
+          kFast = true;
+    }
+    int64_t elements = along * step;
+    for (int64_t q = 0; q * threads < elements; ++q) {
+      Value e = arith::AddIOp::create(b, loc, tid, cst(q * threads));
+      Value inside;
+      if ((q + 1) * threads > elements)
+        inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, e,
+                                       cst(elements));
+      OpBuilder::InsertionGuard g(b);
+      if (inside) {
+        auto ifOp = scf::IfOp::create(b, loc, inside, /*withElse=*/false);
+        b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+      }
+      Value a = kFast
+                    ? arith::DivUIOp::create(b, loc, e, cst(step)).getResult()
+                    : arith::RemUIOp::create(b, loc, e, cst(along)).getResult();
+      Value kk =
+          kFast ? arith::RemUIOp::create(b, loc, e, cst(step)).getResult()
+                : arith::DivUIOp::create(b, loc, e, cst(along)).getResult();
+      Value at = arith::AddIOp::create(b, loc, first, a);
+      if (extent % along)
+        at = arith::MinUIOp::create(b, loc, at, cst(extent - 1));
+      IRMapping m = base;
+      m.map(index, at);
+      Value kv = arith::AddIOp::create(b, loc, k0, kk);
+      // The last step's elements past the extent read its last element
+      // (and are not used).
+      if (extentK % step)
+        kv = arith::MinUIOp::create(b, loc, kv, cst(extentK - 1));
+      m.map(kIndex, kv);
+      if (failed(emitter.emit(b, read, m))) {
+        stageFailed = true;
+        return;
+      }
+      memref::StoreOp::create(b, loc, m.lookup(read.getResult()), tile,
+                              ValueRange{kk, a});
+    }
+  };
+  for (ReadOp read : plan.rowReads)
+    stage(read, op.getIndex(plan.i), rowBase, tileI, extentI);
+  for (ReadOp read : plan.colReads)
+    stage(read, op.getIndex(plan.j), colBase, tileJ, extentJ);
+  if (stageFailed)
+    return failure();
+  gpu::BarrierOp::create(b, loc);
+  // The step's indices in order, the staged reads from the tiles.
+  // The last step of an extent no multiple of the step is shorter.
+  Value count = cst(step);
+  if (extentK % step)
+    count = arith::MinUIOp::create(
+        b, loc, count, arith::SubIOp::create(b, loc, cst(extentK), k0));
+  auto inner = scf::ForOp::create(b, loc, cst(0), count, cst(1),
+                                  loop.getRegionIterArgs());
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(inner.getBody());
+    Value kk = inner.getInductionVar();
+    Value kv = arith::AddIOp::create(b, loc, k0, kk);
+    // The thread's r-th row of the tile is ty + r threadsI, its c-th
+    // column tx + c threadsJ.
+    auto fromTile = [&](ReadOp read, int64_t r, int64_t c) -> Value {
+      Value tile = tiles.lookup(read);
+      if (!tile)
+        return Value();
+      bool row = llvm::is_contained(plan.rowReads, read);
+      Value local =
+          row ? arith::AddIOp::create(b, loc, ty, cst(r * plan.threadsI))
+              : arith::AddIOp::create(b, loc, tx, cst(c * plan.threadsJ));
+      return memref::LoadOp::create(b, loc, tile, ValueRange{kk, local});
+    };
+    scf::ValueVector next = body(b, kv, inner.getRegionIterArgs(), fromTile);
+    scf::YieldOp::create(b, loc, next);
+  }
+  gpu::BarrierOp::create(b, loc);
+  scf::YieldOp::create(b, loc, inner.getResults());
+  return SmallVector<Value>(loop.getResults());
+}
+
 LogicalResult emitTiledKernel(OpBuilder &b, ComprehensionOp op,
                               const TiledPlan &plan, IRMapping &tensors,
                               ValueRange outputs, Kernel &k) {
@@ -223,40 +427,70 @@ LogicalResult emitTiledKernel(OpBuilder &b, ComprehensionOp op,
   SmallVector<Value> identity = monoid->identity(b, loc);
   for (int64_t p = 0; p < points; ++p)
     llvm::append_range(init, identity);
-  SmallVector<Value> lbs, ubs, steps;
-  for (unsigned d = firstReduced; d < red.getNumIndices(); ++d) {
-    lbs.push_back(cst(0));
-    ubs.push_back(cst(red.getExtent(d)));
-    steps.push_back(cst(1));
-  }
+  // The summand of every point at the reduced indices `ivs`, accumulated
+  // into `carried`; `staged` gives the staged reads' values at a point.
   bool bodyFailed = false;
-  scf::LoopNest nest = scf::buildLoopNest(
-      b, loc, lbs, ubs, steps, init,
-      [&](OpBuilder &lb, Location, ValueRange ivs,
-          ValueRange carried) -> scf::ValueVector {
+  auto accumulate =
+      [&](OpBuilder &lb, ValueRange ivs, ValueRange carried,
+          function_ref<Value(ReadOp, int64_t r, int64_t c)> staged) {
         scf::ValueVector next;
         for (int64_t r = 0; r < plan.pointsI; ++r)
           for (int64_t c = 0; c < plan.pointsJ; ++c) {
             IRMapping m = pointMapping(r, c);
             for (auto [d, iv] : llvm::enumerate(ivs))
               m.map(red.getIndex(firstReduced + d), iv);
-            FailureOr<SmallVector<Value>> yields =
-                emitter.emitBody(lb, red.getBodyBlock(), m);
             ValueRange mine =
                 carried.slice((r * plan.pointsJ + c) * width, width);
-            if (failed(yields)) {
+            bool ok = true;
+            for (Operation &inner : red.getBodyBlock().without_terminator()) {
+              auto read = dyn_cast<ReadOp>(&inner);
+              if (Value v = read && staged ? staged(read, r, c) : Value()) {
+                m.map(read.getResult(), v);
+                continue;
+              }
+              ok &= succeeded(emitter.emit(lb, &inner, m));
+            }
+            if (!ok) {
               bodyFailed = true;
               llvm::append_range(next, mine);
               continue;
             }
-            llvm::append_range(next,
-                               monoid->accumulate(lb, loc, mine, *yields));
+            SmallVector<Value> yields =
+                llvm::map_to_vector(red.getYield().getValues(),
+                                    [&](Value v) { return m.lookup(v); });
+            llvm::append_range(next, monoid->accumulate(lb, loc, mine, yields));
           }
         return next;
-      });
+      };
+  SmallVector<Value> sumValues;
+  if (plan.step) {
+    FailureOr<SmallVector<Value>> staged = emitStagedLoop(
+        b, op, plan, emitter, init, base, tx, ty, k,
+        [&](OpBuilder &lb, Value kv, ValueRange carried,
+            function_ref<Value(ReadOp, int64_t, int64_t)> fromTile) {
+          return accumulate(lb, kv, carried, fromTile);
+        });
+    if (failed(staged))
+      return failure();
+    sumValues = std::move(*staged);
+  } else {
+    SmallVector<Value> lbs, ubs, steps;
+    for (unsigned d = firstReduced; d < red.getNumIndices(); ++d) {
+      lbs.push_back(cst(0));
+      ubs.push_back(cst(red.getExtent(d)));
+      steps.push_back(cst(1));
+    }
+    scf::LoopNest nest =
+        scf::buildLoopNest(b, loc, lbs, ubs, steps, init,
+                           [&](OpBuilder &lb, Location, ValueRange ivs,
+                               ValueRange carried) -> scf::ValueVector {
+                             return accumulate(lb, ivs, carried, nullptr);
+                           });
+    sumValues = nest.results;
+  }
   if (bodyFailed)
     return failure();
-  ValueRange sums = nest.results;
+  ValueRange sums = sumValues;
 
   // Per point: the finalised sums, the epilogue, the guarded stores.
   for (int64_t r = 0; r < plan.pointsI; ++r)
@@ -315,6 +549,7 @@ struct TiledKernelPattern : KernelPattern {
     std::optional<TiledPlan> plan = getTiledPlan(r.op, r.k, why);
     if (!plan)
       return notifyMatchFailure(r.op, why);
+    planStaging(r.op, *plan);
     return succeeded(
                emitTiledKernel(r.b, r.op, *plan, r.tensors, r.outputs, r.k))
                ? KernelMatch::Built
