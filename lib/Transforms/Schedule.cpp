@@ -426,18 +426,21 @@ ScheduleAttr scheduleFor(ComprehensionOp op, ShapeClass cls,
     // 16-bit operands go to tensor cores: 128 x 256 tiles, 64-deep steps,
     // a 4-deep ring and 8 warps (faster than 128 x 128 tiles and 3-stage
     // rings; measured: bench/results/2026-12-01-h200-gemm-wgmma.md).
-    // Otherwise SIMT: 64 x 64 tiles of 16 x 16 threads, 4 x 4 points a
-    // thread (the register-tiled kernel, TiledKernel.cpp).
+    // On a target without tensor cores (the portable backends) every
+    // product is SIMT: 64 x 64 tiles of 16 x 16 threads, 4 x 4 points a
+    // thread (the register-tiled kernel, TiledKernel.cpp). On a target with
+    // them f32 products keep 128 x 128, which tf32's wgmma tiles follow
+    // (without tf32: 8 x 8 points a thread, a point kernel).
     bool tensorCores = false;
     op.walk([&](ReadOp r) {
       Type e = cast<RankedTensorType>(r.getTensor().getType()).getElementType();
       tensorCores |= e.isF16() || e.isBF16();
     });
     tensorCores &= dev.tensorCores;
-    int64_t tm =
-        floorPow2(std::min<int64_t>(tensorCores ? 128 : 64, op.getExtent(i)));
+    int64_t most = dev.tensorCores ? 128 : 64;
+    int64_t tm = floorPow2(std::min<int64_t>(most, op.getExtent(i)));
     int64_t tn =
-        floorPow2(std::min<int64_t>(tensorCores ? 256 : 64, op.getExtent(j)));
+        floorPow2(std::min<int64_t>(tensorCores ? 256 : most, op.getExtent(j)));
     // Small products: narrower tiles (down to 64 x 64) until every
     // multiprocessor has a tile (1000^3 in 128 x 256 tiles fills 32 of an
     // H200's 132).
@@ -464,8 +467,8 @@ ScheduleAttr scheduleFor(ComprehensionOp op, ShapeClass cls,
         return floorPow2(
             std::clamp<int64_t>(t, 1, std::min(most, op.getExtent(index))));
       };
-      tm = clip((*lp)[i], tensorCores ? 128 : 64, i);
-      tn = clip((*lp)[j], tensorCores ? 256 : 64, j);
+      tm = clip((*lp)[i], most, i);
+      tn = clip((*lp)[j], tensorCores ? 256 : most, j);
     }
     b.spread(j, tn, Mapping::BlockX);
     b.spread(i, tm, Mapping::BlockY);

@@ -708,7 +708,6 @@ Status Runner::createDevice(const SpirvInfo &info) {
   }
   VkPhysicalDevice8BitStorageFeatures storage8{};
   storage8.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES;
-  storage8.pNext = matrices ? &matrixFeatures : nullptr;
   VkPhysicalDeviceShaderFloat16Int8Features f16i8{};
   f16i8.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES;
   f16i8.pNext = &storage8;
@@ -717,8 +716,12 @@ Status Runner::createDevice(const SpirvInfo &info) {
   storage16.pNext = has12 ? &f16i8 : nullptr;
   VkPhysicalDeviceFeatures2 supported{};
   supported.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
+  // Cooperative matrices need Vulkan 1.3 (checked above): first in the
+  // chain.
+  matrixFeatures.pNext = &storage16;
   if (has11) {
-    supported.pNext = &storage16;
+    supported.pNext =
+        matrices ? static_cast<void *>(&matrixFeatures) : &storage16;
     vk.vkGetPhysicalDeviceFeatures2(physical, &supported);
   } else {
     vk.vkGetPhysicalDeviceFeatures(physical, &supported.features);
@@ -726,7 +729,6 @@ Status Runner::createDevice(const SpirvInfo &info) {
 
   VkPhysicalDevice8BitStorageFeatures want8{};
   want8.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES;
-  want8.pNext = matrices ? &wantMatrix : nullptr;
   VkPhysicalDeviceShaderFloat16Int8Features wantF16I8{};
   wantF16I8.sType =
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES;
@@ -734,9 +736,12 @@ Status Runner::createDevice(const SpirvInfo &info) {
   VkPhysicalDevice16BitStorageFeatures want16{};
   want16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES;
   want16.pNext = has12 ? &wantF16I8 : nullptr;
+  wantMatrix.pNext = &want16;
   VkPhysicalDeviceFeatures2 want{};
   want.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
-  want.pNext = has11 ? &want16 : nullptr;
+  want.pNext = !has11     ? nullptr
+               : matrices ? static_cast<void *>(&wantMatrix)
+                          : &want16;
 
   for (uint32_t cap : info.capabilities) {
     VkBool32 *have = nullptr, *enable = nullptr;

@@ -448,6 +448,25 @@ func.func @main(%A: tensor<2x64x48xf32>, %B: tensor<2x96x48xf32>) -> tensor<2x64
   return %C : tensor<2x64x96xf32>
 }
 """,
+    # An epilogue (a bias and tanh around the nested sum): the tiles go
+    # through workgroup memory, each thread applying it to its elements.
+    "epilogue": """\
+func.func @main(%A: tensor<64x32xf32>, %B: tensor<32x48xf32>, %bias: tensor<48xf32>) -> tensor<64x48xf32> {
+  %C = tang.comprehension (%i, %j) [64, 48] : tensor<64x48xf32> {
+    %s = tang.comprehension reduce (%k) [32] monoid(add) : f32 {
+      %a = tang.read %A[%i, %k] : tensor<64x32xf32>
+      %b = tang.read %B[%k, %j] : tensor<32x48xf32>
+      %p = arith.mulf %a, %b : f32
+      tang.yield %p : f32
+    }
+    %c = tang.read %bias[%j] : tensor<48xf32>
+    %t = arith.addf %s, %c : f32
+    %g = math.tanh %t : f32
+    tang.yield %g : f32
+  }
+  return %C : tensor<64x48xf32>
+}
+""",
     "heads": """\
 func.func @main(%Q: tensor<16x64xf32>, %K: tensor<32x64xf32>) -> tensor<2x16x32xf32> {
   %Qh = tang.view %Q by affine_map<(h, i, k) -> (i, h * 32 + k)> : tensor<16x64xf32> to tensor<2x16x32xf32>

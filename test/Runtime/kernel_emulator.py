@@ -408,8 +408,8 @@ class KernelFormEmulator:
 
     def run_kernel(self, k, grid, block, args, dynamic=0):
         body = k.regions[0]
-        if block[1] != 1 or block[2] != 1:
-            raise EmulatorError(f"block {block}: x only")
+        # Threads in linear order (x fastest), in warps of LANES.
+        threads = block[0] * block[1] * block[2]
         nparams = len(args)
         workgroup = [(a, t) for a, t in zip(body.args[nparams:],
                                             body.arg_types[nparams:])]
@@ -424,10 +424,10 @@ class KernelFormEmulator:
                     # and bf16.
                     smem = Buffer(np.full(dynamic, 0xFF, np.uint8), "i8")
                     warps = []
-                    for w in range((block[0] + LANES - 1) // LANES):
+                    for w in range((threads + LANES - 1) // LANES):
                         st = Lanes(LANES)
                         # A last, partial warp's missing lanes never run.
-                        st.mask = np.arange(LANES) + LANES * w < block[0]
+                        st.mask = np.arange(LANES) + LANES * w < threads
                         st.full = st.mask.copy()
                         st.env.update(zip(body.args, args))
                         st.env.update(shared)
@@ -733,9 +733,10 @@ class KernelFormEmulator:
         elif n == "memref.dealloc":
             pass
         elif n == "gpu.thread_id":
-            d = re.search(r"dim (\w)", op.attrs).group(1)
-            self.set(st, op, [st.tid.copy() if d == "x"
-                              else np.zeros(st.n, np.int64)])
+            d = "xyz".index(re.search(r"dim (\w)", op.attrs).group(1))
+            # st.tid is the linear thread id, x fastest.
+            below = int(np.prod(st.bdim[:d]))
+            self.set(st, op, [(st.tid // below) % st.bdim[d]])
         elif n in ("gpu.block_id", "gpu.grid_dim", "gpu.block_dim"):
             d = "xyz".index(re.search(r"dim (\w)", op.attrs).group(1))
             src = {"gpu.block_id": st.bid, "gpu.grid_dim": st.gdim,

@@ -41,6 +41,19 @@ func.func @main(%A: tensor<32x64xf16>, %B: tensor<48x64xf16>) -> tensor<32x48xf3
   }
   return %C : tensor<32x48xf32>
 }
+""", half_result="""\
+func.func @main(%A: tensor<32x64xf16>, %B: tensor<48x64xf16>) -> tensor<32x48xf16> {
+  %C = tang.comprehension (%i, %j) reduce (%k) [32, 48, 64] monoid(add) : tensor<32x48xf16> {
+    %a = tang.read %A[%i, %k] : tensor<32x64xf16>
+    %b = tang.read %B[%j, %k] : tensor<48x64xf16>
+    %x = arith.extf %a : f16 to f32
+    %y = arith.extf %b : f16 to f32
+    %p = arith.mulf %x, %y : f32
+    %h = arith.truncf %p : f32 to f16
+    tang.yield %h : f16
+  }
+  return %C : tensor<32x48xf16>
+}
 """)
 
 

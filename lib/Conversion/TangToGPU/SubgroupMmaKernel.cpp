@@ -20,6 +20,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BodyEmitter.h"
 #include "KernelForm.h"
 
 #include "Tang/Analysis/ShapeClass.h"
@@ -27,6 +28,7 @@
 #include "mlir/Dialect/Affine/Utils.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
 using namespace mlir;
@@ -84,16 +86,17 @@ emitSubgroupMmaKernel(OpBuilder &b, ComprehensionOp op, IRMapping &tensors,
     why = reason.str();
     return std::nullopt;
   };
-  if (c->red != op)
-    return fail("the product has an epilogue (subgroup matrices store the "
-                "sum as it is)");
   Type resultType = getElementTypeOrSelf(op.getResultTypes()[0]);
-  if (!resultType.isF32() ||
-      !(c->elementType.isF32() || (allowF16 && c->elementType.isF16())))
-    return fail(allowF16 ? "subgroup matrices take f32 or f16 operands with "
-                           "an f32 result"
-                         : "the target's subgroup matrices take f32 operands "
-                           "with an f32 result");
+  if (!(c->elementType.isF32() || (allowF16 && c->elementType.isF16())))
+    return fail(allowF16 ? "subgroup matrices take f32 or f16 operands"
+                         : "the target's subgroup matrices take f32 operands");
+  // The sum stored as it is, or staged through workgroup memory for an
+  // epilogue (the rest of the body around a nested sum) or a result type
+  // other than f32.
+  bool staged = c->red != op || !resultType.isF32();
+  if (staged && (tile * tile) % subgroupSize)
+    return fail("a " + Twine(tile) + "x" + Twine(tile) +
+                " tile is no whole number of elements a thread");
   if (c->extentM % tile || c->extentN % tile || c->extentK % tile)
     return fail("an extent is not a multiple of the " + Twine(tile) + "x" +
                 Twine(tile) + " tile");
@@ -143,6 +146,11 @@ emitSubgroupMmaKernel(OpBuilder &b, ComprehensionOp op, IRMapping &tensors,
                   " tiles dividing the extents");
     rm = tm / tile;
     rn = tn / tile;
+    // Their accumulators live in registers: at most 16 tiles of 16 x 16.
+    if (rm * rn * tile * tile > 16 * 256)
+      return fail("its schedule asks for " + Twine(rm * rn) + " " +
+                  Twine(tile) + "x" + Twine(tile) +
+                  " tiles a subgroup (at most 4096 accumulated elements)");
   } else {
     constexpr int64_t kMinGroups = 256;
     for (auto [m, n] : {std::pair<int64_t, int64_t>{4, 4},
@@ -236,13 +244,72 @@ emitSubgroupMmaKernel(OpBuilder &b, ComprehensionOp op, IRMapping &tensors,
             loop.getRegionIterArgs()[i * rn + j], UnitAttr(), UnitAttr()));
     scf::YieldOp::create(b, loc, sums);
   }
+  if (!staged) {
+    for (int64_t i = 0; i < rm; ++i)
+      for (int64_t j = 0; j < rn; ++j) {
+        resultIndices[c->m] = rows[i];
+        resultIndices[c->n] = cols[j];
+        gpu::SubgroupMmaStoreMatrixOp::create(
+            b, loc, loop.getResult(i * rn + j), outputs[0], resultIndices,
+            b.getIndexAttr(c->extentN), UnitAttr());
+      }
+    return success();
+  }
+
+  // Through workgroup memory: each tile stored into a tile x tile f32
+  // buffer, then every thread takes tile^2 / subgroupSize of its elements
+  // (consecutive threads along a row), applies the epilogue (the body
+  // around the nested sum, the sum in its place) and stores the result in
+  // its type. One subgroup per workgroup: the barriers order the
+  // subgroup's own store and loads (`tang.subgroup_local`: a launcher that
+  // runs the work items in turn, each storing the whole tile, needs none).
+  auto wgSpace = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  Value stage = k.func.addWorkgroupAttribution(
+      MemRefType::get({tile, tile}, b.getF32Type(), AffineMap(), wgSpace), loc);
+  BodyEmitter emitter(tensors, &k.func.getBody().front());
+  emitter.setApproximate(isLowPrecision(op));
+  Value lane = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  auto barrier = [&] {
+    gpu::BarrierOp::create(b, loc)->setAttr(kSubgroupLocalBarrierAttrName,
+                                            UnitAttr::get(ctx));
+  };
+  Type storage = cast<MemRefType>(outputs[0].getType()).getElementType();
   for (int64_t i = 0; i < rm; ++i)
     for (int64_t j = 0; j < rn; ++j) {
-      resultIndices[c->m] = rows[i];
-      resultIndices[c->n] = cols[j];
-      gpu::SubgroupMmaStoreMatrixOp::create(
-          b, loc, loop.getResult(i * rn + j), outputs[0], resultIndices,
-          b.getIndexAttr(c->extentN), UnitAttr());
+      gpu::SubgroupMmaStoreMatrixOp::create(b, loc, loop.getResult(i * rn + j),
+                                            stage, ValueRange{cst(0), cst(0)},
+                                            b.getIndexAttr(tile), UnitAttr());
+      barrier();
+      for (int64_t q = 0; q * subgroupSize < tile * tile; ++q) {
+        Value e = arith::AddIOp::create(b, loc, lane, cst(q * subgroupSize));
+        Value r = arith::DivUIOp::create(b, loc, e, cst(tile));
+        Value cc = arith::RemUIOp::create(b, loc, e, cst(tile));
+        Value sum = memref::LoadOp::create(b, loc, stage, ValueRange{r, cc});
+        Value row = arith::AddIOp::create(b, loc, rows[i], r);
+        Value col = arith::AddIOp::create(b, loc, cols[j], cc);
+        Value result = sum;
+        if (c->red != op) {
+          IRMapping m = at;
+          m.map(mIndex, row);
+          m.map(nIndex, col);
+          for (Operation &inner : op.getBodyBlock().without_terminator()) {
+            if (&inner == c->red.getOperation()) {
+              m.map(c->red.getResult(0), sum);
+              continue;
+            }
+            if (failed(emitter.emit(b, &inner, m)))
+              return failure();
+          }
+          if (failed(emitter.materialize(op.getYield(), m)))
+            return failure();
+          result = m.lookup(op.getYield().getValues()[0]);
+        }
+        resultIndices[c->m] = row;
+        resultIndices[c->n] = col;
+        memref::StoreOp::create(b, loc, toStorage(b, loc, result, storage),
+                                outputs[0], resultIndices);
+      }
+      barrier();
     }
   return success();
 }

@@ -188,10 +188,13 @@ void planStaging(ComprehensionOp op, TiledPlan &plan) {
   // The schedule's tile along the reduced index when the comprehension
   // reduces itself (a nested reduction's is not in it: 32).
   int64_t step = red == op ? std::max<int64_t>(1, s.getTile().back()) : 32;
+  // Static workgroup arrays: at most 48 KiB on CUDA (ptxas).
+  int64_t budget =
+      std::min<int64_t>(getTarget(op).getSharedPerBlock(), 48 * 1024);
   step = std::min(step, extentK);
-  while (step > 1 && step * bytesPerStep > getTarget(op).getSharedPerBlock())
+  while (step > 1 && step * bytesPerStep > budget)
     step /= 2;
-  if (step * bytesPerStep > getTarget(op).getSharedPerBlock()) {
+  if (step * bytesPerStep > budget) {
     plan.rowReads.clear();
     plan.colReads.clear();
     return;
@@ -455,6 +458,11 @@ LogicalResult emitTiledKernel(OpBuilder &b, ComprehensionOp op,
               llvm::append_range(next, mine);
               continue;
             }
+            if (failed(emitter.materialize(red.getYield(), m))) {
+              bodyFailed = true;
+              llvm::append_range(next, mine);
+              continue;
+            }
             SmallVector<Value> yields =
                 llvm::map_to_vector(red.getYield().getValues(),
                                     [&](Value v) { return m.lookup(v); });
@@ -508,6 +516,8 @@ LogicalResult emitTiledKernel(OpBuilder &b, ComprehensionOp op,
           if (failed(emitter.emit(b, &inner, m)))
             return failure();
         }
+        if (failed(emitter.materialize(op.getYield(), m)))
+          return failure();
         results = llvm::map_to_vector(op.getYield().getValues(),
                                       [&](Value v) { return m.lookup(v); });
       }

@@ -48,6 +48,13 @@ protected:
   }
 
   std::optional<std::string> barrier() override { return std::nullopt; }
+  /// Each work item its own array: only kernels whose barriers are all
+  /// subgroup-local (each item writes what it reads; any other barrier is
+  /// refused) print.
+  std::optional<std::string> workgroupArray(StringRef name, StringRef type,
+                                            int64_t count) override {
+    return (type + " " + name + "[" + Twine(count) + "];").str();
+  }
 
   LogicalResult printEntry(gpu::GPUFuncOp func) override {
     return printCFamilyKernel(
@@ -172,8 +179,8 @@ static inline tang_mma{0} tang_mma{0}_mad(tang_mma{0} a, tang_mma{0} b,
                         t);
   os << *text;
   // One launcher per kernel: every work item independently (the kernels a
-  // C target gets are one thread per point, with no barriers), in parallel
-  // when compiled with OpenMP.
+  // C target gets are one thread per point, with no barriers but
+  // subgroup-local ones), in parallel when compiled with OpenMP.
   for (auto func : kernels.getOps<gpu::GPUFuncOp>()) {
     os << "void tang_launch_" << func.getName()
        << "(const long *grid, const long *block, void **args) {\n"
@@ -193,7 +200,10 @@ static inline tang_mma{0} tang_mma{0}_mad(tang_mma{0} a, tang_mma{0} b,
        << "      rest /= grid[d];\n"
        << "    }\n"
        << "    " << func.getName() << "(ids";
-    for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
+    // The parameters (the body's arguments past them are workgroup
+    // arrays, declared in the kernel).
+    for (auto [i, arg] : llvm::enumerate(
+             func.getArguments().take_front(func.getNumArguments()))) {
       Type e = cast<MemRefType>(arg.getType()).getElementType();
       StringRef t = e.isF64()                 ? "double"
                     : e.isF32()               ? "float"

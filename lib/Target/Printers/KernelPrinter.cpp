@@ -7,6 +7,8 @@
 
 #include "KernelPrinter.h"
 
+#include "Tang/Dialect/Tang/IR/TangDialect.h"
+
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -578,6 +580,12 @@ LogicalResult KernelPrinter::printOp(Operation *op) {
           [&](Operation *o) { return printMatrixOp(o); })
       .Case([&](gpu::BarrierOp o) -> LogicalResult {
         std::optional<std::string> statement = barrier();
+        // A launcher running the work items in turn needs none where each
+        // writes all it reads (TangDialect.td, subgroup_local).
+        if (!statement && o->hasAttr(kSubgroupLocalBarrierAttrName)) {
+          indent() << "/* subgroup-local barrier: work items run in turn */\n";
+          return success();
+        }
         if (!statement)
           return o.emitOpError()
                  << "is a workgroup barrier, which the " << languageName()

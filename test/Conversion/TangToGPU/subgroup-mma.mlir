@@ -88,10 +88,25 @@ func.func @transposed_result(%A: tensor<2x32x64xf32>, %B: tensor<2x64x48xf32>) -
 
 // -----
 
+// An epilogue: each tile goes through a tile x tile f32 workgroup buffer
+// between subgroup-local barriers, each thread applying the epilogue to
+// tile^2 / 32 of its elements (8 of 16 x 16; 1 of 8 x 8 with 64 threads).
 // CHECK-LABEL: func.func @epilogue
-// CHECK-NOT: subgroup_mma
+// CHECK: gpu.func @epilogue_k0
+// CHECK-SAME: workgroup(%[[W:.*]] : memref<16x16xf32, #gpu.address_space<workgroup>>)
+// CHECK: scf.for
+// CHECK: gpu.subgroup_mma_store_matrix %{{.*}}, %[[W]][%{{.*}}, %{{.*}}] {leadDimension = 16 : index}
+// CHECK-NEXT: gpu.barrier {tang.subgroup_local}
+// CHECK-COUNT-8: math.tanh
+// CHECK: gpu.barrier {tang.subgroup_local}
+// TILE8-LABEL: func.func @epilogue
+// TILE8: workgroup(%{{.*}} : memref<8x8xf32, #gpu.address_space<workgroup>>)
+// TILE8: gpu.barrier {tang.subgroup_local}
+// TILE8: memref.load {{.*}}workgroup
+// TILE8-COUNT-1: math.tanh
+// TILE8-NEXT: memref.store
+// TILE8-NEXT: gpu.barrier {tang.subgroup_local}
 func.func @epilogue(%A: tensor<32x64xf32>, %B: tensor<64x48xf32>) -> tensor<32x48xf32> {
-  // expected-remark @+1 {{not on matrix units: the product has an epilogue (subgroup matrices store the sum as it is)}}
   %C = tang.comprehension (%i, %j) [32, 48] : tensor<32x48xf32> {
     %s = tang.comprehension reduce (%k) [64] monoid(add) : f32 {
       %a = tang.read %A[%i, %k] : tensor<32x64xf32>

@@ -141,6 +141,13 @@ LogicalResult TangDialect::verifyOperationAttribute(Operation *op,
       return wrongValue("dense elements of the buffer's shape and type");
     return success();
   }
+  if (name == kSubgroupLocalBarrierAttrName) {
+    if (op->getName().getStringRef() != "gpu.barrier")
+      return wrongOp("a gpu.barrier");
+    if (!isa<UnitAttr>(value))
+      return wrongValue("a unit attribute");
+    return success();
+  }
   if (name == kShapeAttrName || name == kSizesBufferAttrName) {
     if (op->getName().getStringRef() != "memref.alloc")
       return wrongOp("a memref.alloc");

@@ -48,6 +48,8 @@ inline constexpr StringLiteral kIndexChecksAttrName =
     TangDialect::IndexChecksAttrHelper::getNameStr();
 inline constexpr StringLiteral kDataAttrName =
     TangDialect::DataAttrHelper::getNameStr();
+inline constexpr StringLiteral kSubgroupLocalBarrierAttrName =
+    TangDialect::SubgroupLocalAttrHelper::getNameStr();
 
 } // namespace mlir::tang
 

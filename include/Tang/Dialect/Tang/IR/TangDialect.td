@@ -87,7 +87,13 @@ def Tang_Dialect : Dialect {
     "::mlir::ArrayAttr":$index_checks,
     // On a memref.alloc of a host function: the contents of a tensor
     // constant (weights a frontend inlined), which the bundle carries.
-    "::mlir::DenseElementsAttr":$data
+    "::mlir::DenseElementsAttr":$data,
+    // On a gpu.barrier of a kernel whose workgroup is one subgroup, where
+    // every thread writes, before the barrier, everything it reads after
+    // it when the subgroup's operations run in one thread (the C
+    // backend's emulation of subgroup matrices): such a launcher, running
+    // the work items in turn, needs no barrier there.
+    "::mlir::UnitAttr":$subgroup_local
   );
   let extraClassDeclaration = [{
     /// Registers the attributes of TangAttrs.td (defined in TangAttrs.cpp).
