@@ -68,17 +68,24 @@ def params_of(meta):
             "eps": {"rmsnorm": 1e-6, "layernorm": 1e-5}.get(kind)}
 
 
+def compile_failed(meta, res):
+    """Whether a side of the case failed to compile (then `res` says so)."""
+    for side in ("spirv", "cuda"):
+        if meta.get(f"{side}_error"):
+            res.update(status="compile failed",
+                       note=f"{side}: {meta[side + '_error'][:200]}")
+            return True
+    return False
+
+
 def run_case(torch, F, tang_cuda, meta, rounds, reps, tmp):
     name, kind = meta["case"], meta["kind"]
     params = params_of(meta)
     res = harness.case_result(name, kind=kind, params=params,
                               bytes_min=meta["bytes"])
     d = WORK / name
-    for side in ("spirv", "cuda"):
-        if meta.get(f"{side}_error"):
-            res.update(status="compile failed",
-                       note=f"{side}: {meta[side + '_error'][:200]}")
-            return res
+    if compile_failed(meta, res):
+        return res
     g = torch.Generator(device="cuda").manual_seed(SEED)
     ins = [torch.randn(s, generator=g, device="cuda", dtype=torch.float16)
            for s in meta["inputs"]]
@@ -165,11 +172,8 @@ def run_gemm_case(torch, tang_cuda, meta, rounds, reps, tmp):
                               params={"m": m, "n": n, "k": k},
                               bytes_min=meta["bytes"])
     d = WORK / name
-    for side in ("spirv", "cuda"):
-        if meta.get(f"{side}_error"):
-            res.update(status="compile failed",
-                       note=f"{side}: {meta[side + '_error'][:200]}")
-            return res
+    if compile_failed(meta, res):
+        return res
     g = torch.Generator(device="cuda").manual_seed(SEED)
     a = torch.randn(m, k, generator=g, device="cuda", dtype=torch.float16)
     b = torch.randn(k, n, generator=g, device="cuda", dtype=torch.float16)
