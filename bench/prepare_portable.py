@@ -170,6 +170,51 @@ def check_small(template, args, shapes):
         return {"ran": True, "ok": ok, "rel_err": rel}
 
 
+def check_small_gemm(shape=(128, 96, 64)):
+    """The SIMT variants of the GEMM (staged and global) at a small shape
+    on this machine's Vulkan driver against tang-run (lavapipe has no
+    cooperative matrices): a note, as check_small's."""
+    if not VK_RUN.is_file():
+        return {"ran": False, "why": f"{VK_RUN} not built"}
+    m, n, k = shape
+    worst = 0.0
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        rng = np.random.default_rng(7)
+        inputs = []
+        for name, s in (("a", (m, k)), ("b", (k, n))):
+            p = tmp / f"{name}.npy"
+            np.save(p, (rng.standard_normal(s) * 0.5 + 0.25)
+                    .astype(np.float16))
+            inputs.append(str(p))
+        for v, schedule in (("simt", None), ("simt_global", SIMT_GLOBAL)):
+            src = tmp / f"{v}.mlir"
+            src.write_text(gemm_program(m, n, k, schedule=schedule))
+            err = lower(src, "tang-lower-spirv", tmp / v)
+            if err:
+                return {"ran": True, "ok": False, "why": f"{v}: {err}"}
+            ref = subprocess.run([str(TANG_RUN), str(src), "--output-dir",
+                                  str(tmp / "ref"),
+                                  *[f"--input={p}" for p in inputs]],
+                                 capture_output=True, text=True)
+            got = subprocess.run([str(VK_RUN), str(tmp / v), "main",
+                                  *inputs, "--out", str(tmp / f"got_{v}")],
+                                 capture_output=True, text=True,
+                                 env=lavapipe_env())
+            if ref.returncode or got.returncode:
+                return {"ran": True, "ok": False,
+                        "why": f"{v}: " + (ref.stderr + got.stderr)[-2000:]}
+            a = np.load(tmp / f"got_{v}" / "output_0.npy")
+            b = np.load(tmp / "ref" / "output_0.npy")
+            rel = float(np.linalg.norm(a - b) / np.linalg.norm(b))
+            # A NaN never passes (max would drop it).
+            worst = max(worst, rel if np.isfinite(rel) else float("inf"))
+    # f32 sums of k products of f16 values (exact in f32).
+    return {"ran": True, "ok": worst <= 1e-5, "rel_err": worst,
+            "shape": list(shape), "variants": ["spirv_simt",
+                                               "spirv_simt_global"]}
+
+
 def prepare_gemm():
     """The GEMM case: its program, the heuristic's Vulkan bundle and one per
     GEMM_BLOCKS, the CUDA bundle; each SPIR-V module must take the
@@ -187,9 +232,9 @@ def prepare_gemm():
             "result_dtype": "f32", "inputs": [[m, k], [k, n]],
             "flops": 2 * m * n * k,
             "bytes": F16_BYTES * (m * k + k * n) + 4 * m * n,
-            "small_check": {"ran": False, "why": "no cooperative matrices "
-                            "here (lavapipe); the C backend's emulation of "
-                            "the kernel is tested instead"},
+            # Lavapipe has no cooperative matrices (the C backend's
+            # emulation of that kernel is tested instead): the SIMT ones.
+            "small_check": check_small_gemm(),
             "variants": {"spirv": "heuristic"}}
     bad = 0
     err = lower(d / "program.mlir", "tang-lower-spirv", d / "spirv",
@@ -226,10 +271,12 @@ def prepare_gemm():
     meta["cuda_error"] = lower(d / "program.mlir", "tang-lower-cuda",
                                d / "cuda")
     bad += (meta["spirv_error"] is not None) + (meta["cuda_error"] is not None)
+    bad += meta["small_check"].get("ok") is False
     meta["prepare_s"] = round(time.monotonic() - t0, 1)
     meta["git"] = harness.record_git()
     (d / "meta.json").write_text(json.dumps(meta, indent=1))
-    print(f"{name:24s} variants {meta['variants']} "
+    print(f"{name:24s} small check {meta['small_check']} "
+          f"variants {meta['variants']} "
           f"spirv {'ok' if not meta['spirv_error'] else 'FAILED'} "
           f"cuda {'ok' if not meta['cuda_error'] else 'FAILED'}", flush=True)
     return bad
