@@ -17,10 +17,11 @@ wrote (RMSNorm, row softmax, LayerNorm, GEMV; f16 storage), in one process:
    median of its rounds' medians; the device-to-device copy rate measured
    at the start.
 
-The Vulkan loader must be there: on the GPU machine carry `.gl` (see the
-device README's "Headless rendering") and unpack it first; with NVIDIA's
-driver files outside the default paths set VK_DRIVER_FILES. A case whose
-Vulkan side cannot run is reported with the reason, never skipped silently.
+The Vulkan loader must be there: on the GPU machine carry `.gl` (the
+packages bench/README.md lists); when libvulkan.so.1 cannot be loaded this
+script unpacks them into / and sets VK_DRIVER_FILES to NVIDIA's ICD. A
+case whose Vulkan side cannot run is reported with the reason, never
+skipped silently.
 
 Writes $OUT/portable.json (bench/harness.py's schema) and prints a table.
 
@@ -66,6 +67,36 @@ def params_of(meta):
         return {"out": shape[0], "inn": shape[1]}
     return {"rows": shape[0], "cols": shape[1],
             "eps": {"rmsnorm": 1e-6, "layernorm": 1e-5}.get(kind)}
+
+
+NVIDIA_ICDS = ["/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json",
+               "/usr/share/vulkan/icd.d/nvidia_icd.json",
+               "/etc/vulkan/icd.d/nvidia_icd.json"]
+
+
+def ensure_vulkan_loader():
+    """The GPU machine has NVIDIA's Vulkan driver but not the loader: when
+    libvulkan.so.1 cannot be loaded and `.gl/` holds the packages
+    (bench/README.md), unpack them into / (dpkg -x) and run ldconfig; point
+    VK_DRIVER_FILES at NVIDIA's ICD when unset. Returns what it did."""
+    import ctypes
+    done = []
+    try:
+        ctypes.CDLL("libvulkan.so.1")
+    except OSError:
+        debs = sorted((ROOT / ".gl").glob("*.deb"))
+        for deb in debs:
+            subprocess.run(["dpkg", "-x", str(deb), "/"], check=False)
+        if debs:
+            subprocess.run(["ldconfig"], check=False)
+            done.append(f"unpacked {len(debs)} packages from .gl")
+    if "VK_DRIVER_FILES" not in os.environ:
+        for icd in NVIDIA_ICDS:
+            if os.path.isfile(icd):
+                os.environ["VK_DRIVER_FILES"] = icd
+                done.append(f"VK_DRIVER_FILES={icd}")
+                break
+    return done
 
 
 def compile_failed(meta, res):
@@ -290,7 +321,10 @@ def main():
         "vulkan_runner": str(VK_RUN.relative_to(ROOT))
         if VK_RUN.is_relative_to(ROOT) else str(VK_RUN)})
     t0 = time.monotonic()
-    probe = vk(["--probe"]) if VK_RUN.is_file() else None
+    rep["vulkan_setup"] = ensure_vulkan_loader()
+    probe = vk(["--probe", "-v"]) if VK_RUN.is_file() else None
+    if probe is not None:
+        print(probe.stderr.strip(), file=sys.stderr, flush=True)
     rep["vulkan_device"] = probe.stdout.strip() if probe and \
         probe.returncode == 0 else None
     harness.prelist(rep, [m["case"] for m in metas])

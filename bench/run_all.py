@@ -10,7 +10,7 @@ positions of their own: checked per sequence against the reference, NaN
 past every position), moe.json (Qwen3-Next's mixture-of-experts layer
 at 1 to 4096 tokens against transformers' module), portable.json (the
 Vulkan row kernels against the CUDA kernels of the same programs; the
-Vulkan loader unpacked first, see bench/README.md), sanitize.json (the
+Vulkan loader unpacked from a carried `.gl`, see bench/README.md), sanitize.json (the
 small attention cases, forward and training, under compute-sanitizer
 memcheck, racecheck and synccheck; every suite's kernels under it is
 `python3 bench/sanitize.py --budget-s 570`, a run of its own),
