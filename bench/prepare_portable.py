@@ -132,95 +132,79 @@ def lavapipe_env():
     return env
 
 
-def check_small(template, args, shapes):
-    """The small instance on this machine's Vulkan driver against tang-run:
-    a note (what ran and the largest relative error), or why it did not."""
-    if not VK_RUN.is_file():
-        return {"ran": False, "why": f"{VK_RUN} not built"}
-    with tempfile.TemporaryDirectory() as tmp:
-        tmp = Path(tmp)
-        src = tmp / "small.mlir"
-        src.write_text(program(template, args))
-        err = lower(src, "tang-lower-spirv", tmp / "bundle")
-        if err:
-            return {"ran": True, "ok": False, "why": err}
-        rng = np.random.default_rng(7)
-        inputs = []
-        for k, shape in enumerate(shapes(*args)):
-            p = tmp / f"in{k}.npy"
-            np.save(p, (rng.standard_normal(shape) * 0.5 + 0.25)
-                    .astype(np.float16))
-            inputs.append(str(p))
-        ref = subprocess.run([str(TANG_RUN), str(src), "--output-dir",
-                              str(tmp / "ref"),
-                              *[f"--input={p}" for p in inputs]],
-                             capture_output=True, text=True)
-        got = subprocess.run([str(VK_RUN), str(tmp / "bundle"), "main",
-                              *inputs, "--out", str(tmp / "got")],
-                             capture_output=True, text=True,
-                             env=lavapipe_env())
-        if ref.returncode or got.returncode:
-            return {"ran": True, "ok": False,
-                    "why": (ref.stderr + got.stderr)[-2000:]}
-        a = np.load(tmp / "got" / "output_0.npy").astype(np.float64)
-        b = np.load(tmp / "ref" / "output_0.npy").astype(np.float64)
-        rel = float(np.linalg.norm(a - b) / np.linalg.norm(b))
-        # f16 storage of the output: a few units of its roundoff.
-        ok = bool(np.isfinite(a).all()) and rel <= 4 * 2.0 ** -11
-        return {"ran": True, "ok": ok, "rel_err": rel}
+def small_inputs(tmp, shapes):
+    """Seeded f16 inputs of `shapes` (never zero-centred) as .npy paths."""
+    rng = np.random.default_rng(7)
+    paths = []
+    for k, shape in enumerate(shapes):
+        p = tmp / f"in{k}.npy"
+        np.save(p, (rng.standard_normal(shape) * 0.5 + 0.25)
+                .astype(np.float16))
+        paths.append(str(p))
+    return paths
 
 
-def check_small_gemm(shape=(128, 96, 64)):
-    """The SIMT variants of the GEMM (staged and global) at a small shape
-    on this machine's Vulkan driver against tang-run (lavapipe has no
-    cooperative matrices): a note, as check_small's."""
+def run_against_interpreter(src, bundle, inputs, tmp):
+    """Output #0 of `bundle` on this machine's Vulkan driver and of `src`
+    under tang-run (float64): their relative error (inf when either is not
+    finite), or the diagnostics of a run that failed."""
+    ref_dir, got_dir = tmp / f"ref_{bundle.name}", tmp / f"got_{bundle.name}"
+    ref = subprocess.run([str(TANG_RUN), str(src), "--output-dir",
+                          str(ref_dir), *[f"--input={p}" for p in inputs]],
+                         capture_output=True, text=True)
+    got = subprocess.run([str(VK_RUN), str(bundle), "main", *inputs,
+                          "--out", str(got_dir)],
+                         capture_output=True, text=True, env=lavapipe_env())
+    if ref.returncode or got.returncode:
+        return (ref.stderr + got.stderr)[-2000:]
+    a = np.load(got_dir / "output_0.npy").astype(np.float64)
+    b = np.load(ref_dir / "output_0.npy").astype(np.float64)
+    rel = float(np.linalg.norm(a - b) / np.linalg.norm(b))
+    return rel if np.isfinite(a).all() and np.isfinite(rel) else float("inf")
+
+
+def check_small(programs, shapes, bound):
+    """Each of `programs` ({bundle name: (program text, lowering options)})
+    on this machine's Vulkan driver against tang-run on seeded inputs of
+    `shapes`: a note (what ran, the largest relative error, whether it is
+    within `bound`), or why it did not run."""
     if not VK_RUN.is_file():
         return {"ran": False, "why": f"{VK_RUN} not built"}
-    m, n, k = shape
     worst = 0.0
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        rng = np.random.default_rng(7)
-        inputs = []
-        for name, s in (("a", (m, k)), ("b", (k, n))):
-            p = tmp / f"{name}.npy"
-            np.save(p, (rng.standard_normal(s) * 0.5 + 0.25)
-                    .astype(np.float16))
-            inputs.append(str(p))
-        for v, schedule in (("simt", None), ("simt_global", SIMT_GLOBAL)):
-            src = tmp / f"{v}.mlir"
-            src.write_text(gemm_program(m, n, k, schedule=schedule))
-            err = lower(src, "tang-lower-spirv", tmp / v)
-            if err:
-                return {"ran": True, "ok": False, "why": f"{v}: {err}"}
-            ref = subprocess.run([str(TANG_RUN), str(src), "--output-dir",
-                                  str(tmp / "ref"),
-                                  *[f"--input={p}" for p in inputs]],
-                                 capture_output=True, text=True)
-            got = subprocess.run([str(VK_RUN), str(tmp / v), "main",
-                                  *inputs, "--out", str(tmp / f"got_{v}")],
-                                 capture_output=True, text=True,
-                                 env=lavapipe_env())
-            if ref.returncode or got.returncode:
-                return {"ran": True, "ok": False,
-                        "why": f"{v}: " + (ref.stderr + got.stderr)[-2000:]}
-            a = np.load(tmp / f"got_{v}" / "output_0.npy")
-            b = np.load(tmp / "ref" / "output_0.npy")
-            rel = float(np.linalg.norm(a - b) / np.linalg.norm(b))
-            # A NaN never passes (max would drop it).
-            worst = max(worst, rel if np.isfinite(rel) else float("inf"))
-    # f32 sums of k products of f16 values (exact in f32).
-    return {"ran": True, "ok": worst <= 1e-5, "rel_err": worst,
-            "shape": list(shape), "variants": ["spirv_simt",
-                                               "spirv_simt_global"]}
+        inputs = small_inputs(tmp, shapes)
+        for name, (text, options) in programs.items():
+            src = tmp / f"{name}.mlir"
+            src.write_text(text)
+            err = lower(src, "tang-lower-spirv", tmp / name, options)
+            if not err:
+                err = run_against_interpreter(src, tmp / name, inputs, tmp)
+            if isinstance(err, str):
+                return {"ran": True, "ok": False, "why": f"{name}: {err}"}
+            worst = max(worst, err)
+    return {"ran": True, "ok": worst <= bound, "rel_err": worst,
+            "programs": sorted(programs)}
+
+
+def finish(d, meta, t0, line):
+    """Records the case's time and commit in its meta.json and prints
+    `line` with the small check and the compile outcomes."""
+    meta["prepare_s"] = round(time.monotonic() - t0, 1)
+    meta["git"] = harness.record_git()
+    (d / "meta.json").write_text(json.dumps(meta, indent=1))
+    print(f"{meta['case']:24s} small check {meta['small_check']} {line}"
+          f"spirv {'ok' if not meta['spirv_error'] else 'FAILED'} "
+          f"cuda {'ok' if not meta['cuda_error'] else 'FAILED'}", flush=True)
 
 
 def prepare_gemm():
-    """The GEMM case: its program, the heuristic's Vulkan bundle and one per
-    GEMM_BLOCKS, the CUDA bundle; each SPIR-V module must take the
-    cooperative matrices. Lavapipe has none, so the small check is the C
-    backend's emulation of the same kernels (tests do it on every build):
-    here the structure only. The number of failures."""
+    """The GEMM case: its program and CUDA bundle, and its Vulkan variants:
+    cooperative matrices (`matrix-units=1`) with the heuristic's blocking
+    and each of GEMM_BLOCKS, the SIMT kernel staged and from global
+    memory. Lavapipe has no cooperative matrices (the C backend's emulation
+    of that kernel is tested on every build): the small check runs the
+    SIMT variants. The number of failures."""
     m, n, k = GEMM_SHAPE
     name = f"gemm_{m}x{n}x{k}"
     d = WORK / name
@@ -228,58 +212,50 @@ def prepare_gemm():
     d.mkdir(parents=True)
     t0 = time.monotonic()
     (d / "program.mlir").write_text(gemm_program(m, n, k))
+    sm, sn, sk = 128, 96, 64
     meta = {"case": name, "kind": "gemm", "shape": [m, n, k], "dtype": "f16",
             "result_dtype": "f32", "inputs": [[m, k], [k, n]],
             "flops": 2 * m * n * k,
             "bytes": F16_BYTES * (m * k + k * n) + 4 * m * n,
-            # Lavapipe has no cooperative matrices (the C backend's
-            # emulation of that kernel is tested instead): the SIMT ones.
-            "small_check": check_small_gemm(),
-            "variants": {"spirv": "heuristic"}}
-    bad = 0
-    err = lower(d / "program.mlir", "tang-lower-spirv", d / "spirv",
-                "matrix-units=1")
-    meta["spirv_error"] = err
+            # f32 sums of products exact in f32.
+            "small_check": check_small(
+                {"spirv_simt": (gemm_program(sm, sn, sk), ""),
+                 "spirv_simt_global": (gemm_program(
+                     sm, sn, sk, schedule=SIMT_GLOBAL), "")},
+                [(sm, sk), (sk, sn)], 1e-5),
+            "variants": {}}
+    # variant: (program text, lowering options, what it is)
+    variants = {"spirv": (gemm_program(m, n, k), "matrix-units=1",
+                          "heuristic")}
     for rm, rn in GEMM_BLOCKS:
-        v = f"spirv_{rm}x{rn}"
-        src = d / f"program_{rm}x{rn}.mlir"
-        src.write_text(gemm_program(m, n, k, (rm, rn)))
-        e = lower(src, "tang-lower-spirv", d / v, "matrix-units=1")
+        variants[f"spirv_{rm}x{rn}"] = (gemm_program(m, n, k, (rm, rn)),
+                                        "matrix-units=1",
+                                        f"{rm}x{rn} tiles of 16 a subgroup")
+    variants["spirv_simt"] = (gemm_program(m, n, k), "",
+                              "no matrix units: 4 x 4 points a thread, "
+                              "16 x 16 threads, operands staged in "
+                              "workgroup memory")
+    variants["spirv_simt_global"] = (
+        gemm_program(m, n, k, schedule=SIMT_GLOBAL), "",
+        "the same, operands from global memory")
+    errors = []
+    for v, (text, options, what) in variants.items():
+        src = d / f"program_{v}.mlir"
+        src.write_text(text)
+        e = lower(src, "tang-lower-spirv", d / v, options)
         if e:
-            meta["spirv_error"] = (meta["spirv_error"] or "") + f"{v}: {e}"
-        meta["variants"][v] = f"{rm}x{rn} tiles of 16 a subgroup"
-    # Without matrix units: the register-tiled SIMT kernel (TiledKernel.cpp).
-    e = lower(d / "program.mlir", "tang-lower-spirv", d / "spirv_simt")
-    if e:
-        meta["spirv_error"] = (meta["spirv_error"] or "") + f"spirv_simt: {e}"
-    meta["variants"]["spirv_simt"] = ("no matrix units: 4 x 4 points a "
-                                      "thread, 16 x 16 threads, operands "
-                                      "staged in workgroup memory")
-    src = d / "program_simt_global.mlir"
-    src.write_text(gemm_program(m, n, k, schedule=SIMT_GLOBAL))
-    e = lower(src, "tang-lower-spirv", d / "spirv_simt_global")
-    if e:
-        meta["spirv_error"] = ((meta["spirv_error"] or "") +
-                               f"spirv_simt_global: {e}")
-    meta["variants"]["spirv_simt_global"] = ("the same, operands from "
-                                             "global memory")
-    for v in meta["variants"]:
-        if (d / v / "manifest.json").is_file():
-            grid = json.loads((d / v / "manifest.json").read_text())[
-                "functions"][0]["launches"][0]["grid"]
-            meta["variants"][v] += f", grid {grid}"
+            errors.append(f"{v}: {e}")
+            continue
+        grid = json.loads((d / v / "manifest.json").read_text())[
+            "functions"][0]["launches"][0]["grid"]
+        meta["variants"][v] = f"{what}, grid {grid}"
+    meta["spirv_error"] = "\n".join(errors) or None
     meta["cuda_error"] = lower(d / "program.mlir", "tang-lower-cuda",
                                d / "cuda")
-    bad += (meta["spirv_error"] is not None) + (meta["cuda_error"] is not None)
-    bad += meta["small_check"].get("ok") is False
-    meta["prepare_s"] = round(time.monotonic() - t0, 1)
-    meta["git"] = harness.record_git()
-    (d / "meta.json").write_text(json.dumps(meta, indent=1))
-    print(f"{name:24s} small check {meta['small_check']} "
-          f"variants {meta['variants']} "
-          f"spirv {'ok' if not meta['spirv_error'] else 'FAILED'} "
-          f"cuda {'ok' if not meta['cuda_error'] else 'FAILED'}", flush=True)
-    return bad
+    finish(d, meta, t0, f"variants {meta['variants']} ")
+    return ((meta["spirv_error"] is not None) +
+            (meta["cuda_error"] is not None) +
+            (meta["small_check"].get("ok") is False))
 
 
 def main():
@@ -298,7 +274,10 @@ def main():
         (d / "program.mlir").write_text(program(template, shape))
         meta = {"case": name, "kind": name.split("_")[0], "shape": shape,
                 "dtype": "f16", "inputs": shapes(*shape),
-                "small_check": check_small(template, small, shapes)}
+                # f16 storage of the output: a few units of its roundoff.
+                "small_check": check_small(
+                    {"spirv": (program(template, small), "")},
+                    shapes(*small), 4 * 2.0 ** -11)}
         out_elems = (shape[0] if meta["kind"] == "gemv"
                      else shape[0] * shape[1])
         meta["bytes"] = F16_BYTES * (
@@ -309,13 +288,7 @@ def main():
             meta[f"{fmt}_error"] = err
             bad += err is not None
         bad += meta["small_check"].get("ok") is False
-        meta["prepare_s"] = round(time.monotonic() - t0, 1)
-        meta["git"] = harness.record_git()
-        (d / "meta.json").write_text(json.dumps(meta, indent=1))
-        print(f"{name:24s} small check {meta['small_check']} "
-              f"spirv {'ok' if not meta['spirv_error'] else 'FAILED'} "
-              f"cuda {'ok' if not meta['cuda_error'] else 'FAILED'}",
-              flush=True)
+        finish(d, meta, t0, "")
     if not args.only or "gemm" in args.only:
         bad += prepare_gemm()
     return 1 if bad else 0

@@ -247,3 +247,31 @@ func.func @index_checks_output(%ids: memref<4xi32>, %out: memref<4xi32>) attribu
 func.func @index_checks_bound(%ids: memref<4xi32>, %out: memref<4xf32>) attributes {tang.kernel_form, tang.num_inputs = 1 : i64, tang.index_checks = [{arg = 0 : i64, bound = 0 : i64, what = "w"}]} {
   return
 }
+
+// -----
+
+// A subgroup-local barrier: on a gpu.barrier, a unit attribute.
+gpu.module @kernels {
+  gpu.func @k() kernel {
+    gpu.barrier {tang.subgroup_local}
+    gpu.return
+  }
+}
+
+// -----
+
+func.func @subgroup_local_on_constant() {
+  // expected-error @+1 {{'tang.subgroup_local' belongs on a gpu.barrier}}
+  %c = arith.constant {tang.subgroup_local} 0 : index
+  return
+}
+
+// -----
+
+gpu.module @kernels {
+  gpu.func @k() kernel {
+    // expected-error @+1 {{'tang.subgroup_local' must be a unit attribute, got 1 : i64}}
+    gpu.barrier {tang.subgroup_local = 1 : i64}
+    gpu.return
+  }
+}
