@@ -111,8 +111,8 @@ bool collectScoreOps(ComprehensionOp op, ComprehensionOp red, Value d,
 
 } // namespace
 
-std::optional<FlashMatch> mlir::tang::matchFlash(ComprehensionOp op,
-                                                 std::string &why) {
+std::optional<FlashMatch>
+mlir::tang::matchFlash(ComprehensionOp op, std::string &why, bool tensorCores) {
   auto fail = [&](const Twine &reason) -> std::optional<FlashMatch> {
     why = reason.str();
     return std::nullopt;
@@ -130,7 +130,9 @@ std::optional<FlashMatch> mlir::tang::matchFlash(ComprehensionOp op,
   ValueRange yields = op.getYield().getValues();
   m.score = yields[0];
   m.v = stripExtensions(yields[1]).getDefiningOp<ReadOp>();
-  if (!m.v || !isContiguousIn(m.v, d) || !readUses(m.v, m.j))
+  // (The SIMT kernel reads any layout: contiguity is the tensor cores'
+  // 16-byte copies.)
+  if (!m.v || (tensorCores && !isContiguousIn(m.v, d)) || !readUses(m.v, m.j))
     return fail("the value is not a read contiguous in the last index");
 
   m.red = getOnlyNestedReduction(body, why);
@@ -154,15 +156,24 @@ std::optional<FlashMatch> mlir::tang::matchFlash(ComprehensionOp op,
   // Keys and values are shared by the block's query rows.
   if (readUses(m.v, op.getIndex(m.i)))
     return fail("the value depends on the query index");
-  if (!isContiguousIn(m.q, e) || !isContiguousIn(m.k, e))
+  if (tensorCores && (!isContiguousIn(m.q, e) || !isContiguousIn(m.k, e)))
     return fail("the dot product's operands are not contiguous in its index");
 
   Type tq = cast<RankedTensorType>(m.q.getTensor().getType()).getElementType();
-  for (ReadOp r : {m.k, m.v})
-    if (cast<RankedTensorType>(r.getTensor().getType()).getElementType() != tq)
-      return fail("the operands' element types differ");
-  if (!tq.isF16() && !tq.isBF16())
-    return fail("the operands are not f16 or bf16");
+  if (tensorCores) {
+    for (ReadOp r : {m.k, m.v})
+      if (cast<RankedTensorType>(r.getTensor().getType()).getElementType() !=
+          tq)
+        return fail("the operands' element types differ");
+    if (!tq.isF16() && !tq.isBF16())
+      return fail("the operands are not f16 or bf16");
+  } else {
+    for (ReadOp r : {m.q, m.k, m.v}) {
+      Type t = cast<RankedTensorType>(r.getTensor().getType()).getElementType();
+      if (!t.isF16() && !t.isBF16() && !t.isF32())
+        return fail("the operands are not f16, bf16 or f32");
+    }
+  }
   m.elementType = tq;
   m.lq = op.getExtent(m.i);
   int64_t batchCount = 1;
@@ -172,8 +183,10 @@ std::optional<FlashMatch> mlir::tang::matchFlash(ComprehensionOp op,
   if (batchCount > 65535)
     return fail("more batch points than the grid holds");
   m.dv = op.getExtent(m.d);
-  if (m.dqk % 64 || m.dv % 64 || m.dqk > 256 || m.dv > 256)
+  if (tensorCores && (m.dqk % 64 || m.dv % 64 || m.dqk > 256 || m.dv > 256))
     return fail("head dimensions must be 64, 128, 192 or 256");
+  if (m.dqk > 256 || m.dv > 256)
+    return fail("head dimensions above 256");
   Type out = cast<RankedTensorType>(op.getResultTypes()[0]).getElementType();
   if (!out.isF32() && !out.isF16() && !out.isBF16())
     return fail("the result is not f32, f16 or bf16");

@@ -54,11 +54,41 @@ bool MmaConfig::isValid() const {
 }
 
 int64_t FlashConfig::sharedBytes(const FlashMatch &m) const {
+  if (simt) {
+    // f32 tiles: the step's queries and keys ([headStep][rows + 1]), the
+    // values ([valueStep][dv]), the probabilities ([bm][bn + 1]), and per
+    // row the rescaling and the sum.
+    int64_t words = headStep * (bm + 1) + headStep * (bn + 1) +
+                    valueStep * m.dv + bm * (bn + 1) + 2 * bm;
+    return 4 * words;
+  }
   // P stays in registers (the A operand of P V).
   int64_t qBytes = bm * m.dqk * 2;
   int64_t kBytes = slots * bn * m.dqk * 2, vBytes = slots * bn * m.dv * 2;
   // wgmma's swizzled layouts need 1024-byte aligned tiles.
   return qBytes + kBytes + vBytes + (wgmma ? 1024 : 0);
+}
+
+std::string FlashConfig::checkSimt(const FlashMatch &m, int64_t maxThreads,
+                                   int64_t maxShared) const {
+  if (simtThreads % 32 || simtThreads < 32 || simtThreads > maxThreads)
+    return "its threads are not a multiple of 32 up to " +
+           std::to_string(maxThreads);
+  if (bm % simtRowThreads() || bn % 32 || bm < 1 || bn < 32)
+    return "its rows are not a multiple of " +
+           std::to_string(simtRowThreads()) +
+           " (its threads along the rows) or its keys of 32";
+  // Registers: the scores and the output columns of a thread.
+  int64_t rows = bm / simtRowThreads();
+  if (rows * (bn / 32) > 32 || rows * llvm::divideCeil(m.dv, 32) > 64)
+    return "a thread would hold more than 32 scores or 64 outputs";
+  if (headStep < 1 || valueStep < 1 || bn % valueStep)
+    return "its steps are not positive or do not divide the keys";
+  if (sharedBytes(m) > maxShared)
+    return "its tiles take " + std::to_string(sharedBytes(m)) +
+           " bytes of workgroup memory, more than the target's " +
+           std::to_string(maxShared);
+  return "";
 }
 
 int64_t FlashConfig::getPersistentBlocks(const FlashMatch &m, int64_t batch,
@@ -317,6 +347,29 @@ FlashConfig getFlashConfig(ComprehensionOp op, const FlashMatch &m,
   return cfg;
 }
 
+/// The SIMT flash kernel's tiles for `m` (no tensor cores), or none when
+/// even the smallest do not fit the target's workgroup memory. 128
+/// threads, 32 query rows (8 a thread) and 32 keys a block, the dot
+/// products in steps of 16 along the head dimension, the values in the
+/// largest step of keys (8 at most) that fits: under the portable model's
+/// 16 KiB, 12.8 KiB at head dim 128.
+std::optional<FlashConfig> getSimtFlashConfig(ComprehensionOp op,
+                                              const FlashMatch &m) {
+  TargetAttr target = getTarget(op);
+  FlashConfig cfg;
+  cfg.simt = true;
+  cfg.simtThreads = std::min<int64_t>(128, target.getMaxThreads());
+  cfg.bm = 32;
+  cfg.bn = 32;
+  cfg.slots = 1;
+  for (cfg.valueStep = 8; cfg.valueStep >= 1; cfg.valueStep /= 2)
+    for (cfg.bm = 32; cfg.bm >= cfg.simtRowThreads(); cfg.bm /= 2)
+      if (cfg.checkSimt(m, target.getMaxThreads(), target.getSharedPerBlock())
+              .empty())
+        return cfg;
+  return std::nullopt;
+}
+
 /// With tensor cores, split online-softmax reduction `m` of `op` takes its
 /// products on them unless options.splitSoftmaxMma is Off, where its shape
 /// allows it (`remark` says why not when On asked for it). Measured on the
@@ -382,6 +435,24 @@ KernelChoice mlir::tang::chooseKernel(ComprehensionOp op,
     return choice;
   }
   if (options.tensorCores == TensorCoreKind::None) {
+    // Attention on a target with workgroup barriers (a scheduled one: not
+    // the C emulation): the SIMT flash kernel, not a point kernel per
+    // output column that recomputes every score.
+    if (op.getBuiltinMonoid() == MonoidKind::OnlineSoftmax &&
+        op.getScheduleAttr()) {
+      std::string why;
+      std::optional<FlashMatch> m = matchFlash(op, why, /*tensorCores=*/false);
+      std::optional<FlashConfig> cfg;
+      if (m && (cfg = getSimtFlashConfig(op, *m))) {
+        choice.kind = KernelKind::Flash;
+        choice.flashConfig = *cfg;
+        choice.flash = std::move(m);
+        return choice;
+      }
+      if (m)
+        remark("a point kernel, not a flash kernel: its smallest tiles do "
+               "not fit the target's workgroup memory");
+    }
     if (options.matrixUnits &&
         classifyComprehension(op) == ShapeClass::MatmulLike)
       choice.kind = KernelKind::SubgroupMma;
@@ -563,6 +634,17 @@ void mlir::tang::setKernelSchedule(ComprehensionOp op,
     unsigned rows = choice.flash->i;
     f.tile[rows] = cfg.bm;
     f.tile[key] = cfg.bn;
+    if (cfg.simt) {
+      f.mma = TensorCoreKind::None;
+      f.threads.assign(f.threads.size(), 1);
+      f.threads[rows] = cfg.simtRowThreads();
+      f.threads[key] = 32;
+      f.stages = 1;
+      f.memory.assign(1, MemoryLevel::Shared);
+      ComprehensionOp(choice.flash->red)
+          .setScheduleAttr(getStepSchedule(choice.flash->red, cfg.headStep));
+      break;
+    }
     f.setTensorCores(cfg.wgmma, rows, cfg.bm / 16, key, 1, cfg.slots);
     f.tma = f.warpSpecialize = cfg.tmaKV;
     f.persistent = cfg.persistent;
@@ -700,10 +782,37 @@ FailureOr<KernelChoice> mlir::tang::getScheduledKernel(ComprehensionOp op) {
   }
   case KernelKind::Flash: {
     std::string why;
-    std::optional<FlashMatch> m = matchFlash(op, why);
+    bool simt = s.getMma() == TensorCoreKind::None;
+    std::optional<FlashMatch> m = matchFlash(op, why, !simt);
     if (!m)
       return refuse("it is not attention: " + why);
     FlashConfig cfg;
+    if (simt) {
+      // The SIMT kernel: 32 threads along the keys, the head dimension's
+      // step from the dot product's own schedule (16 without one), the
+      // values' step the largest of 8, 4, 2, 1 that fits.
+      cfg.simt = true;
+      cfg.bm = tile[m->i];
+      cfg.bn = tile[key];
+      cfg.slots = 1;
+      cfg.simtThreads = threads[m->i] * threads[key];
+      if (ScheduleAttr step = m->red.getScheduleAttr())
+        cfg.headStep = step.getTile().back();
+      if (threads[key] != 32)
+        return refuse("the SIMT flash kernel takes 32 threads along the keys");
+      int64_t maxThreads = getTarget(op).getMaxThreads();
+      std::string bad;
+      for (cfg.valueStep = 8; cfg.valueStep >= 1; cfg.valueStep /= 2)
+        if ((bad = cfg.checkSimt(*m, maxThreads, maxShared)).empty())
+          break;
+      if (!bad.empty())
+        return refuse("the SIMT flash kernel does not take " + Twine(cfg.bm) +
+                      " rows and " + Twine(cfg.bn) + " keys a block of " +
+                      Twine(cfg.simtThreads) + " threads: " + bad);
+      choice.flashConfig = cfg;
+      choice.flash = std::move(m);
+      return choice;
+    }
     cfg.wgmma = wgmma;
     cfg.bm = tile[m->i];
     cfg.bn = tile[key];

@@ -295,6 +295,60 @@ func.func @main(%A: tensor<100x33xf32>, %B: tensor<33x70xf32>, %bias: tensor<70x
 """
 
 
+# Attention in its fused form (an online-softmax reduction and the softmax
+# statistics beside it), which the portable backends run as the SIMT flash
+# kernel (FlashSimtKernel.cpp: 32 query rows and 32 keys a block, the dot
+# products staged 16 head columns at a time): query and key lengths, head
+# dims and rows no multiple of those (50 queries, 70 keys, 20 and 40 head
+# columns: clamped reads, skipped keys, guarded stores), three query heads
+# reading one key/value head through a view, a scale and a causal-type mask
+# with an offset (keys up to i + 20: the first rows see 21 keys, the last
+# block's key steps end early), and the statistics (max, sum) the kernel
+# writes for its sibling.
+FLASH_PROGRAM = """\
+func.func @main(%Q: tensor<2x3x50x20xf32>, %Kg: tensor<2x1x70x20xf32>, %Vg: tensor<2x1x70x40xf32>) -> (tensor<2x3x50x40xf32>, tensor<2x3x50xf32>, tensor<2x3x50xf32>) {
+  %K = tang.view %Kg by affine_map<(b, h, l, d) -> (b, h floordiv 3, l, d)> : tensor<2x1x70x20xf32> to tensor<2x3x70x20xf32>
+  %V = tang.view %Vg by affine_map<(b, h, l, d) -> (b, h floordiv 3, l, d)> : tensor<2x1x70x40xf32> to tensor<2x3x70x40xf32>
+  %c = arith.constant 0.25 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %O = tang.comprehension (%b, %h, %i, %d) reduce (%j) [2, 3, 50, 40, 70] monoid(online_softmax) : tensor<2x3x50x40xf32> {
+    %dot = tang.comprehension reduce (%e) [20] monoid(add) : f32 {
+      %q = tang.read %Q[%b, %h, %i, %e] : tensor<2x3x50x20xf32>
+      %k = tang.read %K[%b, %h, %j, %e] : tensor<2x3x70x20xf32>
+      %p = arith.mulf %q, %k : f32
+      tang.yield %p : f32
+    }
+    %s = arith.mulf %dot, %c : f32
+    %ii = tang.index %i : i32
+    %jj = tang.index %j : i32
+    %c20 = arith.constant 20 : i32
+    %lim = arith.addi %ii, %c20 : i32
+    %keep = arith.cmpi sle, %jj, %lim : i32
+    %sm = arith.select %keep, %s, %ninf : f32
+    %v = tang.read %V[%b, %h, %j, %d] : tensor<2x3x70x40xf32>
+    tang.yield %sm, %v : f32, f32
+  }
+  %m, %l = tang.comprehension (%b, %h, %i) reduce (%j) [2, 3, 50, 70] monoid(softmax_norm) : tensor<2x3x50xf32>, tensor<2x3x50xf32> {
+    %dot = tang.comprehension reduce (%e) [20] monoid(add) : f32 {
+      %q = tang.read %Q[%b, %h, %i, %e] : tensor<2x3x50x20xf32>
+      %k = tang.read %K[%b, %h, %j, %e] : tensor<2x3x70x20xf32>
+      %p = arith.mulf %q, %k : f32
+      tang.yield %p : f32
+    }
+    %s = arith.mulf %dot, %c : f32
+    %ii = tang.index %i : i32
+    %jj = tang.index %j : i32
+    %c20 = arith.constant 20 : i32
+    %lim = arith.addi %ii, %c20 : i32
+    %keep = arith.cmpi sle, %jj, %lim : i32
+    %sm = arith.select %keep, %s, %ninf : f32
+    tang.yield %sm : f32
+  }
+  return %O, %m, %l : tensor<2x3x50x40xf32>, tensor<2x3x50xf32>, tensor<2x3x50xf32>
+}
+"""
+
+
 # A row reduction under a monoid that is associative but not commutative
 # (the affine maps h -> a h + b, composed in index order) over rows of 300
 # (no multiple of a row kernel's threads): the portable row kernels'

@@ -44,9 +44,13 @@ struct FlashMatch {
 
 /// `op` as a flash-attention reduction: an online_softmax reduction over
 /// one key index whose score is a (scaled, possibly masked) dot product of
-/// two 16-bit reads and whose value is a 16-bit read; std::nullopt with
-/// `why` set otherwise.
-std::optional<FlashMatch> matchFlash(ComprehensionOp op, std::string &why);
+/// two reads and whose value is a read; std::nullopt with `why` set
+/// otherwise. For tensor cores (`tensorCores`) the three reads are of one
+/// 16-bit type and the head dimensions multiples of 64 up to 256; for the
+/// SIMT kernel (FlashSimtKernel.cpp) any float types and head dimensions
+/// up to 256.
+std::optional<FlashMatch> matchFlash(ComprehensionOp op, std::string &why,
+                                     bool tensorCores = true);
 
 /// One dot product of the body: sum_e a[.., x, e] b[.., y, e] times
 /// constant factors.

@@ -146,8 +146,20 @@ struct FlashConfig {
   /// with the most keys first), the producer copying the next tile's keys
   /// and values while the computing warpgroups finish the last.
   bool persistent = false;
+  /// No tensor cores (FlashSimtKernel.cpp, the portable backends): a block
+  /// of `simtThreads` threads, 32 along the keys (and the value columns),
+  /// the rest along the rows; the dot products staged in workgroup memory
+  /// in steps of `headStep` along the head dimension, the values in steps
+  /// of `valueStep` keys. Every tile in f32.
+  bool simt = false;
+  int64_t simtThreads = 128, headStep = 16, valueStep = 8;
   /// Threads computing (the producer warpgroup not counted).
-  int64_t threads() const { return 2 * bm; }
+  int64_t threads() const { return simt ? simtThreads : 2 * bm; }
+  /// With `simt`: the threads along the rows, and whether the tiles are
+  /// ones the SIMT kernel takes (empty) or why not.
+  int64_t simtRowThreads() const { return simtThreads / 32; }
+  std::string checkSimt(const FlashMatch &m, int64_t maxThreads,
+                        int64_t maxShared) const;
   /// Shared memory of the tiles (without the barriers).
   int64_t sharedBytes(const FlashMatch &m) const;
   /// With `persistent`: the blocks (at most `smCount`) of `batch` batch

@@ -915,6 +915,14 @@ struct FlashKernelPattern : KernelPattern {
     // The softmax statistics, if a sibling asks for them.
     bool stats =
         r.sibling && r.sibling.getBuiltinMonoid() == MonoidKind::SoftmaxNorm;
+    if (r.choice.flashConfig.simt) {
+      if (failed(emitSimtFlashKernel(
+              r.b, r.op, *r.choice.flash, r.choice.flashConfig, r.tensors,
+              r.outputs, stats ? r.siblingOutputs : ValueRange(), r.k)))
+        return KernelMatch::Error;
+      r.k.wroteSibling = stats;
+      return KernelMatch::Built;
+    }
     if (failed(FlashEmitter(r.b, r.op, *r.choice.flash, r.tensors, r.outputs,
                             stats ? r.siblingOutputs : ValueRange(), r.k,
                             r.choice.flashConfig)

@@ -134,6 +134,14 @@ SmallVector<Value> emitGridStridePoints(OpBuilder &b, Location loc,
 LogicalResult emitScatterKernel(OpBuilder &b, ScatterOp op, IRMapping &tensors,
                                 Value output, Kernel &k);
 
+/// The flash kernel without tensor cores (FlashSimtKernel.cpp): `op`
+/// matched as `m`, its tiles `cfg` (cfg.simt); the softmax statistics to
+/// `statsOutputs` when not empty.
+LogicalResult emitSimtFlashKernel(OpBuilder &b, ComprehensionOp op,
+                                  const FlashMatch &m, const FlashConfig &cfg,
+                                  IRMapping &tensors, ValueRange outputs,
+                                  ValueRange statsOutputs, Kernel &k);
+
 /// The kernel of a scan (ScanKernel.cpp): a thread per parallel point,
 /// carrying the monoid's carrier along the scan index in order and storing
 /// every prefix into `outputs`.
