@@ -3,7 +3,8 @@
 same GPU (runs on the GPU machine).
 
 For every gpu-work/portable/<case>/meta.json that bench/prepare_portable.py
-wrote (RMSNorm, row softmax, LayerNorm, GEMV; f16 storage), in one process:
+wrote (RMSNorm, row softmax, LayerNorm, GEMV; f16 storage; the GEMM and
+causal attention have their own runs below), in one process:
 
 1. random normal f16 inputs (fixed seed, never zeros), written as .npy for
    tang-vk-run;
@@ -295,6 +296,106 @@ def run_gemm_case(torch, tang_cuda, meta, rounds, reps, tmp):
     return res
 
 
+def attention_reference(torch, q, k, v):
+    """softmax(c Q K^T, causal) V in float64, c the program's f16 scale."""
+    D = q.shape[-1]
+    c = torch.tensor(1.0 / D ** 0.5).to(torch.float16).double()
+    out = torch.empty(q.shape, dtype=torch.float64, device=q.device)
+    L = q.shape[-2]
+    mask = torch.ones(L, L, dtype=torch.bool, device=q.device).tril()
+    for h in range(q.shape[1]):  # a head at a time: L x L doubles
+        s = (q[:, h].double() @ k[:, h].double().transpose(-1, -2)) * c
+        s = s.masked_fill(~mask, float("-inf"))
+        out[:, h] = torch.softmax(s, -1) @ v[:, h].double()
+    return out
+
+
+def run_attention_case(torch, F, tang_cuda, meta, rounds, reps, tmp):
+    """Causal attention: the Vulkan bundle (the SIMT flash kernel, no
+    tensor cores) and the CUDA bundle of the same program (the tensor-core
+    flash kernel) checked on every element against float64, then timed in
+    interleaved rounds with PyTorch's SDPA (its own backend choice, f16).
+    The ratio is against the faster of the CUDA peers, tang's included."""
+    name = meta["case"]
+    B, H, L, D = meta["shape"]
+    res = harness.case_result(name, kind="attention",
+                              params={"B": B, "H": H, "L": L, "D": D,
+                                      "causal": True},
+                              bytes_min=meta["bytes"])
+    d = WORK / name
+    if compile_failed(meta, res):
+        return res
+    g = torch.Generator(device="cuda").manual_seed(SEED)
+    q, k, v = (torch.randn(s, generator=g, device="cuda",
+                           dtype=torch.float16) for s in meta["inputs"])
+    paths = []
+    for i, t in enumerate((q, k, v)):
+        p = tmp / f"{name}_in{i}.npy"
+        np.save(p, t.cpu().numpy())
+        paths.append(p)
+    ref = attention_reference(torch, q, k, v)
+    # f16 scores, probabilities and output (bench_gemm's attention rule).
+    tol = harness.Tolerance("f16", reduction=max(L, D), roundings=3)
+    out_dir = tmp / f"{name}_vk"
+    r = vk([d / "spirv", "main", *paths, "--out", out_dir])
+    if r.returncode:
+        res.update(status="failed", note=("tang-vk-run: " + r.stderr)[-300:])
+        return res
+    got = torch.from_numpy(np.load(out_dir / "output_0.npy")).cuda()
+    res["checks"].append(harness.check_tensor(got, ref, tol, "vulkan"))
+    bundle = tang_cuda.Bundle(d / "cuda")
+    out = torch.full(ref.shape, float("nan"), device="cuda",
+                     dtype=torch.float16)
+    scale = float(torch.tensor(1.0 / D ** 0.5).to(torch.float16))
+
+    def run_cuda(i=0):
+        bundle.run("main", q, k, v, outputs=[out])
+
+    def run_sdpa(i=0):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True,
+                                              scale=scale)
+    run_cuda()
+    torch.cuda.synchronize()
+    res["checks"].append(harness.check_tensor(out, ref, tol, "cuda"))
+    res["checks"].append(harness.check_tensor(
+        run_sdpa(), ref, harness.Tolerance("f16", reduction=max(L, D),
+                                           roundings=6), "sdpa"))
+    ok, worst = harness.summarize_checks(res["checks"])
+    res["max_err"] = worst
+    if not ok:
+        res.update(status="incorrect",
+                   note="a side's output is outside the tolerance: not timed")
+        return res
+    times = {"vulkan": [], "tang_cuda": [], "sdpa": []}
+    for _ in range(rounds):
+        r = vk([d / "spirv", "main", *paths, "--time", reps])
+        m = TIME_RE.search(r.stdout)
+        if r.returncode or not m:
+            res.update(status="failed",
+                       note=("tang-vk-run --time: " + r.stderr)[-300:])
+            return res
+        times["vulkan"].append(float(m.group(1)))
+        for side, fn in (("tang_cuda", run_cuda), ("sdpa", run_sdpa)):
+            for _ in range(2):
+                fn()
+            times[side].append(statistics.median(
+                harness.time_calls(torch, fn, reps)))
+    med = {side: statistics.median(t) for side, t in times.items()}
+    best = min(("tang_cuda", "sdpa"), key=med.get)
+    vms = med["vulkan"]
+    lo = min(times[best]) / max(times["vulkan"])
+    hi = max(times[best]) / min(times["vulkan"])
+    res.update(status="ok", tang_ms=vms,
+               peers={"tang_cuda": med["tang_cuda"], "sdpa": med["sdpa"]},
+               best_peer=best, ratio=med[best] / vms, spread=[lo, hi],
+               verdict=harness.verdict(lo, hi), rounds_ms=times,
+               vulkan_kernels=meta.get("spirv_kernels"),
+               contenders={side: {"ms": t,
+                                  "tflops": meta["flops"] / t / 1e9}
+                           for side, t in med.items()})
+    return res
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cases", nargs="*")
@@ -309,10 +410,11 @@ def main():
     import torch
     import torch.nn.functional as F
     from tang import cuda as tang_cuda
-    # The memory-bound cases first: the GEMM's variants take longest.
+    # The memory-bound cases first, then attention: the GEMM's variants
+    # take longest.
     metas = sorted(mb.load_metas(WORK, args.cases,
                                  "bench/prepare_portable.py", "case"),
-                   key=lambda m: m["kind"] == "gemm")
+                   key=lambda m: {"attention": 1, "gemm": 2}.get(m["kind"], 0))
     out = Path(args.out) if args.out else harness.out_dir("portable")
     out.mkdir(parents=True, exist_ok=True)
     path = out / "portable.json"
@@ -350,6 +452,10 @@ def main():
                 if m["kind"] == "gemm":
                     res = run_gemm_case(torch, tang_cuda, m, args.rounds,
                                         args.reps, Path(tmp))
+                elif m["kind"] == "attention":
+                    res = run_attention_case(torch, F, tang_cuda, m,
+                                             args.rounds, args.reps,
+                                             Path(tmp))
                 else:
                     res = run_case(torch, F, tang_cuda, m, args.rounds,
                                    args.reps, Path(tmp))

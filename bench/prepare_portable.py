@@ -3,7 +3,9 @@
 
 The memory-bound programs of bench/prepare_bench.py (RMSNorm, row softmax
 and LayerNorm at 32768x4096, GEMV 4096x4096) in f16 storage (SPIR-V has no
-bf16), and a 4096^3 GEMM of f16 operands with an f32 result, compiled twice
+bf16), a 4096^3 GEMM of f16 operands with an f32 result, and causal
+attention [1, 16, 2048, 128] in f16 (prepare_gemm's chain, fused: the SIMT
+flash kernel on Vulkan, the tensor-core one on CUDA), compiled twice
 from the same program: for Vulkan (`--tang-lower-spirv`, the portable row
 kernels; the GEMM with `matrix-units=1`, on cooperative matrices) and for
 CUDA (`--tang-lower-cuda`), so that bench/bench_portable.py times both on
@@ -46,6 +48,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness  # noqa: E402
 import prepare_bench as pb  # noqa: E402
+import prepare_gemm as pg  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TANG_OPT = ROOT / "build" / "bin" / "tang-opt"
@@ -108,6 +111,17 @@ GEMM_BLOCKS = [(1, 1), (2, 2), (4, 2)]
 def program(template, args):
     """The template's program with f16 storage (SPIR-V has no bf16)."""
     return template(*args).replace("bf16", "f16")
+
+
+#: Attention [B, H, L, D], causal (prepare_gemm.attention_program).
+ATTENTION_SHAPE = (1, 16, 2048, 128)
+
+
+def attention_program(B, H, L, D):
+    """Causal attention in f16 storage: the bf16 chain with its -inf mask
+    constant rewritten (bf16 0xFF80 is an f16 NaN)."""
+    return pg.attention_program(B, H, L, D, causal=True).replace(
+        "0xFF80 : bf16", "0xFC00 : bf16").replace("bf16", "f16")
 
 
 def lower(src: Path, pipeline: str, bundle: Path, options: str = ""):
@@ -258,9 +272,46 @@ def prepare_gemm():
             (meta["small_check"].get("ok") is False))
 
 
+def prepare_attention():
+    """The attention case: its Vulkan bundle (the SIMT flash kernel), its
+    CUDA bundle (the tensor-core flash kernel), a small instance checked
+    on lavapipe. The number of failures."""
+    B, H, L, D = ATTENTION_SHAPE
+    name = f"attention_{B}x{H}x{L}x{D}_causal"
+    d = WORK / name
+    shutil.rmtree(d, ignore_errors=True)
+    d.mkdir(parents=True)
+    t0 = time.monotonic()
+    (d / "program.mlir").write_text(attention_program(B, H, L, D))
+    small = (1, 2, 80, 40)
+    qkv = [small] * 3
+    meta = {"case": name, "kind": "attention", "shape": [B, H, L, D],
+            "dtype": "f16", "inputs": [[B, H, L, D]] * 3,
+            # Causal: half the scores; 4 L^2 D flops a head in all.
+            "flops": 2 * B * H * L * L * D,
+            "bytes": F16_BYTES * 4 * B * H * L * D,
+            # f16 scores, probabilities and output: a few f16 roundings.
+            "small_check": check_small(
+                {"spirv": (attention_program(*small), "")}, qkv,
+                8 * 2.0 ** -11)}
+    for fmt, pipeline in (("spirv", "tang-lower-spirv"),
+                          ("cuda", "tang-lower-cuda")):
+        meta[f"{fmt}_error"] = lower(d / "program.mlir", pipeline, d / fmt)
+    if meta["spirv_error"] is None:
+        launch = json.loads((d / "spirv" / "manifest.json").read_text())[
+            "functions"][0]["launches"]
+        meta["spirv_kernels"] = [
+            {"block": x["block"], "grid": x["grid"]} for x in launch]
+    finish(d, meta, t0, "")
+    return ((meta["spirv_error"] is not None) +
+            (meta["cuda_error"] is not None) +
+            (meta["small_check"].get("ok") is False))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--only", nargs="*", choices=list(CASES) + ["gemm"])
+    ap.add_argument("--only", nargs="*",
+                    choices=list(CASES) + ["gemm", "attention"])
     args = ap.parse_args()
     WORK.mkdir(parents=True, exist_ok=True)
     bad = 0
@@ -289,6 +340,8 @@ def main():
             bad += err is not None
         bad += meta["small_check"].get("ok") is False
         finish(d, meta, t0, "")
+    if not args.only or "attention" in args.only:
+        bad += prepare_attention()
     if not args.only or "gemm" in args.only:
         bad += prepare_gemm()
     return 1 if bad else 0
