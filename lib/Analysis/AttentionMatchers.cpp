@@ -553,7 +553,8 @@ bool vanishesWith(Value v, Value sel) {
 } // namespace
 
 std::optional<ScoreMatch> mlir::tang::matchScoreReduction(ComprehensionOp op,
-                                                          std::string &why) {
+                                                          std::string &why,
+                                                          bool tensorCores) {
   auto fail = [&](const Twine &reason) -> std::optional<ScoreMatch> {
     why = reason.str();
     return std::nullopt;
@@ -597,7 +598,7 @@ std::optional<ScoreMatch> mlir::tang::matchScoreReduction(ComprehensionOp op,
         wOps.insert(read);
       }
     }
-    if (!m.w || !isContiguousIn(m.w, c))
+    if (!m.w || (tensorCores && !isContiguousIn(m.w, c)))
       return fail("the summand is not a per-key value times a read "
                   "contiguous in the output's last index");
     if (dependsOn(m.g, c, body))
@@ -646,11 +647,13 @@ std::optional<ScoreMatch> mlir::tang::matchScoreReduction(ComprehensionOp op,
     if (readUses(dot.a, m.y) || !readUses(dot.b, m.y))
       return fail("the key index is not read by exactly one factor of a dot "
                   "product");
-    if (!isContiguousIn(dot.a, e) || !isContiguousIn(dot.b, e))
+    if (tensorCores && (!isContiguousIn(dot.a, e) || !isContiguousIn(dot.b, e)))
       return fail("a dot product's operands are not contiguous in its index");
     int64_t extent = nested.getExtent(0);
-    if (extent % 64 || extent > 256)
+    if (tensorCores && (extent % 64 || extent > 256))
       return fail("a dot product's length is not 64, 128, 192 or 256");
+    if (extent > 256)
+      return fail("a dot product's length is above 256");
     m.dots.push_back(dot);
   }
   if (m.dots.empty())
@@ -680,14 +683,20 @@ std::optional<ScoreMatch> mlir::tang::matchScoreReduction(ComprehensionOp op,
     operands.append({dot.a, dot.b});
   if (m.w)
     operands.push_back(m.w);
-  for (ReadOp r : operands)
-    if (cast<RankedTensorType>(r.getTensor().getType()).getElementType() != t)
+  for (ReadOp r : operands) {
+    Type e = cast<RankedTensorType>(r.getTensor().getType()).getElementType();
+    if (tensorCores && e != t)
       return fail("the operands' element types differ");
-  if (!t.isF16() && !t.isBF16())
+    if (!tensorCores && !e.isF16() && !e.isBF16() && !e.isF32())
+      return fail("the operands are not f16, bf16 or f32");
+  }
+  if (tensorCores && !t.isF16() && !t.isBF16())
     return fail("the operands are not f16 or bf16");
   m.elementType = t;
-  if (m.c && (m.dc % 64 || m.dc > 256))
+  if (tensorCores && m.c && (m.dc % 64 || m.dc > 256))
     return fail("the output's last extent is not 64, 128, 192 or 256");
+  if (m.c && m.dc > 256)
+    return fail("the output's last extent is above 256");
   for (Type r : op.getResultTypes()) {
     Type e = cast<RankedTensorType>(r).getElementType();
     if (!e.isF32() && !e.isF16() && !e.isBF16())

@@ -54,14 +54,6 @@ bool MmaConfig::isValid() const {
 }
 
 int64_t FlashConfig::sharedBytes(const FlashMatch &m) const {
-  if (simt) {
-    // f32 tiles: the step's queries and keys ([headStep][rows + 1]), the
-    // values ([valueStep][dv]), the probabilities ([bm][bn + 1]), and per
-    // row the rescaling and the sum.
-    int64_t words = headStep * (bm + 1) + headStep * (bn + 1) +
-                    valueStep * m.dv + bm * (bn + 1) + 2 * bm;
-    return 4 * words;
-  }
   // P stays in registers (the A operand of P V).
   int64_t qBytes = bm * m.dqk * 2;
   int64_t kBytes = slots * bn * m.dqk * 2, vBytes = slots * bn * m.dv * 2;
@@ -69,23 +61,32 @@ int64_t FlashConfig::sharedBytes(const FlashMatch &m) const {
   return qBytes + kBytes + vBytes + (wgmma ? 1024 : 0);
 }
 
-std::string FlashConfig::checkSimt(const FlashMatch &m, int64_t maxThreads,
-                                   int64_t maxShared) const {
-  if (simtThreads % 32 || simtThreads < 32 || simtThreads > maxThreads)
+int64_t SimtTileConfig::sharedBytes(int64_t cols) const {
+  // f32 tiles: a head step of the rows' and the keys' operands
+  // ([headStep][rows + 1]), the values ([valueStep][cols]), the scores
+  // ([bm][bn + 1]), and per row the rescaling and the sum.
+  int64_t words = headStep * (bm + 1) + headStep * (bn + 1) + valueStep * cols +
+                  bm * (bn + 1) + 2 * bm;
+  return 4 * words;
+}
+
+std::string SimtTileConfig::check(int64_t cols, int64_t maxThreads,
+                                  int64_t maxShared) const {
+  if (threads % 32 || threads < 32 || threads > maxThreads)
     return "its threads are not a multiple of 32 up to " +
            std::to_string(maxThreads);
-  if (bm % simtRowThreads() || bn % 32 || bm < 1 || bn < 32)
-    return "its rows are not a multiple of " +
-           std::to_string(simtRowThreads()) +
+  if (bm < 1 || bm % rowThreads() || bn < 32 || bn % 32)
+    return "its rows are not a multiple of " + std::to_string(rowThreads()) +
            " (its threads along the rows) or its keys of 32";
-  // Registers: the scores and the output columns of a thread.
-  int64_t rows = bm / simtRowThreads();
-  if (rows * (bn / 32) > 32 || rows * llvm::divideCeil(m.dv, 32) > 64)
+  // Registers: the scores (two a point with two dot products) and the
+  // output columns of a thread.
+  int64_t rows = bm / rowThreads();
+  if (rows * (bn / 32) > 32 || rows * llvm::divideCeil(cols, 32) > 64)
     return "a thread would hold more than 32 scores or 64 outputs";
   if (headStep < 1 || valueStep < 1 || bn % valueStep)
     return "its steps are not positive or do not divide the keys";
-  if (sharedBytes(m) > maxShared)
-    return "its tiles take " + std::to_string(sharedBytes(m)) +
+  if (sharedBytes(cols) > maxShared)
+    return "its tiles take " + std::to_string(sharedBytes(cols)) +
            " bytes of workgroup memory, more than the target's " +
            std::to_string(maxShared);
   return "";
@@ -347,27 +348,52 @@ FlashConfig getFlashConfig(ComprehensionOp op, const FlashMatch &m,
   return cfg;
 }
 
-/// The SIMT flash kernel's tiles for `m` (no tensor cores), or none when
-/// even the smallest do not fit the target's workgroup memory. 128
-/// threads, 32 query rows (8 a thread) and 32 keys a block, the dot
-/// products in steps of 16 along the head dimension, the values in the
-/// largest step of keys (8 at most) that fits: under the portable model's
-/// 16 KiB, 12.8 KiB at head dim 128.
-std::optional<FlashConfig> getSimtFlashConfig(ComprehensionOp op,
-                                              const FlashMatch &m) {
+/// The SIMT kernel's tiles for outputs of `cols` columns (no tensor
+/// cores), or none when even the smallest do not fit the target's
+/// workgroup memory: 128 threads, 32 rows (8 a thread) and 32 keys a block,
+/// the dot products in steps of 16, the values in the largest step of keys
+/// (8 at most) that fits; under the portable model's 16 KiB, 12.8 KiB at
+/// 128 columns.
+std::optional<SimtTileConfig> getSimtTiles(ComprehensionOp op, int64_t cols) {
   TargetAttr target = getTarget(op);
-  FlashConfig cfg;
-  cfg.simt = true;
-  cfg.simtThreads = std::min<int64_t>(128, target.getMaxThreads());
-  cfg.bm = 32;
-  cfg.bn = 32;
-  cfg.slots = 1;
+  SimtTileConfig cfg;
+  cfg.threads = std::min<int64_t>(128, target.getMaxThreads());
   for (cfg.valueStep = 8; cfg.valueStep >= 1; cfg.valueStep /= 2)
-    for (cfg.bm = 32; cfg.bm >= cfg.simtRowThreads(); cfg.bm /= 2)
-      if (cfg.checkSimt(m, target.getMaxThreads(), target.getSharedPerBlock())
+    for (cfg.bm = 32; cfg.bm >= cfg.rowThreads(); cfg.bm /= 2)
+      if (cfg.check(cols, target.getMaxThreads(), target.getSharedPerBlock())
               .empty())
         return cfg;
   return std::nullopt;
+}
+
+/// The SIMT tiles a schedule names for `op` (rows `rows`, outputs of
+/// `cols` columns; the head step from the first dot product `red`'s own
+/// schedule), or the reason they are refused.
+FailureOr<SimtTileConfig> getScheduledSimtTiles(ComprehensionOp op,
+                                                unsigned rows, int64_t cols,
+                                                ComprehensionOp red,
+                                                std::string &why) {
+  ScheduleAttr s = op.getScheduleAttr();
+  unsigned key = op.getNumIndices() - 1;
+  SimtTileConfig cfg;
+  cfg.bm = s.getTile()[rows];
+  cfg.bn = s.getTile()[key];
+  cfg.threads = s.getThreads()[rows] * s.getThreads()[key];
+  if (ScheduleAttr step = red.getScheduleAttr())
+    cfg.headStep = step.getTile().back();
+  if (s.getThreads()[key] != 32) {
+    why = "32 threads along the keys";
+    return failure();
+  }
+  TargetAttr target = getTarget(op);
+  for (cfg.valueStep = 8; cfg.valueStep >= 1; cfg.valueStep /= 2)
+    if ((why = cfg.check(cols, target.getMaxThreads(),
+                         target.getSharedPerBlock()))
+            .empty())
+      return cfg;
+  why = std::to_string(cfg.bm) + " rows and " + std::to_string(cfg.bn) +
+        " keys a block of " + std::to_string(cfg.threads) + " threads: " + why;
+  return failure();
 }
 
 /// With tensor cores, split online-softmax reduction `m` of `op` takes its
@@ -442,16 +468,31 @@ KernelChoice mlir::tang::chooseKernel(ComprehensionOp op,
         op.getScheduleAttr()) {
       std::string why;
       std::optional<FlashMatch> m = matchFlash(op, why, /*tensorCores=*/false);
-      std::optional<FlashConfig> cfg;
-      if (m && (cfg = getSimtFlashConfig(op, *m))) {
+      std::optional<SimtTileConfig> tiles;
+      if (m && (tiles = getSimtTiles(op, m->dv))) {
         choice.kind = KernelKind::Flash;
-        choice.flashConfig = *cfg;
+        choice.flashConfig.simt = tiles;
         choice.flash = std::move(m);
         return choice;
       }
       if (m)
         remark("a point kernel, not a flash kernel: its smallest tiles do "
                "not fit the target's workgroup memory");
+    }
+    // Sums over keys of dot-product scores (attention's gradients): the
+    // SIMT score kernel, each score computed once for all output columns.
+    if (mayBeScore(op) && op.getBuiltinMonoid() == MonoidKind::Add &&
+        op.getScheduleAttr()) {
+      std::string why;
+      std::optional<ScoreMatch> m =
+          matchScoreReduction(op, why, /*tensorCores=*/false);
+      std::optional<SimtTileConfig> tiles;
+      if (m && (tiles = getSimtTiles(op, m->dc))) {
+        choice.kind = KernelKind::Score;
+        choice.scoreConfig.simt = tiles;
+        choice.score = std::move(m);
+        return choice;
+      }
     }
     if (options.matrixUnits &&
         classifyComprehension(op) == ShapeClass::MatmulLike)
@@ -580,6 +621,21 @@ ScheduleAttr getStepSchedule(ComprehensionOp red, int64_t step) {
                            TensorCoreKind::None, false, false, false, 0, 1);
 }
 
+/// The SIMT flash or score kernel's tiles in `f` (rows along `rows`, keys
+/// along `key`), its head step in the dot product `red`'s schedule.
+void setSimtSchedule(ScheduleFields &f, const SimtTileConfig &cfg,
+                     unsigned rows, unsigned key, ComprehensionOp red) {
+  f.tile[rows] = cfg.bm;
+  f.tile[key] = cfg.bn;
+  f.mma = TensorCoreKind::None;
+  f.threads.assign(f.threads.size(), 1);
+  f.threads[rows] = cfg.rowThreads();
+  f.threads[key] = 32;
+  f.stages = 1;
+  f.memory.assign(1, MemoryLevel::Shared);
+  red.setScheduleAttr(getStepSchedule(red, cfg.headStep));
+}
+
 } // namespace
 
 void mlir::tang::setKernelSchedule(ComprehensionOp op,
@@ -635,14 +691,7 @@ void mlir::tang::setKernelSchedule(ComprehensionOp op,
     f.tile[rows] = cfg.bm;
     f.tile[key] = cfg.bn;
     if (cfg.simt) {
-      f.mma = TensorCoreKind::None;
-      f.threads.assign(f.threads.size(), 1);
-      f.threads[rows] = cfg.simtRowThreads();
-      f.threads[key] = 32;
-      f.stages = 1;
-      f.memory.assign(1, MemoryLevel::Shared);
-      ComprehensionOp(choice.flash->red)
-          .setScheduleAttr(getStepSchedule(choice.flash->red, cfg.headStep));
+      setSimtSchedule(f, *cfg.simt, rows, key, choice.flash->red);
       break;
     }
     f.setTensorCores(cfg.wgmma, rows, cfg.bm / 16, key, 1, cfg.slots);
@@ -653,6 +702,10 @@ void mlir::tang::setKernelSchedule(ComprehensionOp op,
   case KernelKind::Score: {
     const ScoreConfig &cfg = choice.scoreConfig;
     unsigned rows = choice.score->x;
+    if (cfg.simt) {
+      setSimtSchedule(f, *cfg.simt, rows, key, choice.score->dots[0].red);
+      break;
+    }
     f.tile[rows] = cfg.bm;
     f.tile[key] = cfg.bn;
     f.setTensorCores(cfg.wgmma, rows, cfg.threads() / 32, key, 1, cfg.slots);
@@ -788,27 +841,11 @@ FailureOr<KernelChoice> mlir::tang::getScheduledKernel(ComprehensionOp op) {
       return refuse("it is not attention: " + why);
     FlashConfig cfg;
     if (simt) {
-      // The SIMT kernel: 32 threads along the keys, the head dimension's
-      // step from the dot product's own schedule (16 without one), the
-      // values' step the largest of 8, 4, 2, 1 that fits.
-      cfg.simt = true;
-      cfg.bm = tile[m->i];
-      cfg.bn = tile[key];
-      cfg.slots = 1;
-      cfg.simtThreads = threads[m->i] * threads[key];
-      if (ScheduleAttr step = m->red.getScheduleAttr())
-        cfg.headStep = step.getTile().back();
-      if (threads[key] != 32)
-        return refuse("the SIMT flash kernel takes 32 threads along the keys");
-      int64_t maxThreads = getTarget(op).getMaxThreads();
-      std::string bad;
-      for (cfg.valueStep = 8; cfg.valueStep >= 1; cfg.valueStep /= 2)
-        if ((bad = cfg.checkSimt(*m, maxThreads, maxShared)).empty())
-          break;
-      if (!bad.empty())
-        return refuse("the SIMT flash kernel does not take " + Twine(cfg.bm) +
-                      " rows and " + Twine(cfg.bn) + " keys a block of " +
-                      Twine(cfg.simtThreads) + " threads: " + bad);
+      FailureOr<SimtTileConfig> tiles =
+          getScheduledSimtTiles(op, m->i, m->dv, m->red, why);
+      if (failed(tiles))
+        return refuse("the SIMT flash kernel takes " + why);
+      cfg.simt = *tiles;
       choice.flashConfig = cfg;
       choice.flash = std::move(m);
       return choice;
@@ -843,10 +880,23 @@ FailureOr<KernelChoice> mlir::tang::getScheduledKernel(ComprehensionOp op) {
   }
   case KernelKind::Score: {
     std::string why;
-    std::optional<ScoreMatch> m = matchScoreReduction(op, why);
+    bool simt = s.getMma() == TensorCoreKind::None;
+    std::optional<ScoreMatch> m = matchScoreReduction(op, why, !simt);
     if (!m)
       return refuse("it is not a sum over keys of dot-product scores: " + why);
     ScoreConfig cfg;
+    if (simt) {
+      if (m->monoid != MonoidKind::Add)
+        return refuse("the SIMT score kernel takes add reductions");
+      FailureOr<SimtTileConfig> tiles =
+          getScheduledSimtTiles(op, m->x, m->dc, m->dots[0].red, why);
+      if (failed(tiles))
+        return refuse("the SIMT score kernel takes " + why);
+      cfg.simt = *tiles;
+      choice.scoreConfig = cfg;
+      choice.score = std::move(m);
+      return choice;
+    }
     cfg.wgmma = wgmma;
     if (tile[m->x] != cfg.bm || tile[key] != cfg.bn ||
         threads[m->x] != cfg.threads() / 32 || threads[key] != 32 ||

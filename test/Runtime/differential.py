@@ -112,11 +112,12 @@ def random_input(rng, spec):
     return (sign * magnitude).astype(NUMPY_DTYPE[spec["dtype"]])
 
 
-def compare(backend, where, k, spec, out, ref, program):
+def compare(backend, where, k, spec, out, ref, program, sensitivity=None):
     """Asserts that output #k of a backend (`out`) matches tang-run's on
     every element: integers exactly, floats under the elementwise rule of
-    bench/harness.py for the dtype and `program` (its text), NaN and
-    infinities exactly where the interpreter has them."""
+    bench/harness.py for the dtype and `program` (its text; with
+    `sensitivity`, each element's measured one added as the GPU check
+    does), NaN and infinities exactly where the interpreter has them."""
     what = (f"[{backend}] {where}: output #{k} "
             f"({spec['dtype']} {spec['shape']})")
     assert out.shape == ref.shape, (
@@ -130,7 +131,8 @@ def compare(backend, where, k, spec, out, ref, program):
         return
     tol = harness.tolerance_for_program(spec["dtype"], program)
     c = harness.check_elementwise(out.astype(np.float64),
-                                  ref.astype(np.float64), tol)
+                                  ref.astype(np.float64), tol,
+                                  sensitivity=sensitivity)
     assert c["ok"], (
         f"{what}: {c['bad']} of {c['elements']} elements outside "
         f"{c['rule']} ({c['nonfinite_mismatch']} NaN/inf mismatches); worst "
@@ -148,12 +150,17 @@ def size_flags(specs):
     return flags
 
 
-def check_functions(backend, example, manifest, tmp_path, tang_bin, runner):
+def check_functions(backend, example, manifest, tmp_path, tang_bin, runner,
+                    sensitivity=False):
     """Runs every function of `manifest` (the bundle of `example`) through
     `runner(name, input_paths, out_dir, sizes)` on seeded inputs and
     compares each output with tang-run's. A function with symbolic sizes
     runs at each `// sizes:` line of the program (python/tang/sizes.py),
-    all from the one bundle; `sizes` is then the runtime's --size flags."""
+    all from the one bundle; `sizes` is then the runtime's --size flags.
+    With `sensitivity`, each element's bound also takes how far it moves
+    under Monte Carlo arithmetic (perturbed_sensitivity): for programs
+    whose errors compound through ill-conditioned steps (the exp of a dot
+    product in attention's gradient), as bench/gpu_check.py does."""
     program = pathlib.Path(example).read_text()
     for fn in manifest["functions"]:
         name = fn["name"]
@@ -168,11 +175,45 @@ def check_functions(backend, example, manifest, tmp_path, tang_bin, runner):
                           "the program names none to run at (// sizes:)")
         for n, specs in enumerate(runs):
             check_run(backend, example, program, fn, specs, n, tmp_path,
-                      tang_bin, runner)
+                      tang_bin, runner, sensitivity)
+
+
+def perturbed_sensitivity(tang_bin, example, name, inputs, flags, refs, tmp,
+                          trials=6):
+    """Per output of function `name` (float64 references `refs`): the
+    largest change over `trials` interpreter runs on `inputs` each moved by
+    a random fraction of f32's unit roundoff, under Monte Carlo arithmetic
+    (tang-run --precision=perturbed), as scripts/prepare-gpu-check.py
+    measures it for the GPU check."""
+    rng = np.random.default_rng(zlib.crc32(f"{example} {name}".encode()))
+    u = harness.UNIT_ROUNDOFF["f32"]
+    worst = [np.zeros(r.shape) for r in refs]
+    for t in range(trials):
+        moved = []
+        for i, p in enumerate(inputs):
+            values = np.load(p)
+            if values.dtype.kind == "f":
+                values = values.astype(np.float64) * (
+                    1 + u * rng.uniform(-1, 1, values.shape))
+            q = tmp / f"{name}_moved_{t}_{i}.npy"
+            np.save(q, values)
+            moved.append(q)
+        out = tmp / f"{name}_perturbed_{t}"
+        r = run([tang_bin / "tang-run", example, f"--entry={name}",
+                 "--precision=perturbed", f"--perturb-seed={t + 1}",
+                 *[f"--input={p}" for p in moved], *flags,
+                 f"--output-dir={out}"])
+        assert r.returncode == 0, f"tang-run --precision=perturbed:\n{r.stderr}"
+        for k, ref in enumerate(refs):
+            delta = np.abs(np.load(out / f"output_{k}.npy").astype(np.float64)
+                           - ref.astype(np.float64))
+            worst[k] = np.fmax(worst[k],
+                               np.where(np.isfinite(delta), delta, 0.0))
+    return worst
 
 
 def check_run(backend, example, program, fn, specs, n, tmp_path, tang_bin,
-              runner):
+              runner, sensitivity=False):
     """check_functions for one function at the sizes `specs` (run #n)."""
     name = fn["name"]
     where = f"{example.name} @{name}" + (f" at {' '.join(specs)}"
@@ -215,10 +256,13 @@ def check_run(backend, example, program, fn, specs, n, tmp_path, tang_bin,
 
     outputs = [a for a in fn_at["args"] if a["role"] == "output"]
     assert outputs, f"{where}: no outputs"
+    refs = [np.load(ref_dir / f"output_{k}.npy") for k in range(len(outputs))]
+    moves = (perturbed_sensitivity(tang_bin, example, name, inputs, flags,
+                                   refs, tmp_path) if sensitivity
+             else [None] * len(outputs))
     for k, spec in enumerate(outputs):
         out = np.load(out_dir / f"output_{k}.npy")
-        ref = np.load(ref_dir / f"output_{k}.npy")
-        compare(backend, where, k, spec, out, ref, program)
+        compare(backend, where, k, spec, out, refs[k], program, moves[k])
     extra = sorted(p.name for p in out_dir.glob("output_*.npy"))
     assert len(extra) == len(outputs), f"{where}: outputs {extra}"
     if seconds <= RERUN_SECONDS:
@@ -247,12 +291,12 @@ def assert_same_bits(backend, where, k, first, second):
 
 
 def check_program(backend, text, tmp_path, tang_bin, pipeline, fmt, host,
-                  special=False):
+                  special=False, sensitivity=False):
     """Writes the program `text`, lowers it through `pipeline` into a bundle
     of format `fmt`, and compares what `host(bundle)` (a runner, as for
-    check_functions) computes with tang-run: every function, or with
-    `special`, CMPF_PROGRAM's exact special-value comparison. Returns the
-    manifest."""
+    check_functions, with its `sensitivity`) computes with tang-run: every
+    function, or with `special`, CMPF_PROGRAM's exact special-value
+    comparison. Returns the manifest."""
     program = tmp_path / "program.mlir"
     program.write_text(text)
     bundle = tmp_path / "bundle"
@@ -262,7 +306,7 @@ def check_program(backend, text, tmp_path, tang_bin, pipeline, fmt, host,
                              host(bundle))
     else:
         check_functions(backend, program, manifest, tmp_path, tang_bin,
-                        host(bundle))
+                        host(bundle), sensitivity)
     return manifest
 
 
@@ -297,7 +341,7 @@ func.func @main(%A: tensor<100x33xf32>, %B: tensor<33x70xf32>, %bias: tensor<70x
 
 # Attention in its fused form (an online-softmax reduction and the softmax
 # statistics beside it), which the portable backends run as the SIMT flash
-# kernel (FlashSimtKernel.cpp: 32 query rows and 32 keys a block, the dot
+# kernel (SimtScoreKernel.cpp: 32 query rows and 32 keys a block, the dot
 # products staged 16 head columns at a time): query and key lengths, head
 # dims and rows no multiple of those (50 queries, 70 keys, 20 and 40 head
 # columns: clamped reads, skipped keys, guarded stores), three query heads
@@ -347,6 +391,72 @@ func.func @main(%Q: tensor<2x3x50x20xf32>, %Kg: tensor<2x1x70x20xf32>, %Vg: tens
   return %O, %m, %l : tensor<2x3x50x40xf32>, tensor<2x3x50xf32>, tensor<2x3x50xf32>
 }
 """
+
+
+# Causal attention as a user writes it (scores, max, sum, probabilities,
+# product; fused into one online-softmax reduction by the pipelines), over
+# 70 queries and keys (three key steps of 32, the last ragged) and head
+# dim 40: tests differentiate it with --tang-grad, whose dQ, dK and dV the
+# portable backends run as SIMT score kernels (SimtScoreKernel.cpp) next
+# to the forward's flash kernel, which writes the softmax statistics.
+NAIVE_ATTENTION_PROGRAM = """\
+func.func @main(%Q: tensor<2x3x70x40xf32>, %Kg: tensor<2x3x70x40xf32>, %Vg: tensor<2x3x70x40xf32>) -> tensor<2x3x70x40xf32> {
+  %K = tang.view %Kg by affine_map<(b, h, l, d) -> (b, h floordiv 1, l, d)> : tensor<2x3x70x40xf32> to tensor<2x3x70x40xf32>
+  %V = tang.view %Vg by affine_map<(b, h, l, d) -> (b, h floordiv 1, l, d)> : tensor<2x3x70x40xf32> to tensor<2x3x70x40xf32>
+  %S = tang.comprehension (%b, %h, %i, %j) reduce (%d) [2, 3, 70, 70, 40] monoid(add) : tensor<2x3x70x70xf32> {
+    %q = tang.read %Q[%b, %h, %i, %d] : tensor<2x3x70x40xf32>
+    %k = tang.read %K[%b, %h, %j, %d] : tensor<2x3x70x40xf32>
+    %qk = arith.mulf %q, %k : f32
+    tang.yield %qk : f32
+  }
+  %Ss = tang.comprehension (%b, %h, %i, %j) [2, 3, 70, 70] : tensor<2x3x70x70xf32> {
+    %s = tang.read %S[%b, %h, %i, %j] : tensor<2x3x70x70xf32>
+    %c = arith.constant 1.5811388301e-01 : f32
+    %s0 = arith.mulf %s, %c : f32
+    %ii = tang.index %i : i32
+    %jj = tang.index %j : i32
+    %keep = arith.cmpi sle, %jj, %ii : i32
+    %ninf = arith.constant 0xFF800000 : f32
+    %sm = arith.select %keep, %s0, %ninf : f32
+    tang.yield %sm : f32
+  }
+  %m = tang.comprehension (%b, %h, %i) reduce (%j) [2, 3, 70, 70] monoid(max) : tensor<2x3x70xf32> {
+    %s = tang.read %Ss[%b, %h, %i, %j] : tensor<2x3x70x70xf32>
+    tang.yield %s : f32
+  }
+  %l = tang.comprehension (%b, %h, %i) reduce (%j) [2, 3, 70, 70] monoid(add) : tensor<2x3x70xf32> {
+    %s = tang.read %Ss[%b, %h, %i, %j] : tensor<2x3x70x70xf32>
+    %mi = tang.read %m[%b, %h, %i] : tensor<2x3x70xf32>
+    %z = arith.subf %s, %mi : f32
+    %e = math.exp %z : f32
+    tang.yield %e : f32
+  }
+  %P = tang.comprehension (%b, %h, %i, %j) [2, 3, 70, 70] : tensor<2x3x70x70xf32> {
+    %s = tang.read %Ss[%b, %h, %i, %j] : tensor<2x3x70x70xf32>
+    %mi = tang.read %m[%b, %h, %i] : tensor<2x3x70xf32>
+    %li = tang.read %l[%b, %h, %i] : tensor<2x3x70xf32>
+    %z = arith.subf %s, %mi : f32
+    %e = math.exp %z : f32
+    %p = arith.divf %e, %li : f32
+    tang.yield %p : f32
+  }
+  %O = tang.comprehension (%b, %h, %i, %d) reduce (%j) [2, 3, 70, 40, 70] monoid(add) : tensor<2x3x70x40xf32> {
+    %p = tang.read %P[%b, %h, %i, %j] : tensor<2x3x70x70xf32>
+    %v = tang.read %V[%b, %h, %j, %d] : tensor<2x3x70x40xf32>
+    %pv = arith.mulf %p, %v : f32
+    tang.yield %pv : f32
+  }
+  return %O : tensor<2x3x70x40xf32>
+}
+"""
+
+
+def gradient_program(tang_bin, text):
+    """`text` with its gradient (tang-opt --tang-grad): main and
+    main_grad."""
+    r = run([tang_bin / "tang-opt", "-", "--tang-grad"], input=text)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
 
 
 # A row reduction under a monoid that is associative but not commutative

@@ -47,7 +47,7 @@ struct FlashMatch {
 /// two reads and whose value is a read; std::nullopt with `why` set
 /// otherwise. For tensor cores (`tensorCores`) the three reads are of one
 /// 16-bit type and the head dimensions multiples of 64 up to 256; for the
-/// SIMT kernel (FlashSimtKernel.cpp) any float types and head dimensions
+/// SIMT kernel (SimtScoreKernel.cpp) any float types and head dimensions
 /// up to 256.
 std::optional<FlashMatch> matchFlash(ComprehensionOp op, std::string &why,
                                      bool tensorCores = true);
@@ -91,10 +91,15 @@ struct ScoreMatch {
 
 /// `op` as a reduction over keys of dot-product scores: an add (or
 /// softmax_norm) reduction over one key index whose body computes scores
-/// from one or two nested dot products of 16-bit reads; std::nullopt with
-/// `why` set otherwise.
+/// from one or two nested dot products of reads; std::nullopt with `why`
+/// set otherwise. For tensor cores (`tensorCores`) the reads are of one
+/// 16-bit type, contiguous in the dot products' indices (and W in the
+/// output column), the lengths multiples of 64 up to 256; for the SIMT
+/// kernel (SimtScoreKernel.cpp) any float types, layouts and lengths up to
+/// 256.
 std::optional<ScoreMatch> matchScoreReduction(ComprehensionOp op,
-                                              std::string &why);
+                                              std::string &why,
+                                              bool tensorCores = true);
 
 /// The dots of `second` as indices of `first`'s equal dots (both score
 /// reductions over the same rows, batch indices and keys), or nullopt.

@@ -127,6 +127,21 @@ struct MmaConfig {
   bool isValid() const;
 };
 
+/// The tiles of the SIMT flash and score kernels (SimtScoreKernel.cpp: no
+/// tensor cores, the portable backends): a block of `threads` threads, 32
+/// along the keys (and the output columns), the rest along the rows; `bm`
+/// rows and `bn` keys a block; the dot products staged in f32 workgroup
+/// memory in steps of `headStep` along their index, the values (W) in
+/// steps of `valueStep` keys.
+struct SimtTileConfig {
+  int64_t threads = 128, bm = 32, bn = 32, headStep = 16, valueStep = 8;
+  int64_t rowThreads() const { return threads / 32; }
+  /// Workgroup memory of the tiles for outputs of `cols` columns.
+  int64_t sharedBytes(int64_t cols) const;
+  /// Empty if the kernel takes these tiles, else why not.
+  std::string check(int64_t cols, int64_t maxThreads, int64_t maxShared) const;
+};
+
 /// The flash-attention kernel's tiles.
 struct FlashConfig {
   /// wgmma: two warpgroups of 64 query rows; else 4 warps of 16.
@@ -146,20 +161,11 @@ struct FlashConfig {
   /// with the most keys first), the producer copying the next tile's keys
   /// and values while the computing warpgroups finish the last.
   bool persistent = false;
-  /// No tensor cores (FlashSimtKernel.cpp, the portable backends): a block
-  /// of `simtThreads` threads, 32 along the keys (and the value columns),
-  /// the rest along the rows; the dot products staged in workgroup memory
-  /// in steps of `headStep` along the head dimension, the values in steps
-  /// of `valueStep` keys. Every tile in f32.
-  bool simt = false;
-  int64_t simtThreads = 128, headStep = 16, valueStep = 8;
+  /// No tensor cores (the portable backends): the SIMT kernel's tiles
+  /// (SimtScoreKernel.cpp; bm and bn above unused).
+  std::optional<SimtTileConfig> simt;
   /// Threads computing (the producer warpgroup not counted).
-  int64_t threads() const { return simt ? simtThreads : 2 * bm; }
-  /// With `simt`: the threads along the rows, and whether the tiles are
-  /// ones the SIMT kernel takes (empty) or why not.
-  int64_t simtRowThreads() const { return simtThreads / 32; }
-  std::string checkSimt(const FlashMatch &m, int64_t maxThreads,
-                        int64_t maxShared) const;
+  int64_t threads() const { return simt ? simt->threads : 2 * bm; }
   /// Shared memory of the tiles (without the barriers).
   int64_t sharedBytes(const FlashMatch &m) const;
   /// With `persistent`: the blocks (at most `smCount`) of `batch` batch
@@ -179,7 +185,9 @@ struct FlashConfig {
 struct ScoreConfig {
   bool wgmma = false;
   int64_t bm = 64, bn = 64, slots = 2;
-  int64_t threads() const { return 128; }
+  /// No tensor cores: the SIMT kernel's tiles (bm, bn above unused).
+  std::optional<SimtTileConfig> simt;
+  int64_t threads() const { return simt ? simt->threads : 128; }
 };
 
 /// The kernel a comprehension runs as, with what its emitter needs.

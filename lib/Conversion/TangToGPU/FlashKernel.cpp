@@ -917,7 +917,7 @@ struct FlashKernelPattern : KernelPattern {
         r.sibling && r.sibling.getBuiltinMonoid() == MonoidKind::SoftmaxNorm;
     if (r.choice.flashConfig.simt) {
       if (failed(emitSimtFlashKernel(
-              r.b, r.op, *r.choice.flash, r.choice.flashConfig, r.tensors,
+              r.b, r.op, *r.choice.flash, *r.choice.flashConfig.simt, r.tensors,
               r.outputs, stats ? r.siblingOutputs : ValueRange(), r.k)))
         return KernelMatch::Error;
       r.k.wroteSibling = stats;

@@ -134,13 +134,18 @@ SmallVector<Value> emitGridStridePoints(OpBuilder &b, Location loc,
 LogicalResult emitScatterKernel(OpBuilder &b, ScatterOp op, IRMapping &tensors,
                                 Value output, Kernel &k);
 
-/// The flash kernel without tensor cores (FlashSimtKernel.cpp): `op`
-/// matched as `m`, its tiles `cfg` (cfg.simt); the softmax statistics to
-/// `statsOutputs` when not empty.
+/// The flash and score kernels without tensor cores (SimtScoreKernel.cpp):
+/// `op` matched as `m`, its tiles `cfg`; a flash kernel's softmax
+/// statistics to `statsOutputs` when not empty.
 LogicalResult emitSimtFlashKernel(OpBuilder &b, ComprehensionOp op,
-                                  const FlashMatch &m, const FlashConfig &cfg,
-                                  IRMapping &tensors, ValueRange outputs,
-                                  ValueRange statsOutputs, Kernel &k);
+                                  const FlashMatch &m,
+                                  const SimtTileConfig &cfg, IRMapping &tensors,
+                                  ValueRange outputs, ValueRange statsOutputs,
+                                  Kernel &k);
+LogicalResult emitSimtScoreKernel(OpBuilder &b, ComprehensionOp op,
+                                  const ScoreMatch &m,
+                                  const SimtTileConfig &cfg, IRMapping &tensors,
+                                  ValueRange outputs, Kernel &k);
 
 /// The kernel of a scan (ScanKernel.cpp): a thread per parallel point,
 /// carrying the monoid's carrier along the scan index in order and storing

@@ -684,6 +684,14 @@ struct ScoreKernelPattern : KernelPattern {
     if (r.choice.kind != KernelKind::Score)
       return notifyMatchFailure(r.op, "not a score kernel");
     const ScoreMatch &m = *r.choice.score;
+    // Without tensor cores: the SIMT kernel, one reduction (a sibling gets
+    // its own).
+    if (r.choice.scoreConfig.simt)
+      return succeeded(emitSimtScoreKernel(r.b, r.op, m,
+                                           *r.choice.scoreConfig.simt,
+                                           r.tensors, r.outputs, r.k))
+                 ? KernelMatch::Built
+                 : KernelMatch::Error;
     SmallVector<ScorePart, 2> parts;
     SmallVector<unsigned> own = llvm::to_vector(
         llvm::seq<unsigned>(0, static_cast<unsigned>(m.dots.size())));

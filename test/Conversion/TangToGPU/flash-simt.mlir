@@ -1,7 +1,7 @@
 // RUN: tang-opt %s --split-input-file --tang-attach-target=chip=portable --tang-schedule --convert-tang-to-gpu="cooperative=0" --canonicalize --cse | FileCheck %s
 
 // Attention without tensor cores (the portable model): the SIMT flash
-// kernel (FlashSimtKernel.cpp), not a point kernel per output column. A
+// kernel (SimtScoreKernel.cpp), not a point kernel per output column. A
 // block of 32 x 4 threads owns 32 query rows (100 rows: 4 blocks, the last
 // ragged) of one batch point. Its tiles in f32 workgroup memory: Q's and
 // K's columns 16 head columns at a time ([16][32 + 1]), V 8 keys at a time
@@ -102,4 +102,51 @@ func.func @scheduled(%Q: tensor<2x100x64xf32>, %K: tensor<2x100x64xf32>, %V: ten
     tang.yield %dot, %v : f32, f32
   }
   return %O : tensor<2x100x64xf32>
+}
+
+// -----
+
+// A sum over keys of dot-product scores (attention's dV, rows the keys,
+// the sum over queries; the probabilities from saved statistics, the
+// causal mask keeping queries from the row on): the SIMT score kernel.
+// The same tiles as flash but no statistics or rescaling (no [32] tiles);
+// the query loop starts at the block's first row (keys before a row
+// contribute nothing), and the result is the sum itself.
+// CHECK-LABEL: func.func @dv
+// CHECK: gpu.launch_func @tang_kernels::@dv_k0 blocks in (%c4, %c2, %c1) threads in (%c32, %c4, %c1)
+// CHECK: gpu.func @dv_k0
+// CHECK-SAME: workgroup(%{{.*}} : memref<16x33xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<16x33xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<8x64xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<32x33xf32, #gpu.address_space<workgroup>>)
+// CHECK: %[[ROW0:.*]] = arith.muli %block_id_x, %c32
+// CHECK: %[[BEGIN:.*]] = arith.maxsi %[[ROW0]], %c0
+// CHECK: scf.for %{{.*}} = %[[BEGIN]] to %c100 step %c32 iter_args({{([^,]*, ){15}[^,]*}}) ->
+// CHECK: math.exp
+// CHECK-NOT: arith.maximumf
+// CHECK: scf.for %{{.*}} = %c0 to %c32 step %c8
+// CHECK-NOT: arith.divf
+// CHECK: memref.store {{.*}} : memref<2x100x64xf32>
+func.func @dv(%Q: tensor<2x100x64xf32>, %K: tensor<2x100x64xf32>, %dO: tensor<2x100x64xf32>, %m: tensor<2x100xf32>, %l: tensor<2x100xf32>) -> tensor<2x100x64xf32> {
+  %c = arith.constant 0.125 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %dV = tang.comprehension (%b, %j, %d) reduce (%i) [2, 100, 64, 100] monoid(add) : tensor<2x100x64xf32> {
+    %dot = tang.comprehension reduce (%e) [64] monoid(add) : f32 {
+      %k = tang.read %K[%b, %j, %e] : tensor<2x100x64xf32>
+      %q = tang.read %Q[%b, %i, %e] : tensor<2x100x64xf32>
+      %p = arith.mulf %k, %q : f32
+      tang.yield %p : f32
+    }
+    %s = arith.mulf %dot, %c : f32
+    %ii = tang.index %i : i32
+    %jj = tang.index %j : i32
+    %keep = arith.cmpi sle, %jj, %ii : i32
+    %sm = arith.select %keep, %s, %ninf : f32
+    %mi = tang.read %m[%b, %i] : tensor<2x100xf32>
+    %li = tang.read %l[%b, %i] : tensor<2x100xf32>
+    %z = arith.subf %sm, %mi : f32
+    %ez = math.exp %z : f32
+    %g = arith.divf %ez, %li : f32
+    %o = tang.read %dO[%b, %i, %d] : tensor<2x100x64xf32>
+    %t = arith.mulf %g, %o : f32
+    tang.yield %t : f32
+  }
+  return %dV : tensor<2x100x64xf32>
 }

@@ -1086,11 +1086,11 @@ func.func @schedule_bad_bool(%X: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
-// A tensor-core kernel names its instructions; others have none (a flash
-// kernel may: without, it is the SIMT one).
-func.func @schedule_score_without_mma(%X: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{schedule of a score kernel needs mma = mma_sync or wgmma}}
-  %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tile = [4], kernel = score>} : tensor<4xf32> {
+// A tensor-core kernel names its instructions; others have none (flash
+// and score kernels may: without, they are the SIMT ones).
+func.func @schedule_contraction_without_mma(%X: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{schedule of a contraction kernel needs mma = mma_sync or wgmma}}
+  %r = tang.comprehension (%i) [4] attributes {schedule = #tang.schedule<tile = [4], kernel = contraction>} : tensor<4xf32> {
     %x = tang.read %X[%i] : tensor<4xf32>
     tang.yield %x : f32
   }

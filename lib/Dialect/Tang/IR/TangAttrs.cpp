@@ -300,10 +300,11 @@ LogicalResult ScheduleAttr::verify(
   if (static_cast<int64_t>(memory.size()) != stages)
     return emitError() << "schedule has " << stages << " stages but "
                        << memory.size() << " memory levels";
-  // Flash kernels have a SIMT form (mma = none: FlashSimtKernel.cpp).
-  bool tensorCoreKernel =
-      kernel == KernelKind::Contraction || kernel == KernelKind::Score;
-  bool mayHaveMma = tensorCoreKernel || kernel == KernelKind::Flash;
+  // Flash and score kernels have a SIMT form (mma = none:
+  // SimtScoreKernel.cpp).
+  bool tensorCoreKernel = kernel == KernelKind::Contraction;
+  bool mayHaveMma = tensorCoreKernel || kernel == KernelKind::Flash ||
+                    kernel == KernelKind::Score;
   if ((tensorCoreKernel && mma == TensorCoreKind::None) ||
       (!mayHaveMma && mma != TensorCoreKind::None))
     return emitError() << "schedule of a " << stringifyKernelKind(kernel)
@@ -311,8 +312,8 @@ LogicalResult ScheduleAttr::verify(
                        << (tensorCoreKernel ? "needs mma = mma_sync or wgmma"
                                             : "takes no mma")
                        << " (tensor-core instructions belong to "
-                          "contraction, flash and score kernels; a flash "
-                          "kernel without them is SIMT)";
+                          "contraction, flash and score kernels; flash and "
+                          "score kernels without them are SIMT)";
   if (groupM < 0 || (groupM > 0) != (kernel == KernelKind::Contraction))
     return emitError() << "schedule group_m is a contraction's (at least 1), "
                           "got "
