@@ -107,15 +107,17 @@ def full_reference(torch, q, k, v, do, causal, scale):
     return outs
 
 
-def sensitivity(torch, inputs, refs, causal, scale, trials=2):
+def sensitivity(torch, inputs, refs, causal, scale, trials=2,
+                storage="bf16"):
     """How far each float64 output moves when every input moves by a random
-    fraction (uniform in [-1, 1]) of its bf16 rounding: the largest change
+    fraction (uniform in [-1, 1]) of its rounding to `storage` (bf16, or
+    f16 for the portable suite's f16 programs): the largest change
     over `trials` perturbed references, as gpu_check's sensitivity (made
     with the interpreter, scripts/prepare-gpu-check.py). Early causal rows
     average a few keys, so their outputs are sums of terms much larger than
     the output's rms over all rows; rounding P and dS to bf16 moves them by
     this much in any implementation (FlashAttention-2 and cuDNN included)."""
-    u = harness.UNIT_ROUNDOFF["bf16"]
+    u = harness.UNIT_ROUNDOFF[storage]
     g = torch.Generator(device=inputs[0].device).manual_seed(8765)
     worst = [torch.zeros_like(r, dtype=torch.float32) for r in refs]
     for _ in range(trials):

@@ -31,6 +31,7 @@ Usage: python3 bench/bench_portable.py [--cases NAME ...] [--rounds N]
 """
 
 import argparse
+import dataclasses
 import os
 import re
 import statistics
@@ -396,6 +397,135 @@ def run_attention_case(torch, F, tang_cuda, meta, rounds, reps, tmp):
     return res
 
 
+def vk_time(args, reps):
+    """tang-vk-run `args` --time `reps`: the median ms, or raises with its
+    diagnostics."""
+    r = vk([*args, "--time", reps])
+    m = TIME_RE.search(r.stdout)
+    if r.returncode or not m:
+        raise RuntimeError("tang-vk-run --time: " + r.stderr[-300:])
+    return float(m.group(1))
+
+
+def run_attention_grad_case(torch, F, tang_cuda, meta, rounds, reps, tmp):
+    """Causal attention's forward + backward: the Vulkan bundle's @main_fwd
+    (SIMT flash kernel, O and the statistics) then @main_bwd (SIMT score
+    kernels: dQ, dK, dV) on the forward's outputs; the CUDA bundle of the
+    same program; PyTorch SDPA with autograd. O and the gradients checked
+    on every element against float64 autograd (bench_attention_grad's
+    bounds and sensitivity, f16), then fwd + bwd timed in interleaved
+    rounds (Vulkan: the two functions' medians added)."""
+    import bench_attention_grad as bag
+    name = meta["case"]
+    B, H, L, D = meta["shape"]
+    flops = meta["flops_forward"] + meta["flops_backward"]
+    res = harness.case_result(name, kind="attention_grad",
+                              params={"B": B, "H": H, "L": L, "D": D,
+                                      "causal": True},
+                              bytes_min=meta["bytes"], flops=flops)
+    d = WORK / name
+    if compile_failed(meta, res):
+        return res
+    g = torch.Generator(device="cuda").manual_seed(SEED)
+    ins = [torch.randn(s, generator=g, device="cuda", dtype=torch.float16)
+           for s in meta["inputs"]]
+    paths = []
+    for i, t in enumerate(ins):
+        p = tmp / f"{name}_in{i}.npy"
+        np.save(p, t.cpu().numpy())
+        paths.append(p)
+    scale = float(torch.tensor(1.0 / D ** 0.5).to(torch.float16))
+    refs = bag.full_reference(torch, *ins, True, scale)
+    sens = bag.sensitivity(torch, ins, refs, True, scale, storage="f16")
+    tol_o = harness.Tolerance("f16", reduction=L, roundings=3)
+    tol_g = harness.Tolerance("f16", reduction=L, roundings=9)
+    tols = [tol_o, tol_g, tol_g, tol_g]
+    res["tolerance"] = {"o": tol_o.describe(), "grads": tol_g.describe()}
+    names = ("O", "dQ", "dK", "dV")
+
+    # Vulkan: forward, then backward on its outputs.
+    fwd_dir, bwd_dir = tmp / f"{name}_fwd", tmp / f"{name}_bwd"
+    fwd_args = [d / "spirv", "main_fwd", *paths[:3]]
+    r = vk([*fwd_args, "--out", fwd_dir])
+    if r.returncode:
+        res.update(status="failed", note=("tang-vk-run: " + r.stderr)[-300:])
+        return res
+    saved = [fwd_dir / f"output_{i}.npy" for i in range(3)]
+    bwd_args = [d / "spirv", "main_bwd", *paths[:3], *saved, paths[3]]
+    r = vk([*bwd_args, "--out", bwd_dir])
+    if r.returncode:
+        res.update(status="failed", note=("tang-vk-run: " + r.stderr)[-300:])
+        return res
+    load = lambda p: torch.from_numpy(np.load(p)).cuda()
+    got = [load(saved[0])] + [load(bwd_dir / f"output_{i}.npy")
+                              for i in range(3)]
+    for n, a, ref, t, w in zip(names, got, refs, tols, sens):
+        res["checks"].append(harness.check_tensor(a, ref, t, f"vulkan {n}", w))
+
+    # CUDA: the same program's bundle.
+    bundle = tang_cuda.Bundle(d / "cuda")
+    shape = tuple(meta["shape"])
+    o = torch.empty(shape, device="cuda", dtype=torch.float16)
+    stats = [torch.empty(shape[:3], device="cuda", dtype=torch.float32)
+             for _ in range(2)]
+    grads = [torch.empty(shape, device="cuda", dtype=torch.float16)
+             for _ in range(3)]
+
+    def run_cuda(i=0):
+        bundle.run("main_fwd", *ins[:3], outputs=[o, *stats])
+        bundle.run("main_bwd", *ins[:3], o, *stats, ins[3], outputs=grads)
+
+    leaves = [t.clone().requires_grad_() for t in ins[:3]]
+
+    def run_sdpa(i=0):
+        out = F.scaled_dot_product_attention(*leaves, is_causal=True,
+                                             scale=scale)
+        return (out, *torch.autograd.grad(out, leaves, ins[3]))
+    run_cuda()
+    torch.cuda.synchronize()
+    for n, a, ref, t, w in zip(names, [o, *grads], refs, tols, sens):
+        res["checks"].append(harness.check_tensor(a, ref, t, f"cuda {n}", w))
+    peer_tols = [dataclasses.replace(t, roundings=t.roundings + 3)
+                 for t in tols]
+    for n, a, ref, t, w in zip(names, run_sdpa(), refs, peer_tols, sens):
+        res["checks"].append(harness.check_tensor(a.detach(), ref, t,
+                                                  f"sdpa {n}", w))
+    ok, worst = harness.summarize_checks(res["checks"])
+    res["max_err"] = worst
+    if not ok:
+        res.update(status="incorrect",
+                   note="a side's output is outside the tolerance: not timed")
+        return res
+    del refs, sens
+    times = {"vulkan": [], "vulkan_fwd": [], "vulkan_bwd": [],
+             "tang_cuda": [], "sdpa": []}
+    for _ in range(rounds):
+        f_ms = vk_time(fwd_args, reps)
+        b_ms = vk_time(bwd_args, reps)
+        times["vulkan_fwd"].append(f_ms)
+        times["vulkan_bwd"].append(b_ms)
+        times["vulkan"].append(f_ms + b_ms)
+        for side, fn in (("tang_cuda", run_cuda), ("sdpa", run_sdpa)):
+            for _ in range(2):
+                fn()
+            times[side].append(statistics.median(
+                harness.time_calls(torch, fn, reps)))
+    med = {side: statistics.median(t) for side, t in times.items()}
+    best = min(("tang_cuda", "sdpa"), key=med.get)
+    vms = med["vulkan"]
+    lo = min(times[best]) / max(times["vulkan"])
+    hi = max(times[best]) / min(times["vulkan"])
+    res.update(status="ok", tang_ms=vms,
+               peers={"tang_cuda": med["tang_cuda"], "sdpa": med["sdpa"]},
+               best_peer=best, ratio=med[best] / vms, spread=[lo, hi],
+               verdict=harness.verdict(lo, hi), rounds_ms=times,
+               vulkan_kernels=meta.get("spirv_kernels"),
+               contenders={side: {"ms": t, "tflops": flops / t / 1e9}
+                           for side, t in med.items()
+                           if side in ("vulkan", "tang_cuda", "sdpa")})
+    return res
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cases", nargs="*")
@@ -414,7 +544,8 @@ def main():
     # take longest.
     metas = sorted(mb.load_metas(WORK, args.cases,
                                  "bench/prepare_portable.py", "case"),
-                   key=lambda m: {"attention": 1, "gemm": 2}.get(m["kind"], 0))
+                   key=lambda m: {"attention": 1, "attention_grad": 2,
+                                  "gemm": 3}.get(m["kind"], 0))
     out = Path(args.out) if args.out else harness.out_dir("portable")
     out.mkdir(parents=True, exist_ok=True)
     path = out / "portable.json"
@@ -452,6 +583,10 @@ def main():
                 if m["kind"] == "gemm":
                     res = run_gemm_case(torch, tang_cuda, m, args.rounds,
                                         args.reps, Path(tmp))
+                elif m["kind"] == "attention_grad":
+                    res = run_attention_grad_case(torch, F, tang_cuda, m,
+                                                  args.rounds, args.reps,
+                                                  Path(tmp))
                 elif m["kind"] == "attention":
                     res = run_attention_case(torch, F, tang_cuda, m,
                                              args.rounds, args.reps,

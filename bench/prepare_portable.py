@@ -5,7 +5,9 @@ The memory-bound programs of bench/prepare_bench.py (RMSNorm, row softmax
 and LayerNorm at 32768x4096, GEMV 4096x4096) in f16 storage (SPIR-V has no
 bf16), a 4096^3 GEMM of f16 operands with an f32 result, and causal
 attention [1, 16, 2048, 128] in f16 (prepare_gemm's chain, fused: the SIMT
-flash kernel on Vulkan, the tensor-core one on CUDA), compiled twice
+flash kernel on Vulkan, the tensor-core one on CUDA) and its forward +
+backward (`--tang-grad=split=1`: SIMT score kernels for dQ, dK, dV on
+Vulkan), compiled twice
 from the same program: for Vulkan (`--tang-lower-spirv`, the portable row
 kernels; the GEMM with `matrix-units=1`, on cooperative matrices) and for
 CUDA (`--tang-lower-cuda`), so that bench/bench_portable.py times both on
@@ -48,6 +50,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness  # noqa: E402
 import prepare_bench as pb  # noqa: E402
+import prepare_attention_grad as pag  # noqa: E402
 import prepare_gemm as pg  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -308,10 +311,54 @@ def prepare_attention():
             (meta["small_check"].get("ok") is False))
 
 
+def prepare_attention_grad():
+    """Causal attention's forward + backward: @main_fwd (O and the softmax
+    statistics) and @main_bwd (dQ, dK, dV) of `--tang-grad=split=1`, in
+    one Vulkan bundle (SIMT flash and score kernels) and one CUDA bundle.
+    (The gradient's kernels are checked against the interpreter on every
+    build: test_attention_gradient_matches_interpreter.) The number of
+    failures."""
+    B, H, L, D = ATTENTION_SHAPE
+    name = f"attention_grad_{B}x{H}x{L}x{D}_causal"
+    d = WORK / name
+    shutil.rmtree(d, ignore_errors=True)
+    d.mkdir(parents=True)
+    t0 = time.monotonic()
+    (d / "forward.mlir").write_text(attention_program(B, H, L, D))
+    meta = {"case": name, "kind": "attention_grad", "shape": [B, H, L, D],
+            "dtype": "f16", "inputs": [[B, H, L, D]] * 4,
+            "flops_forward": 2 * B * H * L * L * D,
+            "flops_backward": 5 * B * H * L * L * D,
+            "bytes": F16_BYTES * 8 * B * H * L * D,
+            "small_check": {"ran": False, "why": "the gradient's kernels "
+                            "are checked on every build (the backends' "
+                            "test_attention_gradient_matches_interpreter)"}}
+    try:
+        (d / "program.mlir").write_text(
+            pag.training_program(d / "forward.mlir"))
+    except RuntimeError as e:
+        meta["spirv_error"] = meta["cuda_error"] = str(e)[-2000:]
+    else:
+        for fmt, pipeline in (("spirv", "tang-lower-spirv"),
+                              ("cuda", "tang-lower-cuda")):
+            meta[f"{fmt}_error"] = lower(d / "program.mlir", pipeline,
+                                         d / fmt)
+        if meta["spirv_error"] is None:
+            fns = json.loads((d / "spirv" / "manifest.json").read_text())[
+                "functions"]
+            meta["spirv_kernels"] = {
+                f["name"]: [{"block": x["block"], "grid": x["grid"]}
+                            for x in f["launches"]] for f in fns}
+    finish(d, meta, t0, "")
+    return (meta["spirv_error"] is not None) + \
+        (meta["cuda_error"] is not None)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--only", nargs="*",
-                    choices=list(CASES) + ["gemm", "attention"])
+                    choices=list(CASES) + ["gemm", "attention",
+                                           "attention_grad"])
     args = ap.parse_args()
     WORK.mkdir(parents=True, exist_ok=True)
     bad = 0
@@ -342,6 +389,8 @@ def main():
         finish(d, meta, t0, "")
     if not args.only or "attention" in args.only:
         bad += prepare_attention()
+    if not args.only or "attention_grad" in args.only:
+        bad += prepare_attention_grad()
     if not args.only or "gemm" in args.only:
         bad += prepare_gemm()
     return 1 if bad else 0
