@@ -34,6 +34,7 @@ import argparse
 import dataclasses
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -99,6 +100,38 @@ def ensure_vulkan_loader():
                 done.append(f"VK_DRIVER_FILES={icd}")
                 break
     return done
+
+
+OCL_RUN = ROOT / "build-ocl" / "tang-ocl-run"
+WGPU_RUN = ROOT / "runtime" / "webgpu" / "tang-wgpu-run"
+
+
+def probe_other_hosts():
+    """What the GPU machine offers the other portable hosts (recorded, not
+    yet timed): its OpenCL ICDs and `tang-ocl-run --probe` when carried
+    (the ICD loader comes with .gl: it runs examples/softmax.mlir's OpenCL
+    bundle from bench/prepare_portable.py), and whether Node runs for
+    tang-wgpu-run (Dawn)."""
+    vendors = Path("/etc/OpenCL/vendors")
+    out = {"opencl_icds": sorted(p.name for p in vendors.glob("*.icd"))
+           if vendors.is_dir() else [],
+           "node": shutil.which("node")}
+    probe = WORK / "_probe"
+    for name, cmd in (("tang_ocl_run",
+                       [OCL_RUN, probe / "opencl", "main",
+                        probe / "input_0.npy", "--out", probe / "out"]),
+                      ("tang_wgpu_run", [WGPU_RUN, "--probe"])):
+        if not Path(cmd[0]).is_file():
+            out[name] = "not carried"
+            continue
+        try:
+            r = subprocess.run([str(c) for c in cmd], capture_output=True,
+                               text=True, timeout=60)
+            out[name] = {"exit": r.returncode,
+                         "out": (r.stdout + r.stderr).strip()[-400:]}
+        except (OSError, subprocess.TimeoutExpired) as e:
+            out[name] = harness.short(e)
+    return out
 
 
 def compile_failed(meta, res):
@@ -572,6 +605,8 @@ def main():
         harness.write_report(rep, path)
         print(why, file=sys.stderr)
         return 1
+    rep["other_hosts"] = probe_other_hosts()
+    print(f"other hosts: {rep['other_hosts']}", file=sys.stderr, flush=True)
     rep["copy"] = mb.copy_rate(torch, 20)
     with tempfile.TemporaryDirectory() as tmp:
         for m in metas:

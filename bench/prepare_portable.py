@@ -354,6 +354,24 @@ def prepare_attention_grad():
         (meta["cuda_error"] is not None)
 
 
+def prepare_probe():
+    """_probe/opencl: examples/softmax.mlir's OpenCL bundle and an input,
+    which bench_portable runs with tang-ocl-run to learn whether the GPU
+    machine has an OpenCL driver (recorded, not timed)."""
+    d = WORK / "_probe"
+    shutil.rmtree(d, ignore_errors=True)
+    d.mkdir(parents=True)
+    err = lower(ROOT / "examples" / "softmax.mlir", "tang-lower-opencl",
+                d / "opencl")
+    if err:
+        print(f"_probe: {err}", flush=True)
+        return
+    shape = json.loads((d / "opencl" / "manifest.json").read_text())[
+        "functions"][0]["args"][0]["shape"]
+    np.save(d / "input_0.npy", np.random.default_rng(3).standard_normal(
+        shape).astype(np.float32))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--only", nargs="*",
@@ -393,6 +411,7 @@ def main():
         bad += prepare_attention_grad()
     if not args.only or "gemm" in args.only:
         bad += prepare_gemm()
+    prepare_probe()
     return 1 if bad else 0
 
 
