@@ -52,12 +52,14 @@ TITLES = {"gpu_check": "Every example against the interpreter (no timing)",
           "moe": "Qwen3-Next's mixture-of-experts layer (512 experts, 10 "
                  "routed + a shared one; bf16 weights from transformers' "
                  "module; floor: the selected experts' weights read once)",
-          "portable": "Portable kernels on Vulkan (SPIR-V row kernels, f16 "
-                      "storage; a GEMM on cooperative matrices, its fastest "
-                      "register blocking) on the same GPU against tang's "
-                      "CUDA kernels of the same program (memory-bound "
-                      "cases) and cuBLAS (the GEMM); ratio = peer time / "
-                      "Vulkan time",
+          "portable": "Portable kernels on Vulkan (SPIR-V: row kernels, "
+                      "f16 storage; a GEMM on cooperative matrices, its "
+                      "fastest register blocking; causal attention and its "
+                      "gradient on the SIMT flash and score kernels) on the "
+                      "same GPU against tang's CUDA kernels of the same "
+                      "program (memory-bound cases), cuBLAS (the GEMM) and "
+                      "the faster of tang's CUDA kernels and PyTorch SDPA "
+                      "(attention); ratio = peer time / Vulkan time",
           "sanitize": "tang's kernels under compute-sanitizer: every "
                       "example, benchmark case and model step (no timing)"}
 
