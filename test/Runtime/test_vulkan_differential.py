@@ -114,6 +114,17 @@ func.func @main(%x: tensor<4x16xf16>, %w: tensor<16xf16>) -> tensor<4xf16> {
                     host(bundle))
 
 
+def test_half_precision_attention_matches_interpreter(backend, tmp_path):
+    """Causal attention stored in f16 (the portable suite's program at a
+    small size: f16 reads staged as f32 by the SIMT flash kernel, an f16
+    output) against the interpreter."""
+    text = NAIVE_ATTENTION_PROGRAM.replace("f32", "f16").replace(
+        "0xFF800000 : f16", "0xFC00 : f16")
+    manifest = check_program(backend, text, tmp_path, TANG_BIN,
+                             "tang-lower-spirv", "spirv", host)
+    assert manifest["functions"][0]["launches"][0]["block"] == [32, 4, 1]
+
+
 def test_index_programs_match_interpreter(backend, tmp_path):
     """`tang.index ... : f32` (converted through i32) and `tang.index ... :
     i64` (the Int64 capability)."""
