@@ -344,6 +344,44 @@ def attention_reference(torch, q, k, v):
     return out
 
 
+def time_attention(torch, res, meta, rounds, reps, flops, vulkan, run_cuda,
+                   run_sdpa):
+    """Interleaved rounds of the Vulkan runs and the two CUDA peers (tang's
+    bundle, SDPA): `vulkan` maps a name to the tang-vk-run argument lists
+    whose medians add up to its time ("vulkan" is the case's figure; a
+    list under several names is timed once a round). Fills `res` with the
+    times, the ratio against the faster peer and its spread."""
+    times = {name: [] for name in vulkan}
+    times.update(tang_cuda=[], sdpa=[])
+    for _ in range(rounds):
+        once = {}
+
+        def timed(args):
+            if str(args) not in once:
+                once[str(args)] = vk_time(args, reps)
+            return once[str(args)]
+        for name, runs in vulkan.items():
+            times[name].append(sum(timed(a) for a in runs))
+        for side, fn in (("tang_cuda", run_cuda), ("sdpa", run_sdpa)):
+            for _ in range(2):
+                fn()
+            times[side].append(statistics.median(
+                harness.time_calls(torch, fn, reps)))
+    med = {side: statistics.median(t) for side, t in times.items()}
+    best = min(("tang_cuda", "sdpa"), key=med.get)
+    vms = med["vulkan"]
+    lo = min(times[best]) / max(times["vulkan"])
+    hi = max(times[best]) / min(times["vulkan"])
+    res.update(status="ok", tang_ms=vms,
+               peers={"tang_cuda": med["tang_cuda"], "sdpa": med["sdpa"]},
+               best_peer=best, ratio=med[best] / vms, spread=[lo, hi],
+               verdict=harness.verdict(lo, hi), rounds_ms=times,
+               vulkan_kernels=meta.get("spirv_kernels"),
+               contenders={side: {"ms": med[side],
+                                  "tflops": flops / med[side] / 1e9}
+                           for side in ("vulkan", "tang_cuda", "sdpa")})
+
+
 def run_attention_case(torch, F, tang_cuda, meta, rounds, reps, tmp):
     """Causal attention: the Vulkan bundle (the SIMT flash kernel, no
     tensor cores) and the CUDA bundle of the same program (the tensor-core
@@ -400,33 +438,12 @@ def run_attention_case(torch, F, tang_cuda, meta, rounds, reps, tmp):
         res.update(status="incorrect",
                    note="a side's output is outside the tolerance: not timed")
         return res
-    times = {"vulkan": [], "tang_cuda": [], "sdpa": []}
-    for _ in range(rounds):
-        r = vk([d / "spirv", "main", *paths, "--time", reps])
-        m = TIME_RE.search(r.stdout)
-        if r.returncode or not m:
-            res.update(status="failed",
-                       note=("tang-vk-run --time: " + r.stderr)[-300:])
-            return res
-        times["vulkan"].append(float(m.group(1)))
-        for side, fn in (("tang_cuda", run_cuda), ("sdpa", run_sdpa)):
-            for _ in range(2):
-                fn()
-            times[side].append(statistics.median(
-                harness.time_calls(torch, fn, reps)))
-    med = {side: statistics.median(t) for side, t in times.items()}
-    best = min(("tang_cuda", "sdpa"), key=med.get)
-    vms = med["vulkan"]
-    lo = min(times[best]) / max(times["vulkan"])
-    hi = max(times[best]) / min(times["vulkan"])
-    res.update(status="ok", tang_ms=vms,
-               peers={"tang_cuda": med["tang_cuda"], "sdpa": med["sdpa"]},
-               best_peer=best, ratio=med[best] / vms, spread=[lo, hi],
-               verdict=harness.verdict(lo, hi), rounds_ms=times,
-               vulkan_kernels=meta.get("spirv_kernels"),
-               contenders={side: {"ms": t,
-                                  "tflops": meta["flops"] / t / 1e9}
-                           for side, t in med.items()})
+    vk_args = [d / "spirv", "main", *paths]
+    try:
+        time_attention(torch, res, meta, rounds, reps, meta["flops"],
+                       {"vulkan": [vk_args]}, run_cuda, run_sdpa)
+    except RuntimeError as e:
+        res.update(status="failed", note=str(e))
     return res
 
 
@@ -530,32 +547,12 @@ def run_attention_grad_case(torch, F, tang_cuda, meta, rounds, reps, tmp):
                    note="a side's output is outside the tolerance: not timed")
         return res
     del refs, sens
-    times = {"vulkan": [], "vulkan_fwd": [], "vulkan_bwd": [],
-             "tang_cuda": [], "sdpa": []}
-    for _ in range(rounds):
-        f_ms = vk_time(fwd_args, reps)
-        b_ms = vk_time(bwd_args, reps)
-        times["vulkan_fwd"].append(f_ms)
-        times["vulkan_bwd"].append(b_ms)
-        times["vulkan"].append(f_ms + b_ms)
-        for side, fn in (("tang_cuda", run_cuda), ("sdpa", run_sdpa)):
-            for _ in range(2):
-                fn()
-            times[side].append(statistics.median(
-                harness.time_calls(torch, fn, reps)))
-    med = {side: statistics.median(t) for side, t in times.items()}
-    best = min(("tang_cuda", "sdpa"), key=med.get)
-    vms = med["vulkan"]
-    lo = min(times[best]) / max(times["vulkan"])
-    hi = max(times[best]) / min(times["vulkan"])
-    res.update(status="ok", tang_ms=vms,
-               peers={"tang_cuda": med["tang_cuda"], "sdpa": med["sdpa"]},
-               best_peer=best, ratio=med[best] / vms, spread=[lo, hi],
-               verdict=harness.verdict(lo, hi), rounds_ms=times,
-               vulkan_kernels=meta.get("spirv_kernels"),
-               contenders={side: {"ms": t, "tflops": flops / t / 1e9}
-                           for side, t in med.items()
-                           if side in ("vulkan", "tang_cuda", "sdpa")})
+    try:
+        time_attention(torch, res, meta, rounds, reps, flops,
+                       {"vulkan_fwd": [fwd_args], "vulkan_bwd": [bwd_args],
+                        "vulkan": [fwd_args, bwd_args]}, run_cuda, run_sdpa)
+    except RuntimeError as e:
+        res.update(status="failed", note=str(e))
     return res
 
 

@@ -451,6 +451,21 @@ func.func @main(%Q: tensor<2x3x70x40xf32>, %Kg: tensor<2x3x70x40xf32>, %Vg: tens
 """
 
 
+def check_attention_gradient(backend, tmp_path, tang_bin, pipeline, fmt,
+                             host):
+    """Causal attention and its gradient (--tang-grad): the forward's SIMT
+    flash kernel with its statistics, dQ, dK and dV as SIMT score kernels
+    (one launch each beside the row kernel of rowsum(dO O)); every output
+    of both functions against the interpreter, the bound taking each
+    element's Monte Carlo sensitivity (errors compound through the exp of
+    each dot product)."""
+    manifest = check_program(
+        backend, gradient_program(tang_bin, NAIVE_ATTENTION_PROGRAM),
+        tmp_path, tang_bin, pipeline, fmt, host, sensitivity=True)
+    grad = next(f for f in manifest["functions"] if f["name"] == "main_grad")
+    assert len(grad["launches"]) == 5, grad["launches"]
+
+
 def gradient_program(tang_bin, text):
     """`text` with its gradient (tang-opt --tang-grad): main and
     main_grad."""

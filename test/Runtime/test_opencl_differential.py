@@ -22,7 +22,7 @@ import pathlib
 import numpy as np
 import pytest
 
-from differential import (FLASH_PROGRAM, NAIVE_ATTENTION_PROGRAM, gradient_program, ORDERED_PROGRAM, TILED_PROGRAM, CONSTANT_PROGRAM, SIZE_IN_BODY_PROGRAM, GATHER_PROGRAM, SCATTER_PROGRAM, CMPF_PROGRAM,  # noqa: E402
+from differential import (FLASH_PROGRAM, check_attention_gradient, ORDERED_PROGRAM, TILED_PROGRAM, CONSTANT_PROGRAM, SIZE_IN_BODY_PROGRAM, GATHER_PROGRAM, SCATTER_PROGRAM, CMPF_PROGRAM,  # noqa: E402
                           check_functions, check_program, check_index_errors, check_input_errors, check_size_errors,
                           lower_example, run)
 
@@ -86,17 +86,8 @@ def test_data_dependent_programs_match_interpreter(program_text, backend,
 
 
 def test_attention_gradient_matches_interpreter(backend, tmp_path):
-    """Causal attention and its gradient (--tang-grad): the forward's SIMT
-    flash kernel with its statistics, dQ, dK and dV as SIMT score kernels;
-    every output of both functions against the interpreter, the bound
-    taking each element's Monte Carlo sensitivity (errors compound through
-    the exp of each dot product)."""
-    manifest = check_program(
-        backend, gradient_program(TANG_BIN, NAIVE_ATTENTION_PROGRAM),
-        tmp_path, TANG_BIN, "tang-lower-opencl", "opencl", host,
-        sensitivity=True)
-    grad = next(f for f in manifest["functions"] if f["name"] == "main_grad")
-    assert len(grad["launches"]) == 5, grad["launches"]
+    check_attention_gradient(backend, tmp_path, TANG_BIN, "tang-lower-opencl", "opencl",
+                             host)
 
 
 def test_float_compares_follow_cmpf(backend, tmp_path):
