@@ -474,6 +474,17 @@ def gradient_program(tang_bin, text):
     return r.stdout
 
 
+# The same under a schedule naming the SIMT flash kernel's tiles (16 rows
+# and 64 keys a block: 4 rows and 2 keys of scores a thread, 4 row blocks
+# for 50 queries, a 70-key extent in two steps).
+FLASH_PROGRAM_SCHEDULED = FLASH_PROGRAM.replace(
+    "monoid(online_softmax) :",
+    "monoid(online_softmax) attributes {schedule = #tang.schedule<tile = "
+    "[1, 1, 16, 1, 64], mapping = [block_z, block_y, block_x, serial, "
+    "serial], threads = [1, 1, 4, 1, 32], vector = 1, stages = 1, storage "
+    "= f32, accumulate = f32, memory = [shared], kernel = flash>} :", 1)
+
+
 # A row reduction under a monoid that is associative but not commutative
 # (the affine maps h -> a h + b, composed in index order) over rows of 300
 # (no multiple of a row kernel's threads): the portable row kernels'

@@ -34,7 +34,7 @@ import shutil
 import numpy as np
 import pytest
 
-from differential import (FLASH_PROGRAM, NAIVE_ATTENTION_PROGRAM, check_attention_gradient, MATRIX_PROGRAMS, ORDERED_PROGRAM, TILED_PROGRAM, CONSTANT_PROGRAM, SIZE_IN_BODY_PROGRAM, GATHER_PROGRAM, SCATTER_PROGRAM, CMPF_PROGRAM,  # noqa: E402
+from differential import (FLASH_PROGRAM, FLASH_PROGRAM_SCHEDULED, NAIVE_ATTENTION_PROGRAM, check_attention_gradient, MATRIX_PROGRAMS, ORDERED_PROGRAM, TILED_PROGRAM, CONSTANT_PROGRAM, SIZE_IN_BODY_PROGRAM, GATHER_PROGRAM, SCATTER_PROGRAM, CMPF_PROGRAM,  # noqa: E402
                           INDEX_PROGRAM, check_functions, check_program,
                           check_index_errors, check_input_errors, check_size_errors, lower_example, run, run_vulkan,
                           vulkan_backend)
@@ -146,10 +146,10 @@ def test_index_programs_match_interpreter(backend, tmp_path):
 @pytest.mark.parametrize("program_text",
                          [GATHER_PROGRAM, SCATTER_PROGRAM, CONSTANT_PROGRAM,
                           SIZE_IN_BODY_PROGRAM, ORDERED_PROGRAM, TILED_PROGRAM,
-                          FLASH_PROGRAM],
+                          FLASH_PROGRAM, FLASH_PROGRAM_SCHEDULED],
                          ids=["gather", "scatter", "constants", "size-in-body",
                               "ordered-row",
-                              "tiled", "flash"])
+                              "tiled", "flash", "flash-scheduled"])
 def test_data_dependent_programs_match_interpreter(program_text, backend,
                                                    tmp_path):
     """tang.gather with the clamp and zero policies (indices out of range on
