@@ -275,6 +275,35 @@ def prepare_gemm():
             (meta["small_check"].get("ok") is False))
 
 
+#: The attention case's Vulkan variants besides the default tiles (32 rows,
+#: 32 keys, head steps of 16): (rows, keys, head step) a block. 32 x 64 with
+#: head steps of 8 halves the score phase's workgroup reads per product
+#: (8 rows x 2 keys a thread) in the same 16 KiB.
+ATTENTION_TILES = {"spirv_32x64": (32, 64, 8)}
+
+
+def scheduled_attention(text, rows, keys, head_step):
+    """`text` fused (--tang-fuse --tang-online-softmax) with schedules
+    naming the SIMT flash kernel's tiles: `rows` x `keys` a block of 128
+    threads, the dot product in steps of `head_step`."""
+    r = subprocess.run([str(TANG_OPT), "-", "--tang-fuse",
+                        "--tang-online-softmax"], input=text,
+                       capture_output=True, text=True, check=True)
+    fused = r.stdout.replace(
+        "monoid(online_softmax) :",
+        "monoid(online_softmax) attributes {schedule = #tang.schedule<tile "
+        f"= [1, 1, {rows}, 1, {keys}], mapping = [block_z, block_y, "
+        "block_x, serial, serial], threads = [1, 1, 4, 1, 32], vector = 1, "
+        "stages = 1, storage = f32, accumulate = f32, memory = [shared], "
+        "kernel = flash>} :", 1)
+    head = ("attributes {schedule = #tang.schedule<tile = "
+            f"[{head_step}], mapping = [serial], threads = [1], vector = 1, "
+            "stages = 1, storage = f32, accumulate = f32, memory = "
+            "[global]>} :")
+    i = fused.index("monoid(add) :")
+    return fused[:i] + "monoid(add) " + head + fused[i + len("monoid(add) :"):]
+
+
 def prepare_attention():
     """The attention case: its Vulkan bundle (the SIMT flash kernel), its
     CUDA bundle (the tensor-core flash kernel), a small instance checked
@@ -288,24 +317,39 @@ def prepare_attention():
     (d / "program.mlir").write_text(attention_program(B, H, L, D))
     small = (1, 2, 80, 40)
     qkv = [small] * 3
+    variants = {"spirv": (attention_program(B, H, L, D),
+                          "32 rows x 32 keys, head steps of 16 (default)")}
+    small_variants = {"spirv": (attention_program(*small), "")}
+    for v, (rows, keys, step) in ATTENTION_TILES.items():
+        variants[v] = (scheduled_attention(attention_program(B, H, L, D),
+                                           rows, keys, step),
+                       f"{rows} rows x {keys} keys, head steps of {step}")
+        small_variants[v] = (scheduled_attention(attention_program(*small),
+                                                 rows, keys, step), "")
     meta = {"case": name, "kind": "attention", "shape": [B, H, L, D],
             "dtype": "f16", "inputs": [[B, H, L, D]] * 3,
             # Causal: half the scores; 4 L^2 D flops a head in all.
             "flops": 2 * B * H * L * L * D,
             "bytes": F16_BYTES * 4 * B * H * L * D,
             # f16 scores, probabilities and output: a few f16 roundings.
-            "small_check": check_small(
-                {"spirv": (attention_program(*small), "")}, qkv,
-                8 * 2.0 ** -11)}
-    for fmt, pipeline in (("spirv", "tang-lower-spirv"),
-                          ("cuda", "tang-lower-cuda")):
-        meta[f"{fmt}_error"] = lower(d / "program.mlir", pipeline, d / fmt)
-    if meta["spirv_error"] is None:
-        launch = json.loads((d / "spirv" / "manifest.json").read_text())[
+            "small_check": check_small(small_variants, qkv, 8 * 2.0 ** -11),
+            "variants": {}}
+    errors = []
+    for v, (text, what) in variants.items():
+        src = d / f"program_{v}.mlir"
+        src.write_text(text)
+        e = lower(src, "tang-lower-spirv", d / v)
+        if e:
+            errors.append(f"{v}: {e}")
+            continue
+        launch = json.loads((d / v / "manifest.json").read_text())[
             "functions"][0]["launches"]
-        meta["spirv_kernels"] = [
-            {"block": x["block"], "grid": x["grid"]} for x in launch]
-    finish(d, meta, t0, "")
+        meta["variants"][v] = f"{what}: " + ", ".join(
+            f"block {x['block']} grid {x['grid']}" for x in launch)
+    meta["spirv_error"] = "\n".join(errors) or None
+    meta["cuda_error"] = lower(d / "program.mlir", "tang-lower-cuda",
+                               d / "cuda")
+    finish(d, meta, t0, f"variants {meta['variants']} ")
     return ((meta["spirv_error"] is not None) +
             (meta["cuda_error"] is not None) +
             (meta["small_check"].get("ok") is False))
