@@ -416,19 +416,19 @@ def run_attention_case(torch, F, tang_cuda, meta, rounds, reps, tmp):
     tol = harness.Tolerance("f16", reduction=max(L, D), roundings=3)
     # Each Vulkan variant checked; those outside the bound are not timed.
     variants, failures = [], {}
-    for v in meta.get("variants") or {"spirv": ""}:
-        out_dir = tmp / f"{name}_{v}"
-        r = vk([d / v, "main", *paths, "--out", out_dir])
+    for var in meta.get("variants") or {"spirv": ""}:
+        out_dir = tmp / f"{name}_{var}"
+        r = vk([d / var, "main", *paths, "--out", out_dir])
         if r.returncode:
-            failures[v] = ("tang-vk-run: " + r.stderr)[-300:]
+            failures[var] = ("tang-vk-run: " + r.stderr)[-300:]
             continue
         got = torch.from_numpy(np.load(out_dir / "output_0.npy")).cuda()
-        chk = harness.check_tensor(got, ref, tol, f"vulkan {v}")
+        chk = harness.check_tensor(got, ref, tol, f"vulkan {var}")
         res["checks"].append(chk)
         if harness.summarize_checks([chk])[0]:
-            variants.append(v)
+            variants.append(var)
         else:
-            failures[v] = "outside the tolerance"
+            failures[var] = "outside the tolerance"
     res["variant_failures"] = failures
     res["variants"] = meta.get("variants")
     if not variants:
@@ -464,7 +464,8 @@ def run_attention_case(torch, F, tang_cuda, meta, rounds, reps, tmp):
         return res
     try:
         time_attention(torch, res, meta, rounds, reps, meta["flops"],
-                       {v: [[d / v, "main", *paths]] for v in variants},
+                       {var: [[d / var, "main", *paths]]
+                        for var in variants},
                        run_cuda, run_sdpa)
     except RuntimeError as e:
         res.update(status="failed", note=str(e))
