@@ -350,19 +350,27 @@ FlashConfig getFlashConfig(ComprehensionOp op, const FlashMatch &m,
 
 /// The SIMT kernel's tiles for outputs of `cols` columns (no tensor
 /// cores), or none when even the smallest do not fit the target's
-/// workgroup memory: 128 threads, 32 rows (8 a thread) and 32 keys a block,
-/// the dot products in steps of 16, the values in the largest step of keys
-/// (8 at most) that fits; under the portable model's 16 KiB, 12.8 KiB at
-/// 128 columns.
+/// workgroup memory: 128 threads, 32 rows (8 a thread) and 64 keys a block
+/// (2 a thread) with the dot products in steps of 8, else 32 keys in steps
+/// of 16; the values in the largest step of keys (8 at most) that fits.
+/// Under the portable model's 16 KiB: 15.4 KiB at 128 columns. Measured on
+/// the H100's Vulkan (causal attention [1, 16, 2048, 128], f16): 64 keys
+/// with steps of 8 1.40 ms, 32 keys with steps of 16 1.70 ms (the score
+/// phase reads 10 workgroup words per 16 products instead of 9 per 8;
+/// bench/results/2026-12-06-h100-portable-2/).
 std::optional<SimtTileConfig> getSimtTiles(ComprehensionOp op, int64_t cols) {
   TargetAttr target = getTarget(op);
   SimtTileConfig cfg;
   cfg.threads = std::min<int64_t>(128, target.getMaxThreads());
-  for (cfg.valueStep = 8; cfg.valueStep >= 1; cfg.valueStep /= 2)
-    for (cfg.bm = 32; cfg.bm >= cfg.rowThreads(); cfg.bm /= 2)
-      if (cfg.check(cols, target.getMaxThreads(), target.getSharedPerBlock())
-              .empty())
-        return cfg;
+  for (auto [keys, step] : {std::pair<int64_t, int64_t>{64, 8}, {32, 16}}) {
+    cfg.bn = keys;
+    cfg.headStep = step;
+    for (cfg.valueStep = 8; cfg.valueStep >= 1; cfg.valueStep /= 2)
+      for (cfg.bm = 32; cfg.bm >= cfg.rowThreads(); cfg.bm /= 2)
+        if (cfg.check(cols, target.getMaxThreads(), target.getSharedPerBlock())
+                .empty())
+          return cfg;
+  }
   return std::nullopt;
 }
 

@@ -341,8 +341,8 @@ func.func @main(%A: tensor<100x33xf32>, %B: tensor<33x70xf32>, %bias: tensor<70x
 
 # Attention in its fused form (an online-softmax reduction and the softmax
 # statistics beside it), which the portable backends run as the SIMT flash
-# kernel (SimtScoreKernel.cpp: 32 query rows and 32 keys a block, the dot
-# products staged 16 head columns at a time): query and key lengths, head
+# kernel (SimtScoreKernel.cpp: 32 query rows and 64 keys a block, the dot
+# products staged 8 head columns at a time): query and key lengths, head
 # dims and rows no multiple of those (50 queries, 70 keys, 20 and 40 head
 # columns: clamped reads, skipped keys, guarded stores), three query heads
 # reading one key/value head through a view, a scale and a causal-type mask
@@ -474,13 +474,14 @@ def gradient_program(tang_bin, text):
     return r.stdout
 
 
-# The same under a schedule naming the SIMT flash kernel's tiles (16 rows
-# and 64 keys a block: 4 rows and 2 keys of scores a thread, 4 row blocks
-# for 50 queries, a 70-key extent in two steps).
+# The same under a schedule naming the SIMT flash kernel's tiles (32 rows
+# and 32 keys a block, the head step 16 by default: 8 rows and 1 key of
+# scores a thread, where the default tiles take 64 keys, 2 a thread; a
+# 70-key extent in three steps).
 FLASH_PROGRAM_SCHEDULED = FLASH_PROGRAM.replace(
     "monoid(online_softmax) :",
     "monoid(online_softmax) attributes {schedule = #tang.schedule<tile = "
-    "[1, 1, 16, 1, 64], mapping = [block_z, block_y, block_x, serial, "
+    "[1, 1, 32, 1, 32], mapping = [block_z, block_y, block_x, serial, "
     "serial], threads = [1, 1, 4, 1, 32], vector = 1, stages = 1, storage "
     "= f32, accumulate = f32, memory = [shared], kernel = flash>} :", 1)
 

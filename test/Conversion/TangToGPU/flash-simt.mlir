@@ -3,26 +3,27 @@
 // Attention without tensor cores (the portable model): the SIMT flash
 // kernel (SimtScoreKernel.cpp), not a point kernel per output column. A
 // block of 32 x 4 threads owns 32 query rows (100 rows: 4 blocks, the last
-// ragged) of one batch point. Its tiles in f32 workgroup memory: Q's and
-// K's columns 16 head columns at a time ([16][32 + 1]), V 8 keys at a time
-// ([8][64]), the probabilities ([32][32 + 1]), the rescaling and sums. The
-// causal mask bounds the key loop by the block's last row (maxsi/minsi),
-// each key step: the dot products (8 a thread) through the head loop, two
-// barriers a head step; the statistics by the row's thread (max, exp); P V
-// 8 keys a step. The softmax statistics beside it are written by the same
+// ragged) of one batch point and walks the keys 64 at a time. Its tiles in
+// f32 workgroup memory: Q's and K's columns 8 head columns at a time
+// ([8][32 + 1], [8][64 + 1]), V 8 keys at a time ([8][64]), the
+// probabilities ([32][64 + 1]), the rescaling and sums. The causal mask
+// bounds the key loop by the block's last row (maxsi/minsi), each key
+// step: the dot products (8 rows x 2 keys a thread) through the head loop,
+// two barriers a head step; the statistics by the row's thread (max, exp);
+// P V 8 keys a step. The softmax statistics beside it are written by the same
 // kernel; the outputs are acc / l with guarded stores.
 // CHECK-LABEL: func.func @causal
 // CHECK: gpu.launch_func @tang_kernels::@causal_k0 blocks in (%c4, %c2, %c1) threads in (%c32, %c4, %c1)
 // CHECK-SAME: memref<2x100xf32>, %{{.*}} : memref<2x100xf32>)
 // CHECK-NOT: gpu.launch_func
 // CHECK: gpu.func @causal_k0
-// CHECK-SAME: workgroup(%{{.*}} : memref<16x33xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<16x33xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<8x64xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<32x33xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<32xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<32xf32, #gpu.address_space<workgroup>>)
+// CHECK-SAME: workgroup(%{{.*}} : memref<8x33xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<8x65xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<8x64xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<32x65xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<32xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<32xf32, #gpu.address_space<workgroup>>)
 // CHECK: arith.maxsi
 // CHECK: %[[END:.*]] = arith.minsi %{{.*}}, %c100
-// CHECK: scf.for %{{.*}} = %c0 to %[[END]] step %c32 iter_args({{([^,]*, ){17}[^,]*}}) ->
-// CHECK: scf.for %{{.*}} = %c0 to %c64 step %c16 iter_args({{([^,]*, ){7}[^,]*}}) ->
+// CHECK: scf.for %{{.*}} = %c0 to %[[END]] step %c64 iter_args({{([^,]*, ){17}[^,]*}}) ->
+// CHECK: scf.for %{{.*}} = %c0 to %c64 step %c8 iter_args({{([^,]*, ){15}[^,]*}}) ->
 // CHECK: gpu.barrier
-// CHECK: scf.for %{{.*}} = %c0 to %c16 step %c1
+// CHECK: scf.for %{{.*}} = %c0 to %c8 step %c1
 // CHECK: gpu.barrier
 // CHECK: arith.select
 // CHECK: gpu.barrier
@@ -30,7 +31,7 @@
 // CHECK: arith.maximumf
 // CHECK: math.exp
 // CHECK: gpu.barrier
-// CHECK: scf.for %{{.*}} = %c0 to %c32 step %c8 iter_args({{([^,]*, ){15}[^,]*}}) ->
+// CHECK: scf.for %{{.*}} = %c0 to %c64 step %c8 iter_args({{([^,]*, ){15}[^,]*}}) ->
 // CHECK: gpu.barrier
 // CHECK: gpu.barrier
 // CHECK: memref.store %{{.*}}#0, %{{.*}} : memref<2x100xf32>
@@ -115,13 +116,13 @@ func.func @scheduled(%Q: tensor<2x100x64xf32>, %K: tensor<2x100x64xf32>, %V: ten
 // CHECK-LABEL: func.func @dv
 // CHECK: gpu.launch_func @tang_kernels::@dv_k0 blocks in (%c4, %c2, %c1) threads in (%c32, %c4, %c1)
 // CHECK: gpu.func @dv_k0
-// CHECK-SAME: workgroup(%{{.*}} : memref<16x33xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<16x33xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<8x64xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<32x33xf32, #gpu.address_space<workgroup>>)
+// CHECK-SAME: workgroup(%{{.*}} : memref<8x33xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<8x65xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<8x64xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<32x65xf32, #gpu.address_space<workgroup>>)
 // CHECK: %[[ROW0:.*]] = arith.muli %block_id_x, %c32
 // CHECK: %[[BEGIN:.*]] = arith.maxsi %[[ROW0]], %c0
-// CHECK: scf.for %{{.*}} = %[[BEGIN]] to %c100 step %c32 iter_args({{([^,]*, ){15}[^,]*}}) ->
+// CHECK: scf.for %{{.*}} = %[[BEGIN]] to %c100 step %c64 iter_args({{([^,]*, ){15}[^,]*}}) ->
 // CHECK: math.exp
 // CHECK-NOT: arith.maximumf
-// CHECK: scf.for %{{.*}} = %c0 to %c32 step %c8
+// CHECK: scf.for %{{.*}} = %c0 to %c64 step %c8
 // CHECK-NOT: arith.divf
 // CHECK: memref.store {{.*}} : memref<2x100x64xf32>
 func.func @dv(%Q: tensor<2x100x64xf32>, %K: tensor<2x100x64xf32>, %dO: tensor<2x100x64xf32>, %m: tensor<2x100xf32>, %l: tensor<2x100xf32>) -> tensor<2x100x64xf32> {
