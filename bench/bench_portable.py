@@ -217,6 +217,30 @@ def run_case(torch, F, tang_cuda, meta, rounds, reps, tmp):
     return res
 
 
+def check_variants(torch, res, d, name, names, paths, ref, tol, tmp):
+    """Runs each Vulkan variant bundle d/<v> of `names` on `paths` and
+    checks output #0 against `ref` under `tol` (the checks into `res`).
+    Returns the variants that passed and {variant: why} for the others."""
+    ok, failures = [], {}
+    t0 = time.monotonic()
+    for v in names:
+        print(f"  {name} {v}: checking ({time.monotonic() - t0:.0f} s)",
+              file=sys.stderr, flush=True)
+        out_dir = tmp / f"{name}_{v}"
+        r = vk([d / v, "main", *paths, "--out", out_dir])
+        if r.returncode:
+            failures[v] = ("tang-vk-run: " + r.stderr)[-300:]
+            continue
+        got = torch.from_numpy(np.load(out_dir / "output_0.npy")).cuda()
+        chk = harness.check_tensor(got, ref, tol, f"vulkan {v}")
+        res["checks"].append(chk)
+        if harness.summarize_checks([chk])[0]:
+            ok.append(v)
+        else:
+            failures[v] = "outside the tolerance"
+    return ok, failures
+
+
 def mm_f32(torch, a, b):
     """cuBLAS's f16 product with f32 sums written as f32 (the program's
     result type) where PyTorch has `out_dtype`, else as f16 (less to
@@ -250,23 +274,9 @@ def run_gemm_case(torch, tang_cuda, meta, rounds, reps, tmp):
     # Sums on matrix units (harness.UNIT_ROUNDOFF's f32_mma): every side
     # but the SIMT variant; the SIMT one is held to the same bound.
     tol = harness.Tolerance("f32", reduction=k, roundings=1, acc="f32_mma")
-    variants, failures = [], {}
     t0 = time.monotonic()
-    for v in meta["variants"]:
-        print(f"  {name} {v}: checking ({time.monotonic() - t0:.0f} s)",
-              file=sys.stderr, flush=True)
-        out_dir = tmp / f"{name}_{v}"
-        r = vk([d / v, "main", *paths, "--out", out_dir])
-        if r.returncode:
-            failures[v] = ("tang-vk-run: " + r.stderr)[-300:]
-            continue
-        got = torch.from_numpy(np.load(out_dir / "output_0.npy")).cuda()
-        chk = harness.check_tensor(got, ref, tol, f"vulkan {v}")
-        res["checks"].append(chk)
-        if harness.summarize_checks([chk])[0]:
-            variants.append(v)
-        else:
-            failures[v] = "outside the tolerance"
+    variants, failures = check_variants(torch, res, d, name, meta["variants"],
+                                        paths, ref, tol, tmp)
     bundle = tang_cuda.Bundle(d / "cuda")
     out = torch.full((m, n), float("nan"), device="cuda",
                      dtype=torch.float32)
@@ -415,30 +425,21 @@ def run_attention_case(torch, F, tang_cuda, meta, rounds, reps, tmp):
     # f16 scores, probabilities and output (bench_gemm's attention rule).
     tol = harness.Tolerance("f16", reduction=max(L, D), roundings=3)
     # Each Vulkan variant checked; those outside the bound are not timed.
-    variants, failures = [], {}
-    for var in meta.get("variants") or {"spirv": ""}:
-        out_dir = tmp / f"{name}_{var}"
-        r = vk([d / var, "main", *paths, "--out", out_dir])
-        if r.returncode:
-            failures[var] = ("tang-vk-run: " + r.stderr)[-300:]
-            continue
-        got = torch.from_numpy(np.load(out_dir / "output_0.npy")).cuda()
-        chk = harness.check_tensor(got, ref, tol, f"vulkan {var}")
-        res["checks"].append(chk)
-        if harness.summarize_checks([chk])[0]:
-            variants.append(var)
-        else:
-            failures[var] = "outside the tolerance"
+    variants, failures = check_variants(
+        torch, res, d, name, meta.get("variants") or {"spirv": ""}, paths,
+        ref, tol, tmp)
     res["variant_failures"] = failures
     res["variants"] = meta.get("variants")
+    # A variant outside the bound is reported under variant_failures; the
+    # case is judged on those that passed (as the GEMM's).
+    res["checks"] = [c for c in res["checks"]
+                     if c["name"].split()[-1] in variants]
     if not variants:
         res.update(status="failed" if any(
             w != "outside the tolerance" for w in failures.values())
             else "incorrect", note="no Vulkan variant ran correctly: " +
             "; ".join(f"{v}: {w}" for v, w in failures.items())[:400])
         return res
-    res["checks"] = [c for c in res["checks"]
-                     if c["name"].split()[-1] in variants]
     bundle = tang_cuda.Bundle(d / "cuda")
     out = torch.full(ref.shape, float("nan"), device="cuda",
                      dtype=torch.float16)

@@ -81,6 +81,26 @@ SIMT_GLOBAL = ("#tang.schedule<tile = [64, 64, 32], mapping = [block_y, "
                "= 1, storage = f32, accumulate = f32, memory = [global]>")
 
 
+def lower_variants(d, variants, meta):
+    """Each of `variants` ({name: (program text, lowering options, what it
+    is)}) written to d/program_<name>.mlir and lowered for Vulkan into
+    d/<name>: meta["variants"][name] says what it is and its launches,
+    meta["spirv_error"] collects the failures (None without)."""
+    errors = []
+    for v, (text, options, what) in variants.items():
+        src = d / f"program_{v}.mlir"
+        src.write_text(text)
+        e = lower(src, "tang-lower-spirv", d / v, options)
+        if e:
+            errors.append(f"{v}: {e}")
+            continue
+        launch = json.loads((d / v / "manifest.json").read_text())[
+            "functions"][0]["launches"]
+        meta["variants"][v] = f"{what}: " + ", ".join(
+            f"block {x['block']} grid {x['grid']}" for x in launch)
+    meta["spirv_error"] = "\n".join(errors) or None
+
+
 def gemm_program(m, n, k, block=None, schedule=None):
     """C[m, n] = sum_k A[m, k] B[k, n], f16 operands, f32 sums and result;
     with `block` (rm, rn), a schedule naming the subgroup-matrix kernel
@@ -255,18 +275,7 @@ def prepare_gemm():
     variants["spirv_simt_global"] = (
         gemm_program(m, n, k, schedule=SIMT_GLOBAL), "",
         "the same, operands from global memory")
-    errors = []
-    for v, (text, options, what) in variants.items():
-        src = d / f"program_{v}.mlir"
-        src.write_text(text)
-        e = lower(src, "tang-lower-spirv", d / v, options)
-        if e:
-            errors.append(f"{v}: {e}")
-            continue
-        grid = json.loads((d / v / "manifest.json").read_text())[
-            "functions"][0]["launches"][0]["grid"]
-        meta["variants"][v] = f"{what}, grid {grid}"
-    meta["spirv_error"] = "\n".join(errors) or None
+    lower_variants(d, variants, meta)
     meta["cuda_error"] = lower(d / "program.mlir", "tang-lower-cuda",
                                d / "cuda")
     finish(d, meta, t0, f"variants {meta['variants']} ")
@@ -276,10 +285,10 @@ def prepare_gemm():
 
 
 #: The attention case's Vulkan variants besides the default tiles (32 rows,
-#: 32 keys, head steps of 16): (rows, keys, head step) a block. 32 x 64 with
-#: head steps of 8 halves the score phase's workgroup reads per product
-#: (8 rows x 2 keys a thread) in the same 16 KiB.
-ATTENTION_TILES = {"spirv_32x64": (32, 64, 8)}
+#: 64 keys, head steps of 8): (rows, keys, head step) a block. The former
+#: default, 32 x 32 with head steps of 16, reads the workgroup memory 9
+#: times per 8 products in the score phase (the default: 10 per 16).
+ATTENTION_TILES = {"spirv_32x32": (32, 32, 16)}
 
 
 def scheduled_attention(text, rows, keys, head_step):
@@ -318,7 +327,7 @@ def prepare_attention():
     small = (1, 2, 80, 40)
     qkv = [small] * 3
     variants = {"spirv": (attention_program(B, H, L, D),
-                          "32 rows x 32 keys, head steps of 16 (default)")}
+                          "32 rows x 64 keys, head steps of 8 (default)")}
     small_variants = {"spirv": (attention_program(*small), "")}
     for v, (rows, keys, step) in ATTENTION_TILES.items():
         variants[v] = (scheduled_attention(attention_program(B, H, L, D),
@@ -334,19 +343,8 @@ def prepare_attention():
             # f16 scores, probabilities and output: a few f16 roundings.
             "small_check": check_small(small_variants, qkv, 8 * 2.0 ** -11),
             "variants": {}}
-    errors = []
-    for v, (text, what) in variants.items():
-        src = d / f"program_{v}.mlir"
-        src.write_text(text)
-        e = lower(src, "tang-lower-spirv", d / v)
-        if e:
-            errors.append(f"{v}: {e}")
-            continue
-        launch = json.loads((d / v / "manifest.json").read_text())[
-            "functions"][0]["launches"]
-        meta["variants"][v] = f"{what}: " + ", ".join(
-            f"block {x['block']} grid {x['grid']}" for x in launch)
-    meta["spirv_error"] = "\n".join(errors) or None
+    lower_variants(d, {v: (text, "", what)
+                       for v, (text, what) in variants.items()}, meta)
     meta["cuda_error"] = lower(d / "program.mlir", "tang-lower-cuda",
                                d / "cuda")
     finish(d, meta, t0, f"variants {meta['variants']} ")

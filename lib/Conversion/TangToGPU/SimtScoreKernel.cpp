@@ -183,6 +183,27 @@ private:
   LogicalResult stage(int64_t count, function_ref<LogicalResult(Value)> body);
   /// Emits `read` with its indices at `mapping`, as an f32.
   FailureOr<Value> emitRead(ReadOp read, IRMapping mapping);
+  /// A loop of `count` steps carrying `init` (rowsPer x n accumulators,
+  /// row-major): step s adds left[q] * right[c] to accumulator (q, c), the
+  /// operands (rowsPer left values, n right ones) loaded by `operands(s)`.
+  scf::ForOp emitOuterProducts(
+      Value count, ValueRange init,
+      function_ref<std::pair<SmallVector<Value>, SmallVector<Value>>(Value)>
+          operands) {
+    auto loop = scf::ForOp::create(b, loc, cst(0), count, cst(1), init);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(loop.getBody());
+    auto [left, right] = operands(loop.getInductionVar());
+    ValueRange acc = loop.getRegionIterArgs();
+    SmallVector<Value> next;
+    for (auto [q, l] : llvm::enumerate(left))
+      for (auto [c, r] : llvm::enumerate(right))
+        next.push_back(
+            arith::AddFOp::create(b, loc, acc[q * right.size() + c],
+                                  arith::MulFOp::create(b, loc, l, r)));
+    scf::YieldOp::create(b, loc, next);
+    return loop;
+  }
   /// The dot product `dot` for the thread's points of the key step at
   /// `key0`: rowsPer x keysPer values (row-major).
   FailureOr<SmallVector<Value>> emitDot(const ScoreDot &dot, Value key0);
@@ -278,26 +299,17 @@ FailureOr<SmallVector<Value>> SimtScoreEmitter::emitDot(const ScoreDot &dot,
   if (length % step)
     count = arith::MinUIOp::create(
         b, loc, count, arith::SubIOp::create(b, loc, cst(length), e0));
-  auto inner = scf::ForOp::create(b, loc, cst(0), count, cst(1),
-                                  eLoop.getRegionIterArgs());
-  {
-    OpBuilder::InsertionGuard g2(b);
-    b.setInsertionPointToStart(inner.getBody());
-    Value ee = inner.getInductionVar();
-    SmallVector<Value> kv, qv;
-    for (int64_t c = 0; c < keysPer; ++c)
-      kv.push_back(load(bTile, {ee, add(tx, cst(32 * c))}));
-    for (int64_t q = 0; q < rowsPer; ++q)
-      qv.push_back(load(aTile, {ee, add(ty, cst(q * rowThreads))}));
-    SmallVector<Value> next;
-    ValueRange acc = inner.getRegionIterArgs();
-    for (int64_t q = 0; q < rowsPer; ++q)
-      for (int64_t c = 0; c < keysPer; ++c)
-        next.push_back(
-            arith::AddFOp::create(b, loc, acc[q * keysPer + c],
-                                  arith::MulFOp::create(b, loc, qv[q], kv[c])));
-    scf::YieldOp::create(b, loc, next);
-  }
+  // Per head column: a key-side element per key of the thread, a row-side
+  // one per row (the same for a warp's lanes).
+  auto inner =
+      emitOuterProducts(count, eLoop.getRegionIterArgs(), [&](Value ee) {
+        SmallVector<Value> qv, kv;
+        for (int64_t q = 0; q < rowsPer; ++q)
+          qv.push_back(load(aTile, {ee, add(ty, cst(q * rowThreads))}));
+        for (int64_t c = 0; c < keysPer; ++c)
+          kv.push_back(load(bTile, {ee, add(tx, cst(32 * c))}));
+        return std::make_pair(qv, kv);
+      });
   barrier();
   scf::YieldOp::create(b, loc, inner.getResults());
   return SmallVector<Value>(eLoop.getResults());
@@ -423,29 +435,19 @@ SimtScoreEmitter::emitKeyStep(Value key0, ValueRange carried) {
     Value left = arith::SubIOp::create(
         b, loc, arith::MaxSIOp::create(b, loc, cst(plan.lKeys), first), first);
     Value count = arith::MinUIOp::create(b, loc, cst(vs), left);
-    auto inner = scf::ForOp::create(b, loc, cst(0), count, cst(1),
-                                    vLoop.getRegionIterArgs());
-    {
-      OpBuilder::InsertionGuard g2(b);
-      b.setInsertionPointToStart(inner.getBody());
-      Value kk = inner.getInductionVar();
-      SmallVector<Value> vv, pv;
-      for (int64_t u = 0; u < colsPer; ++u) {
-        Value d = add(tx, cst(32 * u));
-        vv.push_back(
-            load(vTile, {kk, plan.lCols % 32 ? minIdx(d, plan.lCols - 1) : d}));
-      }
-      for (int64_t q = 0; q < rowsPer; ++q)
-        pv.push_back(load(pTile, {add(ty, cst(q * rowThreads)), add(v0, kk)}));
-      SmallVector<Value> next;
-      ValueRange a = inner.getRegionIterArgs();
-      for (int64_t q = 0; q < rowsPer; ++q)
-        for (int64_t u = 0; u < colsPer; ++u)
-          next.push_back(arith::AddFOp::create(
-              b, loc, a[q * colsPer + u],
-              arith::MulFOp::create(b, loc, pv[q], vv[u])));
-      scf::YieldOp::create(b, loc, next);
-    }
+    auto inner =
+        emitOuterProducts(count, vLoop.getRegionIterArgs(), [&](Value kk) {
+          SmallVector<Value> pv, vv;
+          for (int64_t q = 0; q < rowsPer; ++q)
+            pv.push_back(
+                load(pTile, {add(ty, cst(q * rowThreads)), add(v0, kk)}));
+          for (int64_t u = 0; u < colsPer; ++u) {
+            Value d = add(tx, cst(32 * u));
+            vv.push_back(load(
+                vTile, {kk, plan.lCols % 32 ? minIdx(d, plan.lCols - 1) : d}));
+          }
+          return std::make_pair(pv, vv);
+        });
     barrier();
     scf::YieldOp::create(b, loc, inner.getResults());
   }
