@@ -14,9 +14,15 @@ causal attention have their own runs below), in one process:
    storage, f32 arithmetic, one rounding), then its GPU-timestamp times;
 3. the CUDA bundle of the same program run by python/tang (tang.cuda),
    checked the same way, timed with CUDA events on the same inputs;
-4. rounds interleaved (Vulkan, CUDA, Vulkan, ...); each side's figure the
-   median of its rounds' medians; the device-to-device copy rate measured
-   at the start.
+4. the same program's OpenCL and WGSL bundles where the GPU machine has
+   those hosts on the GPU (setup_other_hosts: NVIDIA's OpenCL library
+   through an ICD file of our own, Node and Dawn unpacked from
+   gpu-work/node-webgpu.tar.xz), checked the same way and timed by
+   tang-ocl-run (profiling events) and tang-wgpu-run (GPU timestamps);
+   each a column of the README table;
+5. rounds interleaved (Vulkan, CUDA, OpenCL, WebGPU, Vulkan, ...); each
+   side's figure the median of its rounds' medians; the device-to-device
+   copy rate measured at the start.
 
 The Vulkan loader must be there: on the GPU machine carry `.gl` (the
 packages bench/README.md lists); when libvulkan.so.1 cannot be loaded this
@@ -52,15 +58,30 @@ import bench_memory_bound as mb  # noqa: E402
 
 WORK = ROOT / "gpu-work" / "portable"
 VK_RUN = Path(os.environ.get("TANG_VK_RUN", ROOT / "build-vk" / "tang-vk-run"))
+OCL_RUN = Path(os.environ.get("TANG_OCL_RUN",
+                              ROOT / "build-ocl" / "tang-ocl-run"))
+WGPU_RUN = ROOT / "runtime" / "webgpu" / "tang-wgpu-run"
+#: host -> (its bundle's directory in a case, its runner)
+HOSTS = {"vulkan": ("spirv", VK_RUN), "opencl": ("opencl", OCL_RUN),
+         "webgpu": ("wgsl", WGPU_RUN)}
+#: Node and the npm package webgpu (Dawn), packed here for a GPU machine
+#: without Node: bin/node and webgpu/node_modules/webgpu (bench/README.md).
+NODE_PACK = ROOT / "gpu-work" / "node-webgpu.tar.xz"
 SEED = 4321
 TIME_RE = re.compile(r"time: median ([0-9.]+) ms, least ([0-9.]+), greatest "
-                     r"([0-9.]+) over (\d+) runs \(GPU timestamps; buffers "
-                     r"in (\S+) memory\)")
+                     r"([0-9.]+) over (\d+) runs \((GPU timestamps|profiling "
+                     r"events|wall clock); buffers in (\S+) memory\)")
+
+
+def run_host(host, args, timeout=600):
+    """The host's runner (tang-vk-run, tang-ocl-run, tang-wgpu-run) on
+    `args`."""
+    return subprocess.run([str(HOSTS[host][1]), *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout)
 
 
 def vk(args, timeout=600):
-    return subprocess.run([str(VK_RUN), *map(str, args)], capture_output=True,
-                          text=True, timeout=timeout)
+    return run_host("vulkan", args, timeout)
 
 
 def params_of(meta):
@@ -102,36 +123,133 @@ def ensure_vulkan_loader():
     return done
 
 
-OCL_RUN = ROOT / "build-ocl" / "tang-ocl-run"
-WGPU_RUN = ROOT / "runtime" / "webgpu" / "tang-wgpu-run"
+def find_library(name):
+    """The path of shared library `name` (ldconfig's cache, then the usual
+    folders), or None."""
+    r = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True)
+    for line in r.stdout.splitlines():
+        if line.strip().startswith(name + " ") and "=>" in line:
+            return line.split("=>")[-1].strip()
+    for folder in ("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib",
+                   "/usr/local/nvidia/lib64", "/usr/local/nvidia/lib"):
+        if (Path(folder) / name).exists():
+            return str(Path(folder) / name)
+    return None
 
 
-def probe_other_hosts():
-    """What the GPU machine offers the other portable hosts (recorded, not
-    yet timed): its OpenCL ICDs and `tang-ocl-run --probe` when carried
-    (the ICD loader comes with .gl: it runs examples/softmax.mlir's OpenCL
-    bundle from bench/prepare_portable.py), and whether Node runs for
-    tang-wgpu-run (Dawn)."""
+def setup_other_hosts(tmp):
+    """Makes the GPU machine's other portable hosts reachable and probes
+    them: OpenCL through NVIDIA's library when no ICD file names it (an ICD
+    file in a temporary folder, OCL_ICD_VENDORS; the ICD loader comes with
+    .gl), WebGPU through Node and Dawn unpacked from NODE_PACK when Node is
+    missing (Dawn on the system's Vulkan: NVIDIA's). Each host is run on
+    examples/softmax.mlir's bundle (bench/prepare_portable.py's _probe);
+    it is timed only on a GPU (not PoCL's CPU device or llvmpipe). Returns
+    {"setup": what it did, host: {"device", "usable", "why"}}."""
+    setup = {}
     vendors = Path("/etc/OpenCL/vendors")
-    out = {"opencl_icds": sorted(p.name for p in vendors.glob("*.icd"))
-           if vendors.is_dir() else [],
-           "node": shutil.which("node")}
+    icds = sorted(p.name for p in vendors.glob("*.icd")) \
+        if vendors.is_dir() else []
+    setup["opencl_icds"] = icds
+    if not any("nvidia" in i for i in icds) and \
+            "OCL_ICD_VENDORS" not in os.environ:
+        lib = find_library("libnvidia-opencl.so.1")
+        if lib:
+            d = Path(tempfile.mkdtemp(prefix="tang-icd-"))
+            (d / "nvidia.icd").write_text(lib + "\n")
+            os.environ["OCL_ICD_VENDORS"] = str(d)
+            setup["opencl"] = f"OCL_ICD_VENDORS with {lib}"
+        else:
+            setup["opencl"] = "no libnvidia-opencl.so.1"
+    if not shutil.which("node") and NODE_PACK.is_file():
+        d = Path(tempfile.mkdtemp(prefix="tang-node-"))
+        r = subprocess.run(["tar", "xJf", str(NODE_PACK), "-C", str(d)],
+                           capture_output=True, text=True)
+        if r.returncode == 0:
+            os.environ["PATH"] = f"{d / 'bin'}:{os.environ['PATH']}"
+            os.environ["TANG_WEBGPU_DIR"] = str(d / "webgpu")
+            # Dawn on the machine's Vulkan driver, not Mesa's lavapipe.
+            os.environ["TANG_WEBGPU_SYSTEM_VULKAN"] = "1"
+            setup["webgpu"] = f"node and webgpu from {NODE_PACK.name}"
+        else:
+            setup["webgpu"] = "unpacking failed: " + r.stderr[-200:]
+    setup["node"] = shutil.which("node")
+    out = {"setup": setup}
     probe = WORK / "_probe"
-    for name, cmd in (("tang_ocl_run",
-                       [OCL_RUN, probe / "opencl", "main",
-                        probe / "input_0.npy", "--out", probe / "out"]),
-                      ("tang_wgpu_run", [WGPU_RUN, "--probe"])):
-        if not Path(cmd[0]).is_file():
-            out[name] = "not carried"
+    for host, args in (
+            ("opencl", [probe / "opencl", "main", probe / "input_0.npy",
+                        "--out", tmp / "probe_ocl", "-v"]),
+            ("webgpu", ["--probe"])):
+        if not HOSTS[host][1].is_file():
+            out[host] = {"usable": False, "why": "not carried"}
             continue
         try:
-            r = subprocess.run([str(c) for c in cmd], capture_output=True,
-                               text=True, timeout=60)
-            out[name] = {"exit": r.returncode,
-                         "out": (r.stdout + r.stderr).strip()[-400:]}
+            r = run_host(host, args, timeout=120)
         except (OSError, subprocess.TimeoutExpired) as e:
-            out[name] = harness.short(e)
+            out[host] = {"usable": False, "why": harness.short(e)}
+            continue
+        text = (r.stdout + r.stderr).strip()
+        if r.returncode:
+            out[host] = {"usable": False,
+                         "why": f"exit {r.returncode}: {text[-300:]}"}
+            continue
+        # tang-ocl-run -v: "device: NAME (VERSION)"; tang-wgpu-run --probe:
+        # the adapter's name, the last line of its output (Dawn warns on
+        # stderr).
+        device = (r.stdout.split("device: ", 1)[-1].splitlines()[0]
+                  if host == "opencl" else
+                  (r.stdout.strip().splitlines() or ["?"])[-1])
+        cpu = any(w in device.lower() for w in ("llvmpipe", "swiftshader",
+                                                "pthread", "cpu-"))
+        out[host] = {"device": device, "usable": not cpu,
+                     "why": "a CPU device" if cpu else None}
     return out
+
+
+def check_other_hosts(torch, res, meta, d, fn, hosts, paths, ref, tol, tmp):
+    """Runs function `fn` of each host's bundle d/<fmt> (those of `hosts`
+    the case has) on `paths` and checks output #0 against `ref` under
+    `tol`. Returns the hosts that passed; the others are recorded in
+    res["host_failures"] (a wrong result with its error, or the run's
+    diagnostics), their checks in res["checks"] only when they pass."""
+    ok = []
+    for host in hosts:
+        fmt = HOSTS[host][0]
+        if meta.get(f"{fmt}_error") or not (d / fmt).is_dir():
+            why = meta.get(f"{fmt}_error") or "no bundle"
+            res.setdefault("host_failures", {})[host] = why[-300:]
+            continue
+        out_dir = tmp / f"{meta['case']}_{host}"
+        try:
+            r = run_host(host, [d / fmt, fn, *paths, "--out", out_dir])
+        except subprocess.TimeoutExpired as e:
+            res.setdefault("host_failures", {})[host] = harness.short(e)
+            continue
+        if r.returncode:
+            res.setdefault("host_failures", {})[host] = \
+                f"{HOSTS[host][1].name}: {r.stderr[-300:]}"
+            continue
+        got = torch.from_numpy(np.load(out_dir / "output_0.npy")).to(
+            ref.device)
+        chk = harness.check_tensor(got, ref, tol, host)
+        if harness.summarize_checks([chk])[0]:
+            res["checks"].append(chk)
+            ok.append(host)
+        else:
+            res.setdefault("host_failures", {})[host] = \
+                f"outside the tolerance: {chk}"[:400]
+    return ok
+
+
+def host_time(host, args, reps):
+    """The host's runner on `args` --time `reps`: the median ms, or raises
+    with its diagnostics."""
+    r = run_host(host, [*args, "--time", reps])
+    m = TIME_RE.search(r.stdout)
+    if r.returncode or not m:
+        raise RuntimeError(f"{HOSTS[host][1].name} --time: " +
+                           (r.stderr or r.stdout)[-300:])
+    return float(m.group(1))
 
 
 def compile_failed(meta, res):
@@ -144,7 +262,10 @@ def compile_failed(meta, res):
     return False
 
 
-def run_case(torch, F, tang_cuda, meta, rounds, reps, tmp):
+def run_case(torch, F, tang_cuda, meta, rounds, reps, tmp, hosts=()):
+    """A memory-bound case: Vulkan and each of the other `hosts` (OpenCL,
+    WebGPU) checked, then timed in interleaved rounds with tang's CUDA
+    kernel of the same program."""
     name, kind = meta["case"], meta["kind"]
     params = params_of(meta)
     res = harness.case_result(name, kind=kind, params=params,
@@ -188,8 +309,11 @@ def run_case(torch, F, tang_cuda, meta, rounds, reps, tmp):
         res.update(status="incorrect",
                    note="a side's output is outside the tolerance: not timed")
         return res
+    others = check_other_hosts(torch, res, meta, d, "main", hosts, paths,
+                               ref, tol, tmp)
 
     vk_ms, cuda_ms, memory = [], [], None
+    other_ms = {h: [] for h in others}
     for _ in range(rounds):
         r = vk([d / "spirv", "main", *paths, "--time", reps])
         m = TIME_RE.search(r.stdout)
@@ -198,11 +322,18 @@ def run_case(torch, F, tang_cuda, meta, rounds, reps, tmp):
                        note=("tang-vk-run --time: " + r.stderr)[-300:])
             return res
         vk_ms.append(float(m.group(1)))
-        memory = m.group(5)
+        memory = m.group(6)
         for _ in range(2):
             run()
         cuda_ms.append(statistics.median(
             harness.time_calls(torch, run, reps)))
+        for h in list(other_ms):
+            try:
+                other_ms[h].append(host_time(
+                    h, [d / HOSTS[h][0], "main", *paths], reps))
+            except RuntimeError as e:
+                res.setdefault("host_failures", {})[h] = str(e)
+                del other_ms[h]
     # The common schema (make_tables): tang's Vulkan kernel the case, the
     # CUDA kernel of the same program its peer; ratio = CUDA / Vulkan time
     # (below 1: Vulkan slower).
@@ -213,7 +344,10 @@ def run_case(torch, F, tang_cuda, meta, rounds, reps, tmp):
                verdict=harness.verdict(lo, hi), vulkan_rounds_ms=vk_ms,
                cuda_rounds_ms=cuda_ms, vulkan_buffers=memory,
                contenders={n: {"ms": t, "gbs": meta["bytes"] / t / 1e6}
-                           for n, t in (("vulkan", vms), ("cuda", cms))})
+                           for n, t in (("vulkan", vms), ("cuda", cms),
+                                        *((h, statistics.median(t))
+                                          for h, t in other_ms.items()))},
+               **{f"{h}_rounds_ms": t for h, t in other_ms.items()})
     return res
 
 
@@ -356,22 +490,24 @@ def attention_reference(torch, q, k, v):
 
 def time_attention(torch, res, meta, rounds, reps, flops, vulkan, run_cuda,
                    run_sdpa):
-    """Interleaved rounds of the Vulkan runs and the two CUDA peers (tang's
-    bundle, SDPA): `vulkan` maps a name to the tang-vk-run argument lists
-    whose medians add up to its time ("vulkan" is the case's figure; a
-    list under several names is timed once a round). Fills `res` with the
-    times, the ratio against the faster peer and its spread."""
+    """Interleaved rounds of the portable runs and the two CUDA peers
+    (tang's bundle, SDPA): `vulkan` maps a name to the (host, runner
+    arguments) whose medians add up to its time ("vulkan" is the case's
+    figure; "opencl" and "webgpu" the other hosts'; a run under several
+    names is timed once a round). Fills `res` with the times, the ratio
+    against the faster peer and its spread."""
     times = {name: [] for name in vulkan}
     times.update(tang_cuda=[], sdpa=[])
     for _ in range(rounds):
         once = {}
 
-        def timed(args):
-            if str(args) not in once:
-                once[str(args)] = vk_time(args, reps)
-            return once[str(args)]
+        def timed(host, args):
+            key = str((host, args))
+            if key not in once:
+                once[key] = host_time(host, args, reps)
+            return once[key]
         for name, runs in vulkan.items():
-            times[name].append(sum(timed(a) for a in runs))
+            times[name].append(sum(timed(h, a) for h, a in runs))
         for side, fn in (("tang_cuda", run_cuda), ("sdpa", run_sdpa)):
             for _ in range(2):
                 fn()
@@ -380,9 +516,9 @@ def time_attention(torch, res, meta, rounds, reps, flops, vulkan, run_cuda,
     med = {side: statistics.median(t) for side, t in times.items()}
     if "vulkan" not in vulkan:
         # Variants: the case's figure is the fastest's.
-        best_v = min(vulkan, key=med.get)
+        best_v = min((v for v in vulkan if v not in HOSTS), key=med.get)
         res["best_variant"] = best_v
-        res["variant_ms"] = {v: med[v] for v in vulkan}
+        res["variant_ms"] = {v: med[v] for v in vulkan if v not in HOSTS}
         times["vulkan"], med["vulkan"] = times[best_v], med[best_v]
     best = min(("tang_cuda", "sdpa"), key=med.get)
     vms = med["vulkan"]
@@ -395,10 +531,14 @@ def time_attention(torch, res, meta, rounds, reps, flops, vulkan, run_cuda,
                vulkan_kernels=meta.get("spirv_kernels"),
                contenders={side: {"ms": med[side],
                                   "tflops": flops / med[side] / 1e9}
-                           for side in ("vulkan", "tang_cuda", "sdpa")})
+                           for side in ("vulkan", *(h for h in HOSTS
+                                                    if h in vulkan and
+                                                    h != "vulkan"),
+                                        "tang_cuda", "sdpa")})
 
 
-def run_attention_case(torch, F, tang_cuda, meta, rounds, reps, tmp):
+def run_attention_case(torch, F, tang_cuda, meta, rounds, reps, tmp,
+                       hosts=()):
     """Causal attention: the Vulkan bundle (the SIMT flash kernel, no
     tensor cores) and the CUDA bundle of the same program (the tensor-core
     flash kernel) checked on every element against float64, then timed in
@@ -463,24 +603,18 @@ def run_attention_case(torch, F, tang_cuda, meta, rounds, reps, tmp):
         res.update(status="incorrect",
                    note="a side's output is outside the tolerance: not timed")
         return res
+    others = check_other_hosts(torch, res, meta, d, "main", hosts, paths,
+                               ref, tol, tmp)
     try:
         time_attention(torch, res, meta, rounds, reps, meta["flops"],
-                       {var: [[d / var, "main", *paths]]
-                        for var in variants},
+                       {**{var: [("vulkan", [d / var, "main", *paths])]
+                           for var in variants},
+                        **{h: [(h, [d / HOSTS[h][0], "main", *paths])]
+                           for h in others}},
                        run_cuda, run_sdpa)
     except RuntimeError as e:
         res.update(status="failed", note=str(e))
     return res
-
-
-def vk_time(args, reps):
-    """tang-vk-run `args` --time `reps`: the median ms, or raises with its
-    diagnostics."""
-    r = vk([*args, "--time", reps])
-    m = TIME_RE.search(r.stdout)
-    if r.returncode or not m:
-        raise RuntimeError("tang-vk-run --time: " + r.stderr[-300:])
-    return float(m.group(1))
 
 
 def run_attention_grad_case(torch, F, tang_cuda, meta, rounds, reps, tmp):
@@ -575,8 +709,10 @@ def run_attention_grad_case(torch, F, tang_cuda, meta, rounds, reps, tmp):
     del refs, sens
     try:
         time_attention(torch, res, meta, rounds, reps, flops,
-                       {"vulkan_fwd": [fwd_args], "vulkan_bwd": [bwd_args],
-                        "vulkan": [fwd_args, bwd_args]}, run_cuda, run_sdpa)
+                       {"vulkan_fwd": [("vulkan", fwd_args)],
+                        "vulkan_bwd": [("vulkan", bwd_args)],
+                        "vulkan": [("vulkan", fwd_args),
+                                   ("vulkan", bwd_args)]}, run_cuda, run_sdpa)
     except RuntimeError as e:
         res.update(status="failed", note=str(e))
     return res
@@ -628,10 +764,13 @@ def main():
         harness.write_report(rep, path)
         print(why, file=sys.stderr)
         return 1
-    rep["other_hosts"] = probe_other_hosts()
-    print(f"other hosts: {rep['other_hosts']}", file=sys.stderr, flush=True)
     rep["copy"] = mb.copy_rate(torch, 20)
     with tempfile.TemporaryDirectory() as tmp:
+        rep["other_hosts"] = setup_other_hosts(Path(tmp))
+        hosts = [h for h in ("opencl", "webgpu")
+                 if rep["other_hosts"][h].get("usable")]
+        print(f"other hosts: {rep['other_hosts']}", file=sys.stderr,
+              flush=True)
         for m in metas:
             if deadline.passed(20):
                 harness.set_case(rep, harness.case_result(
@@ -648,10 +787,10 @@ def main():
                 elif m["kind"] == "attention":
                     res = run_attention_case(torch, F, tang_cuda, m,
                                              args.rounds, args.reps,
-                                             Path(tmp))
+                                             Path(tmp), hosts)
                 else:
                     res = run_case(torch, F, tang_cuda, m, args.rounds,
-                                   args.reps, Path(tmp))
+                                   args.reps, Path(tmp), hosts)
             except Exception as e:  # one case's fault is that case's
                 res = harness.case_result(m["case"], status="failed",
                                           note=harness.short(e))

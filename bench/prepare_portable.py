@@ -22,6 +22,9 @@ the same GPU. Under gpu-work/portable/<case>/:
                  SIMT kernel (no matrix units), spirv_simt_global/ the same
                  without workgroup staging;
   cuda/          the CUDA bundle (python/tang's tang.cuda);
+  opencl/, wgsl/ the memory-bound and attention programs for the other
+                 portable hosts (tang-ocl-run, tang-wgpu-run), which
+                 bench_portable times where the GPU machine has them;
   meta.json      the case: kind, shapes, the least bytes moved (flops for
                  the GEMM), the check of a small instance.
 
@@ -157,6 +160,23 @@ def lower(src: Path, pipeline: str, bundle: Path, options: str = ""):
     return None if r.returncode == 0 else r.stderr[-2000:]
 
 
+#: The other portable hosts' bundles (bench_portable times each where the
+#: GPU machine has the host): format -> lowering pipeline. Their kernels
+#: are the Vulkan bundle's kernel form printed as OpenCL C and WGSL (the
+#: differential tests check both on PoCL and Dawn on every build).
+OTHER_HOSTS = {"opencl": "tang-lower-opencl", "wgsl": "tang-lower-wgsl"}
+
+
+def lower_other_hosts(d, src, meta):
+    """`src` lowered into d/opencl and d/wgsl; meta["<fmt>_error"] is None
+    or the diagnostics. The number of failures."""
+    bad = 0
+    for fmt, pipeline in OTHER_HOSTS.items():
+        meta[f"{fmt}_error"] = lower(src, pipeline, d / fmt)
+        bad += meta[f"{fmt}_error"] is not None
+    return bad
+
+
 def lavapipe_env():
     """Mesa 25's lavapipe when installed (no loop limit), as the tests."""
     icd = ROOT / ".deps" / "mesa25" / "lvp_icd.json"
@@ -230,9 +250,11 @@ def finish(d, meta, t0, line):
     meta["prepare_s"] = round(time.monotonic() - t0, 1)
     meta["git"] = harness.record_git()
     (d / "meta.json").write_text(json.dumps(meta, indent=1))
+    outcomes = " ".join(
+        f"{fmt} {'ok' if not meta[f'{fmt}_error'] else 'FAILED'}"
+        for fmt in ("spirv", "cuda", *OTHER_HOSTS) if f"{fmt}_error" in meta)
     print(f"{meta['case']:24s} small check {meta['small_check']} {line}"
-          f"spirv {'ok' if not meta['spirv_error'] else 'FAILED'} "
-          f"cuda {'ok' if not meta['cuda_error'] else 'FAILED'}", flush=True)
+          f"{outcomes}", flush=True)
 
 
 def prepare_gemm():
@@ -347,9 +369,10 @@ def prepare_attention():
                        for v, (text, what) in variants.items()}, meta)
     meta["cuda_error"] = lower(d / "program.mlir", "tang-lower-cuda",
                                d / "cuda")
+    bad = lower_other_hosts(d, d / "program.mlir", meta)
     finish(d, meta, t0, f"variants {meta['variants']} ")
     return ((meta["spirv_error"] is not None) +
-            (meta["cuda_error"] is not None) +
+            (meta["cuda_error"] is not None) + bad +
             (meta["small_check"].get("ok") is False))
 
 
@@ -445,6 +468,7 @@ def main():
             err = lower(d / "program.mlir", pipeline, d / fmt)
             meta[f"{fmt}_error"] = err
             bad += err is not None
+        bad += lower_other_hosts(d, d / "program.mlir", meta)
         bad += meta["small_check"].get("ok") is False
         finish(d, meta, t0, "")
     if not args.only or "attention" in args.only:

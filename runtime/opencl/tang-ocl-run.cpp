@@ -1,15 +1,19 @@
 //===- tang-ocl-run.cpp - Run a function of a tang OpenCL bundle -*- C++
 //-*-===//
 //
-// tang-ocl-run BUNDLE_DIR FUNCTION [INPUT.npy ...] [--out DIR]
+// tang-ocl-run BUNDLE_DIR FUNCTION [INPUT.npy ...] [--out DIR] [--time N]
 //
 // Loads a bundle written by `tang-opt --tang-lower-opencl="bundle=DIR"`
 // (manifest.json plus OpenCL C source, see docs/Bundle.md), reads one
 // .npy file per input argument, builds the source for the first OpenCL
-// device, runs the function's launches once and writes output #k (in
-// argument order) to DIR/output_<k>.npy: float outputs as float64, i32
-// outputs as int32, as tang-run writes them. Every OpenCL call is checked;
-// a failed build prints the compiler's log.
+// GPU (else the first device of any type), runs the function's launches
+// once and writes output #k (in argument order) to DIR/output_<k>.npy:
+// float outputs (f16, f32, f64) as float64, i32 outputs as int32,
+// as tang-run writes them. Every OpenCL call is checked; a failed build
+// prints the compiler's log. With --time N the launches then run N times
+// more, each run timed by the queue's profiling events (the first
+// launch's start to the last one's end); the median, least and greatest
+// are printed in tang-vk-run's format.
 //
 // Exit codes: 0 success; 1 bad usage, bundle, input or a failing OpenCL
 // call; 2 no OpenCL platform or device.
@@ -22,7 +26,9 @@
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <string>
@@ -52,7 +58,44 @@ std::string checkOpenCLFormat(const std::string &format) {
 }
 
 bool isSupportedIO(DType t) {
-  return t == DType::F32 || t == DType::F64 || t == DType::I32;
+  return t == DType::F32 || t == DType::F64 || t == DType::F16 ||
+         t == DType::I32;
+}
+
+std::string deviceString(cl_device_id device, cl_device_info what) {
+  size_t size = 0;
+  if (clGetDeviceInfo(device, what, 0, nullptr, &size) || !size)
+    return "?";
+  std::string s(size, '\0');
+  clGetDeviceInfo(device, what, size, s.data(), nullptr);
+  while (!s.empty() && s.back() == '\0')
+    s.pop_back();
+  return s;
+}
+
+/// The first GPU of any platform, else the first device of any type.
+cl_device_id chooseDevice(const std::vector<cl_platform_id> &platforms) {
+  for (cl_device_type type :
+       {cl_device_type(CL_DEVICE_TYPE_GPU), cl_device_type(CL_DEVICE_TYPE_ALL)})
+    for (cl_platform_id p : platforms) {
+      cl_device_id device = nullptr;
+      if (clGetDeviceIDs(p, type, 1, &device, nullptr) == CL_SUCCESS && device)
+        return device;
+    }
+  return nullptr;
+}
+
+/// The nanoseconds between the start of `first` and the end of `last`.
+cl_int elapsedNs(cl_event first, cl_event last, double &ns) {
+  cl_ulong start = 0, end = 0;
+  if (cl_int st = clGetEventProfilingInfo(first, CL_PROFILING_COMMAND_START,
+                                          sizeof start, &start, nullptr))
+    return st;
+  if (cl_int st = clGetEventProfilingInfo(last, CL_PROFILING_COMMAND_END,
+                                          sizeof end, &end, nullptr))
+    return st;
+  ns = double(end - start);
+  return CL_SUCCESS;
 }
 
 /// Releases OpenCL objects at scope exit.
@@ -81,9 +124,20 @@ int run(int argc, char **argv) {
   std::vector<std::string> positional;
   std::string outDir = ".";
   std::map<unsigned, int64_t> sizeArgs;
+  int timeRuns = 0;
+  bool verbose = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--out") {
+    if (a == "--time") {
+      char *end = nullptr;
+      long n = i + 1 < argc ? std::strtol(argv[i + 1], &end, 10) : 0;
+      if (i + 1 >= argc || !*argv[i + 1] || *end || n < 1 || n > 100000)
+        return fail("--time needs a number of runs from 1 to 100000");
+      timeRuns = int(n);
+      ++i;
+    } else if (a == "-v") {
+      verbose = true;
+    } else if (a == "--out") {
       if (++i == argc)
         return fail("--out needs a directory");
       outDir = argv[i];
@@ -93,8 +147,16 @@ int run(int argc, char **argv) {
       if (Error e = parseSizeArg(argv[i], sizeArgs))
         return fail(e.message());
     } else if (a == "-h" || a == "--help") {
-      std::printf("usage: tang-ocl-run BUNDLE_DIR FUNCTION [INPUT.npy ...] "
-                  "[--size argK=N ...] [--out DIR]\n");
+      std::printf(
+          "usage: tang-ocl-run BUNDLE_DIR FUNCTION [INPUT.npy ...] "
+          "[--size argK=N ...] [--out DIR] [--time N] [-v]\n\n"
+          "Runs FUNCTION of the tang OpenCL bundle in BUNDLE_DIR on the "
+          "first OpenCL GPU\n(else the first device), one .npy file per "
+          "input, and writes output #k to\nDIR/output_<k>.npy.\n\n"
+          "  --time N  then run the launches N more times and print their "
+          "median, least\n            and greatest time (profiling "
+          "events)\n"
+          "  -v        print the device used\n");
       return 0;
     } else {
       positional.push_back(a);
@@ -133,7 +195,8 @@ int run(int argc, char **argv) {
   for (const BufferSpec &b : fn->args)
     if (!isSupportedIO(b.dtype))
       return fail(std::string("'") + name + "' has a " + dtypeName(b.dtype) +
-                  " buffer; tang-ocl-run reads and writes f32, f64 and i32");
+                  " buffer; tang-ocl-run reads and writes f32, f64, f16 and "
+                  "i32");
 
   // Inputs, converted to their buffers' contents.
   std::vector<std::vector<char>> hostInputs(numInputs);
@@ -167,19 +230,20 @@ int run(int argc, char **argv) {
   std::vector<cl_platform_id> platforms(numPlatforms);
   if ((st = clGetPlatformIDs(numPlatforms, platforms.data(), nullptr)))
     return fail(clError("clGetPlatformIDs", st));
-  cl_device_id device = nullptr;
-  for (cl_platform_id p : platforms)
-    if (clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 1, &device, nullptr) ==
-        CL_SUCCESS)
-      break;
+  cl_device_id device = chooseDevice(platforms);
   if (!device)
     return fail("no OpenCL device", kNoDeviceExit);
+  if (verbose)
+    std::printf("device: %s (%s)\n",
+                deviceString(device, CL_DEVICE_NAME).c_str(),
+                deviceString(device, CL_DEVICE_VERSION).c_str());
 
   Resources r;
   r.context = clCreateContext(nullptr, 1, &device, nullptr, nullptr, &st);
   if (st)
     return fail(clError("clCreateContext", st));
-  r.queue = clCreateCommandQueue(r.context, device, 0, &st);
+  r.queue = clCreateCommandQueue(r.context, device,
+                                 timeRuns ? CL_QUEUE_PROFILING_ENABLE : 0, &st);
   if (st)
     return fail(clError("clCreateCommandQueue", st));
   const char *text = source->c_str();
@@ -229,6 +293,13 @@ int run(int argc, char **argv) {
     temps.push_back(m);
   }
 
+  // The kernels with their arguments, then the launches as a function.
+  struct Launch {
+    cl_kernel kernel;
+    size_t local[3], global[3];
+    std::string where;
+  };
+  std::vector<Launch> launches;
   for (size_t n = 0; n < fn->launches.size(); ++n) {
     const LaunchSpec &l = fn->launches[n];
     std::string where = "launch #" + std::to_string(n) + " (" + l.kernel + ")";
@@ -245,16 +316,32 @@ int run(int argc, char **argv) {
       if ((st = clSetKernelArg(kernel, cl_uint(a), sizeof(cl_mem), &m)))
         return fail(clError("clSetKernelArg", st) + " for " + where);
     }
-    size_t local[3] = {l.block.x, l.block.y, l.block.z};
-    size_t global[3] = {size_t(l.grid.x) * l.block.x,
-                        size_t(l.grid.y) * l.block.y,
-                        size_t(l.grid.z) * l.block.z};
-    if ((st = clEnqueueNDRangeKernel(r.queue, kernel, 3, nullptr, global, local,
-                                     0, nullptr, nullptr)))
-      return fail(clError("clEnqueueNDRangeKernel", st) + " for " + where);
+    launches.push_back(
+        {kernel,
+         {l.block.x, l.block.y, l.block.z},
+         {size_t(l.grid.x) * l.block.x, size_t(l.grid.y) * l.block.y,
+          size_t(l.grid.z) * l.block.z},
+         where});
   }
-  if ((st = clFinish(r.queue)))
-    return fail(clError("clFinish", st));
+  // Enqueues every launch; with `events`, the first's and the last's.
+  auto enqueue = [&](cl_event *first, cl_event *last) -> int {
+    for (size_t n = 0; n < launches.size(); ++n) {
+      const Launch &l = launches[n];
+      cl_event *event = nullptr;
+      if (first && n == 0)
+        event = first;
+      else if (last && n + 1 == launches.size())
+        event = last;
+      if ((st = clEnqueueNDRangeKernel(r.queue, l.kernel, 3, nullptr, l.global,
+                                       l.local, 0, nullptr, event)))
+        return fail(clError("clEnqueueNDRangeKernel", st) + " for " + l.where);
+    }
+    if ((st = clFinish(r.queue)))
+      return fail(clError("clFinish", st));
+    return 0;
+  };
+  if (int rc = enqueue(nullptr, nullptr))
+    return rc;
 
   if (Error e = makeDirs(outDir))
     return fail(e.message());
@@ -269,6 +356,28 @@ int run(int argc, char **argv) {
     if (Error e = writeBufferNpy(path, b, data.data()))
       return fail(e.message());
   }
+  if (!timeRuns || launches.empty())
+    return 0;
+  // The timed runs, after the outputs are written (they run in place).
+  std::vector<double> ms;
+  for (int t = 0; t < timeRuns; ++t) {
+    cl_event first = nullptr, last = nullptr;
+    bool one = launches.size() == 1;
+    if (int rc = enqueue(&first, one ? nullptr : &last))
+      return rc;
+    double ns = 0;
+    st = elapsedNs(first, one ? first : last, ns);
+    clReleaseEvent(first);
+    if (last)
+      clReleaseEvent(last);
+    if (st)
+      return fail(clError("clGetEventProfilingInfo", st));
+    ms.push_back(ns * 1e-6);
+  }
+  std::sort(ms.begin(), ms.end());
+  std::printf("  time: median %.4f ms, least %.4f, greatest %.4f over %d "
+              "runs (profiling events; buffers in device memory)\n",
+              ms[ms.size() / 2], ms.front(), ms.back(), timeRuns);
   return 0;
 }
 

@@ -1,6 +1,6 @@
 // tang-wgpu-run.mjs - Run a function of a tang WGSL bundle on WebGPU (Dawn).
 //
-// tang-wgpu-run BUNDLE_DIR FUNCTION [INPUT.npy ...] [--out DIR]
+// tang-wgpu-run BUNDLE_DIR FUNCTION [INPUT.npy ...] [--out DIR] [--time N]
 // tang-wgpu-run --validate BUNDLE_DIR
 // tang-wgpu-run --probe
 //
@@ -9,7 +9,9 @@
 // .npy file per input argument, runs the function's launches once on the
 // first WebGPU adapter and writes output #k (in argument order) to
 // DIR/output_<k>.npy: float outputs as float64, i32 outputs as int32, as
-// tang-run writes them. --validate compiles the module and creates every
+// tang-run writes them. --time N then runs the launches N more times,
+// timed by GPU timestamps (the adapter's 'timestamp-query', unquantised)
+// or else the wall clock. --validate compiles the module and creates every
 // kernel's pipeline on Dawn's null backend (Tint's validation, no GPU
 // needed) and reports errors with their line and column.
 //
@@ -34,7 +36,7 @@ class Failure extends Error {
   }
 }
 
-const usage = `usage: tang-wgpu-run BUNDLE_DIR FUNCTION [INPUT.npy ...] [--size argK=N] [--out DIR]
+const usage = `usage: tang-wgpu-run BUNDLE_DIR FUNCTION [INPUT.npy ...] [--size argK=N] [--out DIR] [--time N]
        tang-wgpu-run --validate BUNDLE_DIR
        tang-wgpu-run --probe
 
@@ -47,6 +49,9 @@ options:
   --out DIR      write output #k to DIR/output_<k>.npy (floats as float64,
                  i32 as int32)
   --size argK=N  the value of the index argument #K (a size)
+  --time N       then run the launches N more times and print their median,
+                 least and greatest time (GPU timestamps where the adapter
+                 has 'timestamp-query', else the wall clock)
   --validate     compile the module and create every kernel's pipeline on
                  Dawn's null backend (no GPU): WGSL errors with line:column
   --probe        only find the adapter: print its name, exit 0, or 2 when
@@ -226,7 +231,7 @@ async function loadWebGPU() {
   return module;
 }
 
-async function getDevice(webgpu, options, wantFeatures) {
+async function getDevice(webgpu, options, wantFeatures, optionalFeatures = []) {
   const gpu = webgpu.create(options);
   // Dawn's Node bindings crash when the GPU object is collected while a
   // device is alive: keep it for the life of the process.
@@ -251,8 +256,11 @@ async function getDevice(webgpu, options, wantFeatures) {
                       'maxComputeWorkgroupSizeZ',
                       'maxComputeWorkgroupsPerDimension'])
     requiredLimits[name] = adapter.limits[name];
+  const requiredFeatures = [
+    ...wantFeatures,
+    ...optionalFeatures.filter((f) => adapter.features.has(f))];
   const device = await adapter.requestDevice({
-    requiredFeatures: wantFeatures, requiredLimits });
+    requiredFeatures, requiredLimits });
   return { adapter, device };
 }
 
@@ -453,7 +461,8 @@ async function validate(webgpu, dir) {
   device.destroy();
 }
 
-async function run(webgpu, dir, name, inputPaths, outDir, sizeArgs) {
+async function run(webgpu, dir, name, inputPaths, outDir, sizeArgs,
+                   timeRuns) {
   const { manifest, source, file } = loadBundle(dir);
   const symbolicFn = manifest.functions.find((f) => f.name === name);
   if (!symbolicFn)
@@ -488,8 +497,10 @@ async function run(webgpu, dir, name, inputPaths, outDir, sizeArgs) {
 
   const wantsHalf = specs.some((s) => s.dtype === 'f16') ||
                     /^enable f16;/m.test(source);
-  const { adapter, device } = await getDevice(webgpu, [],
-                                              wantsHalf ? ['shader-f16'] : []);
+  // Timing wants unquantised GPU timestamps (Dawn rounds them by default).
+  const { adapter, device } = await getDevice(
+    webgpu, timeRuns ? ['disable-dawn-features=timestamp_quantization'] : [],
+    wantsHalf ? ['shader-f16'] : [], timeRuns ? ['timestamp-query'] : []);
   let lost = null;
   device.lost.then((info) => { lost = info; });
   const limits = device.limits;
@@ -536,7 +547,7 @@ async function run(webgpu, dir, name, inputPaths, outDir, sizeArgs) {
       buffers[i] = buffers[spec.alias];
   });
   const pipelines = new Map();
-  const encoder = device.createCommandEncoder();
+  const passes = [];
   for (const [l, launch] of fn.launches.entries()) {
     const where = `launch #${l} (${launch.kernel})`;
     if (launch.args.length > limits.maxStorageBuffersPerShaderStage)
@@ -559,12 +570,27 @@ async function run(webgpu, dir, name, inputPaths, outDir, sizeArgs) {
         entries: launch.args.map((a, i) => ({
           binding: i, resource: { buffer: buffers[launchBuffer(fn, a, where)] },
         })) }));
-    const pass = encoder.beginComputePass();
-    pass.setPipeline(pipeline);
-    pass.setBindGroup(0, bindGroup);
-    pass.dispatchWorkgroups(...launch.grid);
-    pass.end();
+    passes.push({ pipeline, bindGroup, grid: launch.grid });
   }
+  // The launches, a compute pass each; with `querySet`, the first pass
+  // writes timestamp 0 at its beginning and the last timestamp 1 at its end.
+  const encodeLaunches = (encoder, querySet) => {
+    passes.forEach(({ pipeline, bindGroup, grid }, l) => {
+      const timestampWrites = {};
+      if (querySet && l === 0)
+        timestampWrites.beginningOfPassWriteIndex = 0;
+      if (querySet && l === passes.length - 1)
+        timestampWrites.endOfPassWriteIndex = 1;
+      const pass = encoder.beginComputePass(
+        querySet ? { timestampWrites: { querySet, ...timestampWrites } } : {});
+      pass.setPipeline(pipeline);
+      pass.setBindGroup(0, bindGroup);
+      pass.dispatchWorkgroups(...grid);
+      pass.end();
+    });
+  };
+  const encoder = device.createCommandEncoder();
+  encodeLaunches(encoder, null);
   const outputs = fn.args.map((s, i) => ({ spec: s, i }))
                     .filter(({ spec }) => spec.role === 'output');
   const readbacks = outputs.map(({ i }) => {
@@ -604,13 +630,60 @@ async function run(webgpu, dir, name, inputPaths, outDir, sizeArgs) {
       writeNpy(join(outDir, `output_${k}.npy`), DTYPES[spec.dtype].out,
                spec.shape, values.buffer);
   });
+  if (timeRuns && passes.length)
+    await time(device, encodeLaunches, timeRuns, () => lost);
   device.destroy();
+}
+
+/// Runs the launches `runs` more times (after the checked run: they run in
+/// place) and prints the median, least and greatest time in tang-vk-run's
+/// format: GPU timestamps written by the first and the last pass where the
+/// adapter has 'timestamp-query', else the wall clock from each submit to
+/// the queue's completion.
+async function time(device, encodeLaunches, runs, lostInfo) {
+  const stamps = device.features.has('timestamp-query');
+  const querySet = stamps
+    ? device.createQuerySet({ type: 'timestamp', count: 2 }) : null;
+  const resolve = stamps && device.createBuffer({
+    size: 16, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC });
+  const ms = [];
+  for (let r = 0; r < runs; ++r) {
+    const encoder = device.createCommandEncoder();
+    encodeLaunches(encoder, querySet);
+    let readback = null;
+    if (stamps) {
+      readback = device.createBuffer({
+        size: 16, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+      encoder.resolveQuerySet(querySet, 0, 2, resolve, 0);
+      encoder.copyBufferToBuffer(resolve, 0, readback, 0, 16);
+    }
+    const start = process.hrtime.bigint();
+    device.queue.submit([encoder.finish()]);
+    await device.queue.onSubmittedWorkDone();
+    const wall = Number(process.hrtime.bigint() - start) * 1e-6;
+    if (lostInfo())
+      throw new Failure(`the device was lost: ${lostInfo().message}`);
+    if (stamps) {
+      await readback.mapAsync(GPUMapMode.READ);
+      const [t0, t1] = new BigUint64Array(readback.getMappedRange());
+      ms.push(Number(t1 - t0) * 1e-6);
+      readback.unmap();
+      readback.destroy();
+    } else {
+      ms.push(wall);
+    }
+  }
+  ms.sort((a, b) => a - b);
+  console.log(`  time: median ${ms[ms.length >> 1].toFixed(4)} ms, least ` +
+              `${ms[0].toFixed(4)}, greatest ${ms[ms.length - 1].toFixed(4)} ` +
+              `over ${runs} runs (${stamps ? 'GPU timestamps' : 'wall clock'}` +
+              `; buffers in device memory)`);
 }
 
 async function main(argv) {
   const positional = [];
   const sizeArgs = new Map();
-  let outDir = '', mode = 'run';
+  let outDir = '', mode = 'run', timeRuns = 0;
   for (let i = 0; i < argv.length; ++i) {
     const a = argv[i];
     if (a === '-h' || a === '--help') {
@@ -620,6 +693,11 @@ async function main(argv) {
       if (i + 1 >= argv.length)
         throw new Failure('--out needs a directory');
       outDir = argv[++i];
+    } else if (a === '--time') {
+      const n = Number(argv[++i]);
+      if (!Number.isInteger(n) || n < 1 || n > 100000)
+        throw new Failure('--time needs a number of runs from 1 to 100000');
+      timeRuns = n;
     } else if (a === '--size') {
       const spec = argv[++i] ?? '';
       const m = /^arg(\d+)=(\d+)$/.exec(spec);
@@ -651,7 +729,7 @@ async function main(argv) {
     await validate(webgpu, positional[0]);
   } else {
     await run(webgpu, positional[0], positional[1], positional.slice(2),
-              outDir, sizeArgs);
+              outDir, sizeArgs, timeRuns);
   }
   return 0;
 }

@@ -6,6 +6,7 @@ outputs."""
 import json
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import time
@@ -951,3 +952,27 @@ def check_index_errors(tang_bin, pipeline, fmt, run_host, tmp_path):
                    "coordinate #0 of the gather into tensor<6x16xf32>")
         assert message in r.stderr and "nothing ran" in r.stderr, r.stderr
         assert not list(out.glob("output_*.npy")), f"ids {ids}: wrote outputs"
+
+
+def check_host_timing(runner, bundle, x, out, clock):
+    """A host's --time N (tang-vk-run, tang-ocl-run, tang-wgpu-run):
+    `runner(args)` runs the host on `bundle`'s function main with input `x`;
+    the checked run's outputs, then N timed runs of the launches, their
+    median, least and greatest in the hosts' shared format, from `clock`
+    (a regular expression: how the host timed them); --time refuses
+    counts outside 1..100000."""
+    r = runner([bundle, "main", x, "--time", "3", "--out", out])
+    assert r.returncode == 0, r.stderr
+    m = re.search(r"time: median ([0-9.]+) ms, least ([0-9.]+), greatest "
+                  r"([0-9.]+) over 3 runs \((" + clock + r"); buffers in "
+                  r"(device-local|device|host) memory\)", r.stdout)
+    assert m, r.stdout
+    least, median, greatest = (float(m.group(k)) for k in (2, 1, 3))
+    assert 0 < least <= median <= greatest
+    assert (pathlib.Path(out) / "output_0.npy").is_file()
+    for bad in ("0", "x", "-2", "100001"):
+        r = runner([bundle, "main", x, "--time", bad])
+        assert r.returncode == 1
+        assert "--time needs a number of runs from 1 to 100000" in r.stderr
+    return m.group(4)
+

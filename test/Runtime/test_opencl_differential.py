@@ -7,8 +7,9 @@ tang-ocl-run (runtime/opencl) on the first OpenCL device, PoCL on this
 machine; every output must match within the dtype's tolerance (f32: 1e-5
 relative), and a failure names the backend, the example and the error.
 
-Also: f16/bf16 programs are refused at compile time with a diagnostic
-naming the feature, and tang-ocl-run reports a wrong input count or shape.
+Also: f16 storage (vload_half / vstore_half_rte), bf16 programs refused
+at compile time with a diagnostic naming the feature, tang-ocl-run's
+timing (--time) and its reports of a wrong input count or shape.
 
 Run:  TANG_OCL_RUN=<build-ocl>/tang-ocl-run TANG_BIN=<build>/bin \\
       /usr/bin/python3 -m pytest -q test/Runtime/test_opencl_differential.py
@@ -16,13 +17,14 @@ Run:  TANG_OCL_RUN=<build-ocl>/tang-ocl-run TANG_BIN=<build>/bin \\
 tang-ocl-run is not built or finds no OpenCL device.
 """
 
+import json
 import os
 import pathlib
 
 import numpy as np
 import pytest
 
-from differential import (FLASH_PROGRAM, FLASH_PROGRAM_SCHEDULED, check_attention_gradient, ORDERED_PROGRAM, TILED_PROGRAM, CONSTANT_PROGRAM, SIZE_IN_BODY_PROGRAM, GATHER_PROGRAM, SCATTER_PROGRAM, CMPF_PROGRAM,  # noqa: E402
+from differential import (check_host_timing, FLASH_PROGRAM, FLASH_PROGRAM_SCHEDULED, NAIVE_ATTENTION_PROGRAM, check_attention_gradient, ORDERED_PROGRAM, TILED_PROGRAM, CONSTANT_PROGRAM, SIZE_IN_BODY_PROGRAM, GATHER_PROGRAM, SCATTER_PROGRAM, CMPF_PROGRAM,  # noqa: E402
                           check_functions, check_program, check_index_errors, check_input_errors, check_size_errors,
                           lower_example, run)
 
@@ -97,23 +99,82 @@ def test_float_compares_follow_cmpf(backend, tmp_path):
                   "tang-lower-opencl", "opencl", host, special=True)
 
 
-def test_half_precision_is_refused(tmp_path):
+HALF_PROGRAM = """\
+func.func @main(%x: tensor<5x40xf16>, %w: tensor<40xf16>) -> (tensor<5xf16>, tensor<5x40xf16>) {
+  %y = tang.comprehension (%i) reduce (%j) [5, 40] monoid(add) : tensor<5xf16> {
+    %v = tang.read %x[%i, %j] : tensor<5x40xf16>
+    %c = tang.read %w[%j] : tensor<40xf16>
+    %e = math.exp %v : f16
+    %p = arith.mulf %e, %c : f16
+    tang.yield %p : f16
+  }
+  %z = tang.comprehension (%i, %j) [5, 40] : tensor<5x40xf16> {
+    %v = tang.read %x[%i, %j] : tensor<5x40xf16>
+    %s = tang.read %y[%i] : tensor<5xf16>
+    %q = arith.mulf %v, %s : f16
+    tang.yield %q : f16
+  }
+  return %y, %z : tensor<5xf16>, tensor<5x40xf16>
+}
+"""
+
+
+def test_half_precision_matches_interpreter(backend, tmp_path):
+    """f16 buffers as `half *` read by vload_half and written by
+    vstore_half_rte (OpenCL 1.2's half storage, no cl_khr_fp16), computed
+    in f32: a row reduction (workgroup memory) and a map of its result."""
+    manifest = check_program(backend, HALF_PROGRAM, tmp_path, TANG_BIN,
+                             "tang-lower-opencl", "opencl", host)
+    assert [a["dtype"] for a in manifest["functions"][0]["args"]] == \
+        ["f16"] * 4
+    source = next((tmp_path).rglob("*.cl")).read_text()
+    assert "vload_half(" in source and "vstore_half_rte(" in source
+
+
+def test_half_precision_attention_matches_interpreter(backend, tmp_path):
+    """Causal attention stored in f16 on the SIMT flash kernel (f16 reads
+    staged as f32, an f16 output)."""
+    text = NAIVE_ATTENTION_PROGRAM.replace("f32", "f16").replace(
+        "0xFF800000 : f16", "0xFC00 : f16")
+    manifest = check_program(backend, text, tmp_path, TANG_BIN,
+                             "tang-lower-opencl", "opencl", host)
+    assert manifest["functions"][0]["launches"][0]["block"] == [32, 4, 1]
+
+
+def test_bf16_is_refused(tmp_path):
     program = tmp_path / "half.mlir"
     program.write_text("""\
-func.func @main(%x: tensor<8xf16>) -> tensor<8xf16> {
-  %y = tang.comprehension (%i) [8] : tensor<8xf16> {
-    %v = tang.read %x[%i] : tensor<8xf16>
-    %w = arith.addf %v, %v : f16
-    tang.yield %w : f16
+func.func @main(%x: tensor<8xbf16>) -> tensor<8xbf16> {
+  %y = tang.comprehension (%i) [8] : tensor<8xbf16> {
+    %v = tang.read %x[%i] : tensor<8xbf16>
+    %w = arith.addf %v, %v : bf16
+    tang.yield %w : bf16
   }
-  return %y : tensor<8xf16>
+  return %y : tensor<8xbf16>
 }
 """)
     r = lower(program, tmp_path / "bundle", fuse=0)
     assert r.returncode != 0
-    assert "16-bit floats are not available on the OpenCL 1.2 target" \
-        in r.stderr, r.stderr
+    assert "bf16 is not available on the OpenCL 1.2 target" in r.stderr, \
+        r.stderr
     assert "half.mlir" in r.stderr  # located
+
+
+def test_host_times_with_profiling_events(backend, tmp_path):
+    """--time N: the outputs of the checked run, then N timed runs of the
+    launches (the queue's profiling events); -v names the device."""
+    bundle = tmp_path / "bundle"
+    r = lower(ROOT / "examples" / "softmax.mlir", bundle)
+    assert r.returncode == 0, r.stderr
+    shape = json.loads((bundle / "manifest.json").read_text())[
+        "functions"][0]["args"][0]["shape"]
+    x = tmp_path / "x.npy"
+    np.save(x, np.random.default_rng(1).standard_normal(shape).astype(
+        np.float32))
+    check_host_timing(lambda args: run([OCL_RUN, *args]), bundle, x,
+                      tmp_path / "o", "profiling events")
+    r = run([OCL_RUN, bundle, "main", x, "-v", "--out", tmp_path / "o"])
+    assert r.returncode == 0 and r.stdout.startswith("device: "), r.stdout
 
 
 def test_host_refuses_bad_sizes(backend, tmp_path):

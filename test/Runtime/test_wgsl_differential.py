@@ -24,7 +24,7 @@ import pathlib
 import numpy as np
 import pytest
 
-from differential import (FLASH_PROGRAM, FLASH_PROGRAM_SCHEDULED, check_attention_gradient, ORDERED_PROGRAM, TILED_PROGRAM, CONSTANT_PROGRAM, SIZE_IN_BODY_PROGRAM, GATHER_PROGRAM, SCATTER_PROGRAM, CMPF_PROGRAM,  # noqa: E402
+from differential import (check_host_timing, FLASH_PROGRAM, FLASH_PROGRAM_SCHEDULED, check_attention_gradient, ORDERED_PROGRAM, TILED_PROGRAM, CONSTANT_PROGRAM, SIZE_IN_BODY_PROGRAM, GATHER_PROGRAM, SCATTER_PROGRAM, CMPF_PROGRAM,  # noqa: E402
                           INDEX_PROGRAM, check_functions, check_program,
                           check_index_errors, check_input_errors, check_size_errors, lower_example, run)
 
@@ -204,6 +204,21 @@ def test_host_reports_bad_inputs(backend, tmp_path):
     assert r.returncode == 1 and "no function 'nope'" in r.stderr
     r = run([WGPU_RUN, tmp_path, "main"])
     assert r.returncode == 1 and "cannot read the manifest" in r.stderr
+
+
+def test_host_times_the_launches(backend, tmp_path):
+    """--time N: the checked run's outputs, then N timed runs (GPU
+    timestamps where the adapter has 'timestamp-query': lavapipe has)."""
+    bundle = tmp_path / "bundle"
+    r = lower(ROOT / "examples" / "softmax.mlir", bundle)
+    assert r.returncode == 0, r.stderr
+    x = tmp_path / "x.npy"
+    np.save(x, np.random.default_rng(1).standard_normal((8, 32)).astype(
+        np.float32))
+    clock = check_host_timing(lambda args: run([WGPU_RUN, *args]), bundle, x,
+                              tmp_path / "o", "GPU timestamps|wall clock")
+    if backend == "wgsl-lavapipe":
+        assert clock == "GPU timestamps"
 
 
 def test_host_refuses_bad_sizes(backend, tmp_path):

@@ -374,7 +374,7 @@ LogicalResult KernelPrinter::printCast(Operation *op) {
   FailureOr<raw_ostream *> o = define(op, op->getResult(0));
   if (failed(t) || failed(o))
     return failure();
-  **o << convert(*t, name(op->getOperand(0))) << ";\n";
+  **o << castExpr(op, *t, name(op->getOperand(0))) << ";\n";
   return success();
 }
 
@@ -382,15 +382,16 @@ LogicalResult KernelPrinter::printLoad(memref::LoadOp op) {
   FailureOr<raw_ostream *> o = define(op, op.getResult());
   if (failed(o))
     return failure();
-  **o << name(op.getMemref()) << "["
-      << linearIndex(op.getMemref(), op.getIndices()) << "];\n";
+  **o << loadExpr(op.getMemref(), linearIndex(op.getMemref(), op.getIndices()))
+      << ";\n";
   return success();
 }
 
 LogicalResult KernelPrinter::printStore(memref::StoreOp op) {
-  indent() << name(op.getMemref()) << "["
-           << linearIndex(op.getMemref(), op.getIndices())
-           << "] = " << name(op.getValueToStore()) << ";\n";
+  indent() << storeStatement(op.getMemref(),
+                             linearIndex(op.getMemref(), op.getIndices()),
+                             name(op.getValueToStore()))
+           << "\n";
   return success();
 }
 

@@ -77,6 +77,22 @@ protected:
   virtual std::string convert(StringRef type, const std::string &expr) {
     return ("(" + type + ")" + expr).str();
   }
+  /// `op` (arith.extf, truncf, sitofp, ...) of `expr` to `type`: convert
+  /// unless a language treats a conversion otherwise (OpenCL's f16).
+  virtual std::string castExpr(Operation *op, StringRef type,
+                               const std::string &expr) {
+    return convert(type, expr);
+  }
+  /// The element `index` of `memref` as an expression (`a0[i]`).
+  virtual std::string loadExpr(Value memref, const std::string &index) {
+    return name(memref) + "[" + index + "]";
+  }
+  /// The statement storing `value` at element `index` of `memref`, without
+  /// indentation or newline (`a0[i] = v;`).
+  virtual std::string storeStatement(Value memref, const std::string &index,
+                                     const std::string &value) {
+    return name(memref) + "[" + index + "] = " + value + ";";
+  }
   /// A work-item id (`function` names OpenCL's: get_group_id, ...).
   virtual LogicalResult printId(Operation *op, StringRef function,
                                 gpu::Dimension dim);
