@@ -14,13 +14,14 @@ causal attention have their own runs below), in one process:
    storage, f32 arithmetic, one rounding), then its GPU-timestamp times;
 3. the CUDA bundle of the same program run by python/tang (tang.cuda),
    checked the same way, timed with CUDA events on the same inputs;
-4. the same program's OpenCL and WGSL bundles where the GPU machine has
-   those hosts on the GPU (setup_other_hosts: NVIDIA's OpenCL library
+4. the same program's GLSL bundle (glslang's SPIR-V, tang-vk-run), and
+   its OpenCL and WGSL bundles where the GPU machine has those hosts on
+   the GPU (setup_other_hosts: NVIDIA's OpenCL library
    through an ICD file of our own, Node and Dawn unpacked from
    gpu-work/node-webgpu.tar.xz), checked the same way and timed by
    tang-ocl-run (profiling events) and tang-wgpu-run (GPU timestamps);
    each a column of the README table;
-5. rounds interleaved (Vulkan, CUDA, OpenCL, WebGPU, Vulkan, ...); each
+5. rounds interleaved (Vulkan, CUDA, GLSL, OpenCL, WebGPU, Vulkan, ...); each
    side's figure the median of its rounds' medians; the device-to-device
    copy rate measured at the start.
 
@@ -62,8 +63,8 @@ OCL_RUN = Path(os.environ.get("TANG_OCL_RUN",
                               ROOT / "build-ocl" / "tang-ocl-run"))
 WGPU_RUN = ROOT / "runtime" / "webgpu" / "tang-wgpu-run"
 #: host -> (its bundle's directory in a case, its runner)
-HOSTS = {"vulkan": ("spirv", VK_RUN), "opencl": ("opencl", OCL_RUN),
-         "webgpu": ("wgsl", WGPU_RUN)}
+HOSTS = {"vulkan": ("spirv", VK_RUN), "glsl": ("glsl", VK_RUN),
+         "opencl": ("opencl", OCL_RUN), "webgpu": ("wgsl", WGPU_RUN)}
 #: Node and the npm package webgpu (Dawn), packed here for a GPU machine
 #: without Node: bin/node and webgpu/node_modules/webgpu (bench/README.md).
 NODE_PACK = ROOT / "gpu-work" / "node-webgpu.tar.xz"
@@ -767,8 +768,9 @@ def main():
     rep["copy"] = mb.copy_rate(torch, 20)
     with tempfile.TemporaryDirectory() as tmp:
         rep["other_hosts"] = setup_other_hosts(Path(tmp))
-        hosts = [h for h in ("opencl", "webgpu")
-                 if rep["other_hosts"][h].get("usable")]
+        # GLSL's bundles run on the Vulkan device found above.
+        hosts = ["glsl"] + [h for h in ("opencl", "webgpu")
+                            if rep["other_hosts"][h].get("usable")]
         print(f"other hosts: {rep['other_hosts']}", file=sys.stderr,
               flush=True)
         for m in metas:

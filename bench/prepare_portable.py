@@ -22,9 +22,11 @@ the same GPU. Under gpu-work/portable/<case>/:
                  SIMT kernel (no matrix units), spirv_simt_global/ the same
                  without workgroup staging;
   cuda/          the CUDA bundle (python/tang's tang.cuda);
-  opencl/, wgsl/ the memory-bound and attention programs for the other
-                 portable hosts (tang-ocl-run, tang-wgpu-run), which
-                 bench_portable times where the GPU machine has them;
+  glsl/, opencl/, wgsl/
+                 the memory-bound and attention programs for the other
+                 portable backends (tang-vk-run, tang-ocl-run,
+                 tang-wgpu-run), which bench_portable times where the GPU
+                 machine has their hosts;
   meta.json      the case: kind, shapes, the least bytes moved (flops for
                  the GEMM), the check of a small instance.
 
@@ -160,16 +162,18 @@ def lower(src: Path, pipeline: str, bundle: Path, options: str = ""):
     return None if r.returncode == 0 else r.stderr[-2000:]
 
 
-#: The other portable hosts' bundles (bench_portable times each where the
-#: GPU machine has the host): format -> lowering pipeline. Their kernels
-#: are the Vulkan bundle's kernel form printed as OpenCL C and WGSL (the
-#: differential tests check both on PoCL and Dawn on every build).
-OTHER_HOSTS = {"opencl": "tang-lower-opencl", "wgsl": "tang-lower-wgsl"}
+#: The other portable backends' bundles (bench_portable times each where the
+#: GPU machine has its host): format -> lowering pipeline. Their kernels
+#: are the Vulkan bundle's kernel form printed as GLSL (compiled by
+#: glslang, run by tang-vk-run), OpenCL C and WGSL (the differential tests
+#: check each on lavapipe, PoCL and Dawn on every build).
+OTHER_HOSTS = {"glsl": "tang-lower-glsl", "opencl": "tang-lower-opencl",
+               "wgsl": "tang-lower-wgsl"}
 
 
 def lower_other_hosts(d, src, meta):
-    """`src` lowered into d/opencl and d/wgsl; meta["<fmt>_error"] is None
-    or the diagnostics. The number of failures."""
+    """`src` lowered into d/glsl, d/opencl and d/wgsl; meta["<fmt>_error"]
+    is None or the diagnostics. The number of failures."""
     bad = 0
     for fmt, pipeline in OTHER_HOSTS.items():
         meta[f"{fmt}_error"] = lower(src, pipeline, d / fmt)

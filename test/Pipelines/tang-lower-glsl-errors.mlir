@@ -8,7 +8,7 @@
 func.func @main(%x: tensor<8xi32>) -> tensor<8xi32> {
   %y = tang.comprehension (%i) [8] : tensor<8xi32> {
     %v = tang.read %x[%i] : tensor<8xi32>
-    // expected-error @+1 {{'tang.index' op uses 'i64', which the GLSL target does not support yet (32-bit int and float, bool)}}
+    // expected-error @+1 {{'tang.index' op uses 'i64', which the GLSL target does not support yet (32-bit int and float, f16 storage, bool)}}
     %n = tang.index %i : i64
     %t = arith.trunci %n : i64 to i32
     %w = arith.addi %v, %t : i32
@@ -19,12 +19,12 @@ func.func @main(%x: tensor<8xi32>) -> tensor<8xi32> {
 
 // -----
 
-// f16, reported once, at the argument.
-// expected-error @+1 {{argument #0 of @main uses 'f16', which the GLSL target does not support yet (32-bit int and float, bool)}}
-func.func @main(%x: tensor<8xf16>) -> tensor<8xf16> {
-  %y = tang.comprehension (%i) [8] : tensor<8xf16> {
-    %v = tang.read %x[%i] : tensor<8xf16>
-    tang.yield %v : f16
+// f64, reported once, at the argument (f16 is 16-bit storage).
+// expected-error @+1 {{argument #0 of @main uses 'f64', which the GLSL target does not support yet (32-bit int and float, f16 storage, bool)}}
+func.func @main(%x: tensor<8xf64>) -> tensor<8xf64> {
+  %y = tang.comprehension (%i) [8] : tensor<8xf64> {
+    %v = tang.read %x[%i] : tensor<8xf64>
+    tang.yield %v : f64
   }
-  return %y : tensor<8xf16>
+  return %y : tensor<8xf64>
 }

@@ -400,6 +400,28 @@ func.func @main(%Q: tensor<2x3x50x20xf32>, %Kg: tensor<2x1x70x20xf32>, %Vg: tens
 # dim 40: tests differentiate it with --tang-grad, whose dQ, dK and dV the
 # portable backends run as SIMT score kernels (SimtScoreKernel.cpp) next
 # to the forward's flash kernel, which writes the softmax statistics.
+# f16 storage computed in f32: a row reduction (workgroup memory on the
+# portable backends) and a map of its result.
+HALF_PROGRAM = """\
+func.func @main(%x: tensor<5x40xf16>, %w: tensor<40xf16>) -> (tensor<5xf16>, tensor<5x40xf16>) {
+  %y = tang.comprehension (%i) reduce (%j) [5, 40] monoid(add) : tensor<5xf16> {
+    %v = tang.read %x[%i, %j] : tensor<5x40xf16>
+    %c = tang.read %w[%j] : tensor<40xf16>
+    %e = math.exp %v : f16
+    %p = arith.mulf %e, %c : f16
+    tang.yield %p : f16
+  }
+  %z = tang.comprehension (%i, %j) [5, 40] : tensor<5x40xf16> {
+    %v = tang.read %x[%i, %j] : tensor<5x40xf16>
+    %s = tang.read %y[%i] : tensor<5xf16>
+    %q = arith.mulf %v, %s : f16
+    tang.yield %q : f16
+  }
+  return %y, %z : tensor<5xf16>, tensor<5x40xf16>
+}
+"""
+
+
 NAIVE_ATTENTION_PROGRAM = """\
 func.func @main(%Q: tensor<2x3x70x40xf32>, %Kg: tensor<2x3x70x40xf32>, %Vg: tensor<2x3x70x40xf32>) -> tensor<2x3x70x40xf32> {
   %K = tang.view %Kg by affine_map<(b, h, l, d) -> (b, h floordiv 1, l, d)> : tensor<2x3x70x40xf32> to tensor<2x3x70x40xf32>

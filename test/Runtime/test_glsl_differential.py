@@ -19,7 +19,7 @@ import shutil
 
 import pytest
 
-from differential import (FLASH_PROGRAM, FLASH_PROGRAM_SCHEDULED, check_attention_gradient, ORDERED_PROGRAM, TILED_PROGRAM, CONSTANT_PROGRAM, SIZE_IN_BODY_PROGRAM, GATHER_PROGRAM, SCATTER_PROGRAM, CMPF_PROGRAM,  # noqa: E402
+from differential import (HALF_PROGRAM, NAIVE_ATTENTION_PROGRAM, FLASH_PROGRAM, FLASH_PROGRAM_SCHEDULED, check_attention_gradient, ORDERED_PROGRAM, TILED_PROGRAM, CONSTANT_PROGRAM, SIZE_IN_BODY_PROGRAM, GATHER_PROGRAM, SCATTER_PROGRAM, CMPF_PROGRAM,  # noqa: E402
                           INDEX_PROGRAM, check_functions, check_program,
                           lower_example, run_vulkan, vulkan_backend)
 
@@ -48,6 +48,26 @@ def backend():
     if not shutil.which("glslangValidator"):
         pytest.skip("backend glsl: glslangValidator not found (glslang-tools)")
     return "glsl-" + vulkan_backend(VK_RUN)
+
+
+def test_half_precision_matches_interpreter(backend, tmp_path):
+    """f16 buffers as float16_t storage blocks (GL_EXT_shader_16bit_storage:
+    StorageBuffer16BitAccess only), computed in f32."""
+    manifest = check_program(backend, HALF_PROGRAM, tmp_path, TANG_BIN,
+                             "tang-lower-glsl", "spirv", host)
+    assert [a["dtype"] for a in manifest["functions"][0]["args"]] == \
+        ["f16"] * 4
+    shader = next(tmp_path.rglob("*.comp")).read_text()
+    assert "GL_EXT_shader_16bit_storage" in shader and "float16_t a0[]" in \
+        shader
+
+
+def test_half_precision_attention_matches_interpreter(backend, tmp_path):
+    """Causal attention stored in f16 on the SIMT flash kernel."""
+    text = NAIVE_ATTENTION_PROGRAM.replace("f32", "f16").replace(
+        "0xFF800000 : f16", "0xFC00 : f16")
+    check_program(backend, text, tmp_path, TANG_BIN, "tang-lower-glsl",
+                  "spirv", host)
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)

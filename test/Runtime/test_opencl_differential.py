@@ -24,7 +24,7 @@ import pathlib
 import numpy as np
 import pytest
 
-from differential import (check_host_timing, FLASH_PROGRAM, FLASH_PROGRAM_SCHEDULED, NAIVE_ATTENTION_PROGRAM, check_attention_gradient, ORDERED_PROGRAM, TILED_PROGRAM, CONSTANT_PROGRAM, SIZE_IN_BODY_PROGRAM, GATHER_PROGRAM, SCATTER_PROGRAM, CMPF_PROGRAM,  # noqa: E402
+from differential import (check_host_timing, HALF_PROGRAM, FLASH_PROGRAM, FLASH_PROGRAM_SCHEDULED, NAIVE_ATTENTION_PROGRAM, check_attention_gradient, ORDERED_PROGRAM, TILED_PROGRAM, CONSTANT_PROGRAM, SIZE_IN_BODY_PROGRAM, GATHER_PROGRAM, SCATTER_PROGRAM, CMPF_PROGRAM,  # noqa: E402
                           check_functions, check_program, check_index_errors, check_input_errors, check_size_errors,
                           lower_example, run)
 
@@ -97,26 +97,6 @@ def test_float_compares_follow_cmpf(backend, tmp_path):
     and finite values; NaNs and infinities pass through exactly."""
     check_program(backend, CMPF_PROGRAM, tmp_path, TANG_BIN,
                   "tang-lower-opencl", "opencl", host, special=True)
-
-
-HALF_PROGRAM = """\
-func.func @main(%x: tensor<5x40xf16>, %w: tensor<40xf16>) -> (tensor<5xf16>, tensor<5x40xf16>) {
-  %y = tang.comprehension (%i) reduce (%j) [5, 40] monoid(add) : tensor<5xf16> {
-    %v = tang.read %x[%i, %j] : tensor<5x40xf16>
-    %c = tang.read %w[%j] : tensor<40xf16>
-    %e = math.exp %v : f16
-    %p = arith.mulf %e, %c : f16
-    tang.yield %p : f16
-  }
-  %z = tang.comprehension (%i, %j) [5, 40] : tensor<5x40xf16> {
-    %v = tang.read %x[%i, %j] : tensor<5x40xf16>
-    %s = tang.read %y[%i] : tensor<5xf16>
-    %q = arith.mulf %v, %s : f16
-    tang.yield %q : f16
-  }
-  return %y, %z : tensor<5xf16>, tensor<5x40xf16>
-}
-"""
 
 
 def test_half_precision_matches_interpreter(backend, tmp_path):

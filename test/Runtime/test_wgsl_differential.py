@@ -24,7 +24,7 @@ import pathlib
 import numpy as np
 import pytest
 
-from differential import (check_host_timing, FLASH_PROGRAM, FLASH_PROGRAM_SCHEDULED, check_attention_gradient, ORDERED_PROGRAM, TILED_PROGRAM, CONSTANT_PROGRAM, SIZE_IN_BODY_PROGRAM, GATHER_PROGRAM, SCATTER_PROGRAM, CMPF_PROGRAM,  # noqa: E402
+from differential import (check_host_timing, HALF_PROGRAM, FLASH_PROGRAM, FLASH_PROGRAM_SCHEDULED, check_attention_gradient, ORDERED_PROGRAM, TILED_PROGRAM, CONSTANT_PROGRAM, SIZE_IN_BODY_PROGRAM, GATHER_PROGRAM, SCATTER_PROGRAM, CMPF_PROGRAM,  # noqa: E402
                           INDEX_PROGRAM, check_functions, check_program,
                           check_index_errors, check_input_errors, check_size_errors, lower_example, run)
 
@@ -87,18 +87,6 @@ def test_example_matches_interpreter(example, backend, tmp_path):
                     lambda name, inputs, out, sizes=(): run(
                         [WGPU_RUN, bundle, name, *inputs, *sizes, "--out",
                          out], timeout=900))
-
-
-HALF_PROGRAM = """\
-func.func @main(%x: tensor<4x16xf16>) -> tensor<4xf16> {
-  %y = tang.comprehension (%i) reduce (%j) [4, 16] monoid(add) : tensor<4xf16> {
-    %v = tang.read %x[%i, %j] : tensor<4x16xf16>
-    %e = math.exp %v : f16
-    tang.yield %e : f16
-  }
-  return %y : tensor<4xf16>
-}
-"""
 
 
 def test_half_precision_matches_interpreter(backend, tmp_path):

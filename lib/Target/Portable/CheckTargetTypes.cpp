@@ -36,9 +36,11 @@ std::string whyUnsupported(PortableTarget target, Type t,
   if (is32)
     return why;
   if (target == PortableTarget::GLSL) {
-    os << "uses '" << t
-       << "', which the GLSL target does not support yet (32-bit int and "
-          "float, bool)";
+    // f16 as 16-bit storage (GL_EXT_shader_16bit_storage), computed in f32.
+    if (!t.isF16())
+      os << "uses '" << t
+         << "', which the GLSL target does not support yet (32-bit int and "
+            "float, f16 storage, bool)";
     return why;
   }
   if (target == PortableTarget::WGSL) {

@@ -30,11 +30,31 @@ protected:
       return std::string("int");
     if (t.isSignlessInteger(1))
       return std::string("bool");
-    if (t.isF32())
+    // A half's value in a float; buffers of halves hold float16_t
+    // (printEntry).
+    if (t.isF32() || t.isF16())
       return std::string("float");
     return at->emitOpError() << "uses " << t
                              << ", which the GLSL target does not support yet "
-                                "(32-bit int and float, bool)";
+                                "(32-bit int and float, f16 storage, bool)";
+  }
+  std::string castExpr(Operation *op, StringRef type,
+                       const std::string &expr) override {
+    // truncf to f16 rounds through a float16_t (OpFConvert both ways:
+    // StorageBuffer16BitAccess suffices); extf from f16 is the value.
+    if (isa<arith::TruncFOp>(op) && op->getResult(0).getType().isF16())
+      return "float(float16_t(" + expr + "))";
+    return convert(type, expr);
+  }
+  std::string loadExpr(Value memref, const std::string &index) override {
+    std::string e = KernelPrinter::loadExpr(memref, index);
+    return isHalfBuffer(memref) ? "float(" + e + ")" : e;
+  }
+  std::string storeStatement(Value memref, const std::string &index,
+                             const std::string &value) override {
+    return KernelPrinter::storeStatement(
+        memref, index,
+        isHalfBuffer(memref) ? "float16_t(" + value + ")" : value);
   }
   StringRef indexSuffix() const override { return ""; }
   StringRef unsignedType(Type) override { return "uint"; }
@@ -77,8 +97,11 @@ protected:
       return func.emitOpError() << "has no known_block_size for the GLSL "
                                    "local size";
     os << "// GLSL 4.50 compute shader, printed by tang from the kernel form\n"
-       << "#version 450\n"
-       << "layout(local_size_x = " << (*size)[0]
+       << "#version 450\n";
+    if (llvm::any_of(getBuffers(func),
+                     [](BlockArgument a) { return isHalfBuffer(a); }))
+      os << "#extension GL_EXT_shader_16bit_storage : require\n";
+    os << "layout(local_size_x = " << (*size)[0]
        << ", local_size_y = " << (*size)[1] << ", local_size_z = " << (*size)[2]
        << ") in;\n";
     for (auto [i, arg] : llvm::enumerate(getBuffers(func))) {
@@ -94,8 +117,9 @@ protected:
       if (failed(t))
         return failure();
       names[arg] = "a" + std::to_string(i);
-      os << "layout(std430, binding = " << i << ") buffer B" << i << " { " << *t
-         << " a" << i << "[]; };\n";
+      os << "layout(std430, binding = " << i << ") buffer B" << i << " { "
+         << (isHalfBuffer(arg) ? StringRef("float16_t") : StringRef(*t)) << " a"
+         << i << "[]; };\n";
     }
     os << "#define INFINITY uintBitsToFloat(0x7F800000u)\n"
        << "#define NAN uintBitsToFloat(0x7FC00000u)\n"
@@ -114,6 +138,14 @@ protected:
     os << "}\n";
     return success();
   }
+
+private:
+  /// A storage buffer of f16 (workgroup arrays of f16 hold floats).
+  static bool isHalfBuffer(Value memref) {
+    auto type = dyn_cast<MemRefType>(memref.getType());
+    return type && type.getElementType().isF16() &&
+           !gpu::GPUDialect::hasWorkgroupMemoryAddressSpace(type);
+  }
 };
 
 } // namespace
@@ -121,6 +153,9 @@ protected:
 LogicalResult mlir::tang::translateKernelsToGLSL(
     gpu::GPUModuleOp kernels,
     SmallVectorImpl<std::pair<std::string, std::string>> &shaders) {
+  if (Operation *op = findHalfArithmetic(kernels))
+    return op->emitOpError() << "computes in f16: the GLSL target stores f16 "
+                                "(16-bit storage) but computes in f32";
   for (auto func : kernels.getOps<gpu::GPUFuncOp>()) {
     std::string text;
     llvm::raw_string_ostream os(text);

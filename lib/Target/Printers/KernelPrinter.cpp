@@ -606,3 +606,19 @@ LogicalResult KernelPrinter::printOp(Operation *op) {
         return o->emitOpError() << "has no " << languageName() << " printer";
       });
 }
+
+Operation *mlir::tang::findHalfArithmetic(gpu::GPUModuleOp kernels) {
+  Operation *found = nullptr;
+  kernels.walk([&](Operation *op) {
+    if (isa<memref::LoadOp, arith::TruncFOp, arith::SelectOp, arith::ConstantOp,
+            scf::ForOp, scf::IfOp>(op))
+      return WalkResult::advance();
+    for (Type t : op->getResultTypes())
+      if (t.isF16()) {
+        found = op;
+        return WalkResult::interrupt();
+      }
+    return WalkResult::advance();
+  });
+  return found;
+}

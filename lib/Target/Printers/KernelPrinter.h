@@ -194,6 +194,13 @@ private:
   }
 };
 
+/// The first operation of `kernels` that computes in f16 (a result of f16
+/// type but a load, a rounding, a select, a constant or structured control
+/// flow carrying such values), or null: the languages that store f16 but
+/// compute it in f32 (OpenCL C 1.2 without cl_khr_fp16, GLSL with 16-bit
+/// storage) refuse it. The kernel form computes 16-bit programs in f32.
+Operation *findHalfArithmetic(gpu::GPUModuleOp kernels);
+
 /// Every kernel of `kernels` printed by a fresh `Printer` (a KernelPrinter)
 /// into one text, in order; failure (with the printer's diagnostic) on the
 /// first kernel it cannot print.

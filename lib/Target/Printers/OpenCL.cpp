@@ -105,25 +105,6 @@ private:
   }
 };
 
-/// The first operation of `kernels` that computes in f16 (any result of
-/// f16 type but a load, a rounding, a select, a constant or structured
-/// control flow carrying such values), or null.
-Operation *findHalfArithmetic(gpu::GPUModuleOp kernels) {
-  Operation *found = nullptr;
-  kernels.walk([&](Operation *op) {
-    if (isa<memref::LoadOp, arith::TruncFOp, arith::SelectOp, arith::ConstantOp,
-            scf::ForOp, scf::IfOp>(op))
-      return WalkResult::advance();
-    for (Type t : op->getResultTypes())
-      if (t.isF16()) {
-        found = op;
-        return WalkResult::interrupt();
-      }
-    return WalkResult::advance();
-  });
-  return found;
-}
-
 } // namespace
 
 LogicalResult mlir::tang::translateKernelsToOpenCL(gpu::GPUModuleOp kernels,
