@@ -24,14 +24,14 @@ def TangCheckTargetTypes : Pass<"tang-check-target-types", "::mlir::ModuleOp"> {
     * `spirv`: 32-bit types and i1 always; f16, f64, i64, i16 and i8 when
       `caps` has the capabilities they need (f16: `Float16` and
       `StorageBuffer16BitAccess`); bf16 never;
-    * `glsl`: 32-bit int and float, bool;
+    * `glsl`: 32-bit int and float, f16 (storage), bool;
     * `wgsl`: 32-bit int, f32, f16 and bool.
 
     ```mlir
     // --tang-check-target-types="target=glsl":
-    func.func @f(%x: tensor<4xf16>) ...
-    // error: argument #0 of @f uses 'f16', which the GLSL target does not
-    // support yet (32-bit int and float, bool)
+    func.func @f(%x: tensor<4xf64>) ...
+    // error: argument #0 of @f uses 'f64', which the GLSL target does not
+    // support yet (32-bit int and float, f16 storage, bool)
     ```
   }];
   let options = [
