@@ -33,7 +33,7 @@ import shutil
 import numpy as np
 import pytest
 
-from differential import (check_host_timing, FLASH_PROGRAM, FLASH_PROGRAM_SCHEDULED, NAIVE_ATTENTION_PROGRAM, check_attention_gradient, MATRIX_PROGRAMS, ORDERED_PROGRAM, TILED_PROGRAM, CONSTANT_PROGRAM, SIZE_IN_BODY_PROGRAM, GATHER_PROGRAM, SCATTER_PROGRAM, CMPF_PROGRAM,  # noqa: E402
+from differential import (check_host_timing, HALF_PROGRAM, FLASH_PROGRAM, FLASH_PROGRAM_SCHEDULED, NAIVE_ATTENTION_PROGRAM, check_attention_gradient, MATRIX_PROGRAMS, ORDERED_PROGRAM, TILED_PROGRAM, CONSTANT_PROGRAM, SIZE_IN_BODY_PROGRAM, GATHER_PROGRAM, SCATTER_PROGRAM, CMPF_PROGRAM,  # noqa: E402
                           INDEX_PROGRAM, check_functions, check_program,
                           check_index_errors, check_input_errors, check_size_errors, lower_example, run, run_vulkan,
                           vulkan_backend)
@@ -93,22 +93,11 @@ def test_half_precision_matches_interpreter(backend, tmp_path):
     """f16 buffers as 16-bit storage (Float16, StorageBuffer16BitAccess),
     computed in f32: the buffers are read as 2-byte elements."""
     program = tmp_path / "half.mlir"
-    program.write_text("""\
-func.func @main(%x: tensor<4x16xf16>, %w: tensor<16xf16>) -> tensor<4xf16> {
-  %y = tang.comprehension (%i) reduce (%j) [4, 16] monoid(add) : tensor<4xf16> {
-    %v = tang.read %x[%i, %j] : tensor<4x16xf16>
-    %c = tang.read %w[%j] : tensor<16xf16>
-    %e = math.exp %v : f16
-    %p = arith.mulf %e, %c : f16
-    tang.yield %p : f16
-  }
-  return %y : tensor<4xf16>
-}
-""")
+    program.write_text(HALF_PROGRAM)
     bundle = tmp_path / "bundle"
     manifest = lower(program, bundle)
     assert [a["dtype"] for a in manifest["functions"][0]["args"]] == \
-        ["f16", "f16", "f16"]
+        ["f16"] * 4
     check_functions(backend, program, manifest, tmp_path, TANG_BIN,
                     host(bundle))
 
