@@ -23,11 +23,12 @@ using namespace mlir::tang;
 /// operations in tiles of that size, one 32-thread subgroup per tile (f16
 /// operands too with `matrixF16`).
 static void addPortableKernelForm(OpPassManager &pm, bool fuse, bool rowKernels,
-                                  int64_t matrixTile = 0,
-                                  bool matrixF16 = true) {
+                                  int64_t matrixTile = 0, bool matrixF16 = true,
+                                  int64_t vectorBytes = 0) {
   if (rowKernels) {
     TangAttachTargetOptions target;
     target.chip = kPortableChip.str();
+    target.vectorBytes = vectorBytes;
     pm.addPass(createTangAttachTarget(target));
   }
   if (fuse) {
@@ -59,8 +60,12 @@ mlir::tang::buildTangLowerSpirvPipeline(OpPassManager &pm,
   types.target = PortableTarget::Spirv;
   types.caps = caps;
   pm.addPass(createTangCheckTargetTypes(types));
+  // Accesses of up to 8 bytes (4 halves): vector loads and stores through
+  // aliases of the buffers (tang-spirv-alias-vector-access, below); SPIR-V
+  // vectors of 16-bit elements stop at 4.
   addPortableKernelForm(pm, options.fuse, options.rowKernels,
-                        options.matrixUnits ? 16 : 0);
+                        options.matrixUnits ? 16 : 0, /*matrixF16=*/true,
+                        /*vectorBytes=*/8);
   pm.addPass(createTangNarrow32BitKernels());
   pm.addPass(createTangAttachSpirvEntryPoints());
   // The kernel form -> SPIR-V (Vulkan compute), kernels only. The module
@@ -75,13 +80,14 @@ mlir::tang::buildTangLowerSpirvPipeline(OpPassManager &pm,
             "SPV_KHR_16bit_storage";
     version = "v1.6";
   }
-  std::string pipeline = "spirv-attach-target{ver=" + version +
-                         " caps=" + caps + " exts=" + exts +
-                         " client_api=Vulkan},"
-                         "gpu.module(lower-affine,convert-math-to-spirv),"
-                         "map-memref-spirv-storage-class{client-api=vulkan},"
-                         "convert-gpu-to-spirv,"
-                         "spirv.module(spirv-lower-abi-attrs,spirv-update-vce)";
+  std::string pipeline =
+      "spirv-attach-target{ver=" + version + " caps=" + caps + " exts=" + exts +
+      " client_api=Vulkan},"
+      "gpu.module(lower-affine,convert-math-to-spirv),"
+      "map-memref-spirv-storage-class{client-api=vulkan},"
+      "convert-gpu-to-spirv,"
+      "spirv.module(spirv-lower-abi-attrs,tang-spirv-alias-vector-access,"
+      "spirv-update-vce)";
   if (failed(parsePassPipeline(pipeline, pm)))
     return failure();
   if (!options.bundle.empty())

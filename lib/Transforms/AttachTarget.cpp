@@ -46,7 +46,17 @@ struct TangAttachTargetPass
                             "#tang.target on the module";
       return signalPassFailure();
     }
-    module->setAttr(kTargetAttrName, getTargetAttr(&getContext(), *facts));
+    if (vectorBytes < 0 || vectorBytes > 16 ||
+        (vectorBytes & (vectorBytes - 1))) {
+      module.emitError() << "tang-attach-target: vector-bytes must be 0 (the "
+                            "chip's) or a power of two up to 16, not "
+                         << vectorBytes.getValue();
+      return signalPassFailure();
+    }
+    TargetFacts f = *facts;
+    if (vectorBytes)
+      f.vectorBytes = vectorBytes;
+    module->setAttr(kTargetAttrName, getTargetAttr(&getContext(), f));
   }
 };
 

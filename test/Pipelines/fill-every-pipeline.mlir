@@ -11,9 +11,10 @@
 // RUN: tang-opt %s --tang-lower-wgsl -o /dev/null | FileCheck %s --check-prefix=WGSL
 
 // 0x40200000 is 2.5 in f32 (4 at a time: the pointwise schedule's
-// 16-byte vectors).
+// 16-byte vectors; SPIR-V's accesses are of 8 bytes).
 // CUDA: st.global.v4.b32 {{.*}}{0f40200000, 0f40200000, 0f40200000, 0f40200000}
-// SPIRV: spirv.Constant 2.500000e+00 : f32
+// SPIRV: spirv.Constant dense<2.500000e+00> : vector<2xf32>
+// SPIRV: spirv.Store "StorageBuffer" {{.*}} : vector<2xf32>
 // TEXT: float v{{[0-9]+}} = 2.5000000000000000e+00f;
 // WGSL: let v{{[0-9]+}}: f32 = 2.5000000000000000e+00f;
 func.func @fill(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {

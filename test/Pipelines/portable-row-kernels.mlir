@@ -1,6 +1,6 @@
 // The portable backends' row kernels: schedules from the portable device
 // model (#tang.target chip "portable": no subgroup size assumed, at most
-// 256 threads, scalar accesses), a workgroup per row, the threads'
+// 256 threads, scalar accesses; SPIR-V's of 8 bytes), a workgroup per row, the threads'
 // carriers combined in workgroup memory alone (no subgroup operation), in
 // thread order, then every thread reads the total.
 // RUN: tang-opt %s --tang-attach-target=chip=portable --tang-schedule --convert-tang-to-gpu=cooperative=false | FileCheck %s --check-prefix=FORM
@@ -36,10 +36,18 @@
 // FORM-NOT: gpu.shuffle
 // FORM: gpu.return
 
-// SPIRV: spirv.GlobalVariable @{{.*}} : !spirv.ptr<!spirv.struct<(!spirv.array<256 x f32>)>, Workgroup>
+// SPIR-V takes accesses of 8 bytes (--tang-lower-spirv attaches the model
+// with vector-bytes=8): 32 threads of 2 f32 a row, their vector loads
+// through a second variable bound to the buffer
+// (tang-spirv-alias-vector-access).
+// SPIRV: spirv.GlobalVariable @{{.*}} : !spirv.ptr<!spirv.struct<(!spirv.array<128 x f32>)>, Workgroup>
+// SPIRV: spirv.GlobalVariable @main_k0_arg_0 bind(0, 0) : !spirv.ptr<!spirv.struct<(!spirv.array<512 x f32, stride=4> [0])>, StorageBuffer>
+// SPIRV: spirv.GlobalVariable @main_k0_arg_0_v2 bind(0, 0) : !spirv.ptr<!spirv.struct<(!spirv.array<256 x vector<2xf32>, stride=8> [0])>, StorageBuffer>
 // SPIRV-NOT: GroupNonUniform
+// SPIRV-NOT: spirv.Bitcast {{.*}}!spirv.ptr
+// SPIRV: spirv.Load "StorageBuffer" {{.*}} ["Aligned", 8] : vector<2xf32>
 // SPIRV: spirv.ControlBarrier <Workgroup>, <Workgroup>, <AcquireRelease|WorkgroupMemory>
-// SPIRV: spirv.ExecutionMode @main_k0 "LocalSize", 64, 1, 1
+// SPIRV: spirv.ExecutionMode @main_k0 "LocalSize", 32, 1, 1
 
 // OPENCL: __kernel void main_k0(__global float *restrict a0, __global float *restrict a1, __global int *restrict a2) {
 // OPENCL-NEXT: __local float w0[256];

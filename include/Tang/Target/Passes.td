@@ -101,6 +101,39 @@ def TangAttachSpirvEntryPoints : Pass<"tang-attach-spirv-entry-points", "::mlir:
                            "::mlir::scf::SCFDialect"];
 }
 
+def TangSpirvAliasVectorAccess : Pass<"tang-spirv-alias-vector-access", "::mlir::spirv::ModuleOp"> {
+  let summary = "Vector loads and stores of storage buffers through aliased vector-typed variables";
+  let description = [{
+    Upstream's vector-to-SPIR-V conversion turns a `vector.load` or
+    `vector.store` of a storage buffer of scalars into a pointer
+    `spirv.Bitcast` from the scalar element to the vector, which logical
+    addressing (Vulkan) does not allow (spirv-val: "not a logical
+    pointer"). This pass, run after `spirv-lower-abi-attrs`, gives each
+    such buffer a second `spirv.GlobalVariable` bound to the same
+    descriptor set and binding whose runtime array holds the vectors
+    (stride: the scalar stride times their length), and addresses the
+    vector at the scalar index divided by its length. The kernel form only
+    emits vector accesses at multiples of their length (the row kernels'
+    vectors along a row whose extent they divide), so the division is
+    exact. A buffer accessed through both variables and written through
+    either gets the `Aliased` decoration on both. A bitcast of any other
+    shape is an error.
+
+    ```mlir
+    // Before:
+    %p = spirv.AccessChain %buf[%c0, %i] : ..., !spirv.ptr<f16, StorageBuffer>
+    %v = spirv.Bitcast %p : !spirv.ptr<f16, StorageBuffer> to
+                            !spirv.ptr<vector<4xf16>, StorageBuffer>
+    // After:
+    %a = spirv.mlir.addressof @k_arg_0_v4 : ...
+    %j = spirv.ShiftRightLogical %i, %c2 : i32, i32
+    %v = spirv.AccessChain %a[%c0, %j] : ...,
+                                         !spirv.ptr<vector<4xf16>, StorageBuffer>
+    ```
+  }];
+  let dependentDialects = ["::mlir::spirv::SPIRVDialect"];
+}
+
 def TangTensorMapParams : Pass<"tang-tensor-map-params", "::mlir::LLVM::LLVMFuncOp"> {
   let summary = "Pass CUDA kernels' tensor-map parameters by value, as grid constants";
   let description = [{

@@ -465,6 +465,10 @@ def TangAttachTarget : Pass<"tang-attach-target", "::mlir::ModuleOp"> {
     Option<"chip", "chip", "std::string", "\"sm_90a\"",
            "The chip whose facts to attach (sm_75, sm_80, sm_86, sm_89, "
            "sm_90, sm_90a)">,
+    Option<"vectorBytes", "vector-bytes", "int64_t", "0",
+           "The widest access in bytes instead of the chip's (0: the "
+           "chip's; --tang-lower-spirv takes 8 for the portable chip: its "
+           "vector loads alias the buffers, tang-spirv-alias-vector-access)">,
   ];
   let dependentDialects = ["::mlir::tang::TangDialect"];
 }
