@@ -85,7 +85,9 @@ def TangAttachSpirvEntryPoints : Pass<"tang-attach-spirv-entry-points", "::mlir:
     of at least one goes inside an `scf.if` on `lower < upper` that else
     yields the initial values: MLIR 22's SCF-to-SPIR-V conversion leaves
     a loop that runs no iteration with undefined results
-    (llvm-project#211981).
+    (llvm-project#211981). Each `arith.select` of vectors on a scalar
+    condition selects on the condition broadcast to their shape (SPIR-V
+    before 1.4 takes no scalar condition for vector operands).
 
     ```mlir
     // Before:
@@ -98,7 +100,8 @@ def TangAttachSpirvEntryPoints : Pass<"tang-attach-spirv-entry-points", "::mlir:
   let dependentDialects = ["::mlir::spirv::SPIRVDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::arith::ArithDialect",
-                           "::mlir::scf::SCFDialect"];
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::vector::VectorDialect"];
 }
 
 def TangSpirvAliasVectorAccess : Pass<"tang-spirv-alias-vector-access", "::mlir::spirv::ModuleOp"> {

@@ -16,6 +16,7 @@
 #include "mlir/Dialect/SPIRV/IR/SPIRVAttributes.h"
 #include "mlir/Dialect/SPIRV/IR/TargetAndABI.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 namespace mlir::tang {
 #define GEN_PASS_DEF_TANGATTACHSPIRVENTRYPOINTS
@@ -90,6 +91,28 @@ struct TangAttachSpirvEntryPointsPass
     }
   }
 
+  /// Every arith.select of vectors on a scalar condition selects on the
+  /// condition broadcast to the vectors' shape: SPIR-V before 1.4 takes
+  /// only a condition of the operands' shape (upstream's arith-to-SPIR-V
+  /// conversion refuses the scalar one). Vector point kernels select whole
+  /// vectors on a gathered index's bound.
+  static void broadcastSelectConditions(gpu::GPUFuncOp f) {
+    SmallVector<arith::SelectOp> selects;
+    f.walk([&](arith::SelectOp s) {
+      if (isa<VectorType>(s.getType()) &&
+          s.getCondition().getType().isInteger(1))
+        selects.push_back(s);
+    });
+    for (arith::SelectOp s : selects) {
+      auto vt = cast<VectorType>(s.getType());
+      OpBuilder b(s);
+      Value cond = vector::BroadcastOp::create(
+          b, s.getLoc(), VectorType::get(vt.getShape(), b.getI1Type()),
+          s.getCondition());
+      s.getConditionMutable().assign(cond);
+    }
+  }
+
   void runOnOperation() override {
     LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] running on "
                             << getOperation()->getLoc() << "\n");
@@ -105,6 +128,7 @@ struct TangAttachSpirvEntryPointsPass
                  spirv::getEntryPointABIAttr(&getContext(), *size));
       moveWorkgroupAttributions(f);
       guardZeroTripLoops(f);
+      broadcastSelectConditions(f);
     });
   }
 };
