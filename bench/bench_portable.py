@@ -197,8 +197,8 @@ def setup_other_hosts(tmp):
         # tang-ocl-run -v: "device: NAME (VERSION)"; tang-wgpu-run --probe:
         # the adapter's name, the last line of its output (Dawn warns on
         # stderr).
-        device = (r.stdout.split("device: ", 1)[-1].splitlines()[0]
-                  if host == "opencl" else
+        device = ((r.stdout.split("device: ", 1)[-1].splitlines() or
+                   ["?"])[0] if host == "opencl" else
                   (r.stdout.strip().splitlines() or ["?"])[-1])
         cpu = any(w in device.lower() for w in ("llvmpipe", "swiftshader",
                                                 "pthread", "cpu-"))
@@ -230,8 +230,12 @@ def check_other_hosts(torch, res, meta, d, fn, hosts, paths, ref, tol, tmp):
             res.setdefault("host_failures", {})[host] = \
                 f"{HOSTS[host][1].name}: {r.stderr[-300:]}"
             continue
-        got = torch.from_numpy(np.load(out_dir / "output_0.npy")).to(
-            ref.device)
+        try:
+            got = torch.from_numpy(np.load(out_dir / "output_0.npy")).to(
+                ref.device)
+        except OSError as e:
+            res.setdefault("host_failures", {})[host] = harness.short(e)
+            continue
         chk = harness.check_tensor(got, ref, tol, host)
         if harness.summarize_checks([chk])[0]:
             res["checks"].append(chk)
@@ -245,7 +249,10 @@ def check_other_hosts(torch, res, meta, d, fn, hosts, paths, ref, tol, tmp):
 def host_time(host, args, reps):
     """The host's runner on `args` --time `reps`: the median ms, or raises
     with its diagnostics."""
-    r = run_host(host, [*args, "--time", reps])
+    try:
+        r = run_host(host, [*args, "--time", reps])
+    except subprocess.TimeoutExpired as e:
+        raise RuntimeError(f"{HOSTS[host][1].name} --time: {e}") from e
     m = TIME_RE.search(r.stdout)
     if r.returncode or not m:
         raise RuntimeError(f"{HOSTS[host][1].name} --time: " +
@@ -507,8 +514,15 @@ def time_attention(torch, res, meta, rounds, reps, flops, vulkan, run_cuda,
             if key not in once:
                 once[key] = host_time(host, args, reps)
             return once[key]
-        for name, runs in vulkan.items():
-            times[name].append(sum(timed(h, a) for h, a in runs))
+        for name, runs in list(vulkan.items()):
+            try:
+                times[name].append(sum(timed(h, a) for h, a in runs))
+            except RuntimeError as e:
+                # Another host's failure is that host's, not the case's.
+                if name not in HOSTS or name == "vulkan":
+                    raise
+                res.setdefault("host_failures", {})[name] = str(e)
+                del vulkan[name], times[name]
         for side, fn in (("tang_cuda", run_cuda), ("sdpa", run_sdpa)):
             for _ in range(2):
                 fn()

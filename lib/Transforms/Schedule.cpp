@@ -65,7 +65,16 @@ struct DeviceFacts {
   int64_t vectorBytes = 16;
   /// Whether the target has tensor cores (16-bit products go there).
   bool tensorCores = true;
+  /// The most elements one access takes (0: no limit): the portable
+  /// languages' vectors have at most 4 components (SPIR-V without the
+  /// Vector16 capability, GLSL, WGSL, Metal).
+  int64_t maxVectorElements = 0;
 };
+
+/// `v` elements an access, at most the device's limit.
+int64_t capVector(int64_t v, const DeviceFacts &dev) {
+  return dev.maxVectorElements ? std::min(v, dev.maxVectorElements) : v;
+}
 
 /// The certified tile of `op`'s traffic bound at shared memory (capacity:
 /// `bytes` over the element size), or none when the LP cannot express `op`.
@@ -172,7 +181,7 @@ private:
 /// NVIDIA chips, at least one element), reduced until it divides `extent`.
 int64_t getVectorWidth(Type t, int64_t extent, const DeviceFacts &dev) {
   int64_t bytes = std::max<int64_t>(1, t.getIntOrFloatBitWidth() / 8);
-  int64_t v = std::max<int64_t>(1, dev.vectorBytes / bytes);
+  int64_t v = capVector(std::max<int64_t>(1, dev.vectorBytes / bytes), dev);
   while (v > 1 && extent % v != 0)
     v /= 2;
   return v;
@@ -373,7 +382,8 @@ ScheduleAttr scheduleFor(ComprehensionOp op, ShapeClass cls,
       // block's threads sharing the nested reductions (RowKernel.cpp).
       // work->vector elements make 16 bytes of the narrowest read: scaled
       // to the device's widest access (powers of two: still a divisor).
-      int64_t v = std::max<int64_t>(1, work->vector * dev.vectorBytes / 16);
+      int64_t v = capVector(
+          std::max<int64_t>(1, work->vector * dev.vectorBytes / 16), dev);
       int64_t t = roundToWarps(std::min<int64_t>(
           std::min<int64_t>(256, dev.maxThreads / 2), work->length / v));
       b.spreadOverGrid(parallel);
@@ -524,7 +534,8 @@ struct TangSchedulePass : tang::impl::TangScheduleBase<TangSchedulePass> {
                     fact(maxThreads, target.getMaxThreads()),
                     tileSource == TileSource::TrafficBound,
                     target.getVectorBytes(),
-                    target.getTensorCores() != TensorCoreKind::None};
+                    target.getTensorCores() != TensorCoreKind::None,
+                    target.getChip() == kPortableChip ? 4 : 0};
     if (dev.smCount < 1 || dev.sharedMemory < 1 || dev.warpSize < 1 ||
         dev.maxThreads < 1 || !llvm::isPowerOf2_64(dev.warpSize) ||
         dev.maxThreads < dev.warpSize) {

@@ -576,13 +576,16 @@ async function run(webgpu, dir, name, inputPaths, outDir, sizeArgs,
   // writes timestamp 0 at its beginning and the last timestamp 1 at its end.
   const encodeLaunches = (encoder, querySet) => {
     passes.forEach(({ pipeline, bindGroup, grid }, l) => {
-      const timestampWrites = {};
+      // Only the first and the last pass write timestamps (a pass naming
+      // the query set with neither index is invalid).
+      const writes = {};
       if (querySet && l === 0)
-        timestampWrites.beginningOfPassWriteIndex = 0;
+        writes.beginningOfPassWriteIndex = 0;
       if (querySet && l === passes.length - 1)
-        timestampWrites.endOfPassWriteIndex = 1;
+        writes.endOfPassWriteIndex = 1;
       const pass = encoder.beginComputePass(
-        querySet ? { timestampWrites: { querySet, ...timestampWrites } } : {});
+        Object.keys(writes).length
+          ? { timestampWrites: { querySet, ...writes } } : {});
       pass.setPipeline(pipeline);
       pass.setBindGroup(0, bindGroup);
       pass.dispatchWorkgroups(...grid);
@@ -658,7 +661,11 @@ async function time(device, encodeLaunches, runs, lostInfo) {
       encoder.copyBufferToBuffer(resolve, 0, readback, 0, 16);
     }
     const start = process.hrtime.bigint();
+    device.pushErrorScope('validation');
     device.queue.submit([encoder.finish()]);
+    const error = await device.popErrorScope();
+    if (error)
+      throw new Failure(`submitting the timed launches: ${error.message.trim()}`);
     await device.queue.onSubmittedWorkDone();
     const wall = Number(process.hrtime.bigint() - start) * 1e-6;
     if (lostInfo())

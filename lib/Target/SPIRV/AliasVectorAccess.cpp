@@ -84,8 +84,9 @@ struct TangSpirvAliasVectorAccessPass
             : Type(spirv::RuntimeArrayType::get(vector, stride));
     auto aliasStruct =
         spirv::StructType::get({aliasArray}, offsets, members, decorations);
-    OpBuilder b(var);
-    b.setInsertionPointAfter(var);
+    // Built detached; the symbol table places it after `var`, renamed if
+    // its name is taken.
+    OpBuilder b(&getContext());
     std::string name =
         (var.getSymName() + "_v" + Twine(vector.getNumElements())).str();
     auto alias = spirv::GlobalVariableOp::create(
@@ -93,7 +94,19 @@ struct TangSpirvAliasVectorAccessPass
         spirv::PointerType::get(aliasStruct,
                                 spirv::StorageClass::StorageBuffer),
         name, *var.getDescriptorSet(), *var.getBinding());
-    SymbolTable(getOperation()).insert(alias);
+    symbols->insert(alias, std::next(Block::iterator(var)));
+    // An entry point listing `var` (SPIR-V 1.4 and later list every
+    // global variable they use) lists its alias too.
+    getOperation().walk([&](spirv::EntryPointOp entry) {
+      ArrayAttr iface = entry.getInterface();
+      if (!llvm::any_of(iface, [&](Attribute a) {
+            return cast<FlatSymbolRefAttr>(a).getValue() == var.getSymName();
+          }))
+        return;
+      SmallVector<Attribute> list(iface.begin(), iface.end());
+      list.push_back(FlatSymbolRefAttr::get(alias.getSymNameAttr()));
+      entry.setInterfaceAttr(ArrayAttr::get(&getContext(), list));
+    });
     aliases[key] = alias;
     aliasesOf[var.getOperation()].push_back(alias);
     return alias;
@@ -103,6 +116,10 @@ struct TangSpirvAliasVectorAccessPass
     LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] running on "
                             << getOperation()->getLoc() << "\n");
     spirv::ModuleOp module = getOperation();
+    aliases.clear();
+    aliasesOf.clear();
+    SymbolTable table(module);
+    symbols = &table;
     SmallVector<spirv::BitcastOp> casts;
     module.walk([&](spirv::BitcastOp c) {
       if (isa<spirv::PointerType>(c.getType()))
@@ -135,6 +152,12 @@ struct TangSpirvAliasVectorAccessPass
     if (!array || !var.getDescriptorSet() || !var.getBinding())
       return fail("its base is not a bound storage buffer");
     auto sized = dyn_cast<spirv::ArrayType>(array.array);
+    // The vector's components are contiguous: the elements must be.
+    unsigned elementBytes =
+        std::max<unsigned>(1, array.element.getIntOrFloatBitWidth() / 8);
+    if (array.stride && array.stride != elementBytes)
+      return fail("the buffer's elements are not contiguous (stride " +
+                  Twine(array.stride) + ")");
     if (array.element != vector.getElementType() ||
         !llvm::isPowerOf2_64(vector.getNumElements()) ||
         (sized && sized.getNumElements() % vector.getNumElements()))
@@ -172,15 +195,18 @@ struct TangSpirvAliasVectorAccessPass
       bool written = false;
       unsigned used = 0;
       for (spirv::GlobalVariableOp v : all) {
+        bool any = false;
         std::optional<SymbolTable::UseRange> uses =
             SymbolTable::getSymbolUses(v, getOperation());
-        bool any = uses && !uses->empty();
+        if (uses)
+          for (SymbolTable::SymbolUse use : *uses)
+            // Entry point interfaces name the variable but use nothing.
+            if (auto address = dyn_cast<spirv::AddressOfOp>(use.getUser())) {
+              any = true;
+              for (Operation *user : address->getUsers())
+                written |= writesThrough(user);
+            }
         used += any;
-        if (!uses)
-          continue;
-        for (SymbolTable::SymbolUse use : *uses)
-          for (Operation *user : use.getUser()->getResult(0).getUsers())
-            written |= writesThrough(user);
       }
       if (!written || used < 2)
         continue;
@@ -189,17 +215,19 @@ struct TangSpirvAliasVectorAccessPass
     }
   }
 
-  /// Whether `op` (a user of a buffer's address) writes the buffer.
+  /// Whether `op` (a user of a buffer's address, or of an access chain
+  /// into it) may write the buffer: anything but a load, or a further
+  /// access chain that only loads, counts as a write.
   static bool writesThrough(Operation *op) {
-    if (isa<spirv::StoreOp>(op))
-      return true;
+    if (isa<spirv::LoadOp>(op))
+      return false;
     if (isa<spirv::AccessChainOp>(op))
-      return llvm::any_of(op->getResult(0).getUsers(), [](Operation *u) {
-        return isa<spirv::StoreOp>(u) || isa<spirv::AtomicIAddOp>(u);
-      });
-    return false;
+      return llvm::any_of(op->getResult(0).getUsers(), writesThrough);
+    return true;
   }
 
+  // Per run (cleared by runOnOperation).
+  SymbolTable *symbols = nullptr;
   DenseMap<std::pair<Operation *, Type>, spirv::GlobalVariableOp> aliases;
   llvm::MapVector<Operation *, SmallVector<spirv::GlobalVariableOp>> aliasesOf;
 };
