@@ -1,6 +1,6 @@
-// RUN: tang-opt %s --tang-lower-opencl -o /dev/null > %t.cl
-// RUN: FileCheck %s < %t.cl
 // RUN: split-file --leading-lines %s %t
+// RUN: tang-opt %t/main.mlir --tang-lower-opencl -o /dev/null > %t.cl
+// RUN: FileCheck %s < %t.cl
 // RUN: not tang-translate --to-opencl %t/arith.mlir 2>&1 | FileCheck %s --check-prefix=ARITH
 // RUN: not tang-translate --to-opencl %t/wide.mlir 2>&1 | FileCheck %s --check-prefix=WIDE
 
@@ -17,6 +17,8 @@
 // CHECK: float v[[P:[0-9]+]] = v[[Y]] * v{{[0-9]+}};
 // CHECK: float v[[R:[0-9]+]] = tang_round_half(v[[P]]);
 // CHECK: vstore_half_rte(v[[R]], {{.*}}, a1);
+
+//--- main.mlir
 func.func @main(%x: tensor<8x16xf16>) -> tensor<8x16xf16> {
   %y = tang.comprehension (%i, %j) [8, 16] : tensor<8x16xf16> {
     %v = tang.read %x[%i, %j] : tensor<8x16xf16>
