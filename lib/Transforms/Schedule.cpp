@@ -67,13 +67,16 @@ struct DeviceFacts {
   bool tensorCores = true;
   /// The most elements one access takes (0: no limit): the portable
   /// languages' vectors have at most 4 components (SPIR-V without the
-  /// Vector16 capability, GLSL, WGSL, Metal).
+  /// Vector16 capability, GLSL, WGSL, Metal), and of 16 or 32 bits
+  /// (upstream's SPIR-V lowering loads no vector of 8-bit elements).
   int64_t maxVectorElements = 0;
 };
 
-/// `v` elements an access, at most the device's limit.
-int64_t capVector(int64_t v, const DeviceFacts &dev) {
-  return dev.maxVectorElements ? std::min(v, dev.maxVectorElements) : v;
+/// `v` elements of `bytes` each an access, within the device's limits.
+int64_t capVector(int64_t v, int64_t bytes, const DeviceFacts &dev) {
+  if (!dev.maxVectorElements)
+    return v;
+  return bytes < 2 ? 1 : std::min(v, dev.maxVectorElements);
 }
 
 /// The certified tile of `op`'s traffic bound at shared memory (capacity:
@@ -181,7 +184,8 @@ private:
 /// NVIDIA chips, at least one element), reduced until it divides `extent`.
 int64_t getVectorWidth(Type t, int64_t extent, const DeviceFacts &dev) {
   int64_t bytes = std::max<int64_t>(1, t.getIntOrFloatBitWidth() / 8);
-  int64_t v = capVector(std::max<int64_t>(1, dev.vectorBytes / bytes), dev);
+  int64_t v =
+      capVector(std::max<int64_t>(1, dev.vectorBytes / bytes), bytes, dev);
   while (v > 1 && extent % v != 0)
     v /= 2;
   return v;
@@ -382,8 +386,10 @@ ScheduleAttr scheduleFor(ComprehensionOp op, ShapeClass cls,
       // block's threads sharing the nested reductions (RowKernel.cpp).
       // work->vector elements make 16 bytes of the narrowest read: scaled
       // to the device's widest access (powers of two: still a divisor).
-      int64_t v = capVector(
-          std::max<int64_t>(1, work->vector * dev.vectorBytes / 16), dev);
+      // The narrowest read's elements: 16 / work->vector bytes.
+      int64_t v =
+          capVector(std::max<int64_t>(1, work->vector * dev.vectorBytes / 16),
+                    16 / std::max<int64_t>(1, work->vector), dev);
       int64_t t = roundToWarps(std::min<int64_t>(
           std::min<int64_t>(256, dev.maxThreads / 2), work->length / v));
       b.spreadOverGrid(parallel);
