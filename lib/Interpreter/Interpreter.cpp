@@ -55,6 +55,15 @@ using namespace mlir::tang::interp;
 /// larger than this many elements (2 GiB) instead of exhausting memory.
 static constexpr int64_t kMaxElements = int64_t(1) << 28;
 
+/// Evaluates the function-level ops of `block` (a function's body or a
+/// tensor monoid's combine) on `tensors`, which binds its arguments, up to
+/// its terminator (`func.return` or `tang.yield`), whose operands it
+/// returns.
+static FailureOr<SmallVector<Tensor>>
+evalBlock(Block &block, TensorMap &tensors, ArrayRef<int64_t> sizes,
+          const InterpretOptions &options,
+          const std::shared_ptr<Perturbation> &perturbation);
+
 /// A zero-filled result tensor of `type`'s element type and `shape`.
 static std::shared_ptr<Tensor> makeResult(Type type, ArrayRef<int64_t> shape) {
   auto r = std::make_shared<Tensor>();
@@ -456,7 +465,87 @@ mlir::tang::interpret(func::FuncOp func, ArrayRef<Tensor> inputs,
   std::shared_ptr<Perturbation> perturbation;
   if (options.perturbSeed)
     perturbation = std::make_shared<Perturbation>(*options.perturbSeed);
-  for (Operation &op : func.getBody().front()) {
+  return evalBlock(func.getBody().front(), tensors, sizes, options,
+                   perturbation);
+}
+
+/// Element `index` (row-major over the leading dimensions) of `t`: the
+/// trailing `shape` slice, copied.
+static std::shared_ptr<Tensor> sliceOf(const Tensor &t, int64_t index,
+                                       RankedTensorType type) {
+  auto out = makeResult(type, type.getShape());
+  int64_t n = static_cast<int64_t>(out->data.size());
+  std::copy(t.data.begin() + index * n, t.data.begin() + (index + 1) * n,
+            out->data.begin());
+  return out;
+}
+
+static FailureOr<SmallVector<std::shared_ptr<Tensor>>>
+evalTensorScan(TensorScanOp op, const TensorMap &tensors,
+               ArrayRef<int64_t> sizes, const InterpretOptions &options,
+               const std::shared_ptr<Perturbation> &perturbation) {
+  auto monoid =
+      SymbolTable::lookupNearestSymbolFrom<MonoidOp>(op, op.getMonoidAttr());
+  SmallVector<Type> carrier = monoid.getCarrierTypes();
+  unsigned numParallel = op.getNumParallel(monoid);
+  auto first = cast<RankedTensorType>(op.getElements()[0].getType());
+  int64_t length = first.getDimSize(numParallel);
+  int64_t points = 1;
+  for (int64_t d : first.getShape().take_front(numParallel))
+    points *= d;
+  SmallVector<std::shared_ptr<Tensor>> results;
+  for (Type t : op.getResultTypes()) {
+    if (getNumElementsChecked(cast<RankedTensorType>(t).getShape())
+            .value_or(kMaxElements + 1) > kMaxElements)
+      return op.emitError() << "tang-run: the tensor scan has more elements "
+                               "than the reference interpreter's limit of "
+                            << kMaxElements;
+    results.push_back(makeResult(t, cast<RankedTensorType>(t).getShape()));
+  }
+  Block &combine = monoid.getCombine().front();
+  unsigned n = carrier.size();
+  for (int64_t p = 0; p < points; ++p) {
+    SmallVector<std::shared_ptr<Tensor>> acc;
+    if (!op.getInit().empty())
+      for (auto [v, c] : llvm::zip(op.getInit(), carrier))
+        acc.push_back(
+            sliceOf(*tensors.lookup(v), p, cast<RankedTensorType>(c)));
+    for (int64_t t = 0; t < length; ++t) {
+      SmallVector<std::shared_ptr<Tensor>> x;
+      for (auto [v, c] : llvm::zip(op.getElements(), carrier))
+        x.push_back(sliceOf(*tensors.lookup(v), p * length + t,
+                            cast<RankedTensorType>(c)));
+      if (acc.empty()) {
+        acc = x;
+      } else {
+        TensorMap local;
+        for (unsigned k = 0; k < n; ++k) {
+          local[combine.getArgument(k)] = acc[k];
+          local[combine.getArgument(n + k)] = x[k];
+        }
+        FailureOr<SmallVector<Tensor>> outs =
+            evalBlock(combine, local, sizes, options, perturbation);
+        if (failed(outs))
+          return op.emitError() << "tang-run: in the combine of "
+                                << op.getMonoidAttr() << " at element " << t;
+        for (unsigned k = 0; k < n; ++k)
+          acc[k] = std::make_shared<Tensor>((*outs)[k]);
+      }
+      for (unsigned k = 0; k < n; ++k) {
+        size_t m = acc[k]->data.size();
+        std::copy(acc[k]->data.begin(), acc[k]->data.end(),
+                  results[k]->data.begin() + (p * length + t) * m);
+      }
+    }
+  }
+  return results;
+}
+
+static FailureOr<SmallVector<Tensor>>
+evalBlock(Block &block, TensorMap &tensors, ArrayRef<int64_t> sizes,
+          const InterpretOptions &options,
+          const std::shared_ptr<Perturbation> &perturbation) {
+  for (Operation &op : block) {
     if (auto c = dyn_cast<ComprehensionOp>(op)) {
       auto rs = evalComprehension(c, tensors, sizes, options, perturbation);
       if (failed(rs))
@@ -467,6 +556,17 @@ mlir::tang::interpret(func::FuncOp func, ArrayRef<Tensor> inputs,
     }
     if (auto scan = dyn_cast<ScanOp>(op)) {
       auto rs = evalScan(scan, tensors, sizes, perturbation);
+      if (failed(rs))
+        return failure();
+      for (auto [v, t] : llvm::zip(scan.getResults(), *rs)) {
+        tensors[v] = t;
+        if (options.emulatePrecision)
+          roundToElementType(*t);
+      }
+      continue;
+    }
+    if (auto scan = dyn_cast<TensorScanOp>(op)) {
+      auto rs = evalTensorScan(scan, tensors, sizes, options, perturbation);
       if (failed(rs))
         return failure();
       for (auto [v, t] : llvm::zip(scan.getResults(), *rs)) {
@@ -507,12 +607,12 @@ mlir::tang::interpret(func::FuncOp func, ArrayRef<Tensor> inputs,
     if (op.getNumResults() == 1 && op.getResult(0).getType().isIndex() &&
         succeeded(getSizeOf(op.getResult(0))))
       continue; // A size (tensor.dim, arithmetic on sizes): bound above.
-    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+    if (isa<func::ReturnOp, YieldOp>(op)) {
       SmallVector<Tensor> outs;
-      for (Value v : ret.getOperands()) {
+      for (Value v : op.getOperands()) {
         auto it = tensors.find(v);
         if (it == tensors.end())
-          return ret.emitError() << "tang-run: returned value is not a tensor";
+          return op.emitError() << "tang-run: returned value is not a tensor";
         outs.push_back(*it->second);
       }
       return outs;
@@ -526,5 +626,6 @@ mlir::tang::interpret(func::FuncOp func, ArrayRef<Tensor> inputs,
            "--convert-linalg-to-tang, and run what it prints)";
     return d;
   }
-  return func.emitError() << "tang-run: function has no return";
+  return block.getParentOp()->emitError()
+         << "tang-run: the block has no terminator";
 }

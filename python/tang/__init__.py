@@ -19,7 +19,7 @@ from .lang import (DType, Function, Sym, Monoid, TangError, abs, argmax, argmin,
                    bf16, compute, cos, erf, exp, f16, f32, f64, function, i1,
                    i8, i32, index_value, log, max, maximum, min, minimum,
                    module, pow, prod, reduce, rsqrt, scan, scatter, sigmoid,
-                   sin, size, sqrt, sum, tanh, where)
+                   sin, size, sqrt, sum, tanh, tensor_scan, where)
 
 __version__ = "0.2.0"
 
@@ -29,5 +29,5 @@ __all__ = [
     "function", "i1", "i8", "i32", "index_value", "lang", "log", "max", "models",
     "maximum", "min", "minimum", "module", "pow", "prod", "reduce", "rsqrt",
     "scan", "scatter", "sigmoid", "sin", "size", "sizes", "sqrt", "sum",
-    "tanh", "where",
+    "tanh", "tensor_scan", "where",
 ]

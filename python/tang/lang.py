@@ -41,6 +41,7 @@ __all__ = [
     "DType", "Sym", "f64", "f32", "f16", "bf16", "i32", "i8", "i1", "size",
     "TangError", "Function", "function", "module", "compute", "sum", "prod",
     "max", "min", "argmax", "argmin", "reduce", "scan", "scatter", "Monoid",
+    "tensor_scan",
     "where", "exp", "log", "tanh", "sqrt", "rsqrt", "erf", "sigmoid", "abs",
     "sin", "cos", "maximum", "minimum", "pow", "index_value",
 ]
@@ -445,6 +446,13 @@ class Index:
     def __ge__(self, o):
         return self._cmp(o, "ge")
 
+    def eq(self, o) -> "Value":
+        """The mask ``self == o`` (``==`` is Python's identity)."""
+        return self._cmp(o, "eq")
+
+    def ne(self, o) -> "Value":
+        return self._cmp(o, "ne")
+
     def __bool__(self):
         raise _error("an index has no truth value while tracing: use "
                      "tang.where(mask, a, b) instead of if/else")
@@ -492,8 +500,10 @@ def constant(v, dtype: DType) -> "Value":
     name = b.fresh("k")
     if dtype.is_float:
         text = _float_literal(float(v), dtype)
-    elif dtype is i1:
-        text = "true" if v else "false"
+    elif dtype is i1:  # A bool attribute carries its type.
+        b.emit(f"{name} = arith.constant {'true' if v else 'false'} "
+               f"{_loc()}")
+        return Value(name, dtype)
     else:
         text = str(int(v))
     b.emit(f"{name} = arith.constant {text} : {dtype.name} {_loc()}")
@@ -731,6 +741,10 @@ def pow(a, b) -> Value:
 
 def where(mask, a, b) -> Value:
     """``a`` where ``mask`` holds, else ``b`` (``arith.select``)."""
+    if isinstance(mask, bool):
+        raise _error("tang.where's mask is a Python bool, fixed while "
+                     "tracing (indices compared with == or !=? use "
+                     "i.eq(j) / i.ne(j))")
     mask = _coerce(mask, i1)
     if mask.dtype is not i1:
         raise _error("tang.where's mask is a comparison (i1)")
@@ -881,19 +895,87 @@ class Monoid:
 
         affine = tang.Monoid("affine", [f32, f32], [1.0, 0.0],
                              lambda a, b: (a[0] * b[0], b[0] * a[1] + b[1]))
+
+    A **tensor monoid** has tensor types for carrier (``f32[K, K]``), no
+    identity (``None``: ``tang.tensor_scan`` starts from its first
+    element), and a combine that computes tensors (``tang.compute``) from
+    the two carriers' tensors:
+
+        K = 4
+        affine_rows = tang.Monoid(
+            "affine_rows", [f32[K, K], f32[K, 3]], None,
+            lambda a, b: (  # x -> A x + B, then b's
+                tang.compute((K, K), lambda i, j: tang.sum(
+                    K, lambda k: b[0][i, k] * a[0][k, j])),
+                tang.compute((K, 3), lambda i, j: tang.sum(
+                    K, lambda k: b[0][i, k] * a[1][k, j]) + b[1][i, j])))
     """
 
-    def __init__(self, name: str, carrier: Sequence[DType],
-                 identity: Sequence, combine: Callable,
-                 commutative: bool = False):
+    def __init__(self, name: str, carrier: Sequence, identity: Optional[
+            Sequence], combine: Callable, commutative: bool = False):
         self.name, self.carrier = name, list(carrier)
-        self.identity, self.combine = list(identity), combine
-        self.commutative = commutative
+        self.combine, self.commutative = combine, commutative
+        kinds = {isinstance(c, TensorType) for c in self.carrier}
+        if not self.carrier or len(kinds) != 1:
+            raise _error(f"monoid @{name}: the carrier is element types "
+                         f"(f32) or tensor types (f32[4, 4]), not both")
+        self.is_tensor = kinds == {True}
+        for c in self.carrier:
+            if self.is_tensor and not all(isinstance(d, int) and d >= 1
+                                          for d in c.shape):
+                raise _error(f"monoid @{name}: a tensor carrier has static "
+                             f"sizes, got {c.shape}")
+        if self.is_tensor:
+            if identity:
+                raise _error(f"monoid @{name}: a tensor monoid has no "
+                             f"identity (give None)")
+            self.identity = []
+            return
+        self.identity = list(identity or [])
         if len(self.identity) != len(self.carrier):
             raise _error(f"monoid @{name}: {len(self.carrier)} carrier types "
                          f"but {len(self.identity)} identity values")
 
+    def _tensor_text(self) -> str:
+        b = _Builder()
+        prev = getattr(_state, "builder", None)
+        prev_sizes = getattr(_state, "sizes", None)
+        _state.builder, _state.sizes = b, {}
+        try:
+            n = len(self.carrier)
+            args = [Tensor(f"%{s}{k}", c.shape, c.dtype)
+                    for s in "ab" for k, c in enumerate(self.carrier)]
+            out = self.combine(tuple(args[:n]), tuple(args[n:]))
+            if not isinstance(out, tuple):
+                out = (out,)
+            if len(out) != n:
+                raise _error(f"monoid @{self.name}: combine returns "
+                             f"{len(out)} tensors for {n} carrier components")
+            for k, (v, c) in enumerate(zip(out, self.carrier)):
+                if not isinstance(v, Tensor) or v.shape != c.shape or \
+                        v.dtype is not c.dtype:
+                    raise _error(f"monoid @{self.name}: combine's result #{k} "
+                                 f"must be a {c.dtype.name}{list(c.shape)} "
+                                 f"tensor, got {v!r}")
+        finally:
+            _state.builder, _state.sizes = prev, prev_sizes
+        if b.monoids:
+            raise _error(f"monoid @{self.name}: its combine uses user "
+                         f"monoids ({', '.join(b.monoids)}); only builtins")
+        types = ", ".join(a.type_text() for a in args[:n])
+        head = ", ".join(f"{a.name}: {a.type_text()}" for a in args)
+        comm = " commutative" if self.commutative else ""
+        lines = [f"tang.monoid @{self.name} : [{types}] identity []{comm} {{",
+                 f"^bb0({head}):"]
+        lines += ["  " + line for line in b.function_lines]
+        lines.append(f"  tang.yield {', '.join(v.name for v in out)} : "
+                     f"{types}")
+        lines.append("}")
+        return "\n".join(lines)
+
     def text(self) -> str:
+        if self.is_tensor:
+            return self._tensor_text()
         b = _Builder()
         prev = getattr(_state, "builder", None)
         prev_sizes = getattr(_state, "sizes", None)
@@ -1212,6 +1294,50 @@ def scan(shape, monoid, fn: Callable
     b.emit(f"}} {_loc()}")
     tensors = tuple(Tensor(n, shape, v.dtype) for n, v in zip(names, vals))
     return tensors[0] if len(tensors) == 1 else tensors
+
+
+def tensor_scan(monoid: Monoid, elements: Sequence[Tensor],
+                init: Optional[Sequence[Tensor]] = None
+                ) -> Tuple[Tensor, ...]:
+    """Every prefix of a sequence of tensors under a tensor monoid
+    (``tang.tensor_scan``): ``elements[k]`` holds the carrier's component
+    ``k`` at every point, its dimensions ``[parallel..., T, component...]``;
+    result ``k`` (same shape) holds at ``[p, t]`` the fold of the elements
+    ``[p, 0..t]``, in order, started from ``init[k][p]`` when given
+    (``[parallel..., component...]``). A recurrence with a matrix state,
+    ``S_t = A_t S_{t-1} + B_t``, is the scan of ``(A_t, B_t)`` under the
+    composition of affine maps."""
+    b = _builder()
+    if b.in_body:
+        raise _error("tang.tensor_scan makes function-level tensors")
+    if not isinstance(monoid, Monoid) or not monoid.is_tensor:
+        raise _error("tang.tensor_scan takes a tensor monoid (a tang.Monoid "
+                     "whose carrier is tensor types)")
+    elements = list(elements)
+    if len(elements) != len(monoid.carrier):
+        raise _error(f"monoid @{monoid.name} has {len(monoid.carrier)} "
+                     f"carrier components, got {len(elements)} elements")
+    init = list(init) if init is not None else []
+    if init and len(init) != len(elements):
+        raise _error(f"init gives {len(init)} tensors for "
+                     f"{len(elements)} carrier components")
+    for k, (e, c) in enumerate(zip(elements, monoid.carrier)):
+        r = len(c.shape)
+        if not isinstance(e, Tensor) or e.ndim < r + 1 or \
+                tuple(e.shape[e.ndim - r:]) != tuple(c.shape):
+            raise _error(f"element #{k} must be a tensor of shape "
+                         f"[..., T, {', '.join(map(str, c.shape))}], got "
+                         f"{e!r}")
+    name = _monoid_text(monoid)
+    names = [b.fresh("tscan") for _ in elements]
+    types = ", ".join(e.type_text() for e in elements)
+    line = (f"{', '.join(names)} = tang.tensor_scan {name}("
+            f"{', '.join(e.name for e in elements)} : {types})")
+    if init:
+        line += (f" init({', '.join(x.name for x in init)} : "
+                 f"{', '.join(x.type_text() for x in init)})")
+    b.emit(f"{line} -> {types} {_loc()}")
+    return tuple(Tensor(n, e.shape, e.dtype) for n, e in zip(names, elements))
 
 
 def scatter(base: Tensor, shape, fn: Callable, monoid=None,

@@ -96,3 +96,47 @@ def test_running_argmax(tmp_path):
     np.testing.assert_array_equal(v, np.maximum.accumulate(x))
     want = np.array([int(np.argmax(x[:t + 1])) for t in range(T)])
     np.testing.assert_array_equal(i, want)
+
+
+P, L, M = 3, 40, 2
+
+MATRIX_PRODUCTS = f"""\
+tang.monoid @matmul : [tensor<{M}x{M}xf64>] identity [] {{
+^bb0(%a: tensor<{M}x{M}xf64>, %b: tensor<{M}x{M}xf64>):
+  %c = tang.comprehension (%i, %j) reduce (%k) [{M}, {M}, {M}] monoid(add) : tensor<{M}x{M}xf64> {{
+    %x = tang.read %a[%i, %k] : tensor<{M}x{M}xf64>
+    %y = tang.read %b[%k, %j] : tensor<{M}x{M}xf64>
+    %p = arith.mulf %x, %y : f64
+    tang.yield %p : f64
+  }}
+  tang.yield %c : tensor<{M}x{M}xf64>
+}}
+func.func @main(%X: tensor<{P}x{L}x{M}x{M}xf64>, %I: tensor<{P}x{M}x{M}xf64>) -> (tensor<{P}x{L}x{M}x{M}xf64>, tensor<{P}x{L}x{M}x{M}xf64>) {{
+  %r = tang.tensor_scan @matmul(%X : tensor<{P}x{L}x{M}x{M}xf64>) -> tensor<{P}x{L}x{M}x{M}xf64>
+  %s = tang.tensor_scan @matmul(%X : tensor<{P}x{L}x{M}x{M}xf64>) init(%I : tensor<{P}x{M}x{M}xf64>) -> tensor<{P}x{L}x{M}x{M}xf64>
+  return %r, %s : tensor<{P}x{L}x{M}x{M}xf64>, tensor<{P}x{L}x{M}x{M}xf64>
+}}
+"""
+
+
+def test_tensor_scan_keeps_the_order_of_matrix_products(tmp_path):
+    """tang.tensor_scan under the (not commutative) matrix product: the
+    prefix at t is X[0] @ ... @ X[t], and init[p] @ X[0] @ ... with init;
+    random 2x2 matrices, whose products in another order differ."""
+    rng = np.random.default_rng(7)
+    X = rng.uniform(-1.2, 1.2, (P, L, M, M))
+    init = rng.uniform(-1, 1, (P, M, M))
+    r, s = run(tmp_path, MATRIX_PRODUCTS, X, init)
+    want_r, want_s = np.zeros_like(X), np.zeros_like(X)
+    for p in range(P):
+        acc, acc_i = X[p, 0], init[p] @ X[p, 0]
+        want_r[p, 0], want_s[p, 0] = acc, acc_i
+        for t in range(1, L):
+            acc, acc_i = acc @ X[p, t], acc_i @ X[p, t]
+            want_r[p, t], want_s[p, t] = acc, acc_i
+    rev = X[0, 1] @ X[0, 0]
+    assert np.abs(rev - want_r[0, 1]).max() > 1e-3  # the order shows
+    for got, want in ((r, want_r), (s, want_s)):
+        assert np.isfinite(got).all()
+        np.testing.assert_allclose(got, want, rtol=1e-12,
+                                   atol=1e-12 * np.abs(want).max())

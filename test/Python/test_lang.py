@@ -325,6 +325,79 @@ def test_scan_with_a_user_monoid():
               2e-6)
 
 
+def test_tensor_scan_of_a_matrix_state():
+    """A tensor monoid written in Python (the composition of affine maps on
+    [3, 2] states) and tang.tensor_scan from an initial state, on the
+    interpreter, against the recurrence S_t = A_t S_{t-1} + B_t; the
+    identity built with Index.eq."""
+    K, V, P, T = 3, 2, 2, 6
+    affine = tang.Monoid("affine", [f32[K, K], f32[K, V]], None, lambda a, b: (
+        tang.compute((K, K), lambda i, j: tang.sum(
+            K, lambda k: b[0][i, k] * a[0][k, j])),
+        tang.compute((K, V), lambda i, j: tang.sum(
+            K, lambda k: b[0][i, k] * a[1][k, j]) + b[1][i, j])))
+
+    @tang.function
+    def states(A: f32[P, T, K, K], B: f32[P, T, K, V], S0: f32[P, K, V]):
+        eye = tang.compute((P, K, K), lambda p, i, j: tang.where(
+            i.eq(j), 1.0, 0.0))
+        _, S = tang.tensor_scan(affine, [A, B], init=[eye, S0])
+        return S
+
+    rng = np.random.default_rng(5)
+    A, B, S0 = rand(rng, P, T, K, K), rand(rng, P, T, K, V), rand(rng, P, K, V)
+    want = np.zeros((P, T, K, V))
+    for p in range(P):
+        S = S0[p].astype(np.float64)
+        for t in range(T):
+            S = A[p, t].astype(np.float64) @ S + B[p, t]
+            want[p, t] = S
+    check(tang.compile(states, target="interpreter")(A, B, S0), want, 1e-12,
+          1e-12)
+
+
+def test_tensor_monoid_errors():
+    with pytest.raises(tang.TangError, match="not both"):
+        tang.Monoid("m", [f32[2], f32], None, lambda a, b: a)
+    with pytest.raises(tang.TangError, match="no identity"):
+        tang.Monoid("m", [f32[2]], [0.0], lambda a, b: a)
+    wrong = tang.Monoid("m", [f32[2]], None, lambda a, b: (tang.compute(
+        (3,), lambda i: 1.0),))
+
+    @tang.function
+    def f(x: f32[4, 2]):
+        return tang.tensor_scan(wrong, [x])[0]
+    with pytest.raises(tang.TangError, match=r"result #0 must be a f32\[2\]"):
+        f.mlir()
+
+    @tang.function
+    def g(x: f32[4, 3]):
+        return tang.tensor_scan(tang.Monoid(
+            "n", [f32[2]], None, lambda a, b: a), [x])[0]
+    with pytest.raises(tang.TangError, match="element #0 must be a tensor "
+                       "of shape"):
+        g.mlir()
+
+
+def test_index_equality_is_a_mask_not_pythons():
+    """i == j is Python's identity (a bool fixed while tracing): tang.where
+    refuses it and points at i.eq(j)."""
+    @tang.function
+    def diag(x: f32[3, 3]):
+        return tang.compute((3, 3), lambda i, j: tang.where(i == j, x[i, j],
+                                                            0.0))
+    with pytest.raises(tang.TangError, match=r"i.eq\(j\)"):
+        diag.mlir()
+
+    @tang.function
+    def diag2(x: f32[3, 3]):
+        return tang.compute((3, 3), lambda i, j: tang.where(
+            i.eq(j), x[i, j], 0.0))
+    x = rand(np.random.default_rng(1), 3, 3)
+    check(tang.compile(diag2, target="interpreter")(x), np.diag(np.diag(
+        x.astype(np.float64))), 0, 0)
+
+
 def test_scatter_at_a_position_argument():
     @tang.function(donate=("cache",))
     def insert(cache: f32[8, 4], new: f32[4], pos: tang.size):
@@ -586,3 +659,13 @@ def test_a_tuning_cache_is_part_of_the_compile_key(tmp_path):
     with pytest.raises(tang.TangError, match="schedule-cache=.*missing"):
         tang.compile(double, target="cuda",
                      options=f"schedule-cache={tmp_path / 'missing.json'}")
+
+
+def test_a_bool_constant_is_valid_ir():
+    """An i1 constant prints as MLIR's bool attribute (no type after it)."""
+    @tang.function
+    def keep(x: f32[3]):
+        return tang.compute((3,), lambda i: tang.where(
+            tang.lang.constant(True, tang.i1), x[i], 0.0))
+    x = rand(np.random.default_rng(2), 3)
+    check(tang.compile(keep, target="interpreter")(x), x, 0, 0)

@@ -199,3 +199,88 @@ def test_grouping_sorts_the_routed_pairs_by_expert(target):
         group = range(offsets[e], offsets[e] + counts[e])
         assert all(sel[perm[i], slot[i]] == e for i in group)
         assert list(perm[list(group)]) == sorted(perm[list(group)])
+
+
+# ---------------------------------------------------------------------------
+# The gated delta rule
+# ---------------------------------------------------------------------------
+
+DELTA = qn.TINY_DELTA
+
+
+def delta_inputs(cfg, batch, length, seed=4, initial_state=False):
+    """Random q, k, v (normal), log-decays g in [-1, -0.01], beta in
+    [0.1, 0.9] (a sigmoid's range), and a normal initial state."""
+    rng = np.random.default_rng(seed)
+    Hk, Hv, K, V = cfg.key_heads, cfg.value_heads, cfg.key_dim, cfg.value_dim
+    xs = [rng.standard_normal((batch, length, Hk, K)),
+          rng.standard_normal((batch, length, Hk, K)),
+          rng.standard_normal((batch, length, Hv, V)),
+          -rng.uniform(0.01, 1.0, (batch, length, Hv)),
+          rng.uniform(0.1, 0.9, (batch, length, Hv))]
+    if initial_state:
+        xs.append(rng.standard_normal((batch, Hv, K, V)))
+    return [x.astype(np.float32) for x in xs]
+
+
+def delta_reference(cfg, q, k, v, g, beta, S0=None):
+    """transformers' torch_recurrent_gated_delta_rule in float64, loop for
+    loop (use_qk_l2norm_in_kernel: L2 norms with eps 1e-6 inside the
+    square root; key heads repeated for their value heads)."""
+    per = cfg.value_heads // cfg.key_heads
+    q, k, v, g, beta = (x.astype(np.float64) for x in (q, k, v, g, beta))
+
+    # The scale and eps are f32 constants (of an f32 tensor's op in torch,
+    # in tang's program), exactly.
+    scale, eps = (float(np.float32(c)) for c in (cfg.key_dim ** -0.5, 1e-6))
+
+    def l2norm(x):
+        return x / np.sqrt((x * x).sum(-1, keepdims=True) + eps)
+    q = np.repeat(l2norm(q), per, axis=2) * scale
+    k = np.repeat(l2norm(k), per, axis=2)
+    B, T, H, _ = v.shape
+    S = (np.zeros((B, H, cfg.key_dim, cfg.value_dim)) if S0 is None
+         else S0.astype(np.float64).copy())
+    o = np.zeros((B, T, H, cfg.value_dim))
+    for s in range(T):
+        S = S * np.exp(g[:, s])[:, :, None, None]
+        kv_mem = (S * k[:, s, :, :, None]).sum(-2)
+        delta = (v[:, s] - kv_mem) * beta[:, s, :, None]
+        S = S + k[:, s, :, :, None] * delta[:, :, None, :]
+        o[:, s] = (S * q[:, s, :, :, None]).sum(-2)
+    return o, S
+
+
+@pytest.mark.parametrize("initial_state", [False, True])
+@pytest.mark.parametrize("batch, length", [(2, 7), (1, 1)])
+def test_gated_delta_rule_matches_transformers_recurrence(
+        batch, length, initial_state):
+    """The scan of matrix states on the float64 interpreter against the
+    token-by-token recurrence, every element of the output and the final
+    state (length 1 with an initial state: the decode update)."""
+    xs = delta_inputs(DELTA, batch, length, initial_state=initial_state)
+    fn = qn.gated_delta_rule(DELTA, batch, length, initial_state)
+    o, S = tang.compile(fn, target="interpreter")(*xs)
+    want_o, want_S = delta_reference(DELTA, *xs)
+    assert o.shape == want_o.shape and S.shape == want_S.shape
+    for got, want in ((o, want_o), (S, want_S)):
+        assert np.isfinite(got).all()
+        # float64 throughout: sums of <= 6 terms per step, <= 7 steps.
+        np.testing.assert_allclose(got, want, rtol=1e-12,
+                                   atol=1e-12 * np.abs(want).max())
+
+
+def test_gated_delta_rule_is_not_lowered_yet():
+    """No backend has the scan of matrix states: the C backend refuses it
+    with the op's location instead of a wrong answer."""
+    fn = qn.gated_delta_rule(DELTA, 1, 3)
+    with pytest.raises(tang.TangError, match="tensor_scan"):
+        tang.compile(fn, target="c")(*delta_inputs(DELTA, 1, 3))
+
+
+def test_delta_config_from_transformers():
+    hf = SimpleNamespace(linear_num_key_heads=16, linear_num_value_heads=32,
+                         linear_key_head_dim=128, linear_value_head_dim=128)
+    assert qn.delta_config_from(hf) == qn.QWEN3_NEXT_DELTA
+    with pytest.raises(ValueError, match="not a multiple"):
+        qn.DeltaConfig(key_heads=3, value_heads=4)

@@ -3,7 +3,10 @@
 Today: the sparse mixture-of-experts layer (``moe_layer``): router,
 top-k routing, renormalised routing weights, the selected experts' SwiGLU
 MLPs, their weighted combine and the gated shared expert, written once as
-math. The kernels are the compiler's.
+math; and the gated delta rule of the linear-attention layers
+(``gated_delta_rule``), a scan of matrix states under the composition of
+affine maps (``tang.tensor_scan``). The kernels are the compiler's (the
+gated delta rule: the reference interpreter only, so far).
 
 Shapes follow PyTorch's ``nn.Linear`` (weights ``[out, in]``) and the
 per-expert weights are stacked on a leading expert axis:
@@ -45,7 +48,8 @@ from ..lang import bf16, f32, i32
 
 __all__ = ["MoeConfig", "QWEN3_NEXT_MOE", "TINY_MOE", "moe_weight_shapes",
            "moe_layer", "moe_selected_bytes", "moe_config_from",
-           "moe_grouping"]
+           "moe_grouping", "DeltaConfig", "QWEN3_NEXT_DELTA", "TINY_DELTA",
+           "delta_config_from", "affine_state_monoid", "gated_delta_rule"]
 
 
 @dataclass(frozen=True)
@@ -244,3 +248,113 @@ def moe_grouping(cfg: MoeConfig, tokens: int) -> t.Function:
     grouping.__signature__ = inspect.Signature(
         [inspect.Parameter("sel", inspect.Parameter.POSITIONAL_OR_KEYWORD)])
     return t.Function(grouping, name="moe_grouping", arg_types=[i32[T, K]])
+
+
+# ---------------------------------------------------------------------------
+# The gated delta rule (Gated DeltaNet), the linear-attention layers' core
+# ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class DeltaConfig:
+    """The gated delta rule's shape (defaults: ``Qwen3NextConfig()``'s
+    linear attention: 16 query/key heads and 32 value heads, both of dim
+    128; each key head serves ``value_heads // key_heads`` value heads, as
+    ``repeat_interleave`` does) and the storage type of q, k, v and beta
+    (the decay ``g`` is f32, the state and the output f32)."""
+    key_heads: int = 16
+    value_heads: int = 32
+    key_dim: int = 128
+    value_dim: int = 128
+    dtype: t.DType = bf16
+
+    def __post_init__(self):
+        if self.value_heads % self.key_heads:
+            raise ValueError(f"{self.value_heads} value heads are not a "
+                             f"multiple of {self.key_heads} key heads")
+
+
+QWEN3_NEXT_DELTA = DeltaConfig()
+#: Small enough for the interpreter, which holds every step's state.
+TINY_DELTA = DeltaConfig(key_heads=2, value_heads=4, key_dim=6, value_dim=5,
+                         dtype=f32)
+
+
+def delta_config_from(hf_config, dtype=bf16) -> DeltaConfig:
+    """The gated delta rule's shape of a ``transformers`` Qwen3-Next
+    config object."""
+    return DeltaConfig(key_heads=hf_config.linear_num_key_heads,
+                       value_heads=hf_config.linear_num_value_heads,
+                       key_dim=hf_config.linear_key_head_dim,
+                       value_dim=hf_config.linear_value_head_dim, dtype=dtype)
+
+
+def affine_state_monoid(key_dim: int, value_dim: int) -> t.Monoid:
+    """The composition of the affine maps ``S -> A S + B`` on ``[K, V]``
+    states, first then second: ``(A1, B1) * (A2, B2) = (A2 A1, A2 B1 +
+    B2)``. Associative, not commutative."""
+    K, V = key_dim, value_dim
+
+    def combine(a, b):
+        A = t.compute((K, K), lambda i, j: t.sum(
+            K, lambda k: b[0][i, k] * a[0][k, j]))
+        B = t.compute((K, V), lambda i, j: t.sum(
+            K, lambda k: b[0][i, k] * a[1][k, j]) + b[1][i, j])
+        return A, B
+    return t.Monoid(f"affine_state_{K}x{V}", [f32[K, K], f32[K, V]], None,
+                    combine)
+
+
+def gated_delta_rule(cfg: DeltaConfig, batch: int, length: int,
+                     initial_state: bool = False) -> t.Function:
+    """``(q, k [B, T, Hk, K], v [B, T, Hv, V], g [B, T, Hv] (f32), beta
+    [B, T, Hv] (, S0 [B, Hv, K, V] (f32))) -> (o [B, T, Hv, V], S [B, Hv,
+    K, V])`` (f32): Qwen3-Next's gated delta rule as ``transformers``'
+    ``torch_recurrent_gated_delta_rule`` computes it (q and k L2-normalised
+    inside, eps 1e-6; q scaled by ``K ** -0.5``). Per value head h (key
+    head ``h // (Hv / Hk)``) and step t, with ``alpha = exp(g)``:
+
+        S_t = alpha_t (I - beta_t k_t k_t^T) S_{t-1} + beta_t k_t v_t^T
+        o_t = S_t^T q_t
+
+    the scan of the pairs ``(A_t, B_t)`` under ``affine_state_monoid``,
+    from ``(I, S0)`` (S0 zero without ``initial_state``); S is the state
+    after the last step. ``length`` 1 with an initial state is the decode
+    update."""
+    B, T, Hk, Hv = batch, length, cfg.key_heads, cfg.value_heads
+    K, V, per = cfg.key_dim, cfg.value_dim, cfg.value_heads // cfg.key_heads
+    scale = K ** -0.5
+    names = ["q", "k", "v", "g", "beta"] + (["S0"] if initial_state else [])
+
+    def rule(q, k, v, g, beta, S0=None):
+        def l2norm(x, scale=1.0):
+            inv = t.compute((B, T, Hk), lambda b, s, h: t.rsqrt(t.sum(
+                K, lambda i: _w(x[b, s, h, i]) * _w(x[b, s, h, i])) + 1e-6))
+            return t.compute((B, T, Hk, K), lambda b, s, h, i: _w(
+                x[b, s, h, i]) * inv[b, s, h] * scale)
+        qn, kn = l2norm(q, scale), l2norm(k)
+        A = t.compute((B, Hv, T, K, K), lambda b, h, s, i, j: t.exp(
+            g[b, s, h]) * (t.where(i.eq(j), 1.0, 0.0) - _w(beta[b, s, h])
+                           * kn[b, s, h // per, i] * kn[b, s, h // per, j]))
+        Bt = t.compute((B, Hv, T, K, V), lambda b, h, s, i, j: _w(
+            beta[b, s, h]) * kn[b, s, h // per, i] * _w(v[b, s, h, j]))
+        eye = t.compute((B, Hv, K, K), lambda b, h, i, j: t.where(
+            i.eq(j), 1.0, 0.0))
+        if S0 is None:
+            S0 = t.compute((B, Hv, K, V), lambda b, h, i, j: t.constant(
+                0.0, f32))
+        _, S = t.tensor_scan(affine_state_monoid(K, V), [A, Bt],
+                             init=[eye, S0])
+        o = t.compute((B, T, Hv, V), lambda b, s, h, j: t.sum(
+            K, lambda i: S[b, h, s, i, j] * qn[b, s, h // per, i]))
+        last = t.compute((B, Hv, K, V), lambda b, h, i, j: S[b, h, T - 1,
+                                                              i, j])
+        return o, last
+
+    rule.__signature__ = inspect.Signature(
+        [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+         for n in names])
+    types = [cfg.dtype[B, T, Hk, K], cfg.dtype[B, T, Hk, K],
+             cfg.dtype[B, T, Hv, V], f32[B, T, Hv], cfg.dtype[B, T, Hv]]
+    if initial_state:
+        types.append(f32[B, Hv, K, V])
+    return t.Function(rule, name="gated_delta_rule", arg_types=types)

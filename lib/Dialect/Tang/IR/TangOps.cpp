@@ -1080,6 +1080,84 @@ LogicalResult ScanOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 }
 
 //===----------------------------------------------------------------------===//
+// TensorScanOp
+//===----------------------------------------------------------------------===//
+
+unsigned TensorScanOp::getNumParallel(MonoidOp monoid) {
+  auto element = cast<RankedTensorType>(getElements()[0].getType());
+  auto component = cast<RankedTensorType>(monoid.getCarrierTypes()[0]);
+  return element.getRank() - component.getRank() - 1;
+}
+
+LogicalResult
+TensorScanOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  auto monoid =
+      symbolTable.lookupNearestSymbolFrom<MonoidOp>(*this, getMonoidAttr());
+  if (!monoid)
+    return emitOpError() << "monoid " << getMonoidAttr()
+                         << " does not name a tang.monoid";
+  if (!monoid.isTensorMonoid())
+    return emitOpError() << "monoid " << getMonoidAttr()
+                         << " has a scalar carrier: scan scalars with "
+                            "tang.scan";
+  SmallVector<Type> carrier = monoid.getCarrierTypes();
+  if (getElements().size() != carrier.size() ||
+      getResults().size() != carrier.size())
+    return emitOpError() << "monoid " << getMonoidAttr() << " has "
+                         << carrier.size() << " carrier components: give as "
+                         << "many elements and results, got "
+                         << getElements().size() << " and "
+                         << getResults().size();
+  if (!getInit().empty() && getInit().size() != carrier.size())
+    return emitOpError() << "init gives " << getInit().size()
+                         << " tensors but the carrier has " << carrier.size()
+                         << " components";
+  if (isInIterationBody(*this))
+    return emitOpError() << "must be at function level (it makes tensors)";
+  // [P..., T] from element 0; every element [P..., T, C_k...].
+  SmallVector<int64_t> outer;
+  for (auto [k, pair] :
+       llvm::enumerate(llvm::zip(getElements().getTypes(), carrier))) {
+    auto [t, c] = pair;
+    auto tt = cast<RankedTensorType>(t);
+    auto ct = cast<RankedTensorType>(c);
+    if (!tt.hasStaticShape())
+      return emitOpError() << "element #" << k
+                           << " must have a static shape, got " << t;
+    if (tt.getElementType() != ct.getElementType() ||
+        tt.getRank() < ct.getRank() + 1 ||
+        tt.getShape().take_back(ct.getRank()) != ct.getShape())
+      return emitOpError() << "element #" << k << " (" << t
+                           << ") must be [parallel..., length, "
+                           << formatShape(ct.getShape()) << "] of "
+                           << ct.getElementType()
+                           << " (the carrier's component " << c << ")";
+    ArrayRef<int64_t> lead = tt.getShape().drop_back(ct.getRank());
+    if (k == 0)
+      outer.assign(lead.begin(), lead.end());
+    else if (lead != ArrayRef<int64_t>(outer))
+      return emitOpError() << "element #" << k << " has parallel and scan "
+                           << "dimensions [" << formatShape(lead)
+                           << "] but element #0 has [" << formatShape(outer)
+                           << "]";
+    if (getResults()[k].getType() != t)
+      return emitOpError() << "result #" << k << " must have element #" << k
+                           << "'s type " << t;
+    if (getInit().empty())
+      continue;
+    SmallVector<int64_t> want(outer.begin(), outer.end() - 1);
+    llvm::append_range(want, ct.getShape());
+    auto it = cast<RankedTensorType>(getInit()[k].getType());
+    if (it.getShape() != ArrayRef<int64_t>(want) ||
+        it.getElementType() != ct.getElementType())
+      return emitOpError() << "init #" << k << " must be [" << formatShape(want)
+                           << "] of " << ct.getElementType() << ", got "
+                           << getInit()[k].getType();
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // ScatterOp
 //===----------------------------------------------------------------------===//
 
@@ -1354,16 +1432,52 @@ SmallVector<Type> MonoidOp::getCarrierTypes() {
       getCarrier(), [](Attribute a) { return cast<TypeAttr>(a).getValue(); });
 }
 
+bool MonoidOp::isTensorMonoid() {
+  SmallVector<Type> carrier = getCarrierTypes();
+  return !carrier.empty() && isa<RankedTensorType>(carrier.front());
+}
+
+/// A tensor monoid: static tensors of tang element types, no identity, a
+/// combine of function-level ops on them.
+static LogicalResult verifyTensorMonoid(MonoidOp op, ArrayRef<Type> carrier) {
+  for (auto [i, t] : llvm::enumerate(carrier)) {
+    auto tt = dyn_cast<RankedTensorType>(t);
+    if (!tt)
+      return op.emitOpError() << "carrier mixes tensors and scalars: "
+                                 "component #"
+                              << i << " is " << t;
+    if (!tt.hasStaticShape())
+      return op.emitOpError() << "tensor carrier component #" << i
+                              << " must have a static shape, got " << t;
+    if (!isTangElementType(tt.getElementType()))
+      return op.emitOpError()
+             << "tensor carrier component #" << i << " has element type "
+             << tt.getElementType() << ", not a tang element type";
+  }
+  if (!op.getIdentity().empty())
+    return op.emitOpError()
+           << "a tensor monoid declares no identity (identity []): "
+              "tang.tensor_scan starts from the first element";
+  for (Operation &o : op.getCombine().front().without_terminator())
+    if (!isa<ComprehensionOp, ViewOp, ScanOp, ScatterOp, arith::ConstantOp>(o))
+      return o.emitOpError()
+             << "cannot be in a tensor monoid's combine (comprehensions, "
+                "views, scans, scatters and constants can)";
+  return success();
+}
+
 LogicalResult MonoidOp::verifyRegions() {
   SmallVector<Type> carrier = getCarrierTypes();
   if (carrier.empty())
     return emitOpError() << "carrier must have at least one component";
-  for (Type t : carrier)
+  if (isTensorMonoid() && failed(verifyTensorMonoid(*this, carrier)))
+    return failure();
+  for (Type t : isTensorMonoid() ? ArrayRef<Type>() : ArrayRef<Type>(carrier))
     if (!isScalar(t))
       return emitOpError() << "carrier components must be integer or "
                               "floating-point scalars, got "
                            << t;
-  if (getIdentity().size() != carrier.size())
+  if (!isTensorMonoid() && getIdentity().size() != carrier.size())
     return emitOpError() << "identity has " << getIdentity().size()
                          << " components but the carrier has "
                          << carrier.size();

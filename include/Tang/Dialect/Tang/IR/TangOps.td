@@ -302,6 +302,62 @@ def Tang_ScanOp : Tang_Op<"scan", [
 }
 
 //===----------------------------------------------------------------------===//
+// TensorScanOp
+//===----------------------------------------------------------------------===//
+
+def Tang_TensorScanOp : Tang_Op<"tensor_scan", [
+    Pure, AttrSizedOperandSegments,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "every prefix of a sequence of tensors under a tensor monoid";
+  let description = [{
+    A scan whose elements are tensors: the monoid (a `tang.monoid` whose
+    carrier components are tensors, its combine a graph of comprehensions)
+    folds whole tensors, in order. Operand `k` holds the carrier's
+    component `k` at every point: its dimensions are the parallel ones,
+    then the scan's, then the component's own (`[P..., T, C_k...]`); the
+    parallel dimensions are those the component's shape leaves. Result `k`
+    has operand `k`'s type and holds, at `[p, t]`, component `k` of the
+    fold of the elements `[p, 0..t]` (the first element itself at `t = 0`).
+    With `init`, one tensor per component of shape `[P..., C_k...]`, the
+    fold starts from it: `init[p] * x[p, 0] * ... * x[p, t]`.
+
+    A linear recurrence with a matrix state, `S_t = S_{t-1} A_t + B_t`,
+    is the scan of the pairs `(A_t, B_t)` under the composition of affine
+    maps, `(A1, B1) * (A2, B2) = (A1 A2, B1 A2 + B2)`; the delta rule's
+    `A_t = alpha_t (I - beta_t k_t k_t^T)`, `B_t = beta_t v_t k_t^T`.
+
+    ```mlir
+    %PA, %S = tang.tensor_scan @affine_rows(%A, %B
+        : tensor<2x16x4x4xf32>, tensor<2x16x3x4xf32>)
+        -> tensor<2x16x4x4xf32>, tensor<2x16x3x4xf32>
+    ```
+
+    The reference interpreter runs it in order, one combine per element.
+    No backend lowers it yet: `--tang-lower-*` refuses a function that
+    has one.
+  }];
+
+  let arguments = (ins FlatSymbolRefAttr:$monoid,
+                       Variadic<Tang_Tensor>:$elements,
+                       Variadic<Tang_Tensor>:$init);
+  let results = (outs Variadic<Tang_Tensor>:$results);
+  let assemblyFormat = [{
+    $monoid `(` $elements `:` type($elements) `)`
+    (`init` `(` $init^ `:` type($init) `)`)? attr-dict `->` type($results)
+  }];
+
+  let extraClassDeclaration = [{
+    /// The number of parallel dimensions (0 until the monoid is known).
+    unsigned getNumParallel(MonoidOp monoid);
+    /// The scan's length (the dimension after the parallel ones).
+    int64_t getLength(MonoidOp monoid) {
+      return ::llvm::cast<::mlir::RankedTensorType>(getElements()[0].getType())
+          .getDimSize(getNumParallel(monoid));
+    }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
 // ScatterOp and PutOp
 //===----------------------------------------------------------------------===//
 
@@ -519,6 +575,22 @@ def Tang_MonoidOp : Tang_Op<"monoid", [Symbol, IsolatedFromAbove]> {
     declares that combine order does not matter. Passes may rely only on the
     laws a monoid declares.
 
+    A **tensor monoid** has ranked, static tensors for carrier components;
+    its combine is a graph of function-level ops (comprehensions, views,
+    scans, constants) on them, and it declares no identity (`identity []`:
+    `tang.tensor_scan`, its only user, starts from its first element).
+
+    ```mlir
+    // The composition of affine maps x -> x A + B on 4-wide rows.
+    tang.monoid @affine_rows : [tensor<4x4xf32>, tensor<3x4xf32>] identity [] {
+    ^bb0(%a1: tensor<4x4xf32>, %b1: tensor<3x4xf32>,
+         %a2: tensor<4x4xf32>, %b2: tensor<3x4xf32>):
+      %a = tang.comprehension (%i, %j) reduce (%k) [4, 4, 4] monoid(add) ...
+      ...
+      tang.yield %a, %b : tensor<4x4xf32>, tensor<3x4xf32>
+    }
+    ```
+
     ```mlir
     // Welford's running (count, mean, M2) for a variance.
     tang.monoid @welford : [f64, f64, f64]
@@ -541,6 +613,8 @@ def Tang_MonoidOp : Tang_Op<"monoid", [Symbol, IsolatedFromAbove]> {
   let extraClassDeclaration = [{
     /// The carrier's component types.
     ::llvm::SmallVector<::mlir::Type> getCarrierTypes();
+    /// Whether the carrier's components are tensors (a tensor monoid).
+    bool isTensorMonoid();
   }];
 }
 
