@@ -13,6 +13,7 @@ Run:  TANG_BIN=<build>/bin /usr/bin/python3 -m pytest -q test/Python
 
 import os
 import pathlib
+import subprocess
 import sys
 from dataclasses import replace
 from types import SimpleNamespace
@@ -284,3 +285,50 @@ def test_delta_config_from_transformers():
     assert qn.delta_config_from(hf) == qn.QWEN3_NEXT_DELTA
     with pytest.raises(ValueError, match="not a multiple"):
         qn.DeltaConfig(key_heads=3, value_heads=4)
+
+
+def run_mlir(text, xs, tmp_path, passes=()):
+    """tang-run's outputs of the module `text` after tang-opt `passes`."""
+    src = tmp_path / "prog.mlir"
+    src.write_text(text)
+    if passes:
+        r = subprocess.run([str(TANG_BIN / "tang-opt"), str(src), *passes,
+                            "-o", str(tmp_path / "opt.mlir")],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        src = tmp_path / "opt.mlir"
+    args = []
+    for i, x in enumerate(xs):
+        np.save(tmp_path / f"in{i}.npy", x)
+        args += ["--input", str(tmp_path / f"in{i}.npy")]
+    out = tmp_path / "out"
+    r = subprocess.run([str(TANG_BIN / "tang-run"), str(src), *args,
+                        "--output-dir", str(out)], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return src.read_text(), [np.load(out / f"output_{k}.npy")
+                             for k in range(2)]
+
+
+@pytest.mark.parametrize("batch, length, chunk, initial_state", [
+    (2, 12, 4, True), (2, 12, 3, False), (1, 7, 0, True), (1, 1, 0, True),
+    (1, 12, 12, False), (1, 40, 0, False), (1, 40, 8, True)])
+def test_chunked_gated_delta_rule(tmp_path, batch, length, chunk,
+                                  initial_state):
+    """--tang-chunk-affine-scan derives the chunked (WY) form of the gated
+    delta rule from its per-step scan: on the interpreter it gives the
+    per-step recurrence's outputs and final state, for chunks of 1 to 12
+    steps (powers of two and not: ceil(log2 C) Neumann products), with and
+    without an initial state."""
+    xs = delta_inputs(DELTA, batch, length, initial_state=initial_state)
+    fn = qn.gated_delta_rule(DELTA, batch, length, initial_state)
+    text, (o, S) = run_mlir(fn.mlir(), xs, tmp_path,
+                            [f"--tang-chunk-affine-scan=chunk={chunk}"])
+    assert "tang.chunked" in text   # the rewrite happened
+    steps = chunk or max(c for c in range(1, 65) if length % c == 0)
+    assert f"x{length // steps}x{DELTA.key_dim}x{DELTA.key_dim}xf32" in text
+    want_o, want_S = delta_reference(DELTA, *xs)
+    for got, want in ((o, want_o), (S, want_S)):
+        assert np.isfinite(got).all()
+        np.testing.assert_allclose(got, want, rtol=1e-11,
+                                   atol=1e-11 * np.abs(want).max())

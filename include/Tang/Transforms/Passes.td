@@ -191,6 +191,58 @@ def TangTriangularScan : Pass<"tang-triangular-scan", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::tang::TangDialect"];
 }
 
+def TangChunkAffineScan : Pass<"tang-chunk-affine-scan", "::mlir::ModuleOp"> {
+  let summary = "Chunk a scan of matrix states whose steps are diagonal plus "
+                "rank one (the gated delta rule) into the WY form";
+  let description = [{
+    A linear recurrence with a matrix state, `S_t = A_t S_{t-1} + B_t`,
+    written as `tang.tensor_scan` under the composition of affine maps,
+    costs a K x K by K x V product per step and keeps every step's state.
+    When every transition is a scalar decay plus a rank-one update and
+    every input is rank one,
+
+        A_t = d_t I + u_t w_t^T,    B_t = p_t v_t^T
+
+    (the gated delta rule: `d = alpha`, `u = -alpha beta k`, `w = k`,
+    `p = beta k`; DeltaNet with `d = 1`, linear attention with `u = 0`),
+    this pass rewrites it into the chunked form: within each chunk of `C`
+    steps, the rows `x_t = S_{t-1}^T w_t` solve a unit lower-triangular
+    system, `X = (I - L)^-1 (diag(gamma) W S_0 + L_p V)`, whose inverse is
+    the product of `I + L^(2^m)` (`L` is nilpotent; `ceil(log2 C)`
+    products of C x C matrices); each chunk becomes one dense affine step
+    `(A_c, B_c)`, a `tang.tensor_scan` of `T / C` chunk steps (attribute
+    `tang.chunked`) carries the state across chunks, and each step's state
+    is `gamma_t S_start + sum_{s <= t} Gamma_{t,s} (u_s x_s^T + p_s v_s^T)`
+    (fusion substitutes it into its readers). Decays enter as their logs
+    (`exp(g)` gives `g`; any other `d` its `log`: `d` must be positive),
+    and every decay product is `exp` of a difference of cumulative sums
+    that is <= 0 where it is used. Work per chunk: O(C^2 (K + V) + C K V +
+    K^2 V) instead of C K^2 V.
+
+    Matched: a `tang.tensor_scan` whose monoid's combine is, term by term,
+    `(A2 A1, A2 B1 + B2)` (comprehensions of products and sums of its
+    arguments, read in place), whose transition elements come from a map
+    comprehension whose yield separates over the two matrix indices into
+    `d I + u w^T` (products, sums, negations, `select(i == j, d, 0)`), its
+    inputs into `p v^T`, and whose transition results are unused (only the
+    states are). Other tensor scans are left as they are; one whose monoid
+    is the affine composition but whose elements do not separate gets a
+    remark saying why. The chunk length is `chunk` (it must divide the
+    scan's length) or, by default, the largest divisor of the length up
+    to 64.
+  }];
+  let options = [
+    Option<"chunk", "chunk", "int64_t", "0",
+           "Steps per chunk (0: the largest divisor of the length <= 64)">,
+  ];
+  let statistics = [
+    Statistic<"numChunked", "chunked", "Tensor scans rewritten to chunks">,
+  ];
+  let dependentDialects = ["::mlir::tang::TangDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect"];
+}
+
 def TangOnlineSoftmax : Pass<"tang-online-softmax", "::mlir::ModuleOp"> {
   let summary = "Rewrite softmax-normalised reductions into single-pass monoids";
   let description = [{

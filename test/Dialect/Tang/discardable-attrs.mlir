@@ -275,3 +275,10 @@ gpu.module @kernels {
     gpu.return
   }
 }
+
+// -----
+
+// expected-error @+1 {{'tang.chunked' belongs on a tang.tensor_scan}}
+func.func @chunked_on_func() attributes {tang.chunked} {
+  return
+}

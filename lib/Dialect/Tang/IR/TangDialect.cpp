@@ -43,6 +43,14 @@ LogicalResult TangDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
 
+  if (name == kChunkedAttrName) {
+    if (!isa<TensorScanOp>(op))
+      return wrongOp("a tang.tensor_scan");
+    if (!isa<UnitAttr>(value))
+      return wrongValue("a unit attribute");
+    return success();
+  }
+
   // On comprehensions.
   if (name == kSavedAttrName || name == kFuseIdAttrName ||
       name == kShapeClassAttrName || name == kTrafficTileAttrName ||
@@ -210,7 +218,7 @@ LogicalResult TangDialect::verifyOperationAttribute(Operation *op,
   return op->emitError()
          << "unknown discardable attribute '" << name
          << "' (the tang dialect declares tang.target, "
-            "tang.saved, tang.fuse_id, tang.shape_class, "
+            "tang.saved, tang.chunked, tang.fuse_id, tang.shape_class, "
             "tang.traffic_tile, tang.schedule_source, tang.kernel_form, "
             "tang.num_inputs, tang.tensor_map_params, "
             "tang.sizes, tang.shape, tang.sizes_buffer, "

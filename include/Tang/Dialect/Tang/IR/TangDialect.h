@@ -20,6 +20,8 @@ namespace mlir::tang {
 /// where each belongs; the dialect verifies them).
 inline constexpr StringLiteral kSavedAttrName =
     TangDialect::SavedAttrHelper::getNameStr();
+inline constexpr StringLiteral kChunkedAttrName =
+    TangDialect::ChunkedAttrHelper::getNameStr();
 inline constexpr StringLiteral kFuseIdAttrName =
     TangDialect::FuseIdAttrHelper::getNameStr();
 inline constexpr StringLiteral kShapeClassAttrName =

@@ -46,6 +46,9 @@ def Tang_Dialect : Dialect {
     // (`tang.compute(..., materialize=True)`): fusion keeps it a kernel
     // of its own.
     "::mlir::UnitAttr":$saved,
+    // On a tang.tensor_scan --tang-chunk-affine-scan made (its steps are
+    // chunks): the pass does not chunk it again.
+    "::mlir::UnitAttr":$chunked,
     // On a comprehension, during --tang-fuse only: its group.
     "::mlir::IntegerAttr":$fuse_id,
     // On a comprehension: its shape class, recorded by --tang-schedule.

@@ -1,0 +1,850 @@
+//===- ChunkAffineScan.cpp - --tang-chunk-affine-scan -------------*- C++
+//-*-===//
+//
+// Rewrites a tang.tensor_scan of affine maps S -> A_t S + B_t whose
+// transitions are a scalar decay plus a rank-one update and whose inputs are
+// rank one (the gated delta rule) into the chunked WY form. See Passes.td
+// for the math and the conditions.
+//
+// The rewrite has three parts: recognising the monoid as the composition of
+// affine maps (a term analysis of its combine); separating the element
+// producers' yields into d I + u w^T and p v^T (a monomial analysis over
+// the two matrix indices) and materialising the factors d (as its log), u,
+// w, p and v as comprehensions cloned from those bodies; and the plan, the
+// chunked algorithm written in tang IR (kPlan below), instantiated at the
+// scan's shape, parsed and cloned in place of the scan.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Tang/Dialect/Tang/IR/TangOps.h"
+#include "Tang/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringExtras.h"
+
+namespace mlir::tang {
+#define GEN_PASS_DEF_TANGCHUNKAFFINESCAN
+#include "Tang/Transforms/Passes.h.inc"
+} // namespace mlir::tang
+
+using namespace mlir;
+using namespace mlir::tang;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// The monoid: (A1, B1) * (A2, B2) = (A2 A1, A2 B1 + B2)
+//===----------------------------------------------------------------------===//
+
+/// One term of a combine's yielded tensor: an argument read in place, or
+/// the product of two arguments (`lhs[i, k] * rhs[k, j]` summed over k).
+struct Term {
+  bool product;
+  unsigned lhs, rhs;
+  bool operator<(const Term &o) const {
+    return std::tie(product, lhs, rhs) < std::tie(o.product, o.lhs, o.rhs);
+  }
+  bool operator==(const Term &o) const {
+    return std::tie(product, lhs, rhs) == std::tie(o.product, o.lhs, o.rhs);
+  }
+};
+
+/// Whether `read` reads its tensor at exactly `indices` (identity map).
+bool readsAt(ReadOp read, ArrayRef<Value> indices) {
+  return read && !read.getFill() && read.getMap().isIdentity() &&
+         llvm::equal(read.getIndices(), indices);
+}
+
+/// The argument number of `v` in the combine block `combine`, if it is one.
+std::optional<unsigned> argNumber(Value v, Block &combine) {
+  auto arg = dyn_cast<BlockArgument>(v);
+  if (!arg || arg.getOwner() != &combine)
+    return std::nullopt;
+  return arg.getArgNumber();
+}
+
+/// A product term from `v = x[i, k] * y[k, j]` (either order of the
+/// operands), x and y arguments of the combine.
+std::optional<Term> matchProduct(Value v, Value i, Value j, Value k,
+                                 Block &combine) {
+  auto mul = v.getDefiningOp<arith::MulFOp>();
+  if (!mul)
+    return std::nullopt;
+  for (auto [a, b] : {std::pair(mul.getLhs(), mul.getRhs()),
+                      std::pair(mul.getRhs(), mul.getLhs())}) {
+    auto ra = a.getDefiningOp<ReadOp>(), rb = b.getDefiningOp<ReadOp>();
+    if (!readsAt(ra, {i, k}) || !readsAt(rb, {k, j}))
+      continue;
+    auto x = argNumber(ra.getTensor(), combine);
+    auto y = argNumber(rb.getTensor(), combine);
+    if (x && y)
+      return Term{true, *x, *y};
+  }
+  return std::nullopt;
+}
+
+LogicalResult collectTensorTerms(Value tensor, Block &combine,
+                                 SmallVectorImpl<Term> &terms);
+
+/// The terms of the scalar `v` of a body at the matrix point (i, j).
+LogicalResult collectScalarTerms(Value v, Value i, Value j, Block &combine,
+                                 SmallVectorImpl<Term> &terms) {
+  if (auto add = v.getDefiningOp<arith::AddFOp>())
+    return success(
+        succeeded(collectScalarTerms(add.getLhs(), i, j, combine, terms)) &&
+        succeeded(collectScalarTerms(add.getRhs(), i, j, combine, terms)));
+  if (auto read = v.getDefiningOp<ReadOp>()) {
+    if (!readsAt(read, {i, j}))
+      return failure();
+    return collectTensorTerms(read.getTensor(), combine, terms);
+  }
+  // A nested sum over k of x[i, k] * y[k, j].
+  auto nested = v.getDefiningOp<ComprehensionOp>();
+  if (!nested || nested.getNumParallel() != 0 || nested.getNumReduced() != 1 ||
+      nested.getNumResults() != 1 ||
+      nested.getBuiltinMonoid() != MonoidKind::Add)
+    return failure();
+  std::optional<Term> t =
+      matchProduct(nested.getYield().getValues()[0], i, j,
+                   nested.getBodyBlock().getArgument(0), combine);
+  if (!t)
+    return failure();
+  terms.push_back(*t);
+  return success();
+}
+
+/// The terms of a tensor of the combine: an argument, or a comprehension
+/// over (i, j) of the combine's block.
+LogicalResult collectTensorTerms(Value tensor, Block &combine,
+                                 SmallVectorImpl<Term> &terms) {
+  if (auto n = argNumber(tensor, combine)) {
+    terms.push_back(Term{false, *n, 0});
+    return success();
+  }
+  auto c = tensor.getDefiningOp<ComprehensionOp>();
+  if (!c || c->getBlock() != &combine || c.getNumResults() != 1 ||
+      c.getNumParallel() != 2)
+    return failure();
+  Block &body = c.getBodyBlock();
+  Value i = body.getArgument(0), j = body.getArgument(1);
+  Value y = c.getYield().getValues()[0];
+  if (c.getNumReduced() == 0)
+    return collectScalarTerms(y, i, j, combine, terms);
+  if (c.getNumReduced() != 1 || c.getBuiltinMonoid() != MonoidKind::Add)
+    return failure();
+  std::optional<Term> t = matchProduct(y, i, j, body.getArgument(2), combine);
+  if (!t)
+    return failure();
+  terms.push_back(*t);
+  return success();
+}
+
+/// Whether `monoid` is the composition of affine maps on [K, V] states:
+/// carrier (tensor<KxK>, tensor<KxV>), combine (A2 A1, A2 B1 + B2).
+bool isAffineComposition(MonoidOp monoid) {
+  SmallVector<Type> carrier = monoid.getCarrierTypes();
+  if (carrier.size() != 2)
+    return false;
+  auto a = dyn_cast<RankedTensorType>(carrier[0]);
+  auto b = dyn_cast<RankedTensorType>(carrier[1]);
+  if (!a || !b || a.getRank() != 2 || b.getRank() != 2 ||
+      a.getDimSize(0) != a.getDimSize(1) ||
+      b.getDimSize(0) != a.getDimSize(0) ||
+      a.getElementType() != b.getElementType() ||
+      !isa<Float32Type, Float64Type>(a.getElementType()))
+    return false;
+  Block &combine = monoid.getCombine().front();
+  auto yield = cast<YieldOp>(combine.getTerminator());
+  // Arguments: a1 = 0, b1 = 1, a2 = 2, b2 = 3.
+  SmallVector<Term> ta, tb;
+  if (failed(collectTensorTerms(yield.getValues()[0], combine, ta)) ||
+      failed(collectTensorTerms(yield.getValues()[1], combine, tb)))
+    return false;
+  llvm::sort(tb);
+  return ta.size() == 1 && ta[0] == Term{true, 2, 0} &&
+         tb == SmallVector<Term>{Term{false, 3, 0}, Term{true, 2, 1}};
+}
+
+//===----------------------------------------------------------------------===//
+// The elements: d I + u w^T and p v^T
+//===----------------------------------------------------------------------===//
+
+/// sign * prod(scalars) * prod(rowFactors)(i) * prod(colFactors)(j), times
+/// the identity's element when `diagonal`.
+struct Monomial {
+  SmallVector<Value> scalars, rowFactors, colFactors;
+  bool diagonal = false, negated = false;
+};
+using Form = SmallVector<Monomial>;
+
+enum : unsigned { kRow = 1, kCol = 2 };
+
+/// Separates a body's yield over its last two indices (row i, column j).
+class Separator {
+public:
+  Separator(Value row, Value col) : row(row), col(col) {}
+
+  /// Which of the row and column indices `v` depends on.
+  unsigned deps(Value v) {
+    if (v == row)
+      return kRow;
+    if (v == col)
+      return kCol;
+    auto it = memo.find(v);
+    if (it != memo.end())
+      return it->second;
+    // The operands of the defining op and of the ops nested in it, those
+    // defined outside it.
+    unsigned d = 0;
+    if (Operation *def = v.getDefiningOp())
+      def->walk([&](Operation *inner) {
+        for (Value o : inner->getOperands())
+          if (!def->isAncestor(o.getParentRegion()->getParentOp()))
+            d |= deps(o);
+      });
+    return memo[v] = d;
+  }
+
+  FailureOr<Form> separate(Value v) {
+    switch (deps(v)) {
+    case 0:
+      return Form{Monomial{{v}, {}, {}}};
+    case kRow:
+      return Form{Monomial{{}, {v}, {}}};
+    case kCol:
+      return Form{Monomial{{}, {}, {v}}};
+    default:
+      break;
+    }
+    Operation *def = v.getDefiningOp();
+    if (!def)
+      return fail("it is an index");
+    if (isa<arith::AddFOp, arith::SubFOp>(def)) {
+      auto l = separate(def->getOperand(0));
+      auto r = separate(def->getOperand(1));
+      if (failed(l) || failed(r))
+        return failure();
+      for (Monomial m : *r) {
+        m.negated ^= isa<arith::SubFOp>(def);
+        l->push_back(m);
+      }
+      return l;
+    }
+    if (auto neg = dyn_cast<arith::NegFOp>(def)) {
+      auto f = separate(neg.getOperand());
+      if (succeeded(f))
+        for (Monomial &m : *f)
+          m.negated = !m.negated;
+      return f;
+    }
+    if (auto mul = dyn_cast<arith::MulFOp>(def)) {
+      auto l = separate(mul.getLhs());
+      auto r = separate(mul.getRhs());
+      if (failed(l) || failed(r))
+        return failure();
+      Form out;
+      for (const Monomial &a : *l)
+        for (const Monomial &b : *r) {
+          Monomial m = a;
+          llvm::append_range(m.scalars, b.scalars);
+          llvm::append_range(m.rowFactors, b.rowFactors);
+          llvm::append_range(m.colFactors, b.colFactors);
+          m.diagonal |= b.diagonal;
+          m.negated ^= b.negated;
+          if (m.diagonal && (!m.rowFactors.empty() || !m.colFactors.empty()))
+            return fail("its diagonal varies along the row (only a scalar "
+                        "decay times the identity is chunked)");
+          out.push_back(m);
+        }
+      return out;
+    }
+    if (auto sel = dyn_cast<arith::SelectOp>(def)) {
+      if (!isIdentityMask(sel.getCondition()) ||
+          !matchPattern(sel.getFalseValue(), m_AnyZeroFloat()))
+        return fail("a select that is not select(i == j, d, 0)");
+      auto f = separate(sel.getTrueValue());
+      if (failed(f))
+        return failure();
+      for (Monomial &m : *f) {
+        if (!m.rowFactors.empty() || !m.colFactors.empty())
+          return fail("its diagonal varies along the row");
+        m.diagonal = true;
+      }
+      return f;
+    }
+    return fail(Twine("'") + def->getName().getStringRef() +
+                "' of both matrix indices");
+  }
+
+  std::string why;
+
+private:
+  FailureOr<Form> fail(const Twine &msg) {
+    if (why.empty())
+      why = msg.str();
+    return failure();
+  }
+
+  /// `cmpi eq` of tang.index of the row and of the column.
+  bool isIdentityMask(Value cond) {
+    auto cmp = cond.getDefiningOp<arith::CmpIOp>();
+    if (!cmp || cmp.getPredicate() != arith::CmpIPredicate::eq)
+      return false;
+    auto indexOf = [](Value v) -> Value {
+      auto index = v.getDefiningOp<IndexOp>();
+      if (!index || index.getIndices().size() != 1 ||
+          !index.getMap().isIdentity())
+        return {};
+      return index.getIndices()[0];
+    };
+    Value a = indexOf(cmp.getLhs()), b = indexOf(cmp.getRhs());
+    return (a == row && b == col) || (a == col && b == row);
+  }
+
+  Value row, col;
+  DenseMap<Value, unsigned> memo;
+};
+
+/// The factors of one element producer's yield, by body value.
+struct Factors {
+  /// Scalar decay d = prod(decay) (one diagonal monomial, positive).
+  SmallVector<Value> decay;
+  /// The rank-one part (absent: u = 0).
+  std::optional<Monomial> rankOne;
+};
+
+/// A body value that the factor comprehension clones, and how: the
+/// producer's row or column index becomes the factor's last index.
+struct FactorPart {
+  SmallVector<Value> values;
+  Value index; // The producer's row or column index, or null.
+};
+
+//===----------------------------------------------------------------------===//
+// The plan: the chunked algorithm, in tang IR
+//===----------------------------------------------------------------------===//
+
+// Placeholders: {PI} parallel indices ("%p0, %p1, "), {PX} their extents
+// ("2, 4, "), {PS} the shape prefix ("2x4x"), {T} steps, {N} chunks, {C}
+// steps per chunk, {CL} C - 1, {K} and {V} the state's shape, {E} the
+// element type, {M} the monoid, {NEUMANN} the products that invert I - L,
+// {TINV} the last of them. Arguments: la (log decays), u, w, p, v (the
+// factors), S0 (the initial state) and A0 (the transition's init, unused
+// but by the chunks' scan).
+constexpr const char *kPlan = R"mlir(
+func.func @plan(%la: tensor<{PS}{T}x{E}>, %u: tensor<{PS}{T}x{K}x{E}>, %w: tensor<{PS}{T}x{K}x{E}>, %pp: tensor<{PS}{T}x{K}x{E}>, %v: tensor<{PS}{T}x{V}x{E}>, %S0: tensor<{PS}{K}x{V}x{E}>, %A0: tensor<{PS}{K}x{K}x{E}>) -> tensor<{PS}{T}x{K}x{V}x{E}> {
+  // G[c, r]: the cumulative log decay of chunk c up to step r.
+  %G = tang.scan ({PI}%c) along (%r) [{PX}{N}, {C}] monoid(add) : tensor<{PS}{N}x{C}x{E}> {
+    %x = tang.read %la[{PI}%c * {C} + %r] : tensor<{PS}{T}x{E}>
+    tang.yield %x : {E}
+  }
+  // L[r, s] = Gamma (w_r . u_s), Lp[r, s] = Gamma (w_r . p_s) for s < r,
+  // Gamma = exp(G[r - 1] - G[s]).
+  %Lu, %Lp = tang.comprehension ({PI}%c, %r, %s) [{PX}{N}, {C}, {C}] : tensor<{PS}{N}x{C}x{C}x{E}>, tensor<{PS}{N}x{C}x{C}x{E}> {
+    %gr = tang.read %G[{PI}%c, %r] : tensor<{PS}{N}x{C}x{E}>
+    %lr = tang.read %la[{PI}%c * {C} + %r] : tensor<{PS}{T}x{E}>
+    %gs = tang.read %G[{PI}%c, %s] : tensor<{PS}{N}x{C}x{E}>
+    %h = arith.subf %gr, %lr : {E}
+    %d = arith.subf %h, %gs : {E}
+    %e = math.exp %d : {E}
+    %wu = tang.comprehension reduce (%k) [{K}] monoid(add) : {E} {
+      %a = tang.read %w[{PI}%c * {C} + %r, %k] : tensor<{PS}{T}x{K}x{E}>
+      %b = tang.read %u[{PI}%c * {C} + %s, %k] : tensor<{PS}{T}x{K}x{E}>
+      %m = arith.mulf %a, %b : {E}
+      tang.yield %m : {E}
+    }
+    %wp = tang.comprehension reduce (%k) [{K}] monoid(add) : {E} {
+      %a = tang.read %w[{PI}%c * {C} + %r, %k] : tensor<{PS}{T}x{K}x{E}>
+      %b = tang.read %pp[{PI}%c * {C} + %s, %k] : tensor<{PS}{T}x{K}x{E}>
+      %m = arith.mulf %a, %b : {E}
+      tang.yield %m : {E}
+    }
+    %ri = tang.index %r : i32
+    %si = tang.index %s : i32
+    %lt = arith.cmpi slt, %si, %ri : i32
+    %zero = arith.constant 0.0 : {E}
+    %x1 = arith.mulf %e, %wu : {E}
+    %x2 = arith.mulf %e, %wp : {E}
+    %o1 = arith.select %lt, %x1, %zero : {E}
+    %o2 = arith.select %lt, %x2, %zero : {E}
+    tang.yield %o1, %o2 : {E}, {E}
+  }
+  // (I - L)^-1 = (I + L)(I + L^2)(I + L^4)...: T0 = I + L, then the
+  // Neumann steps.
+  %T0 = tang.comprehension ({PI}%c, %r, %s) [{PX}{N}, {C}, {C}] : tensor<{PS}{N}x{C}x{C}x{E}> {
+    %l = tang.read %Lu[{PI}%c, %r, %s] : tensor<{PS}{N}x{C}x{C}x{E}>
+    %ri = tang.index %r : i32
+    %si = tang.index %s : i32
+    %eq = arith.cmpi eq, %ri, %si : i32
+    %one = arith.constant 1.0 : {E}
+    %zero = arith.constant 0.0 : {E}
+    %d = arith.select %eq, %one, %zero : {E}
+    %x = arith.addf %d, %l : {E}
+    tang.yield %x : {E}
+  }
+{NEUMANN}
+  // x_r = E_r S_start + F_r: E = T diag(exp(G[r - 1])) W, F = T Lp V.
+  %E = tang.comprehension ({PI}%c, %r, %k) reduce (%s) [{PX}{N}, {C}, {K}, {C}] monoid(add) : tensor<{PS}{N}x{C}x{K}x{E}> {
+    %t = tang.read %{TINV}[{PI}%c, %r, %s] : tensor<{PS}{N}x{C}x{C}x{E}>
+    %gs = tang.read %G[{PI}%c, %s] : tensor<{PS}{N}x{C}x{E}>
+    %ls = tang.read %la[{PI}%c * {C} + %s] : tensor<{PS}{T}x{E}>
+    %ws = tang.read %w[{PI}%c * {C} + %s, %k] : tensor<{PS}{T}x{K}x{E}>
+    %h = arith.subf %gs, %ls : {E}
+    %e = math.exp %h : {E}
+    %a = arith.mulf %t, %e : {E}
+    %b = arith.mulf %a, %ws : {E}
+    tang.yield %b : {E}
+  }
+  %LpV = tang.comprehension ({PI}%c, %r, %j) reduce (%s) [{PX}{N}, {C}, {V}, {C}] monoid(add) : tensor<{PS}{N}x{C}x{V}x{E}> {
+    %l = tang.read %Lp[{PI}%c, %r, %s] : tensor<{PS}{N}x{C}x{C}x{E}>
+    %vs = tang.read %v[{PI}%c * {C} + %s, %j] : tensor<{PS}{T}x{V}x{E}>
+    %b = arith.mulf %l, %vs : {E}
+    tang.yield %b : {E}
+  }
+  %F = tang.comprehension ({PI}%c, %r, %j) reduce (%s) [{PX}{N}, {C}, {V}, {C}] monoid(add) : tensor<{PS}{N}x{C}x{V}x{E}> {
+    %t = tang.read %{TINV}[{PI}%c, %r, %s] : tensor<{PS}{N}x{C}x{C}x{E}>
+    %y = tang.read %LpV[{PI}%c, %s, %j] : tensor<{PS}{N}x{C}x{V}x{E}>
+    %b = arith.mulf %t, %y : {E}
+    tang.yield %b : {E}
+  }
+  // The chunk as one affine step: A_c = exp(G[C-1]) I + sum_s Gamma u_s E_s,
+  // B_c = sum_s Gamma (u_s F_s + p_s v_s), Gamma = exp(G[C-1] - G[s]).
+  %Ac = tang.comprehension ({PI}%c, %i, %k) [{PX}{N}, {K}, {K}] : tensor<{PS}{N}x{K}x{K}x{E}> {
+    %gl = tang.read %G[{PI}%c, {CL}] : tensor<{PS}{N}x{C}x{E}>
+    %sum = tang.comprehension reduce (%s) [{C}] monoid(add) : {E} {
+      %gs = tang.read %G[{PI}%c, %s] : tensor<{PS}{N}x{C}x{E}>
+      %us = tang.read %u[{PI}%c * {C} + %s, %i] : tensor<{PS}{T}x{K}x{E}>
+      %es = tang.read %E[{PI}%c, %s, %k] : tensor<{PS}{N}x{C}x{K}x{E}>
+      %d = arith.subf %gl, %gs : {E}
+      %e = math.exp %d : {E}
+      %a = arith.mulf %e, %us : {E}
+      %b = arith.mulf %a, %es : {E}
+      tang.yield %b : {E}
+    }
+    %ii = tang.index %i : i32
+    %ki = tang.index %k : i32
+    %eq = arith.cmpi eq, %ii, %ki : i32
+    %el = math.exp %gl : {E}
+    %zero = arith.constant 0.0 : {E}
+    %d = arith.select %eq, %el, %zero : {E}
+    %x = arith.addf %d, %sum : {E}
+    tang.yield %x : {E}
+  }
+  %Bc = tang.comprehension ({PI}%c, %i, %j) reduce (%s) [{PX}{N}, {K}, {V}, {C}] monoid(add) : tensor<{PS}{N}x{K}x{V}x{E}> {
+    %gl = tang.read %G[{PI}%c, {CL}] : tensor<{PS}{N}x{C}x{E}>
+    %gs = tang.read %G[{PI}%c, %s] : tensor<{PS}{N}x{C}x{E}>
+    %us = tang.read %u[{PI}%c * {C} + %s, %i] : tensor<{PS}{T}x{K}x{E}>
+    %fs = tang.read %F[{PI}%c, %s, %j] : tensor<{PS}{N}x{C}x{V}x{E}>
+    %ps = tang.read %pp[{PI}%c * {C} + %s, %i] : tensor<{PS}{T}x{K}x{E}>
+    %vs = tang.read %v[{PI}%c * {C} + %s, %j] : tensor<{PS}{T}x{V}x{E}>
+    %d = arith.subf %gl, %gs : {E}
+    %e = math.exp %d : {E}
+    %a = arith.mulf %us, %fs : {E}
+    %b = arith.mulf %ps, %vs : {E}
+    %ab = arith.addf %a, %b : {E}
+    %x = arith.mulf %e, %ab : {E}
+    tang.yield %x : {E}
+  }
+  // The state across chunks, and each chunk's starting state.
+  %PA, %Sc = tang.tensor_scan {M}(%Ac, %Bc : tensor<{PS}{N}x{K}x{K}x{E}>, tensor<{PS}{N}x{K}x{V}x{E}>) init(%A0, %S0 : tensor<{PS}{K}x{K}x{E}>, tensor<{PS}{K}x{V}x{E}>) {tang.chunked} -> tensor<{PS}{N}x{K}x{K}x{E}>, tensor<{PS}{N}x{K}x{V}x{E}>
+  %Ss = tang.comprehension ({PI}%c, %i, %j) [{PX}{N}, {K}, {V}] : tensor<{PS}{N}x{K}x{V}x{E}> {
+    %s0 = tang.read %S0[{PI}%i, %j] : tensor<{PS}{K}x{V}x{E}>
+    %sp = tang.read %Sc[{PI}%c - 1, %i, %j] fill(0.0) : tensor<{PS}{N}x{K}x{V}x{E}>
+    %ci = tang.index %c : i32
+    %z = arith.constant 0 : i32
+    %first = arith.cmpi eq, %ci, %z : i32
+    %x = arith.select %first, %s0, %sp : {E}
+    tang.yield %x : {E}
+  }
+  %X = tang.comprehension ({PI}%c, %r, %j) [{PX}{N}, {C}, {V}] : tensor<{PS}{N}x{C}x{V}x{E}> {
+    %f = tang.read %F[{PI}%c, %r, %j] : tensor<{PS}{N}x{C}x{V}x{E}>
+    %sum = tang.comprehension reduce (%k) [{K}] monoid(add) : {E} {
+      %e = tang.read %E[{PI}%c, %r, %k] : tensor<{PS}{N}x{C}x{K}x{E}>
+      %s = tang.read %Ss[{PI}%c, %k, %j] : tensor<{PS}{N}x{K}x{V}x{E}>
+      %m = arith.mulf %e, %s : {E}
+      tang.yield %m : {E}
+    }
+    %x = arith.addf %sum, %f : {E}
+    tang.yield %x : {E}
+  }
+  // Each step's state: exp(G[r]) S_start + sum_{s <= r} Gamma (u_s x_s + p_s v_s).
+  %S = tang.comprehension ({PI}%t, %i, %j) [{PX}{T}, {K}, {V}] : tensor<{PS}{T}x{K}x{V}x{E}> {
+    %gr = tang.read %G[{PI}%t floordiv {C}, %t mod {C}] : tensor<{PS}{N}x{C}x{E}>
+    %ss = tang.read %Ss[{PI}%t floordiv {C}, %i, %j] : tensor<{PS}{N}x{K}x{V}x{E}>
+    %er = math.exp %gr : {E}
+    %base = arith.mulf %er, %ss : {E}
+    %sum = tang.comprehension reduce (%s) [{C}] monoid(add) : {E} {
+      %gs = tang.read %G[{PI}%t floordiv {C}, %s] : tensor<{PS}{N}x{C}x{E}>
+      %us = tang.read %u[{PI}(%t floordiv {C}) * {C} + %s, %i] : tensor<{PS}{T}x{K}x{E}>
+      %xs = tang.read %X[{PI}%t floordiv {C}, %s, %j] : tensor<{PS}{N}x{C}x{V}x{E}>
+      %ps = tang.read %pp[{PI}(%t floordiv {C}) * {C} + %s, %i] : tensor<{PS}{T}x{K}x{E}>
+      %vs = tang.read %v[{PI}(%t floordiv {C}) * {C} + %s, %j] : tensor<{PS}{T}x{V}x{E}>
+      %d = arith.subf %gr, %gs : {E}
+      %e = math.exp %d : {E}
+      %a = arith.mulf %us, %xs : {E}
+      %b = arith.mulf %ps, %vs : {E}
+      %ab = arith.addf %a, %b : {E}
+      %x = arith.mulf %e, %ab : {E}
+      %si = tang.index %s : i32
+      %ti = tang.index [%t mod {C}] : i32
+      %le = arith.cmpi sle, %si, %ti : i32
+      %zero = arith.constant 0.0 : {E}
+      %y = arith.select %le, %x, %zero : {E}
+      tang.yield %y : {E}
+    }
+    %x = arith.addf %base, %sum : {E}
+    tang.yield %x : {E}
+  }
+  return %S : tensor<{PS}{T}x{K}x{V}x{E}>
+}
+)mlir";
+
+/// One Neumann step: N{m} = N{m-1}^2, T{m} = T{m-1} (I + N{m}).
+constexpr const char *kNeumannStep = R"mlir(
+  %N{m} = tang.comprehension ({PI}%c, %r, %s) reduce (%q) [{PX}{N}, {C}, {C}, {C}] monoid(add) : tensor<{PS}{N}x{C}x{C}x{E}> {
+    %a = tang.read %{NP}[{PI}%c, %r, %q] : tensor<{PS}{N}x{C}x{C}x{E}>
+    %b = tang.read %{NP}[{PI}%c, %q, %s] : tensor<{PS}{N}x{C}x{C}x{E}>
+    %p = arith.mulf %a, %b : {E}
+    tang.yield %p : {E}
+  }
+  %T{m} = tang.comprehension ({PI}%c, %r, %s) [{PX}{N}, {C}, {C}] : tensor<{PS}{N}x{C}x{C}x{E}> {
+    %t = tang.read %{TP}[{PI}%c, %r, %s] : tensor<{PS}{N}x{C}x{C}x{E}>
+    %sum = tang.comprehension reduce (%q) [{C}] monoid(add) : {E} {
+      %a = tang.read %{TP}[{PI}%c, %r, %q] : tensor<{PS}{N}x{C}x{C}x{E}>
+      %b = tang.read %N{m}[{PI}%c, %q, %s] : tensor<{PS}{N}x{C}x{C}x{E}>
+      %p = arith.mulf %a, %b : {E}
+      tang.yield %p : {E}
+    }
+    %x = arith.addf %t, %sum : {E}
+    tang.yield %x : {E}
+  }
+)mlir";
+
+std::string substitute(std::string text,
+                       ArrayRef<std::pair<StringRef, std::string>> values) {
+  for (const auto &[key, value] : values) {
+    size_t at = 0;
+    while ((at = text.find(key.str(), at)) != std::string::npos) {
+      text.replace(at, key.size(), value);
+      at += value.size();
+    }
+  }
+  return text;
+}
+
+/// The plan's text at this shape.
+std::string instantiatePlan(ArrayRef<int64_t> parallel, int64_t steps,
+                            int64_t chunk, int64_t k, int64_t v, Type element,
+                            StringRef monoid) {
+  std::string pi, px, ps;
+  for (auto [n, e] : llvm::enumerate(parallel)) {
+    pi += "%p" + std::to_string(n) + ", ";
+    px += std::to_string(e) + ", ";
+    ps += std::to_string(e) + "x";
+  }
+  std::string neumann;
+  unsigned products = 0;
+  while ((int64_t(1) << (products + 1)) < chunk)
+    ++products;
+  // ceil(log2 chunk) factors: T0 and `products` more.
+  for (unsigned m = 1; m <= products; ++m)
+    neumann += substitute(
+        kNeumannStep, {{"{m}", std::to_string(m)},
+                       {"{NP}", m == 1 ? "Lu" : "N" + std::to_string(m - 1)},
+                       {"{TP}", "T" + std::to_string(m - 1)}});
+  std::string e;
+  llvm::raw_string_ostream(e) << element;
+  std::string text = substitute(kPlan, {{"{NEUMANN}", neumann}});
+  return substitute(text, {{"{TINV}", "T" + std::to_string(products)},
+                           {"{PI}", pi},
+                           {"{PX}", px},
+                           {"{PS}", ps},
+                           {"{T}", std::to_string(steps)},
+                           {"{N}", std::to_string(steps / chunk)},
+                           {"{CL}", std::to_string(chunk - 1)},
+                           {"{C}", std::to_string(chunk)},
+                           {"{K}", std::to_string(k)},
+                           {"{V}", std::to_string(v)},
+                           {"{E}", e},
+                           {"{M}", ("@" + monoid).str()}});
+}
+
+//===----------------------------------------------------------------------===//
+// The rewrite
+//===----------------------------------------------------------------------===//
+
+/// Builds `tensor[P..., t, x] = prod(parts)` (negated when asked) as a map
+/// comprehension before `at`, cloning each part's slice of `producer`'s
+/// body with its row or column index as the new last index. Parts with no
+/// index give `[P..., t]` (the log decays when `logs`: the log of each
+/// value, `exp(x)` giving x, summed).
+Value buildFactor(OpBuilder &b, Location loc, ComprehensionOp producer,
+                  ArrayRef<FactorPart> parts, int64_t extent, bool negated,
+                  bool logs) {
+  Block &src = producer.getBodyBlock();
+  unsigned rank = producer.getNumParallel();
+  SmallVector<int64_t> shape(
+      producer.getParallelExtents().take_front(rank - 2));
+  if (extent)
+    shape.push_back(extent);
+  Type element = producer.getYield().getValues()[0].getType();
+  auto type = RankedTensorType::get(shape, element);
+  auto c =
+      ComprehensionOp::create(b, loc, TypeRange{type}, shape,
+                              ArrayRef<int64_t>{}, Attribute(), ScheduleAttr());
+  OpBuilder::InsertionGuard guard(b);
+  Block *body = b.createBlock(&c.getBody());
+  SmallVector<Value> idx;
+  for (size_t i = 0; i < shape.size(); ++i)
+    idx.push_back(body->addArgument(b.getIndexType(), loc));
+  Value acc;
+  auto combineWith = [&](Value x) {
+    if (!acc)
+      acc = x;
+    else if (logs)
+      acc = arith::AddFOp::create(b, loc, acc, x);
+    else
+      acc = arith::MulFOp::create(b, loc, acc, x);
+  };
+  for (const FactorPart &given : parts) {
+    // Factors of 1 drop out; in a log, exp(x) is x.
+    FactorPart part{{}, given.index};
+    SmallVector<bool> needsLog;
+    for (Value x : given.values) {
+      if (matchPattern(x, m_OneFloat()))
+        continue;
+      auto exp = x.getDefiningOp<math::ExpOp>();
+      part.values.push_back(logs && exp ? exp.getOperand() : x);
+      needsLog.push_back(logs && !exp);
+    }
+    IRMapping map;
+    for (unsigned i = 0; i + 2 < rank; ++i)
+      map.map(src.getArgument(i), idx[i]);
+    if (part.index)
+      map.map(part.index, idx.back());
+    // The slice of the values, in body order.
+    llvm::SetVector<Operation *> slice;
+    SmallVector<Value> work(part.values.begin(), part.values.end());
+    while (!work.empty()) {
+      Value x = work.pop_back_val();
+      Operation *def = x.getDefiningOp();
+      if (!def || def->getBlock() != &src || !slice.insert(def))
+        continue;
+      def->walk([&](Operation *inner) {
+        for (Value o : inner->getOperands())
+          work.push_back(o);
+      });
+    }
+    for (Operation &op : src.without_terminator())
+      if (slice.contains(&op))
+        b.clone(op, map);
+    for (auto [x, log] : llvm::zip(part.values, needsLog)) {
+      Value y = map.lookupOrDefault(x);
+      combineWith(log ? math::LogOp::create(b, loc, y).getResult() : y);
+    }
+  }
+  if (!acc)
+    acc = arith::ConstantOp::create(b, loc,
+                                    b.getFloatAttr(element, logs ? 0.0 : 1.0));
+  if (negated)
+    acc = arith::NegFOp::create(b, loc, acc);
+  YieldOp::create(b, loc, ValueRange{acc});
+  return c.getResult(0);
+}
+
+/// A map comprehension of `shape` yielding the identity's element (or
+/// zero, when `!identity`).
+Value buildConstantMatrix(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+                          Type element, bool identity) {
+  auto type = RankedTensorType::get(shape, element);
+  auto c =
+      ComprehensionOp::create(b, loc, TypeRange{type}, shape,
+                              ArrayRef<int64_t>{}, Attribute(), ScheduleAttr());
+  OpBuilder::InsertionGuard guard(b);
+  Block *body = b.createBlock(&c.getBody());
+  SmallVector<Value> idx;
+  for (size_t i = 0; i < shape.size(); ++i)
+    idx.push_back(body->addArgument(b.getIndexType(), loc));
+  Value zero = arith::ConstantOp::create(b, loc, b.getFloatAttr(element, 0));
+  Value v = zero;
+  if (identity) {
+    Value one = arith::ConstantOp::create(b, loc, b.getFloatAttr(element, 1));
+    auto index = [&](Value i) {
+      return IndexOp::create(b, loc, b.getI32Type(), i);
+    };
+    Value eq =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                              index(idx[idx.size() - 2]), index(idx.back()));
+    v = arith::SelectOp::create(b, loc, eq, one, zero);
+  }
+  YieldOp::create(b, loc, ValueRange{v});
+  return c.getResult(0);
+}
+
+struct ChunkAffineScanPass
+    : tang::impl::TangChunkAffineScanBase<ChunkAffineScanPass> {
+  using TangChunkAffineScanBase::TangChunkAffineScanBase;
+
+  /// Rewrites `scan` if it matches; a remark says why an affine scan does
+  /// not. Fails only on a bad option.
+  LogicalResult rewrite(TensorScanOp scan) {
+    auto monoid = SymbolTable::lookupNearestSymbolFrom<MonoidOp>(
+        scan, scan.getMonoidAttr());
+    if (scan->hasAttr(kChunkedAttrName) || !monoid ||
+        !isAffineComposition(monoid))
+      return success();
+    auto skip = [&](const Twine &why) {
+      scan.emitRemark() << "tang-chunk-affine-scan: not chunked: " << why;
+      return success();
+    };
+    if (!scan.getResult(0).use_empty())
+      return skip("the products of the transitions are used (only the "
+                  "states are kept)");
+    auto aType = cast<RankedTensorType>(scan.getElements()[0].getType());
+    auto bType = cast<RankedTensorType>(scan.getElements()[1].getType());
+    unsigned rank = aType.getRank();
+    int64_t steps = aType.getDimSize(rank - 3);
+    int64_t k = aType.getDimSize(rank - 1), v = bType.getDimSize(rank - 1);
+    Type element = aType.getElementType();
+    // The producers: map comprehensions over (P..., t, i, j).
+    auto producerOf = [](Value e) -> std::pair<ComprehensionOp, Value> {
+      auto r = dyn_cast<OpResult>(e);
+      auto c = r ? dyn_cast<ComprehensionOp>(r.getOwner()) : nullptr;
+      if (!c || c.getNumReduced() || isInIterationBody(c))
+        return {};
+      return {c, c.getYield().getValues()[r.getResultNumber()]};
+    };
+    auto [aProd, aYield] = producerOf(scan.getElements()[0]);
+    if (!aProd)
+      return skip("its transitions are not a map comprehension");
+    Block &aBody = aProd.getBodyBlock();
+    Separator aSep(aBody.getArgument(rank - 2), aBody.getArgument(rank - 1));
+    FailureOr<Form> aForm = aSep.separate(aYield);
+    if (failed(aForm))
+      return skip("the transition is not d I + u w^T: " + aSep.why);
+    SmallVector<Monomial> diagonal, lowRank;
+    for (const Monomial &m : *aForm)
+      (m.diagonal ? diagonal : lowRank).push_back(m);
+    if (diagonal.size() != 1 || diagonal[0].negated)
+      return skip("the transition's diagonal is not one positive decay "
+                  "(d I with d a product)");
+    if (lowRank.size() > 1)
+      return skip("the transition's update has rank " + Twine(lowRank.size()) +
+                  " (rank one is chunked)");
+    auto [bProd, bYield] = producerOf(scan.getElements()[1]);
+    if (!bProd)
+      return skip("its inputs are not a map comprehension");
+    Block &bBody = bProd.getBodyBlock();
+    Separator bSep(bBody.getArgument(rank - 2), bBody.getArgument(rank - 1));
+    FailureOr<Form> bForm = bSep.separate(bYield);
+    if (failed(bForm))
+      return skip("the input is not p v^T: " + bSep.why);
+    if (bForm->size() != 1 || bForm->front().diagonal)
+      return skip("the input is not rank one");
+    for (const Monomial &m :
+         llvm::concat<const Monomial>(diagonal, lowRank, *bForm))
+      for (Value x :
+           llvm::concat<const Value>(m.scalars, m.rowFactors, m.colFactors))
+        if (x.getType() != element) {
+          std::string type;
+          llvm::raw_string_ostream(type) << x.getType();
+          return skip("a factor has type " + type + ", not the state's");
+        }
+
+    int64_t c = chunk;
+    if (c == 0)
+      for (c = std::min<int64_t>(64, steps); steps % c; --c)
+        ;
+    if (c < 1 || steps % c)
+      return scan.emitError()
+             << "tang-chunk-affine-scan: chunk=" << c
+             << " does not divide the scan's " << steps << " steps";
+
+    OpBuilder b(scan);
+    Location loc = scan.getLoc();
+    Value ai = aBody.getArgument(rank - 2), aj = aBody.getArgument(rank - 1);
+    Value bi = bBody.getArgument(rank - 2), bj = bBody.getArgument(rank - 1);
+    Value la = buildFactor(b, loc, aProd, {FactorPart{diagonal[0].scalars, {}}},
+                           0, false, /*logs=*/true);
+    Value u, w;
+    if (lowRank.empty()) {
+      SmallVector<int64_t> shape(aType.getShape().drop_back());
+      u = buildConstantMatrix(b, loc, shape, element, false);
+      w = u;
+    } else {
+      const Monomial &m = lowRank[0];
+      u = buildFactor(b, loc, aProd,
+                      {FactorPart{m.scalars, {}}, FactorPart{m.rowFactors, ai}},
+                      k, m.negated, false);
+      w = buildFactor(b, loc, aProd, {FactorPart{m.colFactors, aj}}, k, false,
+                      false);
+    }
+    const Monomial &bm = bForm->front();
+    Value p =
+        buildFactor(b, loc, bProd,
+                    {FactorPart{bm.scalars, {}}, FactorPart{bm.rowFactors, bi}},
+                    k, bm.negated, false);
+    Value vv = buildFactor(b, loc, bProd, {FactorPart{bm.colFactors, bj}}, v,
+                           false, false);
+    ArrayRef<int64_t> parallel = aType.getShape().take_front(rank - 3);
+    Value s0, a0;
+    if (!scan.getInit().empty()) {
+      a0 = scan.getInit()[0];
+      s0 = scan.getInit()[1];
+    } else {
+      SmallVector<int64_t> sShape(parallel), aShape(parallel);
+      sShape.append({k, v});
+      aShape.append({k, k});
+      s0 = buildConstantMatrix(b, loc, sShape, element, false);
+      a0 = buildConstantMatrix(b, loc, aShape, element, true);
+    }
+
+    std::string text =
+        instantiatePlan(parallel, steps, c, k, v, element, monoid.getSymName());
+    ParserConfig config(scan.getContext(), /*verifyAfterParse=*/false);
+    OwningOpRef<ModuleOp> plan = parseSourceString<ModuleOp>(text, config);
+    if (!plan)
+      return scan.emitError()
+             << "tang-chunk-affine-scan: internal error: the plan does not "
+                "parse";
+    // The plan is ours: its ops move into the function, its arguments
+    // replaced by the factors.
+    auto fn = cast<func::FuncOp>(plan->getBody()->front());
+    Block &planBody = fn.getBody().front();
+    SmallVector<Value> args = {la, u, w, p, vv, s0, a0};
+    for (auto [arg, val] : llvm::zip(planBody.getArguments(), args))
+      arg.replaceAllUsesWith(val);
+    auto ret = cast<func::ReturnOp>(planBody.getTerminator());
+    Value states = ret.getOperand(0);
+    for (Operation &op : llvm::make_early_inc_range(planBody)) {
+      if (&op == ret)
+        break;
+      op.moveBefore(scan);
+      op.walk([&](Operation *o) { o->setLoc(loc); });
+    }
+    scan.getResult(1).replaceAllUsesWith(states);
+    scan.erase();
+    for (ComprehensionOp prod : {aProd, bProd})
+      if (prod && prod->use_empty())
+        prod.erase();
+    ++numChunked;
+    return success();
+  }
+
+  void runOnOperation() override {
+    SmallVector<TensorScanOp> scans;
+    getOperation().walk([&](TensorScanOp s) { scans.push_back(s); });
+    for (TensorScanOp s : scans)
+      if (failed(rewrite(s)))
+        return signalPassFailure();
+  }
+};
+
+} // namespace
