@@ -265,14 +265,41 @@ _COMP = re.compile(r"tang\.comprehension\s*(\(([^)]*)\))?\s*"
 
 
 _SHAPE = re.compile(r"tensor<((?:\d+x)+)")
+_TENSOR_MONOID = re.compile(
+    r"tang\.monoid\s+@([\w.$-]+)\s*:\s*\[(tensor<[^\]]*)\]")
+_TENSOR_YIELD = re.compile(r"tang\.yield[^\n]*:\s*tensor<")
+_TENSOR_SCAN = re.compile(
+    r"tang\.tensor_scan\s+@([\w.$-]+)\s*\([^:]*:\s*tensor<((?:\d+x)+)")
+
+
+def _tensor_scan_roundings(text: str) -> int:
+    """A tensor scan's prefix at step t is t combines in sequence: each
+    scan adds its length times its monoid's comprehensions."""
+    monoids = {}
+    for m in _TENSOR_MONOID.finditer(text):
+        first = re.match(r"tensor<((?:\d+x)*)", m.group(2))
+        rank = len([d for d in first.group(1).split("x") if d])
+        # The combine: up to its yield of tensors (the first such yield).
+        end = _TENSOR_YIELD.search(text, m.end())
+        body = text[m.end():end.start() if end else len(text)]
+        monoids[m.group(1)] = (rank, max(1, len(_COMP.findall(body))))
+    extra = 0
+    for m in _TENSOR_SCAN.finditer(text):
+        rank, combines = monoids.get(m.group(1), (0, 1))
+        dims = [int(d) for d in m.group(2).split("x") if d]
+        if len(dims) > rank:
+            extra += dims[len(dims) - rank - 1] * combines
+    return extra
 
 
 def program_shape(text: str):
     """(K, R): the longest reduction (product of a comprehension's reduced
-    extents) and the number of comprehensions in a tang program. A symbolic
+    extents) and the number of comprehensions in a tang program, a tensor
+    scan's combines counted once per step. A symbolic
     extent (an SSA size, `[%len, 16]`) counts as the largest static
     dimension of the program's tensors (a cache's capacity bounds a context
     length), or 65536 when every dimension is symbolic."""
+    text = re.sub(r"//[^\n]*", "", text)   # comments name no op
     dims = [int(d) for m in _SHAPE.finditer(text)
             for d in m.group(1).split("x") if d]
     bound = max(dims, default=65536)
@@ -288,6 +315,7 @@ def program_shape(text: str):
         for e in ext[len(ext) - nred:]:
             k *= e
         K = max(K, k)
+    R += _tensor_scan_roundings(text)
     return K, max(R, 1)
 
 

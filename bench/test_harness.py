@@ -651,3 +651,14 @@ def test_sanitize_resume(tmp_path, monkeypatch):
     sanitize.main()
     # Nothing left to do under racecheck for "clean": no child ran.
     assert "fake under racecheck" not in (third / "sanitize.log").read_text()
+
+
+def test_program_shape_counts_a_tensor_scans_steps():
+    """Each tensor scan adds its steps times its monoid's comprehensions to
+    the roundings: two scans of 5 steps under a combine of three."""
+    text = (Path(__file__).resolve().parents[1] / "test" / "Dialect" /
+            "Tang" / "tensor-scan.mlir").read_text()
+    K, R = harness.program_shape(text)
+    # Three comprehensions in the combine; scans of 5 steps, twice.
+    assert (K, R) == (3, 3 + 2 * 5 * 3)
+    assert harness.program_shape(text.replace("tensor_scan", "scan_"))[1] == 3

@@ -52,6 +52,8 @@ void mlir::tang::addTangCudaKernelForm(OpPassManager &pm,
   pm.addPass(createTangAttachTarget(target));
   // tang -> tang: fusion and the online-softmax monoid, if asked.
   if (options.fuse) {
+    // Scans of matrix states first: their chunks are comprehensions to fuse.
+    pm.addPass(createTangChunkAffineScan());
     pm.addPass(createTangFuse());
     pm.addPass(createTangOnlineSoftmax());
     pm.addPass(createTangTriangularScan());

@@ -32,6 +32,8 @@ static void addPortableKernelForm(OpPassManager &pm, bool fuse, bool rowKernels,
     pm.addPass(createTangAttachTarget(target));
   }
   if (fuse) {
+    // Scans of matrix states first: their chunks are comprehensions to fuse.
+    pm.addPass(createTangChunkAffineScan());
     pm.addPass(createTangFuse());
     pm.addPass(createTangOnlineSoftmax());
     pm.addPass(createTangTriangularScan());

@@ -16,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Tang/Analysis/KernelMatchers.h"
 #include "Tang/Dialect/Tang/IR/TangOps.h"
 #include "Tang/Transforms/Passes.h"
 
@@ -38,139 +39,6 @@ using namespace mlir;
 using namespace mlir::tang;
 
 namespace {
-
-//===----------------------------------------------------------------------===//
-// The monoid: (A1, B1) * (A2, B2) = (A2 A1, A2 B1 + B2)
-//===----------------------------------------------------------------------===//
-
-/// One term of a combine's yielded tensor: an argument read in place, or
-/// the product of two arguments (`lhs[i, k] * rhs[k, j]` summed over k).
-struct Term {
-  bool product;
-  unsigned lhs, rhs;
-  bool operator<(const Term &o) const {
-    return std::tie(product, lhs, rhs) < std::tie(o.product, o.lhs, o.rhs);
-  }
-  bool operator==(const Term &o) const {
-    return std::tie(product, lhs, rhs) == std::tie(o.product, o.lhs, o.rhs);
-  }
-};
-
-/// Whether `read` reads its tensor at exactly `indices` (identity map).
-bool readsAt(ReadOp read, ArrayRef<Value> indices) {
-  return read && !read.getFill() && read.getMap().isIdentity() &&
-         llvm::equal(read.getIndices(), indices);
-}
-
-/// The argument number of `v` in the combine block `combine`, if it is one.
-std::optional<unsigned> argNumber(Value v, Block &combine) {
-  auto arg = dyn_cast<BlockArgument>(v);
-  if (!arg || arg.getOwner() != &combine)
-    return std::nullopt;
-  return arg.getArgNumber();
-}
-
-/// A product term from `v = x[i, k] * y[k, j]` (either order of the
-/// operands), x and y arguments of the combine.
-std::optional<Term> matchProduct(Value v, Value i, Value j, Value k,
-                                 Block &combine) {
-  auto mul = v.getDefiningOp<arith::MulFOp>();
-  if (!mul)
-    return std::nullopt;
-  for (auto [a, b] : {std::pair(mul.getLhs(), mul.getRhs()),
-                      std::pair(mul.getRhs(), mul.getLhs())}) {
-    auto ra = a.getDefiningOp<ReadOp>(), rb = b.getDefiningOp<ReadOp>();
-    if (!readsAt(ra, {i, k}) || !readsAt(rb, {k, j}))
-      continue;
-    auto x = argNumber(ra.getTensor(), combine);
-    auto y = argNumber(rb.getTensor(), combine);
-    if (x && y)
-      return Term{true, *x, *y};
-  }
-  return std::nullopt;
-}
-
-LogicalResult collectTensorTerms(Value tensor, Block &combine,
-                                 SmallVectorImpl<Term> &terms);
-
-/// The terms of the scalar `v` of a body at the matrix point (i, j).
-LogicalResult collectScalarTerms(Value v, Value i, Value j, Block &combine,
-                                 SmallVectorImpl<Term> &terms) {
-  if (auto add = v.getDefiningOp<arith::AddFOp>())
-    return success(
-        succeeded(collectScalarTerms(add.getLhs(), i, j, combine, terms)) &&
-        succeeded(collectScalarTerms(add.getRhs(), i, j, combine, terms)));
-  if (auto read = v.getDefiningOp<ReadOp>()) {
-    if (!readsAt(read, {i, j}))
-      return failure();
-    return collectTensorTerms(read.getTensor(), combine, terms);
-  }
-  // A nested sum over k of x[i, k] * y[k, j].
-  auto nested = v.getDefiningOp<ComprehensionOp>();
-  if (!nested || nested.getNumParallel() != 0 || nested.getNumReduced() != 1 ||
-      nested.getNumResults() != 1 ||
-      nested.getBuiltinMonoid() != MonoidKind::Add)
-    return failure();
-  std::optional<Term> t =
-      matchProduct(nested.getYield().getValues()[0], i, j,
-                   nested.getBodyBlock().getArgument(0), combine);
-  if (!t)
-    return failure();
-  terms.push_back(*t);
-  return success();
-}
-
-/// The terms of a tensor of the combine: an argument, or a comprehension
-/// over (i, j) of the combine's block.
-LogicalResult collectTensorTerms(Value tensor, Block &combine,
-                                 SmallVectorImpl<Term> &terms) {
-  if (auto n = argNumber(tensor, combine)) {
-    terms.push_back(Term{false, *n, 0});
-    return success();
-  }
-  auto c = tensor.getDefiningOp<ComprehensionOp>();
-  if (!c || c->getBlock() != &combine || c.getNumResults() != 1 ||
-      c.getNumParallel() != 2)
-    return failure();
-  Block &body = c.getBodyBlock();
-  Value i = body.getArgument(0), j = body.getArgument(1);
-  Value y = c.getYield().getValues()[0];
-  if (c.getNumReduced() == 0)
-    return collectScalarTerms(y, i, j, combine, terms);
-  if (c.getNumReduced() != 1 || c.getBuiltinMonoid() != MonoidKind::Add)
-    return failure();
-  std::optional<Term> t = matchProduct(y, i, j, body.getArgument(2), combine);
-  if (!t)
-    return failure();
-  terms.push_back(*t);
-  return success();
-}
-
-/// Whether `monoid` is the composition of affine maps on [K, V] states:
-/// carrier (tensor<KxK>, tensor<KxV>), combine (A2 A1, A2 B1 + B2).
-bool isAffineComposition(MonoidOp monoid) {
-  SmallVector<Type> carrier = monoid.getCarrierTypes();
-  if (carrier.size() != 2)
-    return false;
-  auto a = dyn_cast<RankedTensorType>(carrier[0]);
-  auto b = dyn_cast<RankedTensorType>(carrier[1]);
-  if (!a || !b || a.getRank() != 2 || b.getRank() != 2 ||
-      a.getDimSize(0) != a.getDimSize(1) ||
-      b.getDimSize(0) != a.getDimSize(0) ||
-      a.getElementType() != b.getElementType() ||
-      !isa<Float32Type, Float64Type>(a.getElementType()))
-    return false;
-  Block &combine = monoid.getCombine().front();
-  auto yield = cast<YieldOp>(combine.getTerminator());
-  // Arguments: a1 = 0, b1 = 1, a2 = 2, b2 = 3.
-  SmallVector<Term> ta, tb;
-  if (failed(collectTensorTerms(yield.getValues()[0], combine, ta)) ||
-      failed(collectTensorTerms(yield.getValues()[1], combine, tb)))
-    return false;
-  llvm::sort(tb);
-  return ta.size() == 1 && ta[0] == Term{true, 2, 0} &&
-         tb == SmallVector<Term>{Term{false, 3, 0}, Term{true, 2, 1}};
-}
 
 //===----------------------------------------------------------------------===//
 // The elements: d I + u w^T and p v^T

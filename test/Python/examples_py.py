@@ -383,6 +383,10 @@ EXAMPLES = {f.name: (f, []) for f in (
     linear_recurrence_scan, prefix_sum)}
 EXAMPLES["moe_layer"] = (qwen3_next.moe_layer(qwen3_next.MoeConfig(
     hidden=64, experts=16, ffn=32, top_k=4, shared_ffn=48, dtype=f32), 4), [])
+EXAMPLES["gated_delta_rule"] = (qwen3_next.gated_delta_rule(
+    qwen3_next.DeltaConfig(key_heads=2, value_heads=4, key_dim=8,
+                           value_dim=8, dtype=f32), 1, 128,
+    initial_state=True, raw_gates=True), [])
 EXAMPLES["kv_cache_decode"] = (kv_cache_decode, ["arg5=9"])
 EXAMPLES["decode_attention"] = (decode_attention, ["arg3=300"])
 

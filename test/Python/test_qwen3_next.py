@@ -271,12 +271,23 @@ def test_gated_delta_rule_matches_transformers_recurrence(
                                    atol=1e-12 * np.abs(want).max())
 
 
-def test_gated_delta_rule_is_not_lowered_yet():
-    """No backend has the scan of matrix states: the C backend refuses it
-    with the op's location instead of a wrong answer."""
-    fn = qn.gated_delta_rule(DELTA, 1, 3)
-    with pytest.raises(tang.TangError, match="tensor_scan"):
-        tang.compile(fn, target="c")(*delta_inputs(DELTA, 1, 3))
+@pytest.mark.parametrize("batch, length, initial_state", [
+    (2, 12, True), (1, 7, False), (1, 1, True)])
+def test_gated_delta_rule_on_the_c_backend(batch, length, initial_state):
+    """The whole rule compiled for C (float32): the pipeline chunks the
+    scan (--tang-chunk-affine-scan), the chunks' scan runs as the affine
+    scan kernel (a thread per state column), every element of the output
+    and the final state against the float64 recurrence."""
+    xs = delta_inputs(DELTA, batch, length, initial_state=initial_state)
+    fn = qn.gated_delta_rule(DELTA, batch, length, initial_state)
+    o, S = tang.compile(fn, target="c")(*xs)
+    want_o, want_S = delta_reference(DELTA, *xs)
+    for got, want in ((o, want_o), (S, want_S)):
+        assert got.dtype == np.float32 and got.shape == want.shape
+        assert np.isfinite(got).all()
+        # float32 through <= 7 chunk steps of sums of <= 12 terms, O(1).
+        np.testing.assert_allclose(got, want, rtol=0,
+                                   atol=2e-5 * np.abs(want).max())
 
 
 def test_delta_config_from_transformers():
@@ -332,3 +343,26 @@ def test_chunked_gated_delta_rule(tmp_path, batch, length, chunk,
         assert np.isfinite(got).all()
         np.testing.assert_allclose(got, want, rtol=1e-11,
                                    atol=1e-11 * np.abs(want).max())
+
+
+def test_gated_delta_rule_with_the_layers_gates():
+    """raw_gates: g = -exp(A_log) softplus(a + dt_bias), beta = sigmoid(b)
+    computed inside (as Qwen3NextGatedDeltaNet does), on the interpreter."""
+    rng = np.random.default_rng(9)
+    q, k, v, _, _ = delta_inputs(DELTA, 2, 6)
+    H = DELTA.value_heads
+    a, b = (rng.standard_normal((2, 6, H)).astype(np.float32)
+            for _ in range(2))
+    A_log = rng.uniform(-1, 1, H).astype(np.float32)
+    dt_bias = rng.uniform(-1, 1, H).astype(np.float32)
+    fn = qn.gated_delta_rule(DELTA, 2, 6, raw_gates=True)
+    o, S = tang.compile(fn, target="interpreter")(q, k, v, a, b, A_log,
+                                                   dt_bias)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    g = -np.exp(A_log.astype(np.float64)) * np.log1p(
+        np.exp(a64 + dt_bias.astype(np.float64)))
+    beta = 1 / (1 + np.exp(-b64))
+    want_o, want_S = delta_reference(DELTA, q, k, v, g, beta)
+    for got, want in ((o, want_o), (S, want_S)):
+        np.testing.assert_allclose(got, want, rtol=1e-12,
+                                   atol=1e-12 * np.abs(want).max())

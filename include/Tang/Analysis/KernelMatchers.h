@@ -140,6 +140,12 @@ std::optional<MmaContraction> matchMmaContraction(ComprehensionOp op,
                                                   bool allowTransposedA,
                                                   bool allowTf32);
 
+/// Whether `monoid` is the composition of affine maps S -> A S + B on
+/// [K, V] states: carrier (tensor<KxK>, tensor<KxV>) of f32 or f64, its
+/// combine, term by term (comprehensions of products and sums of its
+/// arguments read in place), (A1, B1) * (A2, B2) = (A2 A1, A2 B1 + B2).
+bool isAffineComposition(MonoidOp monoid);
+
 } // namespace mlir::tang
 
 #endif // TANG_ANALYSIS_KERNELMATCHERS_H

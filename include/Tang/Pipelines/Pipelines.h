@@ -15,7 +15,9 @@ namespace mlir::tang {
 struct TangLowerCudaOptions : public PassPipelineOptions<TangLowerCudaOptions> {
   PassOptions::Option<bool> fuse{
       *this, "fuse",
-      llvm::cl::desc("Run --tang-fuse and --tang-online-softmax first"),
+      llvm::cl::desc("Run the tang rewrites first (--tang-chunk-affine-scan, "
+                     "--tang-fuse, --tang-online-softmax, "
+                     "--tang-triangular-scan)"),
       llvm::cl::init(false)};
   PassOptions::Option<std::string> chip{
       *this, "chip",
@@ -125,7 +127,9 @@ template <typename Derived>
 struct PortablePipelineOptions : public PassPipelineOptions<Derived> {
   mlir::detail::PassOptions::Option<bool> fuse{
       *this, "fuse",
-      llvm::cl::desc("Run --tang-fuse and --tang-online-softmax first"),
+      llvm::cl::desc("Run the tang rewrites first (--tang-chunk-affine-scan, "
+                     "--tang-fuse, --tang-online-softmax, "
+                     "--tang-triangular-scan)"),
       llvm::cl::init(false)};
   mlir::detail::PassOptions::Option<bool> rowKernels{
       *this, "row-kernels",
@@ -254,7 +258,9 @@ void buildTangLowerMetalPipeline(OpPassManager &pm,
 struct TangLowerCOptions : public PassPipelineOptions<TangLowerCOptions> {
   PassOptions::Option<bool> fuse{
       *this, "fuse",
-      llvm::cl::desc("Run --tang-fuse and --tang-online-softmax first"),
+      llvm::cl::desc("Run the tang rewrites first (--tang-chunk-affine-scan, "
+                     "--tang-fuse, --tang-online-softmax, "
+                     "--tang-triangular-scan)"),
       llvm::cl::init(false)};
   PassOptions::Option<std::string> bundle{
       *this, "bundle",

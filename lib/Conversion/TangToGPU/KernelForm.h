@@ -147,6 +147,14 @@ LogicalResult emitSimtScoreKernel(OpBuilder &b, ComprehensionOp op,
                                   const SimtTileConfig &cfg, IRMapping &tensors,
                                   ValueRange outputs, Kernel &k);
 
+/// The kernel of a tang.tensor_scan under the composition of affine maps
+/// (TensorScanKernel.cpp): one thread per parallel point and state column
+/// carries the column along the scan into `outputs[1]` (the states); the
+/// products of the transitions (`outputs[0]`) are not written.
+LogicalResult emitAffineScanKernel(OpBuilder &b, TensorScanOp op,
+                                   IRMapping &tensors, ValueRange outputs,
+                                   Kernel &k);
+
 /// The kernel of a scan (ScanKernel.cpp): a thread per parallel point,
 /// carrying the monoid's carrier along the scan index in order and storing
 /// every prefix into `outputs`.

@@ -24,6 +24,7 @@
 
 #include "BodyEmitter.h"
 #include "KernelForm.h"
+#include "Tang/Analysis/KernelMatchers.h"
 #include "Tang/Analysis/ShapeClass.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -39,6 +40,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/Support/Debug.h"
@@ -957,6 +959,43 @@ LogicalResult KernelFormBuilder::convertFunc(func::FuncOp func) {
         return failure();
       continue;
     }
+    if (auto scan = dyn_cast<TensorScanOp>(op)) {
+      auto monoid = SymbolTable::lookupNearestSymbolFrom<MonoidOp>(
+          scan, scan.getMonoidAttr());
+      if (!isAffineComposition(monoid))
+        return scan.emitOpError()
+               << "has a monoid no kernel runs: the kernel form runs tensor "
+                  "scans under the composition of affine maps (S -> A S + "
+                  "B, the combine (A2 A1, A2 B1 + B2))";
+      if (!scan.getResult(0).use_empty())
+        return scan.emitOpError()
+               << "uses the products of its transitions, which no kernel "
+                  "computes (a kernel carries the states only)";
+      llvm::SetVector<Value> inputs;
+      inputs.insert(scan.getElements().begin(), scan.getElements().end());
+      inputs.insert(scan.getInit().begin(), scan.getInit().end());
+      SmallVector<Value> outputs;
+      for (Value r : scan.getResults()) {
+        Value m = outputOf.lookup(r);
+        if (!m) {
+          m = memref::AllocOp::create(b, scan.getLoc(),
+                                      getMemRefType(r.getType()));
+          temporaries.push_back(m);
+        }
+        buffers.map(r, m);
+        outputs.push_back(m);
+      }
+      std::string name = (func.getSymName() + "_k" + Twine(kernelNo++)).str();
+      if (failed(buildBodyKernel(b, scan, name, inputs.getArrayRef(),
+                                 scan.getResults(), outputs, buffers,
+                                 [&](OpBuilder &kb, IRMapping &tensors,
+                                     ValueRange out, Kernel &k) {
+                                   return emitAffineScanKernel(kb, scan,
+                                                               tensors, out, k);
+                                 })))
+        return failure();
+      continue;
+    }
     if (auto scatter = dyn_cast<ScatterOp>(op)) {
       // In place, into the copy of its base made above.
       Value output = buffers.lookup(scatter.getBase());
@@ -1026,7 +1065,8 @@ struct ConvertTangToGPUPass
     for (auto f : module.getOps<func::FuncOp>())
       if (!f.isExternal() && (!f.getBody().getOps<ComprehensionOp>().empty() ||
                               !f.getBody().getOps<ScatterOp>().empty() ||
-                              !f.getBody().getOps<ScanOp>().empty()))
+                              !f.getBody().getOps<ScanOp>().empty() ||
+                              !f.getBody().getOps<TensorScanOp>().empty()))
         funcs.push_back(f);
     if (funcs.empty())
       return;

@@ -305,7 +305,8 @@ def affine_state_monoid(key_dim: int, value_dim: int) -> t.Monoid:
 
 
 def gated_delta_rule(cfg: DeltaConfig, batch: int, length: int,
-                     initial_state: bool = False) -> t.Function:
+                     initial_state: bool = False,
+                     raw_gates: bool = False) -> t.Function:
     """``(q, k [B, T, Hk, K], v [B, T, Hv, V], g [B, T, Hv] (f32), beta
     [B, T, Hv] (, S0 [B, Hv, K, V] (f32))) -> (o [B, T, Hv, V], S [B, Hv,
     K, V])`` (f32): Qwen3-Next's gated delta rule as ``transformers``'
@@ -319,13 +320,28 @@ def gated_delta_rule(cfg: DeltaConfig, batch: int, length: int,
     the scan of the pairs ``(A_t, B_t)`` under ``affine_state_monoid``,
     from ``(I, S0)`` (S0 zero without ``initial_state``); S is the state
     after the last step. ``length`` 1 with an initial state is the decode
-    update."""
+    update. With ``raw_gates`` the gates are the layer's: ``g`` and
+    ``beta`` are replaced by ``a``, ``b`` ([B, T, Hv], cfg.dtype), ``A_log``
+    and ``dt_bias`` ([Hv], f32), and ``g = -exp(A_log) softplus(a +
+    dt_bias)``, ``beta = sigmoid(b)`` (Qwen3NextGatedDeltaNet)."""
     B, T, Hk, Hv = batch, length, cfg.key_heads, cfg.value_heads
     K, V, per = cfg.key_dim, cfg.value_dim, cfg.value_heads // cfg.key_heads
     scale = K ** -0.5
-    names = ["q", "k", "v", "g", "beta"] + (["S0"] if initial_state else [])
+    gates = ["a", "b", "A_log", "dt_bias"] if raw_gates else ["g", "beta"]
+    names = ["q", "k", "v"] + gates + (["S0"] if initial_state else [])
 
-    def rule(q, k, v, g, beta, S0=None):
+    def rule(q, k, v, *rest):
+        rest = list(rest)
+        S0 = rest.pop() if initial_state else None
+        if raw_gates:
+            a, b, A_log, dt_bias = rest
+            g = t.compute((B, T, Hv), lambda n, s, h: -t.exp(A_log[h]) * t.log(
+                1.0 + t.exp(_w(a[n, s, h]) + dt_bias[h])))
+            beta = t.compute((B, T, Hv), lambda n, s, h: t.sigmoid(
+                _w(b[n, s, h])))
+        else:
+            g, beta = rest
+
         def l2norm(x, scale=1.0):
             inv = t.compute((B, T, Hk), lambda b, s, h: t.rsqrt(t.sum(
                 K, lambda i: _w(x[b, s, h, i]) * _w(x[b, s, h, i])) + 1e-6))
@@ -354,7 +370,9 @@ def gated_delta_rule(cfg: DeltaConfig, batch: int, length: int,
         [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD)
          for n in names])
     types = [cfg.dtype[B, T, Hk, K], cfg.dtype[B, T, Hk, K],
-             cfg.dtype[B, T, Hv, V], f32[B, T, Hv], cfg.dtype[B, T, Hv]]
+             cfg.dtype[B, T, Hv, V]]
+    types += ([cfg.dtype[B, T, Hv], cfg.dtype[B, T, Hv], f32[Hv], f32[Hv]]
+              if raw_gates else [f32[B, T, Hv], cfg.dtype[B, T, Hv]])
     if initial_state:
         types.append(f32[B, Hv, K, V])
     return t.Function(rule, name="gated_delta_rule", arg_types=types)

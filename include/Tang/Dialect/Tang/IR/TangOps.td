@@ -333,8 +333,11 @@ def Tang_TensorScanOp : Tang_Op<"tensor_scan", [
     ```
 
     The reference interpreter runs it in order, one combine per element.
-    No backend lowers it yet: `--tang-lower-*` refuses a function that
-    has one.
+    The kernel form (every backend) runs a scan under the composition of
+    affine maps whose products of transitions (result 0) are unused: one
+    thread per parallel point and state column, in order (a few hundred
+    steps: `--tang-chunk-affine-scan`, in every lowering pipeline, makes
+    the steps chunks); it refuses other tensor scans with their location.
   }];
 
   let arguments = (ins FlatSymbolRefAttr:$monoid,
