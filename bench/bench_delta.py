@@ -1,0 +1,222 @@
+#!/usr/bin/env python3
+"""The gated delta rule on the GPU at Qwen3-Next's linear-attention shape
+(bundles compiled here by bench/prepare_delta.py from
+tang.models.qwen3_next.gated_delta_rule, which --tang-chunk-affine-scan
+chunks), against what PyTorch users run.
+
+The shape is read from transformers' Qwen3NextConfig() (16 query/key
+heads, 32 value heads of dim 128); a bundle of another shape is refused.
+Inputs (batch 1, seeded): q, k, v normal (bf16), the log decay g =
+-exp(A_log) softplus(a + dt_bias) with a normal and A_log, dt_bias as the
+layer initialises them (f32), beta = sigmoid(b) (bf16); q and k
+L2-normalised inside every contender (use_qk_l2norm_in_kernel).
+
+Peers, same inputs, keys repeated for their value heads as the layer does:
+* ``transformers_chunk``: transformers' torch_chunk_gated_delta_rule (the
+  layer's fallback without the fla kernels), eager;
+* ``transformers_chunk_compile``: its torch.compile (skipped when
+  --compile-reserve-s is not left);
+* ``fla``: fla's chunk_gated_delta_rule (Triton), where installed.
+
+Correctness: every element of tang's output (f32) and final state against
+a float64 token-by-token recurrence on the GPU; the peers' outputs against
+it too (informational). NaN-poisoned and sentinel-poisoned runs must give
+the same bits.
+
+Writes delta.json (bench/harness.py's schema) into --out.
+Run on the GPU machine:  python3 bench/bench_delta.py --out DIR
+"""
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "python"))
+sys.path.insert(0, str(ROOT / "bench"))
+import harness  # noqa: E402
+import tang.cuda  # noqa: E402
+from tang.models import qwen3_next as qn  # noqa: E402
+
+
+def inputs(cfg, T, seed=0):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    Hk, Hv, K, V = cfg.key_heads, cfg.value_heads, cfg.key_dim, cfg.value_dim
+
+    def normal(*shape):
+        return torch.randn(*shape, generator=g, device="cuda")
+    q = normal(1, T, Hk, K).bfloat16()
+    k = normal(1, T, Hk, K).bfloat16()
+    v = normal(1, T, Hv, V).bfloat16()
+    A_log = torch.log(torch.empty(Hv, device="cuda").uniform_(
+        1, 16, generator=g))
+    dt_bias = torch.ones(Hv, device="cuda")
+    gate = -A_log.exp() * torch.nn.functional.softplus(
+        normal(1, T, Hv) + dt_bias)
+    beta = torch.sigmoid(normal(1, T, Hv)).bfloat16()
+    return q, k, v, gate.float().contiguous(), beta
+
+
+def reference(cfg, q, k, v, g, beta):
+    """The recurrence in float64, token by token (o [1, T, Hv, V], S)."""
+    per = cfg.value_heads // cfg.key_heads
+
+    def l2norm(x):
+        return x / torch.sqrt((x * x).sum(-1, keepdim=True) + 1e-6)
+    scale = float(torch.tensor(cfg.key_dim ** -0.5, dtype=torch.float32))
+    qd = l2norm(q.double()).repeat_interleave(per, 2)[0] * scale
+    kd = l2norm(k.double()).repeat_interleave(per, 2)[0]
+    vd, gd, bd = v.double()[0], g.double()[0], beta.double()[0]
+    T, H = vd.shape[0], vd.shape[1]
+    S = torch.zeros(H, cfg.key_dim, cfg.value_dim, dtype=torch.float64,
+                    device="cuda")
+    o = torch.empty(T, H, cfg.value_dim, dtype=torch.float64, device="cuda")
+    for t in range(T):
+        S = S * gd[t].exp()[:, None, None]
+        mem = torch.einsum("hkv,hk->hv", S, kd[t])
+        S = S + kd[t][:, :, None] * ((vd[t] - mem) * bd[t][:, None])[:, None]
+        o[t] = torch.einsum("hkv,hk->hv", S, qd[t])
+    return o[None], S[None]
+
+
+def peers(cfg, q, k, v, g, beta):
+    per = cfg.value_heads // cfg.key_heads
+    qr = q.repeat_interleave(per, 2)
+    kr = k.repeat_interleave(per, 2)
+    out = []
+    try:
+        from transformers.models.qwen3_next import modeling_qwen3_next as m
+        chunk = m.torch_chunk_gated_delta_rule
+
+        def eager():
+            return chunk(qr, kr, v, g=g, beta=beta, initial_state=None,
+                         output_final_state=False,
+                         use_qk_l2norm_in_kernel=True)[0]
+        out.append(("transformers_chunk", eager, chunk))
+    except Exception as e:  # transformers without Qwen3-Next
+        out.append(("transformers_chunk", e, None))
+    try:
+        from fla.ops.gated_delta_rule import chunk_gated_delta_rule
+
+        def fla():
+            return chunk_gated_delta_rule(qr, kr, v, g=g, beta=beta,
+                                          use_qk_l2norm_in_kernel=True)[0]
+        out.append(("fla", fla, None))
+    except Exception as e:
+        out.append(("fla", e, None))
+    return out, qr, kr
+
+
+def run_case(args, report, path, deadline, cfg, bundle, T):
+    name = f"delta-t{T}"
+    harness.start_case(report, name, path)
+    res = harness.case_result(name)
+    Hv, K, V = cfg.value_heads, cfg.key_dim, cfg.value_dim
+    res.update(tokens=T, flops_recurrent=4 * T * Hv * K * V)
+    q, k, v, g, beta = inputs(cfg, T)
+    o = torch.empty(1, T, Hv, V, device="cuda")
+    S = torch.empty(1, Hv, K, V, device="cuda")
+
+    def tang_run():
+        bundle.run("gated_delta_rule", q, k, v, g, beta, outputs=[o, S])
+        return o
+    t0 = time.monotonic()
+    ref_o, ref_S = reference(cfg, q, k, v, g, beta)
+    res["reference_s"] = round(time.monotonic() - t0, 1)
+    first, same = harness.poisoned_runs(torch, [o, S], tang_run)
+    tol = harness.Tolerance("f32", reduction=K, roundings=64)
+    res["checks"].append(harness.check_tensor(first[0], ref_o, tol, "o"))
+    res["checks"].append(harness.check_tensor(first[1], ref_S, tol, "S"))
+    if not harness.judge_checks(res, same):
+        harness.set_case(report, res, path)
+        return
+    contenders = [("tang", tang_run)]
+    found, qr, kr = peers(cfg, q, k, v, g, beta)
+    for pname, fn, chunk in found:
+        if isinstance(fn, Exception):
+            res.setdefault("peer_errors", {})[pname] = harness.short(fn)
+            continue
+        contenders.append((pname, fn))
+        if chunk is None:
+            continue
+        if deadline.passed(args.compile_reserve_s):
+            res["peer_status"] = {f"{pname}_compile": "skipped: budget"}
+            continue
+        t0 = time.monotonic()
+        try:
+            compiled = torch.compile(chunk)
+
+            def comp():
+                return compiled(qr, kr, v, g=g, beta=beta,
+                                initial_state=None, output_final_state=False,
+                                use_qk_l2norm_in_kernel=True)[0]
+            comp()
+            contenders.append((f"{pname}_compile", comp))
+        except Exception as e:
+            res.setdefault("peer_errors", {})[f"{pname}_compile"] = \
+                harness.short(e)
+        res["compile_s"] = round(time.monotonic() - t0, 1)
+    ptol = harness.Tolerance("bf16", reduction=K, roundings=64)
+    harness.check_and_time(torch, res, contenders, ref_o, ptol,
+                           harness.rounds_of(args, 5),
+                           harness.target_ms_of(args), deadline.monotonic())
+    harness.set_case(report, res, path)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--compile-reserve-s", type=float, default=120,
+                    help="skip the torch.compile peer when less than this "
+                    "is left before --deadline")
+    harness.add_common_args(ap, default_rounds=5)
+    args = ap.parse_args()
+    deadline = harness.Deadline(args.deadline)
+    t_start = time.monotonic()
+    out_dir = Path(args.out) if args.out else harness.out_dir("bench-out")
+    listing_path = ROOT / "gpu-work" / "delta" / "bundles.json"
+    if not listing_path.exists():
+        print("no gated delta bundles: run bench/prepare_delta.py here and "
+              "carry gpu-work/delta", file=sys.stderr)
+        return 2
+    listing = json.loads(listing_path.read_text())
+    from transformers import Qwen3NextConfig
+    cfg = qn.delta_config_from(Qwen3NextConfig())
+    shape = {k: (v.name if k == "dtype" else v) for k, v in
+             asdict(cfg).items()}
+    if shape != listing["config"]:
+        print(f"the bundles are of {listing['config']}, transformers' "
+              f"Qwen3NextConfig() is {shape}: run bench/prepare_delta.py "
+              "again", file=sys.stderr)
+        return 2
+    report = harness.new_report("delta", torch, settings={
+        "rounds": harness.rounds_of(args, 5), "quick": args.quick,
+        "target_ms": harness.target_ms_of(args), "config": shape,
+        "shape": "Qwen3-Next gated delta rule (transformers "
+        "Qwen3NextConfig()): bf16 q/k/v/beta, f32 decay, f32 output"})
+    path = out_dir / "delta.json"
+    bundles = sorted(listing["bundles"].values(), key=lambda b: b["tokens"])
+    harness.prelist(report, [f"delta-t{b['tokens']}" for b in bundles])
+    harness.write_report(report, path)
+    for b in bundles:
+        if deadline.passed(20):
+            break
+        bundle = tang.cuda.Bundle(ROOT / b["dir"] / "bundle")
+        run_case(args, report, path, deadline, cfg, bundle, b["tokens"])
+        torch.cuda.empty_cache()
+    harness.finish_report(report, t_start)
+    harness.write_report(report, path)
+    for c in report["cases"]:
+        print(f"{c['case']:12s} {c['status']:10s} tang {c.get('tang_ms')} "
+              f"best {c.get('best_peer')} {c.get('peers')} ratio "
+              f"{c.get('ratio')} {c.get('peer_errors', '')} "
+              f"{c.get('note', '')}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,54 @@
+#!/usr/bin/python3
+"""Compiles the gated delta rule at Qwen3-Next's linear-attention shape
+(tang.models.qwen3_next.gated_delta_rule: 16 query/key heads, 32 value
+heads of dim 128, bf16 q/k/v/beta, f32 decays, f32 output and final state)
+for CUDA, here, for bench/bench_delta.py on the GPU: one bundle per token
+count (batch 1), listed in gpu-work/delta/bundles.json.
+
+Usage: /usr/bin/python3 bench/prepare_delta.py [--tokens 4096 32768]
+           [--options OPTS]
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+WORK = ROOT / "gpu-work" / "delta"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--tokens", type=int, nargs="*", default=[4096])
+    ap.add_argument("--options", default="",
+                    help="added --tang-lower-cuda options")
+    args = ap.parse_args()
+    WORK.mkdir(parents=True, exist_ok=True)
+    os.environ["TANG_CACHE_DIR"] = str(WORK / "cache")
+    sys.path.insert(0, str(ROOT / "python"))
+    import tang
+    from tang.models import qwen3_next as qn
+    cfg = qn.QWEN3_NEXT_DELTA
+    shape = {k: (v.name if k == "dtype" else v) for k, v in
+             asdict(cfg).items()}
+    listing = {"config": shape, "bundles": {}}
+    for n in args.tokens:
+        t0 = time.time()
+        compiled = tang.compile(qn.gated_delta_rule(cfg, 1, n), target="cuda",
+                                options=args.options)
+        kernels = len(compiled.manifest["functions"][0]["launches"])
+        listing["bundles"][f"t{n}"] = {
+            "tokens": n, "options": args.options, "kernels": kernels,
+            "dir": str(compiled.directory.relative_to(ROOT))}
+        print(f"[prepare_delta] {n} tokens: {kernels} kernels, "
+              f"{time.time() - t0:.1f} s", flush=True)
+    (WORK / "bundles.json").write_text(json.dumps(listing, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
