@@ -38,7 +38,7 @@ tang.monoid @affine_state_8x8 : [tensor<8x8xf32>, tensor<8x8xf32>] identity [] {
   }
   tang.yield %t.6, %t.16 : tensor<8x8xf32>, tensor<8x8xf32>
 }
-func.func @gated_delta_rule(%q: tensor<1x128x2x8xf32>, %k: tensor<1x128x2x8xf32>, %v: tensor<1x128x4x8xf32>, %a: tensor<1x128x4xf32>, %b: tensor<1x128x4xf32>, %A_log: tensor<4xf32>, %dt_bias: tensor<4xf32>, %S0: tensor<1x4x8x8xf32>) -> (tensor<1x128x4x8xf32>, tensor<1x4x8x8xf32>) {
+func.func @main(%q: tensor<1x128x2x8xf32>, %k: tensor<1x128x2x8xf32>, %v: tensor<1x128x4x8xf32>, %a: tensor<1x128x4xf32>, %b: tensor<1x128x4xf32>, %A_log: tensor<4xf32>, %dt_bias: tensor<4xf32>, %S0: tensor<1x4x8x8xf32>) -> (tensor<1x128x4x8xf32>, tensor<1x4x8x8xf32>) {
   %t.14 = tang.comprehension (%i.0, %i.1, %i.2) [1, 128, 4] : tensor<1x128x4xf32> {
     %x.3 = tang.read %A_log[%i.2] : tensor<4xf32>
     %v.4 = math.exp %x.3 : f32

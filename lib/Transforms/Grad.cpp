@@ -17,6 +17,8 @@
 
 #include "GradInternal.h"
 
+#include "Tang/Analysis/KernelMatchers.h"
+
 #include "mlir/Analysis/FlatLinearValueConstraints.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -335,6 +337,24 @@ Differentiator::run(ArrayRef<std::pair<Value, Value>> seeds) {
       program.push_back(s);
       continue;
     }
+    if (auto ts = dyn_cast<TensorScanOp>(op)) {
+      auto monoid = SymbolTable::lookupNearestSymbolFrom<MonoidOp>(
+          ts, ts.getMonoidAttr());
+      if (!isAffineComposition(monoid))
+        return ts.emitOpError()
+               << "scans under a tensor monoid --tang-grad has no derivative "
+                  "rule for: it differentiates the composition of affine "
+                  "maps (S -> A S + B)";
+      if (!ts.getResult(0).use_empty())
+        return ts.emitOpError()
+               << "uses the products of its transitions: --tang-grad "
+                  "differentiates the states only";
+      program.push_back(ts);
+      if (llvm::any_of(ts->getOperands(),
+                       [&](Value v) { return needsGradient.contains(v); }))
+        needsGradient.insert(ts.getResult(1));
+      continue;
+    }
     if (!isa<ComprehensionOp, ScanOp>(op))
       return op.emitOpError() << "is not a comprehension, scatter or scan: "
                                  "--tang-grad differentiates functions of "
@@ -370,7 +390,10 @@ Differentiator::run(ArrayRef<std::pair<Value, Value>> seeds) {
             .Case([&](ScatterOp s) {
               return differentiateScatter(s, cotangents[0]);
             })
-            .Case([&](ScanOp s) { return differentiateScan(s, cotangents); });
+            .Case([&](ScanOp s) { return differentiateScan(s, cotangents); })
+            .Case([&](TensorScanOp s) {
+              return differentiateTensorScan(s, cotangents);
+            });
     if (failed(status))
       return failure();
   }
@@ -748,7 +771,8 @@ struct TangGradPass : tang::impl::TangGradBase<TangGradPass> {
       if (function.empty() &&
           ((f.getBody().getOps<ComprehensionOp>().empty() &&
             f.getBody().getOps<ScatterOp>().empty() &&
-            f.getBody().getOps<ScanOp>().empty()) ||
+            f.getBody().getOps<ScanOp>().empty() &&
+            f.getBody().getOps<TensorScanOp>().empty()) ||
            module.lookupSymbol((f.getName() + "_grad").str())))
         continue;
       funcs.push_back(f);

@@ -208,6 +208,9 @@ private:
   /// The cotangents of the tensors of `scan`'s elements (splitBodies) from
   /// `dY`, those of its results (null: none) (GradScatterScan.cpp).
   LogicalResult differentiateScan(ScanOp scan, ArrayRef<Value> dY);
+  /// A tensor scan under the composition of affine maps (its states'
+  /// cotangent `dY[1]`; the products of the transitions are unused).
+  LogicalResult differentiateTensorScan(TensorScanOp scan, ArrayRef<Value> dY);
   LogicalResult differentiate(ComprehensionOp c,
                               ArrayRef<Value> resultCotangents);
   /// `saved`: the tie counts of a max/min reduction; (m, l, tie counts)

@@ -6,6 +6,10 @@
 //  * a scatter: the base's cotangent is the result's (an insert zeroes the
 //    elements it overwrote); the written values' cotangent is the result's
 //    cotangent gathered at the coordinates they were written to;
+//  * a tensor scan of affine maps, S_t = A_t S_{t-1} + B_t: the states'
+//    cotangent L_t = dS_t + A_{t+1}^T L_{t+1} is a tensor scan of the
+//    transposed transitions, backwards; dB_t = L_t, dA_t = L_t S_{t-1}^T,
+//    dS_init = A_0^T L_0;
 //  * a scan y[t] = f(y[t-1], x[t]) under a monoid f: the cotangent G[t] of
 //    every prefix follows the reverse linear recurrence
 //    G[t] = dy[t] + (df/da at t+1)^T G[t+1], itself a scan (under `add` for
@@ -486,6 +490,121 @@ LogicalResult Differentiator::differentiateScan(ScanOp scan,
   }
   for (auto [k, j] : llvm::enumerate(wanted))
     contributions[xs[j]].push_back(Part{dX.getResult(k), AffineMap(), {}});
+  ++numGradients;
+  return success();
+}
+
+LogicalResult Differentiator::differentiateTensorScan(TensorScanOp scan,
+                                                      ArrayRef<Value> dY) {
+  Value dS = dY[1];
+  if (!dS)
+    return success();
+  OpBuilder &b = builder;
+  Location loc = scan.getLoc();
+  MLIRContext *ctx = b.getContext();
+  Value a = scan.getElements()[0], input = scan.getElements()[1];
+  Value states = scan.getResult(1);
+  Value init = scan.getInit().empty() ? Value() : scan.getInit()[1];
+  auto aType = cast<RankedTensorType>(a.getType());
+  auto sType = cast<RankedTensorType>(states.getType());
+  unsigned rank = sType.getRank(), np = rank - 3;
+  int64_t T = sType.getDimSize(np), K = sType.getDimSize(np + 1),
+          V = sType.getDimSize(np + 2);
+  Type e = sType.getElementType();
+  auto dim = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+  // A map from a domain of `n` indices: the parallel ones, then `rest`.
+  auto map = [&](unsigned n, ArrayRef<AffineExpr> rest) {
+    SmallVector<AffineExpr> exprs;
+    for (unsigned i = 0; i < np; ++i)
+      exprs.push_back(dim(i));
+    llvm::append_range(exprs, rest);
+    return AffineMap::get(n, 0, exprs, ctx);
+  };
+  // A map comprehension over `shape` (and `reduced`) whose body `fill`
+  // writes from the block's indices.
+  auto build = [&](ArrayRef<int64_t> shape, ArrayRef<int64_t> reduced,
+                   function_ref<Value(ArrayRef<Value>)> fill) {
+    auto c = ComprehensionOp::create(
+        b, loc, TypeRange{RankedTensorType::get(shape, e)}, shape, reduced,
+        reduced.empty() ? Attribute()
+                        : MonoidKindAttr::get(ctx, MonoidKind::Add),
+        ScheduleAttr());
+    OpBuilder::InsertionGuard guard(b);
+    Block *body = b.createBlock(&c.getBody());
+    SmallVector<Value> idx;
+    for (size_t i = 0; i < shape.size() + reduced.size(); ++i)
+      idx.push_back(body->addArgument(b.getIndexType(), loc));
+    YieldOp::create(b, loc, ValueRange{fill(idx)});
+    return c.getResult(0);
+  };
+  SmallVector<int64_t> outer(sType.getShape().take_front(np + 1));
+  auto shapeOf = [&](ArrayRef<int64_t> tail) {
+    SmallVector<int64_t> s(outer);
+    llvm::append_range(s, tail);
+    return s;
+  };
+  auto cast = [&](Value v) { return castFloat(b, loc, v, e); };
+
+  // Backwards (u = T - 1 - t): the transitions transposed, A_{t+1}^T at u
+  // (A_0's at u = 0, never applied: the fold starts from its first
+  // element), and the states' cotangents.
+  Value at = build(shapeOf({K, K}), {}, [&](ArrayRef<Value> idx) {
+    return cast(ReadOp::create(
+        b, loc, a, map(np + 3, {(T - dim(np)) % T, dim(np + 2), dim(np + 1)}),
+        idx));
+  });
+  Value bt = build(shapeOf({K, V}), {}, [&](ArrayRef<Value> idx) {
+    return cast(ReadOp::create(
+        b, loc, dS, map(np + 3, {T - 1 - dim(np), dim(np + 1), dim(np + 2)}),
+        idx));
+  });
+  auto back = TensorScanOp::create(b, loc, TypeRange{aType.clone(e), sType},
+                                   scan.getMonoidAttr(), ValueRange{at, bt},
+                                   ValueRange{});
+  Value lam = back.getResult(1);
+  // L_t = back[T - 1 - t].
+  AffineMap reversed = map(rank, {T - 1 - dim(np), dim(np + 1), dim(np + 2)});
+  if (needsGradient.contains(input))
+    contributions[input].push_back(Part{lam, reversed, {}});
+  if (needsGradient.contains(a)) {
+    // dA_t[i, k] = sum_j L_t[i, j] S_{t-1}[k, j], S_{-1} the init's.
+    Value da = build(shapeOf({K, K}), {V}, [&](ArrayRef<Value> idx) {
+      Value l = ReadOp::create(
+          b, loc, lam, map(np + 4, {T - 1 - dim(np), dim(np + 1), dim(np + 3)}),
+          idx);
+      Value prev = ReadOp::create(
+          b, loc, states, map(np + 4, {dim(np) - 1, dim(np + 2), dim(np + 3)}),
+          idx, b.getFloatAttr(e, 0.0));
+      if (init) {
+        Value s0 = cast(ReadOp::create(
+            b, loc, init, map(np + 4, {dim(np + 2), dim(np + 3)}), idx));
+        Value t = IndexOp::create(b, loc, b.getI32Type(), idx[np]);
+        Value first = arith::CmpIOp::create(
+            b, loc, arith::CmpIPredicate::eq, t,
+            arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0)));
+        prev = arith::SelectOp::create(b, loc, first, s0, prev);
+      }
+      return arith::MulFOp::create(b, loc, l, prev).getResult();
+    });
+    contributions[a].push_back(Part{da, AffineMap(), {}});
+  }
+  if (init && needsGradient.contains(init)) {
+    // dS_init[i, j] = sum_k A_0[k, i] L_0[k, j].
+    SmallVector<int64_t> shape(sType.getShape().take_front(np));
+    shape.append({K, V});
+    Value ds0 = build(shape, {K}, [&](ArrayRef<Value> idx) {
+      Value x = cast(ReadOp::create(
+          b, loc, a,
+          map(np + 3, {getAffineConstantExpr(0, ctx), dim(np + 2), dim(np)}),
+          idx));
+      Value l = ReadOp::create(b, loc, lam,
+                               map(np + 3, {getAffineConstantExpr(T - 1, ctx),
+                                            dim(np + 2), dim(np + 1)}),
+                               idx);
+      return arith::MulFOp::create(b, loc, x, l).getResult();
+    });
+    contributions[init].push_back(Part{ds0, AffineMap(), {}});
+  }
   ++numGradients;
   return success();
 }

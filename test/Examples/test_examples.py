@@ -387,6 +387,31 @@ def ref_moe_layer(x, router, w_gate, w_up, w_down, s_gate, s_up, s_down,
     return [y + gate * ((g / (1 + np.exp(-g)) * u) @ s_down.T)]
 
 
+def ref_gated_delta_rule(q, k, v, a, b, A_log, dt_bias, S0):
+    """transformers' torch_recurrent_gated_delta_rule, token by token, with
+    Qwen3NextGatedDeltaNet's gates: g = -exp(A_log) softplus(a + dt_bias),
+    beta = sigmoid(b); q and k L2-normalised (eps 1e-6, an f32 constant),
+    q scaled by dim^-1/2 (an f32 constant); key heads repeated."""
+    per = v.shape[2] // q.shape[2]
+    eps, scale = (float(np.float32(c)) for c in (1e-6, q.shape[-1] ** -0.5))
+
+    def l2norm(x):
+        return x / np.sqrt((x * x).sum(-1, keepdims=True) + eps)
+    q = np.repeat(l2norm(q), per, axis=2) * scale
+    k = np.repeat(l2norm(k), per, axis=2)
+    g = -np.exp(A_log) * np.log1p(np.exp(a + dt_bias))
+    beta = 1 / (1 + np.exp(-b))
+    S = S0.copy()
+    o = np.zeros(v.shape)
+    for t in range(v.shape[1]):
+        S = S * np.exp(g[:, t])[:, :, None, None]
+        mem = (S * k[:, t, :, :, None]).sum(-2)
+        S = S + k[:, t, :, :, None] * ((v[:, t] - mem)
+                                       * beta[:, t, :, None])[:, :, None, :]
+        o[:, t] = (S * q[:, t, :, :, None]).sum(-2)
+    return [o, S]
+
+
 def ref_logsumexp(X):
     m = X.max(axis=1)
     return [m + np.log(np.exp(X - m[:, None]).sum(axis=1))]
@@ -481,6 +506,11 @@ CASES = {
          Input((16, 32, 64)), Input((16, 64, 32)), Input((48, 64)),
          Input((48, 64)), Input((64, 48)), Input((1, 64))],
         ref_moe_layer, [(4, 64)]),
+    "gated_delta_rule": Case(
+        [Input((1, 128, 2, 8)), Input((1, 128, 2, 8)), Input((1, 128, 4, 8)),
+         Input((1, 128, 4)), Input((1, 128, 4)), Input((4,)), Input((4,)),
+         Input((1, 4, 8, 8))],
+        ref_gated_delta_rule, [(1, 128, 4, 8), (1, 4, 8, 8)]),
     "moe_top2": Case([Input((32, 16)), Input((16, 8)), Input((8, 16, 24))],
                      ref_moe_top2, [(32, 24), (8,)]),
     # One program at three positions of a 64-row cache: the first, one

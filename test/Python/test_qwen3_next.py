@@ -366,3 +366,64 @@ def test_gated_delta_rule_with_the_layers_gates():
     for got, want in ((o, want_o), (S, want_S)):
         np.testing.assert_allclose(got, want, rtol=1e-12,
                                    atol=1e-12 * np.abs(want).max())
+
+
+def tang_run(path, entry, xs, tmp_path, tag):
+    args = []
+    for i, x in enumerate(xs):
+        np.save(tmp_path / f"{tag}{i}.npy", x)
+        args += ["--input", str(tmp_path / f"{tag}{i}.npy")]
+    out = tmp_path / f"{tag}_out"
+    r = subprocess.run([str(TANG_BIN / "tang-run"), str(path),
+                        f"--entry={entry}", *args, "--output-dir", str(out)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    n = len(list(out.glob("output_*.npy")))
+    return [np.load(out / f"output_{k}.npy") for k in range(n)]
+
+
+@pytest.mark.parametrize("chunk", [False, True])
+def test_gated_delta_rule_gradient_matches_finite_differences(tmp_path,
+                                                              chunk):
+    """--tang-grad of the rule (the states' cotangent a scan of the
+    transposed transitions run backwards; dB = L, dA = L S^T, dS0 = A_0^T
+    L_0), through the reference interpreter, as written and after
+    --tang-chunk-affine-scan (which chunks the forward scan; the backward
+    one, whose transitions are reads of the forward's, stays per step):
+    <grad, v> against central differences of <do, o> + <dS, S>, for every
+    argument (q, k, v, g, beta, S0)."""
+    B, T = 1, 6
+    xs = delta_inputs(DELTA, B, T, initial_state=True)
+    fn = qn.gated_delta_rule(DELTA, B, T, initial_state=True)
+    src = tmp_path / "rule.mlir"
+    src.write_text(fn.mlir())
+    grad = tmp_path / "grad.mlir"
+    passes = (["--tang-chunk-affine-scan=chunk=3"] if chunk else []) + [
+        "--tang-grad"]
+    r = subprocess.run([str(TANG_BIN / "tang-opt"), str(src), *passes,
+                        "-o", str(grad)], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    rng = np.random.default_rng(11)
+    o, S = tang_run(src, "gated_delta_rule", xs, tmp_path, "f")
+    do = rng.uniform(-1, 1, o.shape).astype(np.float32)
+    dS = rng.uniform(-1, 1, S.shape).astype(np.float32)
+    grads = tang_run(grad, "gated_delta_rule_grad", xs + [do, dS], tmp_path,
+                     "g")
+    assert len(grads) == len(xs)
+    h = 1e-3
+    for k, (x, g) in enumerate(zip(xs, grads)):
+        assert g.shape == x.shape and np.isfinite(g).all(), k
+        v = rng.uniform(-1, 1, x.shape)
+        up, down = list(xs), list(xs)
+        up[k] = (x.astype(np.float64) + h * v).astype(np.float32)
+        down[k] = (x.astype(np.float64) - h * v).astype(np.float32)
+        dv = (up[k].astype(np.float64) - down[k]) / 2
+
+        def loss(args, tag):
+            o, S = tang_run(src, "gated_delta_rule", args, tmp_path, tag)
+            return np.sum(do * o) + np.sum(dS * S)
+        numeric = (loss(up, f"u{k}") - loss(down, f"d{k}")) / 2
+        analytic = float(np.sum(g * dv))
+        assert abs(analytic - numeric) <= 2e-3 * max(1.0, abs(numeric)), (
+            k, analytic, numeric)

@@ -337,6 +337,14 @@ def TangGrad : Pass<"tang-grad", "::mlir::ModuleOp"> {
       of affine maps of R^n (a generated `tang.monoid
       @tang_grad_affine<n>_<type>`, carrier n*n + n), O(n^2) work per
       element and still O(T) along the scan.
+    * A `tang.tensor_scan` under the composition of affine maps, `S_t =
+      A_t S_{t-1} + B_t` (its states; one that uses the products of its
+      transitions is refused): the states' cotangent `L_t = dS_t +
+      A_{t+1}^T L_{t+1}` is a tensor scan under the same monoid of the
+      transposed transitions, run backwards; `dB_t = L_t`, `dA_t = L_t
+      S_{t-1}^T`, the init's state `A_0^T L_0`. (The backward scan's
+      transitions read the forward's: --tang-chunk-affine-scan does not
+      chunk it yet.)
     * What a scatter writes and what a scan folds are first moved to a
       comprehension over their domain, so their reads are differentiated
       by the rules above.

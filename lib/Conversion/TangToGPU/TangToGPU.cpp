@@ -1129,6 +1129,11 @@ struct ConvertTangToGPUPass
     for (func::FuncOp f : funcs)
       if (failed(builder.convertFunc(f)))
         return signalPassFailure();
+    // The tensor monoids' combines are tang graphs no kernel or host runs
+    // (the affine scan kernel implements its monoid): gone with their scans.
+    for (auto m : llvm::make_early_inc_range(module.getOps<MonoidOp>()))
+      if (m.isTensorMonoid() && SymbolTable::symbolKnownUseEmpty(m, module))
+        m.erase();
   }
 };
 
