@@ -26,6 +26,8 @@
                                              own) and prefill (512, 2048)
   bench/prepare_moe.py                       Qwen3-Next's MoE layer (1, 4, 8,
                                              64 and 4096 tokens)
+  bench/prepare_delta.py                     Qwen3-Next's gated delta rule
+                                             (4096 tokens)
   bench/prepare_portable.py                  the memory-bound programs (f16)
                                              for Vulkan and CUDA
 
@@ -65,6 +67,7 @@ STEPS = [
                       "--options", "split-softmax-mma=off"]),
     ("qwen3", ["bench/prepare_qwen3.py", "--varlen", "4"]),
     ("moe", ["bench/prepare_moe.py"]),
+    ("delta", ["bench/prepare_delta.py"]),
     ("portable", ["bench/prepare_portable.py"]),
 ]
 

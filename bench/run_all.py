@@ -8,7 +8,9 @@ are left), qwen3_prefill.json (Qwen3-8B prefill of 512 and 2048 tokens;
 likewise), qwen3_varlen.json (the Qwen3-8B decode step of sequences at
 positions of their own: checked per sequence against the reference, NaN
 past every position), moe.json (Qwen3-Next's mixture-of-experts layer
-at 1 to 4096 tokens against transformers' module), portable.json (the
+at 1 to 4096 tokens against transformers' module), delta.json (its gated
+delta rule at 4096 tokens against transformers' chunked fallback and
+fla), portable.json (the
 Vulkan row kernels against the CUDA kernels of the same programs; the
 Vulkan loader unpacked from a carried `.gl`, see bench/README.md), sanitize.json (the
 small attention cases, forward and training, under compute-sanitizer
@@ -59,6 +61,7 @@ SUITES = [
     ("qwen3_prefill", "bench/qwen3_prefill.py", 0.08, []),
     ("qwen3_varlen", "bench/qwen3_varlen.py", 0.02, []),
     ("moe", "bench/bench_moe.py", 0.05, []),
+    ("delta", "bench/bench_delta.py", 0.04, []),
     ("portable", "bench/bench_portable.py", 0.04, []),
     ("sanitize", "bench/sanitize.py", 0.06, ["--suites", "attention"]),
 ]
