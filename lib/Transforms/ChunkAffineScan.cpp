@@ -215,7 +215,7 @@ func.func @plan(%la: tensor<{PS}{T}x{E}>, %u: tensor<{PS}{T}x{K}x{E}>, %w: tenso
   }
   // L[r, s] = Gamma (w_r . u_s), Lp[r, s] = Gamma (w_r . p_s) for s < r,
   // Gamma = exp(G[r - 1] - G[s]).
-  %Lu, %Lp = tang.comprehension ({PI}%c, %r, %s) [{PX}{N}, {C}, {C}] : tensor<{PS}{N}x{C}x{C}x{E}>, tensor<{PS}{N}x{C}x{C}x{E}> {
+  %Lu, %Lp = tang.comprehension ({PI}%c, %r, %s) [{PX}{N}, {C}, {C}] attributes {tang.saved} : tensor<{PS}{N}x{C}x{C}x{E}>, tensor<{PS}{N}x{C}x{C}x{E}> {
     %gr = tang.read %G[{PI}%c, %r] : tensor<{PS}{N}x{C}x{E}>
     %lr = tang.read %la[{PI}%c * {C} + %r] : tensor<{PS}{T}x{E}>
     %gs = tang.read %G[{PI}%c, %s] : tensor<{PS}{N}x{C}x{E}>
@@ -246,7 +246,7 @@ func.func @plan(%la: tensor<{PS}{T}x{E}>, %u: tensor<{PS}{T}x{K}x{E}>, %w: tenso
   }
   // (I - L)^-1 = (I + L)(I + L^2)(I + L^4)...: T0 = I + L, then the
   // Neumann steps.
-  %T0 = tang.comprehension ({PI}%c, %r, %s) [{PX}{N}, {C}, {C}] : tensor<{PS}{N}x{C}x{C}x{E}> {
+  %T0 = tang.comprehension ({PI}%c, %r, %s) [{PX}{N}, {C}, {C}] attributes {tang.saved} : tensor<{PS}{N}x{C}x{C}x{E}> {
     %l = tang.read %Lu[{PI}%c, %r, %s] : tensor<{PS}{N}x{C}x{C}x{E}>
     %ri = tang.index %r : i32
     %si = tang.index %s : i32
@@ -259,7 +259,7 @@ func.func @plan(%la: tensor<{PS}{T}x{E}>, %u: tensor<{PS}{T}x{K}x{E}>, %w: tenso
   }
 {NEUMANN}
   // x_r = E_r S_start + F_r: E = T diag(exp(G[r - 1])) W, F = T Lp V.
-  %E = tang.comprehension ({PI}%c, %r, %k) reduce (%s) [{PX}{N}, {C}, {K}, {C}] monoid(add) : tensor<{PS}{N}x{C}x{K}x{E}> {
+  %E = tang.comprehension ({PI}%c, %r, %k) reduce (%s) [{PX}{N}, {C}, {K}, {C}] monoid(add) attributes {tang.saved} : tensor<{PS}{N}x{C}x{K}x{E}> {
     %t = tang.read %{TINV}[{PI}%c, %r, %s] : tensor<{PS}{N}x{C}x{C}x{E}>
     %gs = tang.read %G[{PI}%c, %s] : tensor<{PS}{N}x{C}x{E}>
     %ls = tang.read %la[{PI}%c * {C} + %s] : tensor<{PS}{T}x{E}>
@@ -270,13 +270,13 @@ func.func @plan(%la: tensor<{PS}{T}x{E}>, %u: tensor<{PS}{T}x{K}x{E}>, %w: tenso
     %b = arith.mulf %a, %ws : {E}
     tang.yield %b : {E}
   }
-  %LpV = tang.comprehension ({PI}%c, %r, %j) reduce (%s) [{PX}{N}, {C}, {V}, {C}] monoid(add) : tensor<{PS}{N}x{C}x{V}x{E}> {
+  %LpV = tang.comprehension ({PI}%c, %r, %j) reduce (%s) [{PX}{N}, {C}, {V}, {C}] monoid(add) attributes {tang.saved} : tensor<{PS}{N}x{C}x{V}x{E}> {
     %l = tang.read %Lp[{PI}%c, %r, %s] : tensor<{PS}{N}x{C}x{C}x{E}>
     %vs = tang.read %v[{PI}%c * {C} + %s, %j] : tensor<{PS}{T}x{V}x{E}>
     %b = arith.mulf %l, %vs : {E}
     tang.yield %b : {E}
   }
-  %F = tang.comprehension ({PI}%c, %r, %j) reduce (%s) [{PX}{N}, {C}, {V}, {C}] monoid(add) : tensor<{PS}{N}x{C}x{V}x{E}> {
+  %F = tang.comprehension ({PI}%c, %r, %j) reduce (%s) [{PX}{N}, {C}, {V}, {C}] monoid(add) attributes {tang.saved} : tensor<{PS}{N}x{C}x{V}x{E}> {
     %t = tang.read %{TINV}[{PI}%c, %r, %s] : tensor<{PS}{N}x{C}x{C}x{E}>
     %y = tang.read %LpV[{PI}%c, %s, %j] : tensor<{PS}{N}x{C}x{V}x{E}>
     %b = arith.mulf %t, %y : {E}
@@ -284,7 +284,7 @@ func.func @plan(%la: tensor<{PS}{T}x{E}>, %u: tensor<{PS}{T}x{K}x{E}>, %w: tenso
   }
   // The chunk as one affine step: A_c = exp(G[C-1]) I + sum_s Gamma u_s E_s,
   // B_c = sum_s Gamma (u_s F_s + p_s v_s), Gamma = exp(G[C-1] - G[s]).
-  %Ac = tang.comprehension ({PI}%c, %i, %k) [{PX}{N}, {K}, {K}] : tensor<{PS}{N}x{K}x{K}x{E}> {
+  %Ac = tang.comprehension ({PI}%c, %i, %k) [{PX}{N}, {K}, {K}] attributes {tang.saved} : tensor<{PS}{N}x{K}x{K}x{E}> {
     %gl = tang.read %G[{PI}%c, {CL}] : tensor<{PS}{N}x{C}x{E}>
     %sum = tang.comprehension reduce (%s) [{C}] monoid(add) : {E} {
       %gs = tang.read %G[{PI}%c, %s] : tensor<{PS}{N}x{C}x{E}>
@@ -305,7 +305,7 @@ func.func @plan(%la: tensor<{PS}{T}x{E}>, %u: tensor<{PS}{T}x{K}x{E}>, %w: tenso
     %x = arith.addf %d, %sum : {E}
     tang.yield %x : {E}
   }
-  %Bc = tang.comprehension ({PI}%c, %i, %j) reduce (%s) [{PX}{N}, {K}, {V}, {C}] monoid(add) : tensor<{PS}{N}x{K}x{V}x{E}> {
+  %Bc = tang.comprehension ({PI}%c, %i, %j) reduce (%s) [{PX}{N}, {K}, {V}, {C}] monoid(add) attributes {tang.saved} : tensor<{PS}{N}x{K}x{V}x{E}> {
     %gl = tang.read %G[{PI}%c, {CL}] : tensor<{PS}{N}x{C}x{E}>
     %gs = tang.read %G[{PI}%c, %s] : tensor<{PS}{N}x{C}x{E}>
     %us = tang.read %u[{PI}%c * {C} + %s, %i] : tensor<{PS}{T}x{K}x{E}>
@@ -322,7 +322,7 @@ func.func @plan(%la: tensor<{PS}{T}x{E}>, %u: tensor<{PS}{T}x{K}x{E}>, %w: tenso
   }
   // The state across chunks, and each chunk's starting state.
   %PA, %Sc = tang.tensor_scan {M}(%Ac, %Bc : tensor<{PS}{N}x{K}x{K}x{E}>, tensor<{PS}{N}x{K}x{V}x{E}>) init(%A0, %S0 : tensor<{PS}{K}x{K}x{E}>, tensor<{PS}{K}x{V}x{E}>) {tang.chunked} -> tensor<{PS}{N}x{K}x{K}x{E}>, tensor<{PS}{N}x{K}x{V}x{E}>
-  %Ss = tang.comprehension ({PI}%c, %i, %j) [{PX}{N}, {K}, {V}] : tensor<{PS}{N}x{K}x{V}x{E}> {
+  %Ss = tang.comprehension ({PI}%c, %i, %j) [{PX}{N}, {K}, {V}] attributes {tang.saved} : tensor<{PS}{N}x{K}x{V}x{E}> {
     %s0 = tang.read %S0[{PI}%i, %j] : tensor<{PS}{K}x{V}x{E}>
     %sp = tang.read %Sc[{PI}%c - 1, %i, %j] fill(0.0) : tensor<{PS}{N}x{K}x{V}x{E}>
     %ci = tang.index %c : i32
@@ -331,7 +331,7 @@ func.func @plan(%la: tensor<{PS}{T}x{E}>, %u: tensor<{PS}{T}x{K}x{E}>, %w: tenso
     %x = arith.select %first, %s0, %sp : {E}
     tang.yield %x : {E}
   }
-  %X = tang.comprehension ({PI}%c, %r, %j) [{PX}{N}, {C}, {V}] : tensor<{PS}{N}x{C}x{V}x{E}> {
+  %X = tang.comprehension ({PI}%c, %r, %j) [{PX}{N}, {C}, {V}] attributes {tang.saved} : tensor<{PS}{N}x{C}x{V}x{E}> {
     %f = tang.read %F[{PI}%c, %r, %j] : tensor<{PS}{N}x{C}x{V}x{E}>
     %sum = tang.comprehension reduce (%k) [{K}] monoid(add) : {E} {
       %e = tang.read %E[{PI}%c, %r, %k] : tensor<{PS}{N}x{C}x{K}x{E}>
@@ -376,13 +376,13 @@ func.func @plan(%la: tensor<{PS}{T}x{E}>, %u: tensor<{PS}{T}x{K}x{E}>, %w: tenso
 
 /// One Neumann step: N{m} = N{m-1}^2, T{m} = T{m-1} (I + N{m}).
 constexpr const char *kNeumannStep = R"mlir(
-  %N{m} = tang.comprehension ({PI}%c, %r, %s) reduce (%q) [{PX}{N}, {C}, {C}, {C}] monoid(add) : tensor<{PS}{N}x{C}x{C}x{E}> {
+  %N{m} = tang.comprehension ({PI}%c, %r, %s) reduce (%q) [{PX}{N}, {C}, {C}, {C}] monoid(add) attributes {tang.saved} : tensor<{PS}{N}x{C}x{C}x{E}> {
     %a = tang.read %{NP}[{PI}%c, %r, %q] : tensor<{PS}{N}x{C}x{C}x{E}>
     %b = tang.read %{NP}[{PI}%c, %q, %s] : tensor<{PS}{N}x{C}x{C}x{E}>
     %p = arith.mulf %a, %b : {E}
     tang.yield %p : {E}
   }
-  %T{m} = tang.comprehension ({PI}%c, %r, %s) [{PX}{N}, {C}, {C}] : tensor<{PS}{N}x{C}x{C}x{E}> {
+  %T{m} = tang.comprehension ({PI}%c, %r, %s) [{PX}{N}, {C}, {C}] attributes {tang.saved} : tensor<{PS}{N}x{C}x{C}x{E}> {
     %t = tang.read %{TP}[{PI}%c, %r, %s] : tensor<{PS}{N}x{C}x{C}x{E}>
     %sum = tang.comprehension reduce (%q) [{C}] monoid(add) : {E} {
       %a = tang.read %{TP}[{PI}%c, %r, %q] : tensor<{PS}{N}x{C}x{C}x{E}>
