@@ -871,6 +871,22 @@ LogicalResult KernelFormBuilder::convertFunc(func::FuncOp func) {
   // Softmax statistics a flash kernel wrote (their comprehensions emit no
   // kernel of their own).
   llvm::DenseSet<Operation *> written;
+  // The buffers of a scan's results: the function's outputs where
+  // returned, else temporaries.
+  auto resultBuffers = [&](Operation *scan) {
+    SmallVector<Value> outputs;
+    for (Value r : scan->getResults()) {
+      Value m = outputOf.lookup(r);
+      if (!m) {
+        m = memref::AllocOp::create(b, scan->getLoc(),
+                                    getMemRefType(r.getType()));
+        temporaries.push_back(m);
+      }
+      buffers.map(r, m);
+      outputs.push_back(m);
+    }
+    return outputs;
+  };
   for (Operation &op : func.getBody().front()) {
     if (written.contains(&op) || elided.contains(&op))
       continue;
@@ -938,17 +954,7 @@ LogicalResult KernelFormBuilder::convertFunc(func::FuncOp func) {
     }
     if (auto scan = dyn_cast<ScanOp>(op)) {
       SmallVector<Value> inputs = getTensorsRead(scan);
-      SmallVector<Value> outputs;
-      for (Value r : scan.getResults()) {
-        Value m = outputOf.lookup(r);
-        if (!m) {
-          m = memref::AllocOp::create(b, scan.getLoc(),
-                                      getMemRefType(r.getType()));
-          temporaries.push_back(m);
-        }
-        buffers.map(r, m);
-        outputs.push_back(m);
-      }
+      SmallVector<Value> outputs = resultBuffers(scan);
       std::string name = (func.getSymName() + "_k" + Twine(kernelNo++)).str();
       if (failed(buildBodyKernel(
               b, scan, name, inputs, scan.getResults(), outputs, buffers,
@@ -974,17 +980,7 @@ LogicalResult KernelFormBuilder::convertFunc(func::FuncOp func) {
       llvm::SetVector<Value> inputs;
       inputs.insert(scan.getElements().begin(), scan.getElements().end());
       inputs.insert(scan.getInit().begin(), scan.getInit().end());
-      SmallVector<Value> outputs;
-      for (Value r : scan.getResults()) {
-        Value m = outputOf.lookup(r);
-        if (!m) {
-          m = memref::AllocOp::create(b, scan.getLoc(),
-                                      getMemRefType(r.getType()));
-          temporaries.push_back(m);
-        }
-        buffers.map(r, m);
-        outputs.push_back(m);
-      }
+      SmallVector<Value> outputs = resultBuffers(scan);
       std::string name = (func.getSymName() + "_k" + Twine(kernelNo++)).str();
       if (failed(buildBodyKernel(b, scan, name, inputs.getArrayRef(),
                                  scan.getResults(), outputs, buffers,
