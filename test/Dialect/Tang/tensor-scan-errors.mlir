@@ -102,3 +102,23 @@ func.func @no_monoid(%x: tensor<4x2xf32>) -> tensor<4x2xf32> {
   %r = tang.tensor_scan @nothing(%x : tensor<4x2xf32>) -> tensor<4x2xf32>
   return %r : tensor<4x2xf32>
 }
+
+// -----
+
+tang.monoid @m : [tensor<2xf32>] identity [] {
+^bb0(%a: tensor<2xf32>, %b: tensor<2xf32>):
+  tang.yield %a : tensor<2xf32>
+}
+func.func @result_type(%x: tensor<4x2xf32>) -> tensor<3x2xf32> {
+  // expected-error @+1 {{'tang.tensor_scan' op result #0 must have element #0's type 'tensor<4x2xf32>'}}
+  %r = tang.tensor_scan @m(%x : tensor<4x2xf32>) -> tensor<3x2xf32>
+  return %r : tensor<3x2xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'tang.monoid' op tensor carrier component #0 has element type 'i64', not a tang element type}}
+tang.monoid @m : [tensor<2xi64>] identity [] {
+^bb0(%a: tensor<2xi64>, %b: tensor<2xi64>):
+  tang.yield %a : tensor<2xi64>
+}
