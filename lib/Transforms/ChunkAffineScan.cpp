@@ -28,6 +28,7 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Parser/Parser.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallBitVector.h"
 #include "llvm/ADT/StringExtras.h"
 
 namespace mlir::tang {
@@ -207,7 +208,7 @@ struct FactorPart {
 // factors), S0 (the initial state) and A0 (the transition's init, unused
 // but by the chunks' scan).
 constexpr const char *kPlan = R"mlir(
-func.func @plan(%la: tensor<{PS}{T}x{E}>, %u: tensor<{PS}{T}x{K}x{E}>, %w: tensor<{PS}{T}x{K}x{E}>, %pp: tensor<{PS}{T}x{K}x{E}>, %v: tensor<{PS}{T}x{V}x{E}>, %S0: tensor<{PS}{K}x{V}x{E}>, %A0: tensor<{PS}{K}x{K}x{E}>) -> tensor<{PS}{T}x{K}x{V}x{E}> {
+func.func @plan(%la: tensor<{PS}{T}x{E}>, %u: tensor<{PS}{T}x{K}x{E}>, %w: tensor<{PS}{T}x{K}x{E}>, %pp: tensor<{PS}{T}x{K}x{E}>, %v: tensor<{PS}{T}x{V}x{E}>, %S0: tensor<{PS}{K}x{V}x{E}>, %A0: tensor<{PS}{K}x{K}x{E}>{QARGS}) -> (tensor<{PS}{T}x{K}x{V}x{E}>{OTYPES}) {
   // G[c, r]: the cumulative log decay of chunk c up to step r.
   %G = tang.scan ({PI}%c) along (%r) [{PX}{N}, {C}] monoid(add) : tensor<{PS}{N}x{C}x{E}> {
     %x = tang.read %la[{PI}%c * {C} + %r] : tensor<{PS}{T}x{E}>
@@ -370,8 +371,66 @@ func.func @plan(%la: tensor<{PS}{T}x{E}>, %u: tensor<{PS}{T}x{K}x{E}>, %w: tenso
     %x = arith.addf %base, %sum : {E}
     tang.yield %x : {E}
   }
-  return %S : tensor<{PS}{T}x{K}x{V}x{E}>
+{OUTPUTS}
+  return %S{ORETS} : tensor<{PS}{T}x{K}x{V}x{E}>{OTYPES}
 }
+)mlir";
+
+/// One reader that contracts each step's state with a vector over its row,
+/// o_r = S_r^T q_r, reassociated: exp(G[r]) S_start^T q_r + sum_{s <= r}
+/// Gamma ((q_r . u_s) x_s + (q_r . p_s) v_s), K + 2C products an element
+/// instead of the K C of the state substituted into the reader.
+constexpr const char *kOutput = R"mlir(
+  %Qu{n}, %Qp{n} = tang.comprehension ({PI}%c, %r, %s) [{PX}{N}, {C}, {C}] attributes {tang.saved} : tensor<{PS}{N}x{C}x{C}x{E}>, tensor<{PS}{N}x{C}x{C}x{E}> {
+    %gr = tang.read %G[{PI}%c, %r] : tensor<{PS}{N}x{C}x{E}>
+    %gs = tang.read %G[{PI}%c, %s] : tensor<{PS}{N}x{C}x{E}>
+    %d = arith.subf %gr, %gs : {E}
+    %e = math.exp %d : {E}
+    %qu = tang.comprehension reduce (%k) [{K}] monoid(add) : {E} {
+      %a = tang.read %q{n}[{PI}%c * {C} + %r, %k] : tensor<{PS}{T}x{K}x{E}>
+      %b = tang.read %u[{PI}%c * {C} + %s, %k] : tensor<{PS}{T}x{K}x{E}>
+      %m = arith.mulf %a, %b : {E}
+      tang.yield %m : {E}
+    }
+    %qp = tang.comprehension reduce (%k) [{K}] monoid(add) : {E} {
+      %a = tang.read %q{n}[{PI}%c * {C} + %r, %k] : tensor<{PS}{T}x{K}x{E}>
+      %b = tang.read %pp[{PI}%c * {C} + %s, %k] : tensor<{PS}{T}x{K}x{E}>
+      %m = arith.mulf %a, %b : {E}
+      tang.yield %m : {E}
+    }
+    %ri = tang.index %r : i32
+    %si = tang.index %s : i32
+    %le = arith.cmpi sle, %si, %ri : i32
+    %zero = arith.constant 0.0 : {E}
+    %x1 = arith.mulf %e, %qu : {E}
+    %x2 = arith.mulf %e, %qp : {E}
+    %o1 = arith.select %le, %x1, %zero : {E}
+    %o2 = arith.select %le, %x2, %zero : {E}
+    tang.yield %o1, %o2 : {E}, {E}
+  }
+  %O{n} = tang.comprehension ({PI}%t, %j) [{PX}{T}, {V}] : tensor<{PS}{T}x{V}x{E}> {
+    %gr = tang.read %G[{PI}%t floordiv {C}, %t mod {C}] : tensor<{PS}{N}x{C}x{E}>
+    %er = math.exp %gr : {E}
+    %qs = tang.comprehension reduce (%k) [{K}] monoid(add) : {E} {
+      %a = tang.read %q{n}[{PI}%t, %k] : tensor<{PS}{T}x{K}x{E}>
+      %b = tang.read %Ss[{PI}%t floordiv {C}, %k, %j] : tensor<{PS}{N}x{K}x{V}x{E}>
+      %m = arith.mulf %a, %b : {E}
+      tang.yield %m : {E}
+    }
+    %base = arith.mulf %er, %qs : {E}
+    %sum = tang.comprehension reduce (%s) [{C}] monoid(add) : {E} {
+      %a = tang.read %Qu{n}[{PI}%t floordiv {C}, %t mod {C}, %s] : tensor<{PS}{N}x{C}x{C}x{E}>
+      %xs = tang.read %X[{PI}%t floordiv {C}, %s, %j] : tensor<{PS}{N}x{C}x{V}x{E}>
+      %b = tang.read %Qp{n}[{PI}%t floordiv {C}, %t mod {C}, %s] : tensor<{PS}{N}x{C}x{C}x{E}>
+      %vs = tang.read %v[{PI}(%t floordiv {C}) * {C} + %s, %j] : tensor<{PS}{T}x{V}x{E}>
+      %m1 = arith.mulf %a, %xs : {E}
+      %m2 = arith.mulf %b, %vs : {E}
+      %m = arith.addf %m1, %m2 : {E}
+      tang.yield %m : {E}
+    }
+    %x = arith.addf %base, %sum : {E}
+    tang.yield %x : {E}
+  }
 )mlir";
 
 /// One Neumann step: N{m} = N{m-1}^2, T{m} = T{m-1} (I + N{m}).
@@ -410,7 +469,7 @@ std::string substitute(std::string text,
 /// The plan's text at this shape.
 std::string instantiatePlan(ArrayRef<int64_t> parallel, int64_t steps,
                             int64_t chunk, int64_t k, int64_t v, Type element,
-                            StringRef monoid) {
+                            StringRef monoid, unsigned outputs) {
   std::string pi, px, ps;
   for (auto [n, e] : llvm::enumerate(parallel)) {
     pi += "%p" + std::to_string(n) + ", ";
@@ -429,7 +488,21 @@ std::string instantiatePlan(ArrayRef<int64_t> parallel, int64_t steps,
                        {"{TP}", "T" + std::to_string(m - 1)}});
   std::string e;
   llvm::raw_string_ostream(e) << element;
-  std::string text = substitute(kPlan, {{"{NEUMANN}", neumann}});
+  // One reassociated output per contracting reader: an argument q{n} and
+  // a result O{n}.
+  std::string qArgs, oTypes, oRets, oBodies;
+  for (unsigned n = 0; n < outputs; ++n) {
+    std::string id = std::to_string(n);
+    qArgs += ", %q" + id + ": tensor<{PS}{T}x{K}x{E}>";
+    oTypes += ", tensor<{PS}{T}x{V}x{E}>";
+    oRets += ", %O" + id;
+    oBodies += substitute(kOutput, {{"{n}", id}});
+  }
+  std::string text = substitute(kPlan, {{"{NEUMANN}", neumann},
+                                        {"{QARGS}", qArgs},
+                                        {"{OTYPES}", oTypes},
+                                        {"{ORETS}", oRets},
+                                        {"{OUTPUTS}", oBodies}});
   return substitute(text, {{"{TINV}", "T" + std::to_string(products)},
                            {"{PI}", pi},
                            {"{PX}", px},
@@ -556,6 +629,145 @@ Value buildConstantMatrix(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
   return c.getResult(0);
 }
 
+/// A reader of the states that contracts each with a vector over its row,
+/// o[P..., t, j] = sum_i S[P..., t, i, j] q(P..., t, i) (indices plain, in
+/// any order): the plan computes it reassociated (kOutput).
+struct StateContraction {
+  ComprehensionOp op;
+  ReadOp read;
+  /// q, a value of op's body.
+  Value factor;
+  /// For each of the states' dimensions (P..., t, i, j), op's index.
+  SmallVector<unsigned> position;
+};
+
+/// True if every value that `ops` use from outside `body` is defined
+/// before `point` in its block (or in an enclosing one).
+bool usesDefinedBefore(Block &body, ArrayRef<Operation *> ops,
+                       Operation *point) {
+  bool ok = true;
+  for (Operation *op : ops)
+    op->walk([&](Operation *inner) {
+      for (Value o : inner->getOperands()) {
+        Region *r = o.getParentRegion();
+        if (body.getParent()->isAncestor(r))
+          continue;
+        Operation *def = o.getDefiningOp();
+        if (def && def->getBlock() == point->getBlock() &&
+            !def->isBeforeInBlock(point))
+          ok = false;
+      }
+    });
+  return ok;
+}
+
+std::optional<StateContraction> matchContraction(Operation *user, Value states,
+                                                 Operation *scan) {
+  auto op = dyn_cast<ComprehensionOp>(user);
+  auto type = cast<RankedTensorType>(states.getType());
+  unsigned rank = type.getRank();
+  if (!op || isInIterationBody(op) || op.getNumResults() != 1 ||
+      op.getNumReduced() != 1 || op.getNumParallel() != rank - 1 ||
+      op.hasSymbolicExtents() || op.getBuiltinMonoid() != MonoidKind::Add)
+    return std::nullopt;
+  Block &body = op.getBodyBlock();
+  auto mul = op.getYield().getValues()[0].getDefiningOp<arith::MulFOp>();
+  if (!mul || mul->getBlock() != &body || !mul->hasOneUse())
+    return std::nullopt;
+  StateContraction m{op, {}, {}, {}};
+  for (auto [x, y] : {std::pair(mul.getLhs(), mul.getRhs()),
+                      std::pair(mul.getRhs(), mul.getLhs())}) {
+    auto read = x.getDefiningOp<ReadOp>();
+    if (read && read.getTensor() == states && read->getBlock() == &body &&
+        !read.getFill() && x.hasOneUse()) {
+      m.read = read;
+      m.factor = y;
+      break;
+    }
+  }
+  if (!m.read || m.factor.getType() != type.getElementType())
+    return std::nullopt;
+  // The states are read once, at plain distinct indices, the row reduced.
+  bool once = llvm::all_of(states.getUses(), [&](OpOperand &use) {
+    return use.getOwner() == m.read || !op->isAncestor(use.getOwner());
+  });
+  if (!once)
+    return std::nullopt;
+  llvm::SmallBitVector seen(op.getNumIndices());
+  for (auto [d, expr] : llvm::enumerate(m.read.getMap().getResults())) {
+    auto dim = dyn_cast<AffineDimExpr>(expr);
+    auto arg =
+        dim ? dyn_cast<BlockArgument>(m.read.getIndices()[dim.getPosition()])
+            : BlockArgument();
+    if (!arg || arg.getOwner() != &body || seen.test(arg.getArgNumber()) ||
+        op.getExtent(arg.getArgNumber()) != type.getDimSize(d))
+      return std::nullopt;
+    seen.set(arg.getArgNumber());
+    m.position.push_back(arg.getArgNumber());
+  }
+  if (m.position[rank - 2] != op.getNumParallel())
+    return std::nullopt;
+  // q does not vary along the column, and what it reads exists before the
+  // scan (the plan replaces the scan where it stands).
+  BlockArgument col = body.getArgument(m.position.back());
+  if (llvm::any_of(col.getUsers(),
+                   [&](Operation *u) { return u != m.read.getOperation(); }))
+    return std::nullopt;
+  SmallVector<Operation *> ops;
+  for (Operation &o : body.without_terminator())
+    if (&o != m.read && &o != mul)
+      ops.push_back(&o);
+  if (!usesDefinedBefore(body, ops, scan))
+    return std::nullopt;
+  return m;
+}
+
+/// q of a contraction as a tensor [P..., t, i]: its body cloned, the state
+/// read and the product left out.
+Value buildContractionFactor(OpBuilder &b, Location loc, StateContraction m,
+                             RankedTensorType type) {
+  SmallVector<int64_t> shape(type.getShape().drop_back());
+  auto factorType = RankedTensorType::get(shape, type.getElementType());
+  auto c =
+      ComprehensionOp::create(b, loc, TypeRange{factorType}, shape,
+                              ArrayRef<int64_t>{}, Attribute(), ScheduleAttr());
+  OpBuilder::InsertionGuard guard(b);
+  Block &src = m.op.getBodyBlock();
+  Block *body = b.createBlock(&c.getBody());
+  IRMapping map;
+  for (size_t d = 0; d < shape.size(); ++d)
+    map.map(src.getArgument(m.position[d]),
+            body->addArgument(b.getIndexType(), loc));
+  Operation *mul = m.factor.getUses().begin()->getOwner();
+  for (Operation &op : src.without_terminator())
+    if (&op != m.read.getOperation() && &op != mul)
+      b.clone(op, map);
+  YieldOp::create(b, loc, ValueRange{map.lookupOrDefault(m.factor)});
+  return c.getResult(0);
+}
+
+/// The contraction's result read from the plan's O [P..., t, j].
+Value buildContractionResult(OpBuilder &b, Location loc, StateContraction m,
+                             Value o) {
+  auto resultType = m.op.getResult(0).getType();
+  auto c = ComprehensionOp::create(
+      b, loc, TypeRange{resultType}, m.op.getParallelExtents(),
+      ArrayRef<int64_t>{}, Attribute(), ScheduleAttr());
+  OpBuilder::InsertionGuard guard(b);
+  Block *body = b.createBlock(&c.getBody());
+  SmallVector<Value> idx;
+  for (unsigned i = 0; i < m.op.getNumParallel(); ++i)
+    idx.push_back(body->addArgument(b.getIndexType(), loc));
+  SmallVector<AffineExpr> exprs;
+  for (auto [d, pos] : llvm::enumerate(m.position))
+    if (d + 2 != m.position.size())
+      exprs.push_back(b.getAffineDimExpr(pos));
+  auto map = AffineMap::get(idx.size(), 0, exprs, b.getContext());
+  Value x = ReadOp::create(b, loc, o, map, idx);
+  YieldOp::create(b, loc, ValueRange{x});
+  return c.getResult(0);
+}
+
 struct ChunkAffineScanPass
     : tang::impl::TangChunkAffineScanBase<ChunkAffineScanPass> {
   using TangChunkAffineScanBase::TangChunkAffineScanBase;
@@ -674,8 +886,24 @@ struct ChunkAffineScanPass
       a0 = buildConstantMatrix(b, loc, aShape, element, true);
     }
 
-    std::string text =
-        instantiatePlan(parallel, steps, c, k, v, element, monoid.getSymName());
+    // The readers that contract each state with a vector get it
+    // reassociated (the state substituted into them would cost K C a
+    // value).
+    Value statesIn = scan.getResult(1);
+    auto statesType = cast<RankedTensorType>(statesIn.getType());
+    SmallVector<StateContraction> contractions;
+    SmallPtrSet<Operation *, 4> users;
+    for (Operation *reader : statesIn.getUsers())
+      if (Operation *user = scan->getBlock()->findAncestorOpInBlock(*reader);
+          user && users.insert(user).second)
+        if (auto m = matchContraction(user, statesIn, scan))
+          contractions.push_back(*m);
+    SmallVector<Value> qs;
+    for (const StateContraction &m : contractions)
+      qs.push_back(buildContractionFactor(b, loc, m, statesType));
+
+    std::string text = instantiatePlan(parallel, steps, c, k, v, element,
+                                       monoid.getSymName(), qs.size());
     ParserConfig config(scan.getContext(), /*verifyAfterParse=*/false);
     OwningOpRef<ModuleOp> plan = parseSourceString<ModuleOp>(text, config);
     if (!plan)
@@ -687,7 +915,8 @@ struct ChunkAffineScanPass
     auto fn = cast<func::FuncOp>(plan->getBody()->front());
     Block &planBody = fn.getBody().front();
     SmallVector<Value> args = {la, u, w, p, vv, s0, a0};
-    for (auto [arg, val] : llvm::zip(planBody.getArguments(), args))
+    llvm::append_range(args, qs);
+    for (auto [arg, val] : llvm::zip_equal(planBody.getArguments(), args))
       arg.replaceAllUsesWith(val);
     auto ret = cast<func::ReturnOp>(planBody.getTerminator());
     Value states = ret.getOperand(0);
@@ -697,8 +926,18 @@ struct ChunkAffineScanPass
       op.moveBefore(scan);
       op.walk([&](Operation *o) { o->setLoc(loc); });
     }
+    SmallVector<Value> outputs(ret.getOperands().drop_front());
+    ret->erase();
+    for (auto [m, o] : llvm::zip_equal(contractions, outputs)) {
+      b.setInsertionPoint(m.op);
+      m.op.getResult(0).replaceAllUsesWith(
+          buildContractionResult(b, m.op.getLoc(), m, o));
+      m.op.erase();
+    }
     scan.getResult(1).replaceAllUsesWith(states);
     scan.erase();
+    if (states.use_empty())
+      states.getDefiningOp()->erase();
     for (ComprehensionOp prod : {aProd, bProd})
       if (prod && prod->use_empty())
         prod.erase();

@@ -18,7 +18,19 @@
 // CHECK: tang.scan ({{.*}}) along ({{.*}}) [2, 2, 2] monoid(add) : tensor<2x2x2xf32>
 // CHECK: tang.tensor_scan @affine({{.*}} : tensor<2x2x2x2xf32>, tensor<2x2x2x3xf32>) init({{.*}}) {tang.chunked} -> tensor<2x2x2x2xf32>, tensor<2x2x2x3xf32>
 // CHECK-NOT: tang.tensor_scan
-// CHECK: return
+// The reader o_t = S_t^T q_t is reassociated: (q_r . u_s) and (q_r . p_s)
+// per chunk (s <= r), then o from the chunk's starting state, x and v; no
+// per-step state [2, 4, 2, 3] is built.
+// CHECK-NOT: tensor<2x4x2x3xf32> {
+// CHECK: %[[QU:.*]]:2 = tang.comprehension ({{.*}}) [2, 2, 2, 2] attributes {tang.saved}
+// CHECK: arith.cmpi sle
+// CHECK-NOT: tensor<2x4x2x3xf32> {
+// CHECK: %[[O:.*]] = tang.comprehension ({{.*}}) [2, 4, 3] : tensor<2x4x3xf32> {
+// CHECK: tang.read %[[QU]]#0
+// CHECK: tang.read %[[QU]]#1
+// CHECK: %[[R:.*]] = tang.comprehension ({{.*}}) [2, 4, 3] : tensor<2x4x3xf32> {
+// CHECK-NEXT: tang.read %[[O]][%p0, %p1, %p2]
+// CHECK: return %[[R]]
 tang.monoid @affine : [tensor<2x2xf32>, tensor<2x3xf32>] identity [] {
 ^bb0(%a1: tensor<2x2xf32>, %b1: tensor<2x3xf32>, %a2: tensor<2x2xf32>, %b2: tensor<2x3xf32>):
   %a = tang.comprehension (%i, %j) reduce (%k) [2, 2, 2] monoid(add) : tensor<2x2xf32> {
@@ -79,6 +91,80 @@ func.func @delta(%g: tensor<2x4xf32>, %beta: tensor<2x4xf32>, %k: tensor<2x4x2xf
 }
 
 // BAD-CHUNK: error: tang-chunk-affine-scan: chunk=3 does not divide the scan's 4 steps
+
+// -----
+
+// Two readers: o[t, j, p] = sum_i S[p, t, i, j] q[p, t, i] (indices in
+// another order) is reassociated; r[p, t, j] = sum_i S[p, t, i, j] q[p, t, j]
+// (the vector varies along the column) reads each step's state.
+tang.monoid @affine : [tensor<2x2xf32>, tensor<2x3xf32>] identity [] {
+^bb0(%a1: tensor<2x2xf32>, %b1: tensor<2x3xf32>, %a2: tensor<2x2xf32>, %b2: tensor<2x3xf32>):
+  %a = tang.comprehension (%i, %j) reduce (%k) [2, 2, 2] monoid(add) : tensor<2x2xf32> {
+    %x = tang.read %a2[%i, %k] : tensor<2x2xf32>
+    %y = tang.read %a1[%k, %j] : tensor<2x2xf32>
+    %p = arith.mulf %x, %y : f32
+    tang.yield %p : f32
+  }
+  %b = tang.comprehension (%i, %j) [2, 3] : tensor<2x3xf32> {
+    %s = tang.comprehension reduce (%k) [2] monoid(add) : f32 {
+      %x = tang.read %a2[%i, %k] : tensor<2x2xf32>
+      %y = tang.read %b1[%k, %j] : tensor<2x3xf32>
+      %p = arith.mulf %y, %x : f32
+      tang.yield %p : f32
+    }
+    %z = tang.read %b2[%i, %j] : tensor<2x3xf32>
+    %r = arith.addf %z, %s : f32
+    tang.yield %r : f32
+  }
+  tang.yield %a, %b : tensor<2x2xf32>, tensor<2x3xf32>
+}
+// CHECK-LABEL: func.func @readers
+// CHECK: tang.tensor_scan @affine({{.*}}) {tang.chunked}
+// CHECK: %[[S:.*]] = tang.comprehension ({{.*}}) [2, 4, 2, 3] : tensor<2x4x2x3xf32> {
+// CHECK: %[[O:.*]] = tang.comprehension ({{.*}}) [2, 4, 3] : tensor<2x4x3xf32> {
+// CHECK: %[[T:.*]] = tang.comprehension ({{.*}}) [4, 3, 2] : tensor<4x3x2xf32> {
+// CHECK-NEXT: tang.read %[[O]][%p2, %p0, %p1]
+// CHECK: tang.comprehension ({{.*}}) reduce ({{.*}}) [2, 4, 3, 2] monoid(add) : tensor<2x4x3xf32> {
+// CHECK-NEXT: tang.read %[[S]]
+// CHECK: return %[[T]], %{{.*}}
+func.func @readers(%g: tensor<2x4xf32>, %k: tensor<2x4x2xf32>, %v: tensor<2x4x3xf32>, %q: tensor<2x4x2xf32>, %q3: tensor<2x4x3xf32>) -> (tensor<4x3x2xf32>, tensor<2x4x3xf32>) {
+  %A = tang.comprehension (%p, %t, %i, %j) [2, 4, 2, 2] : tensor<2x4x2x2xf32> {
+    %gt = tang.read %g[%p, %t] : tensor<2x4xf32>
+    %ki = tang.read %k[%p, %t, %i] : tensor<2x4x2xf32>
+    %kj = tang.read %k[%p, %t, %j] : tensor<2x4x2xf32>
+    %alpha = math.exp %gt : f32
+    %ii = tang.index %i : i32
+    %jj = tang.index %j : i32
+    %eq = arith.cmpi eq, %ii, %jj : i32
+    %one = arith.constant 1.0 : f32
+    %zero = arith.constant 0.0 : f32
+    %id = arith.select %eq, %one, %zero : f32
+    %kk = arith.mulf %ki, %kj : f32
+    %d = arith.subf %id, %kk : f32
+    %a = arith.mulf %alpha, %d : f32
+    tang.yield %a : f32
+  }
+  %B = tang.comprehension (%p, %t, %i, %j) [2, 4, 2, 3] : tensor<2x4x2x3xf32> {
+    %ki = tang.read %k[%p, %t, %i] : tensor<2x4x2xf32>
+    %vj = tang.read %v[%p, %t, %j] : tensor<2x4x3xf32>
+    %b = arith.mulf %ki, %vj : f32
+    tang.yield %b : f32
+  }
+  %PA, %S = tang.tensor_scan @affine(%A, %B : tensor<2x4x2x2xf32>, tensor<2x4x2x3xf32>) -> tensor<2x4x2x2xf32>, tensor<2x4x2x3xf32>
+  %o = tang.comprehension (%t, %j, %p) reduce (%i) [4, 3, 2, 2] monoid(add) : tensor<4x3x2xf32> {
+    %x = tang.read %q[%p, %t, %i] : tensor<2x4x2xf32>
+    %s = tang.read %S[%p, %t, %i, %j] : tensor<2x4x2x3xf32>
+    %m = arith.mulf %x, %s : f32
+    tang.yield %m : f32
+  }
+  %r = tang.comprehension (%p, %t, %j) reduce (%i) [2, 4, 3, 2] monoid(add) : tensor<2x4x3xf32> {
+    %s = tang.read %S[%p, %t, %i, %j] : tensor<2x4x2x3xf32>
+    %x = tang.read %q3[%p, %t, %j] : tensor<2x4x3xf32>
+    %m = arith.mulf %s, %x : f32
+    tang.yield %m : f32
+  }
+  return %o, %r : tensor<4x3x2xf32>, tensor<2x4x3xf32>
+}
 
 // -----
 

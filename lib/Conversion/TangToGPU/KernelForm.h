@@ -148,12 +148,14 @@ LogicalResult emitSimtScoreKernel(OpBuilder &b, ComprehensionOp op,
                                   ValueRange outputs, Kernel &k);
 
 /// The kernel of a tang.tensor_scan under the composition of affine maps
-/// (TensorScanKernel.cpp): one thread per parallel point and state column
-/// carries the column along the scan into `outputs[1]` (the states); the
-/// products of the transitions (`outputs[0]`) are not written.
+/// (TensorScanKernel.cpp), the states into `outputs[1]`; the products of
+/// the transitions (`outputs[0]`) are not written. `cooperative`: one
+/// workgroup per parallel point and block of state columns, the slice of
+/// the state in workgroup memory; otherwise one thread per parallel point
+/// and state column (no barriers).
 LogicalResult emitAffineScanKernel(OpBuilder &b, TensorScanOp op,
                                    IRMapping &tensors, ValueRange outputs,
-                                   Kernel &k);
+                                   Kernel &k, bool cooperative);
 
 /// The kernel of a scan (ScanKernel.cpp): a thread per parallel point,
 /// carrying the monoid's carrier along the scan index in order and storing

@@ -986,8 +986,9 @@ LogicalResult KernelFormBuilder::convertFunc(func::FuncOp func) {
                                  scan.getResults(), outputs, buffers,
                                  [&](OpBuilder &kb, IRMapping &tensors,
                                      ValueRange out, Kernel &k) {
-                                   return emitAffineScanKernel(kb, scan,
-                                                               tensors, out, k);
+                                   return emitAffineScanKernel(
+                                       kb, scan, tensors, out, k,
+                                       options.cooperative);
                                  })))
         return failure();
       continue;

@@ -1,19 +1,22 @@
-//===- TensorScanKernel.cpp - the kernel of a tang.tensor_scan ---*- C++
-//-*-===//
+//===- TensorScanKernel.cpp - the kernel of a tang.tensor_scan -----------===//
 //
 // A scan of affine maps S -> A_t S + B_t on [K, V] states (the monoid is
 // the composition of affine maps, KernelMatchers' isAffineComposition):
-// one thread per parallel point and state column j carries its column
-// along the scan, each step's column computed from the previous step's,
-// which the same thread stored (so no thread waits for another):
 //
 //   S[p, t, i, j] = B[p, t, i, j] + sum_k A[p, t, i, k] S[p, t - 1, k, j]
 //
-// with S[p, -1] the init's state (zero without one). O(K^2) per step and
-// column, in order: the steps of --tang-chunk-affine-scan's chunks (a few
-// hundred), not the tokens of a long sequence. The products of the
-// transitions (the scan's first result) are not computed: the kernel form
-// refuses a scan that uses them.
+// with S[p, -1] the init's state (zero without one). Where threads may
+// cooperate (not the portable backends' one thread per point): one
+// workgroup per
+// parallel point and block of Vb state columns keeps its [K, Vb] slice of
+// the state in workgroup memory and carries it along the steps; each
+// thread computes a tile of rows x columns of the next state (its
+// transition rows read once per k for all its columns), then the slice is
+// replaced between two barriers. Otherwise one thread per parallel point
+// and column carries its column. O(K^2 V) per step, in order: the steps of
+// --tang-chunk-affine-scan's chunks (a few hundred), not the tokens of a
+// long sequence. The products of the transitions (the scan's first result)
+// are not computed: the kernel form refuses a scan that uses them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,9 +30,34 @@
 using namespace mlir;
 using namespace mlir::tang;
 
-LogicalResult mlir::tang::emitAffineScanKernel(OpBuilder &b, TensorScanOp op,
-                                               IRMapping &tensors,
-                                               ValueRange outputs, Kernel &k) {
+namespace {
+/// The kernel's shape: workgroups of rowThreads x colThreads threads, each
+/// with a tile of rowsPer rows (rows ry, ry + rowThreads, ...) and colsPer
+/// columns (cx * colsPer + c) of a block of `block` columns.
+struct AffineScanShape {
+  int64_t block, colsPer, colThreads, rowThreads, rowsPer;
+};
+
+AffineScanShape chooseAffineScanShape(int64_t kDim, int64_t vDim,
+                                      int64_t elementBytes) {
+  constexpr int64_t kThreads = 256, kSliceBytes = 32 * 1024;
+  AffineScanShape s;
+  s.block = 1;
+  while (s.block < 32 && s.block < vDim &&
+         kDim * s.block * 2 * elementBytes <= kSliceBytes)
+    s.block *= 2;
+  s.colsPer = std::min<int64_t>(4, s.block);
+  s.colThreads = s.block / s.colsPer;
+  s.rowThreads = std::min(kThreads / s.colThreads, kDim);
+  s.rowsPer = llvm::divideCeil(kDim, s.rowThreads);
+  return s;
+}
+/// One thread per parallel point and state column, which carries its
+/// column along the steps through the states it stored (no thread waits
+/// for another): for launchers without barriers.
+LogicalResult emitColumnPerThread(OpBuilder &b, TensorScanOp op,
+                                  IRMapping &tensors, ValueRange outputs,
+                                  Kernel &k) {
   Location loc = op.getLoc();
   auto bType = cast<RankedTensorType>(op.getElements()[1].getType());
   unsigned rank = bType.getRank();
@@ -91,5 +119,154 @@ LogicalResult mlir::tang::emitAffineScanKernel(OpBuilder &b, TensorScanOp op,
   scf::YieldOp::create(b, loc, acc);
   b.setInsertionPointAfter(sum);
   memref::StoreOp::create(b, loc, sum.getResult(0), out, at({t, i, col}));
+  return success();
+}
+
+} // namespace
+
+LogicalResult mlir::tang::emitAffineScanKernel(OpBuilder &b, TensorScanOp op,
+                                               IRMapping &tensors,
+                                               ValueRange outputs, Kernel &k,
+                                               bool cooperative) {
+  if (!cooperative)
+    return emitColumnPerThread(b, op, tensors, outputs, k);
+  Location loc = op.getLoc();
+  auto bType = cast<RankedTensorType>(op.getElements()[1].getType());
+  unsigned rank = bType.getRank();
+  int64_t steps = bType.getDimSize(rank - 3);
+  int64_t kDim = bType.getDimSize(rank - 2);
+  int64_t vDim = bType.getDimSize(rank - 1);
+  ArrayRef<int64_t> parallelShape = bType.getShape().take_front(rank - 3);
+  Type element = bType.getElementType();
+  int64_t elementBytes = element.getIntOrFloatBitWidth() / 8;
+  AffineScanShape shape = chooseAffineScanShape(kDim, vDim, elementBytes);
+  if (kDim * shape.block * elementBytes > 48 * 1024)
+    return op.emitOpError() << "has states of " << kDim
+                            << " rows, more than one workgroup's memory holds "
+                               "a column of";
+  int64_t colBlocks = llvm::divideCeil(vDim, shape.block);
+  int64_t points = colBlocks;
+  for (int64_t e : parallelShape)
+    points *= e;
+  if (points > std::numeric_limits<int32_t>::max())
+    return op.emitOpError()
+           << "has " << points << " workgroups, more than one launch covers";
+  k.grid = {points, 1, 1};
+  k.block = {shape.colThreads * shape.rowThreads, 1, 1};
+
+  OpBuilder::InsertionGuard guard(b);
+  auto cst = [&](int64_t v) {
+    return arith::ConstantIndexOp::create(b, loc, v).getResult();
+  };
+  auto space =
+      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+  Value slice = k.func.addWorkgroupAttribution(
+      MemRefType::get({kDim, shape.block}, element, AffineMap(), space), loc);
+  // The workgroup's parallel point and column block; the thread's tile.
+  Value rest = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value colBlock = arith::RemUIOp::create(b, loc, rest, cst(colBlocks));
+  rest = arith::DivUIOp::create(b, loc, rest, cst(colBlocks));
+  SmallVector<Value> parallel(parallelShape.size());
+  for (int i = static_cast<int>(parallelShape.size()) - 1; i >= 0; --i) {
+    parallel[i] = arith::RemUIOp::create(b, loc, rest, cst(parallelShape[i]));
+    rest = arith::DivUIOp::create(b, loc, rest, cst(parallelShape[i]));
+  }
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value cx = arith::RemUIOp::create(b, loc, tid, cst(shape.colThreads));
+  Value ry = arith::DivUIOp::create(b, loc, tid, cst(shape.colThreads));
+  auto add = [&](Value x, Value y) {
+    return arith::AddIOp::create(b, loc, x, y).getResult();
+  };
+  auto mul = [&](Value x, int64_t y) {
+    return arith::MulIOp::create(b, loc, x, cst(y)).getResult();
+  };
+  auto less = [&](Value x, int64_t bound) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, x,
+                                 cst(bound))
+        .getResult();
+  };
+  auto clamp = [&](Value x, int64_t bound) {
+    return arith::MinUIOp::create(b, loc, x, cst(bound - 1)).getResult();
+  };
+  // Rows i_m = ry + m rowThreads (clamped for loads, stores guarded);
+  // slice columns c_c = cx colsPer + c, state columns colBlock block + c_c.
+  SmallVector<Value> rows, rowOk, sliceCols, cols, colOk;
+  for (int64_t m = 0; m < shape.rowsPer; ++m) {
+    Value i = add(ry, cst(m * shape.rowThreads));
+    rows.push_back(clamp(i, kDim));
+    rowOk.push_back(less(i, kDim));
+  }
+  for (int64_t c = 0; c < shape.colsPer; ++c) {
+    Value sc = add(mul(cx, shape.colsPer), cst(c));
+    sliceCols.push_back(sc);
+    Value j = add(mul(colBlock, shape.block), sc);
+    cols.push_back(clamp(j, vDim));
+    colOk.push_back(less(j, vDim));
+  }
+  Value a = tensors.lookup(op.getElements()[0]);
+  Value bIn = tensors.lookup(op.getElements()[1]);
+  Value init = op.getInit().empty() ? Value() : tensors.lookup(op.getInit()[1]);
+  Value out = outputs[1];
+  auto at = [&](ArrayRef<Value> tail) {
+    SmallVector<Value> coords(parallel);
+    coords.append(tail.begin(), tail.end());
+    return coords;
+  };
+  auto load = [&](Value buf, ArrayRef<Value> coords) {
+    return memref::LoadOp::create(b, loc, buf, coords).getResult();
+  };
+  // Stores `v` where `ok`.
+  auto storeIf = [&](Value ok, Value v, Value buf, ArrayRef<Value> coords) {
+    auto guard = scf::IfOp::create(b, loc, ok, /*withElse=*/false);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(&guard.getThenRegion().front());
+    memref::StoreOp::create(b, loc, v, buf, coords);
+  };
+  auto both = [&](Value x, Value y) {
+    return arith::AndIOp::create(b, loc, x, y).getResult();
+  };
+  // The slice starts as the init's state (or zero).
+  Value zero = arith::ConstantOp::create(b, loc, b.getFloatAttr(element, 0));
+  for (int64_t m = 0; m < shape.rowsPer; ++m)
+    for (int64_t c = 0; c < shape.colsPer; ++c) {
+      Value s0 = init ? load(init, at({rows[m], cols[c]})) : zero;
+      storeIf(rowOk[m], s0, slice, {rows[m], sliceCols[c]});
+    }
+  gpu::BarrierOp::create(b, loc);
+
+  auto stepLoop = scf::ForOp::create(b, loc, cst(0), cst(steps), cst(1));
+  b.setInsertionPointToStart(stepLoop.getBody());
+  Value t = stepLoop.getInductionVar();
+  SmallVector<Value> acc;
+  for (int64_t m = 0; m < shape.rowsPer; ++m)
+    for (int64_t c = 0; c < shape.colsPer; ++c)
+      acc.push_back(load(bIn, at({t, rows[m], cols[c]})));
+  auto sum = scf::ForOp::create(b, loc, cst(0), cst(kDim), cst(1), acc);
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(sum.getBody());
+    Value kk = sum.getInductionVar();
+    SmallVector<Value> left, right, next;
+    for (int64_t m = 0; m < shape.rowsPer; ++m)
+      left.push_back(load(a, at({t, rows[m], kk})));
+    for (int64_t c = 0; c < shape.colsPer; ++c)
+      right.push_back(load(slice, {kk, sliceCols[c]}));
+    for (int64_t m = 0; m < shape.rowsPer; ++m)
+      for (int64_t c = 0; c < shape.colsPer; ++c) {
+        Value x = sum.getRegionIterArgs()[m * shape.colsPer + c];
+        Value p = arith::MulFOp::create(b, loc, left[m], right[c]);
+        next.push_back(arith::AddFOp::create(b, loc, x, p));
+      }
+    scf::YieldOp::create(b, loc, next);
+  }
+  // Every thread has read the previous state before any replaces it.
+  gpu::BarrierOp::create(b, loc);
+  for (int64_t m = 0; m < shape.rowsPer; ++m)
+    for (int64_t c = 0; c < shape.colsPer; ++c) {
+      Value v = sum.getResult(m * shape.colsPer + c);
+      storeIf(rowOk[m], v, slice, {rows[m], sliceCols[c]});
+      storeIf(both(rowOk[m], colOk[c]), v, out, at({t, rows[m], cols[c]}));
+    }
+  gpu::BarrierOp::create(b, loc);
   return success();
 }

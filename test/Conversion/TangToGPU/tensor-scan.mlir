@@ -1,30 +1,56 @@
 // RUN: not tang-opt %s -split-input-file --convert-tang-to-gpu 2>/dev/null | FileCheck %s
 // RUN: tang-opt %s -split-input-file --convert-tang-to-gpu -verify-diagnostics -o /dev/null
+// RUN: not tang-opt %s -split-input-file --convert-tang-to-gpu=cooperative=false 2>/dev/null | FileCheck %s --check-prefix=COLUMN
 
 // A tensor scan under the composition of affine maps, S -> A S + B on 2x3
-// states, 4 parallel points and 5 steps: one thread per (point, column) =
-// 12 threads; the steps, rows and the sum over k in order; the previous
-// state is the init's at the first step, this thread's own column of the
-// step before otherwise; the products of the transitions are not written.
+// states, 4 parallel points and 5 steps: one workgroup per (point, block of
+// 4 columns) keeps its 2x4 slice of the state in workgroup memory, from the
+// init's; a thread per row, 4 columns each (the last one past the state's
+// 3: its loads clamped, its store to the states skipped). Each step: the
+// sum over k in order from B, a barrier, the slice and the step's states
+// replaced, a barrier. The products of the transitions are not written.
+
+// Without cooperating threads (the portable backends' kernel form): one
+// thread per (point, column) = 12 threads carries its column, the previous
+// state the init's at the first step, its own store of the step before
+// otherwise.
+// COLUMN-LABEL: gpu.func @states_k0
+// COLUMN-NOT: workgroup(
+// COLUMN-SAME: known_block_size = array<i32: 12, 1, 1>
+// COLUMN-NOT: gpu.barrier
+// COLUMN: scf.for %[[T:.*]] = %{{.*}} to %{{.*}} step
+// COLUMN: arith.cmpi eq, %[[T]]
+// COLUMN: scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step
+// COLUMN: scf.for %[[K:[^ ]*]] = {{.*}} -> (f32)
+// COLUMN: scf.if
+// COLUMN: memref.load %{{.*}}[%{{.*}}, %[[K]], %{{.*}}] : memref<4x2x3xf32>
+// COLUMN: } else {
+// COLUMN: arith.subi %[[T]]
+// COLUMN-NOT: gpu.barrier
+// COLUMN: memref.store %{{.*}}, %{{.*}}[%{{.*}}, %[[T]], %[[I]], %{{.*}}] : memref<4x5x2x3xf32>
+// COLUMN: gpu.return
 
 // CHECK-LABEL: gpu.func @states_k0
-// CHECK-SAME: known_block_size = array<i32: 12, 1, 1>
+// CHECK-SAME: workgroup(%[[W:.*]] : memref<2x4xf32, #gpu.address_space<workgroup>>)
+// CHECK-SAME: known_block_size = array<i32: 2, 1, 1>
+// CHECK: memref.load %{{.*}} : memref<4x2x3xf32>
+// CHECK: memref.store %{{.*}}, %[[W]]
+// CHECK: gpu.barrier
 // CHECK: scf.for %[[T:.*]] = %{{.*}} to %{{.*}} step
-// CHECK: arith.cmpi eq, %[[T]]
-// CHECK: scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step
-// CHECK: %[[B:.*]] = memref.load %{{.*}}[%{{.*}}, %[[T]], %[[I]], %{{.*}}] : memref<4x5x2x3xf32>
-// CHECK: scf.for %[[K:.*]] = {{.*}} iter_args(%{{.*}} = %[[B]]) -> (f32)
-// CHECK: memref.load %{{.*}}[%{{.*}}, %[[T]], %[[I]], %[[K]]] : memref<4x5x2x2xf32>
-// CHECK: scf.if
-// CHECK: memref.load %{{.*}}[%{{.*}}, %[[K]], %{{.*}}] : memref<4x2x3xf32>
-// CHECK: } else {
-// CHECK: arith.subi %[[T]]
-// CHECK: memref.load
-// CHECK: arith.mulf
+// CHECK: %[[B:.*]] = memref.load %{{.*}}[%{{.*}}, %[[T]], %{{.*}}, %{{.*}}] : memref<4x5x2x3xf32>
+// CHECK: scf.for %[[K:.*]] = {{.*}} iter_args(%{{.*}} = %[[B]], {{.*}}) -> (f32, f32, f32, f32)
+// CHECK: %[[A:.*]] = memref.load %{{.*}}[%{{.*}}, %[[T]], %{{.*}}, %[[K]]] : memref<4x5x2x2xf32>
+// CHECK: %[[S:.*]] = memref.load %[[W]][%[[K]], %{{.*}}]
+// CHECK: arith.mulf %[[A]], %[[S]]
 // CHECK: arith.addf
-// CHECK: memref.store %{{.*}}, %{{.*}}[%{{.*}}, %[[T]], %[[I]], %{{.*}}] : memref<4x5x2x3xf32>
-// CHECK-NOT: memref.store
-// CHECK: gpu.return
+// CHECK: gpu.barrier
+// CHECK: memref.store %{{.*}}, %[[W]]
+// CHECK: arith.andi
+// CHECK: memref.store %{{.*}}, %{{.*}}[%{{.*}}, %[[T]], %{{.*}}, %{{.*}}] : memref<4x5x2x3xf32>
+// CHECK-NOT: memref<4x5x2x2xf32>
+// CHECK: gpu.barrier
+// CHECK-NEXT: }
+// CHECK-NEXT: gpu.return
 tang.monoid @affine : [tensor<2x2xf32>, tensor<2x3xf32>] identity [] {
 ^bb0(%a1: tensor<2x2xf32>, %b1: tensor<2x3xf32>, %a2: tensor<2x2xf32>, %b2: tensor<2x3xf32>):
   %a = tang.comprehension (%i, %j) reduce (%k) [2, 2, 2] monoid(add) : tensor<2x2xf32> {
