@@ -215,7 +215,21 @@ func.func @plan(%la: tensor<{PS}{T}x{E}>, %u: tensor<{PS}{T}x{K}x{E}>, %w: tenso
     tang.yield %x : {E}
   }
   // L[r, s] = Gamma (w_r . u_s), Lp[r, s] = Gamma (w_r . p_s) for s < r,
-  // Gamma = exp(G[r - 1] - G[s]).
+  // Gamma = exp(G[r - 1] - G[s]). Every product of the plan is a
+  // contraction of its own (the register-tiled kernel), scaled and masked
+  // by a map.
+  %WU = tang.comprehension ({PI}%c, %r, %s) reduce (%k) [{PX}{N}, {C}, {C}, {K}] monoid(add) attributes {tang.saved} : tensor<{PS}{N}x{C}x{C}x{E}> {
+    %a = tang.read %w[{PI}%c * {C} + %r, %k] : tensor<{PS}{T}x{K}x{E}>
+    %b = tang.read %u[{PI}%c * {C} + %s, %k] : tensor<{PS}{T}x{K}x{E}>
+    %m = arith.mulf %a, %b : {E}
+    tang.yield %m : {E}
+  }
+  %WP = tang.comprehension ({PI}%c, %r, %s) reduce (%k) [{PX}{N}, {C}, {C}, {K}] monoid(add) attributes {tang.saved} : tensor<{PS}{N}x{C}x{C}x{E}> {
+    %a = tang.read %w[{PI}%c * {C} + %r, %k] : tensor<{PS}{T}x{K}x{E}>
+    %b = tang.read %pp[{PI}%c * {C} + %s, %k] : tensor<{PS}{T}x{K}x{E}>
+    %m = arith.mulf %a, %b : {E}
+    tang.yield %m : {E}
+  }
   %Lu, %Lp = tang.comprehension ({PI}%c, %r, %s) [{PX}{N}, {C}, {C}] attributes {tang.saved} : tensor<{PS}{N}x{C}x{C}x{E}>, tensor<{PS}{N}x{C}x{C}x{E}> {
     %gr = tang.read %G[{PI}%c, %r] : tensor<{PS}{N}x{C}x{E}>
     %lr = tang.read %la[{PI}%c * {C} + %r] : tensor<{PS}{T}x{E}>
@@ -223,18 +237,8 @@ func.func @plan(%la: tensor<{PS}{T}x{E}>, %u: tensor<{PS}{T}x{K}x{E}>, %w: tenso
     %h = arith.subf %gr, %lr : {E}
     %d = arith.subf %h, %gs : {E}
     %e = math.exp %d : {E}
-    %wu = tang.comprehension reduce (%k) [{K}] monoid(add) : {E} {
-      %a = tang.read %w[{PI}%c * {C} + %r, %k] : tensor<{PS}{T}x{K}x{E}>
-      %b = tang.read %u[{PI}%c * {C} + %s, %k] : tensor<{PS}{T}x{K}x{E}>
-      %m = arith.mulf %a, %b : {E}
-      tang.yield %m : {E}
-    }
-    %wp = tang.comprehension reduce (%k) [{K}] monoid(add) : {E} {
-      %a = tang.read %w[{PI}%c * {C} + %r, %k] : tensor<{PS}{T}x{K}x{E}>
-      %b = tang.read %pp[{PI}%c * {C} + %s, %k] : tensor<{PS}{T}x{K}x{E}>
-      %m = arith.mulf %a, %b : {E}
-      tang.yield %m : {E}
-    }
+    %wu = tang.read %WU[{PI}%c, %r, %s] : tensor<{PS}{N}x{C}x{C}x{E}>
+    %wp = tang.read %WP[{PI}%c, %r, %s] : tensor<{PS}{N}x{C}x{C}x{E}>
     %ri = tang.index %r : i32
     %si = tang.index %s : i32
     %lt = arith.cmpi slt, %si, %ri : i32
@@ -260,15 +264,19 @@ func.func @plan(%la: tensor<{PS}{T}x{E}>, %u: tensor<{PS}{T}x{K}x{E}>, %w: tenso
   }
 {NEUMANN}
   // x_r = E_r S_start + F_r: E = T diag(exp(G[r - 1])) W, F = T Lp V.
-  %E = tang.comprehension ({PI}%c, %r, %k) reduce (%s) [{PX}{N}, {C}, {K}, {C}] monoid(add) attributes {tang.saved} : tensor<{PS}{N}x{C}x{K}x{E}> {
-    %t = tang.read %{TINV}[{PI}%c, %r, %s] : tensor<{PS}{N}x{C}x{C}x{E}>
+  %Wd = tang.comprehension ({PI}%c, %s, %k) [{PX}{N}, {C}, {K}] attributes {tang.saved} : tensor<{PS}{N}x{C}x{K}x{E}> {
     %gs = tang.read %G[{PI}%c, %s] : tensor<{PS}{N}x{C}x{E}>
     %ls = tang.read %la[{PI}%c * {C} + %s] : tensor<{PS}{T}x{E}>
     %ws = tang.read %w[{PI}%c * {C} + %s, %k] : tensor<{PS}{T}x{K}x{E}>
     %h = arith.subf %gs, %ls : {E}
     %e = math.exp %h : {E}
-    %a = arith.mulf %t, %e : {E}
-    %b = arith.mulf %a, %ws : {E}
+    %b = arith.mulf %e, %ws : {E}
+    tang.yield %b : {E}
+  }
+  %E = tang.comprehension ({PI}%c, %r, %k) reduce (%s) [{PX}{N}, {C}, {K}, {C}] monoid(add) attributes {tang.saved} : tensor<{PS}{N}x{C}x{K}x{E}> {
+    %t = tang.read %{TINV}[{PI}%c, %r, %s] : tensor<{PS}{N}x{C}x{C}x{E}>
+    %ws = tang.read %Wd[{PI}%c, %s, %k] : tensor<{PS}{N}x{C}x{K}x{E}>
+    %b = arith.mulf %t, %ws : {E}
     tang.yield %b : {E}
   }
   %LpV = tang.comprehension ({PI}%c, %r, %j) reduce (%s) [{PX}{N}, {C}, {V}, {C}] monoid(add) attributes {tang.saved} : tensor<{PS}{N}x{C}x{V}x{E}> {
@@ -283,18 +291,26 @@ func.func @plan(%la: tensor<{PS}{T}x{E}>, %u: tensor<{PS}{T}x{K}x{E}>, %w: tenso
     %b = arith.mulf %t, %y : {E}
     tang.yield %b : {E}
   }
-  // The chunk as one affine step: A_c = exp(G[C-1]) I + sum_s Gamma u_s E_s,
-  // B_c = sum_s Gamma (u_s F_s + p_s v_s), Gamma = exp(G[C-1] - G[s]).
+  // The chunk as one affine step: A_c = exp(G[C-1]) I + Ug^T E,
+  // B_c = Ug^T F + Pg^T V, with Ug = diag(Gamma) U and Pg = diag(Gamma) P,
+  // Gamma = exp(G[C-1] - G[s]).
+  %Ug, %Pg = tang.comprehension ({PI}%c, %s, %i) [{PX}{N}, {C}, {K}] attributes {tang.saved} : tensor<{PS}{N}x{C}x{K}x{E}>, tensor<{PS}{N}x{C}x{K}x{E}> {
+    %gl = tang.read %G[{PI}%c, {CL}] : tensor<{PS}{N}x{C}x{E}>
+    %gs = tang.read %G[{PI}%c, %s] : tensor<{PS}{N}x{C}x{E}>
+    %us = tang.read %u[{PI}%c * {C} + %s, %i] : tensor<{PS}{T}x{K}x{E}>
+    %ps = tang.read %pp[{PI}%c * {C} + %s, %i] : tensor<{PS}{T}x{K}x{E}>
+    %d = arith.subf %gl, %gs : {E}
+    %e = math.exp %d : {E}
+    %a = arith.mulf %e, %us : {E}
+    %b = arith.mulf %e, %ps : {E}
+    tang.yield %a, %b : {E}, {E}
+  }
   %Ac = tang.comprehension ({PI}%c, %i, %k) [{PX}{N}, {K}, {K}] attributes {tang.saved} : tensor<{PS}{N}x{K}x{K}x{E}> {
     %gl = tang.read %G[{PI}%c, {CL}] : tensor<{PS}{N}x{C}x{E}>
     %sum = tang.comprehension reduce (%s) [{C}] monoid(add) : {E} {
-      %gs = tang.read %G[{PI}%c, %s] : tensor<{PS}{N}x{C}x{E}>
-      %us = tang.read %u[{PI}%c * {C} + %s, %i] : tensor<{PS}{T}x{K}x{E}>
+      %us = tang.read %Ug[{PI}%c, %s, %i] : tensor<{PS}{N}x{C}x{K}x{E}>
       %es = tang.read %E[{PI}%c, %s, %k] : tensor<{PS}{N}x{C}x{K}x{E}>
-      %d = arith.subf %gl, %gs : {E}
-      %e = math.exp %d : {E}
-      %a = arith.mulf %e, %us : {E}
-      %b = arith.mulf %a, %es : {E}
+      %b = arith.mulf %us, %es : {E}
       tang.yield %b : {E}
     }
     %ii = tang.index %i : i32
@@ -306,19 +322,21 @@ func.func @plan(%la: tensor<{PS}{T}x{E}>, %u: tensor<{PS}{T}x{K}x{E}>, %w: tenso
     %x = arith.addf %d, %sum : {E}
     tang.yield %x : {E}
   }
-  %Bc = tang.comprehension ({PI}%c, %i, %j) reduce (%s) [{PX}{N}, {K}, {V}, {C}] monoid(add) attributes {tang.saved} : tensor<{PS}{N}x{K}x{V}x{E}> {
-    %gl = tang.read %G[{PI}%c, {CL}] : tensor<{PS}{N}x{C}x{E}>
-    %gs = tang.read %G[{PI}%c, %s] : tensor<{PS}{N}x{C}x{E}>
-    %us = tang.read %u[{PI}%c * {C} + %s, %i] : tensor<{PS}{T}x{K}x{E}>
+  %UF = tang.comprehension ({PI}%c, %i, %j) reduce (%s) [{PX}{N}, {K}, {V}, {C}] monoid(add) attributes {tang.saved} : tensor<{PS}{N}x{K}x{V}x{E}> {
+    %us = tang.read %Ug[{PI}%c, %s, %i] : tensor<{PS}{N}x{C}x{K}x{E}>
     %fs = tang.read %F[{PI}%c, %s, %j] : tensor<{PS}{N}x{C}x{V}x{E}>
-    %ps = tang.read %pp[{PI}%c * {C} + %s, %i] : tensor<{PS}{T}x{K}x{E}>
-    %vs = tang.read %v[{PI}%c * {C} + %s, %j] : tensor<{PS}{T}x{V}x{E}>
-    %d = arith.subf %gl, %gs : {E}
-    %e = math.exp %d : {E}
-    %a = arith.mulf %us, %fs : {E}
-    %b = arith.mulf %ps, %vs : {E}
-    %ab = arith.addf %a, %b : {E}
-    %x = arith.mulf %e, %ab : {E}
+    %x = arith.mulf %us, %fs : {E}
+    tang.yield %x : {E}
+  }
+  %Bc = tang.comprehension ({PI}%c, %i, %j) [{PX}{N}, {K}, {V}] attributes {tang.saved} : tensor<{PS}{N}x{K}x{V}x{E}> {
+    %uf = tang.read %UF[{PI}%c, %i, %j] : tensor<{PS}{N}x{K}x{V}x{E}>
+    %sum = tang.comprehension reduce (%s) [{C}] monoid(add) : {E} {
+      %ps = tang.read %Pg[{PI}%c, %s, %i] : tensor<{PS}{N}x{C}x{K}x{E}>
+      %vs = tang.read %v[{PI}%c * {C} + %s, %j] : tensor<{PS}{T}x{V}x{E}>
+      %x = arith.mulf %ps, %vs : {E}
+      tang.yield %x : {E}
+    }
+    %x = arith.addf %uf, %sum : {E}
     tang.yield %x : {E}
   }
   // The state across chunks, and each chunk's starting state.
@@ -381,23 +399,25 @@ func.func @plan(%la: tensor<{PS}{T}x{E}>, %u: tensor<{PS}{T}x{K}x{E}>, %w: tenso
 /// Gamma ((q_r . u_s) x_s + (q_r . p_s) v_s), K + 2C products an element
 /// instead of the K C of the state substituted into the reader.
 constexpr const char *kOutput = R"mlir(
+  %QU{n} = tang.comprehension ({PI}%c, %r, %s) reduce (%k) [{PX}{N}, {C}, {C}, {K}] monoid(add) attributes {tang.saved} : tensor<{PS}{N}x{C}x{C}x{E}> {
+    %a = tang.read %q{n}[{PI}%c * {C} + %r, %k] : tensor<{PS}{T}x{K}x{E}>
+    %b = tang.read %u[{PI}%c * {C} + %s, %k] : tensor<{PS}{T}x{K}x{E}>
+    %m = arith.mulf %a, %b : {E}
+    tang.yield %m : {E}
+  }
+  %QP{n} = tang.comprehension ({PI}%c, %r, %s) reduce (%k) [{PX}{N}, {C}, {C}, {K}] monoid(add) attributes {tang.saved} : tensor<{PS}{N}x{C}x{C}x{E}> {
+    %a = tang.read %q{n}[{PI}%c * {C} + %r, %k] : tensor<{PS}{T}x{K}x{E}>
+    %b = tang.read %pp[{PI}%c * {C} + %s, %k] : tensor<{PS}{T}x{K}x{E}>
+    %m = arith.mulf %a, %b : {E}
+    tang.yield %m : {E}
+  }
   %Qu{n}, %Qp{n} = tang.comprehension ({PI}%c, %r, %s) [{PX}{N}, {C}, {C}] attributes {tang.saved} : tensor<{PS}{N}x{C}x{C}x{E}>, tensor<{PS}{N}x{C}x{C}x{E}> {
     %gr = tang.read %G[{PI}%c, %r] : tensor<{PS}{N}x{C}x{E}>
     %gs = tang.read %G[{PI}%c, %s] : tensor<{PS}{N}x{C}x{E}>
     %d = arith.subf %gr, %gs : {E}
     %e = math.exp %d : {E}
-    %qu = tang.comprehension reduce (%k) [{K}] monoid(add) : {E} {
-      %a = tang.read %q{n}[{PI}%c * {C} + %r, %k] : tensor<{PS}{T}x{K}x{E}>
-      %b = tang.read %u[{PI}%c * {C} + %s, %k] : tensor<{PS}{T}x{K}x{E}>
-      %m = arith.mulf %a, %b : {E}
-      tang.yield %m : {E}
-    }
-    %qp = tang.comprehension reduce (%k) [{K}] monoid(add) : {E} {
-      %a = tang.read %q{n}[{PI}%c * {C} + %r, %k] : tensor<{PS}{T}x{K}x{E}>
-      %b = tang.read %pp[{PI}%c * {C} + %s, %k] : tensor<{PS}{T}x{K}x{E}>
-      %m = arith.mulf %a, %b : {E}
-      tang.yield %m : {E}
-    }
+    %qu = tang.read %QU{n}[{PI}%c, %r, %s] : tensor<{PS}{N}x{C}x{C}x{E}>
+    %qp = tang.read %QP{n}[{PI}%c, %r, %s] : tensor<{PS}{N}x{C}x{C}x{E}>
     %ri = tang.index %r : i32
     %si = tang.index %s : i32
     %le = arith.cmpi sle, %si, %ri : i32
@@ -408,27 +428,34 @@ constexpr const char *kOutput = R"mlir(
     %o2 = arith.select %le, %x2, %zero : {E}
     tang.yield %o1, %o2 : {E}, {E}
   }
+  // Per chunk: q_r S_start, Qu X and Qp V.
+  %O1{n} = tang.comprehension ({PI}%c, %r, %j) reduce (%k) [{PX}{N}, {C}, {V}, {K}] monoid(add) attributes {tang.saved} : tensor<{PS}{N}x{C}x{V}x{E}> {
+    %a = tang.read %q{n}[{PI}%c * {C} + %r, %k] : tensor<{PS}{T}x{K}x{E}>
+    %b = tang.read %Ss[{PI}%c, %k, %j] : tensor<{PS}{N}x{K}x{V}x{E}>
+    %m = arith.mulf %a, %b : {E}
+    tang.yield %m : {E}
+  }
+  %O2{n} = tang.comprehension ({PI}%c, %r, %j) reduce (%s) [{PX}{N}, {C}, {V}, {C}] monoid(add) attributes {tang.saved} : tensor<{PS}{N}x{C}x{V}x{E}> {
+    %a = tang.read %Qu{n}[{PI}%c, %r, %s] : tensor<{PS}{N}x{C}x{C}x{E}>
+    %b = tang.read %X[{PI}%c, %s, %j] : tensor<{PS}{N}x{C}x{V}x{E}>
+    %m = arith.mulf %a, %b : {E}
+    tang.yield %m : {E}
+  }
+  %O3{n} = tang.comprehension ({PI}%c, %r, %j) reduce (%s) [{PX}{N}, {C}, {V}, {C}] monoid(add) attributes {tang.saved} : tensor<{PS}{N}x{C}x{V}x{E}> {
+    %a = tang.read %Qp{n}[{PI}%c, %r, %s] : tensor<{PS}{N}x{C}x{C}x{E}>
+    %b = tang.read %v[{PI}%c * {C} + %s, %j] : tensor<{PS}{T}x{V}x{E}>
+    %m = arith.mulf %a, %b : {E}
+    tang.yield %m : {E}
+  }
   %O{n} = tang.comprehension ({PI}%t, %j) [{PX}{T}, {V}] : tensor<{PS}{T}x{V}x{E}> {
     %gr = tang.read %G[{PI}%t floordiv {C}, %t mod {C}] : tensor<{PS}{N}x{C}x{E}>
     %er = math.exp %gr : {E}
-    %qs = tang.comprehension reduce (%k) [{K}] monoid(add) : {E} {
-      %a = tang.read %q{n}[{PI}%t, %k] : tensor<{PS}{T}x{K}x{E}>
-      %b = tang.read %Ss[{PI}%t floordiv {C}, %k, %j] : tensor<{PS}{N}x{K}x{V}x{E}>
-      %m = arith.mulf %a, %b : {E}
-      tang.yield %m : {E}
-    }
-    %base = arith.mulf %er, %qs : {E}
-    %sum = tang.comprehension reduce (%s) [{C}] monoid(add) : {E} {
-      %a = tang.read %Qu{n}[{PI}%t floordiv {C}, %t mod {C}, %s] : tensor<{PS}{N}x{C}x{C}x{E}>
-      %xs = tang.read %X[{PI}%t floordiv {C}, %s, %j] : tensor<{PS}{N}x{C}x{V}x{E}>
-      %b = tang.read %Qp{n}[{PI}%t floordiv {C}, %t mod {C}, %s] : tensor<{PS}{N}x{C}x{C}x{E}>
-      %vs = tang.read %v[{PI}(%t floordiv {C}) * {C} + %s, %j] : tensor<{PS}{T}x{V}x{E}>
-      %m1 = arith.mulf %a, %xs : {E}
-      %m2 = arith.mulf %b, %vs : {E}
-      %m = arith.addf %m1, %m2 : {E}
-      tang.yield %m : {E}
-    }
-    %x = arith.addf %base, %sum : {E}
+    %o1 = tang.read %O1{n}[{PI}%t floordiv {C}, %t mod {C}, %j] : tensor<{PS}{N}x{C}x{V}x{E}>
+    %o2 = tang.read %O2{n}[{PI}%t floordiv {C}, %t mod {C}, %j] : tensor<{PS}{N}x{C}x{V}x{E}>
+    %o3 = tang.read %O3{n}[{PI}%t floordiv {C}, %t mod {C}, %j] : tensor<{PS}{N}x{C}x{V}x{E}>
+    %base = arith.mulf %er, %o1 : {E}
+    %x2 = arith.addf %o2, %o3 : {E}
+    %x = arith.addf %base, %x2 : {E}
     tang.yield %x : {E}
   }
 )mlir";

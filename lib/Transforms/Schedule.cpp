@@ -70,6 +70,9 @@ struct DeviceFacts {
   /// Vector16 capability, GLSL, WGSL, Metal), and of 16 or 32 bits
   /// (upstream's SPIR-V lowering loads no vector of 8-bit elements).
   int64_t maxVectorElements = 0;
+  /// Whether f32 products go to tensor cores as tf32 (--tang-schedule's
+  /// tf32).
+  bool tf32 = false;
 };
 
 /// `v` elements of `bytes` each an access, within the device's limits.
@@ -93,6 +96,10 @@ std::optional<SmallVector<int64_t>> getTrafficTile(ComprehensionOp op,
     return std::nullopt;
   return bound->tile;
 }
+
+/// The most blocks along grid z (CUDA's limit; the portable APIs
+/// guarantee 65535 per dimension too).
+constexpr int64_t kMaxGridZ = 65535;
 
 /// The largest power of two <= n (n >= 1).
 int64_t floorPow2(int64_t n) { return int64_t(1) << llvm::Log2_64(n); }
@@ -442,18 +449,20 @@ ScheduleAttr scheduleFor(ComprehensionOp op, ShapeClass cls,
     // 16-bit operands go to tensor cores: 128 x 256 tiles, 64-deep steps,
     // a 4-deep ring and 8 warps (faster than 128 x 128 tiles and 3-stage
     // rings; measured: bench/results/2026-12-01-h200-gemm-wgmma.md).
-    // On a target without tensor cores (the portable backends) every
-    // product is SIMT: 64 x 64 tiles of 16 x 16 threads, 4 x 4 points a
-    // thread (the register-tiled kernel, TiledKernel.cpp). On a target with
-    // them f32 products keep 128 x 128, which tf32's wgmma tiles follow
-    // (without tf32: 8 x 8 points a thread, a point kernel).
-    bool tensorCores = false;
-    op.walk([&](ReadOp r) {
-      Type e = cast<RankedTensorType>(r.getTensor().getType()).getElementType();
-      tensorCores |= e.isF16() || e.isBF16();
-    });
-    tensorCores &= dev.tensorCores;
-    int64_t most = dev.tensorCores ? 128 : 64;
+    // SIMT products (every product on a target without tensor cores, f32
+    // ones without tf32 on a target with them): 64 x 64 tiles of 16 x 16
+    // threads, 4 x 4 points a thread (the register-tiled kernel,
+    // TiledKernel.cpp). With tf32, f32 products keep 128 x 128, which
+    // tf32's wgmma tiles follow.
+    // Tensor cores where the contraction's operands are 16-bit reads the
+    // tensor-core kernels take (a product of other 16-bit reads, such as
+    // a factor computed from them, is SIMT).
+    std::string why;
+    bool tensorCores = dev.tensorCores && readsSixteenBitTensors(op) &&
+                       matchMmaContraction(op, why, /*allowTransposedA=*/true,
+                                           /*allowTf32=*/false);
+    bool simt = !tensorCores && !(dev.tensorCores && dev.tf32);
+    int64_t most = simt ? 64 : 128;
     int64_t tm = floorPow2(std::min<int64_t>(most, op.getExtent(i)));
     int64_t tn =
         floorPow2(std::min<int64_t>(tensorCores ? 256 : most, op.getExtent(j)));
@@ -490,7 +499,13 @@ ScheduleAttr scheduleFor(ComprehensionOp op, ShapeClass cls,
     b.spread(i, tm, Mapping::BlockY);
     b.setThreads(j, tensorCores ? 128 : std::min<int64_t>(16, tn));
     b.setThreads(i, tensorCores ? 2 : std::min<int64_t>(16, tm));
-    b.spreadOverGrid(ArrayRef(parallel).drop_back(2), Mapping::BlockZ);
+    // The batch indices, one point a block, all over block_z (the product
+    // kernels take their product as one grid dimension).
+    if (batch <= kMaxGridZ)
+      for (unsigned p = 0; p + 2 < np; ++p)
+        b.spread(p, 1, Mapping::BlockZ);
+    else
+      b.spreadOverGrid(ArrayRef(parallel).drop_back(2), Mapping::BlockZ);
     int64_t tk = 1;
     if (op.getNumReduced()) {
       tk = floorPow2(
@@ -542,6 +557,7 @@ struct TangSchedulePass : tang::impl::TangScheduleBase<TangSchedulePass> {
                     target.getVectorBytes(),
                     target.getTensorCores() != TensorCoreKind::None,
                     target.getChip() == kPortableChip ? 4 : 0};
+    dev.tf32 = tf32;
     if (dev.smCount < 1 || dev.sharedMemory < 1 || dev.warpSize < 1 ||
         dev.maxThreads < 1 || !llvm::isPowerOf2_64(dev.warpSize) ||
         dev.maxThreads < dev.warpSize) {

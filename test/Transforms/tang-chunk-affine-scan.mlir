@@ -19,15 +19,22 @@
 // CHECK: tang.tensor_scan @affine({{.*}} : tensor<2x2x2x2xf32>, tensor<2x2x2x3xf32>) init({{.*}}) {tang.chunked} -> tensor<2x2x2x2xf32>, tensor<2x2x2x3xf32>
 // CHECK-NOT: tang.tensor_scan
 // The reader o_t = S_t^T q_t is reassociated: (q_r . u_s) and (q_r . p_s)
-// per chunk (s <= r), then o from the chunk's starting state, x and v; no
-// per-step state [2, 4, 2, 3] is built.
+// per chunk (s <= r), then o from three products per chunk (q with the
+// chunk's starting state, Qu with x, Qp with v); no per-step state
+// [2, 4, 2, 3] is built.
 // CHECK-NOT: tensor<2x4x2x3xf32> {
 // CHECK: %[[QU:.*]]:2 = tang.comprehension ({{.*}}) [2, 2, 2, 2] attributes {tang.saved}
 // CHECK: arith.cmpi sle
 // CHECK-NOT: tensor<2x4x2x3xf32> {
+// CHECK: %[[O1:.*]] = tang.comprehension ({{.*}}) reduce ({{.*}}) [2, 2, 2, 3, 2] monoid(add) attributes {tang.saved}
+// CHECK: %[[O2:.*]] = tang.comprehension ({{.*}}) reduce ({{.*}}) [2, 2, 2, 3, 2] monoid(add) attributes {tang.saved}
+// CHECK-NEXT: tang.read %[[QU]]#0
+// CHECK: %[[O3:.*]] = tang.comprehension ({{.*}}) reduce ({{.*}}) [2, 2, 2, 3, 2] monoid(add) attributes {tang.saved}
+// CHECK-NEXT: tang.read %[[QU]]#1
 // CHECK: %[[O:.*]] = tang.comprehension ({{.*}}) [2, 4, 3] : tensor<2x4x3xf32> {
-// CHECK: tang.read %[[QU]]#0
-// CHECK: tang.read %[[QU]]#1
+// CHECK-DAG: tang.read %[[O1]]
+// CHECK-DAG: tang.read %[[O2]]
+// CHECK-DAG: tang.read %[[O3]]
 // CHECK: %[[R:.*]] = tang.comprehension ({{.*}}) [2, 4, 3] : tensor<2x4x3xf32> {
 // CHECK-NEXT: tang.read %[[O]][%p0, %p1, %p2]
 // CHECK: return %[[R]]

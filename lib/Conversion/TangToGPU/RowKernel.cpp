@@ -567,7 +567,7 @@ std::optional<MatVecPlan> getMatVecPlan(ComprehensionOp op) {
       serial *= op.getExtent(i);
     } else if (tile[i] == 1 && mapping[i] == Mapping::BlockY) {
       plan.gridY = i;
-    } else if (tile[i] == 1 && mapping[i] == Mapping::BlockZ) {
+    } else if (tile[i] == 1 && mapping[i] == Mapping::BlockZ && !plan.gridZ) {
       plan.gridZ = i;
     } else {
       return std::nullopt;

@@ -10,7 +10,7 @@
 // RUN: tang-opt %S/score-kernel.mlir --tang-schedule --convert-tang-to-gpu=tensor-cores=mma-sync --split-input-file > %t.auto 2>/dev/null
 // RUN: tang-opt %S/score-kernel.mlir --tang-schedule=tensor-cores=mma-sync --convert-tang-to-gpu=tensor-cores=mma-sync --split-input-file > %t.named 2>/dev/null
 // RUN: diff %t.auto %t.named
-// RUN: tang-opt %S/tf32.mlir --tang-schedule --convert-tang-to-gpu="tensor-cores=wgmma tf32=true" --split-input-file > %t.auto 2>/dev/null
+// RUN: tang-opt %S/tf32.mlir --tang-schedule=tf32=true --convert-tang-to-gpu="tensor-cores=wgmma tf32=true" --split-input-file > %t.auto 2>/dev/null
 // RUN: tang-opt %S/tf32.mlir --tang-schedule="tensor-cores=wgmma tf32=true" --convert-tang-to-gpu="tensor-cores=wgmma tf32=true" --split-input-file > %t.named 2>/dev/null
 // RUN: diff %t.auto %t.named
 // RUN: tang-opt %S/../../Transforms/tang-schedule-kernels.mlir --tang-schedule --convert-tang-to-gpu=tensor-cores=wgmma --split-input-file > %t.auto 2>/dev/null

@@ -263,13 +263,22 @@ LogicalResult ScheduleAttr::verify(
       return emitError() << "schedule needs more than " << kMaxThreads
                          << " threads per block";
   }
-  // Each hardware dimension can carry at most one index.
+  // Each hardware dimension can carry at most one index, but block_z
+  // several of one point a block (a product's batch indices, flattened).
   for (auto [i, m] : llvm::enumerate(mapping)) {
     if (m == Mapping::Serial)
       continue;
+    if (m == Mapping::BlockZ &&
+        llvm::all_of(llvm::enumerate(mapping), [&](auto e) {
+          return e.value() != Mapping::BlockZ || tile[e.index()] == 1;
+        }))
+      continue;
     if (llvm::count(mapping.take_front(i), m))
       return emitError() << "schedule maps two indices to '"
-                         << stringifyMapping(m) << "'";
+                         << stringifyMapping(m) << "'"
+                         << (m == Mapping::BlockZ
+                                 ? " (several only with tiles of 1)"
+                                 : "");
   }
   if (!llvm::is_contained({1, 2, 4, 8, 16}, vector))
     return emitError() << "schedule vector width must be 1, 2, 4, 8 or 16, got "

@@ -138,8 +138,10 @@ def Tang_ScheduleAttr : Tang_Attr<"Schedule", "schedule"> {
       first, then reduced ones (one entry per index of the comprehension);
     * `mapping = [m0, ..., mn]`: the processor each index's tiles map to:
       `block_x|y|z` (the index's tiles are spread over that grid
-      dimension), `warp`, `thread_x|y|z`, `serial` (one tile: the block
-      covers the whole extent), `vector` [all `serial`];
+      dimension; several indices of tile 1 may share `block_z`, which then
+      covers their product, row-major: a product's batch indices),
+      `warp`, `thread_x|y|z`, `serial` (one tile: the block covers the
+      whole extent), `vector` [all `serial`];
     * `threads = [n0, ..., nn]`: how many threads of a block share each
       index's tile (1: one thread loops over it) [all 1]; their product is
       the block size, at most 1024; a multiple of the tile puts several
