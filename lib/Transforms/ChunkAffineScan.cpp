@@ -208,7 +208,7 @@ struct FactorPart {
 // factors), S0 (the initial state) and A0 (the transition's init, unused
 // but by the chunks' scan).
 constexpr const char *kPlan = R"mlir(
-func.func @plan(%la: tensor<{PS}{T}x{E}>, %u: tensor<{PS}{T}x{K}x{E}>, %w: tensor<{PS}{T}x{K}x{E}>, %pp: tensor<{PS}{T}x{K}x{E}>, %v: tensor<{PS}{T}x{V}x{E}>, %S0: tensor<{PS}{K}x{V}x{E}>, %A0: tensor<{PS}{K}x{K}x{E}>{QARGS}) -> (tensor<{PS}{T}x{K}x{V}x{E}>{OTYPES}) {
+func.func @plan(%la: tensor<{PS}{T}x{E}>, %u: tensor<{PS}{T}x{K}x{E}>, %w: tensor<{PS}{T}x{K}x{E}>, %pp: tensor<{PS}{T}x{K}x{E}>, %v: tensor<{PS}{T}x{V}x{E}>, %S0: tensor<{PS}{K}x{V}x{E}>, %A0: tensor<{PS}{K}x{K}x{E}>{QARGS}) -> (tensor<{PS}{T}x{K}x{V}x{E}>, tensor<{PS}{N}x{K}x{V}x{E}>{OTYPES}) {
   // G[c, r]: the cumulative log decay of chunk c up to step r.
   %G = tang.scan ({PI}%c) along (%r) [{PX}{N}, {C}] monoid(add) : tensor<{PS}{N}x{C}x{E}> {
     %x = tang.read %la[{PI}%c * {C} + %r] : tensor<{PS}{T}x{E}>
@@ -390,7 +390,7 @@ func.func @plan(%la: tensor<{PS}{T}x{E}>, %u: tensor<{PS}{T}x{K}x{E}>, %w: tenso
     tang.yield %x : {E}
   }
 {OUTPUTS}
-  return %S{ORETS} : tensor<{PS}{T}x{K}x{V}x{E}>{OTYPES}
+  return %S, %Sc{ORETS} : tensor<{PS}{T}x{K}x{V}x{E}>, tensor<{PS}{N}x{K}x{V}x{E}>{OTYPES}
 }
 )mlir";
 
@@ -953,13 +953,31 @@ struct ChunkAffineScanPass
       op.moveBefore(scan);
       op.walk([&](Operation *o) { o->setLoc(loc); });
     }
-    SmallVector<Value> outputs(ret.getOperands().drop_front());
+    Value chunkStates = ret.getOperand(1);
+    SmallVector<Value> outputs(ret.getOperands().drop_front(2));
     ret->erase();
     for (auto [m, o] : llvm::zip_equal(contractions, outputs)) {
       b.setInsertionPoint(m.op);
       m.op.getResult(0).replaceAllUsesWith(
           buildContractionResult(b, m.op.getLoc(), m, o));
       m.op.erase();
+    }
+    // A read of the last step's state (the final state) reads the last
+    // chunk's, which the chunks' scan computed.
+    for (OpOperand &use :
+         llvm::make_early_inc_range(scan.getResult(1).getUses())) {
+      auto read = dyn_cast<ReadOp>(use.getOwner());
+      if (!read || read.getFill())
+        continue;
+      AffineMap map = read.getMap();
+      auto t = dyn_cast<AffineConstantExpr>(map.getResult(rank - 3));
+      if (!t || t.getValue() != steps - 1)
+        continue;
+      SmallVector<AffineExpr> coords(map.getResults());
+      coords[rank - 3] = b.getAffineConstantExpr(steps / c - 1);
+      read.setMapAttr(AffineMapAttr::get(AffineMap::get(
+          map.getNumDims(), map.getNumSymbols(), coords, b.getContext())));
+      use.set(chunkStates);
     }
     scan.getResult(1).replaceAllUsesWith(states);
     scan.erase();

@@ -126,15 +126,18 @@ tang.monoid @affine : [tensor<2x2xf32>, tensor<2x3xf32>] identity [] {
   tang.yield %a, %b : tensor<2x2xf32>, tensor<2x3xf32>
 }
 // CHECK-LABEL: func.func @readers
-// CHECK: tang.tensor_scan @affine({{.*}}) {tang.chunked}
+// CHECK: %[[SC:.*]]:2 = tang.tensor_scan @affine({{.*}}) {tang.chunked}
 // CHECK: %[[S:.*]] = tang.comprehension ({{.*}}) [2, 4, 2, 3] : tensor<2x4x2x3xf32> {
 // CHECK: %[[O:.*]] = tang.comprehension ({{.*}}) [2, 4, 3] : tensor<2x4x3xf32> {
 // CHECK: %[[T:.*]] = tang.comprehension ({{.*}}) [4, 3, 2] : tensor<4x3x2xf32> {
 // CHECK-NEXT: tang.read %[[O]][%p2, %p0, %p1]
 // CHECK: tang.comprehension ({{.*}}) reduce ({{.*}}) [2, 4, 3, 2] monoid(add) : tensor<2x4x3xf32> {
 // CHECK-NEXT: tang.read %[[S]]
-// CHECK: return %[[T]], %{{.*}}
-func.func @readers(%g: tensor<2x4xf32>, %k: tensor<2x4x2xf32>, %v: tensor<2x4x3xf32>, %q: tensor<2x4x2xf32>, %q3: tensor<2x4x3xf32>) -> (tensor<4x3x2xf32>, tensor<2x4x3xf32>) {
+// The final state (the last step's) is the last chunk's.
+// CHECK: %[[F:.*]] = tang.comprehension ({{.*}}) [2, 2, 3] : tensor<2x2x3xf32> {
+// CHECK-NEXT: tang.read %[[SC]]#1[%p0, 1, %p1, %p2]
+// CHECK: return %[[T]], %{{.*}}, %[[F]]
+func.func @readers(%g: tensor<2x4xf32>, %k: tensor<2x4x2xf32>, %v: tensor<2x4x3xf32>, %q: tensor<2x4x2xf32>, %q3: tensor<2x4x3xf32>) -> (tensor<4x3x2xf32>, tensor<2x4x3xf32>, tensor<2x2x3xf32>) {
   %A = tang.comprehension (%p, %t, %i, %j) [2, 4, 2, 2] : tensor<2x4x2x2xf32> {
     %gt = tang.read %g[%p, %t] : tensor<2x4xf32>
     %ki = tang.read %k[%p, %t, %i] : tensor<2x4x2xf32>
@@ -170,7 +173,11 @@ func.func @readers(%g: tensor<2x4xf32>, %k: tensor<2x4x2xf32>, %v: tensor<2x4x3x
     %m = arith.mulf %s, %x : f32
     tang.yield %m : f32
   }
-  return %o, %r : tensor<4x3x2xf32>, tensor<2x4x3xf32>
+  %f = tang.comprehension (%p, %i, %j) [2, 2, 3] : tensor<2x2x3xf32> {
+    %s = tang.read %S[%p, 3, %i, %j] : tensor<2x4x2x3xf32>
+    tang.yield %s : f32
+  }
+  return %o, %r, %f : tensor<4x3x2xf32>, tensor<2x4x3xf32>, tensor<2x2x3xf32>
 }
 
 // -----
