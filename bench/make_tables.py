@@ -34,7 +34,8 @@ import harness  # noqa: E402
 BEGIN = "<!-- bench-table:begin -->"
 END = "<!-- bench-table:end -->"
 ORDER = ["gpu_check", "memory_bound", "gemm", "attention_grad", "block_grad",
-         "decode", "qwen3", "qwen3_prefill", "moe", "portable", "sanitize"]
+         "decode", "qwen3", "qwen3_prefill", "moe", "delta", "portable",
+         "sanitize"]
 TITLES = {"gpu_check": "Every example against the interpreter (no timing)",
           "memory_bound": "Memory-bound kernels (bf16)",
           "gemm": "Tensor-core products, attention forward, transformer "
@@ -52,6 +53,11 @@ TITLES = {"gpu_check": "Every example against the interpreter (no timing)",
           "moe": "Qwen3-Next's mixture-of-experts layer (512 experts, 10 "
                  "routed + a shared one; bf16 weights from transformers' "
                  "module; floor: the selected experts' weights read once)",
+          "delta": "Qwen3-Next's gated delta rule (linear attention: 16 "
+                   "query/key heads, 32 value heads of dim 128, bf16 "
+                   "q/k/v, f32 output and final state), chunked by "
+                   "--tang-chunk-affine-scan, against transformers' "
+                   "PyTorch fallback (fla not installed)",
           "portable": "Portable kernels on Vulkan (SPIR-V: row kernels, "
                       "f16 storage; a GEMM on cooperative matrices, its "
                       "fastest register blocking; causal attention and its "

@@ -103,15 +103,22 @@ static std::optional<ShapeClass> classifyContraction(ComprehensionOp op,
   llvm::SetVector<Operation *> rhs = getReadsFeeding(mul.getRhs());
   if (lhs.empty() || rhs.empty())
     return std::nullopt;
-  auto tensors = [](const llvm::SetVector<Operation *> &rs) {
-    llvm::SetVector<Value> ts;
-    for (Operation *r : rs)
-      ts.insert(getAccessedTensor(r));
-    return ts;
+  // The same element on both sides (the same tensor at the same
+  // coordinates): x * x, a norm, not a contraction. (A matrix squared,
+  // N[r, q] N[q, s], reads one tensor at other coordinates.)
+  auto sameAccess = [](Operation *a, Operation *b) {
+    return a->getName() == b->getName() &&
+           a->getOperands() == b->getOperands() &&
+           a->getRawDictionaryAttrs() == b->getRawDictionaryAttrs();
   };
-  if (llvm::set_is_subset(tensors(lhs), tensors(rhs)) &&
-      llvm::set_is_subset(tensors(rhs), tensors(lhs)))
-    return std::nullopt; // x * x: a norm, not a contraction.
+  auto covers = [&](const llvm::SetVector<Operation *> &xs,
+                    const llvm::SetVector<Operation *> &ys) {
+    return llvm::all_of(xs, [&](Operation *x) {
+      return llvm::any_of(ys, [&](Operation *y) { return sameAccess(x, y); });
+    });
+  };
+  if (covers(lhs, rhs) && covers(rhs, lhs))
+    return std::nullopt;
   unsigned numParallelRed = red.getNumParallel();
   for (unsigned r = numParallelRed; r < red.getNumIndices(); ++r)
     if (!usesIndex(lhs, red.getIndex(r)) || !usesIndex(rhs, red.getIndex(r)))

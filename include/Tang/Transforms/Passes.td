@@ -213,7 +213,14 @@ def TangChunkAffineScan : Pass<"tang-chunk-affine-scan", "::mlir::ModuleOp"> {
     `(A_c, B_c)`, a `tang.tensor_scan` of `T / C` chunk steps (attribute
     `tang.chunked`) carries the state across chunks, and each step's state
     is `gamma_t S_start + sum_{s <= t} Gamma_{t,s} (u_s x_s^T + p_s v_s^T)`
-    (fusion substitutes it into its readers). Decays enter as their logs
+    (fusion substitutes it into its readers). A reader that contracts each
+    state with a vector over its row, `o_t = S_t^T q_t` (plain indices, in
+    any order, `q` not varying along the column), gets it reassociated:
+    `(q_t . u_s)` and `(q_t . p_s)` per chunk, then `o` from three products
+    per chunk, K + 2C products an element instead of K C. A read of the
+    last step's state (the final state) reads the last chunk's. Every
+    product of the plan is a contraction of its own, scaled and masked by
+    maps, so that each runs as a tiled product. Decays enter as their logs
     (`exp(g)` gives `g`; any other `d` its `log`: `d` must be positive),
     and every decay product is `exp` of a difference of cumulative sums
     that is <= 0 where it is used. Work per chunk: O(C^2 (K + V) + C K V +
