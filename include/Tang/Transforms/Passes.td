@@ -222,8 +222,10 @@ def TangChunkAffineScan : Pass<"tang-chunk-affine-scan", "::mlir::ModuleOp"> {
     product of the plan is a contraction of its own, scaled and masked by
     maps, so that each runs as a tiled product. Decays enter as their logs
     (`exp(g)` gives `g`; any other `d` its `log`: `d` must be positive),
-    and every decay product is `exp` of a difference of cumulative sums
-    that is <= 0 where it is used. Work per chunk: O(C^2 (K + V) + C K V +
+    and every decay between two steps of a chunk is `exp` of their log
+    decays summed directly, <= 0 where it is used (not a difference of
+    cumulative sums: f32 holds those to |G| u, and |G| reaches hundreds
+    over a chunk of strong decays). Work per chunk: O(C^3 + C^2 (K + V) + C K V +
     K^2 V) instead of C K^2 V.
 
     Matched: a `tang.tensor_scan` whose monoid's combine is, term by term,
