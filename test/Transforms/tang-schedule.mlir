@@ -240,6 +240,47 @@ func.func @sum_of_squares(%X: tensor<64x512xf32>) -> tensor<64xf32> {
 
 // -----
 
+// A matrix squared reads one tensor on both sides, at other coordinates: a
+// contraction, not a norm. f32 operands on a tensor-core target without
+// tf32: the register-tiled SIMT kernel's 64 x 64 tiles of 16 x 16 threads;
+// both batch indices on block_z, one point a block.
+// CHECK-LABEL: func.func @matrix_squared
+// CHECK: tang.schedule<tile = [1, 1, 64, 64, 32], mapping = [block_z, block_z, block_y, block_x, serial], threads = [1, 1, 16, 16, 1]
+// CHECK-SAME: tang.shape_class = "matmul_like"
+func.func @matrix_squared(%N: tensor<4x8x64x64xf32>) -> tensor<4x8x64x64xf32> {
+  %s = tang.comprehension (%h, %c, %r, %t) reduce (%q) [4, 8, 64, 64, 64] monoid(add) : tensor<4x8x64x64xf32> {
+    %a = tang.read %N[%h, %c, %r, %q] : tensor<4x8x64x64xf32>
+    %b = tang.read %N[%h, %c, %q, %t] : tensor<4x8x64x64xf32>
+    %p = arith.mulf %a, %b : f32
+    tang.yield %p : f32
+  }
+  return %s : tensor<4x8x64x64xf32>
+}
+
+// -----
+
+// A factor computed from bf16 reads is f32 (no tensor-core operand): the
+// SIMT tiles, not the tensor-core ones.
+// CHECK-LABEL: func.func @computed_factor
+// CHECK: tang.schedule<tile = [1, 64, 64, 32], mapping = [block_z, block_y, block_x, serial], threads = [1, 16, 16, 1]
+// CHECK-SAME: tang.shape_class = "matmul_like"
+func.func @computed_factor(%A: tensor<8x256x128xbf16>, %B: tensor<8x256x128xbf16>, %beta: tensor<8x256xbf16>) -> tensor<8x256x256xf32> {
+  %s = tang.comprehension (%h, %r, %t) reduce (%k) [8, 256, 256, 128] monoid(add) : tensor<8x256x256xf32> {
+    %a = tang.read %A[%h, %r, %k] : tensor<8x256x128xbf16>
+    %b = tang.read %B[%h, %t, %k] : tensor<8x256x128xbf16>
+    %bt = tang.read %beta[%h, %t] : tensor<8x256xbf16>
+    %af = arith.extf %a : bf16 to f32
+    %bf = arith.extf %b : bf16 to f32
+    %btf = arith.extf %bt : bf16 to f32
+    %u = arith.mulf %btf, %bf : f32
+    %p = arith.mulf %af, %u : f32
+    tang.yield %p : f32
+  }
+  return %s : tensor<8x256x256xf32>
+}
+
+// -----
+
 // Online softmax (attention core): 64 queries per block, the head dimension
 // whole, 64-key steps double-buffered in shared memory.
 // CHECK-LABEL: func.func @attention

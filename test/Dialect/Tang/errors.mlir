@@ -1261,6 +1261,19 @@ func.func @schedule_mapping_count(%X: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
+// Several indices may share block_z only with tiles of 1 (a product's
+// batch indices, flattened).
+func.func @schedule_block_z_twice(%X: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  // expected-error @+1 {{schedule maps two indices to 'block_z' (several only with tiles of 1)}}
+  %r = tang.comprehension (%i, %j) [4, 4] attributes {schedule = #tang.schedule<tile = [2, 1], mapping = [block_z, block_z]>} : tensor<4x4xf32> {
+    %x = tang.read %X[%i, %j] : tensor<4x4xf32>
+    tang.yield %x : f32
+  }
+  return %r : tensor<4x4xf32>
+}
+
+// -----
+
 // A hardware dimension carries at most one index.
 func.func @schedule_mapping_twice(%X: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{schedule maps two indices to 'thread_x'}}

@@ -122,3 +122,45 @@ tang.monoid @m : [tensor<2xi64>] identity [] {
 ^bb0(%a: tensor<2xi64>, %b: tensor<2xi64>):
   tang.yield %a : tensor<2xi64>
 }
+
+// -----
+
+tang.monoid @m : [tensor<2xf32>] identity [] {
+^bb0(%a: tensor<2xf32>, %b: tensor<2xf32>):
+  tang.yield %a : tensor<2xf32>
+}
+func.func @dynamic_element(%x: tensor<?x2xf32>) -> tensor<?x2xf32> {
+  // expected-error @+1 {{'tang.tensor_scan' op element #0 must have a static shape, got 'tensor<?x2xf32>'}}
+  %r = tang.tensor_scan @m(%x : tensor<?x2xf32>) -> tensor<?x2xf32>
+  return %r : tensor<?x2xf32>
+}
+
+// -----
+
+tang.monoid @m : [tensor<2xf32>] identity [] {
+^bb0(%a: tensor<2xf32>, %b: tensor<2xf32>):
+  tang.yield %a : tensor<2xf32>
+}
+func.func @init_count(%x: tensor<4x2xf32>, %i: tensor<2xf32>) -> tensor<4x2xf32> {
+  // expected-error @+1 {{'tang.tensor_scan' op init gives 2 tensors but the carrier has 1 components}}
+  %r = tang.tensor_scan @m(%x : tensor<4x2xf32>) init(%i, %i : tensor<2xf32>, tensor<2xf32>) -> tensor<4x2xf32>
+  return %r : tensor<4x2xf32>
+}
+
+// -----
+
+tang.monoid @m : [tensor<2xf32>] identity [] {
+^bb0(%a: tensor<2xf32>, %b: tensor<2xf32>):
+  tang.yield %a : tensor<2xf32>
+}
+func.func @in_a_body(%x: tensor<4x2xf32>) -> tensor<3xf32> {
+  %r = tang.comprehension (%i) [3] : tensor<3xf32> {
+    // A body computes scalars: its tensors are refused before the scan's
+    // own "must be at function level".
+    // expected-error @+1 {{'tang.tensor_scan' op in a comprehension body computes scalars, but operand #0 has type 'tensor<4x2xf32>' (tensors enter a body only through tang.read)}}
+    %s = tang.tensor_scan @m(%x : tensor<4x2xf32>) -> tensor<4x2xf32>
+    %y = tang.read %s[0, 0] : tensor<4x2xf32>
+    tang.yield %y : f32
+  }
+  return %r : tensor<3xf32>
+}
