@@ -181,14 +181,6 @@ private:
   DenseMap<Value, unsigned> memo;
 };
 
-/// The factors of one element producer's yield, by body value.
-struct Factors {
-  /// Scalar decay d = prod(decay) (one diagonal monomial, positive).
-  SmallVector<Value> decay;
-  /// The rank-one part (absent: u = 0).
-  std::optional<Monomial> rankOne;
-};
-
 /// A body value that the factor comprehension clones, and how: the
 /// producer's row or column index becomes the factor's last index.
 struct FactorPart {

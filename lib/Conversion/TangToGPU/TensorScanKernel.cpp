@@ -38,17 +38,26 @@ struct AffineScanShape {
   int64_t block, colsPer, colThreads, rowThreads, rowsPer;
 };
 
-AffineScanShape chooseAffineScanShape(int64_t kDim, int64_t vDim,
+/// The workgroup memory the slice may take: the target's, at most the
+/// 48 KiB of a static allocation (as the tiled kernel's tiles).
+int64_t getSliceBudget(Operation *op) {
+  return std::min<int64_t>(getTarget(op).getSharedPerBlock(), 48 * 1024);
+}
+
+/// Up to 32 columns a block (fewer where the slice would outgrow half the
+/// budget), up to 256 threads (the target's most, if fewer).
+AffineScanShape chooseAffineScanShape(Operation *op, int64_t kDim, int64_t vDim,
                                       int64_t elementBytes) {
-  constexpr int64_t kThreads = 256, kSliceBytes = 32 * 1024;
+  int64_t threads = std::min<int64_t>(256, getTarget(op).getMaxThreads());
+  int64_t budget = getSliceBudget(op);
   AffineScanShape s;
   s.block = 1;
   while (s.block < 32 && s.block < vDim &&
-         kDim * s.block * 2 * elementBytes <= kSliceBytes)
+         kDim * s.block * 2 * elementBytes <= budget / 2)
     s.block *= 2;
   s.colsPer = std::min<int64_t>(4, s.block);
   s.colThreads = s.block / s.colsPer;
-  s.rowThreads = std::min(kThreads / s.colThreads, kDim);
+  s.rowThreads = std::max<int64_t>(1, std::min(threads / s.colThreads, kDim));
   s.rowsPer = llvm::divideCeil(kDim, s.rowThreads);
   return s;
 }
@@ -139,8 +148,8 @@ LogicalResult mlir::tang::emitAffineScanKernel(OpBuilder &b, TensorScanOp op,
   ArrayRef<int64_t> parallelShape = bType.getShape().take_front(rank - 3);
   Type element = bType.getElementType();
   int64_t elementBytes = element.getIntOrFloatBitWidth() / 8;
-  AffineScanShape shape = chooseAffineScanShape(kDim, vDim, elementBytes);
-  if (kDim * shape.block * elementBytes > 48 * 1024)
+  AffineScanShape shape = chooseAffineScanShape(op, kDim, vDim, elementBytes);
+  if (kDim * shape.block * elementBytes > getSliceBudget(op))
     return op.emitOpError() << "has states of " << kDim
                             << " rows, more than one workgroup's memory holds "
                                "a column of";
