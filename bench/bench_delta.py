@@ -18,6 +18,11 @@ Peers, same inputs, keys repeated for their value heads as the layer does:
   --compile-reserve-s is not left);
 * ``fla``: fla's chunk_gated_delta_rule (Triton), where installed.
 
+Decode: the one-token update of 1, 16 and 64 sequences from their states
+(length 1 with S0), against transformers' torch_recurrent_gated_delta_rule
+(eager and torch.compile); its floor is the states read and written once
+at the copy rate.
+
 Correctness: every element of tang's output (f32) and final state against
 a float64 token-by-token recurrence on the GPU, under the harness's f32
 bound for the program plus 8 times the recurrence's sensitivity to f32
@@ -43,47 +48,60 @@ sys.path.insert(0, str(ROOT / "python"))
 sys.path.insert(0, str(ROOT / "bench"))
 import harness  # noqa: E402
 import tang.cuda  # noqa: E402
+from bench_memory_bound import copy_rate  # noqa: E402
 from tang.models import qwen3_next as qn  # noqa: E402
 
 
-def inputs(cfg, T, seed=0):
+def inputs(cfg, T, seed=0, batch=1):
     g = torch.Generator(device="cuda").manual_seed(seed)
     Hk, Hv, K, V = cfg.key_heads, cfg.value_heads, cfg.key_dim, cfg.value_dim
+    B = batch
 
     def normal(*shape):
         return torch.randn(*shape, generator=g, device="cuda")
-    q = normal(1, T, Hk, K).bfloat16()
-    k = normal(1, T, Hk, K).bfloat16()
-    v = normal(1, T, Hv, V).bfloat16()
+    q = normal(B, T, Hk, K).bfloat16()
+    k = normal(B, T, Hk, K).bfloat16()
+    v = normal(B, T, Hv, V).bfloat16()
     A_log = torch.log(torch.empty(Hv, device="cuda").uniform_(
         1, 16, generator=g))
     dt_bias = torch.ones(Hv, device="cuda")
     gate = -A_log.exp() * torch.nn.functional.softplus(
-        normal(1, T, Hv) + dt_bias)
-    beta = torch.sigmoid(normal(1, T, Hv)).bfloat16()
+        normal(B, T, Hv) + dt_bias)
+    beta = torch.sigmoid(normal(B, T, Hv)).bfloat16()
     return q, k, v, gate.float().contiguous(), beta
 
 
-def reference(cfg, q, k, v, g, beta):
-    """The recurrence in float64, token by token (o [1, T, Hv, V], S)."""
+def state(cfg, batch, seed=1):
+    """A decode step's incoming state [B, Hv, K, V] (f32): what a prefill
+    of unit-norm keys leaves, entries of about 0.1."""
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    return 0.1 * torch.randn(batch, cfg.value_heads, cfg.key_dim,
+                             cfg.value_dim, generator=g, device="cuda")
+
+
+def reference(cfg, q, k, v, g, beta, S0=None):
+    """The recurrence in float64, token by token (o [B, T, Hv, V], the
+    final state [B, Hv, K, V]), from S0 (zero when None)."""
     per = cfg.value_heads // cfg.key_heads
 
     def l2norm(x):
         return x / torch.sqrt((x * x).sum(-1, keepdim=True) + 1e-6)
     scale = float(torch.tensor(cfg.key_dim ** -0.5, dtype=torch.float32))
-    qd = l2norm(q.double()).repeat_interleave(per, 2)[0] * scale
-    kd = l2norm(k.double()).repeat_interleave(per, 2)[0]
-    vd, gd, bd = v.double()[0], g.double()[0], beta.double()[0]
-    T, H = vd.shape[0], vd.shape[1]
-    S = torch.zeros(H, cfg.key_dim, cfg.value_dim, dtype=torch.float64,
+    qd = l2norm(q.double()).repeat_interleave(per, 2) * scale
+    kd = l2norm(k.double()).repeat_interleave(per, 2)
+    vd, gd, bd = v.double(), g.double(), beta.double()
+    B, T, H = vd.shape[0], vd.shape[1], vd.shape[2]
+    S = (torch.zeros(B, H, cfg.key_dim, cfg.value_dim, dtype=torch.float64,
+                     device="cuda") if S0 is None else S0.double().clone())
+    o = torch.empty(B, T, H, cfg.value_dim, dtype=torch.float64,
                     device="cuda")
-    o = torch.empty(T, H, cfg.value_dim, dtype=torch.float64, device="cuda")
     for t in range(T):
-        S = S * gd[t].exp()[:, None, None]
-        mem = torch.einsum("hkv,hk->hv", S, kd[t])
-        S = S + kd[t][:, :, None] * ((vd[t] - mem) * bd[t][:, None])[:, None]
-        o[t] = torch.einsum("hkv,hk->hv", S, qd[t])
-    return o[None], S[None]
+        S = S * gd[:, t].exp()[:, :, None, None]
+        mem = torch.einsum("bhkv,bhk->bhv", S, kd[:, t])
+        S = S + kd[:, t][..., None] * (
+            (vd[:, t] - mem) * bd[:, t][..., None])[:, :, None]
+        o[:, t] = torch.einsum("bhkv,bhk->bhv", S, qd[:, t])
+    return o, S
 
 
 def sensitivity(cfg, inputs, ref, trials=4, seed=1):
@@ -137,12 +155,18 @@ def peers(cfg, q, k, v, g, beta):
     return out, qr, kr
 
 
-def run_case(args, report, path, deadline, cfg, bundle, T, program_text):
+def run_case(args, report, path, deadline, cfg, bundle, T, program_text,
+             copy_gbs):
     name = f"delta-t{T}"
     harness.start_case(report, name, path)
     res = harness.case_result(name)
-    Hv, K, V = cfg.value_heads, cfg.key_dim, cfg.value_dim
-    res.update(tokens=T, flops_recurrent=4 * T * Hv * K * V)
+    Hk, Hv, K, V = cfg.key_heads, cfg.value_heads, cfg.key_dim, cfg.value_dim
+    # The traffic floor: the inputs read once (bf16 q, k, v, beta; f32 g),
+    # the output and the final state written once (f32).
+    floor_bytes = (T * (2 * Hk * K + Hv * V) * 2 + T * Hv * (4 + 2)
+                   + T * Hv * V * 4 + Hv * K * V * 4)
+    res.update(tokens=T, flops_recurrent=4 * T * Hv * K * V,
+               floor_bytes=floor_bytes, floor_ms=floor_bytes / copy_gbs / 1e6)
     q, k, v, g, beta = inputs(cfg, T)
     o = torch.empty(1, T, Hv, V, device="cuda")
     S = torch.empty(1, Hv, K, V, device="cuda")
@@ -164,8 +188,9 @@ def run_case(args, report, path, deadline, cfg, bundle, T, program_text):
                                               sensitivity=sens_o))
     res["checks"].append(harness.check_tensor(first[1], ref_S, tol, "S",
                                               sensitivity=sens_S))
-    if not harness.judge_checks(res, same):
-        harness.set_case(report, res, path)
+    if not harness.judge_checks(res, same) or args.sanitize:
+        harness.set_case(report, harness.sanitized(res) if res["status"] ==
+                         "ok" else res, path)
         return
     contenders = [("tang", tang_run)]
     found, qr, kr = peers(cfg, q, k, v, g, beta)
@@ -197,6 +222,83 @@ def run_case(args, report, path, deadline, cfg, bundle, T, program_text):
     harness.check_and_time(torch, res, contenders, ref_o, ptol,
                            harness.rounds_of(args, 5),
                            harness.target_ms_of(args), deadline.monotonic())
+    if res.get("tang_ms"):
+        res["share_of_floor"] = res["floor_ms"] / res["tang_ms"]
+    harness.set_case(report, res, path)
+
+
+def run_decode(args, report, path, deadline, cfg, bundle, B, program_text,
+               copy_gbs):
+    """The one-token update of B sequences from their states (length 1
+    with S0), against transformers' torch_recurrent_gated_delta_rule
+    (the layer's decode path without fla) and its torch.compile; the
+    floor: the states read and written once at the copy rate."""
+    name = f"delta-decode-b{B}"
+    harness.start_case(report, name, path)
+    res = harness.case_result(name)
+    Hk, Hv, K, V = cfg.key_heads, cfg.value_heads, cfg.key_dim, cfg.value_dim
+    floor_bytes = (2 * B * Hv * K * V * 4 + B * (2 * Hk * K + Hv * V) * 2
+                   + B * Hv * (4 + 2) + B * Hv * V * 4)
+    res.update(decode_batch=B, floor_bytes=floor_bytes,
+               floor_ms=floor_bytes / copy_gbs / 1e6)
+    q, k, v, g, beta = inputs(cfg, 1, seed=B, batch=B)
+    S0 = state(cfg, B)
+    o = torch.empty(B, 1, Hv, V, device="cuda")
+    S = torch.empty(B, Hv, K, V, device="cuda")
+
+    def tang_run():
+        bundle.run("gated_delta_rule", q, k, v, g, beta, S0, outputs=[o, S])
+        return o
+    ref_o, ref_S = reference(cfg, q, k, v, g, beta, S0)
+    first, same = harness.poisoned_runs(torch, [o, S], tang_run)
+    tol = harness.tolerance_for_program("f32", program_text)
+    res["checks"].append(harness.check_tensor(first[0], ref_o, tol, "o"))
+    res["checks"].append(harness.check_tensor(first[1], ref_S, tol, "S"))
+    if not harness.judge_checks(res, same) or args.sanitize:
+        harness.set_case(report, harness.sanitized(res) if res["status"] ==
+                         "ok" else res, path)
+        return
+    contenders = [("tang", tang_run)]
+    per = Hv // Hk
+    qr, kr = q.repeat_interleave(per, 2), k.repeat_interleave(per, 2)
+    try:
+        from transformers.models.qwen3_next import modeling_qwen3_next as m
+        rec = m.torch_recurrent_gated_delta_rule
+
+        def peer(fn):
+            return lambda: fn(qr, kr, v, g=g, beta=beta, initial_state=S0,
+                              output_final_state=True,
+                              use_qk_l2norm_in_kernel=True)[0]
+        contenders.append(("transformers_recurrent", peer(rec)))
+        if deadline.passed(args.compile_reserve_s):
+            res["peer_status"] = {
+                "transformers_recurrent_compile": "skipped: budget"}
+        else:
+            t0 = time.monotonic()
+            try:
+                comp = peer(torch.compile(rec))
+                comp()
+                contenders.append(("transformers_recurrent_compile", comp))
+            except Exception as e:
+                res.setdefault("peer_errors", {})[
+                    "transformers_recurrent_compile"] = harness.short(e)
+            res["compile_s"] = round(time.monotonic() - t0, 1)
+    except Exception as e:  # transformers without Qwen3-Next
+        res.setdefault("peer_errors", {})["transformers_recurrent"] = \
+            harness.short(e)
+    ptol = harness.tolerance_for_program("bf16", program_text)
+    timed = harness.check_and_time(
+        torch, res, contenders, ref_o, ptol, harness.rounds_of(args, 5),
+        harness.target_ms_of(args), deadline.monotonic())
+    if res.get("tang_ms"):
+        res["share_of_floor"] = res["floor_ms"] / res["tang_ms"]
+    # Sequences updated per second, and the share of the floor (the
+    # generated table's decode form).
+    res["floor_tok_s"] = B / res["floor_ms"] * 1e3
+    res["contenders"] = {
+        pname: {"ms": t["ms"], "tok_s": B / t["ms"] * 1e3,
+                "share_of_floor": res["floor_ms"] / t["ms"]}
+        for pname, t in timed.items() if t.get("ms")}
     harness.set_case(report, res, path)
 
 
@@ -231,23 +333,33 @@ def main():
         "shape": "Qwen3-Next gated delta rule (transformers "
         "Qwen3NextConfig()): bf16 q/k/v/beta, f32 decay, f32 output"})
     path = out_dir / "delta.json"
-    bundles = sorted(listing["bundles"].values(), key=lambda b: b["tokens"])
-    harness.prelist(report, [f"delta-t{b['tokens']}" for b in bundles])
+    # Decode first (short), then prefill by length.
+    bundles = sorted(listing["bundles"].values(), key=lambda b: (
+        "tokens" in b, b.get("tokens", b.get("decode_batch"))))
+    harness.prelist(report, [f"delta-t{b['tokens']}" if "tokens" in b else
+                             f"delta-decode-b{b['decode_batch']}"
+                             for b in bundles])
     harness.write_report(report, path)
+    report["copy"] = copy_rate(torch, 10 if args.quick else 30)
     for b in bundles:
         if deadline.passed(20):
             break
         bundle = tang.cuda.Bundle(ROOT / b["dir"] / "bundle")
         program = (ROOT / b["dir"] / "program.mlir").read_text()
-        run_case(args, report, path, deadline, cfg, bundle, b["tokens"],
-                 program)
+        if "decode_batch" in b:
+            run_decode(args, report, path, deadline, cfg, bundle,
+                       b["decode_batch"], program, report["copy"]["gbps"])
+        else:
+            run_case(args, report, path, deadline, cfg, bundle, b["tokens"],
+                     program, report["copy"]["gbps"])
         torch.cuda.empty_cache()
     harness.finish_report(report, t_start)
     harness.write_report(report, path)
     for c in report["cases"]:
         print(f"{c['case']:12s} {c['status']:10s} tang {c.get('tang_ms')} "
               f"best {c.get('best_peer')} {c.get('peers')} ratio "
-              f"{c.get('ratio')} {c.get('peer_errors', '')} "
+              f"{c.get('ratio')} floor {c.get('share_of_floor')} "
+              f"{c.get('peer_errors', '')} "
               f"{c.get('note', '')}", flush=True)
     return 0
 

@@ -34,7 +34,8 @@ import harness  # noqa: E402
 BEGIN = "<!-- bench-table:begin -->"
 END = "<!-- bench-table:end -->"
 ORDER = ["gpu_check", "memory_bound", "gemm", "attention_grad", "block_grad",
-         "decode", "qwen3", "qwen3_prefill", "moe", "delta", "portable",
+         "decode", "qwen3", "qwen3_prefill", "moe", "delta", "gated_attention",
+         "portable",
          "sanitize"]
 TITLES = {"gpu_check": "Every example against the interpreter (no timing)",
           "memory_bound": "Memory-bound kernels (bf16)",
@@ -57,7 +58,14 @@ TITLES = {"gpu_check": "Every example against the interpreter (no timing)",
                    "query/key heads, 32 value heads of dim 128, bf16 "
                    "q/k/v, f32 output and final state), chunked by "
                    "--tang-chunk-affine-scan, against transformers' "
-                   "PyTorch fallback (fla not installed)",
+                   "PyTorch fallback (fla not installed); decode: one "
+                   "token from each sequence's state, floor: the states "
+                   "read and written once",
+          "gated_attention": "Qwen3-Next's gated attention layer (16 query "
+                             "heads over 2 key/value heads of dim 256, "
+                             "partial RoPE, sigmoid output gate; bf16 "
+                             "weights from transformers' module, one causal "
+                             "sequence) against that module with SDPA",
           "portable": "Portable kernels on Vulkan (SPIR-V: row kernels, "
                       "f16 storage; a GEMM on cooperative matrices, its "
                       "fastest register blocking; causal attention and its "

@@ -27,7 +27,10 @@
   bench/prepare_moe.py                       Qwen3-Next's MoE layer (1, 4, 8,
                                              64 and 4096 tokens)
   bench/prepare_delta.py                     Qwen3-Next's gated delta rule
-                                             (4096 tokens)
+                                             (4096 tokens; decode at batches
+                                             1, 16, 64)
+  bench/prepare_gated_attention.py           Qwen3-Next's gated attention
+                                             layer (4096 tokens)
   bench/prepare_portable.py                  the memory-bound programs (f16)
                                              for Vulkan and CUDA
 
@@ -68,6 +71,7 @@ STEPS = [
     ("qwen3", ["bench/prepare_qwen3.py", "--varlen", "4"]),
     ("moe", ["bench/prepare_moe.py"]),
     ("delta", ["bench/prepare_delta.py"]),
+    ("gated_attention", ["bench/prepare_gated_attention.py"]),
     ("portable", ["bench/prepare_portable.py"]),
 ]
 

@@ -3,10 +3,11 @@
 (tang.models.qwen3_next.gated_delta_rule: 16 query/key heads, 32 value
 heads of dim 128, bf16 q/k/v/beta, f32 decays, f32 output and final state)
 for CUDA, here, for bench/bench_delta.py on the GPU: one bundle per token
-count (batch 1), listed in gpu-work/delta/bundles.json.
+count (batch 1), and one per batch of the one-token decode update (length
+1 from a given state), listed in gpu-work/delta/bundles.json.
 
 Usage: /usr/bin/python3 bench/prepare_delta.py [--tokens 4096 32768]
-           [--options OPTS]
+           [--decode-batches 1 16 64] [--options OPTS]
 """
 
 import argparse
@@ -24,6 +25,9 @@ WORK = ROOT / "gpu-work" / "delta"
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tokens", type=int, nargs="*", default=[4096])
+    ap.add_argument("--decode-batches", type=int, nargs="*",
+                    default=[1, 16, 64],
+                    help="batches of the decode update (one token from S0)")
     ap.add_argument("--options", default="",
                     help="added --tang-lower-cuda options")
     args = ap.parse_args()
@@ -45,6 +49,16 @@ def main() -> int:
             "tokens": n, "options": args.options, "kernels": kernels,
             "dir": str(compiled.directory.relative_to(ROOT))}
         print(f"[prepare_delta] {n} tokens: {kernels} kernels, "
+              f"{time.time() - t0:.1f} s", flush=True)
+    for b in args.decode_batches:
+        t0 = time.time()
+        compiled = tang.compile(qn.gated_delta_rule(cfg, b, 1, True),
+                                target="cuda", options=args.options)
+        kernels = len(compiled.manifest["functions"][0]["launches"])
+        listing["bundles"][f"decode-b{b}"] = {
+            "decode_batch": b, "options": args.options, "kernels": kernels,
+            "dir": str(compiled.directory.relative_to(ROOT))}
+        print(f"[prepare_delta] decode, batch {b}: {kernels} kernels, "
               f"{time.time() - t0:.1f} s", flush=True)
     (WORK / "bundles.json").write_text(json.dumps(listing, indent=1))
     return 0

@@ -10,7 +10,9 @@ positions of their own: checked per sequence against the reference, NaN
 past every position), moe.json (Qwen3-Next's mixture-of-experts layer
 at 1 to 4096 tokens against transformers' module), delta.json (its gated
 delta rule at 4096 tokens against transformers' chunked fallback and
-fla), portable.json (the
+fla, and its decode update at batches 1, 16, 64 against the recurrent
+fallback), gated_attention.json (its gated attention layer at 4096 tokens
+against transformers' module with SDPA), portable.json (the
 Vulkan row kernels against the CUDA kernels of the same programs; the
 Vulkan loader unpacked from a carried `.gl`, see bench/README.md), sanitize.json (the
 small attention cases, forward and training, under compute-sanitizer
@@ -61,7 +63,8 @@ SUITES = [
     ("qwen3_prefill", "bench/qwen3_prefill.py", 0.08, []),
     ("qwen3_varlen", "bench/qwen3_varlen.py", 0.02, []),
     ("moe", "bench/bench_moe.py", 0.05, []),
-    ("delta", "bench/bench_delta.py", 0.04, []),
+    ("delta", "bench/bench_delta.py", 0.05, []),
+    ("gated_attention", "bench/bench_gated_attention.py", 0.04, []),
     ("portable", "bench/bench_portable.py", 0.04, []),
     ("sanitize", "bench/sanitize.py", 0.06, ["--suites", "attention"]),
 ]

@@ -868,6 +868,12 @@ struct ChunkAffineScanPass
     if (c == 0)
       for (c = std::min<int64_t>(64, steps); steps % c; --c)
         ;
+    // One step a chunk is the scan itself with the plan's overhead: a
+    // decode step (one token) or a prime length.
+    if (chunk == 0 && c == 1)
+      return skip(steps == 1 ? Twine("it has one step")
+                             : "no chunk of 2 to 64 steps divides its " +
+                                   Twine(steps) + " steps");
     if (c < 1 || steps % c)
       return scan.emitError()
              << "tang-chunk-affine-scan: chunk=" << c

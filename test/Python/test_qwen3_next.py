@@ -342,7 +342,7 @@ def run_mlir(text, xs, tmp_path, passes=()):
 
 
 @pytest.mark.parametrize("batch, length, chunk, initial_state", [
-    (2, 12, 4, True), (2, 12, 3, False), (1, 7, 0, True), (1, 1, 0, True),
+    (2, 12, 4, True), (2, 12, 3, False), (1, 7, 0, True), (1, 1, 1, True),
     (1, 12, 12, False), (1, 40, 0, False), (1, 40, 8, True)])
 def test_chunked_gated_delta_rule(tmp_path, batch, length, chunk,
                                   initial_state):
@@ -350,7 +350,9 @@ def test_chunked_gated_delta_rule(tmp_path, batch, length, chunk,
     delta rule from its per-step scan: on the interpreter it gives the
     per-step recurrence's outputs and final state, for chunks of 1 to 12
     steps (powers of two and not: ceil(log2 C) Neumann products), with and
-    without an initial state."""
+    without an initial state. (A one-step scan is chunked only when asked:
+    the pass's own choice leaves it, test/Transforms/
+    tang-chunk-affine-scan-auto.mlir.)"""
     xs = delta_inputs(DELTA, batch, length, initial_state=initial_state)
     fn = qn.gated_delta_rule(DELTA, batch, length, initial_state)
     text, (o, S) = run_mlir(fn.mlir(), xs, tmp_path,
@@ -447,3 +449,114 @@ def test_gated_delta_rule_gradient_matches_finite_differences(tmp_path,
         analytic = float(np.sum(g * dv))
         assert abs(analytic - numeric) <= 2e-3 * max(1.0, abs(numeric)), (
             k, analytic, numeric)
+
+
+# ---------------------------------------------------------------------------
+# Gated attention
+# ---------------------------------------------------------------------------
+
+ATTN = qn.TINY_ATTENTION
+
+
+def attention_inputs(cfg, tokens, seed=7):
+    """x [T, D] and the weights: random, none zero; the norms' weights
+    around 0 (zero-centred: the scale is 1 + weight)."""
+    rng = np.random.default_rng(seed)
+
+    def draw(shape, scale):
+        return (rng.uniform(0.2, 1.0, shape) * rng.choice([-1.0, 1.0], shape)
+                * scale).astype(np.float32)
+    x = draw((tokens, cfg.hidden), 1.0)
+    W = {name: draw(shape, 0.3 if "norm" in name else 2 / np.sqrt(shape[-1]))
+         for name, shape in qn.attention_weight_shapes(cfg).items()}
+    return x, W
+
+
+def attention_reference(cfg, x, W):
+    """Qwen3NextAttention in float64: q/gate as each head's two halves of
+    q_proj, Qwen3NextRMSNorm (x rsqrt(mean x^2 + eps) (1 + w)), partial
+    RoPE (rotate_half on the first rotary_dim dims, cos/sin of position
+    times theta^(-2j/rotary_dim) repeated twice), causal grouped-query
+    softmax attention, times sigmoid(gate), o_proj. The program's f32
+    constants (eps, the softmax scale, the frequencies' exponent) are
+    taken as f32 rounds them: the float64 interpreter computes with
+    them."""
+    f32 = np.float32
+    T, H, Hk, Dh = x.shape[0], cfg.heads, cfg.kv_heads, cfg.head_dim
+    x = x.astype(np.float64)
+    W = {k: v.astype(np.float64) for k, v in W.items()}
+    qg = (x @ W["wq"].T).reshape(T, H, 2 * Dh)
+    q, gate = qg[..., :Dh], qg[..., Dh:].reshape(T, H * Dh)
+    k = (x @ W["wk"].T).reshape(T, Hk, Dh)
+    v = (x @ W["wv"].T).reshape(T, Hk, Dh)
+
+    def norm(y, w):
+        return y / np.sqrt((y * y).mean(-1, keepdims=True)
+                           + float(f32(cfg.eps))) * (1 + w)
+    q, k = norm(q, W["q_norm"]), norm(k, W["k_norm"])
+    rot = cfg.rotary_dim
+    inv = np.exp(np.arange(rot // 2) * float(
+        f32(-2.0 * np.log(cfg.rope_theta) / rot)))
+    ang = np.arange(T)[:, None] * inv[None, :]
+    cos = np.cos(np.concatenate([ang, ang], -1))[:, None, :]
+    sin = np.sin(np.concatenate([ang, ang], -1))[:, None, :]
+
+    def rope(y):
+        r, p = y[..., :rot], y[..., rot:]
+        half = np.concatenate([-r[..., rot // 2:], r[..., :rot // 2]], -1)
+        return np.concatenate([r * cos + half * sin, p], -1)
+    q, k = rope(q), rope(k)
+    group = H // Hk
+    k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
+    s = np.einsum("rhe,jhe->hrj", q, k) * float(f32(1 / np.sqrt(Dh)))
+    s = np.where(np.tril(np.ones((T, T), bool))[None], s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    o = np.einsum("hrj,jhe->rhe", p, v).reshape(T, H * Dh)
+    return (o / (1 + np.exp(-gate))) @ W["wo"].T
+
+
+@pytest.mark.parametrize("target", ["interpreter", "c"])
+def test_gated_attention_matches_transformers_math(target):
+    """Every element of the layer's output against the float64 NumPy layer
+    (positions 0..T-1, causal, two query heads a key head, RoPE on half of
+    each head)."""
+    T = 6
+    x, W = attention_inputs(ATTN, T)
+    got = tang.compile(qn.gated_attention(ATTN, T), target=target)(
+        x, *W.values())
+    want = attention_reference(ATTN, x, W)
+    assert got.shape == want.shape and np.isfinite(got).all()
+    err = np.abs(got - want).max() / np.abs(want).max()
+    # float64: sums of <= 24 terms; float32: four chained products and
+    # a softmax of values O(1), 24-term sums: a few hundred ulps at most.
+    assert err <= {"interpreter": 1e-12, "c": 2e-5}[target], err
+
+
+def test_gated_attention_check_sees_the_rotary_dims():
+    """A wrong rotation partner or frequency shows: the same layer with the
+    rotary dims cut to 2 (other frequencies and partners) disagrees with
+    the reference of rotary_dim 4 by far more than rounding."""
+    T = 6
+    x, W = attention_inputs(ATTN, T)
+    got = tang.compile(qn.gated_attention(replace(ATTN, rotary_dim=2), T),
+                       target="interpreter")(x, *W.values())
+    want = attention_reference(ATTN, x, W)
+    assert np.abs(got - want).max() > 1e-3 * np.abs(want).max()
+
+
+def test_attention_config_from_transformers():
+    hf = SimpleNamespace(hidden_size=2048, num_attention_heads=16,
+                         num_key_value_heads=2, head_dim=256,
+                         partial_rotary_factor=0.25, rope_theta=10000.0,
+                         rms_norm_eps=1e-6)
+    assert qn.attention_config_from(hf) == qn.QWEN3_NEXT_ATTENTION
+    # transformers 5 keeps theta and the rotary factor in rope_parameters.
+    hf5 = SimpleNamespace(hidden_size=2048, num_attention_heads=16,
+                          num_key_value_heads=2, head_dim=256,
+                          rms_norm_eps=1e-6, rope_parameters={
+                              "rope_theta": 10000.0,
+                              "partial_rotary_factor": 0.25})
+    assert qn.attention_config_from(hf5) == qn.QWEN3_NEXT_ATTENTION
+    with pytest.raises(ValueError, match="rotary_dim"):
+        qn.AttentionConfig(rotary_dim=3)

@@ -5,8 +5,11 @@ top-k routing, renormalised routing weights, the selected experts' SwiGLU
 MLPs, their weighted combine and the gated shared expert, written once as
 math; and the gated delta rule of the linear-attention layers
 (``gated_delta_rule``), a scan of matrix states under the composition of
-affine maps (``tang.tensor_scan``). The kernels are the compiler's (the
-gated delta rule: the reference interpreter only, so far).
+affine maps (``tang.tensor_scan``), chunked by ``--tang-chunk-affine-scan``;
+and the gated attention of the full-attention layers (``gated_attention``:
+q/gate projection, zero-centred q/k norms, partial RoPE, causal
+grouped-query attention at head dim 256, the sigmoid output gate, the
+output projection). The kernels are the compiler's.
 
 Shapes follow PyTorch's ``nn.Linear`` (weights ``[out, in]``) and the
 per-expert weights are stacked on a leading expert axis:
@@ -40,6 +43,7 @@ CPU); arithmetic and accumulation are f32; the output is f32.
 """
 
 import inspect
+import math
 from dataclasses import dataclass, replace
 from typing import Dict, Tuple
 
@@ -49,7 +53,10 @@ from ..lang import bf16, f32, i32
 __all__ = ["MoeConfig", "QWEN3_NEXT_MOE", "TINY_MOE", "moe_weight_shapes",
            "moe_layer", "moe_selected_bytes", "moe_config_from",
            "moe_grouping", "DeltaConfig", "QWEN3_NEXT_DELTA", "TINY_DELTA",
-           "delta_config_from", "affine_state_monoid", "gated_delta_rule"]
+           "delta_config_from", "affine_state_monoid", "gated_delta_rule",
+           "AttentionConfig", "QWEN3_NEXT_ATTENTION", "TINY_ATTENTION",
+           "attention_config_from", "attention_weight_shapes",
+           "gated_attention"]
 
 
 @dataclass(frozen=True)
@@ -376,3 +383,158 @@ def gated_delta_rule(cfg: DeltaConfig, batch: int, length: int,
     if initial_state:
         types.append(f32[B, Hv, K, V])
     return t.Function(rule, name="gated_delta_rule", arg_types=types)
+
+
+# ---------------------------------------------------------------------------
+# Gated attention (the full-attention layers)
+# ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class AttentionConfig:
+    """The gated attention layer's shape (defaults: ``Qwen3NextConfig()``:
+    hidden 2048, 16 query heads and 2 key/value heads of dim 256, RoPE on
+    the first quarter of each head (64 dims, theta 10000), eps 1e-6) and
+    its storage type (weights, tokens)."""
+    hidden: int = 2048
+    heads: int = 16
+    kv_heads: int = 2
+    head_dim: int = 256
+    rotary_dim: int = 64
+    rope_theta: float = 10000.0
+    eps: float = 1e-6
+    dtype: t.DType = bf16
+
+    def __post_init__(self):
+        if self.heads % self.kv_heads:
+            raise ValueError(f"{self.heads} query heads do not group over "
+                             f"{self.kv_heads} key/value heads")
+        if self.rotary_dim % 2 or not 0 < self.rotary_dim <= self.head_dim:
+            raise ValueError(f"RoPE rotates pairs of the first rotary_dim "
+                             f"dims: {self.rotary_dim} of {self.head_dim}")
+
+
+QWEN3_NEXT_ATTENTION = AttentionConfig()
+#: Small enough for the interpreter.
+TINY_ATTENTION = AttentionConfig(hidden=24, heads=4, kv_heads=2, head_dim=8,
+                                 rotary_dim=4, dtype=f32)
+
+
+def attention_config_from(hf_config, dtype=bf16) -> AttentionConfig:
+    """The gated attention's shape of a ``transformers`` Qwen3-Next config
+    object (``rope_theta`` on the config, or in its ``rope_parameters``
+    from transformers 5 on)."""
+    theta = getattr(hf_config, "rope_theta", None)
+    if theta is None:
+        theta = (getattr(hf_config, "rope_parameters", None) or {}).get(
+            "rope_theta", 10000.0)
+    factor = getattr(hf_config, "partial_rotary_factor", None)
+    if factor is None:
+        factor = (getattr(hf_config, "rope_parameters", None) or {}).get(
+            "partial_rotary_factor", 1.0)
+    head_dim = getattr(hf_config, "head_dim", None) or (
+        hf_config.hidden_size // hf_config.num_attention_heads)
+    return AttentionConfig(
+        hidden=hf_config.hidden_size, heads=hf_config.num_attention_heads,
+        kv_heads=hf_config.num_key_value_heads, head_dim=head_dim,
+        rotary_dim=int(head_dim * factor), rope_theta=float(theta),
+        eps=hf_config.rms_norm_eps, dtype=dtype)
+
+
+def attention_weight_shapes(cfg: AttentionConfig
+                            ) -> Dict[str, Tuple[int, ...]]:
+    """The weights in argument order, name -> shape (``nn.Linear``'s
+    ``[out, in]``; ``wq`` holds each head's query then its gate, as
+    ``q_proj`` does)."""
+    D, H, Hk, Dh = cfg.hidden, cfg.heads, cfg.kv_heads, cfg.head_dim
+    return {"wq": (2 * H * Dh, D), "wk": (Hk * Dh, D), "wv": (Hk * Dh, D),
+            "wo": (D, H * Dh), "q_norm": (Dh,), "k_norm": (Dh,)}
+
+
+def gated_attention(cfg: AttentionConfig, tokens: int) -> t.Function:
+    """``(x [T, D], wq, wk, wv, wo, q_norm, k_norm) -> y [T, D]`` (f32):
+    the gated attention layer of Qwen3-Next (``transformers``'
+    ``Qwen3NextAttention``) over one sequence of ``tokens`` tokens at
+    positions 0..T-1, causal:
+
+        q, gate = the two halves of each head of x wq^T
+        q, k    = zero-centred RMSNorm per head (times 1 + weight)
+        q, k    = RoPE (rotate-half) on the first rotary_dim dims
+        o       = softmax(q k^T / sqrt(Dh), causal) v     (grouped query)
+        y       = (o * sigmoid(gate)) wo^T
+
+    The products take tensor-core operands: x is stored in ``cfg.dtype``;
+    the normed queries, the keys, the values and the gated output are
+    rounded to it; sums, norms, softmax and the gate are f32."""
+    T, D = tokens, cfg.hidden
+    H, Hk, Dh, rot = cfg.heads, cfg.kv_heads, cfg.head_dim, cfg.rotary_dim
+    half, group, dt = rot // 2, cfg.heads // cfg.kv_heads, cfg.dtype
+    scale = 1.0 / math.sqrt(Dh)
+    log_theta = math.log(cfg.rope_theta)
+    names = list(attention_weight_shapes(cfg))
+
+    def stored(shape, fn):
+        # A tensor-core operand: computed in f32, stored in cfg.dtype.
+        return t.compute(shape, lambda *i: fn(*i) if dt is f32 else
+                         fn(*i).astype(dt), materialize=True)
+
+    def linear(x, w, out):
+        # Materialised: the norms, the rotation and the gate read each
+        # element several times (fused, each read would redo the product).
+        return t.compute((T, out), lambda r, n: t.sum(
+            D, lambda c: _w(w[n, c]) * _w(x[r, c])), materialize=True)
+
+    def norm_rope(y, width, base, heads, weight):
+        # Head h of y [T, width] starts at column base(h); RMSNorm over it
+        # times (1 + weight), then RoPE on its first rot dims at position r.
+        ss = t.compute((T, heads), lambda r, h: t.sum(
+            Dh, lambda e: y[r, base(h) + e] * y[r, base(h) + e]))
+
+        def normed(r, h, e):
+            return (y[r, base(h) + e] * t.rsqrt(ss[r, h] / Dh + cfg.eps)
+                    * (1.0 + _w(weight[e])))
+
+        def rotated(r, h, e):
+            j = e % half
+            freq = t.exp(t.index_value(j, f32) * (-2.0 * log_theta / rot))
+            angle = t.index_value(r, f32) * freq
+            first = t.index_value(e, i32) < half
+            # e < rot: x_e cos + (e < half ? -x_{e+half} : x_{e-half}) sin
+            # (the partner is read at (e + half) mod rot: in range for any e).
+            partner = normed(r, h, (e + half) % rot)
+            partner = t.where(first, -partner, partner)
+            inside = t.index_value(e, i32) < rot
+            return t.where(inside, normed(r, h, e) * t.cos(angle)
+                           + partner * t.sin(angle), normed(r, h, e))
+        return stored((T, heads, Dh), rotated)
+
+    def layer(x, wq, wk, wv, wo, q_norm, k_norm):
+        qg = linear(x, wq, 2 * H * Dh)
+        kk = linear(x, wk, Hk * Dh)
+        vv = stored((T, Hk, Dh), lambda r, g, e: t.sum(
+            D, lambda c: _w(wv[g * Dh + e, c]) * _w(x[r, c])))
+        q = norm_rope(qg, 2 * H * Dh, lambda h: h * 2 * Dh, H, q_norm)
+        k = norm_rope(kk, Hk * Dh, lambda g: g * Dh, Hk, k_norm)
+
+        def score(r, h, j):
+            s = t.sum(Dh, lambda e: _w(q[r, h, e]) * _w(k[j, h // group, e]))
+            return t.where(t.index_value(j, i32) <= t.index_value(r, i32),
+                           s * scale, float("-inf"))
+        sc = t.compute((T, H, T), score)
+        m = t.compute((T, H), lambda r, h: t.max(T, lambda j: sc[r, h, j]))
+        z = t.compute((T, H), lambda r, h: t.sum(
+            T, lambda j: t.exp(sc[r, h, j] - m[r, h])))
+        p = t.compute((T, H, T), lambda r, h, j:
+                      t.exp(sc[r, h, j] - m[r, h]) / z[r, h])
+        o = t.compute((T, H, Dh), lambda r, h, e: t.sum(
+            T, lambda j: p[r, h, j] * _w(vv[j, h // group, e])))
+        gated = stored((T, H, Dh), lambda r, h, e: o[r, h, e]
+                       * t.sigmoid(qg[r, h * 2 * Dh + Dh + e]))
+        return t.compute((T, D), lambda r, n: t.sum(
+            H * Dh, lambda c: _w(wo[n, c]) * _w(gated[r, c // Dh, c % Dh])))
+
+    layer.__signature__ = inspect.Signature(
+        [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+         for n in ["x"] + names])
+    types = [cfg.dtype[T, D]] + [cfg.dtype[s] for s in
+                                 attention_weight_shapes(cfg).values()]
+    return t.Function(layer, name="gated_attention", arg_types=types)
