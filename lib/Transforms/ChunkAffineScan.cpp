@@ -480,6 +480,36 @@ constexpr const char *kNeumannStep = R"mlir(
   }
 )mlir";
 
+// One step (a decode update): S = d S0 + u (w^T S0) + p v^T, the
+// transition never formed: w^T S0 a reduction of its own (saved: read by
+// every row), the state a map fusion puts into its readers.
+constexpr const char *kOneStep = R"mlir(
+func.func @step(%la: tensor<{PS}1x{E}>, %u: tensor<{PS}1x{K}x{E}>, %w: tensor<{PS}1x{K}x{E}>, %pp: tensor<{PS}1x{K}x{E}>, %v: tensor<{PS}1x{V}x{E}>, %S0: tensor<{PS}{K}x{V}x{E}>) -> tensor<{PS}1x{K}x{V}x{E}> {
+  %wS = tang.comprehension ({PI}%t, %j) reduce (%m) [{PX}1, {V}, {K}] monoid(add) attributes {tang.saved} : tensor<{PS}1x{V}x{E}> {
+    %a = tang.read %w[{PI}%t, %m] : tensor<{PS}1x{K}x{E}>
+    %b = tang.read %S0[{PI}%m, %j] : tensor<{PS}{K}x{V}x{E}>
+    %x = arith.mulf %a, %b : {E}
+    tang.yield %x : {E}
+  }
+  %S = tang.comprehension ({PI}%t, %i, %j) [{PX}1, {K}, {V}] : tensor<{PS}1x{K}x{V}x{E}> {
+    %l = tang.read %la[{PI}%t] : tensor<{PS}1x{E}>
+    %d = math.exp %l : {E}
+    %s = tang.read %S0[{PI}%i, %j] : tensor<{PS}{K}x{V}x{E}>
+    %ui = tang.read %u[{PI}%t, %i] : tensor<{PS}1x{K}x{E}>
+    %ws = tang.read %wS[{PI}%t, %j] : tensor<{PS}1x{V}x{E}>
+    %pi = tang.read %pp[{PI}%t, %i] : tensor<{PS}1x{K}x{E}>
+    %vj = tang.read %v[{PI}%t, %j] : tensor<{PS}1x{V}x{E}>
+    %x = arith.mulf %d, %s : {E}
+    %y = arith.mulf %ui, %ws : {E}
+    %z = arith.mulf %pi, %vj : {E}
+    %xy = arith.addf %x, %y : {E}
+    %r = arith.addf %xy, %z : {E}
+    tang.yield %r : {E}
+  }
+  return %S : tensor<{PS}1x{K}x{V}x{E}>
+}
+)mlir";
+
 std::string substitute(std::string text,
                        ArrayRef<std::pair<StringRef, std::string>> values) {
   for (const auto &[key, value] : values) {
@@ -541,6 +571,24 @@ std::string instantiatePlan(ArrayRef<int64_t> parallel, int64_t steps,
                            {"{V}", std::to_string(v)},
                            {"{E}", e},
                            {"{M}", ("@" + monoid).str()}});
+}
+
+/// The one-step form's text at this shape.
+std::string instantiateOneStep(ArrayRef<int64_t> parallel, int64_t k, int64_t v,
+                               Type element) {
+  std::string pi, px, ps, e;
+  for (auto [n, x] : llvm::enumerate(parallel)) {
+    pi += "%p" + std::to_string(n) + ", ";
+    px += std::to_string(x) + ", ";
+    ps += std::to_string(x) + "x";
+  }
+  llvm::raw_string_ostream(e) << element;
+  return substitute(kOneStep, {{"{PI}", pi},
+                               {"{PX}", px},
+                               {"{PS}", ps},
+                               {"{K}", std::to_string(k)},
+                               {"{V}", std::to_string(v)},
+                               {"{E}", e}});
 }
 
 //===----------------------------------------------------------------------===//
@@ -798,6 +846,40 @@ struct ChunkAffineScanPass
     : tang::impl::TangChunkAffineScanBase<ChunkAffineScanPass> {
   using TangChunkAffineScanBase::TangChunkAffineScanBase;
 
+  /// Replaces the states of a one-step `scan` by kOneStep's map of the
+  /// factors `args` (la, u, w, p, v, S0); erases the scan and the element
+  /// producers left unused.
+  LogicalResult rewriteOneStep(TensorScanOp scan, ArrayRef<Value> args,
+                               ArrayRef<int64_t> parallel, int64_t k, int64_t v,
+                               Type element,
+                               ArrayRef<ComprehensionOp> producers) {
+    std::string text = instantiateOneStep(parallel, k, v, element);
+    ParserConfig config(scan.getContext(), /*verifyAfterParse=*/false);
+    OwningOpRef<ModuleOp> step = parseSourceString<ModuleOp>(text, config);
+    if (!step)
+      return scan.emitError() << "tang-chunk-affine-scan: internal error: "
+                                 "the one-step form does not parse";
+    Block &body =
+        cast<func::FuncOp>(step->getBody()->front()).getBody().front();
+    for (auto [arg, val] : llvm::zip_equal(body.getArguments(), args))
+      arg.replaceAllUsesWith(val);
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    Value states = ret.getOperand(0);
+    for (Operation &op : llvm::make_early_inc_range(body)) {
+      if (&op == ret)
+        break;
+      op.moveBefore(scan);
+      op.walk([&](Operation *o) { o->setLoc(scan.getLoc()); });
+    }
+    scan.getResult(1).replaceAllUsesWith(states);
+    scan.erase();
+    for (ComprehensionOp prod : producers)
+      if (prod && prod->use_empty())
+        prod.erase();
+    ++numChunked;
+    return success();
+  }
+
   /// Rewrites `scan` if it matches; a remark says why an affine scan does
   /// not. Fails only on a bad option.
   LogicalResult rewrite(TensorScanOp scan) {
@@ -869,11 +951,12 @@ struct ChunkAffineScanPass
       for (c = std::min<int64_t>(64, steps); steps % c; --c)
         ;
     // One step a chunk is the scan itself with the plan's overhead: a
-    // decode step (one token) or a prime length.
-    if (chunk == 0 && c == 1)
-      return skip(steps == 1 ? Twine("it has one step")
-                             : "no chunk of 2 to 64 steps divides its " +
-                                   Twine(steps) + " steps");
+    // prime length is left as it is; one step (a decode update) becomes
+    // its map (kOneStep).
+    bool oneStep = chunk == 0 && steps == 1;
+    if (chunk == 0 && c == 1 && !oneStep)
+      return skip("no chunk of 2 to 64 steps divides its " + Twine(steps) +
+                  " steps");
     if (c < 1 || steps % c)
       return scan.emitError()
              << "tang-chunk-affine-scan: chunk=" << c
@@ -916,6 +999,17 @@ struct ChunkAffineScanPass
       aShape.append({k, k});
       s0 = buildConstantMatrix(b, loc, sShape, element, false);
       a0 = buildConstantMatrix(b, loc, aShape, element, true);
+    }
+
+    if (oneStep) {
+      // The transition's init (the identity) is the scan's alone.
+      auto aInit = a0.getDefiningOp<ComprehensionOp>();
+      if (failed(rewriteOneStep(scan, {la, u, w, p, vv, s0}, parallel, k, v,
+                                element, {aProd, bProd})))
+        return failure();
+      if (aInit && aInit->use_empty())
+        aInit.erase();
+      return success();
     }
 
     // The readers that contract each state with a vector get it

@@ -367,6 +367,23 @@ def test_chunked_gated_delta_rule(tmp_path, batch, length, chunk,
                                    atol=1e-11 * np.abs(want).max())
 
 
+@pytest.mark.parametrize("batch, initial_state", [(3, True), (2, False)])
+def test_one_step_gated_delta_rule(tmp_path, batch, initial_state):
+    """A one-step scan (the decode update) with the pass's own chunk
+    becomes its map, S = d S0 + u (w^T S0) + p v^T, no transition formed:
+    on the interpreter it gives the recurrence's output and state."""
+    xs = delta_inputs(DELTA, batch, 1, initial_state=initial_state)
+    fn = qn.gated_delta_rule(DELTA, batch, 1, initial_state)
+    text, (o, S) = run_mlir(fn.mlir(), xs, tmp_path,
+                            ["--tang-chunk-affine-scan"])
+    assert "tang.tensor_scan" not in text and "tang.chunked" not in text
+    want_o, want_S = delta_reference(DELTA, *xs)
+    for got, want in ((o, want_o), (S, want_S)):
+        assert np.isfinite(got).all()
+        np.testing.assert_allclose(got, want, rtol=1e-12,
+                                   atol=1e-12 * np.abs(want).max())
+
+
 def test_gated_delta_rule_with_the_layers_gates():
     """raw_gates: g = -exp(A_log) softplus(a + dt_bias), beta = sigmoid(b)
     computed inside (as Qwen3NextGatedDeltaNet does), on the interpreter."""
