@@ -23,6 +23,11 @@ Decode: the one-token update of 1, 16 and 64 sequences from their states
 (eager and torch.compile); its floor is the states read and written once
 at the copy rate.
 
+Training step: --tang-grad's forward and backward at 256 tokens, every
+element of the gradients of q, k, v, g and beta against PyTorch autograd
+of the float64 recurrence; timed against autograd through transformers'
+torch_chunk_gated_delta_rule.
+
 Correctness: every element of tang's output (f32) and final state against
 a float64 token-by-token recurrence on the GPU, under the harness's f32
 bound for the program plus 8 times the recurrence's sensitivity to f32
@@ -302,6 +307,90 @@ def run_decode(args, report, path, deadline, cfg, bundle, B, program_text,
     harness.set_case(report, res, path)
 
 
+def grad_reference(cfg, xs, do, dS):
+    """float64 autograd of the token-by-token recurrence: the gradients of
+    <do, o> + <dS, S> for q, k, v, g, beta."""
+    leaves = [x.detach().double().requires_grad_() for x in xs]
+    o, S = reference(cfg, *leaves)
+    return torch.autograd.grad((o * do.double()).sum() +
+                               (S * dS.double()).sum(), leaves)
+
+
+def run_grad(args, report, path, deadline, cfg, bundle, T, program_text):
+    """The training step (--tang-grad=split=1: @gated_delta_rule_fwd
+    saves the residuals, @gated_delta_rule_bwd gives the gradients of q,
+    k, v, g, beta) against PyTorch autograd of the float64 recurrence,
+    every element of every gradient; timed against autograd through
+    transformers' torch_chunk_gated_delta_rule (forward + backward)."""
+    name = f"delta-grad-t{T}"
+    harness.start_case(report, name, path)
+    res = harness.case_result(name)
+    Hk, Hv, K, V = cfg.key_heads, cfg.value_heads, cfg.key_dim, cfg.value_dim
+    res.update(tokens=T)
+    xs = inputs(cfg, T, seed=T)
+    gen = torch.Generator(device="cuda").manual_seed(T + 1)
+    do = torch.randn(1, T, Hv, V, generator=gen, device="cuda")
+    dS = torch.randn(1, Hv, K, V, generator=gen, device="cuda")
+    fwd = bundle.run("gated_delta_rule_fwd", *xs)
+    grads = bundle.run("gated_delta_rule_bwd", *xs, *fwd, do, dS)
+
+    def tang_step():
+        bundle.run("gated_delta_rule_fwd", *xs, outputs=list(fwd))
+        bundle.run("gated_delta_rule_bwd", *xs, *fwd, do, dS,
+                   outputs=list(grads))
+        return grads[0]
+    t0 = time.monotonic()
+    ref = grad_reference(cfg, xs, do, dS)
+    # The gradients' own sensitivity to f32 roundings of the inputs (as
+    # the forward's, `sensitivity`): two draws.
+    u = harness.UNIT_ROUNDOFF["f32"]
+    sens = [torch.zeros_like(r) for r in ref]
+    for trial in range(2):
+        g2 = torch.Generator(device="cuda").manual_seed(100 + trial)
+        moved = [x.double() * (1 + u * (2 * torch.rand(
+            x.shape, generator=g2, device="cuda", dtype=torch.float64) - 1))
+            for x in xs]
+        for w, r, m in zip(sens, ref, grad_reference(cfg, moved, do, dS)):
+            torch.maximum(w, (m - r).abs(), out=w)
+    res["reference_s"] = round(time.monotonic() - t0, 1)
+    first, same = harness.poisoned_runs(torch, list(fwd) + list(grads),
+                                        tang_step)
+    for n, (got, want, sv) in enumerate(zip(first[len(fwd):], ref, sens)):
+        dtype = "f32" if got.dtype == torch.float32 else "bf16"
+        tol = harness.tolerance_for_program(dtype, program_text)
+        res["checks"].append(harness.check_tensor(
+            got, want, tol, f"d{['q', 'k', 'v', 'g', 'beta'][n]}",
+            sensitivity=sv))
+    if not harness.judge_checks(res, same) or args.sanitize:
+        harness.set_case(report, harness.sanitized(res) if res["status"] ==
+                         "ok" else res, path)
+        return
+    contenders = [("tang", tang_step)]
+    per = Hv // Hk
+    try:
+        from transformers.models.qwen3_next import modeling_qwen3_next as m
+        chunk = m.torch_chunk_gated_delta_rule
+        leaves = [x.detach().clone().requires_grad_() for x in xs]
+
+        def peer():
+            q, k, v, g, beta = leaves
+            o, S = chunk(q.repeat_interleave(per, 2),
+                         k.repeat_interleave(per, 2), v, g=g, beta=beta,
+                         initial_state=None, output_final_state=True,
+                         use_qk_l2norm_in_kernel=True)
+            return torch.autograd.grad((o, S), leaves,
+                                       (do.to(o.dtype), dS.to(S.dtype)))[0]
+        contenders.append(("transformers_chunk_autograd", peer))
+    except Exception as e:  # transformers without Qwen3-Next
+        res.setdefault("peer_errors", {})["transformers_chunk_autograd"] = \
+            harness.short(e)
+    ptol = harness.tolerance_for_program("bf16", program_text)
+    harness.check_and_time(torch, res, contenders, ref[0], ptol,
+                           harness.rounds_of(args, 5),
+                           harness.target_ms_of(args), deadline.monotonic())
+    harness.set_case(report, res, path)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--compile-reserve-s", type=float, default=120,
@@ -334,11 +423,18 @@ def main():
         "Qwen3NextConfig()): bf16 q/k/v/beta, f32 decay, f32 output"})
     path = out_dir / "delta.json"
     # Decode first (short), then prefill by length.
-    bundles = sorted(listing["bundles"].values(), key=lambda b: (
-        "tokens" in b, b.get("tokens", b.get("decode_batch"))))
-    harness.prelist(report, [f"delta-t{b['tokens']}" if "tokens" in b else
-                             f"delta-decode-b{b['decode_batch']}"
-                             for b in bundles])
+    # Decode first (short), then the training step, then prefill by length.
+    def kind(b):
+        for n, key in enumerate(("decode_batch", "grad_tokens", "tokens")):
+            if key in b:
+                return n, b[key]
+
+    def case_name(b):
+        return (f"delta-decode-b{b['decode_batch']}" if "decode_batch" in b
+                else f"delta-grad-t{b['grad_tokens']}" if "grad_tokens" in b
+                else f"delta-t{b['tokens']}")
+    bundles = sorted(listing["bundles"].values(), key=kind)
+    harness.prelist(report, [case_name(b) for b in bundles])
     harness.write_report(report, path)
     report["copy"] = copy_rate(torch, 10 if args.quick else 30)
     for b in bundles:
@@ -349,6 +445,9 @@ def main():
         if "decode_batch" in b:
             run_decode(args, report, path, deadline, cfg, bundle,
                        b["decode_batch"], program, report["copy"]["gbps"])
+        elif "grad_tokens" in b:
+            run_grad(args, report, path, deadline, cfg, bundle,
+                     b["grad_tokens"], program)
         else:
             run_case(args, report, path, deadline, cfg, bundle, b["tokens"],
                      program, report["copy"]["gbps"])

@@ -7,7 +7,11 @@ count (batch 1), and one per batch of the one-token decode update (length
 1 from a given state), listed in gpu-work/delta/bundles.json.
 
 Usage: /usr/bin/python3 bench/prepare_delta.py [--tokens 4096 32768]
-           [--decode-batches 1 16 64] [--options OPTS]
+           [--decode-batches 1 16 64] [--grad-tokens 256] [--options OPTS]
+
+--grad-tokens: the training step's bundle (`--tang-grad=split=1`:
+@gated_delta_rule_fwd, which saves the residuals, and
+@gated_delta_rule_bwd) for the gradient check against PyTorch autograd.
 """
 
 import argparse
@@ -28,6 +32,8 @@ def main() -> int:
     ap.add_argument("--decode-batches", type=int, nargs="*",
                     default=[1, 16, 64],
                     help="batches of the decode update (one token from S0)")
+    ap.add_argument("--grad-tokens", type=int, nargs="*", default=[256],
+                    help="lengths of the training step (forward + backward)")
     ap.add_argument("--options", default="",
                     help="added --tang-lower-cuda options")
     args = ap.parse_args()
@@ -35,6 +41,7 @@ def main() -> int:
     os.environ["TANG_CACHE_DIR"] = str(WORK / "cache")
     sys.path.insert(0, str(ROOT / "python"))
     import tang
+    from tang.autodiff import gradient_program
     from tang.models import qwen3_next as qn
     cfg = qn.QWEN3_NEXT_DELTA
     shape = {k: (v.name if k == "dtype" else v) for k, v in
@@ -60,6 +67,24 @@ def main() -> int:
             "dir": str(compiled.directory.relative_to(ROOT))}
         print(f"[prepare_delta] decode, batch {b}: {kernels} kernels, "
               f"{time.time() - t0:.1f} s", flush=True)
+    for n in args.grad_tokens:
+        t0 = time.time()
+        text = gradient_program(qn.gated_delta_rule(cfg, 1, n))
+        # The monoids (before the first function), then the two entries.
+        funcs = [text[text.index("{") + 1:text.index("  func.func")]]
+        for name in ("@gated_delta_rule_fwd(", "@gated_delta_rule_bwd("):
+            start = text.index(f"  func.func {name}")
+            end = text.index("\n  }\n", start) + len("\n  }\n")
+            funcs.append(text[start:end])
+        compiled = tang.compile("module {\n" + "".join(funcs) + "}\n",
+                                target="cuda", options=args.options)
+        kernels = {f["name"]: len(f["launches"])
+                   for f in compiled.manifest["functions"]}
+        listing["bundles"][f"grad-t{n}"] = {
+            "grad_tokens": n, "options": args.options, "kernels": kernels,
+            "dir": str(compiled.directory.relative_to(ROOT))}
+        print(f"[prepare_delta] training step, {n} tokens: {kernels} "
+              f"kernels, {time.time() - t0:.1f} s", flush=True)
     (WORK / "bundles.json").write_text(json.dumps(listing, indent=1))
     return 0
 
