@@ -322,9 +322,12 @@ KernelFormBuilder::buildBodyKernel(OpBuilder &b, Operation *op, StringRef name,
   IRMapping tensors;
   for (auto [t, arg] : llvm::zip(inputs, k.func.getArguments()))
     tensors.map(t, arg);
-  if (failed(emit(kb, tensors,
-                  k.func.getArguments().slice(inputs.size(), results.size()),
-                  k)))
+  // A copy: workgroup attributions the emitter adds append block
+  // arguments, which may move the arguments' storage (a range over it
+  // would dangle).
+  SmallVector<Value> resultArgs(
+      k.func.getArguments().slice(inputs.size(), results.size()));
+  if (failed(emit(kb, tensors, resultArgs, k)))
     return failure();
   finishKernel(kb, loc, k);
   SmallVector<Value> args =

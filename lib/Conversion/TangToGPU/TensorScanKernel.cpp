@@ -12,7 +12,9 @@
 // the state in workgroup memory and carries it along the steps; each
 // thread computes a tile of rows x columns of the next state (its
 // transition rows read once per k for all its columns), then the slice is
-// replaced between two barriers. Otherwise one thread per parallel point
+// replaced between two barriers (f32 states, 4 columns a thread, K a
+// multiple of 4: 16-byte loads of 4 k of a transition row and of a slice
+// row's columns). Otherwise one thread per parallel point
 // and column carries its column. O(K^2 V) per step, in order: the steps of
 // --tang-chunk-affine-scan's chunks (a few hundred), not the tokens of a
 // long sequence. The products of the transitions (the scan's first result)
@@ -24,8 +26,10 @@
 #include "KernelForm.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
 using namespace mlir::tang;
@@ -171,6 +175,10 @@ LogicalResult mlir::tang::emitAffineScanKernel(OpBuilder &b, TensorScanOp op,
       gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
   Value slice = k.func.addWorkgroupAttribution(
       MemRefType::get({kDim, shape.block}, element, AffineMap(), space), loc);
+  // Rows of the slice are read as 16-byte vectors.
+  k.func.setWorkgroupAttributionAttr(k.func.getNumWorkgroupAttributions() - 1,
+                                     LLVM::LLVMDialect::getAlignAttrName(),
+                                     b.getI64IntegerAttr(16));
   // The workgroup's parallel point and column block; the thread's tile.
   Value rest = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
   Value colBlock = arith::RemUIOp::create(b, loc, rest, cst(colBlocks));
@@ -250,22 +258,50 @@ LogicalResult mlir::tang::emitAffineScanKernel(OpBuilder &b, TensorScanOp op,
   for (int64_t m = 0; m < shape.rowsPer; ++m)
     for (int64_t c = 0; c < shape.colsPer; ++c)
       acc.push_back(load(bIn, at({t, rows[m], cols[c]})));
-  auto sum = scf::ForOp::create(b, loc, cst(0), cst(kDim), cst(1), acc);
+  // With f32 states, 4 columns a thread and K a multiple of 4, the loop
+  // takes 4 k a trip: each of the thread's transition rows as one 16-byte
+  // load (A[t, i, k..k+3]) and each of the 4 slice rows' columns as one
+  // (slice[k + q, c..c+3]): 8 loads for 64 multiply-adds, not 32.
+  bool vectors = shape.colsPer == 4 && kDim % 4 == 0 && element.isF32();
+  int64_t kStep = vectors ? 4 : 1;
+  auto sum = scf::ForOp::create(b, loc, cst(0), cst(kDim), cst(kStep), acc);
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(sum.getBody());
     Value kk = sum.getInductionVar();
-    SmallVector<Value> left, right, next;
-    for (int64_t m = 0; m < shape.rowsPer; ++m)
-      left.push_back(load(a, at({t, rows[m], kk})));
-    for (int64_t c = 0; c < shape.colsPer; ++c)
-      right.push_back(load(slice, {kk, sliceCols[c]}));
-    for (int64_t m = 0; m < shape.rowsPer; ++m)
-      for (int64_t c = 0; c < shape.colsPer; ++c) {
-        Value x = sum.getRegionIterArgs()[m * shape.colsPer + c];
-        Value p = arith::MulFOp::create(b, loc, left[m], right[c]);
-        next.push_back(arith::AddFOp::create(b, loc, x, p));
-      }
+    SmallVector<Value> next(sum.getRegionIterArgs());
+    auto madd = [&](int64_t m, int64_t c, Value x, Value y) {
+      Value &r = next[m * shape.colsPer + c];
+      r = arith::AddFOp::create(b, loc, r, arith::MulFOp::create(b, loc, x, y));
+    };
+    if (vectors) {
+      auto quad = VectorType::get({4}, element);
+      auto vload = [&](Value buf, ArrayRef<Value> coords) {
+        return vector::LoadOp::create(b, loc, quad, buf, coords,
+                                      /*nontemporal=*/false, llvm::Align(16))
+            .getResult();
+      };
+      SmallVector<Value> left, right;
+      for (int64_t m = 0; m < shape.rowsPer; ++m)
+        left.push_back(vload(a, at({t, rows[m], kk})));
+      for (int64_t q = 0; q < 4; ++q)
+        right.push_back(vload(slice, {add(kk, cst(q)), sliceCols[0]}));
+      for (int64_t q = 0; q < 4; ++q)
+        for (int64_t m = 0; m < shape.rowsPer; ++m) {
+          Value x = vector::ExtractOp::create(b, loc, left[m], q);
+          for (int64_t c = 0; c < 4; ++c)
+            madd(m, c, x, vector::ExtractOp::create(b, loc, right[q], c));
+        }
+    } else {
+      SmallVector<Value> left, right;
+      for (int64_t m = 0; m < shape.rowsPer; ++m)
+        left.push_back(load(a, at({t, rows[m], kk})));
+      for (int64_t c = 0; c < shape.colsPer; ++c)
+        right.push_back(load(slice, {kk, sliceCols[c]}));
+      for (int64_t m = 0; m < shape.rowsPer; ++m)
+        for (int64_t c = 0; c < shape.colsPer; ++c)
+          madd(m, c, left[m], right[c]);
+    }
     scf::YieldOp::create(b, loc, next);
   }
   // Every thread has read the previous state before any replaces it.

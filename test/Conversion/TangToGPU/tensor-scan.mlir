@@ -31,7 +31,7 @@
 // COLUMN: gpu.return
 
 // CHECK-LABEL: gpu.func @states_k0
-// CHECK-SAME: workgroup(%[[W:.*]] : memref<2x4xf32, #gpu.address_space<workgroup>>)
+// CHECK-SAME: workgroup(%[[W:.*]] : memref<2x4xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
 // CHECK-SAME: known_block_size = array<i32: 2, 1, 1>
 // CHECK: memref.load %{{.*}} : memref<4x2x3xf32>
 // CHECK: memref.store %{{.*}}, %[[W]]
@@ -122,4 +122,48 @@ func.func @not_affine(%X: tensor<5x2x2xf32>) -> tensor<5x2x2xf32> {
   // expected-error @+1 {{'tang.tensor_scan' op has a monoid no kernel runs: the kernel form runs tensor scans under the composition of affine maps (S -> A S + B, the combine (A2 A1, A2 B1 + B2))}}
   %P = tang.tensor_scan @matmul(%X : tensor<5x2x2xf32>) -> tensor<5x2x2xf32>
   return %P : tensor<5x2x2xf32>
+}
+
+// -----
+
+// f32 states of 4 rows, 4 columns a thread: the sum over k takes 4 k a
+// trip, each transition row's A[t, i, k..k+3] one 16-byte vector load and
+// each of the 4 slice rows' columns one (the slice aligned to 16 bytes).
+// No init: the slice starts at zero (this once crashed: the kernel's
+// output argument was read through a range the workgroup attribution
+// moved).
+// CHECK-LABEL: gpu.func @quads_k0
+// CHECK-SAME: workgroup(%[[W:.*]] : memref<4x8xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
+// CHECK: scf.for %[[T:[^ ]*]] = %{{.*}} to %{{.*}} step
+// CHECK: scf.for %[[K:[^ ]*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args
+// CHECK: vector.load %{{.*}}[%{{.*}}, %[[T]], %{{.*}}, %[[K]]] {alignment = 16 : i64} : memref<2x3x4x4xf32>, vector<4xf32>
+// CHECK: vector.load %[[W]][%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<4x8xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK-COUNT-3: vector.load %[[W]]
+// CHECK: vector.extract
+// CHECK: arith.mulf
+// CHECK: gpu.barrier
+tang.monoid @affine : [tensor<4x4xf32>, tensor<4x8xf32>] identity [] {
+^bb0(%a1: tensor<4x4xf32>, %b1: tensor<4x8xf32>, %a2: tensor<4x4xf32>, %b2: tensor<4x8xf32>):
+  %a = tang.comprehension (%i, %j) reduce (%k) [4, 4, 4] monoid(add) : tensor<4x4xf32> {
+    %x = tang.read %a2[%i, %k] : tensor<4x4xf32>
+    %y = tang.read %a1[%k, %j] : tensor<4x4xf32>
+    %p = arith.mulf %x, %y : f32
+    tang.yield %p : f32
+  }
+  %b = tang.comprehension (%i, %j) [4, 8] : tensor<4x8xf32> {
+    %s = tang.comprehension reduce (%k) [4] monoid(add) : f32 {
+      %x = tang.read %a2[%i, %k] : tensor<4x4xf32>
+      %y = tang.read %b1[%k, %j] : tensor<4x8xf32>
+      %p = arith.mulf %y, %x : f32
+      tang.yield %p : f32
+    }
+    %z = tang.read %b2[%i, %j] : tensor<4x8xf32>
+    %r = arith.addf %z, %s : f32
+    tang.yield %r : f32
+  }
+  tang.yield %a, %b : tensor<4x4xf32>, tensor<4x8xf32>
+}
+func.func @quads(%A: tensor<2x3x4x4xf32>, %B: tensor<2x3x4x8xf32>) -> tensor<2x3x4x8xf32> {
+  %PA, %S = tang.tensor_scan @affine(%A, %B : tensor<2x3x4x4xf32>, tensor<2x3x4x8xf32>) -> tensor<2x3x4x4xf32>, tensor<2x3x4x8xf32>
+  return %S : tensor<2x3x4x8xf32>
 }
