@@ -484,7 +484,7 @@ constexpr const char *kNeumannStep = R"mlir(
 // transition never formed: w^T S0 a reduction of its own (saved: read by
 // every row), the state a map fusion puts into its readers.
 constexpr const char *kOneStep = R"mlir(
-func.func @step(%la: tensor<{PS}1x{E}>, %u: tensor<{PS}1x{K}x{E}>, %w: tensor<{PS}1x{K}x{E}>, %pp: tensor<{PS}1x{K}x{E}>, %v: tensor<{PS}1x{V}x{E}>, %S0: tensor<{PS}{K}x{V}x{E}>) -> tensor<{PS}1x{K}x{V}x{E}> {
+func.func @step(%la: tensor<{PS}1x{E}>, %u: tensor<{PS}1x{K}x{E}>, %w: tensor<{PS}1x{K}x{E}>, %pp: tensor<{PS}1x{K}x{E}>, %v: tensor<{PS}1x{V}x{E}>, %S0: tensor<{PS}{K}x{V}x{E}>{QARGS}) -> (tensor<{PS}1x{K}x{V}x{E}>{OTYPES}) {
   %wS = tang.comprehension ({PI}%t, %j) reduce (%m) [{PX}1, {V}, {K}] monoid(add) attributes {tang.saved} : tensor<{PS}1x{V}x{E}> {
     %a = tang.read %w[{PI}%t, %m] : tensor<{PS}1x{K}x{E}>
     %b = tang.read %S0[{PI}%m, %j] : tensor<{PS}{K}x{V}x{E}>
@@ -506,8 +506,46 @@ func.func @step(%la: tensor<{PS}1x{E}>, %u: tensor<{PS}1x{K}x{E}>, %w: tensor<{P
     %r = arith.addf %xy, %z : {E}
     tang.yield %r : {E}
   }
-  return %S : tensor<{PS}1x{K}x{V}x{E}>
+{OUTPUTS}  return %S{ORETS} : tensor<{PS}1x{K}x{V}x{E}>{OTYPES}
 }
+)mlir";
+
+// A reader o = S^T q of the one step, reassociated: d (q^T S0) + (q . u)
+// (w^T S0) + (q . p) v; q^T S0 reads S0 beside w^T S0 (one pass for both).
+constexpr const char *kOneStepOutput = R"mlir(
+  %qS{n} = tang.comprehension ({PI}%t, %j) reduce (%m) [{PX}1, {V}, {K}] monoid(add) attributes {tang.saved} : tensor<{PS}1x{V}x{E}> {
+    %a = tang.read %q{n}[{PI}%t, %m] : tensor<{PS}1x{K}x{E}>
+    %b = tang.read %S0[{PI}%m, %j] : tensor<{PS}{K}x{V}x{E}>
+    %x = arith.mulf %a, %b : {E}
+    tang.yield %x : {E}
+  }
+  %qu{n} = tang.comprehension ({PI}%t) reduce (%m) [{PX}1, {K}] monoid(add) : tensor<{PS}1x{E}> {
+    %a = tang.read %q{n}[{PI}%t, %m] : tensor<{PS}1x{K}x{E}>
+    %b = tang.read %u[{PI}%t, %m] : tensor<{PS}1x{K}x{E}>
+    %x = arith.mulf %a, %b : {E}
+    tang.yield %x : {E}
+  }
+  %qp{n} = tang.comprehension ({PI}%t) reduce (%m) [{PX}1, {K}] monoid(add) : tensor<{PS}1x{E}> {
+    %a = tang.read %q{n}[{PI}%t, %m] : tensor<{PS}1x{K}x{E}>
+    %b = tang.read %pp[{PI}%t, %m] : tensor<{PS}1x{K}x{E}>
+    %x = arith.mulf %a, %b : {E}
+    tang.yield %x : {E}
+  }
+  %O{n} = tang.comprehension ({PI}%t, %j) [{PX}1, {V}] : tensor<{PS}1x{V}x{E}> {
+    %l = tang.read %la[{PI}%t] : tensor<{PS}1x{E}>
+    %d = math.exp %l : {E}
+    %s = tang.read %qS{n}[{PI}%t, %j] : tensor<{PS}1x{V}x{E}>
+    %a = tang.read %qu{n}[{PI}%t] : tensor<{PS}1x{E}>
+    %ws = tang.read %wS[{PI}%t, %j] : tensor<{PS}1x{V}x{E}>
+    %c = tang.read %qp{n}[{PI}%t] : tensor<{PS}1x{E}>
+    %vj = tang.read %v[{PI}%t, %j] : tensor<{PS}1x{V}x{E}>
+    %x = arith.mulf %d, %s : {E}
+    %y = arith.mulf %a, %ws : {E}
+    %z = arith.mulf %c, %vj : {E}
+    %xy = arith.addf %x, %y : {E}
+    %r = arith.addf %xy, %z : {E}
+    tang.yield %r : {E}
+  }
 )mlir";
 
 std::string substitute(std::string text,
@@ -573,9 +611,22 @@ std::string instantiatePlan(ArrayRef<int64_t> parallel, int64_t steps,
                            {"{M}", ("@" + monoid).str()}});
 }
 
-/// The one-step form's text at this shape.
+/// The one-step form's text at this shape, with `outputs` reassociated
+/// readers.
 std::string instantiateOneStep(ArrayRef<int64_t> parallel, int64_t k, int64_t v,
-                               Type element) {
+                               Type element, unsigned outputs) {
+  std::string qArgs, oTypes, oRets, oBodies;
+  for (unsigned n = 0; n < outputs; ++n) {
+    std::string id = std::to_string(n);
+    qArgs += ", %q" + id + ": tensor<{PS}1x{K}x{E}>";
+    oTypes += ", tensor<{PS}1x{V}x{E}>";
+    oRets += ", %O" + id;
+    oBodies += substitute(kOneStepOutput, {{"{n}", id}});
+  }
+  std::string text = substitute(kOneStep, {{"{QARGS}", qArgs},
+                                           {"{OTYPES}", oTypes},
+                                           {"{ORETS}", oRets},
+                                           {"{OUTPUTS}", oBodies}});
   std::string pi, px, ps, e;
   for (auto [n, x] : llvm::enumerate(parallel)) {
     pi += "%p" + std::to_string(n) + ", ";
@@ -583,12 +634,12 @@ std::string instantiateOneStep(ArrayRef<int64_t> parallel, int64_t k, int64_t v,
     ps += std::to_string(x) + "x";
   }
   llvm::raw_string_ostream(e) << element;
-  return substitute(kOneStep, {{"{PI}", pi},
-                               {"{PX}", px},
-                               {"{PS}", ps},
-                               {"{K}", std::to_string(k)},
-                               {"{V}", std::to_string(v)},
-                               {"{E}", e}});
+  return substitute(text, {{"{PI}", pi},
+                           {"{PX}", px},
+                           {"{PS}", ps},
+                           {"{K}", std::to_string(k)},
+                           {"{V}", std::to_string(v)},
+                           {"{E}", e}});
 }
 
 //===----------------------------------------------------------------------===//
@@ -853,7 +904,24 @@ struct ChunkAffineScanPass
                                ArrayRef<int64_t> parallel, int64_t k, int64_t v,
                                Type element,
                                ArrayRef<ComprehensionOp> producers) {
-    std::string text = instantiateOneStep(parallel, k, v, element);
+    // The readers that contract the state with a vector get it
+    // reassociated (kOneStepOutput).
+    OpBuilder b(scan);
+    Value statesIn = scan.getResult(1);
+    auto statesType = cast<RankedTensorType>(statesIn.getType());
+    SmallVector<StateContraction> contractions;
+    SmallPtrSet<Operation *, 4> users;
+    for (Operation *reader : statesIn.getUsers())
+      if (Operation *user = scan->getBlock()->findAncestorOpInBlock(*reader);
+          user && users.insert(user).second)
+        if (auto m = matchContraction(user, statesIn, scan))
+          contractions.push_back(*m);
+    SmallVector<Value> allArgs(args);
+    for (const StateContraction &m : contractions)
+      allArgs.push_back(
+          buildContractionFactor(b, scan.getLoc(), m, statesType));
+    std::string text =
+        instantiateOneStep(parallel, k, v, element, contractions.size());
     ParserConfig config(scan.getContext(), /*verifyAfterParse=*/false);
     OwningOpRef<ModuleOp> step = parseSourceString<ModuleOp>(text, config);
     if (!step)
@@ -861,7 +929,7 @@ struct ChunkAffineScanPass
                                  "the one-step form does not parse";
     Block &body =
         cast<func::FuncOp>(step->getBody()->front()).getBody().front();
-    for (auto [arg, val] : llvm::zip_equal(body.getArguments(), args))
+    for (auto [arg, val] : llvm::zip_equal(body.getArguments(), allArgs))
       arg.replaceAllUsesWith(val);
     auto ret = cast<func::ReturnOp>(body.getTerminator());
     Value states = ret.getOperand(0);
@@ -871,8 +939,18 @@ struct ChunkAffineScanPass
       op.moveBefore(scan);
       op.walk([&](Operation *o) { o->setLoc(scan.getLoc()); });
     }
+    SmallVector<Value> outputs(ret.getOperands().drop_front());
+    ret->erase();
+    for (auto [m, o] : llvm::zip_equal(contractions, outputs)) {
+      b.setInsertionPoint(m.op);
+      m.op.getResult(0).replaceAllUsesWith(
+          buildContractionResult(b, m.op.getLoc(), m, o));
+      m.op.erase();
+    }
     scan.getResult(1).replaceAllUsesWith(states);
     scan.erase();
+    if (states.use_empty())
+      states.getDefiningOp()->erase();
     for (ComprehensionOp prod : producers)
       if (prod && prod->use_empty())
         prod.erase();

@@ -240,8 +240,10 @@ def TangChunkAffineScan : Pass<"tang-chunk-affine-scan", "::mlir::ModuleOp"> {
     scan's length) or, by default, the largest divisor of the length up
     to 64. With the default, a scan of one step (a decode update) becomes
     its map, `S = d S0 + u (w^T S0) + p v^T` (no transition formed, no
-    scan), and a scan no chunk of 2 to 64 steps divides (a prime length)
-    is left as it is, with a remark.
+    scan), its contracting readers `d (q^T S0) + (q . u) (w^T S0) + (q .
+    p) v` (`q^T S0` beside `w^T S0`: one pass over S0), and a scan no chunk
+    of 2 to 64 steps divides (a prime length) is left as it is, with a
+    remark.
   }];
   let options = [
     Option<"chunk", "chunk", "int64_t", "0",
