@@ -214,7 +214,7 @@ def run_case(args, report, path, deadline, cfg, attn, rotary, W, bundle, T):
     ptol = harness.Tolerance("bf16", reduction=red, roundings=12)
     timed = harness.check_and_time(
         torch, res, contenders, ref, ptol, harness.rounds_of(args, 5),
-        harness.target_ms_of(args), deadline.monotonic())
+        harness.target_ms_of(args), deadline.monotonic(), sensitivity=sens)
     res["contenders"] = {p: {"ms": t["ms"],
                              "tflops": res["flops"] / t["ms"] / 1e9}
                          for p, t in timed.items() if t.get("ms")}

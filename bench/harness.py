@@ -531,7 +531,8 @@ def record_timing(res: dict, timed: Dict[str, dict],
 
 def check_and_time(torch, res: dict, contenders, ref, ptol: "Tolerance",
                    rounds: int, target_ms: float,
-                   deadline: Optional[float] = None) -> Dict[str, dict]:
+                   deadline: Optional[float] = None,
+                   sensitivity=None) -> Dict[str, dict]:
     """Checks every peer of `contenders` ([(name, fn)], tang's first and
     already checked; fn() returns the output) against `ref` within `ptol`:
     informational (an incorrect peer is reported and excluded from the
@@ -548,7 +549,7 @@ def check_and_time(torch, res: dict, contenders, ref, ptol: "Tolerance",
             except Exception as e:  # a peer that refuses the shapes
                 res.setdefault("peer_errors", {})[pname] = short(e)
                 continue
-            c = check_tensor(got, ref, ptol, pname)
+            c = check_tensor(got, ref, ptol, pname, sensitivity=sensitivity)
             res["checks"].append(dict(c, ok=True, informational=True))
             if not c["ok"]:
                 excluded.append(pname)
