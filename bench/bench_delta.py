@@ -423,9 +423,10 @@ def main():
         "Qwen3NextConfig()): bf16 q/k/v/beta, f32 decay, f32 output"})
     path = out_dir / "delta.json"
     # Decode first (short), then prefill by length.
-    # Decode first (short), then the training step, then prefill by length.
+    # Prefill by length first (the layer's figure), then decode, then the
+    # training step (its unchunked backward is the slowest).
     def kind(b):
-        for n, key in enumerate(("decode_batch", "grad_tokens", "tokens")):
+        for n, key in enumerate(("tokens", "decode_batch", "grad_tokens")):
             if key in b:
                 return n, b[key]
 
