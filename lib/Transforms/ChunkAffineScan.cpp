@@ -560,16 +560,49 @@ std::string substitute(std::string text,
   return text;
 }
 
+/// `text` with the reassociated outputs' placeholders filled: for each of
+/// `outputs` contracting readers an argument q{n} ({QARGS}: `steps` x K)
+/// and a result O{n} ({OTYPES}, {ORETS}: `steps` x V) computed by
+/// `outputTemplate` ({OUTPUTS}).
+std::string withOutputs(const char *text, const char *outputTemplate,
+                        unsigned outputs, StringRef steps) {
+  std::string qArgs, oTypes, oRets, oBodies;
+  for (unsigned n = 0; n < outputs; ++n) {
+    std::string id = std::to_string(n);
+    qArgs += (", %q" + id + ": tensor<{PS}" + steps + "x{K}x{E}>").str();
+    oTypes += (", tensor<{PS}" + steps + "x{V}x{E}>").str();
+    oRets += ", %O" + id;
+    oBodies += substitute(outputTemplate, {{"{n}", id}});
+  }
+  return substitute(text, {{"{QARGS}", qArgs},
+                           {"{OTYPES}", oTypes},
+                           {"{ORETS}", oRets},
+                           {"{OUTPUTS}", oBodies}});
+}
+
+/// The shape placeholders every template takes: {PI}, {PX}, {PS} of the
+/// parallel extents, {K}, {V} and the element type {E}.
+SmallVector<std::pair<StringRef, std::string>>
+shapeValues(ArrayRef<int64_t> parallel, int64_t k, int64_t v, Type element) {
+  std::string pi, px, ps, e;
+  for (auto [n, x] : llvm::enumerate(parallel)) {
+    pi += "%p" + std::to_string(n) + ", ";
+    px += std::to_string(x) + ", ";
+    ps += std::to_string(x) + "x";
+  }
+  llvm::raw_string_ostream(e) << element;
+  return {{"{PI}", pi},
+          {"{PX}", px},
+          {"{PS}", ps},
+          {"{K}", std::to_string(k)},
+          {"{V}", std::to_string(v)},
+          {"{E}", e}};
+}
+
 /// The plan's text at this shape.
 std::string instantiatePlan(ArrayRef<int64_t> parallel, int64_t steps,
                             int64_t chunk, int64_t k, int64_t v, Type element,
                             StringRef monoid, unsigned outputs) {
-  std::string pi, px, ps;
-  for (auto [n, e] : llvm::enumerate(parallel)) {
-    pi += "%p" + std::to_string(n) + ", ";
-    px += std::to_string(e) + ", ";
-    ps += std::to_string(e) + "x";
-  }
   std::string neumann;
   unsigned products = 0;
   while ((int64_t(1) << (products + 1)) < chunk)
@@ -580,66 +613,23 @@ std::string instantiatePlan(ArrayRef<int64_t> parallel, int64_t steps,
         kNeumannStep, {{"{m}", std::to_string(m)},
                        {"{NP}", m == 1 ? "Lu" : "N" + std::to_string(m - 1)},
                        {"{TP}", "T" + std::to_string(m - 1)}});
-  std::string e;
-  llvm::raw_string_ostream(e) << element;
-  // One reassociated output per contracting reader: an argument q{n} and
-  // a result O{n}.
-  std::string qArgs, oTypes, oRets, oBodies;
-  for (unsigned n = 0; n < outputs; ++n) {
-    std::string id = std::to_string(n);
-    qArgs += ", %q" + id + ": tensor<{PS}{T}x{K}x{E}>";
-    oTypes += ", tensor<{PS}{T}x{V}x{E}>";
-    oRets += ", %O" + id;
-    oBodies += substitute(kOutput, {{"{n}", id}});
-  }
-  std::string text = substitute(kPlan, {{"{NEUMANN}", neumann},
-                                        {"{QARGS}", qArgs},
-                                        {"{OTYPES}", oTypes},
-                                        {"{ORETS}", oRets},
-                                        {"{OUTPUTS}", oBodies}});
-  return substitute(text, {{"{TINV}", "T" + std::to_string(products)},
-                           {"{PI}", pi},
-                           {"{PX}", px},
-                           {"{PS}", ps},
+  std::string text = substitute(withOutputs(kPlan, kOutput, outputs, "{T}"),
+                                {{"{NEUMANN}", neumann}});
+  text = substitute(text, {{"{TINV}", "T" + std::to_string(products)},
                            {"{T}", std::to_string(steps)},
                            {"{N}", std::to_string(steps / chunk)},
                            {"{CL}", std::to_string(chunk - 1)},
                            {"{C}", std::to_string(chunk)},
-                           {"{K}", std::to_string(k)},
-                           {"{V}", std::to_string(v)},
-                           {"{E}", e},
                            {"{M}", ("@" + monoid).str()}});
+  return substitute(text, shapeValues(parallel, k, v, element));
 }
 
 /// The one-step form's text at this shape, with `outputs` reassociated
 /// readers.
 std::string instantiateOneStep(ArrayRef<int64_t> parallel, int64_t k, int64_t v,
                                Type element, unsigned outputs) {
-  std::string qArgs, oTypes, oRets, oBodies;
-  for (unsigned n = 0; n < outputs; ++n) {
-    std::string id = std::to_string(n);
-    qArgs += ", %q" + id + ": tensor<{PS}1x{K}x{E}>";
-    oTypes += ", tensor<{PS}1x{V}x{E}>";
-    oRets += ", %O" + id;
-    oBodies += substitute(kOneStepOutput, {{"{n}", id}});
-  }
-  std::string text = substitute(kOneStep, {{"{QARGS}", qArgs},
-                                           {"{OTYPES}", oTypes},
-                                           {"{ORETS}", oRets},
-                                           {"{OUTPUTS}", oBodies}});
-  std::string pi, px, ps, e;
-  for (auto [n, x] : llvm::enumerate(parallel)) {
-    pi += "%p" + std::to_string(n) + ", ";
-    px += std::to_string(x) + ", ";
-    ps += std::to_string(x) + "x";
-  }
-  llvm::raw_string_ostream(e) << element;
-  return substitute(text, {{"{PI}", pi},
-                           {"{PX}", px},
-                           {"{PS}", ps},
-                           {"{K}", std::to_string(k)},
-                           {"{V}", std::to_string(v)},
-                           {"{E}", e}});
+  return substitute(withOutputs(kOneStep, kOneStepOutput, outputs, "1"),
+                    shapeValues(parallel, k, v, element));
 }
 
 //===----------------------------------------------------------------------===//
