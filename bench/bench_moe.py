@@ -25,6 +25,11 @@ largest (about four bf16 ulps): the bf16 peers then route as float64 does
 is not an error of either). NaN-poisoned and sentinel-poisoned runs must
 give the same bits.
 
+Training step (bench/prepare_moe.py --grad-tokens, default 8 tokens):
+--tang-grad's forward and backward, the gradients of the tokens and every
+weight against PyTorch autograd of the float64 reference (every element),
+timed against autograd through transformers' module.
+
 Speed: each contender in a CUDA graph where it takes one (the eager
 module's expert loop syncs on the host: not capturable), interleaved
 rounds; also the layer's floor (bench/README "MoE"): the router, the
@@ -226,6 +231,67 @@ def run_case(args, report, path, deadline, cfg, block, W, bundle, tokens,
     harness.set_case(report, res, path)
 
 
+def run_grad(args, report, path, deadline, cfg, block, W, bundle, T,
+             program_text):
+    """The training step (--tang-grad split: @moe_layer_fwd, @moe_layer_bwd)
+    of T tokens: the gradients of <dy, y> for the tokens and every weight
+    against PyTorch autograd of the float64 reference (every element; an
+    expert no token routes to gets exactly zero), timed against autograd
+    through transformers' module."""
+    name = f"moe-grad-t{T}"
+    harness.start_case(report, name, path)
+    res = harness.case_result(name)
+    res.update(tokens=T)
+    x = well_routed_tokens(cfg, W[0], T, seed=1000 + T)
+    gen = torch.Generator(device="cuda").manual_seed(T)
+    dy = torch.randn(T, cfg.hidden, device="cuda", generator=gen)
+    xs = [x, *W]
+
+    def as_tuple(r):
+        return r if isinstance(r, tuple) else (r,)
+    fwd = as_tuple(bundle.run("moe_layer_fwd", *xs))
+    grads = as_tuple(bundle.run("moe_layer_bwd", *xs, *fwd, dy))
+
+    def tang_step():
+        bundle.run("moe_layer_fwd", *xs, outputs=list(fwd))
+        bundle.run("moe_layer_bwd", *xs, *fwd, dy, outputs=list(grads))
+        return grads[0]
+    t0 = time.monotonic()
+    leaves = [t.detach().double().requires_grad_() for t in xs]
+    y = reference(cfg, leaves[0], leaves[1:])
+    ref = torch.autograd.grad((y * dy.double()).sum(), leaves)
+    del y
+    res["reference_s"] = round(time.monotonic() - t0, 1)
+    first, same = harness.poisoned_runs(torch, list(fwd) + list(grads),
+                                        tang_step)
+    names = ["dx"] + [f"d{n}" for n in qn.moe_weight_shapes(cfg)]
+    for got, want, n in zip(first[len(fwd):], ref, names):
+        dtype = "f32" if got.dtype == torch.float32 else "bf16"
+        res["checks"].append(harness.check_tensor(
+            got, want, harness.tolerance_for_program(dtype, program_text), n))
+    del leaves
+    if not harness.judge_checks(res, same) or args.sanitize:
+        harness.set_case(report, harness.sanitized(res) if res["status"] ==
+                         "ok" else res, path)
+        return
+    x3 = x.view(1, T, cfg.hidden).detach().clone().requires_grad_()
+    params = list(block.parameters())
+
+    def module_grad():
+        out = block(x3)
+        out = out[0] if isinstance(out, tuple) else out
+        return torch.autograd.grad(out, [x3, *params],
+                                   dy.view_as(out).to(out.dtype))[0].view(
+                                       T, cfg.hidden)
+    ptol = harness.tolerance_for_program("bf16", program_text)
+    harness.check_and_time(
+        torch, res, [("tang", tang_step),
+                     ("transformers_eager_autograd", module_grad)],
+        ref[0], ptol, harness.rounds_of(args, 5), harness.target_ms_of(args),
+        deadline.monotonic())
+    harness.set_case(report, res, path)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--compile-reserve-s", type=float, default=120,
@@ -257,8 +323,12 @@ def main():
         "shape": "Qwen3-Next MoE (transformers Qwen3NextConfig()): bf16 "
         "weights and tokens, f32 output"})
     path = out_dir / "moe.json"
-    bundles = sorted(listing["bundles"].values(), key=lambda b: b["tokens"])
-    harness.prelist(report, [f"moe-t{b['tokens']}" for b in bundles])
+    # The forward by token count, then the training steps.
+    bundles = sorted(listing["bundles"].values(), key=lambda b: (
+        "grad_tokens" in b, b.get("tokens", b.get("grad_tokens"))))
+    harness.prelist(report, [f"moe-t{b['tokens']}" if "tokens" in b else
+                             f"moe-grad-t{b['grad_tokens']}"
+                             for b in bundles])
     harness.write_report(report, path)
     report["copy"] = copy_rate(torch, 10 if args.quick else 30)
     block = hf_block(hf)
@@ -267,8 +337,13 @@ def main():
         if deadline.passed(20):
             break
         bundle = tang.cuda.Bundle(ROOT / b["dir"] / "bundle")
-        run_case(args, report, path, deadline, cfg, block, W, bundle,
-                 b["tokens"], report["copy"]["gbps"])
+        if "grad_tokens" in b:
+            run_grad(args, report, path, deadline, cfg, block, W, bundle,
+                     b["grad_tokens"],
+                     (ROOT / b["dir"] / "program.mlir").read_text())
+        else:
+            run_case(args, report, path, deadline, cfg, block, W, bundle,
+                     b["tokens"], report["copy"]["gbps"])
         torch.cuda.empty_cache()
     harness.finish_report(report, t_start)
     harness.write_report(report, path)

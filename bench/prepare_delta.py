@@ -41,7 +41,7 @@ def main() -> int:
     os.environ["TANG_CACHE_DIR"] = str(WORK / "cache")
     sys.path.insert(0, str(ROOT / "python"))
     import tang
-    from tang.autodiff import gradient_program
+    from tang.autodiff import training_program
     from tang.models import qwen3_next as qn
     cfg = qn.QWEN3_NEXT_DELTA
     shape = {k: (v.name if k == "dtype" else v) for k, v in
@@ -69,15 +69,9 @@ def main() -> int:
               f"{time.time() - t0:.1f} s", flush=True)
     for n in args.grad_tokens:
         t0 = time.time()
-        text = gradient_program(qn.gated_delta_rule(cfg, 1, n))
-        # The monoids (before the first function), then the two entries.
-        funcs = [text[text.index("{") + 1:text.index("  func.func")]]
-        for name in ("@gated_delta_rule_fwd(", "@gated_delta_rule_bwd("):
-            start = text.index(f"  func.func {name}")
-            end = text.index("\n  }\n", start) + len("\n  }\n")
-            funcs.append(text[start:end])
-        compiled = tang.compile("module {\n" + "".join(funcs) + "}\n",
-                                target="cuda", options=args.options)
+        compiled = tang.compile(
+            training_program(qn.gated_delta_rule(cfg, 1, n)), target="cuda",
+            options=args.options)
         kernels = {f["name"]: len(f["launches"])
                    for f in compiled.manifest["functions"]}
         listing["bundles"][f"grad-t{n}"] = {

@@ -5,7 +5,7 @@ routed, a gated shared expert of ffn 512, bf16 weights and tokens, f32
 output) for CUDA, here, for bench/bench_moe.py on the GPU: one bundle per
 token count, listed in gpu-work/moe/bundles.json.
 
-Usage: /usr/bin/python3 bench/prepare_moe.py [--tokens 1 4 8 64 4096]
+Usage: /usr/bin/python3 bench/prepare_moe.py [--tokens 1 4 8 64 4096] [--grad-tokens 8]
            [--options OPTS]
 
 The shape is QWEN3_NEXT_MOE, the defaults of transformers'
@@ -29,6 +29,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tokens", type=int, nargs="*",
                     default=[1, 4, 8, 64, 4096])
+    ap.add_argument("--grad-tokens", type=int, nargs="*", default=[8],
+                    help="token counts of the training step (--tang-grad "
+                    "split: forward + backward), checked against autograd")
     ap.add_argument("--options", default="",
                     help="added --tang-lower-cuda options")
     args = ap.parse_args()
@@ -36,6 +39,7 @@ def main() -> int:
     os.environ["TANG_CACHE_DIR"] = str(WORK / "cache")
     sys.path.insert(0, str(ROOT / "python"))
     import tang
+    from tang.autodiff import training_program
     from tang.models import qwen3_next as qn
     cfg = qn.QWEN3_NEXT_MOE
     shape = {k: (v.name if k == "dtype" else v) for k, v in
@@ -51,6 +55,17 @@ def main() -> int:
             "dir": str(compiled.directory.relative_to(ROOT))}
         print(f"[prepare_moe] {n} tokens: {kernels} kernels, "
               f"{time.time() - t0:.1f} s", flush=True)
+    for n in args.grad_tokens:
+        t0 = time.time()
+        compiled = tang.compile(training_program(qn.moe_layer(cfg, n)),
+                                target="cuda", options=args.options)
+        kernels = {f["name"]: len(f["launches"])
+                   for f in compiled.manifest["functions"]}
+        listing["bundles"][f"grad-t{n}"] = {
+            "grad_tokens": n, "options": args.options, "kernels": kernels,
+            "dir": str(compiled.directory.relative_to(ROOT))}
+        print(f"[prepare_moe] training step, {n} tokens: {kernels} "
+              f"kernels, {time.time() - t0:.1f} s", flush=True)
     (WORK / "bundles.json").write_text(json.dumps(listing, indent=1))
     return 0
 

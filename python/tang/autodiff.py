@@ -24,7 +24,7 @@ from .compiler import (_VERSION, _cache_root, _run, _tool_identity,
                        compile as _compile, find_tool)
 from .lang import Function, TangError
 
-__all__ = ["vjp", "VJP", "autograd", "gradient_program"]
+__all__ = ["vjp", "VJP", "autograd", "gradient_program", "training_program"]
 
 
 def gradient_program(fn: Function, sizes: Sequence[str] = ()) -> str:
@@ -136,6 +136,23 @@ class VJP:
         _, backward_fn = self._compiled[sizes]
         out = backward_fn(*inputs, *results, *residuals, *cotangents)
         return out if isinstance(out, tuple) else (out,)
+
+
+def training_program(fn: Function, sizes: Sequence[str] = ()) -> str:
+    """A module of ``fn``'s training step alone: ``@name_fwd`` (inputs ->
+    results, residuals) and ``@name_bwd`` (inputs, results, residuals,
+    cotangents -> gradients) with what they reference at module level
+    (monoids), for a bundle that runs the two (bench/prepare_delta.py,
+    prepare_moe.py)."""
+    text = gradient_program(fn, sizes)
+    # The module's own ops before its first function (monoids), then the
+    # two entries.
+    parts = [text[text.index("{") + 1:text.index("  func.func")]]
+    for entry in (f"@{fn.name}_fwd(", f"@{fn.name}_bwd("):
+        start = text.index(f"  func.func {entry}")
+        end = text.index("\n  }\n", start) + len("\n  }\n")
+        parts.append(text[start:end])
+    return "module {\n" + "".join(parts) + "}\n"
 
 
 def vjp(fn: Function, target: str = "c", options: str = "") -> VJP:
