@@ -638,3 +638,40 @@ def test_gated_attention_gradient_matches_finite_differences(tmp_path):
     x, W = attention_inputs(ATTN, 6)
     check_gradient(qn.gated_attention(ATTN, 6), [x, *W.values()], tmp_path,
                    h=1e-3, rtol=1e-4)
+
+
+def test_training_program_runs_forward_then_backward(tmp_path):
+    """tang.autodiff.training_program: the split training step alone
+    (@f_fwd, @f_bwd and the monoid they use), what bench/prepare_delta.py
+    and prepare_moe.py compile for the GPU: on the interpreter, the forward
+    gives the rule's outputs and the backward the gradients of the
+    unsplit @f_grad, for every argument."""
+    from tang.autodiff import gradient_program, training_program
+    xs = delta_inputs(DELTA, 1, 6)
+    fn = qn.gated_delta_rule(DELTA, 1, 6)
+    train = tmp_path / "train.mlir"
+    train.write_text(training_program(fn))
+    text = train.read_text()
+    assert "tang.monoid" in text and "@gated_delta_rule_fwd(" in text
+    assert "@gated_delta_rule_bwd(" in text
+    assert "@gated_delta_rule(" not in text
+    assert "@gated_delta_rule_grad(" not in text
+    whole = tmp_path / "whole.mlir"
+    whole.write_text(gradient_program(fn))
+    fwd = tang_run(train, "gated_delta_rule_fwd", xs, tmp_path, "f")
+    want_o, want_S = delta_reference(DELTA, *xs)
+    for got, want in zip(fwd[:2], (want_o, want_S)):
+        np.testing.assert_allclose(got, want, rtol=1e-12,
+                                   atol=1e-12 * np.abs(want).max())
+    rng = np.random.default_rng(3)
+    cot = [rng.uniform(-1, 1, want_o.shape).astype(np.float32),
+           rng.uniform(-1, 1, want_S.shape).astype(np.float32)]
+    grads = tang_run(train, "gated_delta_rule_bwd", xs + fwd + cot, tmp_path,
+                     "b")
+    whole_grads = tang_run(whole, "gated_delta_rule_grad", xs + cot,
+                           tmp_path, "w")
+    assert len(grads) == len(xs) == len(whole_grads)
+    for g, w in zip(grads, whole_grads):
+        assert np.isfinite(g).all() and np.abs(w).max() > 0
+        np.testing.assert_allclose(g, w, rtol=1e-9,
+                                   atol=1e-9 * np.abs(w).max())
