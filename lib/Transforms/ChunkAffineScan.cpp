@@ -883,6 +883,56 @@ Value buildContractionResult(OpBuilder &b, Location loc, StateContraction m,
   return c.getResult(0);
 }
 
+/// The readers of `scan`'s states that contract each state with a vector
+/// over its row (matchContraction), each once.
+SmallVector<StateContraction> findContractions(TensorScanOp scan) {
+  Value states = scan.getResult(1);
+  SmallVector<StateContraction> contractions;
+  SmallPtrSet<Operation *, 4> users;
+  for (Operation *reader : states.getUsers())
+    if (Operation *user = scan->getBlock()->findAncestorOpInBlock(*reader);
+        user && users.insert(user).second)
+      if (auto m = matchContraction(user, states, scan))
+        contractions.push_back(*m);
+  return contractions;
+}
+
+/// Parses `text` (one function: the plan or the one-step form), replaces
+/// its arguments by `args`, moves its operations before `scan` (at the
+/// scan's location) and returns what it returns.
+FailureOr<SmallVector<Value>>
+inlineTemplate(StringRef text, ArrayRef<Value> args, TensorScanOp scan) {
+  ParserConfig config(scan.getContext(), /*verifyAfterParse=*/false);
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, config);
+  if (!module)
+    return scan.emitError() << "tang-chunk-affine-scan: internal error: "
+                               "its template does not parse";
+  Block &body =
+      cast<func::FuncOp>(module->getBody()->front()).getBody().front();
+  for (auto [arg, val] : llvm::zip_equal(body.getArguments(), args))
+    arg.replaceAllUsesWith(val);
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  SmallVector<Value> results(ret.getOperands());
+  ret->erase();
+  for (Operation &op : llvm::make_early_inc_range(body)) {
+    op.moveBefore(scan);
+    op.walk([&](Operation *o) { o->setLoc(scan.getLoc()); });
+  }
+  return results;
+}
+
+/// Replaces each matched reader by a read of its reassociated output.
+void replaceContractions(OpBuilder &b, ArrayRef<StateContraction> contractions,
+                         ArrayRef<Value> outputs) {
+  for (auto [m, o] : llvm::zip_equal(contractions, outputs)) {
+    ComprehensionOp reader = m.op;
+    b.setInsertionPoint(reader);
+    reader.getResult(0).replaceAllUsesWith(
+        buildContractionResult(b, reader.getLoc(), m, o));
+    reader.erase();
+  }
+}
+
 struct ChunkAffineScanPass
     : tang::impl::TangChunkAffineScanBase<ChunkAffineScanPass> {
   using TangChunkAffineScanBase::TangChunkAffineScanBase;
@@ -897,46 +947,19 @@ struct ChunkAffineScanPass
     // The readers that contract the state with a vector get it
     // reassociated (kOneStepOutput).
     OpBuilder b(scan);
-    Value statesIn = scan.getResult(1);
-    auto statesType = cast<RankedTensorType>(statesIn.getType());
-    SmallVector<StateContraction> contractions;
-    SmallPtrSet<Operation *, 4> users;
-    for (Operation *reader : statesIn.getUsers())
-      if (Operation *user = scan->getBlock()->findAncestorOpInBlock(*reader);
-          user && users.insert(user).second)
-        if (auto m = matchContraction(user, statesIn, scan))
-          contractions.push_back(*m);
+    auto statesType = cast<RankedTensorType>(scan.getResult(1).getType());
+    SmallVector<StateContraction> contractions = findContractions(scan);
     SmallVector<Value> allArgs(args);
     for (const StateContraction &m : contractions)
       allArgs.push_back(
           buildContractionFactor(b, scan.getLoc(), m, statesType));
-    std::string text =
-        instantiateOneStep(parallel, k, v, element, contractions.size());
-    ParserConfig config(scan.getContext(), /*verifyAfterParse=*/false);
-    OwningOpRef<ModuleOp> step = parseSourceString<ModuleOp>(text, config);
-    if (!step)
-      return scan.emitError() << "tang-chunk-affine-scan: internal error: "
-                                 "the one-step form does not parse";
-    Block &body =
-        cast<func::FuncOp>(step->getBody()->front()).getBody().front();
-    for (auto [arg, val] : llvm::zip_equal(body.getArguments(), allArgs))
-      arg.replaceAllUsesWith(val);
-    auto ret = cast<func::ReturnOp>(body.getTerminator());
-    Value states = ret.getOperand(0);
-    for (Operation &op : llvm::make_early_inc_range(body)) {
-      if (&op == ret)
-        break;
-      op.moveBefore(scan);
-      op.walk([&](Operation *o) { o->setLoc(scan.getLoc()); });
-    }
-    SmallVector<Value> outputs(ret.getOperands().drop_front());
-    ret->erase();
-    for (auto [m, o] : llvm::zip_equal(contractions, outputs)) {
-      b.setInsertionPoint(m.op);
-      m.op.getResult(0).replaceAllUsesWith(
-          buildContractionResult(b, m.op.getLoc(), m, o));
-      m.op.erase();
-    }
+    FailureOr<SmallVector<Value>> results = inlineTemplate(
+        instantiateOneStep(parallel, k, v, element, contractions.size()),
+        allArgs, scan);
+    if (failed(results))
+      return failure();
+    Value states = results->front();
+    replaceContractions(b, contractions, ArrayRef(*results).drop_front());
     scan.getResult(1).replaceAllUsesWith(states);
     scan.erase();
     if (states.use_empty())
@@ -1083,52 +1106,21 @@ struct ChunkAffineScanPass
     // The readers that contract each state with a vector get it
     // reassociated (the state substituted into them would cost K C a
     // value).
-    Value statesIn = scan.getResult(1);
-    auto statesType = cast<RankedTensorType>(statesIn.getType());
-    SmallVector<StateContraction> contractions;
-    SmallPtrSet<Operation *, 4> users;
-    for (Operation *reader : statesIn.getUsers())
-      if (Operation *user = scan->getBlock()->findAncestorOpInBlock(*reader);
-          user && users.insert(user).second)
-        if (auto m = matchContraction(user, statesIn, scan))
-          contractions.push_back(*m);
-    SmallVector<Value> qs;
-    for (const StateContraction &m : contractions)
-      qs.push_back(buildContractionFactor(b, loc, m, statesType));
-
-    std::string text = instantiatePlan(parallel, steps, c, k, v, element,
-                                       monoid.getSymName(), qs.size());
-    ParserConfig config(scan.getContext(), /*verifyAfterParse=*/false);
-    OwningOpRef<ModuleOp> plan = parseSourceString<ModuleOp>(text, config);
-    if (!plan)
-      return scan.emitError()
-             << "tang-chunk-affine-scan: internal error: the plan does not "
-                "parse";
-    // The plan is ours: its ops move into the function, its arguments
-    // replaced by the factors.
-    auto fn = cast<func::FuncOp>(plan->getBody()->front());
-    Block &planBody = fn.getBody().front();
+    auto statesType = cast<RankedTensorType>(scan.getResult(1).getType());
+    SmallVector<StateContraction> contractions = findContractions(scan);
     SmallVector<Value> args = {la, u, w, p, vv, s0, a0};
-    llvm::append_range(args, qs);
-    for (auto [arg, val] : llvm::zip_equal(planBody.getArguments(), args))
-      arg.replaceAllUsesWith(val);
-    auto ret = cast<func::ReturnOp>(planBody.getTerminator());
-    Value states = ret.getOperand(0);
-    for (Operation &op : llvm::make_early_inc_range(planBody)) {
-      if (&op == ret)
-        break;
-      op.moveBefore(scan);
-      op.walk([&](Operation *o) { o->setLoc(loc); });
-    }
-    Value chunkStates = ret.getOperand(1);
-    SmallVector<Value> outputs(ret.getOperands().drop_front(2));
-    ret->erase();
-    for (auto [m, o] : llvm::zip_equal(contractions, outputs)) {
-      b.setInsertionPoint(m.op);
-      m.op.getResult(0).replaceAllUsesWith(
-          buildContractionResult(b, m.op.getLoc(), m, o));
-      m.op.erase();
-    }
+    for (const StateContraction &m : contractions)
+      args.push_back(buildContractionFactor(b, loc, m, statesType));
+    // The plan's ops move into the function, its arguments replaced by the
+    // factors: (the states, the chunks' states, the outputs).
+    FailureOr<SmallVector<Value>> results = inlineTemplate(
+        instantiatePlan(parallel, steps, c, k, v, element, monoid.getSymName(),
+                        contractions.size()),
+        args, scan);
+    if (failed(results))
+      return failure();
+    Value states = (*results)[0], chunkStates = (*results)[1];
+    replaceContractions(b, contractions, ArrayRef(*results).drop_front(2));
     // A read of the last step's state (the final state) reads the last
     // chunk's, which the chunks' scan computed.
     for (OpOperand &use :
