@@ -50,6 +50,7 @@ sys.path.insert(0, str(ROOT / "python"))
 sys.path.insert(0, str(ROOT / "bench"))
 import harness  # noqa: E402
 import tang.cuda  # noqa: E402
+from bench_moe import seeded  # noqa: E402
 from tang.models import qwen3_next as qn  # noqa: E402
 
 
@@ -68,12 +69,7 @@ def hf_layer(hf):
     with torch.device("cuda"):
         attn = m.Qwen3NextAttention(hf, layer_idx=3)
         rotary = m.Qwen3NextRotaryEmbedding(config=hf)
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    with torch.no_grad():
-        for p in attn.parameters():
-            p.copy_(torch.randn(p.shape, device="cuda", generator=gen)
-                    / p.shape[-1] ** 0.5)
-    return attn.to(torch.bfloat16).eval(), rotary
+    return seeded(attn), rotary
 
 
 def tang_weights(attn, cfg):

@@ -63,18 +63,22 @@ def hf_config():
     return Qwen3NextConfig()
 
 
-def hf_block(hf):
-    """transformers' MoE block of `hf`, bf16 on the GPU, every parameter
-    drawn from a seeded normal of std 1 / sqrt(fan-in)."""
-    from transformers.models.qwen3_next import modeling_qwen3_next as m
-    with torch.device("cuda"):
-        block = m.Qwen3NextSparseMoeBlock(hf)
-    gen = torch.Generator(device="cuda").manual_seed(0)
+def seeded(module, seed=0):
+    """`module` (on the GPU) with every parameter drawn from a seeded normal
+    of std 1 / sqrt(fan-in), then bf16, in eval mode."""
+    gen = torch.Generator(device="cuda").manual_seed(seed)
     with torch.no_grad():
-        for p in block.parameters():
+        for p in module.parameters():
             p.copy_(torch.randn(p.shape, device="cuda", generator=gen)
                     / p.shape[-1] ** 0.5)
-    return block.to(torch.bfloat16).eval()
+    return module.to(torch.bfloat16).eval()
+
+
+def hf_block(hf):
+    """transformers' MoE block of `hf`, bf16 on the GPU (`seeded`)."""
+    from transformers.models.qwen3_next import modeling_qwen3_next as m
+    with torch.device("cuda"):
+        return seeded(m.Qwen3NextSparseMoeBlock(hf))
 
 
 def tang_weights(block, cfg):

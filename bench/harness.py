@@ -849,6 +849,29 @@ def git_state() -> dict:
                     "source": "unknown (no git, no gpu-work/git.json)"}
 
 
+def list_bundle(tang, listing: dict, key: str, program, options: str,
+                label: str, **meta) -> dict:
+    """Compiles `program` (a tang.Function or MLIR text) for CUDA here (the
+    compile cache: TANG_CACHE_DIR) and lists it as listing["bundles"][key]:
+    `meta`, the options, its kernels (a count; per function when it has
+    several) and its directory relative to the repository, for the GPU
+    suites (bench/prepare_delta.py, prepare_moe.py,
+    prepare_gated_attention.py). Prints `label` with the kernels and the
+    time."""
+    t0 = time.time()
+    compiled = tang.compile(program, target="cuda", options=options)
+    functions = compiled.manifest["functions"]
+    kernels = (len(functions[0]["launches"]) if len(functions) == 1 else
+               {f["name"]: len(f["launches"]) for f in functions})
+    root = Path(__file__).resolve().parents[1]
+    entry = dict(meta, options=options, kernels=kernels,
+                 dir=str(compiled.directory.relative_to(root)))
+    listing["bundles"][key] = entry
+    print(f"{label}: {kernels} kernels, {time.time() - t0:.1f} s",
+          flush=True)
+    return entry
+
+
 def record_git(path: Path = GIT_JSON) -> dict:
     """Writes the tree's commit and dirty state to gpu-work/git.json."""
     path.parent.mkdir(parents=True, exist_ok=True)

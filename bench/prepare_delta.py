@@ -18,7 +18,6 @@ import argparse
 import json
 import os
 import sys
-import time
 from dataclasses import asdict
 from pathlib import Path
 
@@ -40,6 +39,8 @@ def main() -> int:
     WORK.mkdir(parents=True, exist_ok=True)
     os.environ["TANG_CACHE_DIR"] = str(WORK / "cache")
     sys.path.insert(0, str(ROOT / "python"))
+    sys.path.insert(0, str(ROOT / "bench"))
+    import harness
     import tang
     from tang.autodiff import training_program
     from tang.models import qwen3_next as qn
@@ -48,37 +49,17 @@ def main() -> int:
              asdict(cfg).items()}
     listing = {"config": shape, "bundles": {}}
     for n in args.tokens:
-        t0 = time.time()
-        compiled = tang.compile(qn.gated_delta_rule(cfg, 1, n), target="cuda",
-                                options=args.options)
-        kernels = len(compiled.manifest["functions"][0]["launches"])
-        listing["bundles"][f"t{n}"] = {
-            "tokens": n, "options": args.options, "kernels": kernels,
-            "dir": str(compiled.directory.relative_to(ROOT))}
-        print(f"[prepare_delta] {n} tokens: {kernels} kernels, "
-              f"{time.time() - t0:.1f} s", flush=True)
+        harness.list_bundle(tang, listing, f"t{n}", qn.gated_delta_rule(
+            cfg, 1, n), args.options, f"[prepare_delta] {n} tokens",
+            tokens=n)
     for b in args.decode_batches:
-        t0 = time.time()
-        compiled = tang.compile(qn.gated_delta_rule(cfg, b, 1, True),
-                                target="cuda", options=args.options)
-        kernels = len(compiled.manifest["functions"][0]["launches"])
-        listing["bundles"][f"decode-b{b}"] = {
-            "decode_batch": b, "options": args.options, "kernels": kernels,
-            "dir": str(compiled.directory.relative_to(ROOT))}
-        print(f"[prepare_delta] decode, batch {b}: {kernels} kernels, "
-              f"{time.time() - t0:.1f} s", flush=True)
+        harness.list_bundle(tang, listing, f"decode-b{b}", qn.gated_delta_rule(
+            cfg, b, 1, True), args.options,
+            f"[prepare_delta] decode, batch {b}", decode_batch=b)
     for n in args.grad_tokens:
-        t0 = time.time()
-        compiled = tang.compile(
-            training_program(qn.gated_delta_rule(cfg, 1, n)), target="cuda",
-            options=args.options)
-        kernels = {f["name"]: len(f["launches"])
-                   for f in compiled.manifest["functions"]}
-        listing["bundles"][f"grad-t{n}"] = {
-            "grad_tokens": n, "options": args.options, "kernels": kernels,
-            "dir": str(compiled.directory.relative_to(ROOT))}
-        print(f"[prepare_delta] training step, {n} tokens: {kernels} "
-              f"kernels, {time.time() - t0:.1f} s", flush=True)
+        harness.list_bundle(tang, listing, f"grad-t{n}", training_program(
+            qn.gated_delta_rule(cfg, 1, n)), args.options,
+            f"[prepare_delta] training step, {n} tokens", grad_tokens=n)
     (WORK / "bundles.json").write_text(json.dumps(listing, indent=1))
     return 0
 

@@ -14,7 +14,6 @@ import argparse
 import json
 import os
 import sys
-import time
 from dataclasses import asdict
 from pathlib import Path
 
@@ -31,6 +30,8 @@ def main() -> int:
     WORK.mkdir(parents=True, exist_ok=True)
     os.environ["TANG_CACHE_DIR"] = str(WORK / "cache")
     sys.path.insert(0, str(ROOT / "python"))
+    sys.path.insert(0, str(ROOT / "bench"))
+    import harness
     import tang
     from tang.models import qwen3_next as qn
     cfg = qn.QWEN3_NEXT_ATTENTION
@@ -38,15 +39,9 @@ def main() -> int:
              asdict(cfg).items()}
     listing = {"config": shape, "bundles": {}}
     for n in args.tokens:
-        t0 = time.time()
-        compiled = tang.compile(qn.gated_attention(cfg, n), target="cuda",
-                                options=args.options)
-        launches = compiled.manifest["functions"][0]["launches"]
-        listing["bundles"][f"t{n}"] = {
-            "tokens": n, "options": args.options, "kernels": len(launches),
-            "dir": str(compiled.directory.relative_to(ROOT))}
-        print(f"[prepare_gated_attention] {n} tokens: {len(launches)} "
-              f"kernels, {time.time() - t0:.1f} s", flush=True)
+        harness.list_bundle(tang, listing, f"t{n}", qn.gated_attention(cfg, n),
+                            args.options,
+                            f"[prepare_gated_attention] {n} tokens", tokens=n)
     (WORK / "bundles.json").write_text(json.dumps(listing, indent=1))
     return 0
 

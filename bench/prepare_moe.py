@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import sys
-import time
 from dataclasses import asdict
 from pathlib import Path
 
@@ -38,6 +37,8 @@ def main() -> int:
     WORK.mkdir(parents=True, exist_ok=True)
     os.environ["TANG_CACHE_DIR"] = str(WORK / "cache")
     sys.path.insert(0, str(ROOT / "python"))
+    sys.path.insert(0, str(ROOT / "bench"))
+    import harness
     import tang
     from tang.autodiff import training_program
     from tang.models import qwen3_next as qn
@@ -46,26 +47,13 @@ def main() -> int:
              asdict(cfg).items()}
     listing = {"config": shape, "bundles": {}}
     for n in args.tokens:
-        t0 = time.time()
-        compiled = tang.compile(qn.moe_layer(cfg, n), target="cuda",
-                                options=args.options)
-        kernels = len(compiled.manifest["functions"][0]["launches"])
-        listing["bundles"][f"t{n}"] = {
-            "tokens": n, "options": args.options, "kernels": kernels,
-            "dir": str(compiled.directory.relative_to(ROOT))}
-        print(f"[prepare_moe] {n} tokens: {kernels} kernels, "
-              f"{time.time() - t0:.1f} s", flush=True)
+        harness.list_bundle(tang, listing, f"t{n}", qn.moe_layer(cfg, n),
+                            args.options, f"[prepare_moe] {n} tokens",
+                            tokens=n)
     for n in args.grad_tokens:
-        t0 = time.time()
-        compiled = tang.compile(training_program(qn.moe_layer(cfg, n)),
-                                target="cuda", options=args.options)
-        kernels = {f["name"]: len(f["launches"])
-                   for f in compiled.manifest["functions"]}
-        listing["bundles"][f"grad-t{n}"] = {
-            "grad_tokens": n, "options": args.options, "kernels": kernels,
-            "dir": str(compiled.directory.relative_to(ROOT))}
-        print(f"[prepare_moe] training step, {n} tokens: {kernels} "
-              f"kernels, {time.time() - t0:.1f} s", flush=True)
+        harness.list_bundle(tang, listing, f"grad-t{n}", training_program(
+            qn.moe_layer(cfg, n)), args.options,
+            f"[prepare_moe] training step, {n} tokens", grad_tokens=n)
     (WORK / "bundles.json").write_text(json.dumps(listing, indent=1))
     return 0
 
