@@ -88,6 +88,34 @@ static Value stripCasts(Value v) {
 /// here for narrowness (a context length is never a decode batch).
 constexpr int64_t kWideExtent = int64_t(1) << 30;
 
+/// Whether every access in `reads` is a read whose last (contiguous)
+/// coordinate is a function of `op`'s last parallel index and of none of
+/// `red`'s reduced indices: a matrix read down its columns.
+static bool readsDownColumns(ComprehensionOp op, ComprehensionOp red,
+                             const llvm::SetVector<Operation *> &reads) {
+  unsigned np = op.getNumParallel();
+  if (np == 0)
+    return false;
+  Value column = op.getIndex(np - 1);
+  return llvm::all_of(reads, [&](Operation *o) {
+    auto read = dyn_cast<ReadOp>(o);
+    if (!read || read.getMap().getNumResults() == 0)
+      return false;
+    AffineExpr last = read.getMap().getResults().back();
+    bool byColumn = false;
+    for (auto [pos, v] : llvm::enumerate(read.getIndices())) {
+      if (!last.isFunctionOfDim(pos))
+        continue;
+      auto arg = dyn_cast<BlockArgument>(v);
+      if (arg && arg.getOwner() == &red.getBodyBlock() &&
+          red.isReducedIndex(arg.getArgNumber()))
+        return false;
+      byColumn |= v == column;
+    }
+    return byColumn;
+  });
+}
+
 /// If `red` is an add-reduction of a product of reads of two different
 /// tensors that both use its reduced indices, classifies the contraction by
 /// how `op`'s parallel indices split between the two sides.
@@ -157,9 +185,16 @@ static std::optional<ShapeClass> classifyContraction(ComprehensionOp op,
   };
   Type lhsType = storage(lhs), rhsType = storage(rhs);
   int64_t narrow = lhsType && rhsType && lhsType != rhsType ? 16 : 8;
-  if (lhsOnly <= narrow || rhsOnly <= narrow)
-    return ShapeClass::NarrowMatVec;
-  return ShapeClass::MatmulLike;
+  if (lhsOnly > narrow && rhsOnly > narrow)
+    return ShapeClass::MatmulLike;
+  // A vector times a matrix read down its columns (`w^T S` with S stored
+  // [K, V], `x W` with W stored [K, N]): the column kernel's lanes along
+  // the matrix's contiguous coordinate, not a warp along its strided rows.
+  bool lhsWide = lhsOnly > rhsOnly;
+  if ((lhsWide ? rhsOnly : lhsOnly) == 1 && !hasSymbolicSizes(op) &&
+      readsDownColumns(op, red, lhsWide ? lhs : rhs))
+    return ShapeClass::ColumnReduction;
+  return ShapeClass::NarrowMatVec;
 }
 
 ShapeClass mlir::tang::classifyComprehension(ComprehensionOp op) {

@@ -318,8 +318,9 @@ int64_t getSplitRowChunk(ComprehensionOp op, int64_t step,
 }
 
 /// A column reduction's column kernel (ColumnKernel.cpp): strips of 32 v
-/// columns (a warp's lanes, v each) over block_x, at most one other
-/// parallel index over block_z, 8 warps a block each on a run of the rows
+/// columns (a warp's lanes, v each) over block_x, the other parallel
+/// indices one point a block over block_z (at most 65535 points), 8 warps
+/// a block each on a run of the rows
 /// (the reduced indices, row-major), the rows split among blocks along
 /// block_y until the grid holds two blocks a multiprocessor, each warp's
 /// run at least 16 rows. None for symbolic sizes, nested reductions or
@@ -329,23 +330,25 @@ std::optional<ScheduleAttr> scheduleColumns(ComprehensionOp op,
                                             const DeviceFacts &dev) {
   constexpr int64_t kWarps = 8, kMinWarpRows = 16;
   unsigned np = op.getNumParallel(), last = op.getNumIndices() - 1;
-  if (np < 1 || np > 2 || !op.getNumReduced() || hasSymbolicSizes(op) ||
-      dev.warpSize != 32 || llvm::any_of(op.getBodyBlock(), [](Operation &o) {
-        return isa<ComprehensionOp>(o);
-      }))
+  if (np < 1 || !op.getNumReduced() || hasSymbolicSizes(op) ||
+      dev.warpSize != 32 ||
+      llvm::any_of(
+          op.getBodyBlock(),
+          [](Operation &o) { return isa<ComprehensionOp>(o); }))
     return std::nullopt;
   int64_t columns = op.getExtent(np - 1);
-  if (columns < 32 || (np == 2 && op.getExtent(0) > 65535))
+  // The other parallel indices one point a block on block_z.
+  int64_t outer = 1;
+  for (unsigned i = 0; i + 1 < np; ++i)
+    outer *= op.getExtent(i);
+  if (columns < 32 || outer > kMaxGridZ)
     return std::nullopt;
   while (v > 1 && (32 * v > columns || columns % v))
     v /= 2;
   b.spread(np - 1, 32 * v, Mapping::BlockX);
   b.setThreads(np - 1, 32);
-  int64_t outer = 1;
-  if (np == 2) {
-    b.spread(0, 1, Mapping::BlockZ);
-    outer = op.getExtent(0);
-  }
+  for (unsigned i = 0; i + 1 < np; ++i)
+    b.spread(i, 1, Mapping::BlockZ);
   int64_t rows = 1;
   for (unsigned i = np; i <= last; ++i)
     rows *= op.getExtent(i);

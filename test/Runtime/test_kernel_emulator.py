@@ -659,8 +659,23 @@ COLUMN_SUM = COLUMN_MAX.replace("monoid(max)", "monoid(add)").replace(
     "%e = math.exp %a : f32", "%e = arith.mulf %a, %a : f32")
 
 
+# A vector times matrices read down their columns (the gated delta rule's
+# decode `w^T S0`: three parallel indices besides the columns' one, the
+# query heads grouped two to a key head).
+MATVEC_COLUMNS = """func.func @main(%w: tensor<3x2x40xf32>, %s: tensor<3x4x40x72xf32>) -> tensor<3x4x72xf32> {
+  %c = tang.comprehension (%b, %h, %j) reduce (%r) [3, 4, 72, 40] monoid(add) : tensor<3x4x72xf32> {
+    %a = tang.read %w[%b, %h floordiv 2, %r] : tensor<3x2x40xf32>
+    %x = tang.read %s[%b, %h, %r, %j] : tensor<3x4x40x72xf32>
+    %m = arith.mulf %a, %x : f32
+    tang.yield %m : f32
+  }
+  return %c : tensor<3x4x72xf32>
+}
+"""
+
+
 @pytest.mark.parametrize("case", ["norm_weight_grad", "column_max",
-                                  "column_sum"])
+                                  "column_sum", "matvec_columns"])
 def test_column_reduction(tmp_path, case):
     """Column reductions on the column kernel (strips of columns per block,
     a run of rows per warp, split k over blocks): a norm weight's gradient
@@ -668,8 +683,10 @@ def test_column_reduction(tmp_path, case):
     beside them; the heuristic's schedule: 2 strips of 64 columns, the
     second partial, 2100 rows split among 16 blocks) and a max over rows of
     70 columns for 3 outer points (a hand-written schedule: 3 splits of
-    167 rows, 4 warps), against the interpreter; the split kernels give
-    the same bits twice."""
+    167 rows, 4 warps), and a vector times matrices read down their
+    columns (the heuristic's schedule: 12 outer points over block_z, one
+    kernel), against the interpreter; the split kernels give the same bits
+    twice."""
     if not TANG_OPT.exists():
         pytest.skip("tang-opt not built")
     text, shapes, tol = {
@@ -680,11 +697,18 @@ def test_column_reduction(tmp_path, case):
                        harness.Tolerance("f32", reduction=1)),
         "column_sum": (COLUMN_SUM, [(3, 500, 70)],
                        harness.Tolerance("f32", reduction=500)),
+        "matvec_columns": (MATVEC_COLUMNS, [(3, 2, 40), (3, 4, 40, 72)],
+                           harness.Tolerance("f32", reduction=40)),
     }[case]
     src = tmp_path / "prog.mlir"
     src.write_text(text)
     kernels = kernel_form(src, "", ["--tang-attach-target=chip=sm_90a"])
-    assert len(re.findall(r'"gpu.launch_func"', kernels)) == 2
+    assert len(re.findall(r'"gpu.launch_func"', kernels)) == (
+        1 if case == "matvec_columns" else 2)
+    if case == "matvec_columns":
+        # The column kernel: 8 warps' carriers for a strip of 64 columns.
+        assert ("memref<8x64x1xf32, #gpu.address_space<workgroup>>"
+                in kernels), kernels
     emu = KernelFormEmulator(kernels)
     rng = np.random.default_rng(9)
     inputs = [bf16(rng.uniform(-1, 1, s)) for s in shapes]

@@ -126,6 +126,40 @@ func.func @down_residual(%x: tensor<2x4096xf32>, %W: tensor<4096x12288xbf16>, %a
 
 // -----
 
+// A vector times matrices read down their columns (the gated delta rule's
+// decode `w^T S0`, S0 stored [K, V]): a column reduction, the lanes along
+// the contiguous columns and the reduction's 128 rows over 8 warps, every
+// other parallel index one point a block over block_z (16 x 32 x 1). The
+// same product with a second vector (batch 2 of `x W`) stays matrix-vector.
+// CHECK-LABEL: func.func @decode_state_columns
+// CHECK: tang.schedule<tile = [1, 1, 1, 128, 128], mapping = [block_z, block_z, block_z, block_x, serial], threads = [1, 1, 1, 32, 8], vector = 4
+// CHECK-SAME: tang.shape_class = "column_reduction"
+func.func @decode_state_columns(%w: tensor<16x1x16x128xf32>, %S: tensor<16x32x128x128xf32>) -> tensor<16x32x1x128xf32> {
+  %y = tang.comprehension (%b, %h, %t, %j) reduce (%r) [16, 32, 1, 128, 128] monoid(add) : tensor<16x32x1x128xf32> {
+    %a = tang.read %w[%b, %t, %h floordiv 2, %r] : tensor<16x1x16x128xf32>
+    %s = tang.read %S[%b, %h, %r, %j] : tensor<16x32x128x128xf32>
+    %p = arith.mulf %a, %s : f32
+    tang.yield %p : f32
+  }
+  return %y : tensor<16x32x1x128xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @two_vectors_columns
+// CHECK: tang.shape_class = "narrow_matvec"
+func.func @two_vectors_columns(%x: tensor<2x4096xf32>, %W: tensor<4096x4096xf32>) -> tensor<2x4096xf32> {
+  %y = tang.comprehension (%r, %n) reduce (%k) [2, 4096, 4096] monoid(add) : tensor<2x4096xf32> {
+    %a = tang.read %x[%r, %k] : tensor<2x4096xf32>
+    %w = tang.read %W[%k, %n] : tensor<4096x4096xf32>
+    %p = arith.mulf %a, %w : f32
+    tang.yield %p : f32
+  }
+  return %y : tensor<2x4096xf32>
+}
+
+// -----
+
 // Batch 16 of bf16 weights times f32 activations: still matrix-vector (no
 // matrix unit takes the mixed pair; the weights stream once for all 16
 // rows). The same 16 rows with both factors f32 are a tiled product.

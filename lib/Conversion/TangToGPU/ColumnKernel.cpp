@@ -61,9 +61,20 @@ LogicalResult emitColumnKernel(KernelRequest &r, const ColumnSchedule &plan) {
   int64_t width = static_cast<int64_t>(types.size());
   int64_t v = plan.vector, strip = 32 * v;
   int64_t columns = op.getExtent(plan.c);
-  int64_t outer = plan.outer ? op.getExtent(*plan.outer) : 1;
+  int64_t outer = plan.outerPoints;
   auto cst = [&](OpBuilder &ob, int64_t x) {
     return arith::ConstantIndexOp::create(ob, loc, x).getResult();
+  };
+  // The outer indices of outer point `o` (row-major).
+  auto outerIndices = [&](OpBuilder &ob, Value o) {
+    SmallVector<Value> at(plan.outer.size());
+    for (size_t i = plan.outer.size(); i-- > 0;) {
+      Value ext = cst(ob, op.getExtent(plan.outer[i]));
+      at[i] = i ? arith::RemUIOp::create(ob, loc, o, ext).getResult() : o;
+      if (i)
+        o = arith::DivUIOp::create(ob, loc, o, ext);
+    }
+    return at;
   };
   // Stores row results `total` (finalized) of column `col` at outer point
   // `o` into the outputs of `func`'s entry (`outputArgs`).
@@ -74,9 +85,7 @@ LogicalResult emitColumnKernel(KernelRequest &r, const ColumnSchedule &plan) {
     SmallVector<Value> results = mc->finalize(ob, loc, carrier);
     for (auto [x, argNo] : llvm::zip(results, outputArgs)) {
       Value out = entry.getArgument(argNo);
-      SmallVector<Value> at;
-      if (plan.outer)
-        at.push_back(o);
+      SmallVector<Value> at = outerIndices(ob, o);
       at.push_back(col);
       Type storage = cast<MemRefType>(out.getType()).getElementType();
       memref::StoreOp::create(ob, loc, toStorage(ob, loc, x, storage), out, at);
@@ -139,13 +148,14 @@ LogicalResult emitColumnKernel(KernelRequest &r, const ColumnSchedule &plan) {
     llvm::append_range(init, mc->identity(b, loc));
   SmallVector<Operation *> ops = llvm::map_to_vector(
       op.getBodyBlock().without_terminator(), [](Operation &x) { return &x; });
+  SmallVector<Value> outerAt = outerIndices(b, o);
   bool failedBody = false;
   auto loop = scf::ForOp::create(
       b, loc, from, to, cst(b, 1), init,
       [&](OpBuilder &lb, Location, Value row, ValueRange iter) {
         IRMapping mapping;
-        if (plan.outer)
-          mapping.map(op.getIndex(*plan.outer), o);
+        for (auto [i, x] : llvm::zip(plan.outer, outerAt))
+          mapping.map(op.getIndex(i), x);
         // The row's reduced indices, row-major.
         Value rest = row;
         for (unsigned i = op.getNumIndices() - 1; i >= op.getNumParallel();

@@ -49,7 +49,7 @@ std::optional<ColumnSchedule>
 mlir::tang::getColumnSchedule(ComprehensionOp op) {
   ScheduleAttr s = op.getScheduleAttr();
   unsigned np = op.getNumParallel();
-  if (!s || np == 0 || op.getNumReduced() == 0 || np > 2 ||
+  if (!s || np == 0 || op.getNumReduced() == 0 ||
       getTarget(op).getWarpSize() != 32 ||
       (s.getKernel() != KernelKind::Auto &&
        s.getKernel() != KernelKind::Simt) ||
@@ -66,11 +66,12 @@ mlir::tang::getColumnSchedule(ComprehensionOp op) {
       tile[plan.c] != 32 * plan.vector ||
       op.getExtent(plan.c) % plan.vector != 0)
     return std::nullopt;
-  if (np == 2) {
-    if (tile[0] != 1 || threads[0] != 1 || mapping[0] != Mapping::BlockZ ||
-        op.getExtent(0) > 65535)
+  for (unsigned i = 0; i < plan.c; ++i) {
+    plan.outerPoints *= op.getExtent(i);
+    if (tile[i] != 1 || threads[i] != 1 || mapping[i] != Mapping::BlockZ ||
+        plan.outerPoints > 65535)
       return std::nullopt;
-    plan.outer = 0;
+    plan.outer.push_back(i);
   }
   unsigned last = op.getNumIndices() - 1;
   plan.warps = threads[last];

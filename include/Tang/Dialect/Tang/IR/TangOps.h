@@ -45,8 +45,9 @@ bool isRowlessSchedule(ComprehensionOp op, ScheduleAttr s);
 
 /// A column reduction's column kernel, read off its schedule: the last
 /// parallel index `c` in strips of 32 `vector` columns along block_x (32
-/// threads, a lane `vector` columns); at most one other parallel index,
-/// `outer`, one per block along block_z; the reduced indices whole,
+/// threads, a lane `vector` columns); the other parallel indices,
+/// `outer`, one point per block along block_z (their points row-major,
+/// `outerPoints` of them, at most 65535); the reduced indices whole,
 /// `warps` threads on the last (a warp per sub-run of the `rows`: every
 /// reduced point, row-major), split among `splits` blocks along block_y
 /// (split_k). On a target with 32-lane warps only, static sizes, no
@@ -55,8 +56,9 @@ bool isRowlessSchedule(ComprehensionOp op, ScheduleAttr s);
 /// precision emulator.
 struct ColumnSchedule {
   unsigned c;
-  std::optional<unsigned> outer;
+  SmallVector<unsigned> outer;
   int64_t vector, warps, splits, rows;
+  int64_t outerPoints = 1;
 };
 std::optional<ColumnSchedule> getColumnSchedule(ComprehensionOp op);
 
