@@ -463,7 +463,8 @@ def gated_attention(cfg: AttentionConfig, tokens: int) -> t.Function:
         y       = (o * sigmoid(gate)) wo^T
 
     The products take tensor-core operands: x is stored in ``cfg.dtype``;
-    the normed queries, the keys, the values and the gated output are
+    the projections (q/gate, k, v, as transformers' bf16 ``nn.Linear``
+    gives them), the normed queries and keys and the gated output are
     rounded to it; sums, norms, softmax and the gate are f32."""
     T, D = tokens, cfg.hidden
     H, Hk, Dh, rot = cfg.heads, cfg.kv_heads, cfg.head_dim, cfg.rotary_dim
@@ -480,17 +481,17 @@ def gated_attention(cfg: AttentionConfig, tokens: int) -> t.Function:
     def linear(x, w, out):
         # Materialised: the norms, the rotation and the gate read each
         # element several times (fused, each read would redo the product).
-        return t.compute((T, out), lambda r, n: t.sum(
-            D, lambda c: _w(w[n, c]) * _w(x[r, c])), materialize=True)
+        return stored((T, out), lambda r, n: t.sum(
+            D, lambda c: _w(w[n, c]) * _w(x[r, c])))
 
     def norm_rope(y, width, base, heads, weight):
         # Head h of y [T, width] starts at column base(h); RMSNorm over it
         # times (1 + weight), then RoPE on its first rot dims at position r.
         ss = t.compute((T, heads), lambda r, h: t.sum(
-            Dh, lambda e: y[r, base(h) + e] * y[r, base(h) + e]))
+            Dh, lambda e: _w(y[r, base(h) + e]) * _w(y[r, base(h) + e])))
 
         def normed(r, h, e):
-            return (y[r, base(h) + e] * t.rsqrt(ss[r, h] / Dh + cfg.eps)
+            return (_w(y[r, base(h) + e]) * t.rsqrt(ss[r, h] / Dh + cfg.eps)
                     * (1.0 + _w(weight[e])))
 
         def rotated(r, h, e):
@@ -528,7 +529,7 @@ def gated_attention(cfg: AttentionConfig, tokens: int) -> t.Function:
         o = t.compute((T, H, Dh), lambda r, h, e: t.sum(
             T, lambda j: p[r, h, j] * _w(vv[j, h // group, e])))
         gated = stored((T, H, Dh), lambda r, h, e: o[r, h, e]
-                       * t.sigmoid(qg[r, h * 2 * Dh + Dh + e]))
+                       * t.sigmoid(_w(qg[r, h * 2 * Dh + Dh + e])))
         return t.compute((T, D), lambda r, n: t.sum(
             H * Dh, lambda c: _w(wo[n, c]) * _w(gated[r, c // Dh, c % Dh])))
 
