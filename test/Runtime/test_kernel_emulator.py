@@ -864,3 +864,55 @@ def test_row_kernel_loads_in_flight(tmp_path, stages):
         "stages = 1", f"stages = {stages}").replace(
         "memory = [global]", f"memory = [{memory}]")))
     check_example(tmp_path, program, "tensor-cores=none")
+
+
+TILED = """func.func @main(%A: tensor<3x70x200xf32>, %B: tensor<3x200x72xf32>, %bias: tensor<72xf32>) -> tensor<3x70x72xf32> {
+  %c = tang.comprehension (%b, %i, %j) [3, 70, 72] attributes {schedule = #tang.schedule<tile = [1, 64, 64], mapping = [block_z, block_y, block_x], threads = [1, 16, 16], vector = VECTOR, stages = 1, memory = [shared]>} : tensor<3x70x72xf32> {
+    %s = tang.comprehension reduce (%k) [200] monoid(add) : f32 {
+      %a = tang.read %A[%b, %i, %k] : tensor<3x70x200xf32>
+      %x = tang.read %B[%b, %k, %j] : tensor<3x200x72xf32>
+      %m = arith.mulf %a, %x : f32
+      tang.yield %m : f32
+    }
+    %w = tang.read %bias[%j] : tensor<72xf32>
+    %r = arith.addf %s, %w : f32
+    %t = math.tanh %r : f32
+    tang.yield %t : f32
+  }
+  return %c : tensor<3x70x72xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("vector", [1, 2, 4])
+def test_tiled_simt_product(tmp_path, vector):
+    """The register-tiled SIMT product (4 x 4 points a thread, both
+    operands staged in workgroup memory in steps of 32 along a 200-long
+    reduction, the last step short; ragged rows 70 and columns 72; an
+    epilogue): with the schedule's vector 1 a thread's points are strided
+    by the threads and read one word at a time from the tiles; with 2 or 4
+    they are runs of consecutive rows and columns read as vectors. Every
+    element against the interpreter."""
+    if not TANG_OPT.exists():
+        pytest.skip("tang-opt not built")
+    src = tmp_path / "prog.mlir"
+    src.write_text(TILED.replace("VECTOR", str(vector)))
+    kernels = kernel_form(src, "", ["--tang-attach-target=chip=sm_90a"])
+    loads = re.findall(r'"vector.load"\([^)]*\) .*: \(memref<32x(\d+)xf32, '
+                       r'#gpu.address_space<workgroup>>', kernels)
+    if vector == 1:
+        assert not loads, loads
+        assert "memref<32x65xf32, #gpu.address_space<workgroup>>" in kernels
+    else:
+        # One run of each operand's tile a step.
+        assert sorted(set(loads)) == [str(64 + vector)], loads
+    emu = KernelFormEmulator(kernels)
+    rng = np.random.default_rng(5)
+    inputs = [rng.uniform(-1, 1, s).astype(np.float32)
+              for s in ((3, 70, 200), (3, 200, 72), (72,))]
+    (ref,) = interpreter_outputs(tmp_path, src, inputs)
+    (got,) = emu.run("main", inputs)
+    check = harness.check_elementwise(
+        got.reshape(ref.shape), ref,
+        harness.Tolerance("f32", reduction=200, roundings=2), "tiled")
+    assert check["ok"], check

@@ -54,6 +54,16 @@ void mlir::tang::allowApproximation(Operation *op) {
   op->setAttr(name, arith::FastMathFlagsAttr::get(op->getContext(), flags));
 }
 
+void mlir::tang::allowContraction(Operation *op) {
+  if (!isa<arith::AddFOp, arith::SubFOp, arith::MulFOp>(op))
+    return;
+  auto name = StringAttr::get(op->getContext(), "fastmath");
+  auto flags = arith::FastMathFlags::contract;
+  if (auto old = op->getAttrOfType<arith::FastMathFlagsAttr>(name))
+    flags = flags | old.getValue();
+  op->setAttr(name, arith::FastMathFlagsAttr::get(op->getContext(), flags));
+}
+
 //===----------------------------------------------------------------------===//
 // MonoidCodegen
 //===----------------------------------------------------------------------===//
@@ -613,5 +623,7 @@ LogicalResult BodyEmitter::emitOp(OpBuilder &b, Operation *op,
     r.setType(getComputeType(r.getType()));
   if (approximate)
     allowApproximation(clone);
+  if (contract)
+    allowContraction(clone);
   return success();
 }

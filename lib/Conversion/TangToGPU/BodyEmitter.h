@@ -26,6 +26,12 @@ Type getComputeType(Type t);
 /// (`contract`). Used when results are stored in f16/bf16, whose rounding
 /// (2^-11, 2^-8) dwarfs the approximations' few f32 ulps.
 void allowApproximation(Operation *op);
+
+/// Lets a float add, sub or mul contract into fused multiply-adds (one
+/// rounding instead of two: never a larger error) and nothing else: the f32
+/// products of the register-tiled SIMT kernel, where a separate multiply
+/// and add would double the instructions of its inner loop.
+void allowContraction(Operation *op);
 /// 2^x of an f32 by NVPTX's ex2.approx.ftz (subnormal results flush to 0).
 Value emitNvvmExp2(OpBuilder &b, Location loc, Value x);
 /// e^x of an f32 as emitNvvmExp2(x log2(e)).
@@ -133,6 +139,9 @@ public:
   /// log2(e) and one special-function instruction; results below 2^-126
   /// flush to 0). CUDA kernels only.
   void setNvvmExp(bool e) { nvvmExp = e; }
+  /// Let products and sums contract into fused multiply-adds (see
+  /// allowContraction), whether or not approximations are allowed.
+  void setContract(bool c) { contract = c; }
   /// The kernel's sizes, when its function has symbolic sizes: extents,
   /// flat buffers and size values in bodies are taken from them.
   void setSizes(KernelSizes *s) { sizes = s; }
@@ -217,6 +226,7 @@ private:
   Block *entry;
   bool approximate = false;
   bool nvvmExp = false;
+  bool contract = false;
   KernelSizes *sizes = nullptr;
 };
 

@@ -31,6 +31,17 @@
 // Without `shared` the kernel has no workgroup memory and no barriers: its
 // reuse comes from registers and the caches.
 //
+// With staging and a schedule `vector` v of 2 or 4 dividing R and C, on a
+// target whose accesses take 4 v bytes (CUDA's 16; not the portable
+// backends, whose workgroup memory takes scalars), a thread's points are runs of v
+// consecutive rows and columns instead (rows i0 + ty R + r, columns
+// j0 + tx C + c), so that a step takes R / v + C / v v-element loads from
+// the tiles (rows padded to a multiple of v, aligned to 16 bytes) for its
+// R x C products rather than R + C single ones.
+//
+// Products and sums may contract into fused multiply-adds (allowContraction):
+// an add-reduction's step is one instruction, not a multiply and an add.
+//
 //===----------------------------------------------------------------------===//
 
 #include "BodyEmitter.h"
@@ -40,8 +51,10 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
 using namespace mlir::tang;
@@ -64,6 +77,13 @@ struct TiledPlan {
   /// step along the reduced index.
   SmallVector<ReadOp> rowReads, colReads;
   int64_t step = 0;
+  /// With staging: the runs of consecutive points a thread takes along
+  /// rows and columns, loaded from the tiles as vectors (1: points strided
+  /// by the threads, single loads).
+  int64_t vector = 1;
+
+  /// The tiles' padding: a row of a tile is `tile + pad()` words.
+  int64_t pad() const { return vector > 1 ? vector : 1; }
 };
 
 /// Whether `red`'s body (nested in `op`'s) uses nothing `op`'s body
@@ -182,9 +202,16 @@ void planStaging(ComprehensionOp op, TiledPlan &plan) {
     return;
   int64_t tileI = plan.threadsI * plan.pointsI,
           tileJ = plan.threadsJ * plan.pointsJ;
+  int64_t v = std::min<int64_t>(4, s.getVector());
+  TargetAttr target = getTarget(op);
+  if ((v == 2 || v == 4) && target.getChip() != kPortableChip &&
+      target.getVectorBytes() >= 4 * v && plan.pointsI % v == 0 &&
+      plan.pointsJ % v == 0)
+    plan.vector = v;
   int64_t extentK = red.getExtent(red.getNumIndices() - 1);
-  int64_t bytesPerStep = 4 * ((tileI + 1) * int64_t(plan.rowReads.size()) +
-                              (tileJ + 1) * int64_t(plan.colReads.size()));
+  int64_t bytesPerStep =
+      4 * ((tileI + plan.pad()) * int64_t(plan.rowReads.size()) +
+           (tileJ + plan.pad()) * int64_t(plan.colReads.size()));
   // The schedule's tile along the reduced index when the comprehension
   // reduces itself (a nested reduction's is not in it: 32).
   int64_t step = red == op ? std::max<int64_t>(1, s.getTile().back()) : 32;
@@ -197,6 +224,7 @@ void planStaging(ComprehensionOp op, TiledPlan &plan) {
   if (step * bytesPerStep > budget) {
     plan.rowReads.clear();
     plan.colReads.clear();
+    plan.vector = 1;
     return;
   }
   plan.step = step;
@@ -227,22 +255,28 @@ emitStagedLoop(OpBuilder &b, ComprehensionOp op, const TiledPlan &plan,
   };
   auto wgSpace =
       gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
-  // One tile per staged read: [step][tile rows or columns + 1], f32. The
-  // points read a step's row (consecutive threads, consecutive words); the
-  // padding puts a step's consecutive elements, which consecutive threads
-  // write when the read is contiguous in the reduced index, in different
-  // banks.
+  // One tile per staged read: [step][tile rows or columns + pad], f32.
+  // The points read a step's row (consecutive threads, consecutive words,
+  // or consecutive runs of v); the padding puts a step's consecutive
+  // elements, which consecutive threads write when the read is contiguous
+  // in the reduced index, in different banks (one word; v words with
+  // vector loads: a row stays aligned, the writes 4-way at worst).
   llvm::DenseMap<Operation *, Value> tiles;
+  auto addTile = [&](int64_t width) {
+    Value tile = k.func.addWorkgroupAttribution(
+        MemRefType::get({step, width + plan.pad()}, b.getF32Type(), AffineMap(),
+                        wgSpace),
+        loc);
+    if (plan.vector > 1)
+      k.func.setWorkgroupAttributionAttr(
+          k.func.getNumWorkgroupAttributions() - 1,
+          LLVM::LLVMDialect::getAlignAttrName(), b.getI64IntegerAttr(16));
+    return tile;
+  };
   for (ReadOp read : plan.rowReads)
-    tiles[read] = k.func.addWorkgroupAttribution(
-        MemRefType::get({step, tileI + 1}, b.getF32Type(), AffineMap(),
-                        wgSpace),
-        loc);
+    tiles[read] = addTile(tileI);
   for (ReadOp read : plan.colReads)
-    tiles[read] = k.func.addWorkgroupAttribution(
-        MemRefType::get({step, tileJ + 1}, b.getF32Type(), AffineMap(),
-                        wgSpace),
-        loc);
+    tiles[read] = addTile(tileJ);
   Value tid = arith::AddIOp::create(
       b, loc, arith::MulIOp::create(b, loc, ty, cst(plan.threadsJ)), tx);
   // The first row and column of the block's tile.
@@ -330,16 +364,34 @@ emitStagedLoop(OpBuilder &b, ComprehensionOp op, const TiledPlan &plan,
     Value kk = inner.getInductionVar();
     Value kv = arith::AddIOp::create(b, loc, k0, kk);
     // The thread's r-th row of the tile is ty + r threadsI, its c-th
-    // column tx + c threadsJ.
+    // column tx + c threadsJ; with vectors ty R + r and tx C + c, each run
+    // of v loaded once.
+    llvm::DenseMap<std::pair<Operation *, int64_t>, Value> runs;
     auto fromTile = [&](ReadOp read, int64_t r, int64_t c) -> Value {
       Value tile = tiles.lookup(read);
       if (!tile)
         return Value();
       bool row = llvm::is_contained(plan.rowReads, read);
-      Value local =
-          row ? arith::AddIOp::create(b, loc, ty, cst(r * plan.threadsI))
-              : arith::AddIOp::create(b, loc, tx, cst(c * plan.threadsJ));
-      return memref::LoadOp::create(b, loc, tile, ValueRange{kk, local});
+      int64_t v = plan.vector;
+      if (v == 1) {
+        Value local =
+            row ? arith::AddIOp::create(b, loc, ty, cst(r * plan.threadsI))
+                : arith::AddIOp::create(b, loc, tx, cst(c * plan.threadsJ));
+        return memref::LoadOp::create(b, loc, tile, ValueRange{kk, local});
+      }
+      int64_t q = row ? r : c;
+      Value &run = runs[{read.getOperation(), q / v}];
+      if (!run) {
+        Value local = arith::AddIOp::create(
+            b, loc,
+            arith::MulIOp::create(b, loc, row ? ty : tx,
+                                  cst(row ? plan.pointsI : plan.pointsJ)),
+            cst(q / v * v));
+        run = vector::LoadOp::create(
+            b, loc, VectorType::get({v}, b.getF32Type()), tile,
+            ValueRange{kk, local}, /*nontemporal=*/false, llvm::Align(4 * v));
+      }
+      return vector::ExtractOp::create(b, loc, run, q % v);
     };
     scf::ValueVector next = body(b, kv, inner.getRegionIterArgs(), fromTile);
     scf::YieldOp::create(b, loc, next);
@@ -356,6 +408,9 @@ LogicalResult emitTiledKernel(OpBuilder &b, ComprehensionOp op,
   OpBuilder::InsertionGuard guard(b);
   BodyEmitter emitter(tensors, &k.func.getBody().front());
   emitter.setApproximate(isLowPrecision(op));
+  // Products and sums contract into fused multiply-adds (the inner loop's
+  // instructions halved; one rounding for two, as nvcc's default).
+  emitter.setContract(true);
   FailureOr<MonoidCodegen> monoid = MonoidCodegen::get(plan.red);
   if (failed(monoid))
     return failure();
@@ -377,16 +432,22 @@ LogicalResult emitTiledKernel(OpBuilder &b, ComprehensionOp op,
   using gpu::Dimension;
   Value tx = gpu::ThreadIdOp::create(b, loc, Dimension::x);
   Value ty = gpu::ThreadIdOp::create(b, loc, Dimension::y);
-  Value i0 = arith::AddIOp::create(
-      b, loc,
-      arith::MulIOp::create(
-          b, loc, gpu::BlockIdOp::create(b, loc, Dimension::y), cst(tileI)),
-      ty);
-  Value j0 = arith::AddIOp::create(
-      b, loc,
-      arith::MulIOp::create(
-          b, loc, gpu::BlockIdOp::create(b, loc, Dimension::x), cst(tileJ)),
-      tx);
+  // The thread's first row and column, and the strides of its points.
+  bool runs = plan.vector > 1;
+  int64_t strideI = runs ? 1 : plan.threadsI,
+          strideJ = runs ? 1 : plan.threadsJ;
+  auto first = [&](Dimension d, int64_t tile, Value t, int64_t points) {
+    Value offset =
+        runs ? arith::MulIOp::create(b, loc, t, cst(points)).getResult() : t;
+    return arith::AddIOp::create(
+               b, loc,
+               arith::MulIOp::create(b, loc, gpu::BlockIdOp::create(b, loc, d),
+                                     cst(tile)),
+               offset)
+        .getResult();
+  };
+  Value i0 = first(Dimension::y, tileI, ty, plan.pointsI);
+  Value j0 = first(Dimension::x, tileJ, tx, plan.pointsJ);
   IRMapping base;
   Value rest = gpu::BlockIdOp::create(b, loc, Dimension::z);
   for (int p = static_cast<int>(plan.i) - 1; p >= 0; --p) {
@@ -398,21 +459,22 @@ LogicalResult emitTiledKernel(OpBuilder &b, ComprehensionOp op,
   // (what its reads use: a point past an extent computes on the last row
   // or column and stores nothing).
   SmallVector<Value> rows, cols, rowsIn, colsIn;
-  auto along = [&](Value first, int64_t points, int64_t stride, int64_t extent,
-                   SmallVector<Value> &at, SmallVector<Value> &in) {
+  auto along = [&](Value from, int64_t points, int64_t stride, int64_t extent,
+                   int64_t tile, SmallVector<Value> &at,
+                   SmallVector<Value> &in) {
     for (int64_t q = 0; q < points; ++q) {
-      Value v =
-          q ? arith::AddIOp::create(b, loc, first, cst(q * stride)).getResult()
-            : first;
-      at.push_back(v);
+      Value x =
+          q ? arith::AddIOp::create(b, loc, from, cst(q * stride)).getResult()
+            : from;
+      at.push_back(x);
       in.push_back(
-          extent % (points * stride) == 0
-              ? v
-              : arith::MinUIOp::create(b, loc, v, cst(extent - 1)).getResult());
+          extent % tile == 0
+              ? x
+              : arith::MinUIOp::create(b, loc, x, cst(extent - 1)).getResult());
     }
   };
-  along(i0, plan.pointsI, plan.threadsI, extentI, rows, rowsIn);
-  along(j0, plan.pointsJ, plan.threadsJ, extentJ, cols, colsIn);
+  along(i0, plan.pointsI, strideI, extentI, tileI, rows, rowsIn);
+  along(j0, plan.pointsJ, strideJ, extentJ, tileJ, cols, colsIn);
   auto pointMapping = [&](int64_t r, int64_t c) {
     IRMapping m = base;
     m.map(op.getIndex(plan.i), rowsIn[r]);
@@ -466,7 +528,11 @@ LogicalResult emitTiledKernel(OpBuilder &b, ComprehensionOp op,
             SmallVector<Value> yields =
                 llvm::map_to_vector(red.getYield().getValues(),
                                     [&](Value v) { return m.lookup(v); });
-            llvm::append_range(next, monoid->accumulate(lb, loc, mine, yields));
+            for (Value v : monoid->accumulate(lb, loc, mine, yields)) {
+              if (Operation *def = v.getDefiningOp())
+                allowContraction(def);
+              next.push_back(v);
+            }
           }
         return next;
       };
