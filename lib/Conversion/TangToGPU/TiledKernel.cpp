@@ -33,11 +33,11 @@
 //
 // With staging and a schedule `vector` v of 2 or 4 dividing R and C, on a
 // target whose accesses take 4 v bytes (CUDA's 16; not the portable
-// backends, whose workgroup memory takes scalars), a thread's points are runs of v
-// consecutive rows and columns instead (rows i0 + ty R + r, columns
-// j0 + tx C + c), so that a step takes R / v + C / v v-element loads from
-// the tiles (rows padded to a multiple of v, aligned to 16 bytes) for its
-// R x C products rather than R + C single ones.
+// backends, whose workgroup memory takes scalars), a thread's points are runs
+// of v consecutive rows and columns instead (rows i0 + ty R + r, columns j0 +
+// tx C + c), so that a step takes R / v + C / v v-element loads from the tiles
+// (rows padded to a multiple of v, aligned to 16 bytes) for its R x C products
+// rather than R + C single ones.
 //
 // Products and sums may contract into fused multiply-adds (allowContraction):
 // an add-reduction's step is one instruction, not a multiply and an add.
