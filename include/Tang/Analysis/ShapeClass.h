@@ -20,9 +20,13 @@ enum class ShapeClass {
   /// they read, shared by a row of the result (softmax, norms, row sums).
   RowReduction,
   /// Reductions along an outer coordinate while the innermost coordinate
-  /// stays parallel (sums over rows).
+  /// stays parallel (sums over rows); also a vector times matrices read
+  /// down their columns (`w^T S`: the one side with no parallel index of
+  /// its own, every read of the other contiguous in the output's last
+  /// index and in no reduced one; static sizes).
   ColumnReduction,
-  /// A contraction with a narrow parallel side (GEMV, small batch).
+  /// A contraction with a narrow parallel side (GEMV, small batch) read
+  /// along its rows.
   NarrowMatVec,
   /// A contraction of two reads with parallel indices on both sides.
   MatmulLike,
