@@ -904,6 +904,59 @@ def test_mock_run_sequence_with_temporaries(mock, mock_bundle):
               outputs=[DeviceArray(out)])
 
 
+class TorchLike:
+    """A NumPy array posing as a PyTorch tensor on `device` (what
+    tang.cuda reads of one: data_ptr, is_cuda, is_contiguous, device,
+    dtype, shape), for the device checks without torch or a second GPU."""
+
+    class Device:
+        def __init__(self, kind, index):
+            self.type, self.index = kind, index
+
+        def __str__(self):
+            return self.type if self.index is None else \
+                f"{self.type}:{self.index}"
+
+    def __init__(self, a, device="cuda:0"):
+        kind, _, index = device.partition(":")
+        self.a, self.shape = a, a.shape
+        self.device = TorchLike.Device(kind, int(index) if index else None)
+        self.is_cuda = kind == "cuda"
+        self.dtype = "torch.float32"
+
+    def data_ptr(self):
+        return self.a.ctypes.data
+
+    def is_contiguous(self):
+        return True
+
+
+def test_mock_tensors_on_the_wrong_device(mock, monkeypatch, mock_bundle):
+    """A bundle on device 1 (of the mock's two) refuses a tensor on cuda:0
+    or on the host, naming the argument and both devices, before any
+    launch and with its output untouched; the same tensors on cuda:1
+    run."""
+    monkeypatch.setenv("MOCK_CUDA_DEVICES", "2")
+    x, y = _random((2, 4), 0), _random((2, 4), 1)
+    out = np.full((2, 4), np.nan, np.float32)
+    with tc.Bundle(mock_bundle, device=1) as b:
+        assert b.device == 1
+        for where, message in [
+                ("cuda:0", "'main' arg #1 (input): the tensor is on cuda:0, "
+                           "the bundle on cuda:1"),
+                ("cpu", "'main' arg #1 (input): expected a CUDA tensor, "
+                        "got one on cpu")]:
+            with pytest.raises(ValueError) as e:
+                b.run("main", TorchLike(x, "cuda:1"), TorchLike(y, where),
+                      outputs=[TorchLike(out, "cuda:1")], sync=True)
+            assert str(e.value) == message
+            assert np.isnan(out).all() and mock.mock_launches() == 0
+        # (On the default stream: there is no PyTorch to ask for its own.)
+        b.run("main", TorchLike(x, "cuda:1"), TorchLike(y, "cuda:1"),
+              outputs=[TorchLike(out, "cuda:1")], stream=0, sync=True)
+        np.testing.assert_array_equal(out, 2 * x + y)
+
+
 def test_mock_all_buffers_positional_and_output_first(mock, mock_bundle):
     with tc.Bundle(mock_bundle) as b:
         x = _random(4, 1)
