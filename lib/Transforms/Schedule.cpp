@@ -520,7 +520,20 @@ ScheduleAttr scheduleFor(ComprehensionOp op, ShapeClass cls,
     int64_t stageBytes = (tm + tn) * tk * bytes;
     int64_t stages = std::clamp<int64_t>(dev.sharedMemory / stageBytes, 1,
                                          tensorCores ? 4 : 3);
-    int64_t v = getVectorWidth(storage, tk, dev);
+    // The vector: of the k step, a nested reduction's (its 32-long steps:
+    // the register-tiled kernel's runs of points) for a SIMT product whose
+    // reduction is nested in an epilogue.
+    int64_t vk = tk;
+    if (simt && !op.getNumReduced())
+      for (Operation &inner : op.getBodyBlock())
+        if (auto red = dyn_cast<ComprehensionOp>(inner);
+            red && red.getNumReduced() &&
+            !red.isSymbolicExtent(red.getNumIndices() - 1))
+          vk = floorPow2(
+              std::min<int64_t>(32, red.getExtent(red.getNumIndices() - 1)));
+    int64_t v = getVectorWidth(storage, vk, dev);
+    while (vk != tk && v > 1 && op.getExtent(j) % v)
+      v /= 2;
     return b.build(v, stages,
                    SmallVector<MemoryLevel>(stages, MemoryLevel::Shared));
   }

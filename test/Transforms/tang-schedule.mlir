@@ -293,6 +293,29 @@ func.func @matrix_squared(%N: tensor<4x8x64x64xf32>) -> tensor<4x8x64x64xf32> {
 
 // -----
 
+// The same product nested in an epilogue (a Neumann step of the chunked
+// scan, T + T N): the SIMT tiles, and the vector of the nested reduction's
+// steps (the register-tiled kernel's runs of 4 points read as vectors).
+// CHECK-LABEL: func.func @nested_product
+// CHECK: tang.schedule<tile = [1, 64, 64], mapping = [block_z, block_y, block_x], threads = [1, 16, 16], vector = 4
+// CHECK-SAME: tang.shape_class = "matmul_like"
+func.func @nested_product(%T: tensor<8x64x64xf32>, %N: tensor<8x64x64xf32>) -> tensor<8x64x64xf32> {
+  %s = tang.comprehension (%c, %r, %t) [8, 64, 64] : tensor<8x64x64xf32> {
+    %x = tang.read %T[%c, %r, %t] : tensor<8x64x64xf32>
+    %d = tang.comprehension reduce (%q) [64] monoid(add) : f32 {
+      %a = tang.read %T[%c, %r, %q] : tensor<8x64x64xf32>
+      %b = tang.read %N[%c, %q, %t] : tensor<8x64x64xf32>
+      %p = arith.mulf %a, %b : f32
+      tang.yield %p : f32
+    }
+    %y = arith.addf %x, %d : f32
+    tang.yield %y : f32
+  }
+  return %s : tensor<8x64x64xf32>
+}
+
+// -----
+
 // A factor computed from bf16 reads is f32 (no tensor-core operand): the
 // SIMT tiles, not the tensor-core ones.
 // CHECK-LABEL: func.func @computed_factor

@@ -270,9 +270,14 @@ LogicalResult mlir::tang::emitAffineScanKernel(OpBuilder &b, TensorScanOp op,
     b.setInsertionPointToStart(sum.getBody());
     Value kk = sum.getInductionVar();
     SmallVector<Value> next(sum.getRegionIterArgs());
+    // Fused multiply-adds (allowContraction): one instruction a product.
     auto madd = [&](int64_t m, int64_t c, Value x, Value y) {
       Value &r = next[m * shape.colsPer + c];
-      r = arith::AddFOp::create(b, loc, r, arith::MulFOp::create(b, loc, x, y));
+      auto product = arith::MulFOp::create(b, loc, x, y);
+      auto added = arith::AddFOp::create(b, loc, r, product);
+      allowContraction(product);
+      allowContraction(added);
+      r = added;
     };
     if (vectors) {
       auto quad = VectorType::get({4}, element);
