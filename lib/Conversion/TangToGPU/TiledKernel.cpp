@@ -307,6 +307,18 @@ emitStagedLoop(OpBuilder &b, ComprehensionOp op, const TiledPlan &plan,
           kFast = true;
     }
     int64_t elements = along * step;
+    // The thread's first element's coordinates; when the threads cover
+    // whole rows of the tile (threads a multiple of its row), element
+    // tid + q threads is q rows further: the same address plus a constant
+    // (one address register per operand, not one per element).
+    int64_t row = kFast ? step : along;
+    Value a0, kk0;
+    if (threads % row == 0) {
+      a0 = kFast ? arith::DivUIOp::create(b, loc, tid, cst(step)).getResult()
+                 : arith::RemUIOp::create(b, loc, tid, cst(along)).getResult();
+      kk0 = kFast ? arith::RemUIOp::create(b, loc, tid, cst(step)).getResult()
+                  : arith::DivUIOp::create(b, loc, tid, cst(along)).getResult();
+    }
     for (int64_t q = 0; q * threads < elements; ++q) {
       Value e = arith::AddIOp::create(b, loc, tid, cst(q * threads));
       Value inside;
@@ -318,12 +330,19 @@ emitStagedLoop(OpBuilder &b, ComprehensionOp op, const TiledPlan &plan,
         auto ifOp = scf::IfOp::create(b, loc, inside, /*withElse=*/false);
         b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
       }
-      Value a = kFast
-                    ? arith::DivUIOp::create(b, loc, e, cst(step)).getResult()
-                    : arith::RemUIOp::create(b, loc, e, cst(along)).getResult();
-      Value kk =
-          kFast ? arith::RemUIOp::create(b, loc, e, cst(step)).getResult()
-                : arith::DivUIOp::create(b, loc, e, cst(along)).getResult();
+      Value a, kk;
+      if (a0 && kFast) {
+        a = arith::AddIOp::create(b, loc, a0, cst(q * threads / step));
+        kk = kk0;
+      } else if (a0) {
+        a = a0;
+        kk = arith::AddIOp::create(b, loc, kk0, cst(q * threads / along));
+      } else {
+        a = kFast ? arith::DivUIOp::create(b, loc, e, cst(step)).getResult()
+                  : arith::RemUIOp::create(b, loc, e, cst(along)).getResult();
+        kk = kFast ? arith::RemUIOp::create(b, loc, e, cst(step)).getResult()
+                   : arith::DivUIOp::create(b, loc, e, cst(along)).getResult();
+      }
       Value at = arith::AddIOp::create(b, loc, first, a);
       if (extent % along)
         at = arith::MinUIOp::create(b, loc, at, cst(extent - 1));
