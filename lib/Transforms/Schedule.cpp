@@ -520,17 +520,20 @@ ScheduleAttr scheduleFor(ComprehensionOp op, ShapeClass cls,
     int64_t stageBytes = (tm + tn) * tk * bytes;
     int64_t stages = std::clamp<int64_t>(dev.sharedMemory / stageBytes, 1,
                                          tensorCores ? 4 : 3);
-    // The vector: of the k step, a nested reduction's (its 32-long steps:
+    // The vector: of the k step, the nested reduction's (its 32-long steps:
     // the register-tiled kernel's runs of points) for a SIMT product whose
-    // reduction is nested in an epilogue.
+    // one reduction is nested in an epilogue. (With several, the kernel is
+    // a thread per point: a vector would give a thread several points.)
     int64_t vk = tk;
-    if (simt && !op.getNumReduced())
-      for (Operation &inner : op.getBodyBlock())
-        if (auto red = dyn_cast<ComprehensionOp>(inner);
-            red && red.getNumReduced() &&
-            !red.isSymbolicExtent(red.getNumIndices() - 1))
-          vk = floorPow2(
-              std::min<int64_t>(32, red.getExtent(red.getNumIndices() - 1)));
+    SmallVector<ComprehensionOp> nested;
+    for (Operation &inner : op.getBodyBlock())
+      if (auto red = dyn_cast<ComprehensionOp>(inner))
+        nested.push_back(red);
+    if (simt && !op.getNumReduced() && nested.size() == 1 &&
+        nested[0].getNumReduced() &&
+        !nested[0].isSymbolicExtent(nested[0].getNumIndices() - 1))
+      vk = floorPow2(std::min<int64_t>(
+          32, nested[0].getExtent(nested[0].getNumIndices() - 1)));
     int64_t v = getVectorWidth(storage, vk, dev);
     while (vk != tk && v > 1 && op.getExtent(j) % v)
       v /= 2;
