@@ -573,6 +573,19 @@ def interpreter_outputs(tmp_path, src, inputs):
             for p in sorted((tmp_path / "ref").glob("output_*.npy"))]
 
 
+def check_product(tmp_path, src, kernels, inputs, precision, name):
+    """Runs the kernel form `kernels` of `src` (a 3 x 70 x 72 product over
+    a 200-long reduction) on `inputs` and checks every element against the
+    interpreter within `precision`'s bound; returns the output."""
+    (ref,) = interpreter_outputs(tmp_path, src, inputs)
+    (got,) = KernelFormEmulator(kernels).run("main", inputs)
+    check = harness.check_elementwise(
+        got.reshape(ref.shape), ref,
+        harness.Tolerance(precision, reduction=200, roundings=2), name)
+    assert check["ok"], check
+    return got
+
+
 SPLIT_K = """func.func @main(%x: tensor<3x70x200xbf16>, %w: tensor<3x200x72xbf16>, %bias: tensor<72xbf16>) -> tensor<3x70x72xbf16> {
   %c = tang.comprehension (%g, %i, %j) [3, 70, 72] attributes {schedule = #tang.schedule<tile = [1, 64, 64], mapping = [block_z, block_y, block_x], threads = [1, 2, 64], vector = 8, stages = 3, memory = [shared, shared, shared], kernel = contraction, mma = mma_sync, split_k = SPLITS>} : tensor<3x70x72xbf16> {
     %s = tang.comprehension reduce (%k) [200] monoid(add) attributes {schedule = #tang.schedule<tile = [32], vector = 1, stages = 1, memory = [global]>} : f32 {
@@ -612,16 +625,10 @@ def test_split_k_sm80(tmp_path, splits):
                           ["--tang-attach-target=chip=sm_80"])
     launches = re.findall(r'"gpu.launch_func"', kernels)
     assert len(launches) == (2 if splits > 1 else 1)
-    emu = KernelFormEmulator(kernels)
     rng = np.random.default_rng(3)
     inputs = [bf16(rng.uniform(-1, 1, s))
               for s in ((3, 70, 200), (3, 200, 72), (72,))]
-    (ref,) = interpreter_outputs(tmp_path, src, inputs)
-    (got,) = emu.run("main", inputs)
-    check = harness.check_elementwise(
-        got.reshape(ref.shape), ref,
-        harness.Tolerance("bf16", reduction=200, roundings=2), "split_k")
-    assert check["ok"], check
+    got = check_product(tmp_path, src, kernels, inputs, "bf16", "split_k")
     if splits > 1:
         (again,) = KernelFormEmulator(kernels).run("main", inputs)
         np.testing.assert_array_equal(
@@ -906,13 +913,7 @@ def test_tiled_simt_product(tmp_path, vector):
     else:
         # One run of each operand's tile a step.
         assert sorted(set(loads)) == [str(64 + vector)], loads
-    emu = KernelFormEmulator(kernels)
     rng = np.random.default_rng(5)
     inputs = [rng.uniform(-1, 1, s).astype(np.float32)
               for s in ((3, 70, 200), (3, 200, 72), (72,))]
-    (ref,) = interpreter_outputs(tmp_path, src, inputs)
-    (got,) = emu.run("main", inputs)
-    check = harness.check_elementwise(
-        got.reshape(ref.shape), ref,
-        harness.Tolerance("f32", reduction=200, roundings=2), "tiled")
-    assert check["ok"], check
+    check_product(tmp_path, src, kernels, inputs, "f32", "tiled")
