@@ -36,32 +36,28 @@ Value mlir::tang::emitNvvmExp(OpBuilder &b, Location loc, Value x) {
   return emitNvvmExp2(b, loc, arith::MulFOp::create(b, loc, x, c));
 }
 
-void mlir::tang::allowApproximation(Operation *op) {
-  // Products and sums may contract into fused multiply-adds (one rounding
-  // instead of two, as nvcc's default); math functions and divisions may
-  // use their approximations.
-  bool contract = isa<arith::AddFOp, arith::SubFOp, arith::MulFOp>(op);
-  if (!contract && !isa<math::MathDialect>(op->getDialect()) &&
-      !isa<arith::DivFOp>(op))
-    return;
+/// Adds `flags` to `op`'s fastmath flags.
+static void addFastMath(Operation *op, arith::FastMathFlags flags) {
   auto name = StringAttr::get(op->getContext(), "fastmath");
   if (!llvm::is_contained(op->getName().getAttributeNames(), name))
     return;
-  auto flags =
-      contract ? arith::FastMathFlags::contract : arith::FastMathFlags::afn;
   if (auto old = op->getAttrOfType<arith::FastMathFlagsAttr>(name))
     flags = flags | old.getValue();
   op->setAttr(name, arith::FastMathFlagsAttr::get(op->getContext(), flags));
 }
 
+void mlir::tang::allowApproximation(Operation *op) {
+  // Products and sums may contract into fused multiply-adds (one rounding
+  // instead of two, as nvcc's default); math functions and divisions may
+  // use their approximations.
+  allowContraction(op);
+  if (isa<math::MathDialect>(op->getDialect()) || isa<arith::DivFOp>(op))
+    addFastMath(op, arith::FastMathFlags::afn);
+}
+
 void mlir::tang::allowContraction(Operation *op) {
-  if (!isa<arith::AddFOp, arith::SubFOp, arith::MulFOp>(op))
-    return;
-  auto name = StringAttr::get(op->getContext(), "fastmath");
-  auto flags = arith::FastMathFlags::contract;
-  if (auto old = op->getAttrOfType<arith::FastMathFlagsAttr>(name))
-    flags = flags | old.getValue();
-  op->setAttr(name, arith::FastMathFlagsAttr::get(op->getContext(), flags));
+  if (isa<arith::AddFOp, arith::SubFOp, arith::MulFOp>(op))
+    addFastMath(op, arith::FastMathFlags::contract);
 }
 
 //===----------------------------------------------------------------------===//
