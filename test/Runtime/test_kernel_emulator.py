@@ -917,3 +917,74 @@ def test_tiled_simt_product(tmp_path, vector):
     inputs = [rng.uniform(-1, 1, s).astype(np.float32)
               for s in ((3, 70, 200), (3, 200, 72), (72,))]
     check_product(tmp_path, src, kernels, inputs, "f32", "tiled")
+
+
+def affine_scan_program(points, steps, K, V):
+    """A tensor scan S_t = A_t S_{t-1} + B_t of K x V states from an init,
+    at `points` parallel points and `steps` steps: its states."""
+    a, s = f"tensor<{K}x{K}xf32>", f"tensor<{K}x{V}xf32>"
+    A, B = (f"tensor<{points}x{steps}x{K}x{K}xf32>",
+            f"tensor<{points}x{steps}x{K}x{V}xf32>")
+    return f"""tang.monoid @affine : [{a}, {s}] identity [] {{
+^bb0(%a1: {a}, %b1: {s}, %a2: {a}, %b2: {s}):
+  %a = tang.comprehension (%i, %j) reduce (%k) [{K}, {K}, {K}] monoid(add) : {a} {{
+    %x = tang.read %a2[%i, %k] : {a}
+    %y = tang.read %a1[%k, %j] : {a}
+    %p = arith.mulf %x, %y : f32
+    tang.yield %p : f32
+  }}
+  %b = tang.comprehension (%i, %j) [{K}, {V}] : {s} {{
+    %t = tang.comprehension reduce (%k) [{K}] monoid(add) : f32 {{
+      %x = tang.read %a2[%i, %k] : {a}
+      %y = tang.read %b1[%k, %j] : {s}
+      %p = arith.mulf %x, %y : f32
+      tang.yield %p : f32
+    }}
+    %z = tang.read %b2[%i, %j] : {s}
+    %r = arith.addf %z, %t : f32
+    tang.yield %r : f32
+  }}
+  tang.yield %a, %b : {a}, {s}
+}}
+func.func @main(%A: {A}, %B: {B}, %I: tensor<{points}x{K}x{K}xf32>, %S0: tensor<{points}x{K}x{V}xf32>) -> {B} {{
+  %PA, %S = tang.tensor_scan @affine(%A, %B : {A}, {B}) init(%I, %S0 : tensor<{points}x{K}x{K}xf32>, tensor<{points}x{K}x{V}xf32>) -> {A}, {B}
+  return %S : {B}
+}}
+"""
+
+
+@pytest.mark.parametrize("K,V,trip", [(32, 40, 16), (24, 8, 8), (6, 12, 2)])
+def test_affine_scan_loads_ahead(tmp_path, K, V, trip):
+    """The affine scan kernel (a workgroup per point and block of up to 32
+    state columns, the slice of the state in workgroup memory) with its
+    transition rows loaded a trip of `trip` k ahead, across steps too, and
+    each step's inputs a step ahead: 16 k a trip with 16-byte loads and 40
+    columns (a second, ragged block); 8 k a trip at K 24; at K 6 (no
+    16-byte loads) 2 k a trip. Every state of 5 steps at 2 points against
+    the interpreter; transitions scaled by K^-1/2, as a chunk's decays keep
+    the state bounded."""
+    if not TANG_OPT.exists():
+        pytest.skip("tang-opt not built")
+    points, steps = 2, 5
+    src = tmp_path / "scan.mlir"
+    src.write_text(affine_scan_program(points, steps, K, V))
+    kernels = kernel_form(src, "", ["--tang-attach-target=chip=sm_90a"])
+    # After the slice's first barrier: the loop over steps, then the sum's.
+    loops = re.findall(r'"scf.for"\(%\S+, %\S+, (%\S+), %', kernels.split(
+        '"gpu.barrier"')[1])
+    assert len(loops) >= 2, "no sum loop in the steps"
+    assert f'{loops[1]} = "arith.constant"() <{{value = {trip} : index}}>' \
+        in kernels, trip
+    rng = np.random.default_rng(3)
+    inputs = [(rng.uniform(-1, 1, (points, steps, K, K)) / np.sqrt(K))
+              .astype(np.float32),
+              rng.uniform(-1, 1, (points, steps, K, V)).astype(np.float32),
+              rng.uniform(-1, 1, (points, K, K)).astype(np.float32),
+              rng.uniform(-1, 1, (points, K, V)).astype(np.float32)]
+    (ref,) = interpreter_outputs(tmp_path, src, inputs)
+    (got,) = KernelFormEmulator(kernels).run("main", inputs)
+    check = harness.check_elementwise(
+        got.reshape(ref.shape), ref,
+        harness.Tolerance("f32", reduction=K * steps, roundings=1),
+        "affine scan")
+    assert check["ok"], check

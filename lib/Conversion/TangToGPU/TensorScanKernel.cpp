@@ -14,7 +14,10 @@
 // transition rows read once per k for all its columns), then the slice is
 // replaced between two barriers (f32 states, 4 columns a thread, K a
 // multiple of 4: 16-byte loads of 4 k of a transition row and of a slice
-// row's columns). Otherwise one thread per parallel point
+// row's columns). The sum over k runs in trips of up to 16 k whose
+// transition loads are issued one trip ahead (across steps too), and each
+// step's inputs B one step ahead, so that global loads are in flight while
+// the multiply-adds run. Otherwise one thread per parallel point
 // and column carries its column. O(K^2 V) per step, in order: the steps of
 // --tang-chunk-affine-scan's chunks (a few hundred), not the tokens of a
 // long sequence. The products of the transitions (the scan's first result)
@@ -251,25 +254,73 @@ LogicalResult mlir::tang::emitAffineScanKernel(OpBuilder &b, TensorScanOp op,
     }
   gpu::BarrierOp::create(b, loc);
 
-  auto stepLoop = scf::ForOp::create(b, loc, cst(0), cst(steps), cst(1));
-  b.setInsertionPointToStart(stepLoop.getBody());
-  Value t = stepLoop.getInductionVar();
-  SmallVector<Value> acc;
-  for (int64_t m = 0; m < shape.rowsPer; ++m)
-    for (int64_t c = 0; c < shape.colsPer; ++c)
-      acc.push_back(load(bIn, at({t, rows[m], cols[c]})));
-  // With f32 states, 4 columns a thread and K a multiple of 4, the loop
-  // takes 4 k a trip: each of the thread's transition rows as one 16-byte
+  // With f32 states, 4 columns a thread and K a multiple of 4, the sum
+  // takes k in quads: each of the thread's transition rows as one 16-byte
   // load (A[t, i, k..k+3]) and each of the 4 slice rows' columns as one
   // (slice[k + q, c..c+3]): 8 loads for 64 multiply-adds, not 32.
   bool vectors = shape.colsPer == 4 && kDim % 4 == 0 && element.isF32();
   int64_t kStep = vectors ? 4 : 1;
-  auto sum = scf::ForOp::create(b, loc, cst(0), cst(kDim), cst(kStep), acc);
+  // The transitions come from global memory, the slice from the
+  // workgroup's: a trip of the sum takes `group` k steps, and the loads of
+  // the next trip's transition rows (the next step's first, on the last
+  // trip) are issued before this trip's multiply-adds, so that they are in
+  // flight while it computes. The next step's inputs B likewise, before
+  // its sum. A trip's load waiting a full memory latency per k step was
+  // the kernel's cost (the state pass of the gated delta rule, 64 chunk
+  // steps of 128 x 128 states, ran at one load round trip per trip).
+  int64_t perTrip = 1;
+  while (perTrip < 4 && (kDim / kStep) % (perTrip * 2) == 0)
+    perTrip *= 2;
+  int64_t group = kStep * perTrip;
+  auto quad = VectorType::get({kStep}, element);
+  auto loadA = [&](Value t, Value k0) {
+    SmallVector<Value> values;
+    for (int64_t u = 0; u < perTrip; ++u)
+      for (int64_t m = 0; m < shape.rowsPer; ++m) {
+        SmallVector<Value> coords = at({t, rows[m], add(k0, cst(u * kStep))});
+        values.push_back(vectors ? vector::LoadOp::create(
+                                       b, loc, quad, a, coords,
+                                       /*nontemporal=*/false, llvm::Align(16))
+                                       .getResult()
+                                 : load(a, coords));
+      }
+    return values;
+  };
+  auto loadB = [&](Value t) {
+    SmallVector<Value> values;
+    for (int64_t m = 0; m < shape.rowsPer; ++m)
+      for (int64_t c = 0; c < shape.colsPer; ++c)
+        values.push_back(load(bIn, at({t, rows[m], cols[c]})));
+    return values;
+  };
+  int64_t numB = shape.rowsPer * shape.colsPer;
+  SmallVector<Value> carried = loadB(cst(0));
+  llvm::append_range(carried, loadA(cst(0), cst(0)));
+  auto stepLoop =
+      scf::ForOp::create(b, loc, cst(0), cst(steps), cst(1), carried);
+  b.setInsertionPointToStart(stepLoop.getBody());
+  Value t = stepLoop.getInductionVar();
+  ValueRange stepArgs = stepLoop.getRegionIterArgs();
+  Value lastStep = cst(steps - 1);
+  Value nextT = arith::MinUIOp::create(b, loc, add(t, cst(1)), lastStep);
+  SmallVector<Value> nextB = loadB(nextT);
+  SmallVector<Value> sumInit(stepArgs.begin(), stepArgs.end());
+  auto sum = scf::ForOp::create(b, loc, cst(0), cst(kDim), cst(group), sumInit);
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(sum.getBody());
     Value kk = sum.getInductionVar();
-    SmallVector<Value> next(sum.getRegionIterArgs());
+    ValueRange args = sum.getRegionIterArgs();
+    SmallVector<Value> next(args.take_front(numB));
+    ValueRange current = args.drop_front(numB);
+    // The next trip's transition rows: this step's next k, or the next
+    // step's first (the last step's again at its end: read, not used).
+    Value nextK = add(kk, cst(group));
+    Value wrap = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, nextK,
+                                       cst(kDim));
+    Value tripT = arith::SelectOp::create(b, loc, wrap, nextT, t);
+    Value tripK = arith::SelectOp::create(b, loc, wrap, cst(0), nextK);
+    SmallVector<Value> prefetched = loadA(tripT, tripK);
     // Fused multiply-adds (allowContraction): one instruction a product.
     auto madd = [&](int64_t m, int64_t c, Value x, Value y) {
       Value &r = next[m * shape.colsPer + c];
@@ -279,34 +330,30 @@ LogicalResult mlir::tang::emitAffineScanKernel(OpBuilder &b, TensorScanOp op,
       allowContraction(added);
       r = added;
     };
-    if (vectors) {
-      auto quad = VectorType::get({4}, element);
-      auto vload = [&](Value buf, ArrayRef<Value> coords) {
-        return vector::LoadOp::create(b, loc, quad, buf, coords,
-                                      /*nontemporal=*/false, llvm::Align(16))
-            .getResult();
-      };
-      SmallVector<Value> left, right;
-      for (int64_t m = 0; m < shape.rowsPer; ++m)
-        left.push_back(vload(a, at({t, rows[m], kk})));
-      for (int64_t q = 0; q < 4; ++q)
-        right.push_back(vload(slice, {add(kk, cst(q)), sliceCols[0]}));
-      for (int64_t q = 0; q < 4; ++q)
-        for (int64_t m = 0; m < shape.rowsPer; ++m) {
-          Value x = vector::ExtractOp::create(b, loc, left[m], q);
-          for (int64_t c = 0; c < 4; ++c)
-            madd(m, c, x, vector::ExtractOp::create(b, loc, right[q], c));
+    for (int64_t u = 0; u < perTrip; ++u) {
+      Value k0 = add(kk, cst(u * kStep));
+      ValueRange left = current.slice(u * shape.rowsPer, shape.rowsPer);
+      if (vectors) {
+        for (int64_t q = 0; q < 4; ++q) {
+          Value right = vector::LoadOp::create(
+              b, loc, quad, slice, ValueRange{add(k0, cst(q)), sliceCols[0]},
+              /*nontemporal=*/false, llvm::Align(16));
+          for (int64_t m = 0; m < shape.rowsPer; ++m) {
+            Value x = vector::ExtractOp::create(b, loc, left[m], q);
+            for (int64_t c = 0; c < 4; ++c)
+              madd(m, c, x, vector::ExtractOp::create(b, loc, right, c));
+          }
         }
-    } else {
-      SmallVector<Value> left, right;
-      for (int64_t m = 0; m < shape.rowsPer; ++m)
-        left.push_back(load(a, at({t, rows[m], kk})));
+        continue;
+      }
+      SmallVector<Value> right;
       for (int64_t c = 0; c < shape.colsPer; ++c)
-        right.push_back(load(slice, {kk, sliceCols[c]}));
+        right.push_back(load(slice, {k0, sliceCols[c]}));
       for (int64_t m = 0; m < shape.rowsPer; ++m)
         for (int64_t c = 0; c < shape.colsPer; ++c)
           madd(m, c, left[m], right[c]);
     }
+    llvm::append_range(next, prefetched);
     scf::YieldOp::create(b, loc, next);
   }
   // Every thread has read the previous state before any replaces it.
@@ -318,5 +365,8 @@ LogicalResult mlir::tang::emitAffineScanKernel(OpBuilder &b, TensorScanOp op,
       storeIf(both(rowOk[m], colOk[c]), v, out, at({t, rows[m], cols[c]}));
     }
   gpu::BarrierOp::create(b, loc);
+  SmallVector<Value> toNext = nextB;
+  llvm::append_range(toNext, sum.getResults().drop_front(numB));
+  scf::YieldOp::create(b, loc, toNext);
   return success();
 }

@@ -9,6 +9,9 @@
 // 3: its loads clamped, its store to the states skipped). Each step: the
 // sum over k in order from B, a barrier, the slice and the step's states
 // replaced, a barrier. The products of the transitions are not written.
+// Loads run ahead: the next step's B before the sum; in each trip of the
+// sum (here both k of K = 2), the next trip's transitions (the next
+// step's first, on the last trip) before the multiply-adds.
 
 // Without cooperating threads (the portable backends' kernel form): one
 // thread per (point, column) = 12 threads carries its column, the previous
@@ -37,18 +40,27 @@
 // CHECK: memref.store %{{.*}}, %[[W]]
 // CHECK: gpu.barrier
 // CHECK: scf.for %[[T:.*]] = %{{.*}} to %{{.*}} step
-// CHECK: %[[B:.*]] = memref.load %{{.*}}[%{{.*}}, %[[T]], %{{.*}}, %{{.*}}] : memref<4x5x2x3xf32>
-// CHECK: scf.for %[[K:.*]] = {{.*}} iter_args(%{{.*}} = %[[B]], {{.*}}) -> (f32, f32, f32, f32)
-// CHECK: %[[A:.*]] = memref.load %{{.*}}[%{{.*}}, %[[T]], %{{.*}}, %[[K]]] : memref<4x5x2x2xf32>
-// CHECK: %[[S:.*]] = memref.load %[[W]][%[[K]], %{{.*}}]
-// CHECK: arith.mulf %[[A]], %[[S]]
-// CHECK: arith.addf
+// CHECK: memref.load %{{.*}}[%{{.*}}, %[[C0:.*]], %{{.*}}, %{{.*}}] : memref<4x5x2x3xf32>
+// CHECK: memref.load %{{.*}}[%{{.*}}, %[[C0]], %{{.*}}, %{{.*}}] : memref<4x5x2x2xf32>
+// CHECK: memref.load %{{.*}}[%{{.*}}, %[[C0]], %{{.*}}, %{{.*}}] : memref<4x5x2x2xf32>
+// CHECK: scf.for %[[T:[^ ]*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[B:[^ ]*]] = {{.*}}, %[[A0:[^ ]*]] = {{.*}}, %[[A1:[^ ]*]] = {{.*}}) -> (f32, f32, f32, f32, f32, f32)
+// CHECK: %[[NT:.*]] = arith.minui
+// CHECK: %[[NB:.*]] = memref.load %{{.*}}[%{{.*}}, %[[NT]], %{{.*}}, %{{.*}}] : memref<4x5x2x3xf32>
+// CHECK: scf.for %[[K:[^ ]*]] = {{.*}} iter_args(%[[ACC:[^ ]*]] = %[[B]], {{.*}}, %[[X0:[^ ]*]] = %[[A0]], %[[X1:[^ ]*]] = %[[A1]]) -> (f32, f32, f32, f32, f32, f32)
+// CHECK: %[[WRAP:.*]] = arith.cmpi eq
+// CHECK: %[[TT:.*]] = arith.select %[[WRAP]], %[[NT]], %[[T]]
+// CHECK: %[[A:.*]] = memref.load %{{.*}}[%{{.*}}, %[[TT]], %{{.*}}, %{{.*}}] : memref<4x5x2x2xf32>
+// CHECK: %[[S:.*]] = memref.load %[[W]][%{{.*}}, %{{.*}}]
+// CHECK: %[[P:.*]] = arith.mulf %[[X0]], %[[S]]
+// CHECK: arith.addf %[[ACC]], %[[P]]
+// CHECK: scf.yield %{{.*}}, %[[A]], %{{.*}} : f32, f32, f32, f32, f32, f32
 // CHECK: gpu.barrier
 // CHECK: memref.store %{{.*}}, %[[W]]
 // CHECK: arith.andi
 // CHECK: memref.store %{{.*}}, %{{.*}}[%{{.*}}, %[[T]], %{{.*}}, %{{.*}}] : memref<4x5x2x3xf32>
 // CHECK-NOT: memref<4x5x2x2xf32>
 // CHECK: gpu.barrier
+// CHECK-NEXT: scf.yield %[[NB]], {{.*}} : f32, f32, f32, f32, f32, f32
 // CHECK-NEXT: }
 // CHECK-NEXT: gpu.return
 tang.monoid @affine : [tensor<2x2xf32>, tensor<2x3xf32>] identity [] {
@@ -136,7 +148,10 @@ func.func @not_affine(%X: tensor<5x2x2xf32>) -> tensor<5x2x2xf32> {
 // CHECK-SAME: workgroup(%[[W:.*]] : memref<4x8xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
 // CHECK: scf.for %[[T:[^ ]*]] = %{{.*}} to %{{.*}} step
 // CHECK: scf.for %[[K:[^ ]*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args
-// CHECK: vector.load %{{.*}}[%{{.*}}, %[[T]], %{{.*}}, %[[K]]] {alignment = 16 : i64} : memref<2x3x4x4xf32>, vector<4xf32>
+// CHECK: arith.select
+// CHECK: %[[K1:.*]] = arith.select
+// CHECK: %[[K2:.*]] = arith.addi %[[K1]]
+// CHECK: vector.load %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}, %[[K2]]] {alignment = 16 : i64} : memref<2x3x4x4xf32>, vector<4xf32>
 // CHECK: vector.load %[[W]][%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<4x8xf32, #gpu.address_space<workgroup>>, vector<4xf32>
 // CHECK-COUNT-3: vector.load %[[W]]
 // CHECK: vector.extract
