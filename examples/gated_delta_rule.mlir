@@ -12,8 +12,9 @@
 // written as a tang.tensor_scan of the pairs (A_t, B_t) under the
 // composition of affine maps (a tensor monoid). --tang-chunk-affine-scan
 // (in every lowering pipeline) derives the chunked form: two chunks of 64
-// tokens, their triangular systems inverted by Neumann products, one dense
-// affine step per chunk run by the affine scan kernel.
+// tokens, their triangular systems solved by forward substitution
+// (tang.triangular_solve), one dense affine step per chunk run by the
+// affine scan kernel.
 //
 // q, k: 1x128x2x8; v: 1x128x4x8; a, b: 1x128x4; A_log, dt_bias: 4;
 // S0: 1x4x8x8.

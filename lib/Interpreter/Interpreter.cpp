@@ -541,6 +541,41 @@ evalTensorScan(TensorScanOp op, const TensorMap &tensors,
   return results;
 }
 
+/// Forward substitution, X[p, r] = Y[p, r] + sum_{s < r} L[p, r, s] X[p, s],
+/// in float64; under Monte Carlo arithmetic each product and sum is
+/// perturbed at the element type's unit roundoff, as a kernel rounds them.
+static FailureOr<std::shared_ptr<Tensor>>
+evalTriangularSolve(TriangularSolveOp op, const TensorMap &tensors,
+                    const std::shared_ptr<Perturbation> &perturbation) {
+  RankedTensorType type = op.getType();
+  if (getNumElementsChecked(type.getShape()).value_or(kMaxElements + 1) >
+      kMaxElements)
+    return op.emitError() << "tang-run: the solve has more elements than the "
+                             "reference interpreter's limit of "
+                          << kMaxElements;
+  const Tensor &lower = *tensors.lookup(op.getLower());
+  const Tensor &rhs = *tensors.lookup(op.getRhs());
+  auto out = makeResult(type, type.getShape());
+  int64_t rank = type.getRank();
+  int64_t c = type.getDimSize(rank - 2), n = type.getDimSize(rank - 1);
+  int64_t points = type.getNumElements() / (c * n);
+  double u = perturbation ? getUnitRoundoff(type.getElementType()) : 0.0;
+  auto round = [&](double v) { return u > 0 ? perturbation->apply(v, u) : v; };
+  for (int64_t p = 0; p < points; ++p) {
+    const double *l = lower.data.data() + p * c * c;
+    const double *y = rhs.data.data() + p * c * n;
+    double *x = out->data.data() + p * c * n;
+    for (int64_t r = 0; r < c; ++r)
+      for (int64_t j = 0; j < n; ++j) {
+        double acc = y[r * n + j];
+        for (int64_t q = 0; q < r; ++q)
+          acc = round(acc + round(l[r * c + q] * x[q * n + j]));
+        x[r * n + j] = acc;
+      }
+  }
+  return out;
+}
+
 static FailureOr<SmallVector<Tensor>>
 evalBlock(Block &block, TensorMap &tensors, ArrayRef<int64_t> sizes,
           const InterpretOptions &options,
@@ -574,6 +609,16 @@ evalBlock(Block &block, TensorMap &tensors, ArrayRef<int64_t> sizes,
         if (options.emulatePrecision)
           roundToElementType(*t);
       }
+      continue;
+    }
+    if (auto solve = dyn_cast<TriangularSolveOp>(op)) {
+      FailureOr<std::shared_ptr<Tensor>> r =
+          evalTriangularSolve(solve, tensors, perturbation);
+      if (failed(r))
+        return failure();
+      if (options.emulatePrecision)
+        roundToElementType(**r);
+      tensors[solve.getResult()] = *r;
       continue;
     }
     if (auto sc = dyn_cast<ScatterOp>(op)) {

@@ -195,8 +195,7 @@ struct FactorPart {
 // Placeholders: {PI} parallel indices ("%p0, %p1, "), {PX} their extents
 // ("2, 4, "), {PS} the shape prefix ("2x4x"), {T} steps, {N} chunks, {C}
 // steps per chunk, {CL} C - 1, {K} and {V} the state's shape, {E} the
-// element type, {M} the monoid, {NEUMANN} the products that invert I - L,
-// {TINV} the last of them. Arguments: la (log decays), u, w, p, v (the
+// element type, {M} the monoid. Arguments: la (log decays), u, w, p, v (the
 // factors), S0 (the initial state) and A0 (the transition's init, unused
 // but by the chunks' scan).
 constexpr const char *kPlan = R"mlir(
@@ -253,21 +252,9 @@ func.func @plan(%la: tensor<{PS}{T}x{E}>, %u: tensor<{PS}{T}x{K}x{E}>, %w: tenso
     %o2 = arith.select %lt, %x2, %zero : {E}
     tang.yield %o1, %o2 : {E}, {E}
   }
-  // (I - L)^-1 = (I + L)(I + L^2)(I + L^4)...: T0 = I + L, then the
-  // Neumann steps.
-  %T0 = tang.comprehension ({PI}%c, %r, %s) [{PX}{N}, {C}, {C}] attributes {tang.saved} : tensor<{PS}{N}x{C}x{C}x{E}> {
-    %l = tang.read %Lu[{PI}%c, %r, %s] : tensor<{PS}{N}x{C}x{C}x{E}>
-    %ri = tang.index %r : i32
-    %si = tang.index %s : i32
-    %eq = arith.cmpi eq, %ri, %si : i32
-    %one = arith.constant 1.0 : {E}
-    %zero = arith.constant 0.0 : {E}
-    %d = arith.select %eq, %one, %zero : {E}
-    %x = arith.addf %d, %l : {E}
-    tang.yield %x : {E}
-  }
-{NEUMANN}
-  // x_r = E_r S_start + F_r: E = T diag(exp(G[r - 1])) W, F = T Lp V.
+  // x_r = E_r S_start + F_r: E = (I - L)^-1 diag(exp(G[r - 1])) W and
+  // F = (I - L)^-1 Lp V, each by forward substitution (C^2 / 2
+  // multiply-adds a column).
   %Wd = tang.comprehension ({PI}%c, %s, %k) [{PX}{N}, {C}, {K}] attributes {tang.saved} : tensor<{PS}{N}x{C}x{K}x{E}> {
     %gs = tang.read %G[{PI}%c, %s] : tensor<{PS}{N}x{C}x{E}>
     %ls = tang.read %la[{PI}%c * {C} + %s] : tensor<{PS}{T}x{E}>
@@ -277,24 +264,14 @@ func.func @plan(%la: tensor<{PS}{T}x{E}>, %u: tensor<{PS}{T}x{K}x{E}>, %w: tenso
     %b = arith.mulf %e, %ws : {E}
     tang.yield %b : {E}
   }
-  %E = tang.comprehension ({PI}%c, %r, %k) reduce (%s) [{PX}{N}, {C}, {K}, {C}] monoid(add) attributes {tang.saved} : tensor<{PS}{N}x{C}x{K}x{E}> {
-    %t = tang.read %{TINV}[{PI}%c, %r, %s] : tensor<{PS}{N}x{C}x{C}x{E}>
-    %ws = tang.read %Wd[{PI}%c, %s, %k] : tensor<{PS}{N}x{C}x{K}x{E}>
-    %b = arith.mulf %t, %ws : {E}
-    tang.yield %b : {E}
-  }
+  %E = tang.triangular_solve %Lu, %Wd : tensor<{PS}{N}x{C}x{C}x{E}>, tensor<{PS}{N}x{C}x{K}x{E}>
   %LpV = tang.comprehension ({PI}%c, %r, %j) reduce (%s) [{PX}{N}, {C}, {V}, {C}] monoid(add) attributes {tang.saved} : tensor<{PS}{N}x{C}x{V}x{E}> {
     %l = tang.read %Lp[{PI}%c, %r, %s] : tensor<{PS}{N}x{C}x{C}x{E}>
     %vs = tang.read %v[{PI}%c * {C} + %s, %j] : tensor<{PS}{T}x{V}x{E}>
     %b = arith.mulf %l, %vs : {E}
     tang.yield %b : {E}
   }
-  %F = tang.comprehension ({PI}%c, %r, %j) reduce (%s) [{PX}{N}, {C}, {V}, {C}] monoid(add) attributes {tang.saved} : tensor<{PS}{N}x{C}x{V}x{E}> {
-    %t = tang.read %{TINV}[{PI}%c, %r, %s] : tensor<{PS}{N}x{C}x{C}x{E}>
-    %y = tang.read %LpV[{PI}%c, %s, %j] : tensor<{PS}{N}x{C}x{V}x{E}>
-    %b = arith.mulf %t, %y : {E}
-    tang.yield %b : {E}
-  }
+  %F = tang.triangular_solve %Lu, %LpV : tensor<{PS}{N}x{C}x{C}x{E}>, tensor<{PS}{N}x{C}x{V}x{E}>
   // The chunk as one affine step: A_c = exp(G[C-1]) I + Ug^T E,
   // B_c = Ug^T F + Pg^T V, with Ug = diag(Gamma) U and Pg = diag(Gamma) P,
   // Gamma = exp(G[C-1] - G[s]) = exp(Dg[C-1, s]).
@@ -459,27 +436,6 @@ constexpr const char *kOutput = R"mlir(
   }
 )mlir";
 
-/// One Neumann step: N{m} = N{m-1}^2, T{m} = T{m-1} (I + N{m}).
-constexpr const char *kNeumannStep = R"mlir(
-  %N{m} = tang.comprehension ({PI}%c, %r, %s) reduce (%q) [{PX}{N}, {C}, {C}, {C}] monoid(add) attributes {tang.saved} : tensor<{PS}{N}x{C}x{C}x{E}> {
-    %a = tang.read %{NP}[{PI}%c, %r, %q] : tensor<{PS}{N}x{C}x{C}x{E}>
-    %b = tang.read %{NP}[{PI}%c, %q, %s] : tensor<{PS}{N}x{C}x{C}x{E}>
-    %p = arith.mulf %a, %b : {E}
-    tang.yield %p : {E}
-  }
-  %T{m} = tang.comprehension ({PI}%c, %r, %s) [{PX}{N}, {C}, {C}] attributes {tang.saved} : tensor<{PS}{N}x{C}x{C}x{E}> {
-    %t = tang.read %{TP}[{PI}%c, %r, %s] : tensor<{PS}{N}x{C}x{C}x{E}>
-    %sum = tang.comprehension reduce (%q) [{C}] monoid(add) : {E} {
-      %a = tang.read %{TP}[{PI}%c, %r, %q] : tensor<{PS}{N}x{C}x{C}x{E}>
-      %b = tang.read %N{m}[{PI}%c, %q, %s] : tensor<{PS}{N}x{C}x{C}x{E}>
-      %p = arith.mulf %a, %b : {E}
-      tang.yield %p : {E}
-    }
-    %x = arith.addf %t, %sum : {E}
-    tang.yield %x : {E}
-  }
-)mlir";
-
 // One step (a decode update): S = d S0 + u (w^T S0) + p v^T, the
 // transition never formed: w^T S0 a reduction of its own (saved: read by
 // every row), the state a map fusion puts into its readers.
@@ -603,20 +559,8 @@ shapeValues(ArrayRef<int64_t> parallel, int64_t k, int64_t v, Type element) {
 std::string instantiatePlan(ArrayRef<int64_t> parallel, int64_t steps,
                             int64_t chunk, int64_t k, int64_t v, Type element,
                             StringRef monoid, unsigned outputs) {
-  std::string neumann;
-  unsigned products = 0;
-  while ((int64_t(1) << (products + 1)) < chunk)
-    ++products;
-  // ceil(log2 chunk) factors: T0 and `products` more.
-  for (unsigned m = 1; m <= products; ++m)
-    neumann += substitute(
-        kNeumannStep, {{"{m}", std::to_string(m)},
-                       {"{NP}", m == 1 ? "Lu" : "N" + std::to_string(m - 1)},
-                       {"{TP}", "T" + std::to_string(m - 1)}});
-  std::string text = substitute(withOutputs(kPlan, kOutput, outputs, "{T}"),
-                                {{"{NEUMANN}", neumann}});
-  text = substitute(text, {{"{TINV}", "T" + std::to_string(products)},
-                           {"{T}", std::to_string(steps)},
+  std::string text = withOutputs(kPlan, kOutput, outputs, "{T}");
+  text = substitute(text, {{"{T}", std::to_string(steps)},
                            {"{N}", std::to_string(steps / chunk)},
                            {"{CL}", std::to_string(chunk - 1)},
                            {"{C}", std::to_string(chunk)},

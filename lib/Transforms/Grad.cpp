@@ -355,6 +355,13 @@ Differentiator::run(ArrayRef<std::pair<Value, Value>> seeds) {
         needsGradient.insert(ts.getResult(1));
       continue;
     }
+    if (auto solve = dyn_cast<TriangularSolveOp>(op)) {
+      program.push_back(solve);
+      if (llvm::any_of(solve->getOperands(),
+                       [&](Value v) { return needsGradient.contains(v); }))
+        needsGradient.insert(solve.getResult());
+      continue;
+    }
     if (!isa<ComprehensionOp, ScanOp>(op))
       return op.emitOpError() << "is not a comprehension, scatter or scan: "
                                  "--tang-grad differentiates functions of "
@@ -393,6 +400,9 @@ Differentiator::run(ArrayRef<std::pair<Value, Value>> seeds) {
             .Case([&](ScanOp s) { return differentiateScan(s, cotangents); })
             .Case([&](TensorScanOp s) {
               return differentiateTensorScan(s, cotangents);
+            })
+            .Case([&](TriangularSolveOp s) {
+              return differentiateTriangularSolve(s, cotangents[0]);
             });
     if (failed(status))
       return failure();
@@ -772,7 +782,8 @@ struct TangGradPass : tang::impl::TangGradBase<TangGradPass> {
           ((f.getBody().getOps<ComprehensionOp>().empty() &&
             f.getBody().getOps<ScatterOp>().empty() &&
             f.getBody().getOps<ScanOp>().empty() &&
-            f.getBody().getOps<TensorScanOp>().empty()) ||
+            f.getBody().getOps<TensorScanOp>().empty() &&
+            f.getBody().getOps<TriangularSolveOp>().empty()) ||
            module.lookupSymbol((f.getName() + "_grad").str())))
         continue;
       funcs.push_back(f);

@@ -211,6 +211,10 @@ private:
   /// A tensor scan under the composition of affine maps (its states'
   /// cotangent `dY[1]`; the products of the transitions are unused).
   LogicalResult differentiateTensorScan(TensorScanOp scan, ArrayRef<Value> dY);
+  /// A forward substitution X = (I - L)^-1 Y, from `dX`: dY by the
+  /// transposed system (a solve with rows reversed), dL = dY X^T below the
+  /// diagonal (GradScatterScan.cpp).
+  LogicalResult differentiateTriangularSolve(TriangularSolveOp solve, Value dX);
   LogicalResult differentiate(ComprehensionOp c,
                               ArrayRef<Value> resultCotangents);
   /// `saved`: the tie counts of a max/min reduction; (m, l, tie counts)

@@ -43,6 +43,36 @@ std::string formatMonoid(Attribute monoid) {
   return ("@" + cast<FlatSymbolRefAttr>(monoid).getValue()).str();
 }
 
+/// A map from a domain of `n` indices whose first `np` (the parallel ones)
+/// pass through, then `rest`.
+AffineMap parallelMap(MLIRContext *ctx, unsigned np, unsigned n,
+                      ArrayRef<AffineExpr> rest) {
+  SmallVector<AffineExpr> exprs;
+  for (unsigned i = 0; i < np; ++i)
+    exprs.push_back(getAffineDimExpr(i, ctx));
+  llvm::append_range(exprs, rest);
+  return AffineMap::get(n, 0, exprs, ctx);
+}
+
+/// A comprehension of `e` elements over `shape` (summing over `reduced`)
+/// whose body `fill` writes from the block's indices.
+Value buildComprehension(OpBuilder &b, Location loc, Type e,
+                         ArrayRef<int64_t> shape, ArrayRef<int64_t> reduced,
+                         function_ref<Value(ArrayRef<Value>)> fill) {
+  MLIRContext *ctx = b.getContext();
+  auto c = ComprehensionOp::create(
+      b, loc, TypeRange{RankedTensorType::get(shape, e)}, shape, reduced,
+      reduced.empty() ? Attribute() : MonoidKindAttr::get(ctx, MonoidKind::Add),
+      ScheduleAttr());
+  OpBuilder::InsertionGuard guard(b);
+  Block *body = b.createBlock(&c.getBody());
+  SmallVector<Value> idx;
+  for (size_t i = 0; i < shape.size() + reduced.size(); ++i)
+    idx.push_back(body->addArgument(b.getIndexType(), loc));
+  YieldOp::create(b, loc, ValueRange{fill(idx)});
+  return c.getResult(0);
+}
+
 /// The tensor `v` reads when it is a read at the identity of `body`'s
 /// indices of a tensor shaped like the domain `extents`, else null.
 Value getIdentityRead(Value v, Block &body, ArrayRef<int64_t> extents) {
@@ -512,30 +542,12 @@ LogicalResult Differentiator::differentiateTensorScan(TensorScanOp scan,
           V = sType.getDimSize(np + 2);
   Type e = sType.getElementType();
   auto dim = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
-  // A map from a domain of `n` indices: the parallel ones, then `rest`.
   auto map = [&](unsigned n, ArrayRef<AffineExpr> rest) {
-    SmallVector<AffineExpr> exprs;
-    for (unsigned i = 0; i < np; ++i)
-      exprs.push_back(dim(i));
-    llvm::append_range(exprs, rest);
-    return AffineMap::get(n, 0, exprs, ctx);
+    return parallelMap(ctx, np, n, rest);
   };
-  // A map comprehension over `shape` (and `reduced`) whose body `fill`
-  // writes from the block's indices.
   auto build = [&](ArrayRef<int64_t> shape, ArrayRef<int64_t> reduced,
                    function_ref<Value(ArrayRef<Value>)> fill) {
-    auto c = ComprehensionOp::create(
-        b, loc, TypeRange{RankedTensorType::get(shape, e)}, shape, reduced,
-        reduced.empty() ? Attribute()
-                        : MonoidKindAttr::get(ctx, MonoidKind::Add),
-        ScheduleAttr());
-    OpBuilder::InsertionGuard guard(b);
-    Block *body = b.createBlock(&c.getBody());
-    SmallVector<Value> idx;
-    for (size_t i = 0; i < shape.size() + reduced.size(); ++i)
-      idx.push_back(body->addArgument(b.getIndexType(), loc));
-    YieldOp::create(b, loc, ValueRange{fill(idx)});
-    return c.getResult(0);
+    return buildComprehension(b, loc, e, shape, reduced, fill);
   };
   SmallVector<int64_t> outer(sType.getShape().take_front(np + 1));
   auto shapeOf = [&](ArrayRef<int64_t> tail) {
@@ -604,6 +616,71 @@ LogicalResult Differentiator::differentiateTensorScan(TensorScanOp scan,
       return arith::MulFOp::create(b, loc, x, l).getResult();
     });
     contributions[init].push_back(Part{ds0, AffineMap(), {}});
+  }
+  ++numGradients;
+  return success();
+}
+
+LogicalResult
+Differentiator::differentiateTriangularSolve(TriangularSolveOp solve,
+                                             Value dX) {
+  if (!dX)
+    return success();
+  OpBuilder &b = builder;
+  Location loc = solve.getLoc();
+  MLIRContext *ctx = b.getContext();
+  Value lower = solve.getLower(), rhs = solve.getRhs(), x = solve.getResult();
+  RankedTensorType type = solve.getType();
+  unsigned rank = type.getRank(), np = rank - 2;
+  int64_t C = type.getDimSize(np), N = type.getDimSize(np + 1);
+  Type e = type.getElementType();
+  auto dim = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+  auto map = [&](unsigned n, ArrayRef<AffineExpr> rest) {
+    return parallelMap(ctx, np, n, rest);
+  };
+  auto build = [&](ArrayRef<int64_t> tail, ArrayRef<int64_t> reduced,
+                   function_ref<Value(ArrayRef<Value>)> fill) {
+    SmallVector<int64_t> shape(type.getShape().take_front(np));
+    llvm::append_range(shape, tail);
+    return buildComprehension(b, loc, e, shape, reduced, fill);
+  };
+  // X = (I - L)^-1 Y gives dY = (I - L)^-T dX, an upper-triangular system:
+  // dY[r] = dX[r] + sum_{s > r} L[s, r] dY[s]. With rows reversed (r' = C -
+  // 1 - r) it is lower again, M[r', s'] = L[C - 1 - s', C - 1 - r'], and
+  // dY[r] = Z[C - 1 - r] for Z = (I - M)^-1 dX reversed.
+  AffineExpr last = getAffineConstantExpr(C - 1, ctx);
+  Value m = build({C, C}, {}, [&](ArrayRef<Value> idx) {
+    return ReadOp::create(b, loc, lower,
+                          map(np + 2, {last - dim(np + 1), last - dim(np)}),
+                          idx)
+        .getResult();
+  });
+  Value z0 = build({C, N}, {}, [&](ArrayRef<Value> idx) {
+    return ReadOp::create(b, loc, dX,
+                          map(np + 2, {last - dim(np), dim(np + 1)}), idx)
+        .getResult();
+  });
+  Value z = TriangularSolveOp::create(b, loc, z0.getType(), m, z0).getResult();
+  if (needsGradient.contains(rhs))
+    contributions[rhs].push_back(
+        Part{z, map(rank, {last - dim(np), dim(np + 1)}), {}});
+  if (needsGradient.contains(lower)) {
+    // dL[r, s] = sum_n dY[r, n] X[s, n] below the diagonal (the entries a
+    // solve reads), zero elsewhere.
+    Value dl = build({C, C}, {N}, [&](ArrayRef<Value> idx) {
+      Value dy = ReadOp::create(
+          b, loc, z, map(np + 3, {last - dim(np), dim(np + 2)}), idx);
+      Value xs = ReadOp::create(b, loc, x,
+                                map(np + 3, {dim(np + 1), dim(np + 2)}), idx);
+      Value p = arith::MulFOp::create(b, loc, dy, xs);
+      Value r = IndexOp::create(b, loc, b.getI32Type(), idx[np]);
+      Value s = IndexOp::create(b, loc, b.getI32Type(), idx[np + 1]);
+      Value below =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, s, r);
+      Value zero = arith::ConstantOp::create(b, loc, b.getFloatAttr(e, 0.0));
+      return arith::SelectOp::create(b, loc, below, p, zero).getResult();
+    });
+    contributions[lower].push_back(Part{dl, AffineMap(), {}});
   }
   ++numGradients;
   return success();

@@ -1,11 +1,14 @@
 """tang.scan in the reference interpreter, against NumPy: prefix sums of
 several rows, a running max, a linear recurrence under a monoid that is not
 commutative (the order along the scan is the meaning), and a running argmax
-(two results)."""
+(two results). tang.triangular_solve (forward substitution) and its
+gradient against NumPy's solves."""
+
+import subprocess
 
 import numpy as np
 
-from tangrun import run_program
+from tangrun import TANG_BIN, run_program
 
 
 def run(tmp_path, text, *arrays):
@@ -140,3 +143,63 @@ def test_tensor_scan_keeps_the_order_of_matrix_products(tmp_path):
         assert np.isfinite(got).all()
         np.testing.assert_allclose(got, want, rtol=1e-12,
                                    atol=1e-12 * np.abs(want).max())
+
+
+SOLVE = """\
+func.func @main(%L: tensor<2x6x6xf64>, %Y: tensor<2x6x3xf64>) -> tensor<2x6x3xf64> {
+  %X = tang.triangular_solve %L, %Y : tensor<2x6x6xf64>, tensor<2x6x3xf64>
+  return %X : tensor<2x6x3xf64>
+}
+"""
+
+
+def test_triangular_solve_is_forward_substitution(tmp_path):
+    """tang.triangular_solve solves (I - L) X = Y with L's entries below the
+    diagonal only: the diagonal and above hold values that would change the
+    answer if read."""
+    rng = np.random.default_rng(5)
+    L = rng.uniform(-1, 1, (2, 6, 6))
+    Y = rng.uniform(-1, 1, (2, 6, 3))
+    (X,) = run(tmp_path, SOLVE, L, Y)
+    for p in range(2):
+        want = np.linalg.solve(np.eye(6) - np.tril(L[p], -1), Y[p])
+        assert np.abs(np.linalg.solve(np.eye(6) - L[p], Y[p]) - want).max() \
+            > 1e-3  # the upper part shows if read
+        np.testing.assert_allclose(X[p], want, rtol=1e-12,
+                                   atol=1e-12 * np.abs(want).max())
+
+
+def test_triangular_solve_gradient(tmp_path):
+    """--tang-grad of tang.triangular_solve, run by the interpreter, against
+    the closed form: dY = (I - L)^-T dX and dL = dY X^T below the diagonal
+    (zero on and above it: those entries are not read)."""
+    prog = tmp_path / "solve.mlir"
+    prog.write_text(SOLVE.replace("@main", "@solve"))
+    grad = tmp_path / "grad.mlir"
+    r = subprocess.run([str(TANG_BIN / "tang-opt"), str(prog), "--tang-grad",
+                        "-o", str(grad)], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    rng = np.random.default_rng(6)
+    L = rng.uniform(-1, 1, (2, 6, 6))
+    Y = rng.uniform(-1, 1, (2, 6, 3))
+    dX = rng.uniform(-1, 1, (2, 6, 3))
+    files = []
+    for n, x in enumerate((L, Y, dX)):
+        np.save(tmp_path / f"g{n}.npy", x)
+        files += ["--input", str(tmp_path / f"g{n}.npy")]
+    out = tmp_path / "grad_out"
+    r = subprocess.run([str(TANG_BIN / "tang-run"), str(grad),
+                        "--entry=solve_grad", *files, "--output-dir",
+                        str(out)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    dL, dY = (np.load(out / f"output_{k}.npy") for k in range(2))
+    for p in range(2):
+        A = np.eye(6) - np.tril(L[p], -1)
+        X = np.linalg.solve(A, Y[p])
+        want_dY = np.linalg.solve(A.T, dX[p])
+        want_dL = np.tril(want_dY @ X.T, -1)
+        np.testing.assert_allclose(dY[p], want_dY, rtol=1e-12,
+                                   atol=1e-12 * np.abs(want_dY).max())
+        np.testing.assert_allclose(dL[p], want_dL, rtol=1e-12,
+                                   atol=1e-12 * np.abs(want_dL).max())

@@ -988,3 +988,38 @@ def test_affine_scan_loads_ahead(tmp_path, K, V, trip):
         harness.Tolerance("f32", reduction=K * steps, roundings=1),
         "affine scan")
     assert check["ok"], check
+
+
+@pytest.mark.parametrize("C,target", [(8, "sm_90a"), (6, "sm_90a"),
+                                      (8, "portable"), (70, "sm_90a")])
+def test_triangular_solve(tmp_path, C, target):
+    """tang.triangular_solve's kernel, a thread per (point, column)
+    substituting in order: unrolled with the column in registers at 8 rows
+    (L's rows as 16-byte vectors on CUDA, words on the portable target) and
+    at 6 (words: rows not a multiple of 4); at 70 rows, loops reading the
+    column back. 3 x 2 points, 40 columns; every element against the
+    interpreter. L is random in every entry, the diagonal and above too
+    (read, they would change the answer)."""
+    if not TANG_OPT.exists():
+        pytest.skip("tang-opt not built")
+    lt, yt = f"tensor<3x2x{C}x{C}xf32>", f"tensor<3x2x{C}x40xf32>"
+    src = tmp_path / "solve.mlir"
+    src.write_text(f"""func.func @main(%L: {lt}, %Y: {yt}) -> {yt} {{
+  %X = tang.triangular_solve %L, %Y : {lt}, {yt}
+  return %X : {yt}
+}}
+""")
+    options = "" if target == "sm_90a" else "cooperative=0"
+    kernels = kernel_form(src, options, [f"--tang-attach-target=chip={target}"])
+    assert ('"vector.load"' in kernels) == (target == "sm_90a" and C == 8)
+    assert ('"scf.for"' in kernels) == (C > 64)
+    rng = np.random.default_rng(9)
+    inputs = [(rng.uniform(-1, 1, (3, 2, C, C)) / np.sqrt(C))
+              .astype(np.float32),
+              rng.uniform(-1, 1, (3, 2, C, 40)).astype(np.float32)]
+    (ref,) = interpreter_outputs(tmp_path, src, inputs)
+    (got,) = KernelFormEmulator(kernels).run("main", inputs)
+    check = harness.check_elementwise(
+        got.reshape(ref.shape), ref,
+        harness.Tolerance("f32", reduction=C, roundings=1), "solve")
+    assert check["ok"], check

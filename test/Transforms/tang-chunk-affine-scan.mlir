@@ -16,6 +16,11 @@
 // CHECK-NEXT: tang.yield %[[G]] : f32
 // CHECK: arith.negf
 // CHECK: tang.scan ({{.*}}) along ({{.*}}) [2, 2, 2] monoid(add) : tensor<2x2x2xf32>
+// The chunks' triangular systems (I - L) X = Y, for the rows of W (K = 2
+// columns) and of Lp V (V = 3), by forward substitution.
+// CHECK: %[[L:.*]]:2 = tang.comprehension ({{.*}}) [2, 2, 2, 2] attributes {tang.saved}
+// CHECK: tang.triangular_solve %[[L]]#0, %{{.*}} : tensor<2x2x2x2xf32>, tensor<2x2x2x2xf32>
+// CHECK: tang.triangular_solve %[[L]]#0, %{{.*}} : tensor<2x2x2x2xf32>, tensor<2x2x2x3xf32>
 // CHECK: tang.tensor_scan @affine({{.*}} : tensor<2x2x2x2xf32>, tensor<2x2x2x3xf32>) init({{.*}}) {tang.chunked} -> tensor<2x2x2x2xf32>, tensor<2x2x2x3xf32>
 // CHECK-NOT: tang.tensor_scan
 // The reader o_t = S_t^T q_t is reassociated: (q_r . u_s) and (q_r . p_s)

@@ -207,9 +207,10 @@ def TangChunkAffineScan : Pass<"tang-chunk-affine-scan", "::mlir::ModuleOp"> {
     `p = beta k`; DeltaNet with `d = 1`, linear attention with `u = 0`),
     this pass rewrites it into the chunked form: within each chunk of `C`
     steps, the rows `x_t = S_{t-1}^T w_t` solve a unit lower-triangular
-    system, `X = (I - L)^-1 (diag(gamma) W S_0 + L_p V)`, whose inverse is
-    the product of `I + L^(2^m)` (`L` is nilpotent; `ceil(log2 C)`
-    products of C x C matrices); each chunk becomes one dense affine step
+    system, `X = (I - L)^-1 (diag(gamma) W S_0 + L_p V)`, solved by
+    forward substitution (`tang.triangular_solve`: `C^2 / 2` multiply-adds
+    a column of `diag(gamma) W` and of `L_p V`); each chunk becomes one
+    dense affine step
     `(A_c, B_c)`, a `tang.tensor_scan` of `T / C` chunk steps (attribute
     `tang.chunked`) carries the state across chunks, and each step's state
     is `gamma_t S_start + sum_{s <= t} Gamma_{t,s} (u_s x_s^T + p_s v_s^T)`
@@ -359,6 +360,9 @@ def TangGrad : Pass<"tang-grad", "::mlir::ModuleOp"> {
       S_{t-1}^T`, the init's state `A_0^T L_0`. (The backward scan's
       transitions read the forward's: --tang-chunk-affine-scan does not
       chunk it yet.)
+    * A `tang.triangular_solve`, `X = (I - L)^-1 Y`: `dY = (I - L)^-T dX`
+      (a solve with its rows reversed) and `dL = dY X^T` below the
+      diagonal.
     * What a scatter writes and what a scan folds are first moved to a
       comprehension over their domain, so their reads are differentiated
       by the rules above.

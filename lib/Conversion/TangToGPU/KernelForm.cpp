@@ -65,6 +65,15 @@ SmallVector<Value> mlir::tang::getTensorsRead(Operation *op) {
 }
 
 FailureOr<SmallVector<Value>>
+mlir::tang::emitThreadPerColumn(OpBuilder &b, Operation *op,
+                                RankedTensorType type, unsigned own,
+                                Kernel &k) {
+  SmallVector<int64_t> columns(type.getShape().drop_back(own));
+  columns.push_back(type.getShape().back());
+  return emitThreadPerPoint(b, op, columns, k);
+}
+
+FailureOr<SmallVector<Value>>
 mlir::tang::emitThreadPerPoint(OpBuilder &b, Operation *op,
                                ArrayRef<int64_t> extents, Kernel &k) {
   constexpr int64_t kBlockSize = 256;

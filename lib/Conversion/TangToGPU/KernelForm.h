@@ -118,6 +118,13 @@ SmallVector<Value> getTensorsRead(Operation *op);
 FailureOr<SmallVector<Value>> emitThreadPerPoint(OpBuilder &b, Operation *op,
                                                  ArrayRef<int64_t> extents,
                                                  Kernel &k);
+/// One thread per (point, column) of `type`, whose last `own` dimensions
+/// belong to a point and whose last one is the column (a scan's [P..., T,
+/// K, V] with `own` 3): emitThreadPerPoint over [P..., V]; the point's
+/// indices, then the column.
+FailureOr<SmallVector<Value>> emitThreadPerColumn(OpBuilder &b, Operation *op,
+                                                  RankedTensorType type,
+                                                  unsigned own, Kernel &k);
 /// One thread per point of the row-major domain `extents` (index values,
 /// known when the kernel runs): a fixed grid of 256-thread blocks strides
 /// over the domain. Moves `b` into the loop and returns the point's
@@ -156,6 +163,14 @@ LogicalResult emitSimtScoreKernel(OpBuilder &b, ComprehensionOp op,
 LogicalResult emitAffineScanKernel(OpBuilder &b, TensorScanOp op,
                                    IRMapping &tensors, ValueRange outputs,
                                    Kernel &k, bool cooperative);
+
+/// The kernel of a tang.triangular_solve (TriangularSolveKernel.cpp): a
+/// thread per (parallel point, column) substitutes its column into
+/// `output`; `vectorLoads` (the CUDA kernel form, `cooperative`): the
+/// rows of L as 16-byte vectors.
+LogicalResult emitTriangularSolveKernel(OpBuilder &b, TriangularSolveOp op,
+                                        IRMapping &tensors, Value output,
+                                        Kernel &k, bool vectorLoads);
 
 /// The kernel of a scan (ScanKernel.cpp): a thread per parallel point,
 /// carrying the monoid's carrier along the scan index in order and storing

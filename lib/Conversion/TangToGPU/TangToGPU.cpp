@@ -996,6 +996,22 @@ LogicalResult KernelFormBuilder::convertFunc(func::FuncOp func) {
         return failure();
       continue;
     }
+    if (auto solve = dyn_cast<TriangularSolveOp>(op)) {
+      SmallVector<Value> inputs = {solve.getLower()};
+      if (solve.getRhs() != solve.getLower())
+        inputs.push_back(solve.getRhs());
+      SmallVector<Value> outputs = resultBuffers(solve);
+      std::string name = (func.getSymName() + "_k" + Twine(kernelNo++)).str();
+      if (failed(buildBodyKernel(
+              b, solve, name, inputs, solve.getResult(), outputs, buffers,
+              [&](OpBuilder &kb, IRMapping &tensors, ValueRange out,
+                  Kernel &k) {
+                return emitTriangularSolveKernel(kb, solve, tensors, out[0], k,
+                                                 options.cooperative);
+              })))
+        return failure();
+      continue;
+    }
     if (auto scatter = dyn_cast<ScatterOp>(op)) {
       // In place, into the copy of its base made above.
       Value output = buffers.lookup(scatter.getBase());
@@ -1066,7 +1082,8 @@ struct ConvertTangToGPUPass
       if (!f.isExternal() && (!f.getBody().getOps<ComprehensionOp>().empty() ||
                               !f.getBody().getOps<ScatterOp>().empty() ||
                               !f.getBody().getOps<ScanOp>().empty() ||
-                              !f.getBody().getOps<TensorScanOp>().empty()))
+                              !f.getBody().getOps<TensorScanOp>().empty() ||
+                              !f.getBody().getOps<TriangularSolveOp>().empty()))
         funcs.push_back(f);
     if (funcs.empty())
       return;

@@ -79,10 +79,8 @@ LogicalResult emitColumnPerThread(OpBuilder &b, TensorScanOp op,
   unsigned rank = bType.getRank();
   int64_t steps = bType.getDimSize(rank - 3);
   int64_t kDim = bType.getDimSize(rank - 2);
-  SmallVector<int64_t> columns(bType.getShape().take_front(rank - 3));
-  columns.push_back(bType.getDimSize(rank - 1));
   OpBuilder::InsertionGuard guard(b);
-  FailureOr<SmallVector<Value>> point = emitThreadPerPoint(b, op, columns, k);
+  FailureOr<SmallVector<Value>> point = emitThreadPerColumn(b, op, bType, 3, k);
   if (failed(point))
     return failure();
   ArrayRef<Value> parallel = ArrayRef<Value>(*point).drop_back();

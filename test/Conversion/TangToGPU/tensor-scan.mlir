@@ -39,10 +39,9 @@
 // CHECK: memref.load %{{.*}} : memref<4x2x3xf32>
 // CHECK: memref.store %{{.*}}, %[[W]]
 // CHECK: gpu.barrier
-// CHECK: scf.for %[[T:.*]] = %{{.*}} to %{{.*}} step
-// CHECK: memref.load %{{.*}}[%{{.*}}, %[[C0:.*]], %{{.*}}, %{{.*}}] : memref<4x5x2x3xf32>
-// CHECK: memref.load %{{.*}}[%{{.*}}, %[[C0]], %{{.*}}, %{{.*}}] : memref<4x5x2x2xf32>
-// CHECK: memref.load %{{.*}}[%{{.*}}, %[[C0]], %{{.*}}, %{{.*}}] : memref<4x5x2x2xf32>
+// CHECK: memref.load %{{.*}}[%{{.*}}, %c0{{.*}}, %{{.*}}, %{{.*}}] : memref<4x5x2x3xf32>
+// CHECK: memref.load %{{.*}}[%{{.*}}, %c0{{.*}}, %{{.*}}, %{{.*}}] : memref<4x5x2x2xf32>
+// CHECK: memref.load %{{.*}}[%{{.*}}, %c0{{.*}}, %{{.*}}, %{{.*}}] : memref<4x5x2x2xf32>
 // CHECK: scf.for %[[T:[^ ]*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[B:[^ ]*]] = {{.*}}, %[[A0:[^ ]*]] = {{.*}}, %[[A1:[^ ]*]] = {{.*}}) -> (f32, f32, f32, f32, f32, f32)
 // CHECK: %[[NT:.*]] = arith.minui
 // CHECK: %[[NB:.*]] = memref.load %{{.*}}[%{{.*}}, %[[NT]], %{{.*}}, %{{.*}}] : memref<4x5x2x3xf32>

@@ -1081,6 +1081,39 @@ LogicalResult ScanOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 }
 
 //===----------------------------------------------------------------------===//
+// TriangularSolveOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult TriangularSolveOp::verify() {
+  auto lower = getLower().getType();
+  auto rhs = getRhs().getType();
+  if (!lower.hasStaticShape() || !rhs.hasStaticShape())
+    return emitOpError() << "needs static shapes, got " << lower << " and "
+                         << rhs;
+  if (!isa<FloatType>(lower.getElementType()) ||
+      lower.getElementType() != rhs.getElementType())
+    return emitOpError() << "needs floating-point operands of one element "
+                            "type, got "
+                         << lower << " and " << rhs;
+  int64_t rank = lower.getRank();
+  if (rank < 2 || rhs.getRank() != rank)
+    return emitOpError() << "needs [P..., C, C] and [P..., C, N] operands of "
+                            "one rank (at least 2), got "
+                         << lower << " and " << rhs;
+  int64_t c = lower.getDimSize(rank - 1);
+  if (lower.getDimSize(rank - 2) != c)
+    return emitOpError() << "needs a square lower operand, got " << lower;
+  if (lower.getShape().drop_back(2) != rhs.getShape().drop_back(2) ||
+      rhs.getDimSize(rank - 2) != c)
+    return emitOpError() << "needs the right-hand side [P..., " << c
+                         << ", N] of the lower operand's points and rows, got "
+                         << rhs;
+  if (isInIterationBody(*this))
+    return emitOpError() << "must be at function level (it makes tensors)";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // TensorScanOp
 //===----------------------------------------------------------------------===//
 

@@ -361,6 +361,48 @@ def Tang_TensorScanOp : Tang_Op<"tensor_scan", [
 }
 
 //===----------------------------------------------------------------------===//
+// TriangularSolveOp
+//===----------------------------------------------------------------------===//
+
+def Tang_TriangularSolveOp : Tang_Op<"triangular_solve", [
+    Pure, AllTypesMatch<["rhs", "result"]>]> {
+  let summary = "forward substitution: X = (I - L)^-1 Y, L strictly lower "
+                "triangular";
+  let description = [{
+    Solves the unit lower-triangular systems `(I - L) X = Y` at every
+    parallel point: `lower` is `[P..., C, C]`, `rhs` and the result
+    `[P..., C, N]`, and row by row
+
+        X[p, r, n] = Y[p, r, n] + sum over s < r of L[p, r, s] X[p, s, n]
+
+    Only the entries of `L` below the diagonal are read. Each column `n` is
+    its own system: `C^2 / 2` multiply-adds a column, where forming the
+    inverse by products (`(I + L)(I + L^2)(I + L^4)...`) takes `2 log2(C)`
+    products of `C x C` matrices and one more for `Y`.
+    `--tang-chunk-affine-scan` solves its chunks' triangular systems with
+    it (the rows of the WY form).
+
+    ```mlir
+    %X = tang.triangular_solve %L, %Y : tensor<8x64x64xf32>, tensor<8x64x128xf32>
+    ```
+
+    The reference interpreter substitutes in float64. The kernel form
+    (every backend) gives each (parallel point, column) a thread that
+    substitutes in order; at `C <= 64` the column stays in registers.
+    Floating-point elements, static shapes; the function level only.
+    `--tang-grad` differentiates it: `dY = (I - L)^-T dX`, an upper
+    triangular system solved as a lower one with its rows reversed, and
+    `dL = dY X^T` below the diagonal.
+  }];
+  let arguments = (ins Tang_Tensor:$lower, Tang_Tensor:$rhs);
+  let results = (outs Tang_Tensor:$result);
+  let assemblyFormat = [{
+    $lower `,` $rhs attr-dict `:` type($lower) `,` type($rhs)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // ScatterOp and PutOp
 //===----------------------------------------------------------------------===//
 
