@@ -990,19 +990,23 @@ def test_affine_scan_loads_ahead(tmp_path, K, V, trip):
     assert check["ok"], check
 
 
-@pytest.mark.parametrize("C,target", [(8, "sm_90a"), (6, "sm_90a"),
-                                      (8, "portable"), (70, "sm_90a")])
-def test_triangular_solve(tmp_path, C, target):
+@pytest.mark.parametrize("C,target,dtype", [
+    (8, "sm_90a", "f32"), (6, "sm_90a", "f32"), (8, "portable", "f32"),
+    (70, "sm_90a", "f32"), (8, "sm_90a", "bf16"), (70, "sm_90a", "bf16")])
+def test_triangular_solve(tmp_path, C, target, dtype):
     """tang.triangular_solve's kernel, a thread per (point, column)
     substituting in order: unrolled with the column in registers at 8 rows
     (L's rows as 16-byte vectors on CUDA, words on the portable target) and
     at 6 (words: rows not a multiple of 4); at 70 rows, loops reading the
     column back. 3 x 2 points, 40 columns; every element against the
     interpreter. L is random in every entry, the diagonal and above too
-    (read, they would change the answer)."""
+    (read, they would change the answer). bf16 computes in f32: one
+    rounding a result unrolled; at 70 rows each earlier row is read back
+    rounded (up to C roundings on the path)."""
     if not TANG_OPT.exists():
         pytest.skip("tang-opt not built")
-    lt, yt = f"tensor<3x2x{C}x{C}xf32>", f"tensor<3x2x{C}x40xf32>"
+    lt = f"tensor<3x2x{C}x{C}x{dtype}>"
+    yt = f"tensor<3x2x{C}x40x{dtype}>"
     src = tmp_path / "solve.mlir"
     src.write_text(f"""func.func @main(%L: {lt}, %Y: {yt}) -> {yt} {{
   %X = tang.triangular_solve %L, %Y : {lt}, {yt}
@@ -1011,15 +1015,19 @@ def test_triangular_solve(tmp_path, C, target):
 """)
     options = "" if target == "sm_90a" else "cooperative=0"
     kernels = kernel_form(src, options, [f"--tang-attach-target=chip={target}"])
-    assert ('"vector.load"' in kernels) == (target == "sm_90a" and C == 8)
+    assert ('"vector.load"' in kernels) == (
+        target == "sm_90a" and C == 8 and dtype == "f32")
     assert ('"scf.for"' in kernels) == (C > 64)
+    # bf16 multiply-adds would not appear: every one is on f32.
+    assert not re.search(r'"arith.(mulf|addf)".*-> bf16', kernels)
     rng = np.random.default_rng(9)
-    inputs = [(rng.uniform(-1, 1, (3, 2, C, C)) / np.sqrt(C))
-              .astype(np.float32),
-              rng.uniform(-1, 1, (3, 2, C, 40)).astype(np.float32)]
+    store = bf16 if dtype == "bf16" else (lambda x: x.astype(np.float32))
+    inputs = [store(rng.uniform(-1, 1, (3, 2, C, C)) / np.sqrt(C)),
+              store(rng.uniform(-1, 1, (3, 2, C, 40)))]
     (ref,) = interpreter_outputs(tmp_path, src, inputs)
     (got,) = KernelFormEmulator(kernels).run("main", inputs)
+    roundings = C if dtype == "bf16" and C > 64 else 1
     check = harness.check_elementwise(
         got.reshape(ref.shape), ref,
-        harness.Tolerance("f32", reduction=C, roundings=1), "solve")
+        harness.Tolerance(dtype, reduction=C, roundings=roundings), "solve")
     assert check["ok"], check

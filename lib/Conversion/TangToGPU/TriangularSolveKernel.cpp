@@ -12,6 +12,7 @@
 // the row length allows, on the CUDA kernel form: the portable backends'
 // printers take scalar loads). Larger C loops over rows and s, reading the
 // column's earlier rows back from the result (the thread's own stores).
+// Elements narrower than f32 are computed in f32, stores rounded.
 //
 //===----------------------------------------------------------------------===//
 
@@ -57,8 +58,22 @@ LogicalResult mlir::tang::emitTriangularSolveKernel(OpBuilder &b,
     coords.append(tail.begin(), tail.end());
     return coords;
   };
+  // Narrower floats compute in f32 (the column as it is carried, the
+  // stores rounded to the element type).
+  Type compute =
+      element.getIntOrFloatBitWidth() < 32 ? b.getF32Type() : element;
+  auto widen = [&](Value v) {
+    return v.getType() == compute
+               ? v
+               : arith::ExtFOp::create(b, loc, compute, v).getResult();
+  };
   auto load = [&](Value buf, ArrayRef<Value> coords) {
-    return memref::LoadOp::create(b, loc, buf, coords).getResult();
+    return widen(memref::LoadOp::create(b, loc, buf, coords));
+  };
+  auto store = [&](Value v, ArrayRef<Value> coords) {
+    if (v.getType() != element)
+      v = arith::TruncFOp::create(b, loc, element, v);
+    memref::StoreOp::create(b, loc, v, output, coords);
   };
   // acc + x y, contracted to one multiply-add.
   auto madd = [&](Value acc, Value x, Value y) {
@@ -90,7 +105,7 @@ LogicalResult mlir::tang::emitTriangularSolveKernel(OpBuilder &b,
           acc = madd(acc, vector::ExtractOp::create(b, loc, l, q), x[s + q]);
       }
       x.push_back(acc);
-      memref::StoreOp::create(b, loc, acc, output, at({row, col}));
+      store(acc, at({row, col}));
     }
     return success();
   }
@@ -108,6 +123,6 @@ LogicalResult mlir::tang::emitTriangularSolveKernel(OpBuilder &b,
                       load(output, at({s, col})));
     scf::YieldOp::create(b, loc, next);
   }
-  memref::StoreOp::create(b, loc, sum.getResult(0), output, at({row, col}));
+  store(sum.getResult(0), at({row, col}));
   return success();
 }
