@@ -60,6 +60,15 @@ void mlir::tang::allowContraction(Operation *op) {
     addFastMath(op, arith::FastMathFlags::contract);
 }
 
+Value mlir::tang::emitMultiplyAdd(OpBuilder &b, Location loc, Value acc,
+                                  Value x, Value y) {
+  auto product = arith::MulFOp::create(b, loc, x, y);
+  auto sum = arith::AddFOp::create(b, loc, acc, product);
+  allowContraction(product);
+  allowContraction(sum);
+  return sum.getResult();
+}
+
 //===----------------------------------------------------------------------===//
 // MonoidCodegen
 //===----------------------------------------------------------------------===//

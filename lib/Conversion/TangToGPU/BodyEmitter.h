@@ -32,6 +32,8 @@ void allowApproximation(Operation *op);
 /// products of the register-tiled SIMT kernel, where a separate multiply
 /// and add would double the instructions of its inner loop.
 void allowContraction(Operation *op);
+/// `acc + x y`, allowed to contract into one fused multiply-add.
+Value emitMultiplyAdd(OpBuilder &b, Location loc, Value acc, Value x, Value y);
 /// 2^x of an f32 by NVPTX's ex2.approx.ftz (subnormal results flush to 0).
 Value emitNvvmExp2(OpBuilder &b, Location loc, Value x);
 /// e^x of an f32 as emitNvvmExp2(x log2(e)).

@@ -319,14 +319,10 @@ LogicalResult mlir::tang::emitAffineScanKernel(OpBuilder &b, TensorScanOp op,
     Value tripT = arith::SelectOp::create(b, loc, wrap, nextT, t);
     Value tripK = arith::SelectOp::create(b, loc, wrap, cst(0), nextK);
     SmallVector<Value> prefetched = loadA(tripT, tripK);
-    // Fused multiply-adds (allowContraction): one instruction a product.
+    // Fused multiply-adds: one instruction a product.
     auto madd = [&](int64_t m, int64_t c, Value x, Value y) {
       Value &r = next[m * shape.colsPer + c];
-      auto product = arith::MulFOp::create(b, loc, x, y);
-      auto added = arith::AddFOp::create(b, loc, r, product);
-      allowContraction(product);
-      allowContraction(added);
-      r = added;
+      r = emitMultiplyAdd(b, loc, r, x, y);
     };
     for (int64_t u = 0; u < perTrip; ++u) {
       Value k0 = add(kk, cst(u * kStep));

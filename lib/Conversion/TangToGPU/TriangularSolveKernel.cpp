@@ -75,13 +75,8 @@ LogicalResult mlir::tang::emitTriangularSolveKernel(OpBuilder &b,
       v = arith::TruncFOp::create(b, loc, element, v);
     memref::StoreOp::create(b, loc, v, output, coords);
   };
-  // acc + x y, contracted to one multiply-add.
   auto madd = [&](Value acc, Value x, Value y) {
-    auto product = arith::MulFOp::create(b, loc, x, y);
-    auto sum = arith::AddFOp::create(b, loc, acc, product);
-    allowContraction(product);
-    allowContraction(sum);
-    return sum.getResult();
+    return emitMultiplyAdd(b, loc, acc, x, y);
   };
 
   if (rows <= kRegisterRows) {

@@ -57,3 +57,11 @@ func.func @inside(%L: tensor<4x4xf32>, %Y: tensor<4x2xf32>) -> tensor<3xf32> {
   }
   return %c : tensor<3xf32>
 }
+
+// -----
+
+func.func @dynamic(%L: tensor<?x4x4xf32>, %Y: tensor<?x4x2xf32>) -> tensor<?x4x2xf32> {
+  // expected-error @+1 {{'tang.triangular_solve' op needs static shapes, got 'tensor<?x4x4xf32>' and 'tensor<?x4x2xf32>'}}
+  %X = tang.triangular_solve %L, %Y : tensor<?x4x4xf32>, tensor<?x4x2xf32>
+  return %X : tensor<?x4x2xf32>
+}
