@@ -53,7 +53,11 @@ void mlir::tang::addTangCudaKernelForm(OpPassManager &pm,
   // tang -> tang: fusion and the online-softmax monoid, if asked.
   if (options.fuse) {
     // Scans of matrix states first: their chunks are comprehensions to fuse.
-    pm.addPass(createTangChunkAffineScan());
+    // With tf32, the chunks' products read plain operands (tensor cores
+    // take those).
+    TangChunkAffineScanOptions chunk;
+    chunk.plainOperands = options.tf32;
+    pm.addPass(createTangChunkAffineScan(chunk));
     pm.addPass(createTangFuse());
     pm.addPass(createTangOnlineSoftmax());
     pm.addPass(createTangTriangularScan());

@@ -205,52 +205,60 @@ func.func @plan(%la: tensor<{PS}{T}x{E}>, %u: tensor<{PS}{T}x{K}x{E}>, %w: tenso
     %x = tang.read %la[{PI}%c * {C} + %r] : tensor<{PS}{T}x{E}>
     tang.yield %x : {E}
   }
-  // Dg[c, r, s] = G[c, r] - G[c, s] for s <= r, the log decay from step s
-  // to step r, summed directly: the difference of the cumulative sums
-  // cancels (f32 holds G to |G| u, and |G| reaches hundreds over a chunk
-  // where Dg is a few units).
-  %Dg = tang.comprehension ({PI}%c, %r, %s) reduce (%t) [{PX}{N}, {C}, {C}, {C}] monoid(add) attributes {tang.saved} : tensor<{PS}{N}x{C}x{C}x{E}> {
-    %x = tang.read %la[{PI}%c * {C} + %t] : tensor<{PS}{T}x{E}>
-    %ti = tang.index %t : i32
+  // Dh[c, s, r] = G[c, r - 1] - G[c, s] for s < r (0 for s >= r - 1), the
+  // log decay from step s to step r - 1, summed directly as a scan along r:
+  // the difference of the cumulative sums cancels (f32 holds G to |G| u,
+  // and |G| reaches hundreds over a chunk where Dh is a few units). The
+  // decay from s to r is Dh[c, s, r] + la[r] for s < r, the scan's own
+  // next sum.
+  %Dh = tang.scan ({PI}%c, %s) along (%r) [{PX}{N}, {C}, {C}] monoid(add) : tensor<{PS}{N}x{C}x{C}x{E}> {
+    %x = tang.read %la[{PI}%c * {C} + %r - 1] fill(0.0) : tensor<{PS}{T}x{E}>
     %si = tang.index %s : i32
     %ri = tang.index %r : i32
-    %after = arith.cmpi slt, %si, %ti : i32
-    %upto = arith.cmpi sle, %ti, %ri : i32
-    %in = arith.andi %after, %upto : i1
+    %one = arith.constant 1 : i32
+    %prev = arith.subi %ri, %one : i32
+    %after = arith.cmpi slt, %si, %prev : i32
     %zero = arith.constant 0.0 : {E}
-    %y = arith.select %in, %x, %zero : {E}
+    %y = arith.select %after, %x, %zero : {E}
     tang.yield %y : {E}
   }
   // L[r, s] = Gamma (w_r . u_s), Lp[r, s] = Gamma (w_r . p_s) for s < r,
-  // Gamma = exp(G[r - 1] - G[s]) = exp(Dg[r - 1, s]). Every product of the plan is a
-  // contraction of its own (the register-tiled kernel), scaled and masked
-  // by a map.
-  %WU = tang.comprehension ({PI}%c, %r, %s) reduce (%k) [{PX}{N}, {C}, {C}, {K}] monoid(add) attributes {tang.saved} : tensor<{PS}{N}x{C}x{C}x{E}> {
-    %a = tang.read %w[{PI}%c * {C} + %r, %k] : tensor<{PS}{T}x{K}x{E}>
-    %b = tang.read %u[{PI}%c * {C} + %s, %k] : tensor<{PS}{T}x{K}x{E}>
-    %m = arith.mulf %a, %b : {E}
-    tang.yield %m : {E}
-  }
-  %WP = tang.comprehension ({PI}%c, %r, %s) reduce (%k) [{PX}{N}, {C}, {C}, {K}] monoid(add) attributes {tang.saved} : tensor<{PS}{N}x{C}x{C}x{E}> {
-    %a = tang.read %w[{PI}%c * {C} + %r, %k] : tensor<{PS}{T}x{K}x{E}>
-    %b = tang.read %pp[{PI}%c * {C} + %s, %k] : tensor<{PS}{T}x{K}x{E}>
-    %m = arith.mulf %a, %b : {E}
-    tang.yield %m : {E}
-  }
-  %Lu, %Lp = tang.comprehension ({PI}%c, %r, %s) [{PX}{N}, {C}, {C}] attributes {tang.saved} : tensor<{PS}{N}x{C}x{C}x{E}>, tensor<{PS}{N}x{C}x{C}x{E}> {
-    %d = tang.read %Dg[{PI}%c, %r - 1, %s] fill(0.0) : tensor<{PS}{N}x{C}x{C}x{E}>
+  // Gamma = exp(G[r - 1] - G[s]) = exp(Dh[s, r]). Every product of the
+  // plan is a contraction of plain reads (tensor cores take those), its
+  // scale and mask the product's epilogue.
+  %Lu = tang.comprehension ({PI}%c, %r, %s) [{PX}{N}, {C}, {C}] attributes {tang.saved} : tensor<{PS}{N}x{C}x{C}x{E}> {
+    %d = tang.read %Dh[{PI}%c, %s, %r] : tensor<{PS}{N}x{C}x{C}x{E}>
     %e = math.exp %d : {E}
-    %wu = tang.read %WU[{PI}%c, %r, %s] : tensor<{PS}{N}x{C}x{C}x{E}>
-    %wp = tang.read %WP[{PI}%c, %r, %s] : tensor<{PS}{N}x{C}x{C}x{E}>
+    %wu = tang.comprehension reduce (%k) [{K}] monoid(add) : {E} {
+      %a = tang.read %w[{PI}%c * {C} + %r, %k] : tensor<{PS}{T}x{K}x{E}>
+      %b = tang.read %u[{PI}%c * {C} + %s, %k] : tensor<{PS}{T}x{K}x{E}>
+      %m = arith.mulf %a, %b : {E}
+      tang.yield %m : {E}
+    }
     %ri = tang.index %r : i32
     %si = tang.index %s : i32
     %lt = arith.cmpi slt, %si, %ri : i32
     %zero = arith.constant 0.0 : {E}
-    %x1 = arith.mulf %e, %wu : {E}
-    %x2 = arith.mulf %e, %wp : {E}
-    %o1 = arith.select %lt, %x1, %zero : {E}
-    %o2 = arith.select %lt, %x2, %zero : {E}
-    tang.yield %o1, %o2 : {E}, {E}
+    %x = arith.mulf %e, %wu : {E}
+    %o = arith.select %lt, %x, %zero : {E}
+    tang.yield %o : {E}
+  }
+  %Lp = tang.comprehension ({PI}%c, %r, %s) [{PX}{N}, {C}, {C}] attributes {tang.saved} : tensor<{PS}{N}x{C}x{C}x{E}> {
+    %d = tang.read %Dh[{PI}%c, %s, %r] : tensor<{PS}{N}x{C}x{C}x{E}>
+    %e = math.exp %d : {E}
+    %wp = tang.comprehension reduce (%k) [{K}] monoid(add) : {E} {
+      %a = tang.read %w[{PI}%c * {C} + %r, %k] : tensor<{PS}{T}x{K}x{E}>
+      %b = tang.read %pp[{PI}%c * {C} + %s, %k] : tensor<{PS}{T}x{K}x{E}>
+      %m = arith.mulf %a, %b : {E}
+      tang.yield %m : {E}
+    }
+    %ri = tang.index %r : i32
+    %si = tang.index %s : i32
+    %lt = arith.cmpi slt, %si, %ri : i32
+    %zero = arith.constant 0.0 : {E}
+    %x = arith.mulf %e, %wp : {E}
+    %o = arith.select %lt, %x, %zero : {E}
+    tang.yield %o : {E}
   }
   // x_r = E_r S_start + F_r: E = (I - L)^-1 diag(exp(G[r - 1])) W and
   // F = (I - L)^-1 Lp V, each by forward substitution (C^2 / 2
@@ -274,11 +282,20 @@ func.func @plan(%la: tensor<{PS}{T}x{E}>, %u: tensor<{PS}{T}x{K}x{E}>, %w: tenso
   %F = tang.triangular_solve %Lu, %LpV : tensor<{PS}{N}x{C}x{C}x{E}>, tensor<{PS}{N}x{C}x{V}x{E}>
   // The chunk as one affine step: A_c = exp(G[C-1]) I + Ug^T E,
   // B_c = Ug^T F + Pg^T V, with Ug = diag(Gamma) U and Pg = diag(Gamma) P,
-  // Gamma = exp(G[C-1] - G[s]) = exp(Dg[C-1, s]).
-  %Ug, %Pg = tang.comprehension ({PI}%c, %s, %i) [{PX}{N}, {C}, {K}] attributes {tang.saved} : tensor<{PS}{N}x{C}x{K}x{E}>, tensor<{PS}{N}x{C}x{K}x{E}> {
-    %d = tang.read %Dg[{PI}%c, {CL}, %s] : tensor<{PS}{N}x{C}x{C}x{E}>
+  // Gamma = exp(G[C-1] - G[s]) = exp(Dh[s, C-1] + la[C-1]) for s < C-1,
+  // 1 at s = C-1. Ug and Pg are stored transposed, [i, s]: the left
+  // operands of products over s, contiguous in s.
+  %Ug, %Pg = tang.comprehension ({PI}%c, %i, %s) [{PX}{N}, {K}, {C}] attributes {tang.saved} : tensor<{PS}{N}x{K}x{C}x{E}>, tensor<{PS}{N}x{K}x{C}x{E}> {
+    %h = tang.read %Dh[{PI}%c, %s, {CL}] : tensor<{PS}{N}x{C}x{C}x{E}>
+    %ll = tang.read %la[{PI}%c * {C} + {CL}] : tensor<{PS}{T}x{E}>
     %us = tang.read %u[{PI}%c * {C} + %s, %i] : tensor<{PS}{T}x{K}x{E}>
     %ps = tang.read %pp[{PI}%c * {C} + %s, %i] : tensor<{PS}{T}x{K}x{E}>
+    %si = tang.index %s : i32
+    %last = arith.constant {CL} : i32
+    %before = arith.cmpi slt, %si, %last : i32
+    %dl = arith.addf %h, %ll : {E}
+    %zero = arith.constant 0.0 : {E}
+    %d = arith.select %before, %dl, %zero : {E}
     %e = math.exp %d : {E}
     %a = arith.mulf %e, %us : {E}
     %b = arith.mulf %e, %ps : {E}
@@ -287,7 +304,7 @@ func.func @plan(%la: tensor<{PS}{T}x{E}>, %u: tensor<{PS}{T}x{K}x{E}>, %w: tenso
   %Ac = tang.comprehension ({PI}%c, %i, %k) [{PX}{N}, {K}, {K}] attributes {tang.saved} : tensor<{PS}{N}x{K}x{K}x{E}> {
     %gl = tang.read %G[{PI}%c, {CL}] : tensor<{PS}{N}x{C}x{E}>
     %sum = tang.comprehension reduce (%s) [{C}] monoid(add) : {E} {
-      %us = tang.read %Ug[{PI}%c, %s, %i] : tensor<{PS}{N}x{C}x{K}x{E}>
+      %us = tang.read %Ug[{PI}%c, %i, %s] : tensor<{PS}{N}x{K}x{C}x{E}>
       %es = tang.read %E[{PI}%c, %s, %k] : tensor<{PS}{N}x{C}x{K}x{E}>
       %b = arith.mulf %us, %es : {E}
       tang.yield %b : {E}
@@ -302,7 +319,7 @@ func.func @plan(%la: tensor<{PS}{T}x{E}>, %u: tensor<{PS}{T}x{K}x{E}>, %w: tenso
     tang.yield %x : {E}
   }
   %UF = tang.comprehension ({PI}%c, %i, %j) reduce (%s) [{PX}{N}, {K}, {V}, {C}] monoid(add) attributes {tang.saved} : tensor<{PS}{N}x{K}x{V}x{E}> {
-    %us = tang.read %Ug[{PI}%c, %s, %i] : tensor<{PS}{N}x{C}x{K}x{E}>
+    %us = tang.read %Ug[{PI}%c, %i, %s] : tensor<{PS}{N}x{K}x{C}x{E}>
     %fs = tang.read %F[{PI}%c, %s, %j] : tensor<{PS}{N}x{C}x{V}x{E}>
     %x = arith.mulf %us, %fs : {E}
     tang.yield %x : {E}
@@ -310,7 +327,7 @@ func.func @plan(%la: tensor<{PS}{T}x{E}>, %u: tensor<{PS}{T}x{K}x{E}>, %w: tenso
   %Bc = tang.comprehension ({PI}%c, %i, %j) [{PX}{N}, {K}, {V}] attributes {tang.saved} : tensor<{PS}{N}x{K}x{V}x{E}> {
     %uf = tang.read %UF[{PI}%c, %i, %j] : tensor<{PS}{N}x{K}x{V}x{E}>
     %sum = tang.comprehension reduce (%s) [{C}] monoid(add) : {E} {
-      %ps = tang.read %Pg[{PI}%c, %s, %i] : tensor<{PS}{N}x{C}x{K}x{E}>
+      %ps = tang.read %Pg[{PI}%c, %i, %s] : tensor<{PS}{N}x{K}x{C}x{E}>
       %vs = tang.read %v[{PI}%c * {C} + %s, %j] : tensor<{PS}{T}x{V}x{E}>
       %x = arith.mulf %ps, %vs : {E}
       tang.yield %x : {E}
@@ -347,7 +364,14 @@ func.func @plan(%la: tensor<{PS}{T}x{E}>, %u: tensor<{PS}{T}x{K}x{E}>, %w: tenso
     %er = math.exp %gr : {E}
     %base = arith.mulf %er, %ss : {E}
     %sum = tang.comprehension reduce (%s) [{C}] monoid(add) : {E} {
-      %d = tang.read %Dg[{PI}%t floordiv {C}, %t mod {C}, %s] : tensor<{PS}{N}x{C}x{C}x{E}>
+      %h = tang.read %Dh[{PI}%t floordiv {C}, %s, %t mod {C}] : tensor<{PS}{N}x{C}x{C}x{E}>
+      %lr = tang.read %la[{PI}%t] : tensor<{PS}{T}x{E}>
+      %hl = arith.addf %h, %lr : {E}
+      %sb = tang.index %s : i32
+      %tb = tang.index [%t mod {C}] : i32
+      %before = arith.cmpi slt, %sb, %tb : i32
+      %none = arith.constant 0.0 : {E}
+      %d = arith.select %before, %hl, %none : {E}
       %us = tang.read %u[{PI}(%t floordiv {C}) * {C} + %s, %i] : tensor<{PS}{T}x{K}x{E}>
       %xs = tang.read %X[{PI}%t floordiv {C}, %s, %j] : tensor<{PS}{N}x{C}x{V}x{E}>
       %ps = tang.read %pp[{PI}(%t floordiv {C}) * {C} + %s, %i] : tensor<{PS}{T}x{K}x{E}>
@@ -377,32 +401,53 @@ func.func @plan(%la: tensor<{PS}{T}x{E}>, %u: tensor<{PS}{T}x{K}x{E}>, %w: tenso
 /// Gamma ((q_r . u_s) x_s + (q_r . p_s) v_s), K + 2C products an element
 /// instead of the K C of the state substituted into the reader.
 constexpr const char *kOutput = R"mlir(
-  %QU{n} = tang.comprehension ({PI}%c, %r, %s) reduce (%k) [{PX}{N}, {C}, {C}, {K}] monoid(add) attributes {tang.saved} : tensor<{PS}{N}x{C}x{C}x{E}> {
-    %a = tang.read %q{n}[{PI}%c * {C} + %r, %k] : tensor<{PS}{T}x{K}x{E}>
-    %b = tang.read %u[{PI}%c * {C} + %s, %k] : tensor<{PS}{T}x{K}x{E}>
-    %m = arith.mulf %a, %b : {E}
-    tang.yield %m : {E}
-  }
-  %QP{n} = tang.comprehension ({PI}%c, %r, %s) reduce (%k) [{PX}{N}, {C}, {C}, {K}] monoid(add) attributes {tang.saved} : tensor<{PS}{N}x{C}x{C}x{E}> {
-    %a = tang.read %q{n}[{PI}%c * {C} + %r, %k] : tensor<{PS}{T}x{K}x{E}>
-    %b = tang.read %pp[{PI}%c * {C} + %s, %k] : tensor<{PS}{T}x{K}x{E}>
-    %m = arith.mulf %a, %b : {E}
-    tang.yield %m : {E}
-  }
-  %Qu{n}, %Qp{n} = tang.comprehension ({PI}%c, %r, %s) [{PX}{N}, {C}, {C}] attributes {tang.saved} : tensor<{PS}{N}x{C}x{C}x{E}>, tensor<{PS}{N}x{C}x{C}x{E}> {
-    %d = tang.read %Dg[{PI}%c, %r, %s] : tensor<{PS}{N}x{C}x{C}x{E}>
+  %Qu{n} = tang.comprehension ({PI}%c, %r, %s) [{PX}{N}, {C}, {C}] attributes {tang.saved} : tensor<{PS}{N}x{C}x{C}x{E}> {
+    %h = tang.read %Dh[{PI}%c, %s, %r] : tensor<{PS}{N}x{C}x{C}x{E}>
+    %lr = tang.read %la[{PI}%c * {C} + %r] : tensor<{PS}{T}x{E}>
+    %hl = arith.addf %h, %lr : {E}
+    %rb = tang.index %r : i32
+    %sb = tang.index %s : i32
+    %before = arith.cmpi slt, %sb, %rb : i32
+    %none = arith.constant 0.0 : {E}
+    %d = arith.select %before, %hl, %none : {E}
     %e = math.exp %d : {E}
-    %qu = tang.read %QU{n}[{PI}%c, %r, %s] : tensor<{PS}{N}x{C}x{C}x{E}>
-    %qp = tang.read %QP{n}[{PI}%c, %r, %s] : tensor<{PS}{N}x{C}x{C}x{E}>
+    %qu = tang.comprehension reduce (%k) [{K}] monoid(add) : {E} {
+      %a = tang.read %q{n}[{PI}%c * {C} + %r, %k] : tensor<{PS}{T}x{K}x{E}>
+      %b = tang.read %u[{PI}%c * {C} + %s, %k] : tensor<{PS}{T}x{K}x{E}>
+      %m = arith.mulf %a, %b : {E}
+      tang.yield %m : {E}
+    }
     %ri = tang.index %r : i32
     %si = tang.index %s : i32
     %le = arith.cmpi sle, %si, %ri : i32
     %zero = arith.constant 0.0 : {E}
-    %x1 = arith.mulf %e, %qu : {E}
-    %x2 = arith.mulf %e, %qp : {E}
-    %o1 = arith.select %le, %x1, %zero : {E}
-    %o2 = arith.select %le, %x2, %zero : {E}
-    tang.yield %o1, %o2 : {E}, {E}
+    %x = arith.mulf %e, %qu : {E}
+    %o = arith.select %le, %x, %zero : {E}
+    tang.yield %o : {E}
+  }
+  %Qp{n} = tang.comprehension ({PI}%c, %r, %s) [{PX}{N}, {C}, {C}] attributes {tang.saved} : tensor<{PS}{N}x{C}x{C}x{E}> {
+    %h = tang.read %Dh[{PI}%c, %s, %r] : tensor<{PS}{N}x{C}x{C}x{E}>
+    %lr = tang.read %la[{PI}%c * {C} + %r] : tensor<{PS}{T}x{E}>
+    %hl = arith.addf %h, %lr : {E}
+    %rb = tang.index %r : i32
+    %sb = tang.index %s : i32
+    %before = arith.cmpi slt, %sb, %rb : i32
+    %none = arith.constant 0.0 : {E}
+    %d = arith.select %before, %hl, %none : {E}
+    %e = math.exp %d : {E}
+    %qp = tang.comprehension reduce (%k) [{K}] monoid(add) : {E} {
+      %a = tang.read %q{n}[{PI}%c * {C} + %r, %k] : tensor<{PS}{T}x{K}x{E}>
+      %b = tang.read %pp[{PI}%c * {C} + %s, %k] : tensor<{PS}{T}x{K}x{E}>
+      %m = arith.mulf %a, %b : {E}
+      tang.yield %m : {E}
+    }
+    %ri = tang.index %r : i32
+    %si = tang.index %s : i32
+    %le = arith.cmpi sle, %si, %ri : i32
+    %zero = arith.constant 0.0 : {E}
+    %x = arith.mulf %e, %qp : {E}
+    %o = arith.select %le, %x, %zero : {E}
+    tang.yield %o : {E}
   }
   // Per chunk: q_r S_start, Qu X and Qp V.
   %O1{n} = tang.comprehension ({PI}%c, %r, %j) reduce (%k) [{PX}{N}, {C}, {V}, {K}] monoid(add) attributes {tang.saved} : tensor<{PS}{N}x{C}x{V}x{E}> {
@@ -657,6 +702,22 @@ Value buildFactor(OpBuilder &b, Location loc, ComprehensionOp producer,
     acc = arith::NegFOp::create(b, loc, acc);
   YieldOp::create(b, loc, ValueRange{acc});
   return c.getResult(0);
+}
+
+/// Keeps a factor of the chunked plan materialised (tang.saved) unless it
+/// is a view of a tensor of its own element type or a constant: the plan's
+/// products take plain reads of one element type as operands (what tensor
+/// cores load), and a factor fused into a product would be recomputed for
+/// every term of its sum.
+void keepFactor(Value factor) {
+  auto c = factor.getDefiningOp<ComprehensionOp>();
+  if (!c)
+    return;
+  Value y = c.getYield().getValues()[0];
+  auto read = y.getDefiningOp<ReadOp>();
+  if ((read && !read.getFill()) || matchPattern(y, m_Constant()))
+    return;
+  c->setAttr(kSavedAttrName, UnitAttr::get(c.getContext()));
 }
 
 /// A map comprehension of `shape` yielding the identity's element (or
@@ -1055,6 +1116,12 @@ struct ChunkAffineScanPass
     SmallVector<Value> args = {la, u, w, p, vv, s0, a0};
     for (const StateContraction &m : contractions)
       args.push_back(buildContractionFactor(b, loc, m, statesType));
+    if (plainOperands) {
+      for (Value factor : {u, w, p, vv})
+        keepFactor(factor);
+      for (Value q : ArrayRef(args).drop_front(7))
+        keepFactor(q);
+    }
     // The plan's ops move into the function, its arguments replaced by the
     // factors: (the states, the chunks' states, the outputs).
     FailureOr<SmallVector<Value>> results = inlineTemplate(

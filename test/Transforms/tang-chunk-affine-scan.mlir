@@ -1,4 +1,5 @@
-// RUN: tang-opt %s -split-input-file --tang-chunk-affine-scan=chunk=2 | FileCheck %s
+// RUN: tang-opt %s -split-input-file --tang-chunk-affine-scan=chunk=2 | FileCheck %s --check-prefixes=CHECK,DEFAULT
+// RUN: tang-opt %s -split-input-file --tang-chunk-affine-scan="chunk=2 plain-operands=1" | FileCheck %s --check-prefixes=CHECK,PLAIN
 // RUN: tang-opt %s -split-input-file --tang-chunk-affine-scan=chunk=2 -verify-diagnostics -o /dev/null
 // RUN: not tang-opt %s -split-input-file --tang-chunk-affine-scan=chunk=3 2>&1 | FileCheck %s --check-prefix=BAD-CHUNK
 
@@ -14,13 +15,35 @@
 // CHECK: %[[LA:.*]] = tang.comprehension ({{.*}}) [2, 4] : tensor<2x4xf32> {
 // CHECK-NEXT: %[[G:.*]] = tang.read %arg0
 // CHECK-NEXT: tang.yield %[[G]] : f32
+// With plain-operands, the factors that compute (u, p) are kept
+// (tang.saved): the plan's products read them as plain operands (what
+// tensor cores take); views (w, v) stay views. By default fusion takes
+// them all.
+// PLAIN: tang.comprehension ({{.*}}) [2, 4, 2] attributes {tang.saved}
+// DEFAULT: tang.comprehension ({{.*}}) [2, 4, 2] : tensor<2x4x2xf32> {
 // CHECK: arith.negf
+// CHECK: tang.comprehension ({{.*}}) [2, 4, 2] : tensor<2x4x2xf32> {
+// CHECK-NEXT: tang.read %arg2
+// CHECK-NEXT: tang.yield
+// PLAIN: tang.comprehension ({{.*}}) [2, 4, 2] attributes {tang.saved}
+// DEFAULT: tang.comprehension ({{.*}}) [2, 4, 2] : tensor<2x4x2xf32> {
 // CHECK: tang.scan ({{.*}}) along ({{.*}}) [2, 2, 2] monoid(add) : tensor<2x2x2xf32>
+// The log decays from step s to r - 1 of a chunk, Dh[c, s, r], a scan
+// along r.
+// CHECK: %[[DH:.*]] = tang.scan ({{.*}}) along ({{.*}}) [2, 2, 2, 2] monoid(add) : tensor<2x2x2x2xf32>
+// CHECK: arith.cmpi slt
 // The chunks' triangular systems (I - L) X = Y, for the rows of W (K = 2
-// columns) and of Lp V (V = 3), by forward substitution.
-// CHECK: %[[L:.*]]:2 = tang.comprehension ({{.*}}) [2, 2, 2, 2] attributes {tang.saved}
-// CHECK: tang.triangular_solve %[[L]]#0, %{{.*}} : tensor<2x2x2x2xf32>, tensor<2x2x2x2xf32>
-// CHECK: tang.triangular_solve %[[L]]#0, %{{.*}} : tensor<2x2x2x2xf32>, tensor<2x2x2x3xf32>
+// columns) and of Lp V (V = 3), by forward substitution. L and Lp are
+// products with their decay and mask as the epilogue, its reads plain (no
+// padding: tensor cores can take them).
+// CHECK: %[[L:.*]] = tang.comprehension (%[[C0:.*]], %[[C1:.*]], %[[R:.*]], %[[S:.*]]) [2, 2, 2, 2] attributes {tang.saved}
+// CHECK-NEXT: tang.read %[[DH]][%[[C0]], %[[C1]], %[[S]], %[[R]]] :
+// CHECK-NEXT: math.exp
+// CHECK-NEXT: tang.comprehension reduce ({{.*}}) [2] monoid(add)
+// CHECK: %[[LP:.*]] = tang.comprehension ({{.*}}) [2, 2, 2, 2] attributes {tang.saved}
+// CHECK: tang.triangular_solve %[[L]], %{{.*}} : tensor<2x2x2x2xf32>, tensor<2x2x2x2xf32>
+// CHECK: tang.read %[[LP]]
+// CHECK: tang.triangular_solve %[[L]], %{{.*}} : tensor<2x2x2x2xf32>, tensor<2x2x2x3xf32>
 // CHECK: tang.tensor_scan @affine({{.*}} : tensor<2x2x2x2xf32>, tensor<2x2x2x3xf32>) init({{.*}}) {tang.chunked} -> tensor<2x2x2x2xf32>, tensor<2x2x2x3xf32>
 // CHECK-NOT: tang.tensor_scan
 // The reader o_t = S_t^T q_t is reassociated: (q_r . u_s) and (q_r . p_s)
@@ -28,14 +51,16 @@
 // chunk's starting state, Qu with x, Qp with v); no per-step state
 // [2, 4, 2, 3] is built.
 // CHECK-NOT: tensor<2x4x2x3xf32> {
-// CHECK: %[[QU:.*]]:2 = tang.comprehension ({{.*}}) [2, 2, 2, 2] attributes {tang.saved}
+// CHECK: %[[QU:.*]] = tang.comprehension ({{.*}}) [2, 2, 2, 2] attributes {tang.saved}
+// CHECK: arith.cmpi sle
+// CHECK: %[[QP:.*]] = tang.comprehension ({{.*}}) [2, 2, 2, 2] attributes {tang.saved}
 // CHECK: arith.cmpi sle
 // CHECK-NOT: tensor<2x4x2x3xf32> {
 // CHECK: %[[O1:.*]] = tang.comprehension ({{.*}}) reduce ({{.*}}) [2, 2, 2, 3, 2] monoid(add) attributes {tang.saved}
 // CHECK: %[[O2:.*]] = tang.comprehension ({{.*}}) reduce ({{.*}}) [2, 2, 2, 3, 2] monoid(add) attributes {tang.saved}
-// CHECK-NEXT: tang.read %[[QU]]#0
+// CHECK-NEXT: tang.read %[[QU]]
 // CHECK: %[[O3:.*]] = tang.comprehension ({{.*}}) reduce ({{.*}}) [2, 2, 2, 3, 2] monoid(add) attributes {tang.saved}
-// CHECK-NEXT: tang.read %[[QU]]#1
+// CHECK-NEXT: tang.read %[[QP]]
 // CHECK: %[[O:.*]] = tang.comprehension ({{.*}}) [2, 4, 3] : tensor<2x4x3xf32> {
 // CHECK-DAG: tang.read %[[O1]]
 // CHECK-DAG: tang.read %[[O2]]

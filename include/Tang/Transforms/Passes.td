@@ -249,6 +249,11 @@ def TangChunkAffineScan : Pass<"tang-chunk-affine-scan", "::mlir::ModuleOp"> {
   let options = [
     Option<"chunk", "chunk", "int64_t", "0",
            "Steps per chunk (0: the largest divisor of the length <= 64)">,
+    Option<"plainOperands", "plain-operands", "bool", "false",
+           "Keep the factors that compute (u = -exp(g) beta k, p = beta k, "
+           "a widened v) materialised, so that every product of the plan "
+           "reads plain operands of one element type, what tensor cores "
+           "take (--tang-lower-cuda sets it with tf32)">,
   ];
   let statistics = [
     Statistic<"numChunked", "chunked", "Tensor scans rewritten to chunks">,
