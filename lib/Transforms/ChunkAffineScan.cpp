@@ -206,20 +206,22 @@ func.func @plan(%la: tensor<{PS}{T}x{E}>, %u: tensor<{PS}{T}x{K}x{E}>, %w: tenso
     tang.yield %x : {E}
   }
   // Dh[c, s, r] = G[c, r - 1] - G[c, s] for s < r (0 for s >= r - 1), the
-  // log decay from step s to step r - 1, summed directly as a scan along r:
-  // the difference of the cumulative sums cancels (f32 holds G to |G| u,
-  // and |G| reaches hundreds over a chunk where Dh is a few units). The
-  // decay from s to r is Dh[c, s, r] + la[r] for s < r, the scan's own
-  // next sum.
-  %Dh = tang.scan ({PI}%c, %s) along (%r) [{PX}{N}, {C}, {C}] monoid(add) : tensor<{PS}{N}x{C}x{C}x{E}> {
-    %x = tang.read %la[{PI}%c * {C} + %r - 1] fill(0.0) : tensor<{PS}{T}x{E}>
+  // log decay from step s to step r - 1, summed directly: the difference of
+  // the cumulative sums cancels (f32 holds G to |G| u, and |G| reaches
+  // hundreds over a chunk where Dh is a few units). A comprehension, not a
+  // scan along r: its stores are contiguous in r (the scan's, a thread a
+  // row, are C apart: 0.20 ms against 0.15 at 4096 tokens on an H100). The
+  // decay from s to r is Dh[c, s, r] + la[r] for s < r.
+  %Dh = tang.comprehension ({PI}%c, %s, %r) reduce (%t) [{PX}{N}, {C}, {C}, {C}] monoid(add) attributes {tang.saved} : tensor<{PS}{N}x{C}x{C}x{E}> {
+    %x = tang.read %la[{PI}%c * {C} + %t] : tensor<{PS}{T}x{E}>
+    %ti = tang.index %t : i32
     %si = tang.index %s : i32
     %ri = tang.index %r : i32
-    %one = arith.constant 1 : i32
-    %prev = arith.subi %ri, %one : i32
-    %after = arith.cmpi slt, %si, %prev : i32
+    %after = arith.cmpi slt, %si, %ti : i32
+    %before = arith.cmpi slt, %ti, %ri : i32
+    %in = arith.andi %after, %before : i1
     %zero = arith.constant 0.0 : {E}
-    %y = arith.select %after, %x, %zero : {E}
+    %y = arith.select %in, %x, %zero : {E}
     tang.yield %y : {E}
   }
   // L[r, s] = Gamma (w_r . u_s), Lp[r, s] = Gamma (w_r . p_s) for s < r,

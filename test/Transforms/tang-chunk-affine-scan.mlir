@@ -28,9 +28,9 @@
 // PLAIN: tang.comprehension ({{.*}}) [2, 4, 2] attributes {tang.saved}
 // DEFAULT: tang.comprehension ({{.*}}) [2, 4, 2] : tensor<2x4x2xf32> {
 // CHECK: tang.scan ({{.*}}) along ({{.*}}) [2, 2, 2] monoid(add) : tensor<2x2x2xf32>
-// The log decays from step s to r - 1 of a chunk, Dh[c, s, r], a scan
-// along r.
-// CHECK: %[[DH:.*]] = tang.scan ({{.*}}) along ({{.*}}) [2, 2, 2, 2] monoid(add) : tensor<2x2x2x2xf32>
+// The log decays from step s to r - 1 of a chunk, Dh[c, s, r], summed
+// directly.
+// CHECK: %[[DH:.*]] = tang.comprehension ({{.*}}) reduce ({{.*}}) [2, 2, 2, 2, 2] monoid(add) attributes {tang.saved} : tensor<2x2x2x2xf32>
 // CHECK: arith.cmpi slt
 // The chunks' triangular systems (I - L) X = Y, for the rows of W (K = 2
 // columns) and of Lp V (V = 3), by forward substitution. L and Lp are
