@@ -953,28 +953,37 @@ func.func @main(%A: {A}, %B: {B}, %I: tensor<{points}x{K}x{K}xf32>, %S0: tensor<
 """
 
 
-@pytest.mark.parametrize("K,V,trip", [(32, 40, 16), (24, 8, 8), (6, 12, 2)])
-def test_affine_scan_loads_ahead(tmp_path, K, V, trip):
+@pytest.mark.parametrize("K,V,trip,chip,staged", [
+    (32, 40, 16, "sm_75", False), (24, 8, 8, "sm_75", False),
+    (6, 12, 2, "sm_90a", False), (32, 40, 16, "sm_90a", True),
+    (24, 8, 8, "sm_80", True)])
+def test_affine_scan_loads_ahead(tmp_path, K, V, trip, chip, staged):
     """The affine scan kernel (a workgroup per point and block of up to 32
-    state columns, the slice of the state in workgroup memory) with its
-    transition rows loaded a trip of `trip` k ahead, across steps too, and
-    each step's inputs a step ahead: 16 k a trip with 16-byte loads and 40
-    columns (a second, ragged block); 8 k a trip at K 24; at K 6 (no
-    16-byte loads) 2 k a trip. Every state of 5 steps at 2 points against
-    the interpreter; transitions scaled by K^-1/2, as a chunk's decays keep
-    the state bounded."""
+    state columns, the slice of the state in workgroup memory), its sum
+    over k in trips of `trip` k. Without asynchronous copies (sm_75) the
+    transition rows are loaded a trip ahead into registers, across steps
+    too; with them (sm_80 on, f32 with K a multiple of 4) each step's
+    transition is copied whole (cp.async) into one of two workgroup
+    buffers while the step before computes from the other (`staged`). Each
+    step's inputs are loaded a step ahead. 16 k a trip with 16-byte loads
+    and 40 columns (a second, ragged block); 8 k a trip at K 24; at K 6 (no
+    16-byte loads) 2 k a trip, not staged. Every state of 5 steps at 2
+    points against the interpreter; transitions scaled by K^-1/2, as a
+    chunk's decays keep the state bounded."""
     if not TANG_OPT.exists():
         pytest.skip("tang-opt not built")
     points, steps = 2, 5
     src = tmp_path / "scan.mlir"
     src.write_text(affine_scan_program(points, steps, K, V))
-    kernels = kernel_form(src, "", ["--tang-attach-target=chip=sm_90a"])
+    kernels = kernel_form(src, "", [f"--tang-attach-target=chip={chip}"])
     # After the slice's first barrier: the loop over steps, then the sum's.
-    loops = re.findall(r'"scf.for"\(%\S+, %\S+, (%\S+), %', kernels.split(
-        '"gpu.barrier"')[1])
+    loops = re.findall(r'"scf.for"\(%\S+, %\S+, (%\S+), %', '"gpu.barrier"'
+                       .join(kernels.split('"gpu.barrier"')[1:]))
     assert len(loops) >= 2, "no sum loop in the steps"
     assert f'{loops[1]} = "arith.constant"() <{{value = {trip} : index}}>' \
         in kernels, trip
+    copies = kernels.count('"nvgpu.device_async_copy"')
+    assert (copies > 0) == staged, copies
     rng = np.random.default_rng(3)
     inputs = [(rng.uniform(-1, 1, (points, steps, K, K)) / np.sqrt(K))
               .astype(np.float32),

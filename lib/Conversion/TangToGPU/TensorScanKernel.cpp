@@ -14,10 +14,13 @@
 // transition rows read once per k for all its columns), then the slice is
 // replaced between two barriers (f32 states, 4 columns a thread, K a
 // multiple of 4: 16-byte loads of 4 k of a transition row and of a slice
-// row's columns). The sum over k runs in trips of up to 16 k whose
-// transition loads are issued one trip ahead (across steps too), and each
-// step's inputs B one step ahead, so that global loads are in flight while
-// the multiply-adds run. Otherwise one thread per parallel point
+// row's columns). On targets with asynchronous copies (sm_80 on) each
+// step's transition is copied whole into one of two workgroup buffers
+// (cp.async) while the step before computes from the other; elsewhere the
+// sum over k runs in trips of up to 16 k whose transition loads are issued
+// one trip ahead (across steps too). Each step's inputs B are loaded one
+// step ahead, so that global loads are in flight while the multiply-adds
+// run. Otherwise one thread per parallel point
 // and column carries its column. O(K^2 V) per step, in order: the steps of
 // --tang-chunk-affine-scan's chunks (a few hundred), not the tokens of a
 // long sequence. The products of the transitions (the scan's first result)
@@ -27,10 +30,12 @@
 
 #include "BodyEmitter.h"
 #include "KernelForm.h"
+#include "Tang/Dialect/Tang/IR/TangTargets.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
@@ -174,12 +179,47 @@ LogicalResult mlir::tang::emitAffineScanKernel(OpBuilder &b, TensorScanOp op,
   };
   auto space =
       gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
-  Value slice = k.func.addWorkgroupAttribution(
-      MemRefType::get({kDim, shape.block}, element, AffineMap(), space), loc);
-  // Rows of the slice are read as 16-byte vectors.
-  k.func.setWorkgroupAttributionAttr(k.func.getNumWorkgroupAttributions() - 1,
-                                     LLVM::LLVMDialect::getAlignAttrName(),
-                                     b.getI64IntegerAttr(16));
+  // With f32 states, 4 columns a thread and K a multiple of 4, the sum
+  // takes k in quads: each of the thread's transition rows as one 16-byte
+  // load (A[t, i, k..k+3]) and each of the 4 slice rows' columns as one
+  // (slice[k + q, c..c+3]): 8 loads for 64 multiply-adds, not 32.
+  bool vectors = shape.colsPer == 4 && kDim % 4 == 0 && element.isF32();
+  // Staged transitions: on targets with asynchronous copies to workgroup
+  // memory (cp.async: sm_80 on, the targets with tensor cores), each
+  // step's transition A[t] is copied whole into one of two buffers while
+  // the step before computes from the other, so no multiply-add waits for
+  // global memory (the loads ahead in registers still waited: 0.54 ms for
+  // the 4096-token gated delta rule's 64 chunk steps of 128 x 128 states
+  // on an H100). The slice and both buffers in dynamic workgroup memory.
+  int64_t threads = shape.colThreads * shape.rowThreads;
+  int64_t bufferBytes = kDim * kDim * elementBytes;
+  int64_t sliceBytes = kDim * shape.block * elementBytes;
+  bool staged =
+      vectors && getTarget(op).getTensorCores() != TensorCoreKind::None &&
+      (kDim * kDim / 4) % threads == 0 &&
+      2 * bufferBytes + sliceBytes <= getTarget(op).getSharedPerBlock();
+  Value slice, buffers;
+  if (staged) {
+    Value smem = gpu::DynamicSharedMemoryOp::create(
+        b, loc,
+        MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), AffineMap(),
+                        space));
+    buffers = memref::ViewOp::create(
+        b, loc, MemRefType::get({2, kDim, kDim}, element, AffineMap(), space),
+        smem, cst(0), ValueRange{});
+    slice = memref::ViewOp::create(
+        b, loc,
+        MemRefType::get({kDim, shape.block}, element, AffineMap(), space), smem,
+        cst(2 * bufferBytes), ValueRange{});
+    k.sharedBytes = 2 * bufferBytes + sliceBytes;
+  } else {
+    slice = k.func.addWorkgroupAttribution(
+        MemRefType::get({kDim, shape.block}, element, AffineMap(), space), loc);
+    // Rows of the slice are read as 16-byte vectors.
+    k.func.setWorkgroupAttributionAttr(k.func.getNumWorkgroupAttributions() - 1,
+                                       LLVM::LLVMDialect::getAlignAttrName(),
+                                       b.getI64IntegerAttr(16));
+  }
   // The workgroup's parallel point and column block; the thread's tile.
   Value rest = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
   Value colBlock = arith::RemUIOp::create(b, loc, rest, cst(colBlocks));
@@ -252,11 +292,6 @@ LogicalResult mlir::tang::emitAffineScanKernel(OpBuilder &b, TensorScanOp op,
     }
   gpu::BarrierOp::create(b, loc);
 
-  // With f32 states, 4 columns a thread and K a multiple of 4, the sum
-  // takes k in quads: each of the thread's transition rows as one 16-byte
-  // load (A[t, i, k..k+3]) and each of the 4 slice rows' columns as one
-  // (slice[k + q, c..c+3]): 8 loads for 64 multiply-adds, not 32.
-  bool vectors = shape.colsPer == 4 && kDim % 4 == 0 && element.isF32();
   int64_t kStep = vectors ? 4 : 1;
   // The transitions come from global memory, the slice from the
   // workgroup's: a trip of the sum takes `group` k steps, and the loads of
@@ -271,6 +306,36 @@ LogicalResult mlir::tang::emitAffineScanKernel(OpBuilder &b, TensorScanOp op,
     perTrip *= 2;
   int64_t group = kStep * perTrip;
   auto quad = VectorType::get({kStep}, element);
+  // Staged: A[t] into buffer `slot`, 16 bytes a copy, the workgroup's
+  // threads taking consecutive chunks of its rows.
+  auto copyA = [&](Value t, Value slot) {
+    int64_t chunksPerRow = kDim / 4;
+    for (int64_t n = 0; n < kDim * chunksPerRow / threads; ++n) {
+      Value chunk = add(tid, cst(n * threads));
+      Value row = arith::DivUIOp::create(b, loc, chunk, cst(chunksPerRow));
+      Value col =
+          mul(arith::RemUIOp::create(b, loc, chunk, cst(chunksPerRow)), 4);
+      nvgpu::DeviceAsyncCopyOp::create(
+          b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), buffers,
+          ValueRange{slot, row, col}, a, at({t, row, col}), b.getIndexAttr(4),
+          Value(), b.getUnitAttr());
+    }
+    return nvgpu::DeviceAsyncCreateGroupOp::create(
+               b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()),
+               ValueRange{})
+        .getResult();
+  };
+  // Staged: the transition rows of a trip from the step's buffer.
+  auto readA = [&](Value slot, Value k0) {
+    SmallVector<Value> values;
+    for (int64_t u = 0; u < perTrip; ++u)
+      for (int64_t m = 0; m < shape.rowsPer; ++m)
+        values.push_back(vector::LoadOp::create(
+            b, loc, quad, buffers,
+            ValueRange{slot, rows[m], add(k0, cst(u * kStep))},
+            /*nontemporal=*/false, llvm::Align(16)));
+    return values;
+  };
   auto loadA = [&](Value t, Value k0) {
     SmallVector<Value> values;
     for (int64_t u = 0; u < perTrip; ++u)
@@ -293,7 +358,10 @@ LogicalResult mlir::tang::emitAffineScanKernel(OpBuilder &b, TensorScanOp op,
   };
   int64_t numB = shape.rowsPer * shape.colsPer;
   SmallVector<Value> carried = loadB(cst(0));
-  llvm::append_range(carried, loadA(cst(0), cst(0)));
+  if (staged)
+    copyA(cst(0), cst(0));
+  else
+    llvm::append_range(carried, loadA(cst(0), cst(0)));
   auto stepLoop =
       scf::ForOp::create(b, loc, cst(0), cst(steps), cst(1), carried);
   b.setInsertionPointToStart(stepLoop.getBody());
@@ -302,6 +370,17 @@ LogicalResult mlir::tang::emitAffineScanKernel(OpBuilder &b, TensorScanOp op,
   Value lastStep = cst(steps - 1);
   Value nextT = arith::MinUIOp::create(b, loc, add(t, cst(1)), lastStep);
   SmallVector<Value> nextB = loadB(nextT);
+  Value slot;
+  if (staged) {
+    // A[t + 1] (the last again at the end: copied, not read) into the
+    // buffer step t - 1 read (every thread is past it: the barriers
+    // below); then A[t] has landed, for every thread once all have waited.
+    slot = arith::RemUIOp::create(b, loc, t, cst(2));
+    Value group =
+        copyA(nextT, arith::RemUIOp::create(b, loc, add(t, cst(1)), cst(2)));
+    nvgpu::DeviceAsyncWaitOp::create(b, loc, group, b.getI32IntegerAttr(1));
+    gpu::BarrierOp::create(b, loc);
+  }
   SmallVector<Value> sumInit(stepArgs.begin(), stepArgs.end());
   auto sum = scf::ForOp::create(b, loc, cst(0), cst(kDim), cst(group), sumInit);
   {
@@ -310,15 +389,20 @@ LogicalResult mlir::tang::emitAffineScanKernel(OpBuilder &b, TensorScanOp op,
     Value kk = sum.getInductionVar();
     ValueRange args = sum.getRegionIterArgs();
     SmallVector<Value> next(args.take_front(numB));
-    ValueRange current = args.drop_front(numB);
-    // The next trip's transition rows: this step's next k, or the next
-    // step's first (the last step's again at its end: read, not used).
-    Value nextK = add(kk, cst(group));
-    Value wrap = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, nextK,
-                                       cst(kDim));
-    Value tripT = arith::SelectOp::create(b, loc, wrap, nextT, t);
-    Value tripK = arith::SelectOp::create(b, loc, wrap, cst(0), nextK);
-    SmallVector<Value> prefetched = loadA(tripT, tripK);
+    SmallVector<Value> current, prefetched;
+    if (staged) {
+      current = readA(slot, kk);
+    } else {
+      current.assign(args.begin() + numB, args.end());
+      // The next trip's transition rows: this step's next k, or the next
+      // step's first (the last step's again at its end: read, not used).
+      Value nextK = add(kk, cst(group));
+      Value wrap = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                         nextK, cst(kDim));
+      Value tripT = arith::SelectOp::create(b, loc, wrap, nextT, t);
+      Value tripK = arith::SelectOp::create(b, loc, wrap, cst(0), nextK);
+      prefetched = loadA(tripT, tripK);
+    }
     // Fused multiply-adds: one instruction a product.
     auto madd = [&](int64_t m, int64_t c, Value x, Value y) {
       Value &r = next[m * shape.colsPer + c];
@@ -326,7 +410,8 @@ LogicalResult mlir::tang::emitAffineScanKernel(OpBuilder &b, TensorScanOp op,
     };
     for (int64_t u = 0; u < perTrip; ++u) {
       Value k0 = add(kk, cst(u * kStep));
-      ValueRange left = current.slice(u * shape.rowsPer, shape.rowsPer);
+      ArrayRef<Value> left =
+          ArrayRef(current).slice(u * shape.rowsPer, shape.rowsPer);
       if (vectors) {
         for (int64_t q = 0; q < 4; ++q) {
           Value right = vector::LoadOp::create(
