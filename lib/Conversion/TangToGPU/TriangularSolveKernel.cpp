@@ -7,11 +7,10 @@
 // columns of one point, so a warp reads the same L row: one transaction
 // serves the warp.
 //
-// At C <= 64 the loops are unrolled and the column stays in registers: its
-// right-hand side loaded first, then C^2 / 2 multiply-adds over 4 partial
-// sums a row, each reading only L (as 16-byte vectors of 4 s where the row
-// length allows, on the CUDA kernel form: the portable backends' printers
-// take scalar loads). Larger C loops over rows and s, reading the
+// At C <= 64 the loops are unrolled and the column stays in registers: C^2
+// / 2 multiply-adds, each reading only L (as 16-byte vectors of 4 s where
+// the row length allows, on the CUDA kernel form: the portable backends'
+// printers take scalar loads). Larger C loops over rows and s, reading the
 // column's earlier rows back from the result (the thread's own stores).
 // Elements narrower than f32 are computed in f32, stores rounded.
 //
@@ -31,8 +30,6 @@ using namespace mlir::tang;
 namespace {
 /// The largest system whose column a thread keeps in registers (unrolled).
 constexpr int64_t kRegisterRows = 64;
-/// Independent partial sums a row's substitution splits its terms over.
-constexpr int64_t kPartialSums = 4;
 } // namespace
 
 LogicalResult mlir::tang::emitTriangularSolveKernel(OpBuilder &b,
@@ -85,26 +82,13 @@ LogicalResult mlir::tang::emitTriangularSolveKernel(OpBuilder &b,
   if (rows <= kRegisterRows) {
     bool vectors = vectorLoads && rows % 4 == 0 && element.isF32();
     auto quad = VectorType::get({4}, element);
-    // The right-hand side first: its loads are all in flight before the
-    // substitution needs them (each row waited for its own before: 0.26
-    // ms for 64 x 64 systems of 128 columns at 2048 points on an H100).
     SmallVector<Value> x;
-    for (int64_t r = 0; r < rows; ++r)
-      x.push_back(load(rhs, at({cst(r), col})));
-    Value zero = arith::ConstantOp::create(b, loc, b.getFloatAttr(compute, 0));
     for (int64_t r = 0; r < rows; ++r) {
       Value row = cst(r);
-      // kPartialSums sums, term s into sum s % kPartialSums: chains a
-      // quarter as long, and only the last term waits for x[r - 1].
-      SmallVector<Value> parts(kPartialSums, zero);
-      parts[0] = x[r];
-      auto term = [&](int64_t s, Value l) {
-        Value &part = parts[s % kPartialSums];
-        part = madd(part, l, x[s]);
-      };
+      Value acc = load(rhs, at({row, col}));
       for (int64_t s = 0; s < r; s += vectors ? 4 : 1) {
         if (!vectors) {
-          term(s, load(lower, at({row, cst(s)})));
+          acc = madd(acc, load(lower, at({row, cst(s)})), x[s]);
           continue;
         }
         // L[r, s..s+3] (in the row: rows % 4 == 0), its entries past r-1
@@ -113,21 +97,10 @@ LogicalResult mlir::tang::emitTriangularSolveKernel(OpBuilder &b,
             vector::LoadOp::create(b, loc, quad, lower, at({row, cst(s)}),
                                    /*nontemporal=*/false, llvm::Align(16));
         for (int64_t q = 0; q < 4 && s + q < r; ++q)
-          term(s + q, vector::ExtractOp::create(b, loc, l, q));
+          acc = madd(acc, vector::ExtractOp::create(b, loc, l, q), x[s + q]);
       }
-      // Pairwise: (p0 + p1) + (p2 + p3); sums never started drop out.
-      int64_t used = std::min<int64_t>(kPartialSums, std::max<int64_t>(r, 1));
-      SmallVector<Value> level(parts.begin(), parts.begin() + used);
-      while (level.size() > 1) {
-        SmallVector<Value> next;
-        for (size_t i = 0; i + 1 < level.size(); i += 2)
-          next.push_back(arith::AddFOp::create(b, loc, level[i], level[i + 1]));
-        if (level.size() % 2)
-          next.push_back(level.back());
-        level = std::move(next);
-      }
-      x[r] = level[0];
-      store(x[r], at({row, col}));
+      x.push_back(acc);
+      store(acc, at({row, col}));
     }
     return success();
   }
