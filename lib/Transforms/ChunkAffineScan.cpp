@@ -198,6 +198,41 @@ struct FactorPart {
 // element type, {M} the monoid. Arguments: la (log decays), u, w, p, v (the
 // factors), S0 (the initial state) and A0 (the transition's init, unused
 // but by the chunks' scan).
+/// A product of the plan, P[c, r, s] = Gamma (row_r . col_s) where s <
+/// r (`slt`) or s <= r (`sle`): the decay exp(%{D}) and the mask its
+/// epilogue; {DECAY} computes %d from %h = Dh[c, s, r] where needed.
+constexpr const char *kDecayedProduct = R"mlir(
+  %{P} = tang.comprehension ({PI}%c, %r, %s) [{PX}{N}, {C}, {C}] attributes {tang.saved} : tensor<{PS}{N}x{C}x{C}x{E}> {
+    %h = tang.read %Dh[{PI}%c, %s, %r] : tensor<{PS}{N}x{C}x{C}x{E}>
+{DECAY}    %e = math.exp %{D} : {E}
+    %sum = tang.comprehension reduce (%k) [{K}] monoid(add) : {E} {
+      %a = tang.read %{ROW}[{PI}%c * {C} + %r, %k] : tensor<{PS}{T}x{K}x{E}>
+      %b = tang.read %{COL}[{PI}%c * {C} + %s, %k] : tensor<{PS}{T}x{K}x{E}>
+      %m = arith.mulf %a, %b : {E}
+      tang.yield %m : {E}
+    }
+    %ri = tang.index %r : i32
+    %si = tang.index %s : i32
+    %in = arith.cmpi {MASK}, %si, %ri : i32
+    %zero = arith.constant 0.0 : {E}
+    %x = arith.mulf %e, %sum : {E}
+    %o = arith.select %in, %x, %zero : {E}
+    tang.yield %o : {E}
+  }
+)mlir";
+
+/// Qu and Qp's decay: exp(G[r] - G[s]) = exp(Dh[c, s, r] + la[r]) for s <
+/// r, 1 at s = r.
+constexpr const char *kOutputDecay =
+    R"mlir(    %lr = tang.read %la[{PI}%c * {C} + %r] : tensor<{PS}{T}x{E}>
+    %hl = arith.addf %h, %lr : {E}
+    %rb = tang.index %r : i32
+    %sb = tang.index %s : i32
+    %before = arith.cmpi slt, %sb, %rb : i32
+    %none = arith.constant 0.0 : {E}
+    %d = arith.select %before, %hl, %none : {E}
+)mlir";
+
 constexpr const char *kPlan = R"mlir(
 func.func @plan(%la: tensor<{PS}{T}x{E}>, %u: tensor<{PS}{T}x{K}x{E}>, %w: tensor<{PS}{T}x{K}x{E}>, %pp: tensor<{PS}{T}x{K}x{E}>, %v: tensor<{PS}{T}x{V}x{E}>, %S0: tensor<{PS}{K}x{V}x{E}>, %A0: tensor<{PS}{K}x{K}x{E}>{QARGS}) -> (tensor<{PS}{T}x{K}x{V}x{E}>, tensor<{PS}{N}x{K}x{V}x{E}>{OTYPES}) {
   // G[c, r]: the cumulative log decay of chunk c up to step r.
@@ -228,41 +263,7 @@ func.func @plan(%la: tensor<{PS}{T}x{E}>, %u: tensor<{PS}{T}x{K}x{E}>, %w: tenso
   // Gamma = exp(G[r - 1] - G[s]) = exp(Dh[s, r]). Every product of the
   // plan is a contraction of plain reads (tensor cores take those), its
   // scale and mask the product's epilogue.
-  %Lu = tang.comprehension ({PI}%c, %r, %s) [{PX}{N}, {C}, {C}] attributes {tang.saved} : tensor<{PS}{N}x{C}x{C}x{E}> {
-    %d = tang.read %Dh[{PI}%c, %s, %r] : tensor<{PS}{N}x{C}x{C}x{E}>
-    %e = math.exp %d : {E}
-    %wu = tang.comprehension reduce (%k) [{K}] monoid(add) : {E} {
-      %a = tang.read %w[{PI}%c * {C} + %r, %k] : tensor<{PS}{T}x{K}x{E}>
-      %b = tang.read %u[{PI}%c * {C} + %s, %k] : tensor<{PS}{T}x{K}x{E}>
-      %m = arith.mulf %a, %b : {E}
-      tang.yield %m : {E}
-    }
-    %ri = tang.index %r : i32
-    %si = tang.index %s : i32
-    %lt = arith.cmpi slt, %si, %ri : i32
-    %zero = arith.constant 0.0 : {E}
-    %x = arith.mulf %e, %wu : {E}
-    %o = arith.select %lt, %x, %zero : {E}
-    tang.yield %o : {E}
-  }
-  %Lp = tang.comprehension ({PI}%c, %r, %s) [{PX}{N}, {C}, {C}] attributes {tang.saved} : tensor<{PS}{N}x{C}x{C}x{E}> {
-    %d = tang.read %Dh[{PI}%c, %s, %r] : tensor<{PS}{N}x{C}x{C}x{E}>
-    %e = math.exp %d : {E}
-    %wp = tang.comprehension reduce (%k) [{K}] monoid(add) : {E} {
-      %a = tang.read %w[{PI}%c * {C} + %r, %k] : tensor<{PS}{T}x{K}x{E}>
-      %b = tang.read %pp[{PI}%c * {C} + %s, %k] : tensor<{PS}{T}x{K}x{E}>
-      %m = arith.mulf %a, %b : {E}
-      tang.yield %m : {E}
-    }
-    %ri = tang.index %r : i32
-    %si = tang.index %s : i32
-    %lt = arith.cmpi slt, %si, %ri : i32
-    %zero = arith.constant 0.0 : {E}
-    %x = arith.mulf %e, %wp : {E}
-    %o = arith.select %lt, %x, %zero : {E}
-    tang.yield %o : {E}
-  }
-  // x_r = E_r S_start + F_r: E = (I - L)^-1 diag(exp(G[r - 1])) W and
+{LPRODUCTS}  // x_r = E_r S_start + F_r: E = (I - L)^-1 diag(exp(G[r - 1])) W and
   // F = (I - L)^-1 Lp V, each by forward substitution (C^2 / 2
   // multiply-adds a column).
   %Wd = tang.comprehension ({PI}%c, %s, %k) [{PX}{N}, {C}, {K}] attributes {tang.saved} : tensor<{PS}{N}x{C}x{K}x{E}> {
@@ -383,11 +384,8 @@ func.func @plan(%la: tensor<{PS}{T}x{E}>, %u: tensor<{PS}{T}x{K}x{E}>, %w: tenso
       %b = arith.mulf %ps, %vs : {E}
       %ab = arith.addf %a, %b : {E}
       %x = arith.mulf %e, %ab : {E}
-      %si = tang.index %s : i32
-      %ti = tang.index [%t mod {C}] : i32
-      %le = arith.cmpi sle, %si, %ti : i32
-      %zero = arith.constant 0.0 : {E}
-      %y = arith.select %le, %x, %zero : {E}
+      %le = arith.cmpi sle, %sb, %tb : i32
+      %y = arith.select %le, %x, %none : {E}
       tang.yield %y : {E}
     }
     %x = arith.addf %base, %sum : {E}
@@ -403,55 +401,7 @@ func.func @plan(%la: tensor<{PS}{T}x{E}>, %u: tensor<{PS}{T}x{K}x{E}>, %w: tenso
 /// Gamma ((q_r . u_s) x_s + (q_r . p_s) v_s), K + 2C products an element
 /// instead of the K C of the state substituted into the reader.
 constexpr const char *kOutput = R"mlir(
-  %Qu{n} = tang.comprehension ({PI}%c, %r, %s) [{PX}{N}, {C}, {C}] attributes {tang.saved} : tensor<{PS}{N}x{C}x{C}x{E}> {
-    %h = tang.read %Dh[{PI}%c, %s, %r] : tensor<{PS}{N}x{C}x{C}x{E}>
-    %lr = tang.read %la[{PI}%c * {C} + %r] : tensor<{PS}{T}x{E}>
-    %hl = arith.addf %h, %lr : {E}
-    %rb = tang.index %r : i32
-    %sb = tang.index %s : i32
-    %before = arith.cmpi slt, %sb, %rb : i32
-    %none = arith.constant 0.0 : {E}
-    %d = arith.select %before, %hl, %none : {E}
-    %e = math.exp %d : {E}
-    %qu = tang.comprehension reduce (%k) [{K}] monoid(add) : {E} {
-      %a = tang.read %q{n}[{PI}%c * {C} + %r, %k] : tensor<{PS}{T}x{K}x{E}>
-      %b = tang.read %u[{PI}%c * {C} + %s, %k] : tensor<{PS}{T}x{K}x{E}>
-      %m = arith.mulf %a, %b : {E}
-      tang.yield %m : {E}
-    }
-    %ri = tang.index %r : i32
-    %si = tang.index %s : i32
-    %le = arith.cmpi sle, %si, %ri : i32
-    %zero = arith.constant 0.0 : {E}
-    %x = arith.mulf %e, %qu : {E}
-    %o = arith.select %le, %x, %zero : {E}
-    tang.yield %o : {E}
-  }
-  %Qp{n} = tang.comprehension ({PI}%c, %r, %s) [{PX}{N}, {C}, {C}] attributes {tang.saved} : tensor<{PS}{N}x{C}x{C}x{E}> {
-    %h = tang.read %Dh[{PI}%c, %s, %r] : tensor<{PS}{N}x{C}x{C}x{E}>
-    %lr = tang.read %la[{PI}%c * {C} + %r] : tensor<{PS}{T}x{E}>
-    %hl = arith.addf %h, %lr : {E}
-    %rb = tang.index %r : i32
-    %sb = tang.index %s : i32
-    %before = arith.cmpi slt, %sb, %rb : i32
-    %none = arith.constant 0.0 : {E}
-    %d = arith.select %before, %hl, %none : {E}
-    %e = math.exp %d : {E}
-    %qp = tang.comprehension reduce (%k) [{K}] monoid(add) : {E} {
-      %a = tang.read %q{n}[{PI}%c * {C} + %r, %k] : tensor<{PS}{T}x{K}x{E}>
-      %b = tang.read %pp[{PI}%c * {C} + %s, %k] : tensor<{PS}{T}x{K}x{E}>
-      %m = arith.mulf %a, %b : {E}
-      tang.yield %m : {E}
-    }
-    %ri = tang.index %r : i32
-    %si = tang.index %s : i32
-    %le = arith.cmpi sle, %si, %ri : i32
-    %zero = arith.constant 0.0 : {E}
-    %x = arith.mulf %e, %qp : {E}
-    %o = arith.select %le, %x, %zero : {E}
-    tang.yield %o : {E}
-  }
-  // Per chunk: q_r S_start, Qu X and Qp V.
+{QPRODUCTS}  // Per chunk: q_r S_start, Qu X and Qp V.
   %O1{n} = tang.comprehension ({PI}%c, %r, %j) reduce (%k) [{PX}{N}, {C}, {V}, {K}] monoid(add) attributes {tang.saved} : tensor<{PS}{N}x{C}x{V}x{E}> {
     %a = tang.read %q{n}[{PI}%c * {C} + %r, %k] : tensor<{PS}{T}x{K}x{E}>
     %b = tang.read %Ss[{PI}%c, %k, %j] : tensor<{PS}{N}x{K}x{V}x{E}>
@@ -567,7 +517,7 @@ std::string substitute(std::string text,
 /// `outputs` contracting readers an argument q{n} ({QARGS}: `steps` x K)
 /// and a result O{n} ({OTYPES}, {ORETS}: `steps` x V) computed by
 /// `outputTemplate` ({OUTPUTS}).
-std::string withOutputs(const char *text, const char *outputTemplate,
+std::string withOutputs(StringRef text, StringRef outputTemplate,
                         unsigned outputs, StringRef steps) {
   std::string qArgs, oTypes, oRets, oBodies;
   for (unsigned n = 0; n < outputs; ++n) {
@@ -575,12 +525,12 @@ std::string withOutputs(const char *text, const char *outputTemplate,
     qArgs += (", %q" + id + ": tensor<{PS}" + steps + "x{K}x{E}>").str();
     oTypes += (", tensor<{PS}" + steps + "x{V}x{E}>").str();
     oRets += ", %O" + id;
-    oBodies += substitute(outputTemplate, {{"{n}", id}});
+    oBodies += substitute(outputTemplate.str(), {{"{n}", id}});
   }
-  return substitute(text, {{"{QARGS}", qArgs},
-                           {"{OTYPES}", oTypes},
-                           {"{ORETS}", oRets},
-                           {"{OUTPUTS}", oBodies}});
+  return substitute(text.str(), {{"{QARGS}", qArgs},
+                                 {"{OTYPES}", oTypes},
+                                 {"{ORETS}", oRets},
+                                 {"{OUTPUTS}", oBodies}});
 }
 
 /// The shape placeholders every template takes: {PI}, {PX}, {PS} of the
@@ -606,7 +556,26 @@ shapeValues(ArrayRef<int64_t> parallel, int64_t k, int64_t v, Type element) {
 std::string instantiatePlan(ArrayRef<int64_t> parallel, int64_t steps,
                             int64_t chunk, int64_t k, int64_t v, Type element,
                             StringRef monoid, unsigned outputs) {
-  std::string text = withOutputs(kPlan, kOutput, outputs, "{T}");
+  // L and Lp (s < r, Gamma = exp(Dh[c, s, r])); Qu and Qp of each reader
+  // (s <= r).
+  auto product = [](StringRef name, StringRef row, StringRef col,
+                    StringRef mask, StringRef decay, StringRef d) {
+    return substitute(kDecayedProduct, {{"{P}", name.str()},
+                                        {"{ROW}", row.str()},
+                                        {"{COL}", col.str()},
+                                        {"{MASK}", mask.str()},
+                                        {"{DECAY}", decay.str()},
+                                        {"{D}", d.str()}});
+  };
+  std::string plan = substitute(
+      kPlan, {{"{LPRODUCTS}", product("Lu", "w", "u", "slt", "", "h") +
+                                  product("Lp", "w", "pp", "slt", "", "h")}});
+  std::string output = substitute(
+      kOutput,
+      {{"{QPRODUCTS}",
+        product("Qu{n}", "q{n}", "u", "sle", kOutputDecay, "d") +
+            product("Qp{n}", "q{n}", "pp", "sle", kOutputDecay, "d")}});
+  std::string text = withOutputs(plan, output, outputs, "{T}");
   text = substitute(text, {{"{T}", std::to_string(steps)},
                            {"{N}", std::to_string(steps / chunk)},
                            {"{CL}", std::to_string(chunk - 1)},
